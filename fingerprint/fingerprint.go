@@ -1,0 +1,298 @@
+package fingerprint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"hash"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// CurrentVersion is the version [Compute] and [Fingerprinter.Compute] use.
+const CurrentVersion = "v1"
+
+// DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero.
+const DefaultMaxDepth = 64
+
+// maxMaxDepth is the decoder's own nesting limit.
+const maxMaxDepth = 10000
+
+// Mode says how the body is read.
+type Mode int
+
+const (
+	// ModeAuto, the zero value, picks the mode from the body and its
+	// content type (media type compared without parameters, ignoring case):
+	//   - an empty body (after base64 decoding) is hashed as raw bytes;
+	//   - application/json and any */*+json type: JSON, and a body that is
+	//     not valid JSON is an error;
+	//   - application/x-www-form-urlencoded: form;
+	//   - no content type: JSON if the body starts (after whitespace) with
+	//     "{" or "[" and parses as JSON, raw bytes otherwise;
+	//   - anything else: raw bytes.
+	ModeAuto Mode = iota
+	// ModeJSON always reads the body as JSON; invalid JSON, including an
+	// empty body, is an error.
+	ModeJSON
+	// ModeRaw hashes the body bytes as they are. Include and Exclude are
+	// not used.
+	ModeRaw
+	// ModeForm reads the body as application/x-www-form-urlencoded.
+	ModeForm
+)
+
+// Options says what is part of the fingerprint. The zero value hashes the
+// whole body (mode chosen by [ModeAuto]) and nothing else: no method, path,
+// query parameter or header, with a nesting limit of [DefaultMaxDepth].
+//
+// Changing Options changes fingerprints: records stored under one set of
+// Options compare unequal to requests fingerprinted under another.
+type Options struct {
+	Mode Mode
+
+	// Include, when not empty, restricts the body to the values at these
+	// JSON Pointers (RFC 6901, e.g. "/amount", "/items/0/sku"). For each
+	// pointer the fingerprint records whether a value is there and, if so,
+	// the value; a missing value and a null are therefore different.
+	// Order and duplicates do not matter.
+	Include []string
+
+	// Exclude removes the values at these JSON Pointers before hashing:
+	// a removed member disappears from its object, a removed element from
+	// its array. A pointer that matches nothing is ignored. Exclude may be
+	// combined with Include: it is applied first, so it can remove volatile
+	// fields inside an included value, and an included pointer at or under
+	// an excluded one selects nothing. The empty pointer (the whole body)
+	// cannot be excluded.
+	Exclude []string
+
+	// Method and Path add the request method and the path, as given.
+	Method, Path bool
+
+	// Query lists query parameter names (case-sensitive) to add. For each
+	// name all its values are hashed in order; a missing parameter and one
+	// with an empty value differ.
+	Query []string
+
+	// Headers lists header names (case-insensitive) to add. Values are
+	// hashed in order with surrounding spaces and tabs removed. Never list
+	// headers that vary between retries (User-Agent, Date, trace ids).
+	Headers []string
+
+	// MaxDepth limits the nesting of objects and arrays in a JSON body;
+	// zero means DefaultMaxDepth. At most 10000.
+	MaxDepth int
+}
+
+// Input is one request as the fingerprint sees it. Query and Header accept
+// url.Values and http.Header directly.
+type Input struct {
+	Method      string
+	Path        string
+	Query       map[string][]string // parameter names are case-sensitive
+	Header      map[string][]string // names are matched case-insensitively
+	ContentType string              // the Content-Type header; used by ModeAuto
+	Body        []byte
+
+	// IsBase64Encoded says Body holds standard base64 text to decode first,
+	// as API Gateway and Lambda function URLs deliver binary bodies.
+	IsBase64Encoded bool
+}
+
+// A Fingerprinter holds validated Options. It is safe for concurrent use.
+type Fingerprinter struct {
+	mode     Mode
+	include  []pointer // sorted by text, without duplicates
+	exclude  *trie     // nil without Exclude
+	method   bool
+	path     bool
+	query    []string // sorted, without duplicates
+	headers  []string // lower case, sorted, without duplicates
+	maxDepth int
+	formCuts map[string]bool // one-token Exclude pointers, for form bodies
+}
+
+// New validates opts and returns a Fingerprinter for them. Errors match
+// [ErrInvalidOptions]; a bad pointer is a [*PointerError].
+func New(opts Options) (*Fingerprinter, error) {
+	f := &Fingerprinter{
+		mode:     opts.Mode,
+		method:   opts.Method,
+		path:     opts.Path,
+		maxDepth: opts.MaxDepth,
+	}
+	if opts.Mode < ModeAuto || opts.Mode > ModeForm {
+		return nil, fmt.Errorf("%w: unknown Mode %d", ErrInvalidOptions, opts.Mode)
+	}
+	switch {
+	case f.maxDepth == 0:
+		f.maxDepth = DefaultMaxDepth
+	case f.maxDepth < 0 || f.maxDepth > maxMaxDepth:
+		return nil, fmt.Errorf("%w: MaxDepth %d is outside 0..%d", ErrInvalidOptions, opts.MaxDepth, maxMaxDepth)
+	}
+	for _, s := range opts.Include {
+		p, err := parsePointer(s)
+		if err != nil {
+			return nil, err
+		}
+		f.include = append(f.include, p)
+	}
+	slices.SortFunc(f.include, func(a, b pointer) int { return strings.Compare(a.text, b.text) })
+	f.include = slices.CompactFunc(f.include, func(a, b pointer) bool { return a.text == b.text })
+	for _, s := range opts.Exclude {
+		p, err := parsePointer(s)
+		if err != nil {
+			return nil, err
+		}
+		if len(p.toks) == 0 {
+			return nil, &PointerError{Pointer: s, Reason: "the whole body cannot be excluded"}
+		}
+		if f.exclude == nil {
+			f.exclude = new(trie)
+		}
+		f.exclude.add(p.toks)
+		if len(p.toks) == 1 {
+			if f.formCuts == nil {
+				f.formCuts = make(map[string]bool)
+			}
+			f.formCuts[p.toks[0]] = true
+		}
+	}
+	f.query = slices.Compact(slices.Sorted(slices.Values(opts.Query)))
+	for _, h := range opts.Headers {
+		if h == "" {
+			return nil, fmt.Errorf("%w: empty header name", ErrInvalidOptions)
+		}
+		f.headers = append(f.headers, strings.ToLower(h))
+	}
+	slices.Sort(f.headers)
+	f.headers = slices.Compact(f.headers)
+	return f, nil
+}
+
+// Compute returns the fingerprint of in under opts with the current
+// version, "v1:sha256:" followed by 64 lower-case hex digits.
+func Compute(in Input, opts Options) (string, error) {
+	return ComputeVersion(CurrentVersion, in, opts)
+}
+
+// ComputeVersion returns the fingerprint of in under opts with the rules
+// of the given version. Use it to compare a request with a record stored
+// under an older version:
+//
+//	fp, err := fingerprint.ComputeVersion(fingerprint.Version(stored), in, opts)
+//	same := err == nil && fp == stored
+//
+// Versions are never removed, so every fingerprint this package ever wrote
+// can be recomputed. An unknown version is an error matching
+// [ErrUnknownVersion].
+func ComputeVersion(version string, in Input, opts Options) (string, error) {
+	f, err := New(opts)
+	if err != nil {
+		return "", err
+	}
+	return f.ComputeVersion(version, in)
+}
+
+// Compute returns the fingerprint of in with the current version.
+func (f *Fingerprinter) Compute(in Input) (string, error) {
+	return f.ComputeVersion(CurrentVersion, in)
+}
+
+// ComputeVersion returns the fingerprint of in with the rules of the given
+// version; see the package function [ComputeVersion].
+func (f *Fingerprinter) ComputeVersion(version string, in Input) (string, error) {
+	switch version {
+	case "v1":
+		return f.v1(&in)
+	}
+	return "", fmt.Errorf("%w %q", ErrUnknownVersion, version)
+}
+
+// Version returns the version prefix of a fingerprint ("v1" for
+// "v1:sha256:…"), or "" when fp has no such prefix. It does not check that
+// the version is known; ComputeVersion does.
+func Version(fp string) string {
+	i := strings.IndexByte(fp, ':')
+	if i <= 0 {
+		return ""
+	}
+	return fp[:i]
+}
+
+// state is the per-call scratch space, reused through statePool.
+type state struct {
+	p   parser
+	e   emitter
+	h   hash.Hash
+	b64 []byte
+	sum [sha256.Size]byte
+}
+
+var statePool = sync.Pool{New: func() any { return &state{h: sha256.New()} }}
+
+// maxPooled bounds the buffers a pooled state keeps, so that one huge
+// request does not pin its memory.
+const maxPooled = 1 << 20
+
+func getState() *state {
+	st := statePool.Get().(*state)
+	st.h.Reset()
+	st.e = emitter{out: st.e.out[:0], h: st.h}
+	return st
+}
+
+func putState(st *state) {
+	st.p.release()
+	if cap(st.p.arena) > maxPooled || cap(st.b64) > maxPooled || cap(st.e.out) > maxPooled ||
+		cap(st.p.nodes) > maxPooled/16 || cap(st.p.members) > maxPooled/16 {
+		return
+	}
+	statePool.Put(st)
+}
+
+// decodeBody returns the body bytes, decoding base64 if flagged.
+func (st *state) decodeBody(in *Input) ([]byte, error) {
+	if !in.IsBase64Encoded {
+		return in.Body, nil
+	}
+	n := base64.StdEncoding.DecodedLen(len(in.Body))
+	st.b64 = slices.Grow(st.b64[:0], n)[:n]
+	m, err := base64.StdEncoding.Decode(st.b64, in.Body)
+	if err != nil {
+		return nil, &bodyError{kind: ErrInvalidBase64, cause: err, msg: err.Error()}
+	}
+	return st.b64[:m], nil
+}
+
+// resolveMode applies the ModeAuto rules. sniffed reports a JSON guess made
+// without a JSON content type; such a body falls back to raw bytes when it
+// does not parse.
+func (f *Fingerprinter) resolveMode(contentType string, body []byte) (mode Mode, sniffed bool) {
+	if f.mode != ModeAuto {
+		return f.mode, false
+	}
+	if len(body) == 0 {
+		return ModeRaw, false
+	}
+	mt := contentType
+	if i := strings.IndexByte(mt, ';'); i >= 0 {
+		mt = mt[:i]
+	}
+	mt = strings.Trim(mt, " \t")
+	switch {
+	case strings.EqualFold(mt, "application/json"),
+		len(mt) > len("+json") && strings.EqualFold(mt[len(mt)-len("+json"):], "+json"):
+		return ModeJSON, false
+	case strings.EqualFold(mt, "application/x-www-form-urlencoded"):
+		return ModeForm, false
+	case mt == "":
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+			return ModeJSON, true
+		}
+	}
+	return ModeRaw, false
+}

@@ -1,0 +1,231 @@
+package fingerprint
+
+import (
+	"encoding/hex"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Version 1. Its output must never change: a change of any rule below
+// (framing, number rule, mode choice, header trimming…) is a new version
+// with its own function, and v1 stays as it is so that stored records can
+// still be compared. golden_test.go pins v1 outputs.
+//
+// The SHA-256 input is a sequence of parts, each self-delimiting, so that
+// the byte string can be split back into its parts and no two different
+// requests produce the same input:
+//
+//	input   = "idemkit.fingerprint.v1" 0x00
+//	          [ 'M' str(method) ]                      Options.Method
+//	          [ 'P' str(path) ]                        Options.Path
+//	          [ 'Q' uvarint(n) n*( str(name) list ) ]  Options.Query, sorted
+//	          [ 'H' uvarint(n) n*( str(name) list ) ]  Options.Headers, lower case, sorted
+//	          'B' body
+//	list    = uvarint(k) k*str(value)
+//	body    = 'r' str(bytes)                             raw
+//	        | 'j' 'a' json                               JSON, whole
+//	        | 'j' 's' uvarint(n) n*( str(ptr) sel-json ) JSON, Include
+//	        | 'f' 'a' form                               form, whole
+//	        | 'f' 's' uvarint(n) n*( str(ptr) sel-form ) form, Include
+//	json    = canonical JSON text (valid UTF-8) 0xFF     0xFF never occurs in UTF-8
+//	sel-json= 0x00 | 0x01 json                           absent | present
+//	form    = uvarint(n) n*( str(name) list )            names sorted bytewise
+//	sel-form= 0x00 | 0x01 ( list | form )                field | whole body ("")
+//	str(s)  = uvarint(len(s)) s
+const v1Magic = "idemkit.fingerprint.v1\x00"
+
+func (f *Fingerprinter) v1(in *Input) (string, error) {
+	st := getState()
+	defer putState(st)
+	e := &st.e
+	e.out = append(e.out, v1Magic...)
+	if f.method {
+		e.byte('M')
+		e.str(in.Method)
+	}
+	if f.path {
+		e.byte('P')
+		e.str(in.Path)
+	}
+	if len(f.query) > 0 {
+		e.byte('Q')
+		e.uvarint(len(f.query))
+		for _, name := range f.query {
+			e.str(name)
+			vals := in.Query[name]
+			e.uvarint(len(vals))
+			for _, v := range vals {
+				e.str(v)
+			}
+		}
+	}
+	if len(f.headers) > 0 {
+		e.byte('H')
+		e.uvarint(len(f.headers))
+		for _, name := range f.headers {
+			e.str(name)
+			writeHeaderValues(e, in.Header, name)
+		}
+	}
+
+	body, err := st.decodeBody(in)
+	if err != nil {
+		return "", err
+	}
+	e.byte('B')
+	mode, sniffed := f.resolveMode(in.ContentType, body)
+	switch mode {
+	case ModeJSON:
+		if err := st.p.parse(body, f.maxDepth); err != nil {
+			if !sniffed {
+				return "", err
+			}
+			e.byte('r')
+			e.bytes(body)
+			break
+		}
+		e.byte('j')
+		f.v1JSON(st)
+	case ModeForm:
+		vals, err := url.ParseQuery(string(body))
+		if err != nil {
+			return "", &bodyError{kind: ErrInvalidForm, cause: err, msg: err.Error()}
+		}
+		e.byte('f')
+		f.v1Form(e, vals)
+	default:
+		e.byte('r')
+		e.bytes(body)
+	}
+	e.flush()
+
+	sum := st.h.Sum(st.sum[:0])
+	var out [len("v1:sha256:") + 2*len(st.sum)]byte
+	n := copy(out[:], "v1:sha256:")
+	hex.Encode(out[n:], sum)
+	return string(out[:]), nil
+}
+
+func (f *Fingerprinter) v1JSON(st *state) {
+	e, p := &st.e, &st.p
+	if len(f.include) == 0 {
+		e.byte('a')
+		p.emit(e, p.root, f.exclude)
+		e.byte(0xFF)
+		return
+	}
+	e.byte('s')
+	e.uvarint(len(f.include))
+	for _, ptr := range f.include {
+		e.str(ptr.text)
+		n, ex, ok := p.lookup(ptr, f.exclude)
+		if !ok {
+			e.byte(0)
+			continue
+		}
+		e.byte(1)
+		p.emit(e, n, ex)
+		e.byte(0xFF)
+	}
+}
+
+// v1Form hashes a form body. A form is read as an object whose members are
+// the field names and whose values are the lists of values, so the pointer
+// "/name" denotes field name; longer pointers select nothing.
+func (f *Fingerprinter) v1Form(e *emitter, vals url.Values) {
+	for name := range f.formCuts {
+		delete(vals, name)
+	}
+	if len(f.include) == 0 {
+		e.byte('a')
+		writeForm(e, vals)
+		return
+	}
+	e.byte('s')
+	e.uvarint(len(f.include))
+	for _, ptr := range f.include {
+		e.str(ptr.text)
+		switch {
+		case len(ptr.toks) == 0:
+			e.byte(1)
+			writeForm(e, vals)
+		case len(ptr.toks) == 1:
+			v, ok := vals[ptr.toks[0]]
+			if !ok {
+				e.byte(0)
+				continue
+			}
+			e.byte(1)
+			writeList(e, v)
+		default:
+			e.byte(0)
+		}
+	}
+}
+
+func writeForm(e *emitter, vals url.Values) {
+	names := make([]string, 0, len(vals))
+	for name := range vals {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	e.uvarint(len(names))
+	for _, name := range names {
+		e.str(name)
+		writeList(e, vals[name])
+	}
+}
+
+func writeList(e *emitter, vals []string) {
+	e.uvarint(len(vals))
+	for _, v := range vals {
+		e.str(v)
+	}
+}
+
+// writeHeaderValues writes the values of the header lname (lower case).
+// All keys of h equal to lname ignoring case contribute, in the byte order
+// of the keys, each key's values in order.
+func writeHeaderValues(e *emitter, h map[string][]string, lname string) {
+	var match string
+	matches := 0
+	for k := range h {
+		if strings.EqualFold(k, lname) {
+			match = k
+			matches++
+		}
+	}
+	switch matches {
+	case 0:
+		e.uvarint(0)
+		return
+	case 1:
+		writeTrimmed(e, h[match])
+		return
+	}
+	keys := make([]string, 0, matches)
+	for k := range h {
+		if strings.EqualFold(k, lname) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	n := 0
+	for _, k := range keys {
+		n += len(h[k])
+	}
+	e.uvarint(n)
+	for _, k := range keys {
+		for _, v := range h[k] {
+			e.str(strings.Trim(v, " \t"))
+		}
+	}
+}
+
+func writeTrimmed(e *emitter, vals []string) {
+	e.uvarint(len(vals))
+	for _, v := range vals {
+		e.str(strings.Trim(v, " \t"))
+	}
+}
