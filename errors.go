@@ -1,0 +1,114 @@
+package idemkit
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrInvalidKey is wrapped by every error [ParseKey] returns.
+var ErrInvalidKey = errors.New("idemkit: invalid Idempotency-Key")
+
+// The reasons a key is refused. Each is also [ErrInvalidKey] under errors.Is.
+var (
+	ErrKeyMissing     = &KeyError{Reason: "missing"}
+	ErrKeyEmpty       = &KeyError{Reason: "empty"}
+	ErrKeyTooLong     = &KeyError{Reason: "too long"}
+	ErrKeyInvalidChar = &KeyError{Reason: "character outside printable ASCII"}
+	ErrKeyMalformed   = &KeyError{Reason: "malformed"}
+	ErrKeyMultiple    = &KeyError{Reason: "two different values in one request"}
+)
+
+// KeyError says why an Idempotency-Key value was refused.
+type KeyError struct{ Reason string }
+
+func (e *KeyError) Error() string { return "idemkit: invalid Idempotency-Key: " + e.Reason }
+
+// Is reports whether target is ErrInvalidKey.
+func (e *KeyError) Is(target error) bool { return target == ErrInvalidKey }
+
+// Errors returned by [Guard.Do] when the handler was not run.
+var (
+	// ErrMissingTenant: the request has no tenant. The guard fails closed.
+	ErrMissingTenant = errors.New("idemkit: no tenant for the request (misconfiguration)")
+	// ErrFingerprintMismatch: the key was used before with a different request.
+	ErrFingerprintMismatch = errors.New("idemkit: idempotency key reused with a different request")
+	// ErrOperationMismatch: with account-wide keys, the key was used before
+	// for a different operation.
+	ErrOperationMismatch = errors.New("idemkit: idempotency key reused for a different operation")
+	// ErrInFlight: a request with the same key is being executed. The error
+	// is a *ConflictError that carries the time to wait.
+	ErrInFlight = errors.New("idemkit: a request with this idempotency key is in flight")
+	// ErrIndeterminate: an earlier execution's lease expired without an
+	// outcome and the operation fails closed; an operator must resolve it.
+	ErrIndeterminate = errors.New("idemkit: the outcome of an earlier request with this key is unknown")
+	// ErrStoreUnavailable: the store could not be reached or refused the
+	// request for a transient reason. Nothing is cached; retry later.
+	ErrStoreUnavailable = errors.New("idemkit: idempotency store unavailable")
+	// ErrKeyExpired: the key embeds a time (UUIDv7) older than the
+	// operation's record retention, so an earlier request may have been
+	// forgotten. It is refused rather than run.
+	ErrKeyExpired = errors.New("idemkit: idempotency key is older than the retention period")
+	// ErrReplayWindowPassed: the request completed, but its response is no
+	// longer replayed. The error is an *OutcomeError naming the outcome.
+	ErrReplayWindowPassed = errors.New("idemkit: the replay window of this idempotency key has passed")
+	// ErrSnapshotOmitted: the request completed, but its response was too
+	// large to store. The error is an *OutcomeError naming the outcome.
+	ErrSnapshotOmitted = errors.New("idemkit: the response of this idempotency key was too large to store")
+	// ErrCorruptRecord: the stored record could not be decoded. The handler
+	// is not run and nothing is replayed.
+	ErrCorruptRecord = errors.New("idemkit: stored idempotency record is corrupt")
+)
+
+// Errors returned by a [Store].
+var (
+	// ErrNotFound: no live record has the ID.
+	ErrNotFound = errors.New("idemkit: record not found")
+	// ErrNotOwner: a fenced write was refused because the record is no longer
+	// in the state the caller's owner token allows (taken over, released,
+	// resolved or expired).
+	ErrNotOwner = errors.New("idemkit: record is not owned by this token")
+	// ErrNotIndeterminate: Resolve found no indeterminate record.
+	ErrNotIndeterminate = errors.New("idemkit: record is not indeterminate")
+)
+
+// ConflictError is returned while another request holds the key.
+type ConflictError struct {
+	// RetryAfter is the time until the holder's lease ends, at least one second.
+	RetryAfter time.Duration
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%v (retry after %s)", ErrInFlight, e.RetryAfter)
+}
+
+// Is reports whether target is ErrInFlight.
+func (e *ConflictError) Is(target error) bool { return target == ErrInFlight }
+
+// OutcomeError names the outcome of a completed request whose response
+// cannot be replayed: its replay window passed ([ErrReplayWindowPassed]) or
+// its body was too large to store ([ErrSnapshotOmitted]).
+type OutcomeError struct {
+	Reason      error     // ErrReplayWindowPassed or ErrSnapshotOmitted
+	Status      int       // the status first returned
+	Location    string    // the Location header first returned, if any
+	CompletedAt time.Time // when the request completed
+}
+
+func (e *OutcomeError) Error() string {
+	return fmt.Sprintf("%v (status %d, completed %s)", e.Reason, e.Status, e.CompletedAt.UTC().Format(time.RFC3339))
+}
+
+func (e *OutcomeError) Unwrap() error { return e.Reason }
+
+// StoreError wraps a failure of the store with the operation that failed.
+// It is [ErrStoreUnavailable] under errors.Is.
+type StoreError struct {
+	Op  string // "claim", "complete", "release", "get", ...
+	Err error
+}
+
+func (e *StoreError) Error() string { return fmt.Sprintf("idemkit: store %s: %v", e.Op, e.Err) }
+
+// Unwrap returns ErrStoreUnavailable and the underlying error.
+func (e *StoreError) Unwrap() []error { return []error{ErrStoreUnavailable, e.Err} }

@@ -1,0 +1,206 @@
+// Package memstore is an in-memory idemkit.Store: the embedded default for
+// local runs and for unit tests of code that uses idemkit. It keeps records
+// in one process only, so it does not protect a fleet of Lambda instances;
+// use package dynamo for that. It passes the same conformance suite
+// (package storetest) as the DynamoDB store.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// Store is an in-memory idemkit.Store. The zero value is ready to use and
+// safe for concurrent use.
+type Store struct {
+	mu   sync.Mutex
+	recs map[string]*idemkit.Record // guarded by mu; values are never shared with callers
+}
+
+// New returns an empty Store.
+func New() *Store { return &Store{} }
+
+var _ idemkit.Store = (*Store)(nil)
+
+// live returns the live record with id; the caller holds s.mu.
+func (s *Store) live(id string, now time.Time) *idemkit.Record {
+	r := s.recs[id]
+	if r == nil || !r.Live(now) {
+		return nil
+	}
+	return r
+}
+
+func (s *Store) put(r *idemkit.Record) {
+	if s.recs == nil {
+		s.recs = make(map[string]*idemkit.Record)
+	}
+	s.recs[r.ID] = r.Clone()
+}
+
+// Claim implements idemkit.Store.
+func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "Claim", Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idemkit.AddUsage(ctx, 0, 1)
+	prev := s.recs[rec.ID]
+	cur := s.live(rec.ID, now)
+	ok := cur == nil ||
+		cur.State == idemkit.StateFailed ||
+		(cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner) ||
+		(cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now))
+	if !ok {
+		return idemkit.ClaimResult{Existing: cur.Clone()}, nil
+	}
+	s.put(rec)
+	return idemkit.ClaimResult{Won: true, Existing: prev.Clone()}, nil
+}
+
+// Complete implements idemkit.Store.
+func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return &idemkit.StoreError{Op: "Complete", Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idemkit.AddUsage(ctx, 0, 1)
+	cur := s.live(rec.ID, now)
+	if cur == nil || cur.Owner != rec.Owner || (cur.State != idemkit.StateInFlight && cur.State != idemkit.StateCompleted) {
+		return idemkit.ErrNotOwner
+	}
+	s.put(rec)
+	return nil
+}
+
+// Release implements idemkit.Store.
+func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return &idemkit.StoreError{Op: "Release", Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idemkit.AddUsage(ctx, 0, 1)
+	cur := s.live(id, now)
+	if cur == nil {
+		delete(s.recs, id)
+		return nil
+	}
+	if cur.Owner != owner || cur.State != idemkit.StateInFlight {
+		return idemkit.ErrNotOwner
+	}
+	delete(s.recs, id)
+	return nil
+}
+
+// MarkIndeterminate implements idemkit.Store.
+func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &idemkit.StoreError{Op: "MarkIndeterminate", Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idemkit.AddUsage(ctx, 0, 1)
+	cur := s.live(id, now)
+	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight || !cur.LeaseExpired(now) {
+		return nil, idemkit.ErrNotOwner
+	}
+	cur.State = idemkit.StateIndeterminate
+	return cur.Clone(), nil
+}
+
+// Resolve implements idemkit.Store.
+func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &idemkit.StoreError{Op: "Resolve", Err: err}
+	}
+	if res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed {
+		return nil, fmt.Errorf("memstore: resolve as %q: want completed or failed", res.As)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idemkit.AddUsage(ctx, 0, 1)
+	cur := s.live(id, now)
+	if cur == nil || cur.State != idemkit.StateIndeterminate {
+		return nil, idemkit.ErrNotIndeterminate
+	}
+	r := cur.Clone()
+	r.State = res.As
+	rc := res
+	rc.Snapshot = res.Snapshot.Clone()
+	r.Resolution = &rc
+	if res.As == idemkit.StateCompleted {
+		r.Snapshot = res.Snapshot.Clone()
+		r.CompletedAt = res.ResolvedAt
+	}
+	s.put(r)
+	return r, nil
+}
+
+// Get implements idemkit.Store.
+func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &idemkit.StoreError{Op: "Get", Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idemkit.AddUsage(ctx, 1, 0)
+	cur := s.live(id, now)
+	if cur == nil {
+		return nil, idemkit.ErrNotFound
+	}
+	return cur.Clone(), nil
+}
+
+// ListIndeterminate implements idemkit.Store. The page token is the offset
+// into the sorted listing.
+func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", &idemkit.StoreError{Op: "ListIndeterminate", Err: err}
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	off := 0
+	if page != "" {
+		n, err := strconv.Atoi(page)
+		if err != nil || n < 0 {
+			return nil, "", fmt.Errorf("memstore: invalid page token %q", page)
+		}
+		off = n
+	}
+	s.mu.Lock()
+	var all []*idemkit.Record
+	for _, r := range s.recs {
+		if r.State == idemkit.StateIndeterminate && r.Live(now) && (tenant == "" || r.Scope.Tenant == tenant) {
+			all = append(all, r.Clone())
+		}
+	}
+	s.mu.Unlock()
+	idemkit.AddUsage(ctx, 1, 0)
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].LeaseUntil.Equal(all[j].LeaseUntil) {
+			return all[i].LeaseUntil.Before(all[j].LeaseUntil)
+		}
+		return all[i].ID < all[j].ID
+	})
+	if off >= len(all) {
+		return nil, "", nil
+	}
+	end := off + limit
+	next := ""
+	if end < len(all) {
+		next = strconv.Itoa(end)
+	} else {
+		end = len(all)
+	}
+	return all[off:end], next, nil
+}

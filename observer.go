@@ -1,0 +1,88 @@
+package idemkit
+
+import (
+	"context"
+	"time"
+)
+
+// EventKind names the outcome of one guarded request.
+type EventKind string
+
+const (
+	EventExecuted         EventKind = "executed"          // the handler ran and its outcome was stored
+	EventReplayed         EventKind = "replayed"          // a stored response was returned
+	EventConflict         EventKind = "conflict"          // another request holds the key
+	EventMismatch         EventKind = "mismatch"          // same key, different request or operation
+	EventTakeover         EventKind = "takeover"          // a stale lease was taken over; the handler runs again
+	EventIndeterminate    EventKind = "indeterminate"     // the key is held by an indeterminate record
+	EventReleased         EventKind = "released"          // the handler failed or its status is not stored; the key was freed
+	EventStoreError       EventKind = "store_error"       // the store failed before the handler ran
+	EventCompletionFailed EventKind = "completion_failed" // the handler ran but its outcome could not be stored
+	EventRefused          EventKind = "refused"           // refused before the store: no tenant, expired key
+	EventOutcome          EventKind = "outcome"           // completed, but only the outcome is known (replay window passed, body too large)
+)
+
+// Event describes one guarded request to an [Observer].
+type Event struct {
+	Kind  EventKind
+	Scope Scope
+	// Status is the response status executed or replayed, if any.
+	Status int
+	// Err is the error returned to the caller, or the store error for
+	// EventCompletionFailed.
+	Err error
+	// Started is when the guard began; Duration is the whole guarded call and
+	// Handler the time spent in the handler.
+	Started  time.Time
+	Duration time.Duration
+	Handler  time.Duration
+	// Usage is what the store reported for this request so far.
+	Usage Usage
+}
+
+// Observer receives every outcome. Implementations must be safe for
+// concurrent use and should not block. A nil Observer costs nothing.
+type Observer interface {
+	Observe(ctx context.Context, e Event)
+}
+
+// ObserverFunc adapts a function to the Observer interface.
+type ObserverFunc func(ctx context.Context, e Event)
+
+// Observe calls f(ctx, e).
+func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+// Usage counts store round trips and capacity units.
+type Usage struct {
+	Calls      int
+	ReadUnits  float64
+	WriteUnits float64
+}
+
+type usageKey struct{}
+
+// AddUsage adds one store round trip and the capacity it consumed to the
+// request's usage. Store implementations call it once per call they make;
+// it does nothing when ctx does not come from a guarded request.
+func AddUsage(ctx context.Context, readUnits, writeUnits float64) {
+	if u, ok := ctx.Value(usageKey{}).(*Usage); ok {
+		u.Calls++
+		u.ReadUnits += readUnits
+		u.WriteUnits += writeUnits
+	}
+}
+
+// UsageFrom returns the usage accumulated by the guarded request that ctx
+// belongs to.
+func UsageFrom(ctx context.Context) (Usage, bool) {
+	u, ok := ctx.Value(usageKey{}).(*Usage)
+	if !ok {
+		return Usage{}, false
+	}
+	return *u, true
+}
+
+func withUsage(ctx context.Context) (context.Context, *Usage) {
+	u := new(Usage)
+	return context.WithValue(ctx, usageKey{}, u), u
+}

@@ -1,0 +1,118 @@
+package idemkit
+
+import (
+	"context"
+	"time"
+)
+
+// Defaults applied to the zero fields of a [Policy].
+const (
+	DefaultLease           = 30 * time.Second
+	DefaultLeaseMargin     = 2 * time.Second
+	DefaultReplayWindow    = 24 * time.Hour
+	DefaultRecordRetention = 7 * 24 * time.Hour
+	DefaultKeyClockSkew    = 5 * time.Minute
+)
+
+// StalePolicy says what happens when an in_flight record's lease has ended
+// without an outcome: the execution may or may not have had its effect.
+type StalePolicy int
+
+const (
+	// FailClosed marks the record indeterminate; requests with the key get
+	// ErrIndeterminate until an operator resolves it. Use it for money and
+	// shipping. It is the zero value.
+	FailClosed StalePolicy = iota
+	// Takeover lets the next request claim the key with a new owner token and
+	// run the handler again. Use it only when the downstream is itself
+	// idempotent.
+	Takeover
+)
+
+func (p StalePolicy) String() string {
+	if p == Takeover {
+		return "takeover"
+	}
+	return "fail_closed"
+}
+
+// Policy is how one operation is guarded. The zero value is the default
+// policy: lease until the context deadline plus 2 s (30 s without a
+// deadline), replay for 24 h, remember the outcome for 7 days, fail closed
+// on an expired lease, snapshot the statuses DefaultCacheable accepts, and
+// refuse UUIDv7 keys older than the record retention (5 min skew allowed).
+type Policy struct {
+	// Lease is how long a claim protects the key. Zero: until the context
+	// deadline (the Lambda's remaining time) plus LeaseMargin, or
+	// DefaultLease when the context has no deadline. A lease must outlast
+	// the execution: when it ends the outcome is treated as unknown.
+	Lease time.Duration
+	// LeaseMargin is added to the context deadline. Zero: DefaultLeaseMargin.
+	LeaseMargin time.Duration
+	// ReplayWindow is how long after the first request its response is
+	// replayed byte for byte. Zero: DefaultReplayWindow.
+	ReplayWindow time.Duration
+	// RecordRetention is how long after the first request the record is kept
+	// (the TTL). Between ReplayWindow and RecordRetention a retry is not run
+	// again: it gets an *OutcomeError naming the first outcome. Zero:
+	// DefaultRecordRetention; a value below ReplayWindow is raised to it.
+	RecordRetention time.Duration
+	// OnStaleLease chooses FailClosed (zero) or Takeover.
+	OnStaleLease StalePolicy
+	// Cacheable reports whether a response status is a deterministic
+	// outcome to store and replay. Nil: DefaultCacheable.
+	Cacheable func(status int) bool
+	// KeyClockSkew is the clock skew tolerated when a key is a UUIDv7: a key
+	// whose embedded time is older than RecordRetention plus this skew is
+	// refused with ErrKeyExpired. Zero: DefaultKeyClockSkew.
+	KeyClockSkew time.Duration
+	// IgnoreKeyTime turns the UUIDv7 age check off.
+	IgnoreKeyTime bool
+}
+
+// DefaultCacheable stores every status except the transient ones a retry
+// may change: 401, 403, 407, 408, 425, 429, 502, 503 and 504. A 500 that the
+// handler returned is stored: the handler chose it, and a retry must not run
+// again what may have had its effect. Handler errors and panics are never
+// stored.
+func DefaultCacheable(status int) bool {
+	switch status {
+	case 401, 403, 407, 408, 425, 429, 502, 503, 504:
+		return false
+	}
+	return status >= 100 && status <= 999
+}
+
+// withDefaults returns p with its zero fields filled in.
+func (p Policy) withDefaults() Policy {
+	if p.LeaseMargin <= 0 {
+		p.LeaseMargin = DefaultLeaseMargin
+	}
+	if p.ReplayWindow <= 0 {
+		p.ReplayWindow = DefaultReplayWindow
+	}
+	if p.RecordRetention <= 0 {
+		p.RecordRetention = DefaultRecordRetention
+	}
+	if p.RecordRetention < p.ReplayWindow {
+		p.RecordRetention = p.ReplayWindow
+	}
+	if p.Cacheable == nil {
+		p.Cacheable = DefaultCacheable
+	}
+	if p.KeyClockSkew <= 0 {
+		p.KeyClockSkew = DefaultKeyClockSkew
+	}
+	return p
+}
+
+// leaseUntil returns the end of a lease taken at now.
+func (p Policy) leaseUntil(ctx context.Context, now time.Time) time.Time {
+	if p.Lease > 0 {
+		return now.Add(p.Lease)
+	}
+	if d, ok := ctx.Deadline(); ok && d.After(now) {
+		return d.Add(p.LeaseMargin)
+	}
+	return now.Add(DefaultLease)
+}

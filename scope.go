@@ -1,0 +1,177 @@
+package idemkit
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dunglas/httpsfv"
+)
+
+// DefaultMaxKeyLen is the longest Idempotency-Key accepted when
+// [KeyOptions.MaxLen] is zero: 255 bytes, after one pair of quotes is removed.
+const DefaultMaxKeyLen = 255
+
+// Scope is the identity under which a request is remembered. Two requests
+// share a record only when all three fields are equal.
+type Scope struct {
+	// Tenant identifies the authenticated caller. It comes from the
+	// authorizer, never from the request body. It must not be empty.
+	Tenant string
+	// Operation names what the request does, by default its method and
+	// concrete path ("POST /orders/1/capture").
+	Operation string
+	// Key is the parsed Idempotency-Key value.
+	Key string
+}
+
+// ID returns the store key of the scope. The encoding is unambiguous: each
+// field is prefixed by its length in bytes, so no choice of field values can
+// produce the ID of another scope. When accountWide is true the operation is
+// left out of the ID (and checked against the stored record instead), so one
+// key names one request across all operations of the tenant.
+func (s Scope) ID(accountWide bool) string {
+	var b strings.Builder
+	b.Grow(len(s.Tenant) + len(s.Operation) + len(s.Key) + 16)
+	if accountWide {
+		b.WriteString("a1|")
+	} else {
+		b.WriteString("o1|")
+	}
+	writeField(&b, s.Tenant)
+	if !accountWide {
+		writeField(&b, s.Operation)
+	}
+	writeField(&b, s.Key)
+	return b.String()
+}
+
+func writeField(b *strings.Builder, s string) {
+	b.WriteString(strconv.Itoa(len(s)))
+	b.WriteByte(':')
+	b.WriteString(s)
+}
+
+// KeyOptions configures [ParseKey]. The zero value accepts keys of up to
+// [DefaultMaxKeyLen] bytes.
+type KeyOptions struct {
+	// MaxLen is the longest key accepted, in bytes after unquoting.
+	// Zero means DefaultMaxKeyLen.
+	MaxLen int
+}
+
+// ParseKey returns the Idempotency-Key carried by the given field values
+// (every field line of the header, in order; an API Gateway v2 event joins
+// them with commas).
+//
+// Both the structured-field string form ("abc", RFC 9651) and the bare form
+// (abc) are accepted and compare equal. A quoted value may contain spaces; a
+// bare value may hold only printable ASCII 0x21-0x7E other than the double
+// quote and the comma (the comma separates field values, RFC 9110 §5.3).
+// Several values that are all equal count as one.
+//
+// Errors wrap [ErrInvalidKey] and one of [ErrKeyMissing], [ErrKeyEmpty],
+// [ErrKeyTooLong], [ErrKeyInvalidChar], [ErrKeyMalformed] or
+// [ErrKeyMultiple]. ParseKey returns ErrKeyMissing when values is empty.
+func ParseKey(values []string, opts KeyOptions) (string, error) {
+	max := opts.MaxLen
+	if max <= 0 {
+		max = DefaultMaxKeyLen
+	}
+	if len(values) == 0 {
+		return "", ErrKeyMissing
+	}
+	var keys []string
+	for _, v := range values {
+		ks, err := splitKeyField(v)
+		if err != nil {
+			return "", err
+		}
+		keys = append(keys, ks...)
+	}
+	if len(keys) == 0 {
+		return "", ErrKeyEmpty
+	}
+	for _, k := range keys[1:] {
+		if k != keys[0] {
+			return "", ErrKeyMultiple
+		}
+	}
+	k := keys[0]
+	if len(k) > max {
+		return "", fmt.Errorf("%w: %d bytes, at most %d allowed", ErrKeyTooLong, len(k), max)
+	}
+	return k, nil
+}
+
+// splitKeyField returns the keys in one field value.
+func splitKeyField(v string) ([]string, error) {
+	if strings.IndexByte(v, '"') < 0 {
+		// Bare form: a comma-separated list of raw values.
+		var keys []string
+		for _, part := range strings.Split(v, ",") {
+			part = strings.Trim(part, " \t")
+			if part == "" {
+				if len(v) > 0 && strings.Trim(v, " \t") != "" {
+					// "a,,b" or "a," : an empty list element is malformed.
+					return nil, fmt.Errorf("%w: empty element in %q", ErrKeyMalformed, v)
+				}
+				return nil, ErrKeyEmpty
+			}
+			if i := invalidBareByte(part); i >= 0 {
+				return nil, fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, part[i], i)
+			}
+			keys = append(keys, part)
+		}
+		return keys, nil
+	}
+	// Structured form: a list of sf-strings (or tokens), parsed by the
+	// structured-field parser.
+	list, err := httpsfv.UnmarshalList([]string{v})
+	if err != nil {
+		if i := invalidQuotedByte(v); i >= 0 {
+			return nil, fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, v[i], i)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrKeyMalformed, err)
+	}
+	keys := make([]string, 0, len(list))
+	for _, m := range list {
+		item, ok := m.(httpsfv.Item)
+		if !ok || len(item.Params.Names()) > 0 {
+			return nil, fmt.Errorf("%w: want a string without parameters", ErrKeyMalformed)
+		}
+		var k string
+		switch x := item.Value.(type) {
+		case string:
+			k = x
+		case httpsfv.Token:
+			k = string(x)
+		default:
+			return nil, fmt.Errorf("%w: want a string, got %T", ErrKeyMalformed, x)
+		}
+		if k == "" {
+			return nil, ErrKeyEmpty
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+func invalidBareByte(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c > 0x7e || c == '"' {
+			return i
+		}
+	}
+	return -1
+}
+
+func invalidQuotedByte(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return i
+		}
+	}
+	return -1
+}

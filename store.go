@@ -1,0 +1,83 @@
+package idemkit
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps records. Implementations must be safe for concurrent use and
+// give every method the exact semantics documented here; the conformance
+// suite in package storetest checks them. Every method takes the current
+// time from the caller: a store keeps no clock of its own.
+//
+// A record is live at now when now is before its ExpiresAt. A record that
+// is not live counts as absent to every method, whatever the store still
+// holds (DynamoDB deletes expired items lazily).
+//
+// Errors: methods return the sentinel errors named below (test them with
+// errors.Is); any other failure (network, throttling, timeout) must be
+// returned as an error that is ErrStoreUnavailable under errors.Is.
+type Store interface {
+	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
+	// no record with rec.ID is live, or the live record
+	//   - has State failed, or
+	//   - is in_flight with the same Owner (a retried claim whose first
+	//     attempt was applied: it is ours), or
+	//   - is in_flight with its lease expired at now, and opts.Takeover is set.
+	// Otherwise it stores nothing and returns Won false with the live record
+	// that blocked it. When Won is true, Previous holds the record that was
+	// replaced, if the store can tell (it may be nil).
+	// The check and the write are one atomic step.
+	Claim(ctx context.Context, rec *Record, now time.Time, opts ClaimOptions) (ClaimResult, error)
+
+	// Complete stores rec (State completed, CompletedAt and Snapshot set)
+	// over the live record with rec.ID whose Owner is rec.Owner and whose
+	// State is in_flight or already completed (a retried completion).
+	// Otherwise it returns ErrNotOwner and changes nothing.
+	Complete(ctx context.Context, rec *Record, now time.Time) error
+
+	// Release deletes the live in_flight record with this id and owner, so
+	// the key can be claimed again. It returns nil when no live record has
+	// the id (a retried release), and ErrNotOwner when the live record has
+	// another owner or is not in_flight.
+	Release(ctx context.Context, id, owner string, now time.Time) error
+
+	// MarkIndeterminate changes the live in_flight record with this id and
+	// owner whose lease has expired at now to State indeterminate and returns
+	// it. It returns ErrNotOwner when no such record exists (it was
+	// completed, released, taken over, or already marked).
+	MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*Record, error)
+
+	// Resolve records an operator's decision on the live indeterminate
+	// record with this id: State becomes res.As (completed or failed), the
+	// Snapshot becomes res.Snapshot for completed, and Resolution is kept.
+	// It returns ErrNotIndeterminate, changing nothing, when there is no
+	// live indeterminate record with the id.
+	Resolve(ctx context.Context, id string, res Resolution, now time.Time) (*Record, error)
+
+	// Get returns the live record with this id, or ErrNotFound.
+	Get(ctx context.Context, id string, now time.Time) (*Record, error)
+
+	// ListIndeterminate returns live indeterminate records, oldest lease
+	// first, at most limit (a store default when limit <= 0). When tenant is
+	// not empty only that tenant's records are listed. A non-empty next
+	// token is passed as page to get the following page; an empty one means
+	// the listing is complete. Implementations must not scan the whole store.
+	ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
+}
+
+// ClaimOptions modify a claim.
+type ClaimOptions struct {
+	// Takeover lets the claim replace an in_flight record whose lease has
+	// expired (the operation's downstream is itself idempotent).
+	Takeover bool
+}
+
+// ClaimResult tells what a claim did.
+type ClaimResult struct {
+	// Won is true when rec was stored: the caller holds the key.
+	Won bool
+	// Existing is the live record that blocked the claim when Won is false.
+	// When Won is true it is the record replaced, if any and if known.
+	Existing *Record
+}

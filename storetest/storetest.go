@@ -1,0 +1,745 @@
+// Package storetest is the conformance suite for idemkit.Store
+// implementations. Every store runs it in one line:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) idemkit.Store { return memstore.New() })
+//	}
+//
+// newStore is called once per subtest and must return an empty store.
+// Stores may keep times at millisecond precision and ExpiresAt at second
+// precision rounded up; the suite compares times accordingly.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// Options tunes the suite for slow servers. The zero value runs the full
+// suite.
+type Options struct {
+	// DistinctKeys is how many distinct keys the bulk test claims.
+	// Zero: 10,000.
+	DistinctKeys int
+	// Racers is how many goroutines race for one key. Zero: 200.
+	Racers int
+}
+
+// Run runs the conformance suite against the stores newStore returns.
+func Run(t *testing.T, newStore func(t *testing.T) idemkit.Store) {
+	RunWith(t, newStore, Options{})
+}
+
+// RunWith is Run with options.
+func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Options) {
+	if opts.DistinctKeys <= 0 {
+		opts.DistinctKeys = 10000
+	}
+	if opts.Racers <= 0 {
+		opts.Racers = 200
+	}
+	tests := []struct {
+		name string
+		fn   func(*testing.T, idemkit.Store)
+	}{
+		{"FirstClaim", testFirstClaim},
+		{"ClaimLiveRecord", testClaimLive},
+		{"ClaimAfterExpiry", testClaimAfterExpiry},
+		{"StaleLeaseTakeover", testStaleLeaseTakeover},
+		{"FencingRefusesStaleToken", testFencing},
+		{"RetriedClaimIsOurs", testRetriedClaim},
+		{"CompleteAndRetriedComplete", testComplete},
+		{"CompleteRefused", testCompleteRefused},
+		{"Release", testRelease},
+		{"MarkIndeterminate", testMarkIndeterminate},
+		{"ResolveCompleted", testResolveCompleted},
+		{"ResolveFailed", testResolveFailed},
+		{"ListIndeterminate", testListIndeterminate},
+		{"SnapshotRoundTrip", testSnapshotRoundTrip},
+		{"RecordRoundTrip", testRecordRoundTrip},
+		{"CanceledContext", testCanceled},
+		{"RaceOneKey", func(t *testing.T, s idemkit.Store) { testRace(t, s, opts.Racers) }},
+		{"DistinctKeys", func(t *testing.T, s idemkit.Store) { testDistinct(t, s, opts.DistinctKeys) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+	}
+}
+
+var seq atomic.Int64
+
+// base is a whole-second time near the real clock, so that servers with a
+// real TTL sweeper do not delete the records mid-test.
+func base() time.Time { return time.Now().Truncate(time.Second).Add(time.Second) }
+
+// newRecord returns a fresh in_flight record for a unique scope.
+func newRecord(now time.Time, owner string) *idemkit.Record {
+	n := seq.Add(1)
+	sc := idemkit.Scope{Tenant: fmt.Sprintf("tenant|%d", n), Operation: "POST /orders", Key: fmt.Sprintf("key:%d", n)}
+	return &idemkit.Record{
+		ID:          sc.ID(false),
+		Scope:       sc,
+		State:       idemkit.StateInFlight,
+		Fingerprint: "v1:sha256:" + fmt.Sprint(n),
+		Owner:       owner,
+		LeaseUntil:  now.Add(30 * time.Second),
+		ReplayUntil: now.Add(24 * time.Hour),
+		ExpiresAt:   now.Add(48 * time.Hour),
+		CreatedAt:   now,
+	}
+}
+
+func withOwner(r *idemkit.Record, owner string) *idemkit.Record {
+	c := r.Clone()
+	c.Owner = owner
+	return c
+}
+
+func completed(r *idemkit.Record, at time.Time, snap *idemkit.Snapshot) *idemkit.Record {
+	c := r.Clone()
+	c.State = idemkit.StateCompleted
+	c.CompletedAt = at
+	c.Snapshot = snap
+	return c
+}
+
+func sampleSnapshot() *idemkit.Snapshot {
+	return &idemkit.Snapshot{
+		Status: 201,
+		Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/1"}},
+		Body:   []byte(`{"id":"1"}`),
+	}
+}
+
+func claim(t *testing.T, s idemkit.Store, r *idemkit.Record, now time.Time, takeover bool) idemkit.ClaimResult {
+	t.Helper()
+	res, err := s.Claim(context.Background(), r, now, idemkit.ClaimOptions{Takeover: takeover})
+	if err != nil {
+		t.Fatalf("Claim(%s, owner %s): %v", r.ID, r.Owner, err)
+	}
+	return res
+}
+
+func mustGet(t *testing.T, s idemkit.Store, id string, now time.Time) *idemkit.Record {
+	t.Helper()
+	r, err := s.Get(context.Background(), id, now)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", id, err)
+	}
+	return r
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: got error %v, want %v", what, err, target)
+	}
+}
+
+func testFirstClaim(t *testing.T, s idemkit.Store) {
+	now := base()
+	r := newRecord(now, "a")
+	res := claim(t, s, r, now, false)
+	if !res.Won {
+		t.Fatalf("first claim lost to %+v", res.Existing)
+	}
+	if res.Existing != nil {
+		t.Fatalf("first claim replaced %+v", res.Existing)
+	}
+	sameRecord(t, mustGet(t, s, r.ID, now), r)
+	if _, err := s.Get(context.Background(), "o1|0:0:0:", now); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get of an absent id: %v, want ErrNotFound", err)
+	}
+}
+
+func testClaimLive(t *testing.T, s idemkit.Store) {
+	now := base()
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	for _, takeover := range []bool{false, true} {
+		res := claim(t, s, withOwner(r, "b"), now.Add(time.Second), takeover)
+		if res.Won {
+			t.Fatalf("takeover=%v: a claim won over a live lease", takeover)
+		}
+		if res.Existing == nil {
+			t.Fatal("a lost claim returned no existing record")
+		}
+		sameRecord(t, res.Existing, r)
+	}
+	if got := mustGet(t, s, r.ID, now); got.Owner != "a" {
+		t.Fatalf("owner after a lost claim = %q, want a", got.Owner)
+	}
+}
+
+func testClaimAfterExpiry(t *testing.T, s idemkit.Store) {
+	now := base()
+	r := newRecord(now, "a")
+	r.LeaseUntil = now.Add(5 * time.Second)
+	r.ExpiresAt = now.Add(10 * time.Second)
+	claim(t, s, r, now, false)
+	c := completed(r, now.Add(time.Second), sampleSnapshot())
+	if err := s.Complete(context.Background(), c, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(11 * time.Second)
+	if _, err := s.Get(context.Background(), r.ID, later); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get of an expired record: %v, want ErrNotFound", err)
+	}
+	// Completing, releasing or marking an expired record is refused.
+	wantErr(t, "Complete of an expired record", s.Complete(context.Background(), c, later), idemkit.ErrNotOwner)
+	n := newRecord(later, "b")
+	n.ID, n.Scope = r.ID, r.Scope
+	res := claim(t, s, n, later, false)
+	if !res.Won {
+		t.Fatalf("claim over an expired record lost to %+v", res.Existing)
+	}
+	got := mustGet(t, s, r.ID, later)
+	if got.Owner != "b" || got.State != idemkit.StateInFlight || got.Snapshot != nil {
+		t.Fatalf("after re-claim: owner %q state %q snapshot %v", got.Owner, got.State, got.Snapshot)
+	}
+}
+
+func testStaleLeaseTakeover(t *testing.T, s idemkit.Store) {
+	now := base()
+	r := newRecord(now, "a")
+	r.LeaseUntil = now.Add(5 * time.Second)
+	claim(t, s, r, now, false)
+	after := now.Add(6 * time.Second)
+	if res := claim(t, s, withOwner(r, "b"), after, false); res.Won {
+		t.Fatal("a claim without Takeover won over an expired lease")
+	} else if res.Existing == nil || res.Existing.Owner != "a" {
+		t.Fatalf("lost claim reported %+v, want owner a", res.Existing)
+	}
+	b := withOwner(r, "b")
+	b.LeaseUntil = after.Add(30 * time.Second)
+	res := claim(t, s, b, after, true)
+	if !res.Won {
+		t.Fatalf("takeover of an expired lease lost to %+v", res.Existing)
+	}
+	if res.Existing != nil && res.Existing.Owner != "a" {
+		t.Fatalf("takeover replaced owner %q, want a", res.Existing.Owner)
+	}
+	if got := mustGet(t, s, r.ID, after); got.Owner != "b" || !got.LeaseUntil.Equal(b.LeaseUntil) {
+		t.Fatalf("after takeover: owner %q lease %v", got.Owner, got.LeaseUntil)
+	}
+	// The new lease is live: a third claimer loses even with Takeover.
+	if res := claim(t, s, withOwner(r, "c"), after.Add(time.Second), true); res.Won {
+		t.Fatal("takeover won over a live lease")
+	}
+}
+
+func testFencing(t *testing.T, s idemkit.Store) {
+	now := base()
+	r := newRecord(now, "a")
+	r.LeaseUntil = now.Add(5 * time.Second)
+	claim(t, s, r, now, false)
+	after := now.Add(6 * time.Second)
+	b := withOwner(r, "b")
+	b.LeaseUntil = after.Add(30 * time.Second)
+	if !claim(t, s, b, after, true).Won {
+		t.Fatal("takeover lost")
+	}
+	ctx := context.Background()
+	wantErr(t, "Complete by the old owner", s.Complete(ctx, completed(r, after, sampleSnapshot()), after), idemkit.ErrNotOwner)
+	wantErr(t, "Release by the old owner", s.Release(ctx, r.ID, "a", after), idemkit.ErrNotOwner)
+	_, err := s.MarkIndeterminate(ctx, r.ID, "a", after.Add(time.Minute))
+	wantErr(t, "MarkIndeterminate of the old owner", err, idemkit.ErrNotOwner)
+	got := mustGet(t, s, r.ID, after)
+	if got.Owner != "b" || got.State != idemkit.StateInFlight || got.Snapshot != nil {
+		t.Fatalf("a stale token changed the record: owner %q state %q", got.Owner, got.State)
+	}
+	// The new owner completes.
+	if err := s.Complete(ctx, completed(b, after, sampleSnapshot()), after); err != nil {
+		t.Fatalf("Complete by the new owner: %v", err)
+	}
+	// And the old owner still cannot overwrite the new result.
+	wantErr(t, "Complete by the old owner after the new one", s.Complete(ctx, completed(r, after, &idemkit.Snapshot{Status: 500}), after), idemkit.ErrNotOwner)
+	if got := mustGet(t, s, r.ID, after); got.Snapshot == nil || got.Snapshot.Status != 201 {
+		t.Fatalf("result after a stale completion: %+v", got.Snapshot)
+	}
+}
+
+func testRetriedClaim(t *testing.T, s idemkit.Store) {
+	now := base()
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	res := claim(t, s, r, now.Add(time.Second), false)
+	if !res.Won {
+		t.Fatalf("a retried claim with our own token lost to %+v", res.Existing)
+	}
+	// Once completed, the same token cannot claim again.
+	if err := s.Complete(context.Background(), completed(r, now, sampleSnapshot()), now); err != nil {
+		t.Fatal(err)
+	}
+	if res := claim(t, s, r, now.Add(2*time.Second), false); res.Won {
+		t.Fatal("a claim with the owner token won over the completed record")
+	}
+}
+
+func testComplete(t *testing.T, s idemkit.Store) {
+	now := base()
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	c := completed(r, now.Add(time.Second), sampleSnapshot())
+	ctx := context.Background()
+	if err := s.Complete(ctx, c, now.Add(time.Second)); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if err := s.Complete(ctx, c, now.Add(2*time.Second)); err != nil {
+		t.Fatalf("retried Complete: %v", err)
+	}
+	got := mustGet(t, s, r.ID, now.Add(2*time.Second))
+	sameRecord(t, got, c)
+	res := claim(t, s, withOwner(r, "b"), now.Add(3*time.Second), true)
+	if res.Won {
+		t.Fatal("a claim won over a completed record")
+	}
+	sameRecord(t, res.Existing, c)
+}
+
+func testCompleteRefused(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx := context.Background()
+	r := newRecord(now, "a")
+	wantErr(t, "Complete of an absent record", s.Complete(ctx, completed(r, now, sampleSnapshot()), now), idemkit.ErrNotOwner)
+	if _, err := s.Get(ctx, r.ID, now); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Complete of an absent record created it: %v", err)
+	}
+	claim(t, s, r, now, false)
+	wantErr(t, "Complete with another token", s.Complete(ctx, completed(withOwner(r, "x"), now, sampleSnapshot()), now), idemkit.ErrNotOwner)
+}
+
+func testRelease(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx := context.Background()
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	wantErr(t, "Release with another token", s.Release(ctx, r.ID, "x", now), idemkit.ErrNotOwner)
+	if err := s.Release(ctx, r.ID, "a", now); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, err := s.Get(ctx, r.ID, now); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get after Release: %v, want ErrNotFound", err)
+	}
+	if err := s.Release(ctx, r.ID, "a", now); err != nil {
+		t.Fatalf("retried Release: %v", err)
+	}
+	if !claim(t, s, withOwner(r, "b"), now, false).Won {
+		t.Fatal("claim after Release lost")
+	}
+	// A completed record cannot be released, even by its owner.
+	b := withOwner(r, "b")
+	if err := s.Complete(ctx, completed(b, now, sampleSnapshot()), now); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "Release of a completed record", s.Release(ctx, r.ID, "b", now), idemkit.ErrNotOwner)
+	if got := mustGet(t, s, r.ID, now); got.State != idemkit.StateCompleted {
+		t.Fatalf("state after refused Release = %q", got.State)
+	}
+}
+
+func testMarkIndeterminate(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx := context.Background()
+	r := newRecord(now, "a")
+	r.LeaseUntil = now.Add(5 * time.Second)
+	claim(t, s, r, now, false)
+	_, err := s.MarkIndeterminate(ctx, r.ID, "a", now.Add(time.Second))
+	wantErr(t, "MarkIndeterminate of a live lease", err, idemkit.ErrNotOwner)
+	after := now.Add(6 * time.Second)
+	_, err = s.MarkIndeterminate(ctx, r.ID, "x", after)
+	wantErr(t, "MarkIndeterminate with another token", err, idemkit.ErrNotOwner)
+	got, err := s.MarkIndeterminate(ctx, r.ID, "a", after)
+	if err != nil {
+		t.Fatalf("MarkIndeterminate: %v", err)
+	}
+	if got.State != idemkit.StateIndeterminate || got.Owner != "a" {
+		t.Fatalf("marked record: state %q owner %q", got.State, got.Owner)
+	}
+	_, err = s.MarkIndeterminate(ctx, r.ID, "a", after)
+	wantErr(t, "second MarkIndeterminate", err, idemkit.ErrNotOwner)
+	res := claim(t, s, withOwner(r, "b"), after, true)
+	if res.Won {
+		t.Fatal("a takeover claim won over an indeterminate record")
+	}
+	if res.Existing == nil || res.Existing.State != idemkit.StateIndeterminate {
+		t.Fatalf("lost claim reported %+v, want the indeterminate record", res.Existing)
+	}
+	wantErr(t, "Complete of an indeterminate record", s.Complete(ctx, completed(r, after, sampleSnapshot()), after), idemkit.ErrNotOwner)
+	wantErr(t, "Release of an indeterminate record", s.Release(ctx, r.ID, "a", after), idemkit.ErrNotOwner)
+	if got := mustGet(t, s, r.ID, after); got.State != idemkit.StateIndeterminate {
+		t.Fatalf("state = %q, want indeterminate", got.State)
+	}
+}
+
+func markedRecord(t *testing.T, s idemkit.Store, now time.Time) *idemkit.Record {
+	t.Helper()
+	r := newRecord(now, "a")
+	r.LeaseUntil = now.Add(time.Second)
+	claim(t, s, r, now, false)
+	m, err := s.MarkIndeterminate(context.Background(), r.ID, "a", now.Add(2*time.Second))
+	if err != nil {
+		t.Fatalf("MarkIndeterminate: %v", err)
+	}
+	return m
+}
+
+func testResolveCompleted(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx := context.Background()
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	_, err := s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot()}, now)
+	wantErr(t, "Resolve of an in_flight record", err, idemkit.ErrNotIndeterminate)
+	_, err = s.Resolve(ctx, "o1|1:x1:y1:z", idemkit.Resolution{As: idemkit.StateFailed}, now)
+	wantErr(t, "Resolve of an absent record", err, idemkit.ErrNotIndeterminate)
+
+	m := markedRecord(t, s, now)
+	at := now.Add(time.Minute)
+	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot(), Operator: "arn:aws:iam::1:user/ops", Reason: "charge found in the processor", ResolvedAt: at}
+	got, err := s.Resolve(ctx, m.ID, res, at)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	stored := mustGet(t, s, m.ID, at)
+	for _, g := range []*idemkit.Record{got, stored} {
+		if g.State != idemkit.StateCompleted || g.Snapshot == nil || g.Snapshot.Status != 201 || !bytes.Equal(g.Snapshot.Body, res.Snapshot.Body) {
+			t.Fatalf("resolved record: state %q snapshot %+v", g.State, g.Snapshot)
+		}
+		if g.Resolution == nil || g.Resolution.Operator != res.Operator || g.Resolution.Reason != res.Reason || g.Resolution.As != idemkit.StateCompleted || !timeEq(g.Resolution.ResolvedAt, at) {
+			t.Fatalf("resolution kept: %+v", g.Resolution)
+		}
+	}
+	_, err = s.Resolve(ctx, m.ID, res, at)
+	wantErr(t, "second Resolve", err, idemkit.ErrNotIndeterminate)
+	if c := claim(t, s, withOwner(m, "b"), at, true); c.Won {
+		t.Fatal("a claim won over a record resolved as completed")
+	}
+}
+
+func testResolveFailed(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx := context.Background()
+	m := markedRecord(t, s, now)
+	at := now.Add(time.Minute)
+	got, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge", ResolvedAt: at}, at)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if got.State != idemkit.StateFailed || got.Resolution == nil || got.Resolution.Reason != "no charge" {
+		t.Fatalf("resolved record: %+v", got)
+	}
+	n := withOwner(m, "b")
+	n.State = idemkit.StateInFlight
+	n.Resolution = nil
+	n.LeaseUntil = at.Add(time.Minute)
+	if res := claim(t, s, n, at, false); !res.Won {
+		t.Fatalf("a claim lost to a record resolved as failed: %+v", res.Existing)
+	}
+	if got := mustGet(t, s, m.ID, at); got.Owner != "b" || got.State != idemkit.StateInFlight {
+		t.Fatalf("after re-claim: %+v", got)
+	}
+}
+
+func testListIndeterminate(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx := context.Background()
+	n0 := seq.Load()
+	tenants := []string{fmt.Sprintf("acme:%d", n0), fmt.Sprintf("acme:%d:x", n0)}
+	want := map[string]map[string]bool{"": {}, tenants[0]: {}, tenants[1]: {}}
+	for i := 0; i < 7; i++ {
+		r := newRecord(now, "a")
+		r.Scope.Tenant = tenants[i%2]
+		r.ID = r.Scope.ID(false)
+		r.LeaseUntil = now.Add(time.Duration(i+1) * time.Second)
+		claim(t, s, r, now, false)
+		if _, err := s.MarkIndeterminate(ctx, r.ID, "a", now.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		want[""][r.ID] = true
+		want[r.Scope.Tenant][r.ID] = true
+	}
+	// Neither an in_flight, a completed nor an expired indeterminate record is listed.
+	claim(t, s, newRecord(now, "a"), now, false)
+	gone := newRecord(now, "a")
+	gone.LeaseUntil, gone.ExpiresAt = now.Add(time.Second), now.Add(90*time.Second)
+	claim(t, s, gone, now, false)
+	if _, err := s.MarkIndeterminate(ctx, gone.ID, "a", now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	at := now.Add(2 * time.Minute)
+	for _, tenant := range []string{"", tenants[0], tenants[1]} {
+		got := map[string]bool{}
+		var last time.Time
+		page, pages := "", 0
+		for {
+			recs, next, err := s.ListIndeterminate(ctx, tenant, page, 2, at)
+			if err != nil {
+				t.Fatalf("ListIndeterminate(%q): %v", tenant, err)
+			}
+			pages++
+			if len(recs) > 2 {
+				t.Fatalf("page of %d records, limit 2", len(recs))
+			}
+			for _, r := range recs {
+				if r.State != idemkit.StateIndeterminate {
+					t.Fatalf("listed a %q record", r.State)
+				}
+				if tenant != "" && r.Scope.Tenant != tenant {
+					t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
+				}
+				if r.ID == gone.ID {
+					t.Fatal("listed an expired record")
+				}
+				if !want[""][r.ID] {
+					continue // another test's record in a shared store
+				}
+				if got[r.ID] {
+					t.Fatalf("record %s listed twice", r.ID)
+				}
+				if r.LeaseUntil.Before(last) {
+					t.Fatal("listing is not ordered by lease")
+				}
+				last = r.LeaseUntil
+				got[r.ID] = true
+			}
+			if next == "" {
+				break
+			}
+			page = next
+			if pages > 100 {
+				t.Fatal("listing does not end")
+			}
+		}
+		if len(got) != len(want[tenant]) {
+			t.Fatalf("tenant %q: listed %d of %d records", tenant, len(got), len(want[tenant]))
+		}
+		if pages < 2 {
+			t.Fatalf("tenant %q: %d records in %d page(s) of 2", tenant, len(got), pages)
+		}
+	}
+}
+
+func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
+	now := base()
+	binary := make([]byte, 256)
+	for i := range binary {
+		binary[i] = byte(i)
+	}
+	large := make([]byte, 200<<10)
+	rand.New(rand.NewSource(1)).Read(large)
+	text := bytes.Repeat([]byte(`{"sku":"A-1","quantity":1},`), 4000)
+	snaps := map[string]*idemkit.Snapshot{
+		"empty":     {Status: 204, Header: http.Header{}},
+		"binary":    {Status: 200, Header: http.Header{"Content-Type": {"application/octet-stream"}}, Body: binary},
+		"base64":    {Status: 200, Header: http.Header{"Content-Type": {"image/png"}}, Body: []byte("iVBORw0KGgo="), Base64: true},
+		"large":     {Status: 200, Header: http.Header{"Content-Type": {"application/octet-stream"}}, Body: large},
+		"text":      {Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "X-Multi": {"a", "b, c"}}, Body: text},
+		"omitted":   {Status: 201, Header: http.Header{"Location": {"/orders/9"}}, Omitted: true},
+		"problem":   {Status: 402, Header: http.Header{"Content-Type": {"application/problem+json"}}, Body: []byte(`{"title":"declined"}`)},
+		"no-header": {Status: 500, Body: []byte("x")},
+	}
+	for name, snap := range snaps {
+		t.Run(name, func(t *testing.T) {
+			r := newRecord(now, "a")
+			claim(t, s, r, now, false)
+			c := completed(r, now, snap)
+			if err := s.Complete(context.Background(), c, now); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			for _, got := range []*idemkit.Record{mustGet(t, s, r.ID, now), claim(t, s, withOwner(r, "b"), now, false).Existing} {
+				if got == nil || got.Snapshot == nil {
+					t.Fatal("no snapshot stored")
+				}
+				sameSnapshot(t, got.Snapshot, snap)
+			}
+		})
+	}
+}
+
+func testRecordRoundTrip(t *testing.T, s idemkit.Store) {
+	now := base()
+	r := newRecord(now, "owner-token-\u00e9")
+	r.Scope = idemkit.Scope{Tenant: "t|1:2 \u00fc", Operation: "PATCH /orders/1", Key: `"quoted" key`}
+	r.ID = r.Scope.ID(true)
+	r.LeaseUntil = now.Add(1234 * time.Millisecond)
+	claim(t, s, r, now, false)
+	sameRecord(t, mustGet(t, s, r.ID, now), r)
+}
+
+func testCanceled(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := newRecord(now, "a")
+	_, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{})
+	wantErr(t, "Claim with a canceled context", err, idemkit.ErrStoreUnavailable)
+	_, err = s.Get(ctx, r.ID, now)
+	wantErr(t, "Get with a canceled context", err, idemkit.ErrStoreUnavailable)
+}
+
+func testRace(t *testing.T, s idemkit.Store, n int) {
+	now := base()
+	r := newRecord(now, "")
+	var (
+		wg      sync.WaitGroup
+		winners atomic.Int64
+		mu      sync.Mutex
+		seen    = map[string]int{}
+		errs    = make(chan error, n)
+		start   = make(chan struct{})
+	)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			res, err := s.Claim(context.Background(), withOwner(r, fmt.Sprintf("owner-%d", i)), now, idemkit.ClaimOptions{Takeover: true})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if res.Won {
+				winners.Add(1)
+				return
+			}
+			if res.Existing == nil {
+				errs <- errors.New("lost claim without the existing record")
+				return
+			}
+			mu.Lock()
+			seen[res.Existing.Owner]++
+			mu.Unlock()
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if w := winners.Load(); w != 1 {
+		t.Fatalf("%d of %d racers won the claim, want exactly 1", w, n)
+	}
+	owner := mustGet(t, s, r.ID, now).Owner
+	if len(seen) > 1 || (len(seen) == 1 && seen[owner] == 0) {
+		t.Fatalf("losers saw owners %v, want only the winner %q", seen, owner)
+	}
+}
+
+func testDistinct(t *testing.T, s idemkit.Store, n int) {
+	now := base()
+	const workers = 16
+	var (
+		wg   sync.WaitGroup
+		won  atomic.Int64
+		errc = make(chan error, workers)
+		jobs = make(chan int)
+	)
+	prefix := fmt.Sprintf("bulk-%d-", seq.Add(1))
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				sc := idemkit.Scope{Tenant: "bulk", Operation: "POST /orders", Key: prefix + fmt.Sprint(i)}
+				r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+				res, err := s.Claim(context.Background(), r, now, idemkit.ClaimOptions{})
+				if err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+					continue
+				}
+				if res.Won {
+					won.Add(1)
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	if got := won.Load(); got != int64(n) {
+		t.Fatalf("%d of %d distinct keys claimed, want all", got, n)
+	}
+}
+
+// timeEq compares at millisecond precision.
+func timeEq(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d > -time.Millisecond && d < time.Millisecond
+}
+
+func sameRecord(t *testing.T, got, want *idemkit.Record) {
+	t.Helper()
+	if got == nil {
+		t.Fatal("record is nil")
+	}
+	if got.ID != want.ID || got.Scope != want.Scope || got.State != want.State || got.Fingerprint != want.Fingerprint || got.Owner != want.Owner {
+		t.Fatalf("record = %+v\nwant %+v", got, want)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want time.Time
+	}{
+		{"LeaseUntil", got.LeaseUntil, want.LeaseUntil},
+		{"ReplayUntil", got.ReplayUntil, want.ReplayUntil},
+		{"CreatedAt", got.CreatedAt, want.CreatedAt},
+		{"CompletedAt", got.CompletedAt, want.CompletedAt},
+	} {
+		if c.got.IsZero() != c.want.IsZero() || !timeEq(c.got, c.want) {
+			t.Fatalf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if d := got.ExpiresAt.Sub(want.ExpiresAt); d < 0 || d >= time.Second {
+		t.Fatalf("ExpiresAt = %v, want %v (rounded up to the second at most)", got.ExpiresAt, want.ExpiresAt)
+	}
+	if (got.Snapshot == nil) != (want.Snapshot == nil) {
+		t.Fatalf("Snapshot = %+v, want %+v", got.Snapshot, want.Snapshot)
+	}
+	if want.Snapshot != nil {
+		sameSnapshot(t, got.Snapshot, want.Snapshot)
+	}
+}
+
+func sameSnapshot(t *testing.T, got, want *idemkit.Snapshot) {
+	t.Helper()
+	if got.Status != want.Status || got.Base64 != want.Base64 || got.Omitted != want.Omitted {
+		t.Fatalf("snapshot status/flags = %d/%v/%v, want %d/%v/%v", got.Status, got.Base64, got.Omitted, want.Status, want.Base64, want.Omitted)
+	}
+	if !bytes.Equal(got.Body, want.Body) {
+		t.Fatalf("snapshot body differs: %d bytes, want %d", len(got.Body), len(want.Body))
+	}
+	if len(got.Header) != len(want.Header) {
+		t.Fatalf("snapshot header = %v, want %v", got.Header, want.Header)
+	}
+	for k, v := range want.Header {
+		g := got.Header[k]
+		if len(g) != len(v) {
+			t.Fatalf("header %s = %q, want %q", k, g, v)
+		}
+		for i := range v {
+			if g[i] != v[i] {
+				t.Fatalf("header %s = %q, want %q", k, g, v)
+			}
+		}
+	}
+}
