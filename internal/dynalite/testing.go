@@ -1,0 +1,239 @@
+package dynalite
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Region is the region clients made by NewClient and Client use.
+const Region = "us-east-1"
+
+// shared is the server of this test binary, started on first use by
+// Endpoint and stopped by Run.
+var shared struct {
+	once     sync.Once
+	endpoint string
+	stop     func() error
+	err      error
+}
+
+// Endpoint returns the URL of the DynamoDB-compatible server shared by the
+// tests of this test binary.
+//
+// If IDEMKIT_DYNAMODB_ENDPOINT is set, that is returned as is. Otherwise the
+// first call starts one server (dynalite; LocalStack when built with the
+// tag localstack) that Run (or Main) stops when the tests are done. Tables
+// outlive tests on it: give each test its own with CreateTable.
+//
+// When no server can be had, t fails with a one-line reason, or, if
+// IDEMKIT_SKIP_DYNAMODB=1 and the reason is a missing prerequisite, skips.
+func Endpoint(t testing.TB) string {
+	t.Helper()
+	if ep := os.Getenv(EnvEndpoint); ep != "" {
+		return ep
+	}
+	shared.once.Do(func() {
+		shared.endpoint, shared.stop, shared.err = startBackend(context.Background())
+	})
+	if shared.err != nil {
+		failOrSkip(t, shared.err)
+	}
+	return shared.endpoint
+}
+
+// NewServer starts a dynalite server private to t and stops it when t's
+// cleanup runs: for tests that need more than one independent server (two
+// regions, say). It fails or skips t as Endpoint does.
+func NewServer(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start(context.Background())
+	if err != nil {
+		failOrSkip(t, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return s
+}
+
+func failOrSkip(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrUnavailable) {
+		if os.Getenv(EnvSkip) == "1" {
+			t.Skipf("skipping: %v (%s=1)", err, EnvSkip)
+		}
+		t.Fatalf("%v (or set %s=1 to skip DynamoDB tests)", err, EnvSkip)
+	}
+	t.Fatalf("%v", err)
+}
+
+// Main runs the tests and exits, stopping the shared server first even when
+// tests fail. A package's whole TestMain can be:
+//
+//	func TestMain(m *testing.M) { dynalite.Main(m) }
+func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run runs the tests, stops the shared server if one was started, and
+// returns the exit code, for a TestMain that does more than Main.
+// Without it the server still exits with the test binary (it watches its
+// stdin), just not as promptly.
+func Run(m *testing.M) int {
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return code
+}
+
+// StopShared stops the server started by Endpoint, if any. Run calls it.
+func StopShared() error {
+	if shared.stop == nil {
+		return nil
+	}
+	stop := shared.stop
+	shared.stop = nil
+	return stop()
+}
+
+// NewClient returns a DynamoDB client for endpoint with static dummy
+// credentials and region us-east-1.
+func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRegion(Region),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("dynalite: aws config: %w", err)
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+	}), nil
+}
+
+// Client returns a DynamoDB client for Endpoint(t).
+func Client(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	c, err := NewClient(context.Background(), Endpoint(t))
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return c
+}
+
+var (
+	tableCounter atomic.Uint64
+	// runToken tells apart the tables of test binaries sharing one server
+	// (IDEMKIT_DYNAMODB_ENDPOINT), whose tests may have equal names.
+	runToken = func() string {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		return hex.EncodeToString(b)
+	}()
+	invalidTableChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+)
+
+// TableName returns a table name unique to this call: t's name made valid
+// for DynamoDB ([a-zA-Z0-9_.-], 3 to 255 characters), a token of this test
+// binary and a counter.
+func TableName(t testing.TB) string {
+	return tableName("", t.Name())
+}
+
+func tableName(prefix, testName string) string {
+	suffix := fmt.Sprintf("-%s-%d", runToken, tableCounter.Add(1))
+	base := invalidTableChars.ReplaceAllString(testName, "_")
+	if prefix != "" {
+		base = invalidTableChars.ReplaceAllString(prefix, "_") + "-" + base
+	}
+	if max := 255 - len(suffix); len(base) > max {
+		base = base[:max]
+	}
+	if base == "" {
+		base = "table"
+	}
+	return base + suffix
+}
+
+// CreateTable creates a table from template under a name from TableName
+// (prefixed with template.TableName when that is set), waits until it and
+// its indexes are ACTIVE, and deletes it when t's cleanup runs. template is
+// not modified. It returns the table's name.
+func CreateTable(t testing.TB, client *dynamodb.Client, template *dynamodb.CreateTableInput) string {
+	t.Helper()
+	in := *template
+	name := tableName(aws.ToString(template.TableName), t.Name())
+	in.TableName = aws.String(name)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := client.CreateTable(ctx, &in); err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		var nf *types.ResourceNotFoundException
+		if err != nil && !errors.As(err, &nf) {
+			t.Errorf("delete table %s: %v", name, err)
+		}
+	})
+	if err := WaitActive(ctx, client, name); err != nil {
+		t.Fatalf("%v", err)
+	}
+	return name
+}
+
+// WaitActive polls DescribeTable until the table and all its global
+// secondary indexes are ACTIVE, or ctx ends. On dynalite as started here
+// tables are ACTIVE at once; LocalStack and DynamoDB take a while.
+func WaitActive(ctx context.Context, client *dynamodb.Client, table string) error {
+	delay := 10 * time.Millisecond
+	for {
+		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		var nf *types.ResourceNotFoundException
+		if err != nil && !errors.As(err, &nf) {
+			return fmt.Errorf("wait for table %s: %w", table, err)
+		}
+		if err == nil && active(out.Table) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for table %s to be ACTIVE: %w", table, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
+}
+
+func active(td *types.TableDescription) bool {
+	if td == nil || td.TableStatus != types.TableStatusActive {
+		return false
+	}
+	for _, gsi := range td.GlobalSecondaryIndexes {
+		if gsi.IndexStatus != types.IndexStatusActive {
+			return false
+		}
+	}
+	return true
+}
