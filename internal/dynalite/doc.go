@@ -1,0 +1,49 @@
+// Package dynalite runs a real DynamoDB-compatible server for tests: dynalite
+// (the npm package pinned in the repository's package.json, installed by
+// `make deps`, i.e. npm ci), in memory, on a free 127.0.0.1 port.
+//
+// A package whose tests use DynamoDB has
+//
+//	func TestMain(m *testing.M) { dynalite.Main(m) }
+//
+// and in each test
+//
+//	c := dynalite.Client(t)                     // *dynamodb.Client, us-east-1, dummy credentials
+//	table := dynalite.CreateTable(t, c, schema) // unique name, ACTIVE, deleted at cleanup
+//
+// Endpoint starts one server per test binary on first use, or uses
+// IDEMKIT_DYNAMODB_ENDPOINT when set. Built with the tag localstack
+// (`make test-localstack`), it starts LocalStack in Docker instead.
+// NewServer starts a server private to a test, for tests that need two.
+// Missing node or node_modules/dynalite fails a test with a one-line
+// reason; IDEMKIT_SKIP_DYNAMODB=1 makes it skip instead.
+//
+// # dynalite 4.0.0 versus DynamoDB
+//
+// TestDynaliteLimits checks each of these against the real server:
+//
+//   - ReturnValuesOnConditionCheckFailure=ALL_OLD is ignored: a
+//     ConditionalCheckFailedException from dynalite carries no Item. A store
+//     that wants the current item after a failed condition must read it
+//     (consistent GetItem) when Item is nil.
+//   - ReturnValues=ALL_OLD on a successful PutItem returns the old item in
+//     Attributes (none when there was no item).
+//   - ReturnConsumedCapacity=TOTAL is reported (CapacityUnits and TableName)
+//     for PutItem, UpdateItem, GetItem and DeleteItem.
+//   - Global secondary indexes work, sparse ones included (items lacking the
+//     index keys are left out), with projection ALL, and Query on them pages
+//     with Limit and ExclusiveStartKey/LastEvaluatedKey.
+//   - UpdateTimeToLive does not exist (UnknownOperationException);
+//     DescribeTimeToLive does. So TTL cannot be enabled and nothing ever
+//     expires on dynalite; DynamoDB too deletes expired items only
+//     eventually, so a store treats an expired item as absent itself, and
+//     tests that enable TTL must tolerate UnknownOperationException.
+//   - TransactWriteItems and TransactGetItems do not exist
+//     (UnknownOperationException): code that needs them cannot be tested on
+//     dynalite, only on LocalStack or DynamoDB.
+//
+// Tables turn ACTIVE at once (the server is started with createTableMs,
+// deleteTableMs and updateTableMs 0), so WaitActive returns on its first
+// DescribeTable; CreateTable calls it anyway so the same tests run on
+// LocalStack and DynamoDB.
+package dynalite
