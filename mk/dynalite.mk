@@ -1,0 +1,33 @@
+# dynalite.mk: Node dependencies of the tests (dynalite, the in-memory
+# DynamoDB server internal/dynalite runs) and the LocalStack test run.
+# Included by the top-level Makefile; `make test` depends on `deps`.
+#
+#   make deps             npm ci, only when node_modules is missing or older
+#                         than package.json / package-lock.json
+#   make test-localstack  go test -tags localstack ./... : the shared test
+#                         server is LocalStack in Docker instead of dynalite
+#                         (LOCALSTACK_AUTH_TOKEN is passed through if set)
+
+DYNALITE_ROOT := $(patsubst %/,%,$(dir $(abspath $(dir $(lastword $(MAKEFILE_LIST))))))
+DYNALITE_STAMP := $(DYNALITE_ROOT)/node_modules/.idemkit-deps
+GO ?= go
+NPM ?= npm
+
+.PHONY: deps test-localstack dynalite-force
+
+deps: $(DYNALITE_STAMP)
+	@:
+
+# Reinstall when the lock file or package.json changed, or dynalite itself
+# is gone even though the stamp is not.
+$(DYNALITE_STAMP): $(DYNALITE_ROOT)/package.json $(DYNALITE_ROOT)/package-lock.json \
+		$(if $(wildcard $(DYNALITE_ROOT)/node_modules/dynalite/package.json),,dynalite-force)
+	@command -v $(NPM) >/dev/null 2>&1 || { echo "deps: npm not found: install Node.js 20 or later" >&2; exit 1; }
+	@echo "npm ci (dynalite)"
+	@cd $(DYNALITE_ROOT) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+dynalite-force:
+
+test-localstack: deps
+	$(GO) test -tags localstack ./...
