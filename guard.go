@@ -174,7 +174,13 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 	for attempt := 0; ; attempt++ {
 		res, err = g.cfg.Store.Claim(ctx, rec, start, ClaimOptions{Takeover: pol.OnStaleLease == Takeover})
 		if err != nil {
+			// The claim may have been applied with its answer lost. Free the
+			// key if it holds our token, so a retry is not kept waiting for
+			// a lease no handler holds.
 			err = storeErr("claim", err)
+			if relErr := g.release(ctx, rec); relErr != nil && !errors.Is(relErr, ErrNotOwner) {
+				err = errors.Join(err, relErr)
+			}
 			emit(EventStoreError, 0, err)
 			return nil, false, err
 		}

@@ -1,0 +1,66 @@
+// Package idemkit makes POST and PATCH handlers safe to retry.
+//
+// A client sends an Idempotency-Key header with a request. The first request
+// with a key runs the handler; every later request with the same key gets
+// the first response back, byte for byte, without running it again. This is
+// compatible with the common Idempotency-Key convention (Stripe, Adyen, the
+// expired IETF draft); it does not implement an IETF standard, because there
+// is none.
+//
+// # Scope
+//
+// A key is never remembered alone. The stored identity is the [Scope]: the
+// authenticated tenant, the operation (by default the method and concrete
+// path) and the key. Two tenants that pick the same key never see each
+// other's responses. With [Config.AccountWide], one key names one request
+// across all operations of a tenant, and reusing it for another operation
+// fails with [ErrOperationMismatch].
+//
+// # Claim, run, complete
+//
+// [Guard.Do] claims the scope with one atomic conditional write that either
+// creates an in_flight record holding a random owner token and a lease, or
+// returns the record that is already there. The winner runs the handler and
+// completes the record with a [Snapshot] of the response: a write that
+// succeeds only while the record still carries its token, so an execution
+// whose lease was taken over can never overwrite the new owner's result.
+// A loser is told, in this order of precedence:
+//
+//   - the key was used for a different request (fingerprint mismatch),
+//   - another request holds it (a *ConflictError with Retry-After; it never
+//     waits for the first to finish),
+//   - an earlier execution's lease ended without an outcome
+//     ([ErrIndeterminate]), or
+//   - here is the stored response (a replay).
+//
+// # What is remembered
+//
+// Deterministic outcomes are stored: 2xx, and the 4xx and 500 responses the
+// handler chose. Transient ones are not: 401, 403, 408, 429, 502, 503, 504,
+// and handler errors and panics release the claim so that a retry can run.
+// See [DefaultCacheable] and [Policy].
+//
+// # Leases and crashes
+//
+// A claim's lease lasts until the Lambda's deadline plus a margin. When it
+// ends without an outcome, nobody knows whether the effect happened. The
+// operation's [StalePolicy] decides: [FailClosed] (the default) marks the
+// record indeterminate for an operator to resolve; [Takeover] lets the next
+// request run the handler again, for downstreams that are idempotent.
+//
+// # Lifetime
+//
+// A response is replayed for [Policy.ReplayWindow] (24 h by default) and the
+// record is kept for [Policy.RecordRetention] (7 days). In between, a retry
+// is not run again: it gets an [*OutcomeError] naming the first outcome. A
+// UUIDv7 key older than the retention is refused with [ErrKeyExpired].
+//
+// # Stores
+//
+// A [Store] keeps records; its method comments are the contract and package
+// storetest checks it. Package memstore is an in-memory store for local runs
+// and tests; package dynamo is the DynamoDB store for production.
+//
+// Adapters for API Gateway, Function URLs, ALB and net/http live in
+// packages lambda/apigw, lambda/alb and httpmw.
+package idemkit

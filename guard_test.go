@@ -1,0 +1,713 @@
+package idemkit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+// clock is a settable time source.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// recorder collects observed events.
+type recorder struct {
+	mu     sync.Mutex
+	events []idemkit.Event
+}
+
+func (r *recorder) Observe(_ context.Context, e idemkit.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) kinds() []idemkit.EventKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ks []idemkit.EventKind
+	for _, e := range r.events {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+func (r *recorder) last() idemkit.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events[len(r.events)-1]
+}
+
+type fixture struct {
+	clock *clock
+	store *memstore.Store
+	obs   *recorder
+	guard *idemkit.Guard
+	runs  int
+}
+
+func newFixture(t *testing.T, mod func(*idemkit.Config)) *fixture {
+	t.Helper()
+	f := &fixture{clock: newClock(), store: memstore.New(), obs: &recorder{}}
+	cfg := idemkit.Config{Store: f.store, Observer: f.obs, Now: f.clock.Now}
+	if mod != nil {
+		mod(&cfg)
+	}
+	g, err := idemkit.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.guard = g
+	return f
+}
+
+func req(key string) idemkit.Request {
+	return idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key}, Fingerprint: "v1:sha256:aa"}
+}
+
+func respond(status int, body string) idemkit.Handler {
+	return func(context.Context) (*idemkit.Snapshot, error) {
+		return &idemkit.Snapshot{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}, nil
+	}
+}
+
+// do runs the guard with a handler that counts its runs.
+func (f *fixture) do(t *testing.T, r idemkit.Request, h idemkit.Handler) (*idemkit.Snapshot, bool, error) {
+	t.Helper()
+	return f.guard.Do(context.Background(), r, func(ctx context.Context) (*idemkit.Snapshot, error) {
+		f.runs++
+		return h(ctx)
+	})
+}
+
+func TestExecuteThenReplay(t *testing.T) {
+	f := newFixture(t, nil)
+	snap, replayed, err := f.do(t, req("k1"), respond(201, `{"id":"p1"}`))
+	if err != nil || replayed || snap.Status != 201 {
+		t.Fatalf("first: %+v %v %v", snap, replayed, err)
+	}
+	if e := f.obs.last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls != 2 {
+		t.Fatalf("first event %s with %d store calls, want executed with 2", e.Kind, e.Usage.Calls)
+	}
+	f.clock.Advance(time.Hour)
+	snap, replayed, err = f.do(t, req("k1"), respond(201, `{"id":"p2"}`))
+	if err != nil || !replayed || string(snap.Body) != `{"id":"p1"}` {
+		t.Fatalf("replay: %+v %v %v", snap, replayed, err)
+	}
+	if f.runs != 1 {
+		t.Fatalf("handler ran %d times, want 1", f.runs)
+	}
+	if e := f.obs.last(); e.Kind != idemkit.EventReplayed || e.Usage.Calls != 1 || e.Status != 201 {
+		t.Fatalf("replay event %+v, want replayed with 1 store call", e)
+	}
+}
+
+func TestScopesAreIndependent(t *testing.T) {
+	f := newFixture(t, nil)
+	for i, r := range []idemkit.Request{
+		req("k"),
+		{Scope: idemkit.Scope{Tenant: "globex", Operation: "POST /payments", Key: "k"}, Fingerprint: "v1:sha256:aa"},
+		{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k"}, Fingerprint: "v1:sha256:aa"},
+	} {
+		snap, replayed, err := f.do(t, r, respond(201, fmt.Sprint(i)))
+		if err != nil || replayed || string(snap.Body) != fmt.Sprint(i) {
+			t.Fatalf("scope %+v: %+v %v %v", r.Scope, snap, replayed, err)
+		}
+	}
+	if f.runs != 3 {
+		t.Fatalf("handler ran %d times, want 3", f.runs)
+	}
+}
+
+func TestFingerprintMismatch(t *testing.T) {
+	f := newFixture(t, nil)
+	if _, _, err := f.do(t, req("k"), respond(201, "a")); err != nil {
+		t.Fatal(err)
+	}
+	other := req("k")
+	other.Fingerprint = "v1:sha256:bb"
+	_, _, err := f.do(t, other, respond(201, "b"))
+	if !errors.Is(err, idemkit.ErrFingerprintMismatch) {
+		t.Fatalf("err = %v, want ErrFingerprintMismatch", err)
+	}
+	if f.runs != 1 || f.obs.last().Kind != idemkit.EventMismatch {
+		t.Fatalf("runs %d, event %s", f.runs, f.obs.last().Kind)
+	}
+}
+
+// block returns a handler that signals when it starts and waits for release.
+func block(started chan<- struct{}, release <-chan struct{}) idemkit.Handler {
+	return func(context.Context) (*idemkit.Snapshot, error) {
+		close(started)
+		<-release
+		return &idemkit.Snapshot{Status: 201, Body: []byte("first")}, nil
+	}
+}
+
+func TestInFlight(t *testing.T) {
+	f := newFixture(t, func(c *idemkit.Config) { c.Policy.Lease = 30 * time.Second })
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, _, err := f.guard.Do(context.Background(), req("k"), block(started, release))
+		done <- err
+	}()
+	<-started
+
+	// Precedence: a different request is a mismatch even while the first is in flight.
+	other := req("k")
+	other.Fingerprint = "v1:sha256:bb"
+	if _, _, err := f.guard.Do(context.Background(), other, respond(201, "x")); !errors.Is(err, idemkit.ErrFingerprintMismatch) {
+		t.Fatalf("different request in flight: %v, want ErrFingerprintMismatch", err)
+	}
+
+	for _, tc := range []struct {
+		advance time.Duration
+		want    time.Duration
+	}{{0, 30 * time.Second}, {10*time.Second + 500*time.Millisecond, 20 * time.Second}, {19*time.Second + 400*time.Millisecond, time.Second}} {
+		f.clock.Advance(tc.advance)
+		_, _, err := f.guard.Do(context.Background(), req("k"), respond(201, "dup"))
+		var ce *idemkit.ConflictError
+		if !errors.As(err, &ce) || !errors.Is(err, idemkit.ErrInFlight) {
+			t.Fatalf("duplicate in flight: %v, want *ConflictError", err)
+		}
+		if ce.RetryAfter != tc.want {
+			t.Fatalf("RetryAfter = %s, want %s", ce.RetryAfter, tc.want)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	snap, replayed, err := f.guard.Do(context.Background(), req("k"), respond(201, "dup"))
+	if err != nil || !replayed || string(snap.Body) != "first" {
+		t.Fatalf("after completion: %+v %v %v", snap, replayed, err)
+	}
+}
+
+// crash leaves an in_flight record whose handler never completes, as a
+// killed process would.
+func crash(t *testing.T, f *fixture, r idemkit.Request, lease time.Duration) {
+	t.Helper()
+	now := f.clock.Now()
+	rec := &idemkit.Record{ID: r.Scope.ID(false), Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint, Owner: "crashed", LeaseUntil: now.Add(lease), ReplayUntil: now.Add(24 * time.Hour), ExpiresAt: now.Add(7 * 24 * time.Hour), CreatedAt: now}
+	if res, err := f.store.Claim(context.Background(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+}
+
+func TestStaleLeaseFailClosed(t *testing.T) {
+	f := newFixture(t, nil)
+	crash(t, f, req("k"), 10*time.Second)
+	f.clock.Advance(5 * time.Second)
+	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrInFlight) {
+		t.Fatalf("while the lease lives: %v, want ErrInFlight", err)
+	}
+	f.clock.Advance(5 * time.Second)
+	for i := 0; i < 2; i++ {
+		if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrIndeterminate) {
+			t.Fatalf("attempt %d after the lease: %v, want ErrIndeterminate", i, err)
+		}
+	}
+	if f.runs != 0 {
+		t.Fatalf("handler ran %d times under FailClosed", f.runs)
+	}
+	recs, _, err := f.store.ListIndeterminate(context.Background(), "acme", "", 0, f.clock.Now())
+	if err != nil || len(recs) != 1 || recs[0].Owner != "crashed" {
+		t.Fatalf("indeterminate listing: %v %v", recs, err)
+	}
+	if k := f.obs.last().Kind; k != idemkit.EventIndeterminate {
+		t.Fatalf("event %s, want indeterminate", k)
+	}
+
+	// An operator resolves it as completed: the answer is replayed.
+	ans := &idemkit.Snapshot{Status: 201, Body: []byte("resolved")}
+	if _, err := f.store.Resolve(context.Background(), recs[0].ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: ans, Operator: "ops", ResolvedAt: f.clock.Now()}, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
+	if err != nil || !replayed || string(snap.Body) != "resolved" {
+		t.Fatalf("after resolution: %+v %v %v", snap, replayed, err)
+	}
+}
+
+func TestResolvedFailedRunsAgain(t *testing.T) {
+	f := newFixture(t, nil)
+	crash(t, f, req("k"), time.Second)
+	f.clock.Advance(2 * time.Second)
+	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrIndeterminate) {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", ResolvedAt: f.clock.Now()}, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	snap, replayed, err := f.do(t, req("k"), respond(201, "again"))
+	if err != nil || replayed || string(snap.Body) != "again" || f.runs != 1 {
+		t.Fatalf("after resolution as failed: %+v %v %v runs %d", snap, replayed, err, f.runs)
+	}
+}
+
+func TestStaleLeaseTakeover(t *testing.T) {
+	f := newFixture(t, func(c *idemkit.Config) {
+		c.Operations = map[string]idemkit.Policy{"POST /payments": {OnStaleLease: idemkit.Takeover}}
+	})
+	crash(t, f, req("k"), 10*time.Second)
+	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrInFlight) {
+		t.Fatalf("while the lease lives: %v", err)
+	}
+	f.clock.Advance(10 * time.Second)
+	snap, replayed, err := f.do(t, req("k"), respond(201, "takeover"))
+	if err != nil || replayed || string(snap.Body) != "takeover" || f.runs != 1 {
+		t.Fatalf("takeover: %+v %v %v runs %d", snap, replayed, err, f.runs)
+	}
+	ks := f.obs.kinds()
+	if len(ks) < 2 || ks[len(ks)-2] != idemkit.EventTakeover || ks[len(ks)-1] != idemkit.EventExecuted {
+		t.Fatalf("events %v, want ... takeover, executed", ks)
+	}
+	// The crashed owner can no longer complete over the new result.
+	rec, _ := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
+	stale := rec.Clone()
+	stale.Owner = "crashed"
+	if err := f.store.Complete(context.Background(), stale, f.clock.Now()); !errors.Is(err, idemkit.ErrNotOwner) {
+		t.Fatalf("stale completion: %v", err)
+	}
+	if _, replayed, _ := f.do(t, req("k"), respond(201, "x")); !replayed || f.runs != 1 {
+		t.Fatal("the taken-over result is not replayed")
+	}
+}
+
+func TestCacheableStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		stored bool
+	}{
+		{200, true}, {201, true}, {202, true}, {204, true}, {400, true}, {402, true}, {404, true}, {409, true}, {422, true}, {500, true},
+		{401, false}, {403, false}, {408, false}, {429, false}, {502, false}, {503, false}, {504, false},
+	} {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			f := newFixture(t, nil)
+			for i := 0; i < 2; i++ {
+				snap, replayed, err := f.do(t, req("k"), respond(tc.status, fmt.Sprint(i)))
+				if err != nil || snap.Status != tc.status {
+					t.Fatalf("attempt %d: %+v %v", i, snap, err)
+				}
+				if wantReplay := tc.stored && i == 1; replayed != wantReplay {
+					t.Fatalf("attempt %d: replayed = %v, want %v", i, replayed, wantReplay)
+				}
+			}
+			want := 2
+			if tc.stored {
+				want = 1
+			}
+			if f.runs != want {
+				t.Fatalf("handler ran %d times, want %d", f.runs, want)
+			}
+		})
+	}
+}
+
+func TestHandlerErrorReleases(t *testing.T) {
+	f := newFixture(t, nil)
+	boom := errors.New("processor timeout")
+	_, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want the handler's error", err)
+	}
+	if k := f.obs.last().Kind; k != idemkit.EventReleased {
+		t.Fatalf("event %s, want released", k)
+	}
+	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
+		t.Fatalf("retry after error: replayed %v err %v runs %d", replayed, err, f.runs)
+	}
+}
+
+func TestHandlerPanicReleases(t *testing.T) {
+	f := newFixture(t, nil)
+	func() {
+		defer func() {
+			if p := recover(); p != "kaboom" {
+				t.Fatalf("recovered %v, want the handler's panic", p)
+			}
+		}()
+		f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { panic("kaboom") })
+		t.Fatal("Do returned after a panic")
+	}()
+	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
+		t.Fatalf("retry after panic: replayed %v err %v runs %d", replayed, err, f.runs)
+	}
+}
+
+func TestNilResponseIsAnError(t *testing.T) {
+	f := newFixture(t, nil)
+	if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, nil }); err == nil {
+		t.Fatal("nil response accepted")
+	}
+	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed {
+		t.Fatalf("retry: %v %v", replayed, err)
+	}
+}
+
+// faulty wraps a store and fails chosen methods.
+type faulty struct {
+	idemkit.Store
+	mu                                sync.Mutex
+	claimErr, completeErr, releaseErr error
+	applyClaim                        bool // apply the claim, then fail (a lost answer)
+	completeCalls                     int
+}
+
+func (s *faulty) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	if s.claimErr != nil {
+		if s.applyClaim {
+			s.Store.Claim(ctx, r, now, o)
+		}
+		return idemkit.ClaimResult{}, s.claimErr
+	}
+	return s.Store.Claim(ctx, r, now, o)
+}
+
+func (s *faulty) Complete(ctx context.Context, r *idemkit.Record, now time.Time) error {
+	s.mu.Lock()
+	s.completeCalls++
+	s.mu.Unlock()
+	if s.completeErr != nil {
+		return s.completeErr
+	}
+	return s.Store.Complete(ctx, r, now)
+}
+
+func (s *faulty) Release(ctx context.Context, id, owner string, now time.Time) error {
+	if s.releaseErr != nil {
+		return s.releaseErr
+	}
+	return s.Store.Release(ctx, id, owner, now)
+}
+
+func faultyFixture(t *testing.T, fs *faulty) *fixture {
+	f := newFixture(t, nil)
+	fs.Store = f.store
+	g, err := idemkit.New(idemkit.Config{Store: fs, Observer: f.obs, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.guard = g
+	return f
+}
+
+func TestStoreUnavailableBeforeHandler(t *testing.T) {
+	fs := &faulty{claimErr: errors.New("connection reset")}
+	f := faultyFixture(t, fs)
+	_, _, err := f.do(t, req("k"), respond(201, "x"))
+	if !errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
+		t.Fatalf("err %v runs %d, want ErrStoreUnavailable and no run", err, f.runs)
+	}
+	var se *idemkit.StoreError
+	if !errors.As(err, &se) || se.Op != "claim" {
+		t.Fatalf("err %v is not a claim *StoreError", err)
+	}
+}
+
+func TestLostClaimAnswerFreesTheKey(t *testing.T) {
+	fs := &faulty{claimErr: errors.New("connection reset"), applyClaim: true}
+	f := faultyFixture(t, fs)
+	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrStoreUnavailable) {
+		t.Fatal(err)
+	}
+	fs.claimErr = nil
+	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
+		t.Fatalf("retry after a lost claim answer: replayed %v err %v runs %d", replayed, err, f.runs)
+	}
+}
+
+func TestCompletionFailure(t *testing.T) {
+	fs := &faulty{completeErr: errors.New("throttled")}
+	f := faultyFixture(t, fs)
+	snap, replayed, err := f.do(t, req("k"), respond(201, "real"))
+	if err != nil || replayed || string(snap.Body) != "real" {
+		t.Fatalf("the caller must get the real response: %+v %v %v", snap, replayed, err)
+	}
+	if fs.completeCalls != 3 {
+		t.Fatalf("completion attempted %d times, want 3", fs.completeCalls)
+	}
+	e := f.obs.last()
+	if e.Kind != idemkit.EventCompletionFailed || !errors.Is(e.Err, idemkit.ErrStoreUnavailable) {
+		t.Fatalf("event %+v, want completion_failed", e)
+	}
+	// The record is left to the lease policy: in flight, then indeterminate.
+	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrInFlight) {
+		t.Fatalf("retry while leased: %v", err)
+	}
+	f.clock.Advance(idemkit.DefaultLease)
+	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrIndeterminate) || f.runs != 1 {
+		t.Fatalf("retry after the lease: %v runs %d", err, f.runs)
+	}
+}
+
+func TestReleaseFailureKeepsHandlerError(t *testing.T) {
+	fs := &faulty{releaseErr: errors.New("unreachable")}
+	f := faultyFixture(t, fs)
+	boom := errors.New("boom")
+	_, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom })
+	if !errors.Is(err, boom) || !errors.Is(err, idemkit.ErrStoreUnavailable) {
+		t.Fatalf("err = %v, want the handler's error joined with the store's", err)
+	}
+}
+
+func TestMissingTenant(t *testing.T) {
+	f := newFixture(t, nil)
+	r := req("k")
+	r.Scope.Tenant = ""
+	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkit.ErrMissingTenant) || f.runs != 0 {
+		t.Fatalf("err %v runs %d", err, f.runs)
+	}
+	if recs, _, _ := f.store.ListIndeterminate(context.Background(), "", "", 0, f.clock.Now()); len(recs) != 0 {
+		t.Fatal("something was stored")
+	}
+	if _, err := f.store.Get(context.Background(), r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("a record was stored for a request without tenant: %v", err)
+	}
+}
+
+func TestAccountWideKeys(t *testing.T) {
+	f := newFixture(t, func(c *idemkit.Config) { c.AccountWide = true })
+	if _, _, err := f.do(t, req("k"), respond(201, "pay")); err != nil {
+		t.Fatal(err)
+	}
+	other := req("k")
+	other.Scope.Operation = "POST /refunds"
+	if _, _, err := f.do(t, other, respond(201, "refund")); !errors.Is(err, idemkit.ErrOperationMismatch) {
+		t.Fatalf("another operation: %v, want ErrOperationMismatch", err)
+	}
+	// Operation mismatch takes precedence over a fingerprint mismatch.
+	other.Fingerprint = "v1:sha256:zz"
+	if _, _, err := f.do(t, other, respond(201, "refund")); !errors.Is(err, idemkit.ErrOperationMismatch) {
+		t.Fatalf("another operation and body: %v, want ErrOperationMismatch", err)
+	}
+	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || !replayed || f.runs != 1 {
+		t.Fatalf("same operation: %v %v", replayed, err)
+	}
+}
+
+func TestFingerprintVersionChange(t *testing.T) {
+	f := newFixture(t, nil)
+	old := req("k")
+	old.Fingerprint = "v0:sha256:old"
+	if _, _, err := f.do(t, old, respond(201, "x")); err != nil {
+		t.Fatal(err)
+	}
+	cur := req("k") // v1 fingerprint of the same request
+	if _, _, err := f.do(t, cur, respond(201, "y")); !errors.Is(err, idemkit.ErrFingerprintMismatch) {
+		t.Fatalf("without FingerprintAs: %v, want a mismatch", err)
+	}
+	cur.FingerprintAs = func(v string) (string, error) {
+		if v != "v0" {
+			return "", fmt.Errorf("unknown version %q", v)
+		}
+		return "v0:sha256:old", nil
+	}
+	if _, replayed, err := f.do(t, cur, respond(201, "y")); err != nil || !replayed {
+		t.Fatalf("with FingerprintAs: %v %v", replayed, err)
+	}
+	cur.FingerprintAs = func(string) (string, error) { return "v0:sha256:other", nil }
+	if _, _, err := f.do(t, cur, respond(201, "y")); !errors.Is(err, idemkit.ErrFingerprintMismatch) {
+		t.Fatalf("a different request under the old version: %v", err)
+	}
+}
+
+func TestReplayWindowAndRetention(t *testing.T) {
+	f := newFixture(t, func(c *idemkit.Config) {
+		c.Policy.ReplayWindow = 24 * time.Hour
+		c.Policy.RecordRetention = 7 * 24 * time.Hour
+	})
+	created := f.clock.Now()
+	h := func(context.Context) (*idemkit.Snapshot, error) {
+		return &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/payments/p1"}}, Body: []byte("p1")}, nil
+	}
+	if _, _, err := f.do(t, req("k"), h); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(24*time.Hour - time.Second)
+	if _, replayed, err := f.do(t, req("k"), h); err != nil || !replayed {
+		t.Fatalf("inside the replay window: %v %v", replayed, err)
+	}
+	f.clock.Advance(time.Second)
+	_, _, err := f.do(t, req("k"), h)
+	var oe *idemkit.OutcomeError
+	if !errors.As(err, &oe) || !errors.Is(err, idemkit.ErrReplayWindowPassed) {
+		t.Fatalf("after the replay window: %v, want *OutcomeError", err)
+	}
+	if oe.Status != 201 || oe.Location != "/payments/p1" || !oe.CompletedAt.Equal(created) {
+		t.Fatalf("outcome %+v", oe)
+	}
+	f.clock.Advance(6 * 24 * time.Hour)
+	if _, replayed, err := f.do(t, req("k"), h); err != nil || replayed || f.runs != 2 {
+		t.Fatalf("after the record retention: replayed %v err %v runs %d", replayed, err, f.runs)
+	}
+}
+
+func TestOmittedSnapshot(t *testing.T) {
+	f := newFixture(t, nil)
+	if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+		return &idemkit.Snapshot{Status: 201, Omitted: true}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := f.do(t, req("k"), respond(201, "x"))
+	var oe *idemkit.OutcomeError
+	if !errors.As(err, &oe) || !errors.Is(err, idemkit.ErrSnapshotOmitted) || oe.Status != 201 || f.runs != 1 {
+		t.Fatalf("replay of an omitted body: %v runs %d", err, f.runs)
+	}
+}
+
+func TestUUIDv7KeyAge(t *testing.T) {
+	f := newFixture(t, nil)
+	at := func(ts time.Time) string {
+		u, err := uuid.NewV7FromReader(zeroReader{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := uint64(ts.UnixMilli())
+		for i := 0; i < 6; i++ {
+			u[i] = byte(ms >> (40 - 8*i))
+		}
+		return u.String()
+	}
+	now := f.clock.Now()
+	for _, tc := range []struct {
+		name string
+		key  string
+		err  error
+	}{
+		{"fresh v7", at(now.Add(-time.Minute)), nil},
+		{"v7 inside retention", at(now.Add(-idemkit.DefaultRecordRetention + time.Hour)), nil},
+		{"v7 inside skew", at(now.Add(-idemkit.DefaultRecordRetention - time.Minute)), nil},
+		{"v7 older than retention", at(now.Add(-idemkit.DefaultRecordRetention - time.Hour)), idemkit.ErrKeyExpired},
+		{"v4 is not dated", uuid.NewString(), nil},
+		{"not a uuid", "order-1001", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := f.runs
+			_, _, err := f.do(t, req(tc.key), respond(201, "x"))
+			if !errors.Is(err, tc.err) || (err == nil && f.runs != runs+1) || (err != nil && f.runs != runs) {
+				t.Fatalf("err %v (want %v), runs %d -> %d", err, tc.err, runs, f.runs)
+			}
+		})
+	}
+	g, _ := idemkit.New(idemkit.Config{Store: memstore.New(), Now: f.clock.Now, Policy: idemkit.Policy{IgnoreKeyTime: true}})
+	if _, _, err := g.Do(context.Background(), req(at(now.Add(-30*24*time.Hour))), respond(201, "x")); err != nil {
+		t.Fatalf("IgnoreKeyTime: %v", err)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 0
+	}
+	return len(p), nil
+}
+
+func TestLease(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		policy   idemkit.Policy
+		deadline time.Duration // 0: no deadline
+		want     time.Duration
+	}{
+		{"default without deadline", idemkit.Policy{}, 0, idemkit.DefaultLease},
+		{"context deadline plus margin", idemkit.Policy{}, 10 * time.Second, 10*time.Second + idemkit.DefaultLeaseMargin},
+		{"custom margin", idemkit.Policy{LeaseMargin: 5 * time.Second}, 10 * time.Second, 15 * time.Second},
+		{"explicit lease", idemkit.Policy{Lease: time.Minute}, 10 * time.Second, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(c *idemkit.Config) { c.Policy = tc.policy })
+			ctx := context.Background()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, f.clock.Now().Add(tc.deadline))
+				defer cancel()
+			}
+			var lease time.Time
+			_, _, err := f.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+				rec, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
+				if err != nil {
+					return nil, err
+				}
+				lease = rec.LeaseUntil
+				return &idemkit.Snapshot{Status: 201}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := lease.Sub(f.clock.Now()); got != tc.want {
+				t.Fatalf("lease = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMarkRaceLooksAgain(t *testing.T) {
+	// The stale record is completed by its owner between our lost claim and
+	// our MarkIndeterminate: the guard must look again and replay it.
+	f := newFixture(t, nil)
+	crash(t, f, req("k"), time.Second)
+	f.clock.Advance(2 * time.Second)
+	rs := &racyStore{Store: f.store, clock: f.clock}
+	g, _ := idemkit.New(idemkit.Config{Store: rs, Now: f.clock.Now})
+	snap, replayed, err := g.Do(context.Background(), req("k"), respond(201, "x"))
+	if err != nil || !replayed || string(snap.Body) != "late" {
+		t.Fatalf("%+v %v %v, want the late completion replayed", snap, replayed, err)
+	}
+}
+
+type racyStore struct {
+	idemkit.Store
+	clock *clock
+}
+
+func (s *racyStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+	rec, err := s.Store.Get(ctx, id, now)
+	if err != nil {
+		return nil, err
+	}
+	// The crashed owner completes just in time. Lease checks use the
+	// store's now, so complete under the original lease.
+	rec.State = idemkit.StateCompleted
+	rec.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte("late")}
+	rec.CompletedAt = now
+	if err := s.Store.Complete(ctx, rec, now); err != nil {
+		return nil, err
+	}
+	return s.Store.MarkIndeterminate(ctx, id, owner, now)
+}
+
+func TestNewRequiresStore(t *testing.T) {
+	if _, err := idemkit.New(idemkit.Config{}); err == nil {
+		t.Fatal("New without a store succeeded")
+	}
+}

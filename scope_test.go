@@ -1,0 +1,161 @@
+package idemkit_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/idemkit/idemkit"
+)
+
+func TestParseKey(t *testing.T) {
+	long255 := strings.Repeat("k", 255)
+	printable := func() string {
+		var b strings.Builder
+		for c := byte(0x21); c <= 0x7e; c++ {
+			if c != '"' && c != ',' {
+				b.WriteByte(c)
+			}
+		}
+		return b.String()
+	}()
+	tests := []struct {
+		name   string
+		values []string
+		max    int
+		want   string
+		err    error
+	}{
+		{"bare", []string{"abc"}, 0, "abc", nil},
+		{"quoted", []string{`"abc"`}, 0, "abc", nil},
+		{"uuid bare", []string{"8e03978e-40d5-43e8-bc93-6894a57f9324"}, 0, "8e03978e-40d5-43e8-bc93-6894a57f9324", nil},
+		{"uuid quoted", []string{`"8e03978e-40d5-43e8-bc93-6894a57f9324"`}, 0, "8e03978e-40d5-43e8-bc93-6894a57f9324", nil},
+		{"surrounding whitespace", []string{"  abc\t"}, 0, "abc", nil},
+		{"quoted with spaces", []string{`"a b c"`}, 0, "a b c", nil},
+		{"quoted with escaped quote", []string{`"a\"b"`}, 0, `a"b`, nil},
+		{"quoted comma is part of the key", []string{`"a,b"`}, 0, "a,b", nil},
+		{"every printable byte", []string{printable}, 0, printable, nil},
+		{"255 bytes", []string{long255}, 0, long255, nil},
+		{"255 bytes quoted", []string{`"` + long255 + `"`}, 0, long255, nil},
+		{"same value twice", []string{"abc", "abc"}, 0, "abc", nil},
+		{"same value quoted and bare", []string{`"abc"`, "abc"}, 0, "abc", nil},
+		{"same value comma-joined", []string{`abc,abc`}, 0, "abc", nil},
+		{"same value comma-joined mixed", []string{`"abc", abc`}, 0, "abc", nil},
+		{"custom max", []string{"abcd"}, 4, "abcd", nil},
+
+		{"missing", nil, 0, "", idemkit.ErrKeyMissing},
+		{"empty", []string{""}, 0, "", idemkit.ErrKeyEmpty},
+		{"blank", []string{"   "}, 0, "", idemkit.ErrKeyEmpty},
+		{"empty quoted", []string{`""`}, 0, "", idemkit.ErrKeyEmpty},
+		{"256 bytes", []string{long255 + "k"}, 0, "", idemkit.ErrKeyTooLong},
+		{"256 bytes quoted", []string{`"` + long255 + `k"`}, 0, "", idemkit.ErrKeyTooLong},
+		{"over custom max", []string{"abcde"}, 4, "", idemkit.ErrKeyTooLong},
+		{"unterminated quote", []string{`"abc`}, 0, "", idemkit.ErrKeyMalformed},
+		{"quote inside bare", []string{`ab"c`}, 0, "", idemkit.ErrKeyMalformed},
+		{"parameters", []string{`"abc";x=1`}, 0, "", idemkit.ErrKeyMalformed},
+		{"integer item", []string{`"abc", 12`}, 0, "", idemkit.ErrKeyMalformed},
+		{"tab inside", []string{"ab\tc"}, 0, "", idemkit.ErrKeyInvalidChar},
+		{"space inside bare", []string{"ab c"}, 0, "", idemkit.ErrKeyInvalidChar},
+		{"non-ASCII byte", []string{"ab\xc3\xa9"}, 0, "", idemkit.ErrKeyInvalidChar},
+		{"non-ASCII byte quoted", []string{"\"ab\xc3\xa9\""}, 0, "", idemkit.ErrKeyInvalidChar},
+		{"control byte quoted", []string{"\"a\x01b\""}, 0, "", idemkit.ErrKeyInvalidChar},
+		{"DEL", []string{"ab\x7f"}, 0, "", idemkit.ErrKeyInvalidChar},
+		{"two values", []string{"abc", "abd"}, 0, "", idemkit.ErrKeyMultiple},
+		{"two values comma-joined", []string{"abc,abd"}, 0, "", idemkit.ErrKeyMultiple},
+		{"two values quoted", []string{`"abc", "abd"`}, 0, "", idemkit.ErrKeyMultiple},
+		{"empty list element", []string{"abc,,abc"}, 0, "", idemkit.ErrKeyMalformed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := idemkit.ParseKey(tc.values, idemkit.KeyOptions{MaxLen: tc.max})
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("ParseKey(%q) error = %v, want %v", tc.values, err, tc.err)
+				}
+				if !errors.Is(err, idemkit.ErrInvalidKey) {
+					t.Fatalf("error %v is not ErrInvalidKey", err)
+				}
+				var ke *idemkit.KeyError
+				if !errors.As(err, &ke) {
+					t.Fatalf("error %v is not a *KeyError", err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("ParseKey(%q) = %q, %v; want %q", tc.values, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestScopeIDUnambiguous(t *testing.T) {
+	// Field values that contain the encoding's separators and digits must
+	// never make two different scopes share an ID.
+	scopes := []idemkit.Scope{
+		{Tenant: "a", Operation: "POST /x", Key: "k"},
+		{Tenant: "a|", Operation: "POST /x", Key: "k"},
+		{Tenant: "a", Operation: "|POST /x", Key: "k"},
+		{Tenant: "a1:", Operation: "POST /x", Key: "k"},
+		{Tenant: "a", Operation: "1:POST /x", Key: "k"},
+		{Tenant: "a:7:POST /x", Operation: "", Key: "k"},
+		{Tenant: "a", Operation: "POST /x1:k", Key: ""},
+		{Tenant: "a", Operation: "POST /x", Key: "1:k"},
+		{Tenant: "", Operation: "1:aPOST /x", Key: "k"},
+		{Tenant: "1:a", Operation: "POST /x", Key: "k"},
+		{Tenant: "t", Operation: "o", Key: "1:k"},
+		{Tenant: "t", Operation: "o1:k", Key: ""},
+		{Tenant: "t1:o", Operation: "", Key: "k"},
+	}
+	seen := map[string]idemkit.Scope{}
+	for _, accountWide := range []bool{false, true} {
+		for _, s := range scopes {
+			id := s.ID(accountWide)
+			if accountWide {
+				s.Operation = "" // not part of the account-wide identity
+			}
+			if prev, ok := seen[id]; ok && prev != s {
+				t.Fatalf("scopes %+v and %+v share ID %q", prev, s, id)
+			}
+			seen[id] = s
+		}
+	}
+	a := idemkit.Scope{Tenant: "t", Operation: "POST /a", Key: "k"}
+	b := idemkit.Scope{Tenant: "t", Operation: "POST /b", Key: "k"}
+	if a.ID(false) == b.ID(false) {
+		t.Fatal("two operations share an ID with per-operation keys")
+	}
+	if a.ID(true) != b.ID(true) {
+		t.Fatal("account-wide IDs differ by operation")
+	}
+	if a.ID(true) == a.ID(false) {
+		t.Fatal("account-wide and per-operation IDs collide")
+	}
+}
+
+func FuzzParseKey(f *testing.F) {
+	for _, s := range []string{"abc", `"abc"`, `"a\"b"`, "a,b", `"a", "a"`, "", `"`, "\x00", "ab\tc"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		k, err := idemkit.ParseKey([]string{v}, idemkit.KeyOptions{})
+		if err != nil {
+			if !errors.Is(err, idemkit.ErrInvalidKey) {
+				t.Fatalf("ParseKey(%q): error %v is not ErrInvalidKey", v, err)
+			}
+			return
+		}
+		if k == "" || len(k) > idemkit.DefaultMaxKeyLen {
+			t.Fatalf("ParseKey(%q) accepted %q", v, k)
+		}
+		for i := 0; i < len(k); i++ {
+			if k[i] < 0x20 || k[i] > 0x7e {
+				t.Fatalf("ParseKey(%q) accepted byte 0x%02x", v, k[i])
+			}
+		}
+		// A key, quoted as an sf-string, parses back to itself.
+		q := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(k) + `"`
+		if k2, err := idemkit.ParseKey([]string{q}, idemkit.KeyOptions{}); err != nil || k2 != k {
+			t.Fatalf("ParseKey(%q) = %q, %v; want %q", q, k2, err, k)
+		}
+	})
+}
