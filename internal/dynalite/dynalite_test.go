@@ -220,3 +220,30 @@ func TestDirFindsModuleRoot(t *testing.T) {
 		t.Fatalf("Dir = %s, not the module root: %v", dir, err)
 	}
 }
+
+func TestStartReportsServerStderr(t *testing.T) {
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "node_modules", "dynalite")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name":"dynalite","main":"index.js"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "index.js"), []byte("throw new Error('broken install')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(dynalite.EnvDir, dir)
+	s, err := dynalite.Start(t.Context())
+	if err == nil {
+		s.Stop()
+		t.Fatal("Start with a broken dynalite succeeded")
+	}
+	if errors.Is(err, dynalite.ErrUnavailable) {
+		t.Errorf("a server that fails is not unavailable: %v", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "broken install") {
+		t.Fatalf("error is not one line quoting the server's stderr: %q", msg)
+	}
+	t.Log(err)
+}

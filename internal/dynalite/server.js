@@ -12,7 +12,7 @@ var dynalite
 try {
   dynalite = require('dynalite')
 } catch (err) {
-  process.stderr.write('dynalite is not installed (run `make deps` or `npm ci` in the repository root): ' + String(err.message).split('\n')[0] + '\n')
+  process.stderr.write('cannot load dynalite (run `make deps` or `npm ci` in the repository root): ' + String(err.message).split('\n')[0] + '\n')
   process.exit(3)
 }
 
