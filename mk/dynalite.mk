@@ -8,6 +8,9 @@
 #                         server is LocalStack in Docker instead of dynalite
 #                         (LOCALSTACK_AUTH_TOKEN is passed through if set)
 
+# Targets here must not become the including Makefile's default goal.
+DYNALITE_SAVED_GOAL := $(.DEFAULT_GOAL)
+
 DYNALITE_ROOT := $(patsubst %/,%,$(dir $(abspath $(dir $(lastword $(MAKEFILE_LIST))))))
 DYNALITE_STAMP := $(DYNALITE_ROOT)/node_modules/.idemkit-deps
 GO ?= go
@@ -31,3 +34,5 @@ dynalite-force:
 
 test-localstack: deps
 	$(GO) test -tags localstack ./...
+
+.DEFAULT_GOAL := $(DYNALITE_SAVED_GOAL)
