@@ -1,0 +1,96 @@
+// Package dynamo is an idemkit.Store on Amazon DynamoDB (AWS SDK for Go
+// v2). Each record is one item; every state change is one conditional
+// write, so the check and the write are one atomic step on the server:
+//
+//	Claim              PutItem    attribute_not_exists(pk) OR exp <= :nowS
+//	                              OR st = failed OR (st = in_flight AND ow = :owner)
+//	                              [OR (st = in_flight AND lu <= :nowMs), with Takeover]
+//	Complete           PutItem    ow = :owner AND exp > :nowS AND st IN (in_flight, completed)
+//	Release            DeleteItem attribute_not_exists(pk) OR exp <= :nowS
+//	                              OR (ow = :owner AND st = in_flight)
+//	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
+//	Resolve            UpdateItem st = indeterminate AND exp > :nowS
+//	Get                GetItem, consistent
+//	ListIndeterminate  Query of a sparse index
+//
+// A lost claim returns the blocking item with the failure
+// (ReturnValuesOnConditionCheckFailure=ALL_OLD): one call per replay. When
+// the server leaves it out, one consistent GetItem reads it.
+//
+// # Item layout
+//
+// Partition key pk is the record ID (idemkit.Record.ID); there is no sort
+// key. Times are epoch milliseconds, except exp, the table's TTL
+// attribute, which is epoch seconds rounded up (so a record may count as
+// live up to one second longer than its ExpiresAt; lu is rounded up too,
+// so a lease never ends early).
+//
+//	pk   S     record ID                      ca   N  CreatedAt (ms)
+//	st   S     state                          da   N  CompletedAt (ms), when set
+//	tn   S     Scope.Tenant                   sc   N  snapshot status
+//	op   S     Scope.Operation                sh   M  snapshot header: name -> L of S
+//	ik   S     Scope.Key                      sb   B  snapshot body
+//	fp   S     Fingerprint                    se   S  body encoding: "zstd"; absent: raw
+//	ow   S     Owner token (fencing)          s64  BOOL  Snapshot.Base64, when true
+//	lu   N     LeaseUntil (ms, rounded up)    som  BOOL  Snapshot.Omitted, when true
+//	ru   N     ReplayUntil (ms)               ra, ro, rr, rt  Resolution: As, Operator,
+//	exp  N     ExpiresAt (s, rounded up), TTL                 Reason, ResolvedAt (ms)
+//	ix   S     "indeterminate", only while indeterminate
+//	it   S     tenant, only while indeterminate
+//
+// The Attr* and Index* constants name them. A completed resolution's
+// snapshot is the record's snapshot (sc, sh, sb, ...), not stored twice.
+//
+// Two sparse global secondary indexes (projection ALL) list indeterminate
+// records without a scan: IndexIndeterminate (hash ix, range lu) for all
+// tenants and IndexIndeterminateTenant (hash it, range lu) for one, both
+// oldest lease first. MarkIndeterminate sets ix and it; Resolve removes
+// them. The ix index has one hash key value: fine for the rare
+// indeterminate records it holds, not for anything hotter.
+//
+// # Expiry
+//
+// DynamoDB deletes expired items lazily (hours to days late). Nothing here
+// relies on it: every condition compares exp with the caller's now, and
+// Get and ListIndeterminate treat an expired item as absent.
+//
+// # Snapshot size
+//
+// Bodies of at least Options.CompressAbove bytes are compressed with zstd
+// when that makes them smaller. The item size is computed by DynamoDB's
+// rules before any write; a completion that would exceed
+// Options.MaxItemSize (default 350 KB, under DynamoDB's 400 KB) is stored
+// without its body and with Snapshot.Omitted set, so replays answer
+// idemkit.ErrSnapshotOmitted instead of running the request again. No
+// write larger than the cap is sent.
+//
+// # Errors
+//
+// Condition failures become the contract's outcomes (idemkit.ErrNotOwner,
+// idemkit.ErrNotIndeterminate, a lost claim). Every other failure
+// (throttling, 5xx, network, timeout, and also a missing table or denied
+// permission) is an *idemkit.StoreError, idemkit.ErrStoreUnavailable under
+// errors.Is, returned after the SDK's retries: each call gets
+// Options.MaxAttempts attempts within Options.CallTimeout, ending
+// Options.DeadlineGap before the context's deadline. An item that cannot
+// be decoded gives an error wrapping idemkit.ErrCorruptRecord.
+//
+// # Capacity
+//
+// Every call asks for ReturnConsumedCapacity=TOTAL and reports what it
+// consumed with idemkit.AddUsage, once per call. A refused conditional
+// write returns no capacity; it is reported as DynamoDB bills it, by the
+// size of the item returned with the failure (at least one write unit).
+//
+// # Regions
+//
+// With global tables, use NewRegional: each tenant has a home region and
+// every call for its records goes there (see Regions). The tenant is read
+// from the record ID (TenantOf), which ties this package to the ID
+// encoding of idemkit.Scope.ID.
+//
+// # Table
+//
+// TableDefinition and CreateTable create a matching table for tests and
+// local use; the SAM template declares the same names.
+package dynamo

@@ -1,0 +1,453 @@
+package dynamo
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/idemkit/idemkit"
+)
+
+// Attribute names of a record item. They are short because names count
+// toward the item size and so toward capacity units.
+const (
+	AttrID           = "pk"  // S  record ID (idemkit.Record.ID); the partition key
+	AttrState        = "st"  // S  in_flight, completed, indeterminate or failed
+	AttrTenant       = "tn"  // S  Scope.Tenant
+	AttrOperation    = "op"  // S  Scope.Operation
+	AttrKey          = "ik"  // S  Scope.Key
+	AttrFingerprint  = "fp"  // S  fingerprint of the first request
+	AttrOwner        = "ow"  // S  owner token (the fencing token)
+	AttrLeaseUntil   = "lu"  // N  epoch milliseconds, rounded up
+	AttrReplayUntil  = "ru"  // N  epoch milliseconds
+	AttrExpiresAt    = "exp" // N  epoch seconds, rounded up: the table's TTL attribute
+	AttrCreatedAt    = "ca"  // N  epoch milliseconds
+	AttrCompletedAt  = "da"  // N  epoch milliseconds
+	AttrStatus       = "sc"  // N  snapshot status code
+	AttrHeader       = "sh"  // M  snapshot header: canonical name -> L of S
+	AttrBody         = "sb"  // B  snapshot body, encoded as AttrBodyEncoding says
+	AttrBodyEncoding = "se"  // S  "zstd"; absent: the body is stored as is
+	AttrBase64       = "s64" // BOOL snapshot IsBase64Encoded flag; absent: false
+	AttrOmitted      = "som" // BOOL snapshot body too large to store; absent: false
+	AttrResolvedAs   = "ra"  // S  resolution: completed or failed
+	AttrOperator     = "ro"  // S  resolution operator
+	AttrReason       = "rr"  // S  resolution reason
+	AttrResolvedAt   = "rt"  // N  resolution time, epoch milliseconds
+
+	// AttrIndeterminate is the hash key of IndexIndeterminate. It is set
+	// (to IndeterminateValue) only while a record is indeterminate.
+	AttrIndeterminate = "ix" // S
+	// AttrIndeterminateTenant is the hash key of IndexIndeterminateTenant.
+	// It is set (to the tenant) only while a record is indeterminate.
+	AttrIndeterminateTenant = "it" // S
+)
+
+// IndeterminateValue is the value of AttrIndeterminate.
+const IndeterminateValue = "indeterminate"
+
+// Global secondary indexes. Both are sparse (only indeterminate records
+// carry their hash keys), ordered by AttrLeaseUntil, and project ALL.
+const (
+	// IndexIndeterminate lists all indeterminate records:
+	// hash AttrIndeterminate, range AttrLeaseUntil.
+	IndexIndeterminate = "ix-lease"
+	// IndexIndeterminateTenant lists one tenant's indeterminate records:
+	// hash AttrIndeterminateTenant, range AttrLeaseUntil.
+	IndexIndeterminateTenant = "it-lease"
+)
+
+// encodingZstd marks a zstd-compressed body.
+const encodingZstd = "zstd"
+
+// The zstd encoder and decoder are safe for concurrent EncodeAll/DecodeAll
+// calls and reused by every store.
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxDecodedBody))
+)
+
+// maxDecodedBody bounds a decompressed body: the largest response a Lambda
+// behind API Gateway can return is 6 MB (10 MB for a Function URL stream),
+// so anything larger is not a body we stored.
+const maxDecodedBody = 16 << 20
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// ceilMilli returns t in epoch milliseconds, rounded up.
+func ceilMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
+// ceilSec returns t in epoch seconds, rounded up.
+func ceilSec(t time.Time) int64 {
+	s := t.Unix()
+	if t.After(time.Unix(s, 0)) {
+		s++
+	}
+	return s
+}
+
+// baseItem returns the attributes of rec other than its snapshot.
+func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
+	it := map[string]types.AttributeValue{
+		AttrID:          str(rec.ID),
+		AttrState:       str(string(rec.State)),
+		AttrTenant:      str(rec.Scope.Tenant),
+		AttrOperation:   str(rec.Scope.Operation),
+		AttrKey:         str(rec.Scope.Key),
+		AttrFingerprint: str(rec.Fingerprint),
+		AttrOwner:       str(rec.Owner),
+		AttrLeaseUntil:  num(ceilMilli(rec.LeaseUntil)),
+		AttrExpiresAt:   num(ceilSec(rec.ExpiresAt)),
+	}
+	putTime(it, AttrReplayUntil, rec.ReplayUntil)
+	putTime(it, AttrCreatedAt, rec.CreatedAt)
+	putTime(it, AttrCompletedAt, rec.CompletedAt)
+	if rec.State == idemkit.StateIndeterminate {
+		it[AttrIndeterminate] = str(IndeterminateValue)
+		it[AttrIndeterminateTenant] = str(rec.Scope.Tenant)
+	}
+	if r := rec.Resolution; r != nil {
+		resolutionAttrs(it, r, r.ResolvedAt)
+	}
+	return it
+}
+
+func resolutionAttrs(it map[string]types.AttributeValue, r *idemkit.Resolution, at time.Time) {
+	it[AttrResolvedAs] = str(string(r.As))
+	it[AttrOperator] = str(r.Operator)
+	it[AttrReason] = str(r.Reason)
+	putTime(it, AttrResolvedAt, at)
+}
+
+func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
+	if !t.IsZero() {
+		it[name] = num(t.UnixMilli())
+	}
+}
+
+// snapshotAttrs adds snap to it, within max bytes for the whole item. The
+// body is compressed when it is at least compressMin bytes long and that
+// makes it smaller. A body that does not fit is left out and the snapshot
+// marked omitted; then, if still needed, every header but Location. It
+// reports false when even that does not fit.
+func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, max, compressMin int) bool {
+	it[AttrStatus] = num(int64(snap.Status))
+	if snap.Base64 {
+		it[AttrBase64] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	if h := headerAttr(snap.Header); h != nil {
+		it[AttrHeader] = h
+	}
+	omit := func() {
+		delete(it, AttrBody)
+		delete(it, AttrBodyEncoding)
+		it[AttrOmitted] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	if snap.Omitted {
+		omit()
+	} else if len(snap.Body) > 0 {
+		body := snap.Body
+		if compressMin >= 0 && len(body) >= compressMin {
+			if z := zenc.EncodeAll(body, make([]byte, 0, len(body)/2)); len(z) < len(body) {
+				body = z
+				it[AttrBodyEncoding] = str(encodingZstd)
+			}
+		}
+		it[AttrBody] = &types.AttributeValueMemberB{Value: body}
+		if itemSize(it) > max {
+			omit()
+		}
+	}
+	if itemSize(it) <= max {
+		return true
+	}
+	if loc := snap.Header.Values("Location"); len(loc) > 0 {
+		it[AttrHeader] = headerAttr(http.Header{"Location": loc})
+	} else {
+		delete(it, AttrHeader)
+	}
+	return itemSize(it) <= max
+}
+
+func headerAttr(h http.Header) types.AttributeValue {
+	if len(h) == 0 {
+		return nil
+	}
+	m := make(map[string]types.AttributeValue, len(h))
+	for k, vs := range h {
+		l := make([]types.AttributeValue, len(vs))
+		for i, v := range vs {
+			l[i] = str(v)
+		}
+		m[k] = &types.AttributeValueMemberL{Value: l}
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+// itemSize returns the size of an item as DynamoDB counts it, rounded up
+// where DynamoDB documents only an approximation (numbers).
+func itemSize(it map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range it {
+		n += len(k) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range v.Value {
+			n += len(b)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 0
+}
+
+// numberSize is one byte per two significant digits plus one, plus one
+// for a sign and one for an odd exponent alignment: an upper bound of
+// DynamoDB's approximate rule.
+func numberSize(s string) int {
+	digits := 0
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= '0' && c <= '9' {
+			digits++
+		}
+	}
+	return 2 + (digits+1)/2 + 1
+}
+
+// corrupt returns an error wrapping idemkit.ErrCorruptRecord.
+func corrupt(id, format string, args ...any) error {
+	return fmt.Errorf("%w: dynamo item %q: %s", idemkit.ErrCorruptRecord, id, fmt.Sprintf(format, args...))
+}
+
+// decoder reads typed attributes of one item, remembering the first error.
+type decoder struct {
+	it  map[string]types.AttributeValue
+	id  string
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = corrupt(d.id, format, args...)
+	}
+}
+
+func (d *decoder) str(name string, required bool) string {
+	v, ok := d.it[name]
+	if !ok {
+		if required {
+			d.fail("attribute %s missing", name)
+		}
+		return ""
+	}
+	s, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		d.fail("attribute %s is %T, want S", name, v)
+		return ""
+	}
+	if !utf8.ValidString(s.Value) {
+		d.fail("attribute %s is not UTF-8", name)
+	}
+	return s.Value
+}
+
+func (d *decoder) int(name string, required bool) (int64, bool) {
+	v, ok := d.it[name]
+	if !ok {
+		if required {
+			d.fail("attribute %s missing", name)
+		}
+		return 0, false
+	}
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		d.fail("attribute %s is %T, want N", name, v)
+		return 0, false
+	}
+	i, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		d.fail("attribute %s: %v", name, err)
+		return 0, false
+	}
+	return i, true
+}
+
+func (d *decoder) millis(name string, required bool) time.Time {
+	ms, ok := d.int(name, required)
+	if !ok {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func (d *decoder) bool(name string) bool {
+	v, ok := d.it[name]
+	if !ok {
+		return false
+	}
+	b, ok := v.(*types.AttributeValueMemberBOOL)
+	if !ok {
+		d.fail("attribute %s is %T, want BOOL", name, v)
+		return false
+	}
+	return b.Value
+}
+
+// decodeItem returns the record an item holds. Any missing or mistyped
+// attribute, unknown state or undecodable body is an error wrapping
+// idemkit.ErrCorruptRecord; no partly decoded record is returned.
+func decodeItem(it map[string]types.AttributeValue) (*idemkit.Record, error) {
+	d := &decoder{it: it}
+	d.id = d.str(AttrID, true)
+	rec := &idemkit.Record{
+		ID:          d.id,
+		State:       idemkit.State(d.str(AttrState, true)),
+		Scope:       idemkit.Scope{Tenant: d.str(AttrTenant, true), Operation: d.str(AttrOperation, false), Key: d.str(AttrKey, true)},
+		Fingerprint: d.str(AttrFingerprint, false),
+		Owner:       d.str(AttrOwner, true),
+		LeaseUntil:  d.millis(AttrLeaseUntil, true),
+		ReplayUntil: d.millis(AttrReplayUntil, false),
+		CreatedAt:   d.millis(AttrCreatedAt, false),
+		CompletedAt: d.millis(AttrCompletedAt, false),
+	}
+	if exp, ok := d.int(AttrExpiresAt, true); ok {
+		rec.ExpiresAt = time.Unix(exp, 0).UTC()
+	}
+	switch rec.State {
+	case idemkit.StateInFlight, idemkit.StateCompleted, idemkit.StateIndeterminate, idemkit.StateFailed:
+	default:
+		d.fail("unknown state %q", rec.State)
+	}
+	if _, ok := it[AttrStatus]; ok || rec.State == idemkit.StateCompleted {
+		rec.Snapshot = d.snapshot()
+	}
+	if _, ok := it[AttrResolvedAs]; ok {
+		r := &idemkit.Resolution{
+			As:         idemkit.State(d.str(AttrResolvedAs, true)),
+			Operator:   d.str(AttrOperator, false),
+			Reason:     d.str(AttrReason, false),
+			ResolvedAt: d.millis(AttrResolvedAt, false),
+		}
+		if r.As != idemkit.StateCompleted && r.As != idemkit.StateFailed {
+			d.fail("unknown resolution %q", r.As)
+		}
+		if r.As == idemkit.StateCompleted {
+			r.Snapshot = rec.Snapshot.Clone()
+		}
+		rec.Resolution = r
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return rec, nil
+}
+
+func (d *decoder) snapshot() *idemkit.Snapshot {
+	status, _ := d.int(AttrStatus, true)
+	if status < 0 || status > 999 {
+		d.fail("status %d out of range", status)
+	}
+	s := &idemkit.Snapshot{Status: int(status), Base64: d.bool(AttrBase64), Omitted: d.bool(AttrOmitted)}
+	if v, ok := d.it[AttrHeader]; ok {
+		m, ok := v.(*types.AttributeValueMemberM)
+		if !ok {
+			d.fail("attribute %s is %T, want M", AttrHeader, v)
+			return nil
+		}
+		s.Header = make(http.Header, len(m.Value))
+		for k, v := range m.Value {
+			l, ok := v.(*types.AttributeValueMemberL)
+			if !ok {
+				d.fail("header %q is %T, want L", k, v)
+				return nil
+			}
+			vs := make([]string, len(l.Value))
+			for i, e := range l.Value {
+				es, ok := e.(*types.AttributeValueMemberS)
+				if !ok {
+					d.fail("header %q value is %T, want S", k, e)
+					return nil
+				}
+				vs[i] = es.Value
+			}
+			s.Header[k] = vs
+		}
+	}
+	if v, ok := d.it[AttrBody]; ok {
+		b, ok := v.(*types.AttributeValueMemberB)
+		if !ok {
+			d.fail("attribute %s is %T, want B", AttrBody, v)
+			return nil
+		}
+		switch enc := d.str(AttrBodyEncoding, false); enc {
+		case "":
+			s.Body = append([]byte(nil), b.Value...)
+		case encodingZstd:
+			body, err := zdec.DecodeAll(b.Value, nil)
+			if err != nil {
+				d.fail("body: %v", err)
+				return nil
+			}
+			s.Body = body
+		default:
+			d.fail("unknown body encoding %q", enc)
+			return nil
+		}
+	} else if _, ok := d.it[AttrBodyEncoding]; ok {
+		d.fail("body encoding without a body")
+	}
+	if s.Omitted && len(s.Body) > 0 {
+		d.fail("omitted snapshot with a body")
+	}
+	return s
+}

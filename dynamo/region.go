@@ -1,0 +1,99 @@
+package dynamo
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Regions pins every tenant to a home region, for DynamoDB global tables:
+// two regions accepting claims for one key inside the replication lag
+// would both run the request. A regional Store sends every call for a
+// record to its tenant's home region, whichever region it runs in, and
+// fails closed (idemkit.ErrStoreUnavailable) when that region cannot be
+// reached; it never falls back to another region on its own.
+type Regions struct {
+	// Clients holds one client per region name. Required.
+	Clients map[string]Client
+	// Home returns the home region of a tenant. Required.
+	Home func(tenant string) string
+	// Override, when set, is consulted before Home: an operator fails a
+	// tenant over by returning its new region and true.
+	Override func(tenant string) (region string, ok bool)
+	// Local is the region this process runs in. ListIndeterminate across
+	// all tenants reads it (a global table replicates every record to it);
+	// without it that listing fails.
+	Local string
+}
+
+// NewRegional returns a Store that keeps each record in table in its
+// tenant's home region. The tenant is read from the record ID, whose
+// encoding is idemkit.Scope.ID's (see TenantOf).
+func NewRegional(r Regions, table string, opts Options) (*Store, error) {
+	if len(r.Clients) == 0 || r.Home == nil {
+		return nil, errors.New("dynamo: Regions needs Clients and Home")
+	}
+	if table == "" {
+		return nil, errors.New("dynamo: empty table name")
+	}
+	clients := make(map[string]Client, len(r.Clients))
+	for name, c := range r.Clients {
+		if c == nil {
+			return nil, fmt.Errorf("dynamo: nil client for region %q", name)
+		}
+		clients[name] = c
+	}
+	home := func(tenant string) (Client, error) {
+		region, ok := "", false
+		if r.Override != nil {
+			region, ok = r.Override(tenant)
+		}
+		if !ok {
+			region = r.Home(tenant)
+		}
+		c := clients[region]
+		if c == nil {
+			return nil, fmt.Errorf("dynamo: tenant %q: no client for home region %q", tenant, region)
+		}
+		return c, nil
+	}
+	s := &Store{table: table, opts: opts.withDefaults()}
+	s.route = func(id string) (Client, error) {
+		tenant, err := TenantOf(id)
+		if err != nil {
+			return nil, err
+		}
+		return home(tenant)
+	}
+	s.list = func(tenant string) (Client, error) {
+		if tenant != "" {
+			return home(tenant)
+		}
+		c := clients[r.Local]
+		if c == nil {
+			return nil, fmt.Errorf("dynamo: no client for the local region %q", r.Local)
+		}
+		return c, nil
+	}
+	return s, nil
+}
+
+// TenantOf returns the tenant of a record ID. It reads the encoding of
+// idemkit.Scope.ID: a version prefix "o1|" or "a1|", then length-prefixed
+// fields "<len>:<bytes>", the tenant first. It depends on that encoding
+// and refuses any other.
+func TenantOf(id string) (string, error) {
+	rest, ok := strings.CutPrefix(id, "o1|")
+	if !ok {
+		if rest, ok = strings.CutPrefix(id, "a1|"); !ok {
+			return "", fmt.Errorf("dynamo: record ID %q: unknown encoding", id)
+		}
+	}
+	n, rest, ok := strings.Cut(rest, ":")
+	l, err := strconv.Atoi(n)
+	if !ok || err != nil || l < 0 || l > len(rest) || strconv.Itoa(l) != n {
+		return "", fmt.Errorf("dynamo: record ID %q: malformed tenant field", id)
+	}
+	return rest[:l], nil
+}

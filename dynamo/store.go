@@ -1,0 +1,553 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit"
+)
+
+// Client is the part of *dynamodb.Client the store uses.
+type Client interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ Client = (*dynamodb.Client)(nil)
+
+// Defaults applied to the zero fields of Options.
+const (
+	// MaxItemSizeLimit is DynamoDB's hard limit on an item's size.
+	MaxItemSizeLimit = 400 << 10
+	// DefaultMaxItemSize leaves headroom under MaxItemSizeLimit.
+	DefaultMaxItemSize   = 350 << 10
+	DefaultCompressAbove = 1 << 10
+	DefaultCallTimeout   = 2 * time.Second
+	DefaultDeadlineGap   = 250 * time.Millisecond
+	DefaultMaxAttempts   = 3
+	DefaultMaxBackoff    = 200 * time.Millisecond
+	DefaultListLimit     = 100
+	// MaxListLimit bounds the records of one ListIndeterminate page.
+	MaxListLimit = 1000
+)
+
+// Options configures a Store. The zero value is the documented defaults.
+type Options struct {
+	// MaxItemSize caps a stored item's size in bytes, counted by DynamoDB's
+	// rules. A completion that would exceed it is stored without its body,
+	// Snapshot.Omitted set. Zero: DefaultMaxItemSize (350 KB); values above
+	// MaxItemSizeLimit are lowered to it.
+	MaxItemSize int
+	// CompressAbove is the body size from which bodies are compressed
+	// (zstd) when that makes them smaller. Zero: DefaultCompressAbove
+	// (1 KB); negative: never.
+	CompressAbove int
+	// CallTimeout bounds one DynamoDB call, SDK retries included.
+	// Zero: DefaultCallTimeout (2 s).
+	CallTimeout time.Duration
+	// DeadlineGap ends a call this long before the context's deadline (the
+	// Lambda's), so that a failing store still leaves time to answer 503.
+	// A call keeps at least half the remaining time. Zero: DefaultDeadlineGap.
+	DeadlineGap time.Duration
+	// MaxAttempts is the SDK's attempts per call, the first included.
+	// Zero: DefaultMaxAttempts (3).
+	MaxAttempts int
+	// MaxBackoff caps the SDK's delay between attempts.
+	// Zero: DefaultMaxBackoff (200 ms).
+	MaxBackoff time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxItemSize <= 0 {
+		o.MaxItemSize = DefaultMaxItemSize
+	}
+	if o.MaxItemSize > MaxItemSizeLimit {
+		o.MaxItemSize = MaxItemSizeLimit
+	}
+	if o.CompressAbove == 0 {
+		o.CompressAbove = DefaultCompressAbove
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.DeadlineGap <= 0 {
+		o.DeadlineGap = DefaultDeadlineGap
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	return o
+}
+
+// ErrInvalidPage is wrapped by the error ListIndeterminate returns for a
+// page token it did not issue (or issued for another tenant).
+var ErrInvalidPage = errors.New("dynamo: invalid page token")
+
+// Store is an idemkit.Store on a DynamoDB table laid out as the package
+// documentation describes. It is safe for concurrent use.
+type Store struct {
+	table string
+	opts  Options
+	// route returns the client for a record ID; list the client for a
+	// tenant's listing ("" for all tenants).
+	route func(id string) (Client, error)
+	list  func(tenant string) (Client, error)
+}
+
+var _ idemkit.Store = (*Store)(nil)
+
+// New returns a Store keeping records in table through client.
+func New(client Client, table string, opts Options) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("dynamo: nil client")
+	}
+	if table == "" {
+		return nil, errors.New("dynamo: empty table name")
+	}
+	one := func(string) (Client, error) { return client, nil }
+	return &Store{table: table, opts: opts.withDefaults(), route: one, list: one}, nil
+}
+
+// ctxFor returns the context of one call: bounded by CallTimeout and
+// ending DeadlineGap before ctx's deadline (keeping at least half the
+// time left), so that the SDK's retries stop in time.
+func (s *Store) ctxFor(ctx context.Context) (context.Context, context.CancelFunc) {
+	now := time.Now()
+	end := now.Add(s.opts.CallTimeout)
+	if dl, ok := ctx.Deadline(); ok {
+		d := dl.Add(-s.opts.DeadlineGap)
+		if half := now.Add(dl.Sub(now) / 2); d.Before(half) {
+			d = half
+		}
+		if d.Before(end) {
+			end = d
+		}
+	}
+	return context.WithDeadline(ctx, end)
+}
+
+// sdkOpts bounds the SDK's retries.
+func (s *Store) sdkOpts(o *dynamodb.Options) {
+	o.RetryMaxAttempts = s.opts.MaxAttempts
+	if o.Retryer != nil {
+		o.Retryer = retry.AddWithMaxBackoffDelay(o.Retryer, s.opts.MaxBackoff)
+	}
+}
+
+// fail wraps a failed call as idemkit.ErrStoreUnavailable: every error that
+// is not a condition outcome means the store could not answer (network,
+// throttling, 5xx, timeout, and also a missing table or permission, which
+// must fail closed too).
+func fail(op string, err error) error {
+	return &idemkit.StoreError{Op: op, Err: err}
+}
+
+func conditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
+	var cf *types.ConditionalCheckFailedException
+	ok := errors.As(err, &cf)
+	return cf, ok
+}
+
+// usage reports one call's consumed capacity to the guarded request.
+func usage(ctx context.Context, cc *types.ConsumedCapacity, write bool) {
+	var r, w float64
+	if cc != nil {
+		switch {
+		case cc.ReadCapacityUnits != nil || cc.WriteCapacityUnits != nil:
+			r, w = aws.ToFloat64(cc.ReadCapacityUnits), aws.ToFloat64(cc.WriteCapacityUnits)
+		case write:
+			w = aws.ToFloat64(cc.CapacityUnits)
+		default:
+			r = aws.ToFloat64(cc.CapacityUnits)
+		}
+	}
+	idemkit.AddUsage(ctx, r, w)
+}
+
+// failedWriteUsage reports a refused conditional write. DynamoDB charges it
+// by the size of the existing item (at least one unit) but does not return
+// the consumed capacity with the error, so the units are an estimate.
+func failedWriteUsage(ctx context.Context, old map[string]types.AttributeValue) {
+	w := 1.0
+	if old != nil {
+		w = math.Max(1, math.Ceil(float64(itemSize(old))/1024))
+	}
+	idemkit.AddUsage(ctx, 0, w)
+}
+
+func key(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrID: str(id)}
+}
+
+func nowSec(now time.Time) types.AttributeValue   { return num(now.Unix()) }
+func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) }
+
+// Expressions. A record is live while exp > :nowS (exp is ExpiresAt in
+// seconds rounded up, and now < ExpiresAt <=> floor(now) < exp); a lease
+// has expired when lu <= :nowMs.
+const (
+	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
+	condClaim    = condAbsent + " OR #st = :failed OR (#st = :inflight AND #ow = :owner)"
+	condTakeover = " OR (#st = :inflight AND #lu <= :nowMs)"
+	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :completed)"
+	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
+	condMark     = "#ow = :owner AND #st = :inflight AND #exp > :nowS AND #lu <= :nowMs"
+	condResolve  = "#st = :indeterminate AND #exp > :nowS"
+)
+
+var (
+	vInFlight      = str(string(idemkit.StateInFlight))
+	vCompleted     = str(string(idemkit.StateCompleted))
+	vFailed        = str(string(idemkit.StateFailed))
+	vIndeterminate = str(string(idemkit.StateIndeterminate))
+)
+
+// claimAttempts bounds the put-then-get rounds of a claim whose blocking
+// record vanished or changed before it could be read.
+const claimAttempts = 3
+
+// Claim implements idemkit.Store with one conditional PutItem. When the
+// server does not return the blocking item with the failure, one
+// consistent GetItem reads it; if that finds no record that blocks the
+// claim (released, expired or resolved meanwhile), the claim is tried
+// again, up to three times, and then reported lost with a nil Existing,
+// which the engine retries.
+func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	const op = "claim"
+	if err := ctx.Err(); err != nil {
+		return idemkit.ClaimResult{}, fail(op, err)
+	}
+	if rec.ID == "" || rec.Owner == "" || rec.Scope.Tenant == "" {
+		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: claim %q: want a record with an ID, an owner and a tenant", rec.ID)
+	}
+	client, err := s.route(rec.ID)
+	if err != nil {
+		return idemkit.ClaimResult{}, fail(op, err)
+	}
+	item := baseItem(rec)
+	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
+		return idemkit.ClaimResult{}, s.tooLarge(rec.ID, item)
+	}
+	if n := itemSize(item); n > s.opts.MaxItemSize {
+		return idemkit.ClaimResult{}, s.tooLarge(rec.ID, item)
+	}
+	cond := condClaim
+	names := map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": str(rec.Owner)}
+	if opts.Takeover {
+		cond += condTakeover
+		names["#lu"] = AttrLeaseUntil
+		values[":nowMs"] = nowMilli(now)
+	}
+	in := &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	}
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := s.ctxFor(ctx)
+		out, err := client.PutItem(cctx, in, s.sdkOpts)
+		cancel()
+		if err == nil {
+			usage(ctx, out.ConsumedCapacity, true)
+			res := idemkit.ClaimResult{Won: true}
+			if len(out.Attributes) > 0 {
+				// The replaced record is informative only: we hold the key
+				// whatever it held, so an undecodable one is not an error.
+				res.Existing, _ = decodeItem(out.Attributes)
+			}
+			return res, nil
+		}
+		cf, ok := conditionFailed(err)
+		if !ok {
+			usage(ctx, nil, true)
+			return idemkit.ClaimResult{}, fail(op, err)
+		}
+		failedWriteUsage(ctx, cf.Item)
+		var cur *idemkit.Record
+		if len(cf.Item) > 0 {
+			// The item that failed the condition: it blocks the claim.
+			if cur, err = decodeItem(cf.Item); err != nil {
+				return idemkit.ClaimResult{}, err
+			}
+			return idemkit.ClaimResult{Existing: cur}, nil
+		}
+		cur, err = s.get(ctx, client, op, rec.ID, now)
+		if err != nil && !errors.Is(err, idemkit.ErrNotFound) {
+			return idemkit.ClaimResult{}, err
+		}
+		if cur != nil && blocks(cur, rec, now, opts) {
+			return idemkit.ClaimResult{Existing: cur}, nil
+		}
+		// The record that failed the condition is gone or changed: the
+		// claim may succeed now.
+		if attempt == claimAttempts {
+			return idemkit.ClaimResult{}, nil
+		}
+	}
+}
+
+// blocks reports whether the live record cur keeps rec from being claimed:
+// the Claim condition, evaluated on a record read after it failed.
+func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) bool {
+	switch {
+	case !cur.Live(now), cur.State == idemkit.StateFailed:
+		return false
+	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner:
+		return false
+	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now):
+		return false
+	}
+	return true
+}
+
+func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error {
+	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap", id, itemSize(item), s.opts.MaxItemSize)
+}
+
+// Complete implements idemkit.Store with one conditional PutItem fenced on
+// the owner token. A snapshot that would make the item larger than
+// MaxItemSize is stored without its body, Snapshot.Omitted set.
+func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
+	const op = "complete"
+	if err := ctx.Err(); err != nil {
+		return fail(op, err)
+	}
+	client, err := s.route(rec.ID)
+	if err != nil {
+		return fail(op, err)
+	}
+	item := baseItem(rec)
+	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
+		return s.tooLarge(rec.ID, item)
+	}
+	if itemSize(item) > s.opts.MaxItemSize {
+		return s.tooLarge(rec.ID, item)
+	}
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.PutItem(cctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      item,
+		ConditionExpression:       aws.String(condComplete),
+		ExpressionAttributeNames:  map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": str(rec.Owner), ":nowS": nowSec(now), ":inflight": vInFlight, ":completed": vCompleted},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}, s.sdkOpts)
+	if err != nil {
+		if _, ok := conditionFailed(err); ok {
+			failedWriteUsage(ctx, nil)
+			return idemkit.ErrNotOwner
+		}
+		usage(ctx, nil, true)
+		return fail(op, err)
+	}
+	usage(ctx, out.ConsumedCapacity, true)
+	return nil
+}
+
+// Release implements idemkit.Store with one conditional DeleteItem.
+func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
+	const op = "release"
+	if err := ctx.Err(); err != nil {
+		return fail(op, err)
+	}
+	client, err := s.route(id)
+	if err != nil {
+		return fail(op, err)
+	}
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.DeleteItem(cctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(id),
+		ConditionExpression:       aws.String(condRelease),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}, s.sdkOpts)
+	if err != nil {
+		if _, ok := conditionFailed(err); ok {
+			failedWriteUsage(ctx, nil)
+			return idemkit.ErrNotOwner
+		}
+		usage(ctx, nil, true)
+		return fail(op, err)
+	}
+	usage(ctx, out.ConsumedCapacity, true)
+	return nil
+}
+
+// MarkIndeterminate implements idemkit.Store with one conditional
+// UpdateItem that also sets the sparse index keys.
+func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+	const op = "mark indeterminate"
+	if err := ctx.Err(); err != nil {
+		return nil, fail(op, err)
+	}
+	client, err := s.route(id)
+	if err != nil {
+		return nil, fail(op, err)
+	}
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(id),
+		UpdateExpression:          aws.String("SET #st = :indeterminate, #ix = :ix, #it = #tn"),
+		ConditionExpression:       aws.String(condMark),
+		ExpressionAttributeNames:  map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMilli(now)},
+		ReturnValues:              types.ReturnValueAllNew,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}, s.sdkOpts)
+	if err != nil {
+		if _, ok := conditionFailed(err); ok {
+			failedWriteUsage(ctx, nil)
+			return nil, idemkit.ErrNotOwner
+		}
+		usage(ctx, nil, true)
+		return nil, fail(op, err)
+	}
+	usage(ctx, out.ConsumedCapacity, true)
+	return decodeItem(out.Attributes)
+}
+
+// Resolve implements idemkit.Store with one conditional UpdateItem. A zero
+// res.ResolvedAt is stored as now; a completed resolution's snapshot
+// follows the same size rules as Complete and is the record's Snapshot
+// (Resolution.Snapshot is not stored twice). res.Snapshot is required
+// when res.As is completed and ignored when it is failed.
+func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+	const op = "resolve"
+	if err := ctx.Err(); err != nil {
+		return nil, fail(op, err)
+	}
+	switch {
+	case res.As == idemkit.StateCompleted && res.Snapshot == nil:
+		return nil, fmt.Errorf("dynamo: resolve %q as completed: no snapshot", id)
+	case res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed:
+		return nil, fmt.Errorf("dynamo: resolve %q as %q: want completed or failed", id, res.As)
+	}
+	client, err := s.route(id)
+	if err != nil {
+		return nil, fail(op, err)
+	}
+	at := res.ResolvedAt
+	if at.IsZero() {
+		at = now
+	}
+	set := map[string]types.AttributeValue{AttrState: str(string(res.As))}
+	resolutionAttrs(set, &res, at)
+	if res.As == idemkit.StateCompleted {
+		set[AttrCompletedAt] = num(at.UnixMilli())
+		// The rest of an indeterminate item is bounded by its ID (which
+		// holds tenant, operation and key) plus small fields; budget the
+		// snapshot against that estimate.
+		rest := 2*len(id) + 512
+		if !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove) {
+			return nil, s.tooLarge(id, set)
+		}
+	}
+	names := map[string]string{"#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#exp": AttrExpiresAt}
+	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now)}
+	upd := "SET "
+	i := 0
+	for name, v := range set {
+		if i > 0 {
+			upd += ", "
+		}
+		n, p := "#a"+strconv.Itoa(i), ":a"+strconv.Itoa(i)
+		names[n], values[p] = name, v
+		upd += n + " = " + p
+		i++
+	}
+	names["#st"] = AttrState
+	upd += " REMOVE #ix, #it"
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(id),
+		UpdateExpression:          aws.String(upd),
+		ConditionExpression:       aws.String(condResolve),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}, s.sdkOpts)
+	if err != nil {
+		if _, ok := conditionFailed(err); ok {
+			failedWriteUsage(ctx, nil)
+			return nil, idemkit.ErrNotIndeterminate
+		}
+		usage(ctx, nil, true)
+		return nil, fail(op, err)
+	}
+	usage(ctx, out.ConsumedCapacity, true)
+	return decodeItem(out.Attributes)
+}
+
+// Get implements idemkit.Store with one consistent GetItem.
+func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
+	const op = "get"
+	if err := ctx.Err(); err != nil {
+		return nil, fail(op, err)
+	}
+	client, err := s.route(id)
+	if err != nil {
+		return nil, fail(op, err)
+	}
+	return s.get(ctx, client, op, id, now)
+}
+
+func (s *Store) get(ctx context.Context, client Client, op, id string, now time.Time) (*idemkit.Record, error) {
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.GetItem(cctx, &dynamodb.GetItemInput{
+		TableName:              aws.String(s.table),
+		Key:                    key(id),
+		ConsistentRead:         aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	}, s.sdkOpts)
+	if err != nil {
+		usage(ctx, nil, false)
+		return nil, fail(op, err)
+	}
+	usage(ctx, out.ConsumedCapacity, false)
+	if len(out.Item) == 0 || expired(out.Item, now) {
+		return nil, idemkit.ErrNotFound
+	}
+	return decodeItem(out.Item)
+}
+
+// expired reports whether an item is past its TTL at now; it is then
+// absent, whatever else it holds.
+func expired(item map[string]types.AttributeValue, now time.Time) bool {
+	n, ok := item[AttrExpiresAt].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	exp, err := strconv.ParseInt(n.Value, 10, 64)
+	return err == nil && exp <= now.Unix()
+}

@@ -1,0 +1,55 @@
+package dynamo_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/storetest"
+)
+
+func TestMain(m *testing.M) { dynalite.Main(m) }
+
+var shared struct {
+	once   sync.Once
+	client *dynamodb.Client
+}
+
+// client returns a client of the shared test server.
+func client(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	shared.once.Do(func() { shared.client = dynalite.Client(t) })
+	if shared.client == nil {
+		t.Fatal("no DynamoDB client")
+	}
+	return shared.client
+}
+
+// newTable creates a fresh store table on the shared server.
+func newTable(t testing.TB, c *dynamodb.Client) string {
+	t.Helper()
+	return dynalite.CreateTable(t, c, dynamo.TableDefinition("idem"))
+}
+
+// newStore returns a store on a fresh table of the shared server.
+func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
+	t.Helper()
+	c := client(t)
+	table := newTable(t, c)
+	s, err := dynamo.New(c, table, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c, table
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) idemkit.Store {
+		s, _, _ := newStore(t, dynamo.Options{})
+		return s
+	})
+}
