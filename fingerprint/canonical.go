@@ -227,7 +227,7 @@ func (p *parser) appendString(dst, raw []byte) []byte {
 // as "0". A literal beyond the float64 range is an error, as RFC 8785 has no
 // form for it.
 func appendNumber(dst, lit []byte) ([]byte, error) {
-	if bytes.IndexAny(lit, ".eE") < 0 {
+	if isInteger(lit) {
 		if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
 			return append(dst, '0'), nil
 		}
@@ -242,6 +242,17 @@ func appendNumber(dst, lit []byte) ([]byte, error) {
 		return append(dst, '0'), nil
 	}
 	return jsontext.AppendFloat(dst, f, 64), nil
+}
+
+// isInteger reports whether a valid number literal has neither a fraction
+// nor an exponent.
+func isInteger(lit []byte) bool {
+	for _, c := range lit {
+		if c == '.' || c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	return true
 }
 
 // compareUTF16 compares two valid UTF-8 strings by their UTF-16 code units,
