@@ -64,6 +64,8 @@ func TestSameOrDifferent(t *testing.T) {
 		{"big negative integers one apart", jsonIn(`{"amount":-9007199254740993}`), jsonIn(`{"amount":-9007199254740992}`), Options{}, false},
 		{"huge integers one apart", jsonIn(`[123456789012345678901234567890]`), jsonIn(`[123456789012345678901234567891]`), Options{}, false},
 		{"big integer reformatted", jsonIn(`{"amount": 9007199254740993 }`), jsonIn(`{"amount":9007199254740993}`), Options{}, true},
+		{"above 2^53, float prints the same digits", jsonIn(`[9007199254740994]`), jsonIn(`[9007199254740994.0]`), Options{}, true},
+		{"integer 10^21 vs 1e21", jsonIn(`[1000000000000000000000]`), jsonIn(`[1e21]`), Options{}, false},
 		{"2^53 as integer and float", jsonIn(`[9007199254740992]`), jsonIn(`[9007199254740992.0]`), Options{}, true},
 
 		// Exclude.
