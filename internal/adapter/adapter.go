@@ -1,0 +1,297 @@
+// Package adapter is the one implementation of the HTTP semantics every
+// idemkit adapter shares: which requests are guarded, where the key and
+// tenant come from, how the request is fingerprinted, what a response
+// snapshot keeps, and which problem answers which guard error.
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
+)
+
+// DefaultHeader is the request header carrying the key.
+const DefaultHeader = "Idempotency-Key"
+
+// DefaultStoreRetryAfter is the Retry-After sent when the store is unavailable.
+const DefaultStoreRetryAfter = time.Second
+
+// Options are the settings shared by every adapter; each adapter's Config
+// documents them for its users.
+type Options struct {
+	Methods         []string
+	Header          string
+	MaxKeyLen       int
+	KeyOptional     bool
+	Routes          map[string]Route
+	RouteTemplate   bool
+	Fingerprint     fingerprint.Options
+	ReplayHeaders   []string
+	StoreRetryAfter time.Duration
+}
+
+// Route overrides Options for one route.
+type Route struct {
+	KeyOptional bool
+	Fingerprint *fingerprint.Options
+}
+
+type route struct {
+	optional bool
+	fp       *fingerprint.Fingerprinter
+	query    bool // fp reads query parameters
+	headers  bool // fp reads headers
+}
+
+// Guard is a compiled Options bound to an idemkit.Guard.
+type Guard struct {
+	g          *idemkit.Guard
+	methods    []string
+	header     string
+	keyOpts    idemkit.KeyOptions
+	def        route
+	routes     map[string]route
+	template   bool
+	replay     []string
+	storeRetry time.Duration
+}
+
+// New compiles o. It fails when g is nil or o cannot be used: a safe method
+// in Methods, a header that may never be replayed in ReplayHeaders, invalid
+// fingerprint options.
+func New(g *idemkit.Guard, o Options) (*Guard, error) {
+	if g == nil {
+		return nil, errors.New("nil *idemkit.Guard")
+	}
+	a := &Guard{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
+		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter}
+	if a.header == "" {
+		a.header = DefaultHeader
+	}
+	if a.storeRetry <= 0 {
+		a.storeRetry = DefaultStoreRetryAfter
+	}
+	if o.MaxKeyLen < 0 {
+		return nil, fmt.Errorf("negative MaxKeyLen %d", o.MaxKeyLen)
+	}
+	a.methods = []string{http.MethodPost, http.MethodPatch}
+	if o.Methods != nil {
+		a.methods = nil
+		for _, m := range o.Methods {
+			m = strings.ToUpper(m)
+			switch m {
+			case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodConnect, "":
+				return nil, fmt.Errorf("method %q cannot be guarded: it is safe by definition", m)
+			}
+			a.methods = append(a.methods, m)
+		}
+	}
+	var err error
+	if a.replay, err = allowList(o.ReplayHeaders); err != nil {
+		return nil, err
+	}
+	if a.def, err = compileRoute(o.KeyOptional, &o.Fingerprint); err != nil {
+		return nil, err
+	}
+	if len(o.Routes) > 0 {
+		a.routes = make(map[string]route, len(o.Routes))
+		for name, r := range o.Routes {
+			fo := r.Fingerprint
+			if fo == nil {
+				fo = &o.Fingerprint
+			}
+			cr, err := compileRoute(r.KeyOptional, fo)
+			if err != nil {
+				return nil, fmt.Errorf("route %q: %w", name, err)
+			}
+			a.routes[name] = cr
+		}
+	}
+	return a, nil
+}
+
+func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
+	fp, err := fingerprint.New(*o)
+	if err != nil {
+		return route{}, err
+	}
+	return route{optional: optional, fp: fp, query: len(o.Query) > 0, headers: len(o.Headers) > 0}, nil
+}
+
+// MustNew is New that panics, naming pkg, when o cannot be used. Adapters
+// call it when a handler is wrapped, at init, so a bad Config stops the
+// function from starting instead of failing requests.
+func MustNew(pkg string, g *idemkit.Guard, o Options) *Guard {
+	a, err := New(g, o)
+	if err != nil {
+		panic(pkg + ": invalid Config: " + err.Error())
+	}
+	return a
+}
+
+// Header returns the request header name carrying the key.
+func (a *Guard) Header() string { return a.header }
+
+// Guarded reports whether requests with this method are guarded.
+func (a *Guard) Guarded(method string) bool {
+	for _, m := range a.methods {
+		if strings.EqualFold(m, method) {
+			return true
+		}
+	}
+	return false
+}
+
+// Request is one HTTP request as the shared logic sees it.
+type Request struct {
+	Method string
+	// Path is the concrete request path.
+	Path string
+	// Template is the route template path ("/orders/{id}"), or "" when the
+	// event has none.
+	Template string
+	// Key holds the values of the key header, in order.
+	Key         []string
+	ContentType string
+	// Body is the body; BodyString is used when Body is nil.
+	Body       []byte
+	BodyString string
+	Base64     bool
+	// Query and Header return the request's query parameters and headers
+	// for fingerprint options that name some. Nil: none.
+	Query  func() map[string][]string
+	Header func() map[string][]string
+	// Tenant returns the request's tenant; "" or an error fails closed.
+	// Nil: no tenant.
+	Tenant func(ctx context.Context) (string, error)
+}
+
+// Operation returns the operation of r: its method and concrete path, or
+// with RouteTemplate its route template. A greedy template ("{proxy+}",
+// "$default") names no single operation, so the concrete path is used.
+func (a *Guard) Operation(r *Request) string {
+	if a.template {
+		if t := r.Template; t != "" && t != "$default" && !strings.Contains(t, "+}") {
+			return strings.ToUpper(r.Method) + " " + t
+		}
+	}
+	return strings.ToUpper(r.Method) + " " + r.Path
+}
+
+// route returns the settings for r.
+func (a *Guard) route(r *Request) route {
+	if a.routes == nil {
+		return a.def
+	}
+	m := strings.ToUpper(r.Method)
+	if r.Template != "" {
+		if rt, ok := a.routes[m+" "+r.Template]; ok {
+			return rt
+		}
+	}
+	if rt, ok := a.routes[m+" "+r.Path]; ok {
+		return rt
+	}
+	return a.def
+}
+
+// Codec converts between an adapter's response type and snapshots.
+type Codec[R any] struct {
+	// Snapshot returns what may be stored of a handler's response: the
+	// status, the allow-listed headers (use Guard.FilterHeader), the body.
+	Snapshot func(R) *idemkit.Snapshot
+	// Replay returns the response for a stored snapshot, with the
+	// ReplayedHeader set to "true".
+	Replay func(*idemkit.Snapshot) R
+	// Problem returns the response for a problem.
+	Problem func(*Problem) R
+}
+
+// Serve answers r: it runs next unguarded when r's method is not guarded
+// or its route makes the key optional and r has none, and otherwise runs
+// next at most once per (tenant, operation, key) through the idemkit.Guard.
+// A fresh execution returns next's response untouched; a replay returns
+// c.Replay of the stored snapshot; a refusal returns c.Problem. An error
+// returned by next is returned as is, after the claim was released.
+func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
+	if !a.Guarded(r.Method) {
+		return next(ctx)
+	}
+	rt := a.route(r)
+	if len(r.Key) == 0 && rt.optional {
+		return next(ctx)
+	}
+	op := a.Operation(r)
+	tenant := ""
+	if r.Tenant != nil {
+		t, err := r.Tenant(ctx)
+		if err == nil {
+			tenant = t
+		}
+	}
+	if tenant == "" {
+		// Let the guard refuse it, so that its observer sees the refusal.
+		_, _, err := a.g.Do(ctx, idemkit.Request{Scope: idemkit.Scope{Operation: op}}, nil)
+		if err == nil || !errors.Is(err, idemkit.ErrMissingTenant) {
+			err = idemkit.ErrMissingTenant
+		}
+		return c.Problem(ProblemFor(err, a.storeRetry)), nil
+	}
+	if len(r.Key) == 0 {
+		return c.Problem(KeyMissing(a.header)), nil
+	}
+	key, err := idemkit.ParseKey(r.Key, a.keyOpts)
+	if err != nil {
+		return c.Problem(ProblemFor(err, a.storeRetry)), nil
+	}
+	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType, Body: r.Body, IsBase64Encoded: r.Base64}
+	if in.Body == nil {
+		in.Body = []byte(r.BodyString)
+	}
+	if rt.query && r.Query != nil {
+		in.Query = r.Query()
+	}
+	if rt.headers && r.Header != nil {
+		in.Header = r.Header()
+	}
+	fp, err := rt.fp.Compute(in)
+	if err != nil {
+		return c.Problem(BodyInvalid(err)), nil
+	}
+	req := idemkit.Request{
+		Scope:       idemkit.Scope{Tenant: tenant, Operation: op, Key: key},
+		Fingerprint: fp,
+		FingerprintAs: func(version string) (string, error) {
+			return rt.fp.ComputeVersion(version, in)
+		},
+	}
+	var (
+		fresh R
+		ran   bool
+	)
+	snap, replayed, err := a.g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+		ran = true
+		resp, err := next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fresh = resp
+		return c.Snapshot(resp), nil
+	})
+	switch {
+	case err != nil && ran:
+		var zero R
+		return zero, err
+	case err != nil:
+		return c.Problem(ProblemFor(err, a.storeRetry)), nil
+	case replayed:
+		return c.Replay(snap), nil
+	}
+	return fresh, nil
+}

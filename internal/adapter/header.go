@@ -1,0 +1,172 @@
+package adapter
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/idemkit/idemkit"
+)
+
+// ReplayedHeader marks a replayed response.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// DefaultReplayHeaders are the response headers a snapshot keeps.
+var DefaultReplayHeaders = []string{"Content-Type", "Content-Encoding", "Location"}
+
+// refused reports whether name may never be replayed: it describes one
+// exchange (cookies, dates, request and trace ids, rate limits, retry
+// hints, hop-by-hop fields), not the outcome.
+func refused(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "set-cookie", "set-cookie2", "date", "retry-after", "age", "expires",
+		"x-request-id", "x-amzn-requestid", "x-amz-request-id", "x-amz-apigw-id", "x-amzn-trace-id",
+		"x-amz-cf-id", "x-correlation-id", "traceparent", "tracestate", "baggage", "request-id",
+		"connection", "keep-alive", "transfer-encoding", "upgrade", "trailer", "te", "content-length",
+		"idempotent-replayed":
+		return true
+	}
+	return strings.HasPrefix(n, "ratelimit") || strings.HasPrefix(n, "x-ratelimit") ||
+		strings.HasPrefix(n, "x-rate-limit")
+}
+
+// allowList returns the canonical replay allow-list: the defaults plus
+// extra, without duplicates. It refuses names that must never be replayed.
+func allowList(extra []string) ([]string, error) {
+	out := slices.Clone(DefaultReplayHeaders)
+	for _, n := range extra {
+		if n == "" {
+			return nil, fmt.Errorf("empty header name in ReplayHeaders")
+		}
+		if refused(n) {
+			return nil, fmt.Errorf("header %q may never be replayed", n)
+		}
+		c := http.CanonicalHeaderKey(n)
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// allowed returns the canonical allow-listed spelling of name, or "".
+func (a *Guard) allowed(name string) string {
+	for _, n := range a.replay {
+		if strings.EqualFold(n, name) {
+			return n
+		}
+	}
+	return ""
+}
+
+// FilterHeader returns the allow-listed headers among a response's
+// single-value and multi-value headers, canonical names. Values of a name
+// in multi replace its value in single, as API Gateway merges them.
+func (a *Guard) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
+	var h http.Header
+	for k, vs := range multi {
+		if c := a.allowed(k); c != "" && len(vs) > 0 {
+			if h == nil {
+				h = make(http.Header, len(a.replay))
+			}
+			h[c] = append(h[c], vs...)
+		}
+	}
+	for k, v := range single {
+		if c := a.allowed(k); c != "" {
+			if _, ok := h[c]; ok {
+				continue
+			}
+			if h == nil {
+				h = make(http.Header, len(a.replay))
+			}
+			h[c] = []string{v}
+		}
+	}
+	return h
+}
+
+// Values returns the values of header name (any case) in a request's
+// single-value and multi-value headers. The values of a name in multi are
+// all taken; a name only in single adds its one value. Values of several
+// spellings of the name are sorted so the result does not depend on map
+// order.
+func Values(single map[string]string, multi map[string][]string, name string) []string {
+	var out []string
+	names := 0
+	for k, vs := range multi {
+		if strings.EqualFold(k, name) {
+			out = append(out, vs...)
+			names++
+		}
+	}
+	for k, v := range single {
+		if strings.EqualFold(k, name) {
+			out = append(out, v)
+			names++
+		}
+	}
+	if names > 1 {
+		slices.Sort(out)
+	}
+	return out
+}
+
+// First returns the first value of header name (any case), or "".
+func First(single map[string]string, multi map[string][]string, name string) string {
+	for k, vs := range multi {
+		if strings.EqualFold(k, name) && len(vs) > 0 {
+			return vs[0]
+		}
+	}
+	for k, v := range single {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// LambdaBody returns a snapshot's body as a Lambda proxy response carries
+// it. A body stored without the base64 flag that is not valid UTF-8 (a
+// binary body captured by the net/http middleware) is base64-encoded, as a
+// JSON string could not carry it intact.
+func LambdaBody(s *idemkit.Snapshot) (body string, isBase64 bool) {
+	if s.Base64 || utf8.Valid(s.Body) {
+		return string(s.Body), s.Base64
+	}
+	return base64.StdEncoding.EncodeToString(s.Body), true
+}
+
+// Single returns h as single-value headers, several values joined by ", ".
+func Single(h http.Header, extra int) map[string]string {
+	out := make(map[string]string, len(h)+extra)
+	for k, vs := range h {
+		out[k] = strings.Join(vs, ", ")
+	}
+	return out
+}
+
+// Split returns h as single-value headers and, for names with several
+// values, multi-value headers (nil when there are none).
+func Split(h http.Header, extra int) (map[string]string, map[string][]string) {
+	single := make(map[string]string, len(h)+extra)
+	var multi map[string][]string
+	for k, vs := range h {
+		switch len(vs) {
+		case 0:
+		case 1:
+			single[k] = vs[0]
+		default:
+			if multi == nil {
+				multi = make(map[string][]string)
+			}
+			multi[k] = slices.Clone(vs)
+		}
+	}
+	return single, multi
+}

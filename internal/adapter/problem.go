@@ -1,0 +1,170 @@
+package adapter
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// ProblemBase is the prefix of every problem type URI.
+const ProblemBase = "https://idemkit.dev/problems/"
+
+// ProblemContentType is the media type of a problem body (RFC 9457).
+const ProblemContentType = "application/problem+json"
+
+// Problem is an RFC 9457 problem detail. The fields after Detail are
+// extension members; zero ones are left out.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+
+	// Reason says why a key was refused.
+	Reason string `json:"reason,omitempty"`
+	// RetryAfter is the whole seconds also sent in the Retry-After header.
+	RetryAfter int `json:"retryAfter,omitempty"`
+	// OriginalStatus, Location and CompletedAt name the first outcome of a
+	// completed request whose response cannot be replayed.
+	OriginalStatus int    `json:"originalStatus,omitempty"`
+	Location       string `json:"location,omitempty"`
+	CompletedAt    string `json:"completedAt,omitempty"`
+}
+
+// The problem types. Each is a stable URI under ProblemBase; the table in
+// the package documentation of the adapters lists them with their status.
+const (
+	TypeKeyMissing          = ProblemBase + "key-missing"
+	TypeKeyInvalid          = ProblemBase + "key-invalid"
+	TypeKeyExpired          = ProblemBase + "key-expired"
+	TypeBodyInvalid         = ProblemBase + "body-invalid"
+	TypeBodyTooLarge        = ProblemBase + "body-too-large"
+	TypeFingerprintMismatch = ProblemBase + "fingerprint-mismatch"
+	TypeOperationMismatch   = ProblemBase + "operation-mismatch"
+	TypeInFlight            = ProblemBase + "in-flight"
+	TypeIndeterminate       = ProblemBase + "indeterminate-operator-required"
+	TypeResponseNotStored   = ProblemBase + "response-not-stored"
+	TypeReplayWindowPassed  = ProblemBase + "replay-window-passed"
+	TypeStoreUnavailable    = ProblemBase + "store-unavailable"
+	TypeCorruptRecord       = ProblemBase + "record-corrupt"
+	TypeTenantMissing       = ProblemBase + "tenant-missing"
+	TypeGuardFailure        = ProblemBase + "guard-failure"
+)
+
+// Header returns the headers a problem response carries, canonical names.
+func (p *Problem) Header() map[string]string {
+	h := map[string]string{
+		"Content-Type":  ProblemContentType,
+		"Cache-Control": "no-store",
+	}
+	if p.RetryAfter > 0 {
+		h["Retry-After"] = strconv.Itoa(p.RetryAfter)
+	}
+	return h
+}
+
+// Body returns the problem as JSON.
+func (p *Problem) Body() []byte {
+	b, err := json.Marshal(p)
+	if err != nil {
+		// A Problem holds only strings and ints.
+		panic("adapter: marshal problem: " + err.Error())
+	}
+	return b
+}
+
+// seconds rounds d up to whole seconds, at least one.
+func seconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+// KeyMissing is the problem for a guarded request without a key.
+func KeyMissing(header string) *Problem {
+	return &Problem{Type: TypeKeyMissing, Title: "Idempotency key required", Status: 400,
+		Detail: "This operation requires an " + header + " header."}
+}
+
+// TenantMissing is the problem for a guarded request whose tenant could not
+// be determined: a misconfiguration, so the request fails closed.
+func TenantMissing() *Problem {
+	return &Problem{Type: TypeTenantMissing, Title: "Idempotency tenant not configured", Status: 500,
+		Detail: "The idempotency guard found no authenticated caller (tenant) for this request and refused to run it. The Tenant setting or the authorizer of this route is misconfigured."}
+}
+
+// BodyInvalid is the problem for a body that cannot be fingerprinted.
+func BodyInvalid(err error) *Problem {
+	return &Problem{Type: TypeBodyInvalid, Title: "Request body cannot be fingerprinted", Status: 400,
+		Detail: "The request body could not be read to compare retries: " + err.Error() + "."}
+}
+
+// BodyTooLarge is the problem for a body over the configured limit.
+func BodyTooLarge(limit int64) *Problem {
+	return &Problem{Type: TypeBodyTooLarge, Title: "Request body too large", Status: 413,
+		Detail: "The request body is larger than " + strconv.FormatInt(limit, 10) + " bytes."}
+}
+
+// ProblemFor maps an error returned by idemkit.Guard.Do before the handler
+// ran to its problem. storeRetry is the Retry-After sent when the store is
+// unavailable. Errors outside the guard's contract map to a 500
+// guard-failure problem.
+func ProblemFor(err error, storeRetry time.Duration) *Problem {
+	var (
+		ke *idemkit.KeyError
+		ce *idemkit.ConflictError
+		oe *idemkit.OutcomeError
+	)
+	switch {
+	case errors.Is(err, idemkit.ErrMissingTenant):
+		return TenantMissing()
+	case errors.Is(err, idemkit.ErrKeyExpired):
+		return &Problem{Type: TypeKeyExpired, Title: "Idempotency key expired", Status: 400,
+			Detail: "The key embeds a time older than this operation's record retention: its first request may have been forgotten, so it is not run. Use a new key only if you know the first request did not take effect."}
+	case errors.As(err, &ke):
+		return &Problem{Type: TypeKeyInvalid, Title: "Invalid idempotency key", Status: 400,
+			Detail: "The idempotency key is invalid: " + ke.Reason + ".", Reason: ke.Reason}
+	case errors.Is(err, idemkit.ErrOperationMismatch):
+		return &Problem{Type: TypeOperationMismatch, Title: "Idempotency key reused for a different operation", Status: 422,
+			Detail: "This key was first used for a different operation. Use a new key for a new request."}
+	case errors.Is(err, idemkit.ErrFingerprintMismatch):
+		return &Problem{Type: TypeFingerprintMismatch, Title: "Idempotency key reused with a different request", Status: 422,
+			Detail: "This key was first used with a different request body. Use a new key for a new request."}
+	case errors.As(err, &ce):
+		s := seconds(ce.RetryAfter)
+		return &Problem{Type: TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
+			Detail: "A request with this key is being processed. Retry after the delay given in Retry-After.", RetryAfter: s}
+	case errors.Is(err, idemkit.ErrInFlight):
+		return &Problem{Type: TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
+			Detail: "A request with this key is being processed. Retry after the delay given in Retry-After.", RetryAfter: 1}
+	case errors.Is(err, idemkit.ErrIndeterminate):
+		return &Problem{Type: TypeIndeterminate, Title: "Outcome unknown: operator resolution required", Status: 409,
+			Detail: "An earlier request with this key stopped before its outcome was recorded, so it may or may not have taken effect. It will not be run again until an operator resolves the key."}
+	case errors.As(err, &oe):
+		p := &Problem{Status: 410, OriginalStatus: oe.Status, Location: oe.Location}
+		if !oe.CompletedAt.IsZero() {
+			p.CompletedAt = oe.CompletedAt.UTC().Format(time.RFC3339)
+		}
+		if errors.Is(oe.Reason, idemkit.ErrSnapshotOmitted) {
+			p.Type, p.Title = TypeResponseNotStored, "Completed, response not stored"
+			p.Detail = "The request with this key completed, but its response was too large to store. Its status and location are given here; fetch the result instead of retrying."
+		} else {
+			p.Type, p.Title = TypeReplayWindowPassed, "Completed, replay window passed"
+			p.Detail = "The request with this key completed, and its response is no longer replayed. Its status and location are given here; fetch the result instead of retrying."
+		}
+		return p
+	case errors.Is(err, idemkit.ErrCorruptRecord):
+		return &Problem{Type: TypeCorruptRecord, Title: "Idempotency record unreadable", Status: 500,
+			Detail: "The stored record for this key could not be read; nothing was run or replayed."}
+	case errors.Is(err, idemkit.ErrStoreUnavailable):
+		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
+			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: seconds(storeRetry)}
+	}
+	return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
+		Detail: "The request was not run because the idempotency guard failed."}
+}

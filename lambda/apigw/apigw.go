@@ -1,0 +1,137 @@
+// Package apigw makes API Gateway and Lambda function URL handlers safe to
+// retry: wrap a handler with [WrapV1] (REST API), [WrapV2] (HTTP API) or
+// [WrapFunctionURL], and a POST or PATCH that carries an Idempotency-Key
+// runs at most once per (tenant, operation, key); its retries get the first
+// response back byte for byte, marked Idempotent-Replayed: true.
+//
+// The wrappers return the handler's own signature, so they go straight to
+// lambda.Start:
+//
+//	g, _ := idemkit.New(idemkit.Config{Store: store})
+//	h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("sub")}, createOrder)
+//	lambda.Start(h)
+//
+// Refusals are RFC 9457 problem responses (application/problem+json) whose
+// type is a stable URI under https://idemkit.dev/problems/:
+//
+//	key-missing                      400  the route requires a key and none was sent
+//	key-invalid                      400  empty, too long, not printable ASCII, two values
+//	key-expired                      400  a UUIDv7 key older than the record retention
+//	body-invalid                     400  the body cannot be fingerprinted (bad JSON, duplicate keys, too deep)
+//	fingerprint-mismatch             422  the key was used with a different body
+//	operation-mismatch               422  account-wide keys: the key was used for another operation
+//	in-flight                        409  a request with the key is running; Retry-After says when to retry
+//	indeterminate-operator-required  409  an earlier run ended without a recorded outcome; an operator must resolve it
+//	replay-window-passed             410  completed; the response is no longer replayed (originalStatus, location, completedAt)
+//	response-not-stored              410  completed; the response was too large to store (originalStatus, location, completedAt)
+//	store-unavailable                503  the key could not be recorded; nothing ran; Retry-After
+//	record-corrupt                   500  the stored record is unreadable; nothing ran or replayed
+//	tenant-missing                   500  no authenticated caller: the Tenant setting is misconfigured; nothing ran
+//	guard-failure                    500  an unexpected guard error; nothing ran
+//
+// A handler's Go error is returned as the wrapper's error after the claim
+// was released, so a retry runs again; a panic is released and re-raised.
+// Pass the Lambda context through: the claim's lease ends at its deadline.
+package apigw
+
+import (
+	"context"
+	"net/url"
+	"time"
+
+	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/adapter"
+)
+
+// Config configures a wrapper. The zero value guards POST and PATCH on
+// every route, requires an Idempotency-Key of at most 255 bytes, scopes
+// records by method and concrete path, fingerprints the body (canonical
+// JSON for JSON bodies, raw bytes otherwise), replays Content-Type,
+// Content-Encoding and Location, and, with no Tenant, fails every guarded
+// request closed with a 500 tenant-missing problem.
+type Config struct {
+	// Tenant names the authenticated caller: JWTClaim, CognitoClaim,
+	// AuthorizerContext, APIKeyID, IAMUserARN, SingleTenant or your own.
+	// Nil, or an empty result or an error: the request fails closed (500
+	// tenant-missing), the handler does not run and nothing is stored.
+	Tenant Tenant
+
+	// Methods are the guarded methods. Nil: POST and PATCH. GET, HEAD,
+	// OPTIONS, TRACE and CONNECT cannot be listed. Requests with other
+	// methods pass through untouched, even with a key.
+	Methods []string
+	// Header is the request header carrying the key, matched in any case.
+	// Empty: "Idempotency-Key".
+	Header string
+	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
+	MaxKeyLen int
+	// KeyOptional lets guarded requests without a key run unguarded.
+	// False: they get a 400 key-missing problem.
+	KeyOptional bool
+	// Routes overrides KeyOptional and Fingerprint per route, keyed by
+	// "METHOD /template" ("POST /orders/{id}/capture") or, where the event
+	// has no template, "METHOD /concrete/path".
+	Routes map[string]Route
+	// RouteTemplate scopes records by the route template (v1 resource, v2
+	// routeKey) instead of the concrete path. A greedy route ("{proxy+}",
+	// "$default") still uses the concrete path.
+	RouteTemplate bool
+	// Fingerprint says what of the request must be equal for a retry to be
+	// replayed. Zero: the whole body.
+	Fingerprint fingerprint.Options
+	// ReplayHeaders adds response headers to the replayed ones (Content-Type,
+	// Content-Encoding, Location). Set-Cookie, Date, Retry-After, RateLimit-*,
+	// request and trace ids and hop-by-hop fields cannot be listed.
+	ReplayHeaders []string
+	// StoreRetryAfter is the Retry-After of a 503 store-unavailable
+	// problem. Zero: 1 s.
+	StoreRetryAfter time.Duration
+}
+
+// Route overrides a Config for one route.
+type Route struct {
+	// KeyOptional lets requests without a key run unguarded.
+	KeyOptional bool
+	// Fingerprint replaces Config.Fingerprint for the route. Nil: Config's.
+	Fingerprint *fingerprint.Options
+}
+
+func (c *Config) options() adapter.Options {
+	o := adapter.Options{
+		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
+		RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint, ReplayHeaders: c.ReplayHeaders,
+		StoreRetryAfter: c.StoreRetryAfter,
+	}
+	if len(c.Routes) > 0 {
+		o.Routes = make(map[string]adapter.Route, len(c.Routes))
+		for k, r := range c.Routes {
+			o.Routes[k] = adapter.Route{KeyOptional: r.KeyOptional, Fingerprint: r.Fingerprint}
+		}
+	}
+	return o
+}
+
+func (c *Config) tenant(r Request) func(context.Context) (string, error) {
+	if c.Tenant == nil {
+		return nil
+	}
+	return func(ctx context.Context) (string, error) { return c.Tenant(ctx, r) }
+}
+
+// singleHeader returns single-value headers as a multi-value map.
+func singleHeader(h map[string]string) func() map[string][]string {
+	return func() map[string][]string {
+		m := make(map[string][]string, len(h))
+		for k, v := range h {
+			m[k] = append(m[k], v)
+		}
+		return m
+	}
+}
+
+func rawQuery(q string) func() map[string][]string {
+	return func() map[string][]string {
+		v, _ := url.ParseQuery(q)
+		return v
+	}
+}

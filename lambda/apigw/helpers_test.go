@@ -1,0 +1,139 @@
+package apigw_test
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+//go:embed testdata/*.json
+var testdata embed.FS
+
+// load decodes the captured-shape event testdata/name into a T.
+func load[T any](t testing.TB, name string) T {
+	t.Helper()
+	b, err := testdata.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return v
+}
+
+// clock is a settable time source for the guard.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// env is a guard over a memstore, with a clock and a recorded event log.
+type env struct {
+	store *memstore.Store
+	g     *idemkit.Guard
+	clock *clock
+	mu    sync.Mutex
+	evs   []idemkit.Event
+}
+
+func newEnv(t testing.TB, mod func(*idemkit.Config)) *env {
+	t.Helper()
+	e := &env{store: memstore.New(), clock: &clock{t: time.Now().Truncate(time.Second)}}
+	cfg := idemkit.Config{
+		Store: e.store,
+		Now:   e.clock.Now,
+		Observer: idemkit.ObserverFunc(func(_ context.Context, ev idemkit.Event) {
+			e.mu.Lock()
+			e.evs = append(e.evs, ev)
+			e.mu.Unlock()
+		}),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	g, err := idemkit.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.g = g
+	return e
+}
+
+func (e *env) events() []idemkit.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]idemkit.Event(nil), e.evs...)
+}
+
+// record returns the live record of scope, or nil.
+func (e *env) record(t testing.TB, s idemkit.Scope) *idemkit.Record {
+	t.Helper()
+	r, err := e.store.Get(context.Background(), s.ID(false), e.clock.Now())
+	if errors.Is(err, idemkit.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// problem is an RFC 9457 body with the extension members idemkit uses.
+type problem struct {
+	Type           string `json:"type"`
+	Title          string `json:"title"`
+	Status         int    `json:"status"`
+	Detail         string `json:"detail"`
+	Reason         string `json:"reason"`
+	RetryAfter     int    `json:"retryAfter"`
+	OriginalStatus int    `json:"originalStatus"`
+	Location       string `json:"location"`
+	CompletedAt    string `json:"completedAt"`
+}
+
+const problemBase = "https://idemkit.dev/problems/"
+
+// checkProblem checks a problem response and returns its body.
+func checkProblem(t testing.TB, status int, header map[string]string, body string, wantStatus int, wantType string) problem {
+	t.Helper()
+	if status != wantStatus {
+		t.Fatalf("status %d, want %d (body %s)", status, wantStatus, body)
+	}
+	if ct := header["Content-Type"]; ct != "application/problem+json" {
+		t.Errorf("Content-Type %q, want application/problem+json", ct)
+	}
+	if _, ok := header["Idempotent-Replayed"]; ok {
+		t.Errorf("a problem carries Idempotent-Replayed")
+	}
+	var p problem
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		t.Fatalf("problem body %q: %v", body, err)
+	}
+	if p.Type != problemBase+wantType || p.Status != wantStatus || p.Title == "" || p.Detail == "" {
+		t.Errorf("problem %+v, want type %s status %d with title and detail", p, problemBase+wantType, wantStatus)
+	}
+	if ra, ok := header["Retry-After"]; ok {
+		n, err := strconv.Atoi(ra)
+		if err != nil || n < 1 || n != p.RetryAfter {
+			t.Errorf("Retry-After %q (retryAfter %d): want whole seconds >= 1 matching the body", ra, p.RetryAfter)
+		}
+	}
+	return p
+}

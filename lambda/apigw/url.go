@@ -1,0 +1,50 @@
+package apigw
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/adapter"
+)
+
+// WrapFunctionURL guards a Lambda function URL handler and returns a
+// handler of the same signature. A function URL has no route templates:
+// records are scoped by method and concrete path, and Routes are keyed by
+// "METHOD /path". Its authenticated caller is the IAM principal
+// (IAMUserARN) when the URL uses AWS_IAM auth. Response cookies are never
+// stored or replayed. It panics when cfg cannot be used or g is nil.
+func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	a := adapter.MustNew("apigw", g, cfg.options())
+	codec := adapter.Codec[events.LambdaFunctionURLResponse]{
+		Snapshot: func(r events.LambdaFunctionURLResponse) *idemkit.Snapshot {
+			return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, nil),
+				Body: []byte(r.Body), Base64: r.IsBase64Encoded}
+		},
+		Replay: func(s *idemkit.Snapshot) events.LambdaFunctionURLResponse {
+			hdr := adapter.Single(s.Header, 1)
+			hdr[adapter.ReplayedHeader] = "true"
+			body, b64 := adapter.LambdaBody(s)
+			return events.LambdaFunctionURLResponse{StatusCode: s.Status, Headers: hdr, Body: body, IsBase64Encoded: b64}
+		},
+		Problem: func(p *adapter.Problem) events.LambdaFunctionURLResponse {
+			return events.LambdaFunctionURLResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}
+		},
+	}
+	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+		r := adapter.Request{
+			Method:      ev.RequestContext.HTTP.Method,
+			Path:        ev.RawPath,
+			Key:         adapter.Values(ev.Headers, nil, a.Header()),
+			ContentType: adapter.First(ev.Headers, nil, "Content-Type"),
+			BodyString:  ev.Body,
+			Base64:      ev.IsBase64Encoded,
+			Query:       rawQuery(ev.RawQueryString),
+			Header:      singleHeader(ev.Headers),
+			Tenant:      cfg.tenant(Request{URL: &ev}),
+		}
+		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.LambdaFunctionURLResponse, error) {
+			return h(ctx, ev)
+		})
+	}
+}

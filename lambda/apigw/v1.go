@@ -1,0 +1,60 @@
+package apigw
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/adapter"
+)
+
+// WrapV1 guards a REST API (payload 1.0) proxy handler and returns a
+// handler of the same signature. It panics when cfg cannot be used (see
+// Config) or g is nil, when it is called, so that a bad setup stops the
+// function at init.
+func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	a := adapter.MustNew("apigw", g, cfg.options())
+	codec := adapter.Codec[events.APIGatewayProxyResponse]{
+		Snapshot: func(r events.APIGatewayProxyResponse) *idemkit.Snapshot {
+			return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, r.MultiValueHeaders),
+				Body: []byte(r.Body), Base64: r.IsBase64Encoded}
+		},
+		Replay: func(s *idemkit.Snapshot) events.APIGatewayProxyResponse {
+			single, multi := adapter.Split(s.Header, 1)
+			single[adapter.ReplayedHeader] = "true"
+			body, b64 := adapter.LambdaBody(s)
+			return events.APIGatewayProxyResponse{StatusCode: s.Status, Headers: single, MultiValueHeaders: multi,
+				Body: body, IsBase64Encoded: b64}
+		},
+		Problem: func(p *adapter.Problem) events.APIGatewayProxyResponse {
+			return events.APIGatewayProxyResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}
+		},
+	}
+	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		r := adapter.Request{
+			Method:      ev.HTTPMethod,
+			Path:        ev.Path,
+			Template:    ev.Resource,
+			Key:         adapter.Values(ev.Headers, ev.MultiValueHeaders, a.Header()),
+			ContentType: adapter.First(ev.Headers, ev.MultiValueHeaders, "Content-Type"),
+			BodyString:  ev.Body,
+			Base64:      ev.IsBase64Encoded,
+			Query: func() map[string][]string {
+				if ev.MultiValueQueryStringParameters != nil {
+					return ev.MultiValueQueryStringParameters
+				}
+				return singleHeader(ev.QueryStringParameters)()
+			},
+			Header: func() map[string][]string {
+				if ev.MultiValueHeaders != nil {
+					return ev.MultiValueHeaders
+				}
+				return singleHeader(ev.Headers)()
+			},
+			Tenant: cfg.tenant(Request{V1: &ev}),
+		}
+		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.APIGatewayProxyResponse, error) {
+			return h(ctx, ev)
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package apigw
+
+import (
+	"context"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/adapter"
+)
+
+// WrapV2 guards an HTTP API (payload 2.0) handler and returns a handler of
+// the same signature. Response cookies are never stored or replayed. It
+// panics when cfg cannot be used (see Config) or g is nil, when it is
+// called, so that a bad setup stops the function at init.
+func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	a := adapter.MustNew("apigw", g, cfg.options())
+	codec := adapter.Codec[events.APIGatewayV2HTTPResponse]{
+		Snapshot: func(r events.APIGatewayV2HTTPResponse) *idemkit.Snapshot {
+			return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, r.MultiValueHeaders),
+				Body: []byte(r.Body), Base64: r.IsBase64Encoded}
+		},
+		Replay: func(s *idemkit.Snapshot) events.APIGatewayV2HTTPResponse {
+			hdr := adapter.Single(s.Header, 1)
+			hdr[adapter.ReplayedHeader] = "true"
+			body, b64 := adapter.LambdaBody(s)
+			return events.APIGatewayV2HTTPResponse{StatusCode: s.Status, Headers: hdr, Body: body, IsBase64Encoded: b64}
+		},
+		Problem: func(p *adapter.Problem) events.APIGatewayV2HTTPResponse {
+			return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}
+		},
+	}
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		r := adapter.Request{
+			Method:      ev.RequestContext.HTTP.Method,
+			Path:        ev.RawPath,
+			Template:    routeTemplate(ev.RouteKey),
+			Key:         adapter.Values(ev.Headers, nil, a.Header()),
+			ContentType: adapter.First(ev.Headers, nil, "Content-Type"),
+			BodyString:  ev.Body,
+			Base64:      ev.IsBase64Encoded,
+			Query:       rawQuery(ev.RawQueryString),
+			Header:      singleHeader(ev.Headers),
+			Tenant:      cfg.tenant(Request{V2: &ev}),
+		}
+		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.APIGatewayV2HTTPResponse, error) {
+			return h(ctx, ev)
+		})
+	}
+}
+
+// routeTemplate returns the path of an HTTP API route key ("POST
+// /orders/{id}" -> "/orders/{id}"); "$default" stays as it is.
+func routeTemplate(routeKey string) string {
+	if _, path, ok := strings.Cut(routeKey, " "); ok {
+		return path
+	}
+	return routeKey
+}

@@ -1,0 +1,824 @@
+package apigw_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/lambda/apigw"
+)
+
+type v2Handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// orders is an HTTP API handler that counts its runs and answers status
+// with a body naming the run, the tenant's order and every kind of header.
+type orders struct {
+	runs   atomic.Int32
+	status int
+	err    error
+	panic  bool
+}
+
+func (o *orders) handle(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	n := o.runs.Add(1)
+	if o.panic {
+		panic("order service crashed")
+	}
+	if o.err != nil {
+		return events.APIGatewayV2HTTPResponse{}, o.err
+	}
+	status := o.status
+	if status == 0 {
+		status = 201
+	}
+	sub := ""
+	if a := ev.RequestContext.Authorizer; a != nil && a.JWT != nil {
+		sub = a.JWT.Claims["sub"]
+	}
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: status,
+		Headers: map[string]string{
+			"content-type":              "application/json",
+			"Location":                  fmt.Sprintf("/orders/ord_%d", n),
+			"X-Order-Id":                fmt.Sprintf("ord_%d", n),
+			"Date":                      "Tue, 10 Mar 2020 05:16:23 GMT",
+			"Set-Cookie":                "seen=1; Secure; HttpOnly",
+			"X-Request-Id":              ev.RequestContext.RequestID,
+			"RateLimit-Remaining":       "99",
+			"Retry-After":               "30",
+			"Content-Encoding":          "identity",
+			"Strict-Transport-Security": "max-age=63072000",
+		},
+		Cookies: []string{"session=fresh; Secure"},
+		Body:    fmt.Sprintf(`{"id":"ord_%d","tenant":%q,"amount":1000}`, n, sub),
+	}, nil
+}
+
+func withKey(ev events.APIGatewayV2HTTPRequest, key string) events.APIGatewayV2HTTPRequest {
+	h := make(map[string]string, len(ev.Headers))
+	for k, v := range ev.Headers {
+		if !strings.EqualFold(k, "idempotency-key") {
+			h[k] = v
+		}
+	}
+	if key != "" {
+		h["idempotency-key"] = key
+	}
+	ev.Headers = h
+	return ev
+}
+
+func withTenant(ev events.APIGatewayV2HTTPRequest, sub string) events.APIGatewayV2HTTPRequest {
+	claims := map[string]string{}
+	for k, v := range ev.RequestContext.Authorizer.JWT.Claims {
+		claims[k] = v
+	}
+	claims["sub"] = sub
+	ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+		JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims},
+	}
+	return ev
+}
+
+func withMethod(ev events.APIGatewayV2HTTPRequest, m string) events.APIGatewayV2HTTPRequest {
+	ev.RequestContext.HTTP.Method = m
+	_, path, _ := strings.Cut(ev.RouteKey, " ")
+	ev.RouteKey = m + " " + path
+	ev.RequestContext.RouteKey = ev.RouteKey
+	return ev
+}
+
+var jwt = apigw.Config{Tenant: apigw.JWTClaim("")}
+
+func call(t testing.TB, h v2Handler, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	resp, err := h(context.Background(), ev)
+	if err != nil {
+		t.Fatalf("handler error: %v", err)
+	}
+	return resp
+}
+
+func replayed(r events.APIGatewayV2HTTPResponse) bool {
+	return r.Headers["Idempotent-Replayed"] == "true"
+}
+
+// TestV2Methods: only POST and PATCH (or the configured methods) are
+// guarded; the others pass through untouched even with a key.
+func TestV2Methods(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		method  string
+		methods []string
+		guarded bool
+	}{
+		{"POST guarded", "POST", nil, true},
+		{"PATCH guarded", "PATCH", nil, true},
+		{"PUT not guarded by default", "PUT", nil, false},
+		{"PUT guarded when configured", "PUT", []string{"POST", "put"}, true},
+		{"GET passes through", "GET", nil, false},
+		{"HEAD passes through", "HEAD", nil, false},
+		{"OPTIONS passes through", "OPTIONS", nil, false},
+		{"DELETE passes through", "DELETE", nil, false},
+		{"PATCH not guarded when only POST is", "PATCH", []string{"POST"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			o := &orders{}
+			cfg := jwt
+			cfg.Methods = tc.methods
+			h := apigw.WrapV2(e.g, cfg, o.handle)
+			ev := withMethod(load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), tc.method)
+			first, second := call(t, h, ev), call(t, h, ev)
+			if replayed(first) {
+				t.Error("first response marked replayed")
+			}
+			if got := replayed(second); got != tc.guarded {
+				t.Errorf("second replayed = %v, want %v", got, tc.guarded)
+			}
+			want := int32(2)
+			if tc.guarded {
+				want = 1
+			}
+			if n := o.runs.Load(); n != want {
+				t.Errorf("handler ran %d times, want %d", n, want)
+			}
+			if !tc.guarded && len(e.events()) != 0 {
+				t.Errorf("unguarded request reached the guard: %v", e.events())
+			}
+		})
+	}
+}
+
+// TestV2SafeMethodsCannotBeGuarded: listing GET or HEAD is refused at wrap time.
+func TestV2SafeMethodsCannotBeGuarded(t *testing.T) {
+	for _, m := range []string{"GET", "head", "OPTIONS"} {
+		t.Run(m, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Methods %q accepted", m)
+				}
+			}()
+			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Methods: []string{m}}, (&orders{}).handle)
+		})
+	}
+}
+
+// TestV2Keys covers how the key header is read and refused.
+func TestV2Keys(t *testing.T) {
+	long := strings.Repeat("k", 256)
+	for _, tc := range []struct {
+		name       string
+		first      string // key of the first request
+		second     string // key of the second request
+		cfg        func(*apigw.Config)
+		wantStatus int    // status of the second response
+		wantType   string // problem type of the second response
+		replay     bool
+	}{
+		{name: "same key replays", first: "order-1", second: "order-1", wantStatus: 201, replay: true},
+		{name: "quoted and unquoted keys replay the same record", first: `"order-1"`, second: "order-1", wantStatus: 201, replay: true},
+		{name: "unquoted then quoted", first: "order-1", second: `"order-1"`, wantStatus: 201, replay: true},
+		{name: "comma-joined equal values are one key", first: "order-1", second: "order-1,order-1", wantStatus: 201, replay: true},
+		{name: "two different values", first: "order-1", second: "order-1, order-2", wantStatus: 400, wantType: "key-invalid"},
+		{name: "different key runs again", first: "order-1", second: "order-2", wantStatus: 201},
+		{name: "empty key", first: "order-1", second: `""`, wantStatus: 400, wantType: "key-invalid"},
+		{name: "non-printable key", first: "order-1", second: "ord\x01er", wantStatus: 400, wantType: "key-invalid"},
+		{name: "key over 255 bytes", first: "order-1", second: long, wantStatus: 400, wantType: "key-invalid"},
+		{name: "longer cap configured", first: long, second: long, wantStatus: 201, replay: true,
+			cfg: func(c *apigw.Config) { c.MaxKeyLen = 300 }},
+		{name: "shorter cap configured", first: "order-1", second: "order-12345", wantStatus: 400, wantType: "key-invalid",
+			cfg: func(c *apigw.Config) { c.MaxKeyLen = 8 }},
+		{name: "missing key on a required route", first: "order-1", second: "", wantStatus: 400, wantType: "key-missing"},
+		{name: "missing key on an optional route runs unguarded", first: "order-1", second: "", wantStatus: 201,
+			cfg: func(c *apigw.Config) { c.Routes = map[string]apigw.Route{"POST /orders": {KeyOptional: true}} }},
+		{name: "missing key with KeyOptional runs unguarded", first: "order-1", second: "", wantStatus: 201,
+			cfg: func(c *apigw.Config) { c.KeyOptional = true }},
+		{name: "empty key on an optional route is still refused", first: "order-1", second: `""`, wantStatus: 400, wantType: "key-invalid",
+			cfg: func(c *apigw.Config) { c.KeyOptional = true }},
+		{name: "custom header name", first: "order-1", second: "order-1", wantStatus: 201, replay: true,
+			cfg: func(c *apigw.Config) { c.Header = "IDEMPOTENCY-KEY" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			o := &orders{}
+			cfg := jwt
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			h := apigw.WrapV2(e.g, cfg, o.handle)
+			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			first := call(t, h, withKey(ev, tc.first))
+			if first.StatusCode != 201 {
+				t.Fatalf("first: %d %s", first.StatusCode, first.Body)
+			}
+			second := call(t, h, withKey(ev, tc.second))
+			if tc.wantType != "" {
+				p := checkProblem(t, second.StatusCode, second.Headers, second.Body, tc.wantStatus, tc.wantType)
+				if tc.wantType == "key-invalid" && p.Reason == "" {
+					t.Error("key-invalid problem without a reason")
+				}
+				return
+			}
+			if second.StatusCode != tc.wantStatus || replayed(second) != tc.replay {
+				t.Fatalf("second: %d replayed=%v, want %d replayed=%v", second.StatusCode, replayed(second), tc.wantStatus, tc.replay)
+			}
+			if tc.replay && second.Body != first.Body {
+				t.Errorf("replayed body %q, want %q", second.Body, first.Body)
+			}
+		})
+	}
+}
+
+// TestV2HeaderNameAnyCase: the key header is found whatever its case.
+func TestV2HeaderNameAnyCase(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &orders{}
+	h := apigw.WrapV2(e.g, jwt, o.handle)
+	ev := withKey(load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "")
+	for _, name := range []string{"Idempotency-Key", "IDEMPOTENCY-KEY", "idempotency-key"} {
+		ev.Headers = map[string]string{"content-type": "application/json", name: "k-1"}
+		if r := call(t, h, ev); r.StatusCode != 201 {
+			t.Fatalf("%s: %d %s", name, r.StatusCode, r.Body)
+		}
+	}
+	if n := o.runs.Load(); n != 1 {
+		t.Errorf("ran %d times, want 1", n)
+	}
+}
+
+// TestV2Tenants: two tenants with one key get independent executions and
+// never each other's body.
+func TestV2Tenants(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &orders{}
+	h := apigw.WrapV2(e.g, jwt, o.handle)
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	a1 := call(t, h, withTenant(ev, "tenant-a"))
+	b1 := call(t, h, withTenant(ev, "tenant-b"))
+	a2 := call(t, h, withTenant(ev, "tenant-a"))
+	b2 := call(t, h, withTenant(ev, "tenant-b"))
+	if o.runs.Load() != 2 {
+		t.Fatalf("ran %d times, want 2", o.runs.Load())
+	}
+	if a1.Body == b1.Body || !strings.Contains(a1.Body, `"tenant-a"`) || !strings.Contains(b1.Body, `"tenant-b"`) {
+		t.Fatalf("bodies a=%s b=%s", a1.Body, b1.Body)
+	}
+	if a2.Body != a1.Body || b2.Body != b1.Body || !replayed(a2) || !replayed(b2) {
+		t.Errorf("replays crossed tenants: a2=%s b2=%s", a2.Body, b2.Body)
+	}
+}
+
+// TestV2TenantMissing: no tenant fails closed with a 500 problem; the
+// handler does not run and nothing is stored.
+func TestV2TenantMissing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tenant apigw.Tenant
+		ev     func(events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest
+	}{
+		{"nil Tenant", nil, nil},
+		{"claim absent", apigw.JWTClaim("org_unit"), nil},
+		{"no authorizer", apigw.JWTClaim(""), func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
+			ev.RequestContext.Authorizer = nil
+			return ev
+		}},
+		{"wrong extractor for the event", apigw.CognitoClaim(""), nil},
+		{"extractor error", func(context.Context, apigw.Request) (string, error) { return "t", errors.New("directory down") }, nil},
+		{"missing key too: tenant first", apigw.JWTClaim("org_unit"), func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
+			return withKey(ev, "")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			o := &orders{}
+			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tc.tenant}, o.handle)
+			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			if tc.ev != nil {
+				ev = tc.ev(ev)
+			}
+			r := call(t, h, ev)
+			p := checkProblem(t, r.StatusCode, r.Headers, r.Body, 500, "tenant-missing")
+			if !strings.Contains(p.Detail, "misconfigured") {
+				t.Errorf("detail %q does not name the misconfiguration", p.Detail)
+			}
+			if o.runs.Load() != 0 {
+				t.Error("handler ran without a tenant")
+			}
+			evs := e.events()
+			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrMissingTenant) {
+				t.Errorf("events %+v, want one refused ErrMissingTenant", evs)
+			}
+		})
+	}
+}
+
+// TestV2TenantExtractors: each built-in reads the authenticated caller
+// from its captured-shape event.
+func TestV2TenantExtractors(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		tenant     apigw.Tenant
+		want       string
+	}{
+		{"JWT sub by default", "v2-jwt.json", apigw.JWTClaim(""), "tenant-a"},
+		{"JWT custom claim", "v2-jwt.json", apigw.JWTClaim("org_id"), "org-acme"},
+		{"Lambda authorizer context", "v2-capture-lambda-authorizer.json", apigw.AuthorizerContext("accountId"), "acct-acme"},
+		{"Lambda authorizer integer", "v2-capture-lambda-authorizer.json", apigw.AuthorizerContext("seats"), "42"},
+		{"IAM caller", "v2-iam.json", apigw.IAMUserARN(), "arn:aws:sts::123456789012:assumed-role/billing-worker/billing-worker"},
+		{"single tenant", "v2-iam.json", apigw.SingleTenant("internal"), "internal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tc.tenant}, (&orders{}).handle)
+			if r := call(t, h, load[events.APIGatewayV2HTTPRequest](t, tc.file)); r.StatusCode != 201 {
+				t.Fatalf("%d %s", r.StatusCode, r.Body)
+			}
+			evs := e.events()
+			if len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
+				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
+			}
+		})
+	}
+}
+
+// TestV2Operations: records are scoped by method and concrete path unless
+// configured otherwise.
+func TestV2Operations(t *testing.T) {
+	capture := func(t *testing.T, id string) events.APIGatewayV2HTTPRequest {
+		ev := load[events.APIGatewayV2HTTPRequest](t, "v2-capture-lambda-authorizer.json")
+		ev.RawPath = "/orders/" + id + "/capture"
+		ev.RequestContext.HTTP.Path = ev.RawPath
+		ev.PathParameters = map[string]string{"id": id}
+		return ev
+	}
+	tenant := apigw.AuthorizerContext("accountId")
+	t.Run("concrete paths never share a record", func(t *testing.T) {
+		e := newEnv(t, nil)
+		o := &orders{}
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant}, o.handle)
+		call(t, h, capture(t, "1"))
+		if r := call(t, h, capture(t, "2")); replayed(r) || o.runs.Load() != 2 {
+			t.Fatalf("capture of order 2 replayed order 1's")
+		}
+		if op := e.events()[1].Scope.Operation; op != "POST /orders/2/capture" {
+			t.Errorf("operation %q", op)
+		}
+	})
+	t.Run("route template shares a record", func(t *testing.T) {
+		e := newEnv(t, nil)
+		o := &orders{}
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant, RouteTemplate: true}, o.handle)
+		call(t, h, capture(t, "1"))
+		if r := call(t, h, capture(t, "2")); !replayed(r) || o.runs.Load() != 1 {
+			t.Fatalf("route template did not share the record")
+		}
+		if op := e.events()[0].Scope.Operation; op != "POST /orders/{id}/capture" {
+			t.Errorf("operation %q", op)
+		}
+	})
+	t.Run("greedy route template falls back to the path", func(t *testing.T) {
+		e := newEnv(t, nil)
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), RouteTemplate: true}, (&orders{}).handle)
+		call(t, h, load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json"))
+		if op := e.events()[0].Scope.Operation; op != "POST /internal/refunds" {
+			t.Errorf("operation %q for a $default route", op)
+		}
+	})
+	t.Run("account-wide key reused on another operation", func(t *testing.T) {
+		e := newEnv(t, func(c *idemkit.Config) { c.AccountWide = true })
+		o := &orders{}
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant}, o.handle)
+		call(t, h, capture(t, "1"))
+		r := call(t, h, capture(t, "2"))
+		checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "operation-mismatch")
+		if o.runs.Load() != 1 {
+			t.Error("handler ran for the reused key")
+		}
+	})
+}
+
+// TestV2Fingerprint: same key with a different body is refused; bodies
+// that cannot be fingerprinted are refused before the handler.
+func TestV2Fingerprint(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		fp          fingerprint.Options
+		first, body string
+		wantStatus  int
+		wantType    string
+	}{
+		{name: "key order and spacing do not matter", body: "{ \"customer\":\"cus_42\", \"currency\":\"eur\", \"amount\":1000.0 }", wantStatus: 201},
+		{name: "different amount", body: `{"amount":2000,"currency":"eur","customer":"cus_42"}`, wantStatus: 422, wantType: "fingerprint-mismatch"},
+		{name: "selected fields only", fp: fingerprint.Options{Include: []string{"/amount", "/currency"}},
+			body: `{"amount":1000,"currency":"eur","customer":"cus_43","client_ts":"2024-01-01T00:00:00Z"}`, wantStatus: 201},
+		{name: "excluded volatile field", fp: fingerprint.Options{Exclude: []string{"/client_ts"}},
+			first: `{"amount":1000,"client_ts":"1"}`, body: `{"amount":1000,"client_ts":"2"}`, wantStatus: 201},
+		{name: "invalid JSON", body: `{"amount":`, wantStatus: 400, wantType: "body-invalid"},
+		{name: "duplicate keys", body: `{"amount":1000,"amount":1}`, wantStatus: 400, wantType: "body-invalid"},
+		{name: "too deep", fp: fingerprint.Options{MaxDepth: 3}, body: `{"a":{"b":{"c":{"d":1}}}}`, wantStatus: 400, wantType: "body-invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			o := &orders{}
+			cfg := jwt
+			cfg.Fingerprint = tc.fp
+			h := apigw.WrapV2(e.g, cfg, o.handle)
+			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			if tc.first != "" {
+				ev.Body = tc.first
+			}
+			if r := call(t, h, ev); r.StatusCode != 201 {
+				t.Fatalf("first: %d %s", r.StatusCode, r.Body)
+			}
+			ev.Body = tc.body
+			r := call(t, h, ev)
+			if tc.wantType != "" {
+				checkProblem(t, r.StatusCode, r.Headers, r.Body, tc.wantStatus, tc.wantType)
+				if o.runs.Load() != 1 {
+					t.Error("handler ran")
+				}
+				return
+			}
+			if r.StatusCode != tc.wantStatus || !replayed(r) {
+				t.Errorf("got %d replayed=%v, want a replay", r.StatusCode, replayed(r))
+			}
+		})
+	}
+}
+
+// TestV2FingerprintPerRoute: a route's Fingerprint replaces the Config's.
+func TestV2FingerprintPerRoute(t *testing.T) {
+	e := newEnv(t, nil)
+	cfg := jwt
+	cfg.Routes = map[string]apigw.Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"/amount"}}}}
+	h := apigw.WrapV2(e.g, cfg, (&orders{}).handle)
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	call(t, h, ev)
+	ev.Body = `{"amount":1000,"note":"retry"}`
+	if r := call(t, h, ev); !replayed(r) {
+		t.Fatalf("route fingerprint not used: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// TestV2FingerprintOtherVersion: a record stored under a fingerprint
+// version this build cannot compute is a mismatch, never a replay.
+func TestV2FingerprintOtherVersion(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &orders{}
+	h := apigw.WrapV2(e.g, jwt, o.handle)
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	seed(t, e, ev, "v0:sha256:00", &idemkit.Snapshot{Status: 201, Body: []byte(`{}`)})
+	r := call(t, h, ev)
+	checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
+}
+
+// scopeOf returns the scope the v2-jwt.json event is stored under.
+func scopeOf(ev events.APIGatewayV2HTTPRequest) idemkit.Scope {
+	key, _ := idemkit.ParseKey([]string{ev.Headers["idempotency-key"]}, idemkit.KeyOptions{})
+	return idemkit.Scope{Tenant: ev.RequestContext.Authorizer.JWT.Claims["sub"], Operation: "POST " + ev.RawPath, Key: key}
+}
+
+func fingerprintOf(t testing.TB, ev events.APIGatewayV2HTTPRequest) string {
+	fp, err := fingerprint.Compute(fingerprint.Input{ContentType: ev.Headers["content-type"], Body: []byte(ev.Body)}, fingerprint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fp
+}
+
+// seed stores a record for ev: completed with snap, or, with snap nil, in
+// flight with an expired lease.
+func seed(t testing.TB, e *env, ev events.APIGatewayV2HTTPRequest, fp string, snap *idemkit.Snapshot) {
+	t.Helper()
+	now := e.clock.Now()
+	s := scopeOf(ev)
+	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "seed",
+		LeaseUntil: now.Add(-time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
+	ctx := context.Background()
+	if _, err := e.store.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if snap == nil {
+		return
+	}
+	rec.State, rec.Snapshot, rec.CompletedAt = idemkit.StateCompleted, snap, now.Add(-30*time.Second)
+	if snap.Status == 0 {
+		rec.Snapshot = nil
+	}
+	if err := e.store.Complete(ctx, rec, now); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// downStore is a store that cannot be reached.
+type downStore struct{ idemkit.Store }
+
+func (downStore) Claim(context.Context, *idemkit.Record, time.Time, idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	return idemkit.ClaimResult{}, errors.New("dial tcp 10.0.0.1:443: i/o timeout")
+}
+
+// uuidV7 returns a UUIDv7 key embedding t.
+func uuidV7(t time.Time) string {
+	var u uuid.UUID
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
+	copy(u[:6], ms[2:])
+	u[6], u[7], u[8] = 0x70, 0x01, 0x80
+	return u.String()
+}
+
+// TestV2Refusals: each guard error has its problem.
+func TestV2Refusals(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		setup      func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest)
+		mod        func(*idemkit.Config)
+		wantStatus int
+		wantType   string
+		check      func(t *testing.T, p problem)
+	}{
+		{name: "indeterminate record", wantStatus: 409, wantType: "indeterminate-operator-required",
+			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
+				seed(t, e, *ev, fingerprintOf(t, *ev), nil)
+			}},
+		{name: "store unavailable", wantStatus: 503, wantType: "store-unavailable",
+			mod: func(c *idemkit.Config) { c.Store = downStore{c.Store} },
+			check: func(t *testing.T, p problem) {
+				if p.RetryAfter != 1 || strings.Contains(p.Detail, "10.0.0.1") {
+					t.Errorf("problem %+v: want Retry-After 1 and no internal detail", p)
+				}
+			}},
+		{name: "response too large to store", wantStatus: 410, wantType: "response-not-stored",
+			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
+				seed(t, e, *ev, fingerprintOf(t, *ev), &idemkit.Snapshot{Status: 201, Omitted: true,
+					Header: map[string][]string{"Location": {"/orders/ord_9"}}})
+			},
+			check: func(t *testing.T, p problem) {
+				if p.OriginalStatus != 201 || p.Location != "/orders/ord_9" || p.CompletedAt == "" {
+					t.Errorf("problem %+v does not name the outcome", p)
+				}
+			}},
+		{name: "corrupt record", wantStatus: 500, wantType: "record-corrupt",
+			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
+				seed(t, e, *ev, fingerprintOf(t, *ev), &idemkit.Snapshot{})
+			}},
+		{name: "expired UUIDv7 key", wantStatus: 400, wantType: "key-expired",
+			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
+				*ev = withKey(*ev, uuidV7(e.clock.Now().Add(-8*24*time.Hour)))
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.mod)
+			o := &orders{}
+			h := apigw.WrapV2(e.g, jwt, o.handle)
+			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			if tc.setup != nil {
+				tc.setup(t, e, &ev)
+			}
+			r := call(t, h, ev)
+			p := checkProblem(t, r.StatusCode, r.Headers, r.Body, tc.wantStatus, tc.wantType)
+			if tc.check != nil {
+				tc.check(t, p)
+			}
+			if o.runs.Load() != 0 {
+				t.Error("handler ran")
+			}
+		})
+	}
+}
+
+// TestV2ReplayWindowPassed: after the replay window the problem names the
+// original status, Location and completion time.
+func TestV2ReplayWindowPassed(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &orders{}
+	h := apigw.WrapV2(e.g, jwt, o.handle)
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	call(t, h, ev)
+	done := e.clock.Now()
+	e.clock.Add(25 * time.Hour)
+	r := call(t, h, ev)
+	p := checkProblem(t, r.StatusCode, r.Headers, r.Body, 410, "replay-window-passed")
+	if p.OriginalStatus != 201 || p.Location != "/orders/ord_1" || p.CompletedAt != done.UTC().Format(time.RFC3339) {
+		t.Errorf("problem %+v does not name the outcome", p)
+	}
+	if o.runs.Load() != 1 {
+		t.Error("handler ran again after the replay window")
+	}
+}
+
+// TestV2Replay: a replay has the stored status, the allow-listed headers,
+// the body byte for byte and the marker; the fresh response is untouched;
+// the snapshot keeps only allow-listed headers.
+func TestV2Replay(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &orders{}
+	cfg := jwt
+	cfg.ReplayHeaders = []string{"x-order-id"}
+	h := apigw.WrapV2(e.g, cfg, o.handle)
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+
+	fresh := call(t, h, ev)
+	want, _ := o.handle(context.Background(), ev)
+	o.runs.Store(1)
+	want.Headers["Location"], want.Headers["X-Order-Id"] = "/orders/ord_1", "ord_1"
+	want.Body = strings.Replace(want.Body, "ord_2", "ord_1", 1)
+	if fmt.Sprint(fresh) != fmt.Sprint(want) {
+		t.Errorf("fresh response changed:\n got %v\nwant %v", fresh, want)
+	}
+
+	ev.RequestContext.RequestID = "retry-request-id"
+	again := call(t, h, ev)
+	wantHeaders := map[string]string{
+		"Content-Type": "application/json", "Location": "/orders/ord_1", "X-Order-Id": "ord_1",
+		"Content-Encoding": "identity", "Idempotent-Replayed": "true",
+	}
+	if fmt.Sprint(again.Headers) != fmt.Sprint(wantHeaders) {
+		t.Errorf("replayed headers %v, want %v", again.Headers, wantHeaders)
+	}
+	if again.StatusCode != 201 || again.Body != fresh.Body || again.IsBase64Encoded || again.Cookies != nil || again.MultiValueHeaders != nil {
+		t.Errorf("replay %+v", again)
+	}
+	rec := e.record(t, scopeOf(ev))
+	if got := fmt.Sprint(rec.Snapshot.Header); got != "map[Content-Encoding:[identity] Content-Type:[application/json] Location:[/orders/ord_1] X-Order-Id:[ord_1]]" {
+		t.Errorf("snapshot headers %s", got)
+	}
+}
+
+// TestV2ReplayBase64: a base64 body is stored and replayed as it was.
+func TestV2ReplayBase64(t *testing.T) {
+	e := newEnv(t, nil)
+	pdf := "JVBERi0xLjcKJcfsj6IK"
+	runs := 0
+	h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN()}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		runs++
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/pdf"}, Body: pdf, IsBase64Encoded: true}, nil
+	})
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json")
+	call(t, h, ev)
+	r := call(t, h, ev)
+	if runs != 1 || !replayed(r) || r.Body != pdf || !r.IsBase64Encoded {
+		t.Errorf("replay %+v after %d runs", r, runs)
+	}
+}
+
+// TestV2ReplayHeadersRefused: headers describing one exchange cannot be
+// allow-listed.
+func TestV2ReplayHeadersRefused(t *testing.T) {
+	for _, name := range []string{"Set-Cookie", "date", "Retry-After", "RateLimit-Remaining", "RateLimit", "X-Request-Id", "X-Amzn-Trace-Id", "traceparent", ""} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("ReplayHeaders %q accepted", name)
+				}
+			}()
+			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), ReplayHeaders: []string{name}}, (&orders{}).handle)
+		})
+	}
+}
+
+// TestV2Outcomes: deterministic business outcomes are replayed; transient
+// ones, handler errors and panics are not.
+func TestV2Outcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		o      *orders
+		replay bool
+	}{
+		{"201 created", &orders{status: 201}, true},
+		{"402 decline", &orders{status: 402}, true},
+		{"404", &orders{status: 404}, true},
+		{"422 business validation", &orders{status: 422}, true},
+		{"500 returned by the handler", &orders{status: 500}, true},
+		{"401", &orders{status: 401}, false},
+		{"403", &orders{status: 403}, false},
+		{"408", &orders{status: 408}, false},
+		{"429", &orders{status: 429}, false},
+		{"502", &orders{status: 502}, false},
+		{"503", &orders{status: 503}, false},
+		{"504", &orders{status: 504}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			h := apigw.WrapV2(e.g, jwt, tc.o.handle)
+			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			first, second := call(t, h, ev), call(t, h, ev)
+			if first.StatusCode != tc.o.status || replayed(first) {
+				t.Fatalf("first %d replayed=%v", first.StatusCode, replayed(first))
+			}
+			if replayed(second) != tc.replay || (tc.replay && second.Body != first.Body) {
+				t.Errorf("second replayed=%v body %s, want replayed=%v", replayed(second), second.Body, tc.replay)
+			}
+			if want := map[bool]int32{true: 1, false: 2}[tc.replay]; tc.o.runs.Load() != want {
+				t.Errorf("ran %d times, want %d", tc.o.runs.Load(), want)
+			}
+		})
+	}
+}
+
+// TestV2HandlerError: a Go error is returned to Lambda after the claim was
+// released, so the retry runs.
+func TestV2HandlerError(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &orders{err: errors.New("payment provider timeout")}
+	h := apigw.WrapV2(e.g, jwt, o.handle)
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	if _, err := h(context.Background(), ev); !errors.Is(err, o.err) {
+		t.Fatalf("error %v, want the handler's", err)
+	}
+	if e.record(t, scopeOf(ev)) != nil {
+		t.Fatal("claim not released")
+	}
+	o.err = nil
+	if r := call(t, h, ev); r.StatusCode != 201 || replayed(r) || o.runs.Load() != 2 {
+		t.Errorf("retry: %d replayed=%v runs=%d", r.StatusCode, replayed(r), o.runs.Load())
+	}
+}
+
+// TestV2Panic: a panic is released and re-raised; the retry runs.
+func TestV2Panic(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &orders{panic: true}
+	h := apigw.WrapV2(e.g, jwt, o.handle)
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("panic swallowed")
+			}
+		}()
+		h(context.Background(), ev)
+	}()
+	o.panic = false
+	if r := call(t, h, ev); r.StatusCode != 201 || replayed(r) {
+		t.Errorf("retry after panic: %d replayed=%v", r.StatusCode, replayed(r))
+	}
+}
+
+// TestV2ConcurrentDuplicate: while a slow first request runs, a duplicate
+// gets 409 with Retry-After at once; it does not wait.
+func TestV2ConcurrentDuplicate(t *testing.T) {
+	e := newEnv(t, nil)
+	entered, release := make(chan struct{}), make(chan struct{})
+	o := &orders{}
+	h := apigw.WrapV2(e.g, jwt, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		close(entered)
+		<-release // a 5-second payment call, finished only after the duplicate was answered
+		return o.handle(ctx, ev)
+	})
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ctx, cancel := context.WithDeadline(context.Background(), e.clock.Now().Add(5*time.Second))
+	defer cancel()
+	done := make(chan events.APIGatewayV2HTTPResponse)
+	go func() {
+		r, _ := h(ctx, ev)
+		done <- r
+	}()
+	<-entered
+	dup := call(t, h, ev)
+	p := checkProblem(t, dup.StatusCode, dup.Headers, dup.Body, 409, "in-flight")
+	if p.RetryAfter < 1 || dup.Headers["Retry-After"] == "" {
+		t.Errorf("no Retry-After: %+v", p)
+	}
+	close(release)
+	if first := <-done; first.StatusCode != 201 || replayed(first) {
+		t.Errorf("first: %d", first.StatusCode)
+	}
+	if r := call(t, h, ev); !replayed(r) || o.runs.Load() != 1 {
+		t.Errorf("after completion: replayed=%v runs=%d", replayed(r), o.runs.Load())
+	}
+}
+
+// TestV2LeaseFromDeadline: the Lambda context reaches the guard, whose
+// lease ends at the deadline plus the margin.
+func TestV2LeaseFromDeadline(t *testing.T) {
+	e := newEnv(t, nil)
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	deadline := e.clock.Now().Add(15 * time.Second)
+	var lease time.Time
+	h := apigw.WrapV2(e.g, jwt, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		if d, ok := ctx.Deadline(); !ok || !d.Equal(deadline) {
+			t.Errorf("handler context deadline %v, want %v", d, deadline)
+		}
+		lease = e.record(t, scopeOf(ev)).LeaseUntil
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+	})
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if _, err := h(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if want := deadline.Add(idemkit.DefaultLeaseMargin); !lease.Equal(want) {
+		t.Errorf("lease until %v, want %v", lease, want)
+	}
+}
