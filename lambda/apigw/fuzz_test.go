@@ -1,0 +1,59 @@
+package apigw_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit/lambda/apigw"
+)
+
+// FuzzAPIGatewayV2 feeds random methods, headers and bodies to a guarded
+// HTTP API handler: it never panics, never answers 500 (the tenant is
+// configured), and answers every refusal with a problem body.
+func FuzzAPIGatewayV2(f *testing.F) {
+	base := load[events.APIGatewayV2HTTPRequest](f, "v2-jwt.json")
+	f.Add("POST", "idempotency-key", base.Headers["idempotency-key"], "application/json", base.Body, false)
+	f.Add("PATCH", "Idempotency-Key", `"a", "b"`, "application/json", `{"a":1,"a":2}`, false)
+	f.Add("POST", "IDEMPOTENCY-KEY", "k\x00", "", "eyJhIjoxfQ==", true)
+	f.Add("POST", "idempotency-key", "k", "application/x-www-form-urlencoded", "a=%zz", false)
+	f.Add("GET", "idempotency-key", "k", "text/plain", "\xff\xfe", false)
+	f.Add("DELETE", "x", "", "", "", true)
+	f.Add("POST", "idempotency-key", `"unterminated`, "application/merge-patch+json", `[[[[[[[[`, false)
+	f.Add("POST", "idempotency-key", "0190a4b2-7c3d-7e4f-8a1b-2c3d4e5f6a7b", "application/json", `{"n":1e400}`, false)
+	f.Fuzz(func(t *testing.T, method, name, key, contentType, body string, b64 bool) {
+		e := newEnv(t, nil)
+		runs := 0
+		h := apigw.WrapV2(e.g, jwt, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			runs++
+			return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"ok":true}`}, nil
+		})
+		ev := base
+		ev.RequestContext.HTTP.Method = method
+		ev.Headers = map[string]string{"content-type": contentType, name: key}
+		ev.Body, ev.IsBase64Encoded = body, b64
+		for i := 0; i < 2; i++ {
+			r, err := h(context.Background(), ev)
+			if err != nil {
+				t.Fatalf("error %v", err)
+			}
+			switch r.StatusCode {
+			case 201:
+			case 400, 409, 422:
+				var p struct {
+					Type   string `json:"type"`
+					Status int    `json:"status"`
+				}
+				if r.Headers["Content-Type"] != "application/problem+json" || json.Unmarshal([]byte(r.Body), &p) != nil || p.Status != r.StatusCode {
+					t.Fatalf("refusal %d without a problem body: %v %q", r.StatusCode, r.Headers, r.Body)
+				}
+			default:
+				t.Fatalf("status %d: %s", r.StatusCode, r.Body)
+			}
+		}
+		if runs > 2 {
+			t.Fatalf("ran %d times", runs)
+		}
+	})
+}
