@@ -1,0 +1,169 @@
+// Package alb makes Application Load Balancer Lambda targets safe to
+// retry: wrap a handler with [Wrap], and a POST or PATCH that carries an
+// Idempotency-Key runs at most once per (tenant, operation, key); its
+// retries get the first response back byte for byte, marked
+// Idempotent-Replayed: true. The semantics and problem types are those of
+// package apigw.
+//
+// Responses follow the target group's header mode: when the event carries
+// multiValueHeaders (multi-value headers enabled), replays and problems set
+// only multiValueHeaders, otherwise only headers, as the load balancer
+// reads one or the other.
+package alb
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/adapter"
+)
+
+// Config configures Wrap. The zero value guards POST and PATCH, requires
+// an Idempotency-Key of at most 255 bytes, scopes records by method and
+// path, fingerprints the body, replays Content-Type, Content-Encoding and
+// Location, and, with no Tenant, fails every guarded request closed with a
+// 500 tenant-missing problem.
+type Config struct {
+	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
+	// your own. Nil, an empty result or an error: the request fails closed.
+	Tenant Tenant
+	// Methods are the guarded methods. Nil: POST and PATCH.
+	Methods []string
+	// Header is the request header carrying the key. Empty: "Idempotency-Key".
+	Header string
+	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
+	MaxKeyLen int
+	// KeyOptional lets guarded requests without a key run unguarded.
+	KeyOptional bool
+	// Routes overrides KeyOptional and Fingerprint per "METHOD /path".
+	Routes map[string]Route
+	// Fingerprint says what of the request must be equal for a retry to be
+	// replayed. Zero: the whole body.
+	Fingerprint fingerprint.Options
+	// ReplayHeaders adds response headers to the replayed ones; see
+	// apigw.Config.ReplayHeaders for the names refused.
+	ReplayHeaders []string
+	// StoreRetryAfter is the Retry-After of a 503 store-unavailable
+	// problem. Zero: 1 s.
+	StoreRetryAfter time.Duration
+}
+
+// Route overrides a Config for one route.
+type Route struct {
+	KeyOptional bool
+	Fingerprint *fingerprint.Options
+}
+
+// Tenant returns the tenant of a request from its authenticated caller,
+// or "" when it has none.
+type Tenant func(ctx context.Context, r *events.ALBTargetGroupRequest) (string, error)
+
+// OIDCIdentity names the tenant by the x-amzn-oidc-identity header, the
+// subject the load balancer's authenticate-oidc or authenticate-cognito
+// action sets. Use it only on listener rules with such an action: without
+// one, the client chooses the header.
+func OIDCIdentity() Tenant {
+	return func(_ context.Context, r *events.ALBTargetGroupRequest) (string, error) {
+		vs := adapter.Values(r.Headers, r.MultiValueHeaders, "X-Amzn-Oidc-Identity")
+		if len(vs) != 1 {
+			return "", nil
+		}
+		return vs[0], nil
+	}
+}
+
+// SingleTenant puts every request in one tenant, for internal services.
+func SingleTenant(name string) Tenant {
+	return func(context.Context, *events.ALBTargetGroupRequest) (string, error) { return name, nil }
+}
+
+// Wrap guards an ALB target handler and returns a handler of the same
+// signature. It panics when cfg cannot be used or g is nil.
+func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error)) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	o := adapter.Options{Methods: cfg.Methods, Header: cfg.Header, MaxKeyLen: cfg.MaxKeyLen, KeyOptional: cfg.KeyOptional,
+		Fingerprint: cfg.Fingerprint, ReplayHeaders: cfg.ReplayHeaders, StoreRetryAfter: cfg.StoreRetryAfter}
+	if len(cfg.Routes) > 0 {
+		o.Routes = make(map[string]adapter.Route, len(cfg.Routes))
+		for k, r := range cfg.Routes {
+			o.Routes[k] = adapter.Route{KeyOptional: r.KeyOptional, Fingerprint: r.Fingerprint}
+		}
+	}
+	a := adapter.MustNew("alb", g, o)
+	return func(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+		multi := ev.MultiValueHeaders != nil
+		respond := func(status int, h http.Header, body string, b64 bool) events.ALBTargetGroupResponse {
+			r := events.ALBTargetGroupResponse{StatusCode: status, StatusDescription: statusLine(status), Body: body, IsBase64Encoded: b64}
+			if multi {
+				r.MultiValueHeaders = h
+			} else {
+				r.Headers = adapter.Single(h, 0)
+			}
+			return r
+		}
+		codec := adapter.Codec[events.ALBTargetGroupResponse]{
+			Snapshot: func(r events.ALBTargetGroupResponse) *idemkit.Snapshot {
+				return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, r.MultiValueHeaders),
+					Body: []byte(r.Body), Base64: r.IsBase64Encoded}
+			},
+			Replay: func(s *idemkit.Snapshot) events.ALBTargetGroupResponse {
+				h := s.Header.Clone()
+				if h == nil {
+					h = http.Header{}
+				}
+				h.Set(adapter.ReplayedHeader, "true")
+				body, b64 := adapter.LambdaBody(s)
+				return respond(s.Status, h, body, b64)
+			},
+			Problem: func(p *adapter.Problem) events.ALBTargetGroupResponse {
+				h := http.Header{}
+				for k, v := range p.Header() {
+					h.Set(k, v)
+				}
+				return respond(p.Status, h, string(p.Body()), false)
+			},
+		}
+		r := adapter.Request{
+			Method:      ev.HTTPMethod,
+			Path:        ev.Path,
+			Key:         adapter.Values(ev.Headers, ev.MultiValueHeaders, a.Header()),
+			ContentType: adapter.First(ev.Headers, ev.MultiValueHeaders, "Content-Type"),
+			BodyString:  ev.Body,
+			Base64:      ev.IsBase64Encoded,
+			Query: func() map[string][]string {
+				if ev.MultiValueQueryStringParameters != nil {
+					return ev.MultiValueQueryStringParameters
+				}
+				return toMulti(ev.QueryStringParameters)
+			},
+			Header: func() map[string][]string {
+				if multi {
+					return ev.MultiValueHeaders
+				}
+				return toMulti(ev.Headers)
+			},
+		}
+		if cfg.Tenant != nil {
+			r.Tenant = func(ctx context.Context) (string, error) { return cfg.Tenant(ctx, &ev) }
+		}
+		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.ALBTargetGroupResponse, error) {
+			return h(ctx, ev)
+		})
+	}
+}
+
+func statusLine(code int) string {
+	return strconv.Itoa(code) + " " + http.StatusText(code)
+}
+
+func toMulti(m map[string]string) map[string][]string {
+	out := make(map[string][]string, len(m))
+	for k, v := range m {
+		out[k] = append(out[k], v)
+	}
+	return out
+}
