@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+)
+
+// EnvTable names the table when --table is not given.
+const EnvTable = "IDEMKIT_TABLE"
+
+// maxKeyLen is the longest key the commands accept. It is far above any
+// service's ParseKey cap: the tool must reach every stored record.
+const maxKeyLen = 64 << 10
+
+// common are the flags every command takes.
+type common struct {
+	store   StoreOptions
+	output  string
+	timeout time.Duration
+}
+
+func (c *cli) commonFlags(fs *flag.FlagSet, o *common) {
+	fs.StringVar(&o.store.Table, "table", c.env.Getenv(EnvTable), "DynamoDB `table` of the records (default $"+EnvTable+")")
+	fs.StringVar(&o.store.HomeRegion, "home-region", "", "send every read and write to this `region`: the tenant's home region\n(default: the SDK's configured region, AWS_REGION or the profile's)")
+	fs.StringVar(&o.store.Profile, "profile", "", "shared AWS config `profile` (default: AWS_PROFILE, else the default profile)")
+	fs.StringVar(&o.output, "output", "table", "output `format`: table or json")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this `duration`; DynamoDB calls are retried within it")
+}
+
+func (o *common) check() error {
+	if o.store.Table == "" {
+		return usagef("--table is required (or set %s)", EnvTable)
+	}
+	if o.output != "table" && o.output != "json" {
+		return usagef("--output %q: want table or json", o.output)
+	}
+	if o.timeout <= 0 {
+		return usagef("--timeout must be positive")
+	}
+	return nil
+}
+
+// scopeFlags name one record.
+type scopeFlags struct {
+	tenant, operation, key string
+	accountWide            bool
+}
+
+func (s *scopeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.tenant, "tenant", "", "`tenant` of the record (required)")
+	fs.StringVar(&s.operation, "operation", "", "`operation` of the record, e.g. \"POST /orders\" (required unless --account-wide)")
+	fs.StringVar(&s.key, "key", "", "Idempotency-Key `value`, bare (abc) or quoted (\"abc\") (required)")
+	fs.BoolVar(&s.accountWide, "account-wide", false, "the service uses account-wide keys: the operation is not part of the record ID")
+}
+
+// scope returns the parsed scope and its record ID.
+func (s *scopeFlags) scope() (idemkit.Scope, string, error) {
+	if s.tenant == "" {
+		return idemkit.Scope{}, "", usagef("--tenant is required")
+	}
+	if s.operation == "" && !s.accountWide {
+		return idemkit.Scope{}, "", usagef("--operation is required (unless --account-wide)")
+	}
+	if s.key == "" {
+		return idemkit.Scope{}, "", usagef("--key is required")
+	}
+	k, err := idemkit.ParseKey([]string{s.key}, idemkit.KeyOptions{MaxLen: maxKeyLen})
+	if err != nil {
+		return idemkit.Scope{}, "", usagef("--key: %v", err)
+	}
+	sc := idemkit.Scope{Tenant: s.tenant, Operation: s.operation, Key: k}
+	return sc, sc.ID(s.accountWide), nil
+}
+
+// parse parses args with fs. It returns done with the exit code when the
+// command must stop: help was asked for (0) or the flags are wrong (1).
+func (c *cli) parse(fs *flag.FlagSet, args []string, help func(io.Writer)) (code int, done bool) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			help(c.stdout)
+			return exitOK, true
+		}
+		c.errorf("idemkit %s: %v; run 'idemkit %s --help'", fs.Name(), err, fs.Name())
+		return exitUsage, true
+	}
+	if fs.NArg() > 0 {
+		c.errorf("idemkit %s: unexpected argument %q; run 'idemkit %s --help'", fs.Name(), fs.Arg(0), fs.Name())
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+// helpFor returns a help printer: the text, the flags, the exit codes.
+func helpFor(fs *flag.FlagSet, text string) func(io.Writer) {
+	return func(w io.Writer) {
+		io.WriteString(w, text)
+		io.WriteString(w, "\nFlags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		io.WriteString(w, exitCodesHelp)
+	}
+}
+
+// open opens the store named by o.
+func (c *cli) open(ctx context.Context, o *common) (idemkit.Store, error) {
+	s, err := c.env.OpenStore(ctx, o.store)
+	if err != nil {
+		return nil, fmt.Errorf("open table %s: %w", o.store.Table, err)
+	}
+	return s, nil
+}
+
+// usageError is an error in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// errConflict marks a record in a state the command does not accept.
+var errConflict = errors.New("conflict")
+
+// conflictf returns an error that is errConflict under errors.Is.
+func conflictf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errConflict}, args...)...)
+}
+
+// exitCode classifies err into the documented exit codes.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue), errors.Is(err, dynamo.ErrInvalidPage):
+		return exitUsage
+	case errors.Is(err, idemkit.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, errConflict), errors.Is(err, idemkit.ErrNotIndeterminate), errors.Is(err, idemkit.ErrNotOwner):
+		return exitConflict
+	case errors.Is(err, idemkit.ErrStoreUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return exitUnavailable
+	}
+	return exitError
+}
+
+// fail reports err on stderr and returns its exit code.
+func (c *cli) fail(cmd string, err error) int {
+	msg := err.Error()
+	if errors.Is(err, errConflict) {
+		msg = strings.TrimPrefix(msg, errConflict.Error()+": ")
+	}
+	c.errorf("idemkit %s: %s", cmd, msg)
+	return exitCode(err)
+}
+
+func (c *cli) errorf(format string, args ...any) {
+	fmt.Fprintf(c.stderr, format+"\n", args...)
+}
+
+// notFound names the record ID in a not-found error.
+func notFound(err error, id string) error {
+	if errors.Is(err, idemkit.ErrNotFound) {
+		return fmt.Errorf("no live record with ID %q (never stored, expired, or freed): %w", id, err)
+	}
+	return err
+}

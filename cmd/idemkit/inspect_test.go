@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+func TestInspect(t *testing.T) {
+	f := newFixture(t)
+	text := scopeOf("text-1")
+	f.seedCompleted(text, &idemkit.Snapshot{
+		Status: 201,
+		Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/42"}},
+		Body:   []byte(`{"id":"42","total":1999}`),
+	})
+	binary := scopeOf("bin-1")
+	png := []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}
+	f.seedCompleted(binary, &idemkit.Snapshot{Status: 200, Header: http.Header{"Content-Type": {"image/png"}}, Body: png})
+	spaced := scopeOf("a key, with spaces")
+	f.seedIndeterminate(spaced, time.Now().Add(-90*time.Minute))
+
+	cases := []struct {
+		name    string
+		args    []string
+		want    []string
+		notWant []string
+	}{
+		{"completed, bare key", append([]string{"inspect"}, scopeArgs(text)...),
+			[]string{"State         completed", "Status        201", "Header        Content-Type: application/json", "Header        Location: /orders/42",
+				"Body          24 bytes; --body prints it", "Owner         owner-text-1", "Fingerprint   " + testFingerprint, "Replay until", "Expires", "Completed", "Age"},
+			[]string{`"total"`, "Resolved"}},
+		{"quoted key names the same record", []string{"inspect", "--tenant", "acme", "--operation", "POST /orders", "--key", `"text-1"`},
+			[]string{"Key           text-1", "State         completed"}, nil},
+		{"--body prints text", append([]string{"inspect", "--body"}, scopeArgs(text)...),
+			[]string{"Body:\n{\"id\":\"42\",\"total\":1999}\n"}, []string{"--body prints it"}},
+		{"--body prints binary as base64", append([]string{"inspect", "--body"}, scopeArgs(binary)...),
+			[]string{"Body (binary, 8 bytes, printed as base64):\n" + base64.StdEncoding.EncodeToString(png) + "\n"}, []string{"PNG"}},
+		{"indeterminate, key needing quotes", []string{"inspect", "--tenant", "acme", "--operation", "POST /orders", "--key", `"a key, with spaces"`},
+			[]string{"State         indeterminate", `Key           "a key, with spaces"`, "Response      none stored", "(1h30m ago)"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := f.run(tc.args...)
+			wantCode(t, code, exitOK, stdout, stderr)
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(stdout, w) {
+					t.Errorf("output has %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestInspectJSON(t *testing.T) {
+	f := newFixture(t)
+	s := scopeOf("json-1")
+	rec := f.seedCompleted(s, &idemkit.Snapshot{
+		Status: 201,
+		Header: http.Header{"Location": {"/orders/7"}},
+		Body:   []byte{0, 1, 2},
+	})
+	for _, withBody := range []bool{false, true} {
+		args := append([]string{"inspect", "--output", "json"}, scopeArgs(s)...)
+		if withBody {
+			args = append(args, "--body")
+		}
+		code, stdout, stderr := f.run(args...)
+		wantCode(t, code, exitOK, stdout, stderr)
+		got := decode[recordJSON](t, stdout)
+		if got.ID != s.ID(false) || got.Tenant != "acme" || got.Operation != "POST /orders" || got.Key != "json-1" ||
+			got.State != "completed" || got.Owner != rec.Owner || got.Fingerprint != testFingerprint {
+			t.Errorf("identity fields: %+v", got)
+		}
+		for name, tm := range map[string]*time.Time{"created_at": got.CreatedAt, "lease_until": got.LeaseUntil, "replay_until": got.ReplayUntil, "expires_at": got.ExpiresAt, "completed_at": got.CompletedAt} {
+			if tm == nil || tm.Location() != time.UTC {
+				t.Errorf("%s = %v, want a UTC time", name, tm)
+			}
+		}
+		if got.Resolution != nil {
+			t.Errorf("resolution %+v, want none", got.Resolution)
+		}
+		sn := got.Snapshot
+		if sn == nil || sn.Status != 201 || sn.BodyBytes != 3 || sn.Headers["Location"][0] != "/orders/7" {
+			t.Fatalf("snapshot %+v", sn)
+		}
+		if !withBody && sn.Body != nil {
+			t.Errorf("body printed without --body")
+		}
+		if withBody && (sn.Body == nil || *sn.Body != "AAEC" || sn.BodyEncoding != "base64") {
+			t.Errorf("body %v (%s), want AAEC base64", sn.Body, sn.BodyEncoding)
+		}
+		// RFC 3339 on the wire.
+		if !strings.Contains(stdout, `"created_at": "`+rec.CreatedAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)) {
+			t.Errorf("created_at not RFC 3339 UTC:\n%s", stdout)
+		}
+	}
+}
+
+// Account-wide keys leave the operation out of the record ID.
+func TestInspectAccountWide(t *testing.T) {
+	f := newFixture(t)
+	s := scopeOf("acct-1")
+	g, err := idemkit.New(idemkit.Config{Store: f.store, AccountWide: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	if _, _, err := g.Do(t.Context(), request(s), handler(&runs)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := f.run("inspect", "--tenant", "acme", "--key", "acct-1", "--account-wide")
+	wantCode(t, code, exitOK, stdout, stderr)
+	if !strings.Contains(stdout, "ID            "+s.ID(true)) || !strings.Contains(stdout, "Operation     POST /orders") {
+		t.Errorf("output:\n%s", stdout)
+	}
+	code, stdout, stderr = f.run(append([]string{"inspect"}, scopeArgs(s)...)...)
+	wantCode(t, code, exitNotFound, stdout, stderr)
+}

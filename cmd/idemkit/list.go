@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+const listHelp = `Usage: idemkit list --table T [--state indeterminate] [--tenant X] [--limit N] [--all | --page TOKEN]
+
+List indeterminate records, oldest lease first: executions whose lease ended
+without an outcome under the fail-closed policy. Every retry of such a
+request is refused until the record is resolved (idemkit resolve).
+
+The listing reads the table's sparse indexes (one Query per page); it never
+scans the table. One page is printed at a time, followed by the token of the
+next page, if any; --page TOKEN prints that page and --all prints every page.
+A page may hold fewer than --limit records and still have a next page.
+AGE is the time since the lease ended. An operation marked (account-wide)
+belongs to a record of account-wide keys: pass --account-wide to inspect and
+resolve it. Index reads are eventually
+consistent: a record marked or resolved a moment ago may be missing or still
+listed; inspect reads the record itself.
+
+Without --tenant, every tenant's records are listed from the region the
+table is read in (--home-region or the SDK's region): a global table holds
+every tenant's records in every region. With --tenant, that tenant's home
+region should be given.
+`
+
+// listJSON is the --output json form of a listing.
+type listJSON struct {
+	Records []recordJSON `json:"records"`
+	// NextPage is the token of the following page; empty when the listing
+	// is complete.
+	NextPage string `json:"next_page"`
+}
+
+func runList(ctx context.Context, c *cli, args []string) int {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	var (
+		o            common
+		state        string
+		tenant, page string
+		limit        int
+		all          bool
+	)
+	c.commonFlags(fs, &o)
+	fs.StringVar(&state, "state", string(idemkit.StateIndeterminate), "`state` to list; only indeterminate is indexed")
+	fs.StringVar(&tenant, "tenant", "", "list only this `tenant`'s records")
+	fs.IntVar(&limit, "limit", 50, "at most `N` records per page (1-1000)")
+	fs.BoolVar(&all, "all", false, "print every page")
+	fs.StringVar(&page, "page", "", "print the page with this `token` (from a previous listing)")
+	if code, done := c.parse(fs, args, helpFor(fs, listHelp)); done {
+		return code
+	}
+	err := o.check()
+	switch {
+	case err != nil:
+	case state != string(idemkit.StateIndeterminate):
+		err = usagef("--state %q: only indeterminate records can be listed (the other states are not indexed)", state)
+	case limit < 1 || limit > 1000:
+		err = usagef("--limit %d: want 1 to 1000", limit)
+	case all && page != "":
+		err = usagef("--all and --page exclude each other")
+	}
+	if err != nil {
+		return c.fail("list", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	store, err := c.open(ctx, &o)
+	if err != nil {
+		return c.fail("list", err)
+	}
+	now := c.env.Now()
+	var recs []*idemkit.Record
+	for {
+		got, next, err := store.ListIndeterminate(ctx, tenant, page, limit, now)
+		if err != nil {
+			return c.fail("list", err)
+		}
+		recs = append(recs, got...)
+		page = next
+		if !all || next == "" {
+			break
+		}
+	}
+	if o.output == "json" {
+		out := listJSON{Records: make([]recordJSON, 0, len(recs)), NextPage: page}
+		for _, r := range recs {
+			out.Records = append(out.Records, toJSON(r, now, false))
+		}
+		err = writeJSON(c.stdout, out)
+	} else {
+		err = writeList(c, recs, page, now)
+	}
+	if err != nil {
+		return c.fail("list", err)
+	}
+	return exitOK
+}
+
+func writeList(c *cli, recs []*idemkit.Record, next string, now time.Time) error {
+	if len(recs) == 0 {
+		fmt.Fprintln(c.stdout, "No indeterminate records on this page.")
+	} else {
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TENANT\tOPERATION\tKEY\tAGE\tLEASE ENDED\tCREATED")
+		for _, r := range recs {
+			op := r.Scope.Operation
+			if strings.HasPrefix(r.ID, "a1|") {
+				op += " (account-wide)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scope.Tenant, op, displayKey(r.Scope.Key),
+				age(now.Sub(r.LeaseUntil)), r.LeaseUntil.UTC().Format(time.RFC3339), r.CreatedAt.UTC().Format(time.RFC3339))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if next != "" {
+		_, err := fmt.Fprintf(c.stdout, "\nMore records: run again with --page %s\n", next)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// seven stores seven indeterminate records of tenant acme, leases ended
+// 7..1 hours ago (k1 oldest), plus one of another tenant and one completed
+// record, and returns the acme keys oldest first.
+func seven(f *fixture) []string {
+	var keys []string
+	for i := 1; i <= 7; i++ {
+		k := fmt.Sprintf("k%d", i)
+		f.seedIndeterminate(scopeOf(k), time.Now().Add(-time.Duration(8-i)*time.Hour))
+		keys = append(keys, k)
+	}
+	f.seedIndeterminate(idemkit.Scope{Tenant: "globex", Operation: "POST /orders", Key: "g1"}, time.Now().Add(-30*time.Minute))
+	f.seedCompleted(scopeOf("done"), &idemkit.Snapshot{Status: 201})
+	return keys
+}
+
+// Seven records with --limit 3 come in pages of 3, 3 and 1, oldest lease
+// first, each page naming the next one's token.
+func TestListPages(t *testing.T) {
+	f := newFixture(t)
+	want := seven(f)
+	var got []string
+	page := ""
+	for round := 0; ; round++ {
+		args := []string{"list", "--tenant", "acme", "--limit", "3", "--output", "json"}
+		if page != "" {
+			args = append(args, "--page", page)
+		}
+		code, stdout, stderr := f.run(args...)
+		wantCode(t, code, exitOK, stdout, stderr)
+		out := decode[listJSON](t, stdout)
+		if len(out.Records) > 3 {
+			t.Fatalf("page %d holds %d records, limit 3", round, len(out.Records))
+		}
+		for _, r := range out.Records {
+			if r.State != "indeterminate" || r.Tenant != "acme" {
+				t.Errorf("listed %+v", r)
+			}
+			if want := int64(time.Since(*r.LeaseUntil) / time.Second); r.LeaseEndedSecondsAgo < want-5 || r.LeaseEndedSecondsAgo > want+5 {
+				t.Errorf("%s: lease_ended_seconds_ago %d, want about %d", r.Key, r.LeaseEndedSecondsAgo, want)
+			}
+			got = append(got, r.Key)
+		}
+		page = out.NextPage
+		if page == "" {
+			break
+		}
+		if round > 7 {
+			t.Fatalf("listing does not end: %v", got)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("listed %v, want %v (oldest lease first)", got, want)
+	}
+}
+
+func TestListTable(t *testing.T) {
+	f := newFixture(t)
+	seven(f)
+	code, stdout, stderr := f.run("list", "--limit", "3")
+	wantCode(t, code, exitOK, stdout, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if !regexp.MustCompile(`^TENANT\s+OPERATION\s+KEY\s+AGE\s+LEASE ENDED\s+CREATED$`).MatchString(lines[0]) {
+		t.Errorf("header %q", lines[0])
+	}
+	if len(lines) != 6 || !regexp.MustCompile(`^acme\s+POST /orders\s+k1\s+7h00m\s+\S+Z\s+\S+Z$`).MatchString(lines[1]) {
+		t.Fatalf("output:\n%s", stdout)
+	}
+	m := regexp.MustCompile(`More records: run again with --page (\S+)$`).FindStringSubmatch(lines[5])
+	if m == nil {
+		t.Fatalf("no next-page line:\n%s", stdout)
+	}
+	// Across tenants, --all follows every token: 8 records, globex last.
+	code, stdout, stderr = f.run("list", "--limit", "3", "--all")
+	wantCode(t, code, exitOK, stdout, stderr)
+	lines = strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 9 || !strings.HasPrefix(lines[8], "globex") || strings.Contains(stdout, "More records") {
+		t.Fatalf("--all output:\n%s", stdout)
+	}
+	code, stdout, stderr = f.run("list", "--limit", "3", "--page", m[1])
+	wantCode(t, code, exitOK, stdout, stderr)
+	if !strings.Contains(stdout, "k4") || strings.Contains(stdout, "k3") {
+		t.Fatalf("second page:\n%s", stdout)
+	}
+}
+
+func TestListEmpty(t *testing.T) {
+	f := newFixture(t)
+	f.seedCompleted(scopeOf("done"), &idemkit.Snapshot{Status: 201})
+	code, stdout, stderr := f.run("list")
+	wantCode(t, code, exitOK, stdout, stderr)
+	if strings.TrimSpace(stdout) != "No indeterminate records on this page." {
+		t.Errorf("output %q", stdout)
+	}
+	code, stdout, stderr = f.run("list", "--output", "json")
+	wantCode(t, code, exitOK, stdout, stderr)
+	if strings.Join(strings.Fields(stdout), "") != `{"records":[],"next_page":""}` {
+		t.Errorf("output %q", stdout)
+	}
+}

@@ -1,0 +1,188 @@
+// Command idemkit is the operator's tool for the idempotency records that
+// idemkit keeps in DynamoDB. When an execution's lease ends without an
+// outcome under the fail-closed policy, the record becomes indeterminate
+// and every retry of that request is refused until a person decides what
+// happened downstream. idemkit lists those records, shows one, and records
+// the decision:
+//
+//	idemkit list    --table T [--tenant X] [--limit N] [--all | --page TOKEN]
+//	idemkit inspect --table T --tenant X --operation "POST /orders" --key K [--body]
+//	idemkit resolve --table T --tenant X --operation "POST /orders" --key K \
+//	        --as completed|failed --reason "..." [--status 201 --body-file f --header 'Name: value' ...]
+//
+// Every command takes --help, --output table|json, --home-region and
+// --timeout. AWS access uses the SDK's standard configuration (AWS_REGION,
+// AWS_PROFILE or --profile, AWS_ENDPOINT_URL_DYNAMODB, ...). Listing reads
+// the table's sparse indexes; no command scans the table.
+//
+// Exit codes:
+//
+//	0  success (an empty listing included)
+//	1  usage error: unknown command or flag, missing or invalid value
+//	2  any other error (operator identity unavailable, corrupt record, ...)
+//	3  not found: no live record for the scope
+//	4  conflict: the record is not in a state the command accepts, or
+//	   another writer changed it first; nothing was changed
+//	5  store unavailable: DynamoDB could not be reached or refused the call
+//	   (network, throttling, timeout, missing table or permission)
+//
+// docs/OPERATIONS.md is the runbook.
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, Env{}))
+}
+
+// Exit codes. They are part of the command's interface: never renumber.
+const (
+	exitOK          = 0
+	exitUsage       = 1
+	exitError       = 2
+	exitNotFound    = 3
+	exitConflict    = 4
+	exitUnavailable = 5
+)
+
+// StoreOptions name the store a command works on.
+type StoreOptions struct {
+	// Table is the DynamoDB table.
+	Table string
+	// HomeRegion is the region every read and write is sent to: the home
+	// region of the tenant worked on. Empty: the SDK's configured region.
+	HomeRegion string
+	// Profile is the shared-config profile. Empty: the SDK's default.
+	Profile string
+}
+
+// Env is what a command takes from its surroundings. Tests replace it;
+// the zero value is the real environment.
+type Env struct {
+	// OpenStore opens the store. Nil: the DynamoDB store (openDynamo).
+	OpenStore func(ctx context.Context, o StoreOptions) (idemkit.Store, error)
+	// Now returns the current time. Nil: time.Now.
+	Now func() time.Time
+	// Operator returns the caller's identity when --operator is not given.
+	// Nil: the ARN from STS GetCallerIdentity (callerARN).
+	Operator func(ctx context.Context, o StoreOptions) (string, error)
+	// Getenv reads an environment variable. Nil: os.Getenv.
+	Getenv func(string) string
+	// Stdin is read by --body-file -. Nil: os.Stdin.
+	Stdin io.Reader
+}
+
+func (e Env) withDefaults() Env {
+	if e.OpenStore == nil {
+		e.OpenStore = openDynamo
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Operator == nil {
+		e.Operator = callerARN
+	}
+	if e.Getenv == nil {
+		e.Getenv = os.Getenv
+	}
+	if e.Stdin == nil {
+		e.Stdin = os.Stdin
+	}
+	return e
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, c *cli, args []string) int
+}
+
+var commands = []command{
+	{"inspect", "show one record: state, timings, owner, fingerprint, stored response, resolution", runInspect},
+	{"list", "list indeterminate records, oldest lease first (reads the sparse index)", runList},
+	{"resolve", "record an operator's decision on an indeterminate record", runResolve},
+}
+
+// cli carries a run's writers and environment to the commands.
+type cli struct {
+	stdout, stderr io.Writer
+	env            Env
+}
+
+// run executes the command line args (without the program name) and
+// returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, env Env) int {
+	c := &cli{stdout: stdout, stderr: stderr, env: env.withDefaults()}
+	if len(args) == 0 {
+		c.usage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		c.usage(stdout)
+		return exitOK
+	case "help":
+		if len(args) == 1 {
+			c.usage(stdout)
+			return exitOK
+		}
+		name, args = args[1], []string{args[1], "--help"}
+	}
+	for _, cmd := range commands {
+		if cmd.name == name {
+			return cmd.run(ctx, c, args[1:])
+		}
+	}
+	c.errorf("idemkit: unknown command %q; run 'idemkit --help'", name)
+	return exitUsage
+}
+
+func (c *cli) usage(w io.Writer) {
+	io.WriteString(w, `idemkit operates the idempotency records idemkit keeps in a DynamoDB table.
+
+Usage:
+  idemkit <command> [flags]
+  idemkit help <command>
+
+Commands:
+`)
+	for _, cmd := range commands {
+		io.WriteString(w, "  "+padRight(cmd.name, 9)+cmd.summary+"\n")
+	}
+	io.WriteString(w, `
+Every command takes --help, --output table|json, --home-region REGION,
+--profile NAME and --timeout. AWS access uses the SDK's standard
+configuration: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB, credentials
+from the environment, shared files, SSO or the instance role.
+`+exitCodesHelp+`
+The runbook is docs/OPERATIONS.md.
+`)
+}
+
+const exitCodesHelp = `
+Exit codes:
+  0  success (an empty listing included)
+  1  usage error: unknown command or flag, missing or invalid value
+  2  any other error (operator identity unavailable, corrupt record, ...)
+  3  not found: no live record for the scope
+  4  conflict: the record is not in a state the command accepts, or another
+     writer changed it first; nothing was changed
+  5  store unavailable: DynamoDB could not be reached or refused the call
+     (network, throttling, timeout, missing table or permission)
+`
+
+func padRight(s string, n int) string {
+	for len(s) < n {
+		s += " "
+	}
+	return s
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/dynalite"
+)
+
+func TestMain(m *testing.M) { dynalite.Main(m) }
+
+// fixture is a store table on the test server and an Env that opens it.
+type fixture struct {
+	t     *testing.T
+	table string
+	store *dynamo.Store
+	env   Env
+	// operators counts the identity lookups.
+	operators atomic.Int32
+}
+
+const testOperator = "arn:aws:iam::123456789012:user/alice"
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	c := dynalite.Client(t)
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("idemkit"))
+	s, err := dynamo.New(c, table, dynamo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, table: table, store: s}
+	f.env = Env{
+		OpenStore: func(_ context.Context, o StoreOptions) (idemkit.Store, error) {
+			if o.Table != table {
+				t.Errorf("OpenStore: table %q, want %q", o.Table, table)
+			}
+			return s, nil
+		},
+		Operator: func(context.Context, StoreOptions) (string, error) {
+			f.operators.Add(1)
+			return testOperator, nil
+		},
+		Getenv: func(string) string { return "" },
+	}
+	return f
+}
+
+// run runs the command line with the fixture's table and returns the exit
+// code, stdout and stderr.
+func (f *fixture) run(args ...string) (int, string, string) {
+	f.t.Helper()
+	if len(args) > 0 && args[0] != "help" && !strings.HasPrefix(args[0], "-") {
+		args = append([]string{args[0], "--table", f.table}, args[1:]...)
+	}
+	return runWith(f.t, f.env, args...)
+}
+
+func runWith(t *testing.T, env Env, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), args, &stdout, &stderr, env)
+	return code, stdout.String(), stderr.String()
+}
+
+func scopeOf(key string) idemkit.Scope {
+	return idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}
+}
+
+func scopeArgs(s idemkit.Scope) []string {
+	return []string{"--tenant", s.Tenant, "--operation", s.Operation, "--key", s.Key}
+}
+
+const testFingerprint = "v1:sha256:0f1e2d"
+
+// seed stores an in_flight record for s whose lease ends at leaseUntil.
+func (f *fixture) seed(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
+	f.t.Helper()
+	now := time.Now()
+	rec := &idemkit.Record{
+		ID:          s.ID(false),
+		Scope:       s,
+		State:       idemkit.StateInFlight,
+		Fingerprint: testFingerprint,
+		Owner:       "owner-" + s.Key,
+		LeaseUntil:  leaseUntil,
+		ReplayUntil: now.Add(idemkit.DefaultReplayWindow),
+		ExpiresAt:   now.Add(idemkit.DefaultRecordRetention),
+		CreatedAt:   leaseUntil.Add(-30 * time.Second),
+	}
+	res, err := f.store.Claim(f.t.Context(), rec, now, idemkit.ClaimOptions{})
+	if err != nil || !res.Won {
+		f.t.Fatalf("seed %s: won %v, err %v", s.Key, res.Won, err)
+	}
+	return rec
+}
+
+// seedStale stores an in_flight record for s whose lease ended a minute ago.
+func (f *fixture) seedStale(s idemkit.Scope) *idemkit.Record {
+	return f.seed(s, time.Now().Add(-time.Minute))
+}
+
+// seedIndeterminate stores an indeterminate record for s whose lease ended
+// at leaseUntil (in the past).
+func (f *fixture) seedIndeterminate(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
+	f.t.Helper()
+	rec := f.seed(s, leaseUntil)
+	out, err := f.store.MarkIndeterminate(f.t.Context(), rec.ID, rec.Owner, time.Now())
+	if err != nil {
+		f.t.Fatalf("mark %s: %v", s.Key, err)
+	}
+	return out
+}
+
+// seedCompleted stores a completed record for s with snap.
+func (f *fixture) seedCompleted(s idemkit.Scope, snap *idemkit.Snapshot) *idemkit.Record {
+	f.t.Helper()
+	rec := f.seed(s, time.Now().Add(time.Minute))
+	done := *rec
+	done.State = idemkit.StateCompleted
+	done.CompletedAt = time.Now()
+	done.Snapshot = snap
+	if err := f.store.Complete(f.t.Context(), &done, time.Now()); err != nil {
+		f.t.Fatalf("complete %s: %v", s.Key, err)
+	}
+	return &done
+}
+
+func (f *fixture) get(s idemkit.Scope) *idemkit.Record {
+	f.t.Helper()
+	rec, err := f.store.Get(f.t.Context(), s.ID(false), time.Now())
+	if err != nil {
+		f.t.Fatalf("get %s: %v", s.Key, err)
+	}
+	return rec
+}
+
+// guard returns a Guard on the fixture's store with the given stale-lease
+// policy.
+func (f *fixture) guard(p idemkit.StalePolicy) *idemkit.Guard {
+	f.t.Helper()
+	g, err := idemkit.New(idemkit.Config{Store: f.store, Policy: idemkit.Policy{OnStaleLease: p, Lease: time.Minute}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return g
+}
+
+func request(s idemkit.Scope) idemkit.Request {
+	return idemkit.Request{Scope: s, Fingerprint: testFingerprint}
+}
+
+// handler counts its runs and answers 201.
+func handler(runs *atomic.Int32) idemkit.Handler {
+	return func(context.Context) (*idemkit.Snapshot, error) {
+		runs.Add(1)
+		return &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/orders/from-handler"}}, Body: []byte(`{"id":"handler"}`)}, nil
+	}
+}
+
+func decode[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, s)
+	}
+	return v
+}
+
+func wantCode(t *testing.T, got int, want int, stdout, stderr string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", got, want, stdout, stderr)
+	}
+}
+
+// failingStore fails every call as unavailable.
+type failingStore struct{ idemkit.Store }
+
+var errDown = &idemkit.StoreError{Op: "get", Err: errors.New("connection refused")}
+
+func (failingStore) Get(context.Context, string, time.Time) (*idemkit.Record, error) {
+	return nil, errDown
+}
+
+func (failingStore) ListIndeterminate(context.Context, string, string, int, time.Time) ([]*idemkit.Record, string, error) {
+	return nil, "", errDown
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idemkit/idemkit"
+)
+
+// recordJSON is a record in --output json. Field names are stable; times
+// are RFC 3339 in UTC; absent times are left out.
+type recordJSON struct {
+	ID          string     `json:"id"`
+	Tenant      string     `json:"tenant"`
+	Operation   string     `json:"operation"`
+	Key         string     `json:"key"`
+	State       string     `json:"state"`
+	CreatedAt   *time.Time `json:"created_at,omitempty"`
+	LeaseUntil  *time.Time `json:"lease_until,omitempty"`
+	ReplayUntil *time.Time `json:"replay_until,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	// AgeSeconds is the time since CreatedAt.
+	AgeSeconds int64 `json:"age_seconds"`
+	// LeaseEndedSecondsAgo is the time since LeaseUntil; negative while
+	// the lease runs.
+	LeaseEndedSecondsAgo int64           `json:"lease_ended_seconds_ago"`
+	Owner                string          `json:"owner"`
+	Fingerprint          string          `json:"fingerprint"`
+	Snapshot             *snapshotJSON   `json:"snapshot,omitempty"`
+	Resolution           *resolutionJSON `json:"resolution,omitempty"`
+}
+
+type snapshotJSON struct {
+	Status  int                 `json:"status"`
+	Headers map[string][]string `json:"headers"`
+	// BodyBytes is the stored body's length.
+	BodyBytes int `json:"body_bytes"`
+	// IsBase64Encoded is the Lambda proxy flag: the stored body is the
+	// base64 text the handler returned.
+	IsBase64Encoded bool `json:"is_base64_encoded"`
+	// BodyOmitted: the body was too large to store.
+	BodyOmitted bool `json:"body_omitted"`
+	// Body is present only with --body, encoded as BodyEncoding says.
+	Body         *string `json:"body,omitempty"`
+	BodyEncoding string  `json:"body_encoding,omitempty"` // "text" or "base64"
+}
+
+type resolutionJSON struct {
+	As         string     `json:"as"`
+	Operator   string     `json:"operator"`
+	Reason     string     `json:"reason"`
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+}
+
+func jsonTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func toJSON(r *idemkit.Record, now time.Time, withBody bool) recordJSON {
+	j := recordJSON{
+		ID:                   r.ID,
+		Tenant:               r.Scope.Tenant,
+		Operation:            r.Scope.Operation,
+		Key:                  r.Scope.Key,
+		State:                string(r.State),
+		CreatedAt:            jsonTime(r.CreatedAt),
+		LeaseUntil:           jsonTime(r.LeaseUntil),
+		ReplayUntil:          jsonTime(r.ReplayUntil),
+		ExpiresAt:            jsonTime(r.ExpiresAt),
+		CompletedAt:          jsonTime(r.CompletedAt),
+		AgeSeconds:           int64(now.Sub(r.CreatedAt) / time.Second),
+		LeaseEndedSecondsAgo: int64(now.Sub(r.LeaseUntil) / time.Second),
+		Owner:                r.Owner,
+		Fingerprint:          r.Fingerprint,
+	}
+	if s := r.Snapshot; s != nil {
+		sj := &snapshotJSON{Status: s.Status, Headers: map[string][]string(s.Header), BodyBytes: len(s.Body), IsBase64Encoded: s.Base64, BodyOmitted: s.Omitted}
+		if sj.Headers == nil {
+			sj.Headers = map[string][]string{}
+		}
+		if withBody && !s.Omitted {
+			text, enc := bodyText(s.Body)
+			sj.Body, sj.BodyEncoding = &text, enc
+		}
+		j.Snapshot = sj
+	}
+	if res := r.Resolution; res != nil {
+		j.Resolution = &resolutionJSON{As: string(res.As), Operator: res.Operator, Reason: res.Reason, ResolvedAt: jsonTime(res.ResolvedAt)}
+	}
+	return j
+}
+
+// bodyText returns a body as printable text: as is when it is UTF-8
+// without control characters other than tab and line breaks, else base64.
+func bodyText(b []byte) (text, encoding string) {
+	if printable(b) {
+		return string(b), "text"
+	}
+	return base64.StdEncoding.EncodeToString(b), "base64"
+}
+
+func printable(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeRecord prints r as a two-column table.
+func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("ID", r.ID)
+	row("Tenant", r.Scope.Tenant)
+	row("Operation", r.Scope.Operation)
+	row("Key", displayKey(r.Scope.Key))
+	row("State", string(r.State))
+	row("Created", stamp(r.CreatedAt, now))
+	if !r.CreatedAt.IsZero() {
+		row("Age", age(now.Sub(r.CreatedAt)))
+	}
+	row("Lease until", stamp(r.LeaseUntil, now))
+	row("Replay until", stamp(r.ReplayUntil, now))
+	row("Expires", stamp(r.ExpiresAt, now))
+	row("Completed", stamp(r.CompletedAt, now))
+	row("Owner", r.Owner)
+	row("Fingerprint", r.Fingerprint)
+	var body []byte
+	if s := r.Snapshot; s != nil {
+		row("Status", fmt.Sprint(s.Status))
+		names := make([]string, 0, len(s.Header))
+		for name := range s.Header {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			for _, v := range s.Header[name] {
+				row("Header", name+": "+v)
+			}
+		}
+		switch {
+		case s.Omitted:
+			row("Body", "not stored (too large); replays answer with the outcome only")
+		case len(s.Body) == 0:
+			row("Body", "empty")
+		default:
+			note := ""
+			if s.Base64 {
+				note = ", base64 text of a binary response (IsBase64Encoded)"
+			}
+			if !withBody {
+				note += "; --body prints it"
+			}
+			row("Body", fmt.Sprintf("%d bytes%s", len(s.Body), note))
+			if withBody {
+				body = s.Body
+			}
+		}
+	} else {
+		row("Response", "none stored")
+	}
+	if res := r.Resolution; res != nil {
+		row("Resolved as", string(res.As))
+		row("Resolved by", res.Operator)
+		row("Resolved at", stamp(res.ResolvedAt, now))
+		row("Reason", res.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if body != nil {
+		text, enc := bodyText(body)
+		if enc == "base64" {
+			fmt.Fprintf(w, "\nBody (binary, %d bytes, printed as base64):\n", len(body))
+		} else {
+			fmt.Fprintf(w, "\nBody:\n")
+		}
+		_, err := io.WriteString(w, strings.TrimRight(text, "\n")+"\n")
+		return err
+	}
+	return nil
+}
+
+// stamp formats t in RFC 3339 (UTC) with its distance from now.
+func stamp(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	rel := age(d) + " ago"
+	if d < 0 {
+		rel = "in " + age(-d)
+	}
+	return t.UTC().Format(time.RFC3339) + " (" + rel + ")"
+}
+
+// age formats a duration for people: 45s, 12m30s, 5h02m, 3d04h.
+func age(d time.Duration) string {
+	if d < 0 {
+		return "-" + age(-d)
+	}
+	d = d.Truncate(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// displayKey returns a key as --key accepts it back: bare when it can be,
+// else as a structured-field string.
+func displayKey(k string) string {
+	if !strings.ContainsAny(k, " \"\\,") {
+		return k
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return `"` + r.Replace(k) + `"`
+}
+
+// header canonicalizes a header map for output and input alike.
+func canonical(name string) string { return http.CanonicalHeaderKey(strings.TrimSpace(name)) }

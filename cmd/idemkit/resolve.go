@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+const resolveHelp = `Usage: idemkit resolve --table T --tenant X --operation "POST /orders" --key K
+         --as completed|failed --reason "..." [flags]
+
+Record a decision on an indeterminate record, after checking downstream
+(the payment processor, the ledger, the warehouse) whether the request had
+its effect:
+
+  --as failed     it did not happen: the key is freed, and the client's next
+                  retry runs the request again.
+  --as completed  it happened: the given response (--status, --header,
+                  --body-file) is stored and replayed to every retry.
+
+The write is conditional on the record still being indeterminate: when
+another operator or a retry changed it first, nothing is changed and the
+exit code is 4. The reason, the operator and the time are kept on the record.
+
+An in_flight record whose lease has ended is accepted too: it is first
+marked indeterminate, fenced on the owner token read (exactly what a retry
+under the fail-closed policy does), then resolved. If a retry takes the
+record over first (the takeover policy), or the execution completes first,
+the mark is refused and nothing is changed (exit 4). An in_flight record
+whose lease still runs is refused (exit 4): the request may still be running.
+
+The operator is --operator when given, else the ARN of the caller's AWS
+identity (STS GetCallerIdentity, 5 s timeout). When neither can be had the
+command refuses (exit 2).
+
+Headers that must not be replayed (Date, Set-Cookie, Content-Length,
+hop-by-hop, trace and rate-limit headers) are refused.
+`
+
+// stsTimeout bounds the caller identity lookup.
+const stsTimeout = 5 * time.Second
+
+// Bounds on what an operator types.
+const (
+	maxReason   = 4096
+	maxOperator = 1024
+)
+
+// headerFlags collects repeated --header values.
+type headerFlags struct{ h http.Header }
+
+func (f *headerFlags) String() string { return "" }
+
+func (f *headerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok {
+		return fmt.Errorf("want 'Name: value', got %q", v)
+	}
+	name = strings.TrimSpace(name)
+	if !isToken(name) {
+		return fmt.Errorf("invalid header name %q", name)
+	}
+	value = strings.TrimSpace(value)
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return fmt.Errorf("header %s: value holds a line break or NUL", name)
+	}
+	name = canonical(name)
+	if notReplayed(name) {
+		return fmt.Errorf("header %s is never replayed", name)
+	}
+	if f.h == nil {
+		f.h = http.Header{}
+	}
+	f.h.Add(name, value)
+	return nil
+}
+
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// notReplayed reports whether a canonical header name is one a replay
+// must never carry.
+func notReplayed(name string) bool {
+	switch name {
+	case "Date", "Set-Cookie", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
+		"Upgrade", "Trailer", "Te", "Idempotent-Replayed", "Traceparent", "Tracestate", "X-Request-Id":
+		return true
+	}
+	for _, p := range []string{"Ratelimit", "X-Amzn-", "X-Amz-"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveJSON is the --output json form of a resolution.
+type resolveJSON struct {
+	// PreviousState is indeterminate, or in_flight when the command marked
+	// an expired lease indeterminate first.
+	PreviousState string     `json:"previous_state"`
+	Record        recordJSON `json:"record"`
+}
+
+func runResolve(ctx context.Context, c *cli, args []string) int {
+	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
+	var (
+		o          common
+		sf         scopeFlags
+		as, reason string
+		operator   string
+		status     int
+		bodyFile   string
+		bodyBase64 bool
+		header     headerFlags
+	)
+	c.commonFlags(fs, &o)
+	sf.register(fs)
+	fs.StringVar(&as, "as", "", "the `decision`: completed (it happened; store the response) or failed (it did not; free the key) (required)")
+	fs.StringVar(&reason, "reason", "", "`text` saying why, with the evidence (ticket, processor reference) (required)")
+	fs.StringVar(&operator, "operator", "", "`name` of who decides (default: the caller's AWS identity ARN, from STS)")
+	fs.IntVar(&status, "status", 0, "with --as completed: the response `status` to replay (required)")
+	fs.StringVar(&bodyFile, "body-file", "", "with --as completed: the response body, read from `file` (- for stdin)")
+	fs.BoolVar(&bodyBase64, "body-base64", false, "with --as completed: the body file holds the base64 text of a binary body,\nreplayed with IsBase64Encoded (Lambda proxy responses)")
+	fs.Var(&header, "header", "with --as completed: a response header to replay, 'Name: value' (repeatable)")
+	if code, done := c.parse(fs, args, helpFor(fs, resolveHelp)); done {
+		return code
+	}
+	res, id, err := c.resolution(&o, &sf, as, reason, operator, status, bodyFile, bodyBase64, header.h)
+	if err != nil {
+		return c.fail("resolve", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if res.Operator == "" {
+		if res.Operator, err = c.operator(ctx, o.store); err != nil {
+			return c.fail("resolve", err)
+		}
+	}
+	store, err := c.open(ctx, &o)
+	if err != nil {
+		return c.fail("resolve", err)
+	}
+	prev, rec, err := resolve(ctx, store, id, res, c.env.Now())
+	if err != nil {
+		return c.fail("resolve", err)
+	}
+	if s := rec.Snapshot; s != nil && s.Omitted && len(res.Snapshot.Body) > 0 {
+		c.errorf("idemkit resolve: warning: the body was too large to store; replays answer with the outcome only")
+	}
+	now := c.env.Now()
+	if o.output == "json" {
+		err = writeJSON(c.stdout, resolveJSON{PreviousState: string(prev), Record: toJSON(rec, now, false)})
+	} else {
+		fmt.Fprintf(c.stdout, "Resolved as %s (was %s).\n\n", rec.State, prev)
+		err = writeRecord(c.stdout, rec, now, false)
+	}
+	if err != nil {
+		return c.fail("resolve", err)
+	}
+	return exitOK
+}
+
+// resolution checks the flags and returns the resolution they ask for
+// (Operator set only from --operator) and the record ID.
+func (c *cli) resolution(o *common, sf *scopeFlags, as, reason, operator string, status int, bodyFile string, bodyBase64 bool, header http.Header) (idemkit.Resolution, string, error) {
+	var res idemkit.Resolution
+	if err := o.check(); err != nil {
+		return res, "", err
+	}
+	_, id, err := sf.scope()
+	if err != nil {
+		return res, "", err
+	}
+	reason = strings.TrimSpace(reason)
+	operator = strings.TrimSpace(operator)
+	switch {
+	case reason == "":
+		return res, "", usagef("--reason is required: say why, with the evidence")
+	case len(reason) > maxReason:
+		return res, "", usagef("--reason is %d bytes, at most %d", len(reason), maxReason)
+	case len(operator) > maxOperator:
+		return res, "", usagef("--operator is %d bytes, at most %d", len(operator), maxOperator)
+	}
+	res = idemkit.Resolution{As: idemkit.State(as), Reason: reason, Operator: operator}
+	switch res.As {
+	case idemkit.StateFailed:
+		if status != 0 || bodyFile != "" || bodyBase64 || header != nil {
+			return res, "", usagef("--status, --body-file, --body-base64 and --header go with --as completed only")
+		}
+	case idemkit.StateCompleted:
+		if status < 100 || status > 599 {
+			return res, "", usagef("--as completed needs --status, 100 to 599 (got %d)", status)
+		}
+		snap := &idemkit.Snapshot{Status: status, Header: header, Base64: bodyBase64}
+		if bodyFile != "" {
+			if snap.Body, err = c.readBody(bodyFile); err != nil {
+				return res, "", usagef("--body-file: %v", err)
+			}
+			if bodyBase64 {
+				if _, err := base64.StdEncoding.DecodeString(string(snap.Body)); err != nil {
+					return res, "", usagef("--body-base64: the body file is not base64: %v", err)
+				}
+			}
+		} else if bodyBase64 {
+			return res, "", usagef("--body-base64 needs --body-file")
+		}
+		res.Snapshot = snap
+	case "":
+		return res, "", usagef("--as is required: completed or failed")
+	default:
+		return res, "", usagef("--as %q: want completed or failed", as)
+	}
+	return res, id, nil
+}
+
+func (c *cli) readBody(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(c.env.Stdin)
+	}
+	return os.ReadFile(name)
+}
+
+// operator returns the caller's identity, bounded by stsTimeout.
+func (c *cli) operator(ctx context.Context, o StoreOptions) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, stsTimeout)
+	defer cancel()
+	op, err := c.env.Operator(ctx, o)
+	if err == nil && strings.TrimSpace(op) == "" {
+		err = errors.New("empty identity")
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot tell who is resolving (the caller's AWS identity: %v); pass --operator NAME", err)
+	}
+	return op, nil
+}
+
+// resolve applies res to the record with id: an indeterminate record is
+// resolved; an in_flight record whose lease ended at now is first marked
+// indeterminate, fenced on the owner token read. It returns the state the
+// record had and the resolved record. Every refusal leaves the record as
+// it was and is errConflict, ErrNotIndeterminate or ErrNotOwner.
+func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Resolution, now time.Time) (idemkit.State, *idemkit.Record, error) {
+	res.ResolvedAt = now
+	rec, err := store.Get(ctx, id, now)
+	if err != nil {
+		return "", nil, notFound(err, id)
+	}
+	prev := rec.State
+	switch rec.State {
+	case idemkit.StateIndeterminate:
+	case idemkit.StateInFlight:
+		if !rec.LeaseExpired(now) {
+			return prev, nil, conflictf("record is in_flight and its lease runs until %s (in %s): the request may still be running; nothing was changed",
+				rec.LeaseUntil.UTC().Format(time.RFC3339), age(rec.LeaseUntil.Sub(now)))
+		}
+		if _, err := store.MarkIndeterminate(ctx, id, rec.Owner, now); err != nil {
+			if errors.Is(err, idemkit.ErrNotOwner) {
+				return prev, nil, fmt.Errorf("record changed before it could be marked indeterminate (completed, released, or taken over by a retry); nothing was changed; inspect it: %w", err)
+			}
+			return prev, nil, err
+		}
+	default:
+		msg := fmt.Sprintf("record is %s, not indeterminate", rec.State)
+		if r := rec.Resolution; r != nil {
+			msg += fmt.Sprintf(" (resolved as %s by %s at %s)", r.As, r.Operator, r.ResolvedAt.UTC().Format(time.RFC3339))
+		}
+		return prev, nil, conflictf("%s; nothing was changed", msg)
+	}
+	out, err := store.Resolve(ctx, id, res, now)
+	switch {
+	case errors.Is(err, idemkit.ErrNotIndeterminate):
+		return prev, nil, fmt.Errorf("another writer changed the record first; nothing was changed; inspect it: %w", err)
+	case err != nil && prev == idemkit.StateInFlight:
+		return prev, nil, fmt.Errorf("the record was marked indeterminate but not resolved; run resolve again: %w", err)
+	case err != nil:
+		return prev, nil, err
+	}
+	return prev, out, nil
+}

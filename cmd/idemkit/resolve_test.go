@@ -1,0 +1,226 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// resolve --as failed frees the key: the next request runs the handler.
+func TestResolveFailedFreesKey(t *testing.T) {
+	f := newFixture(t)
+	s := scopeOf("pay-1")
+	f.seedIndeterminate(s, time.Now().Add(-time.Hour))
+	g := f.guard(idemkit.FailClosed)
+	var runs atomic.Int32
+	if _, _, err := g.Do(t.Context(), request(s), handler(&runs)); !errors.Is(err, idemkit.ErrIndeterminate) {
+		t.Fatalf("before resolve: err %v, want ErrIndeterminate", err)
+	}
+
+	code, stdout, stderr := f.run(append([]string{"resolve", "--as", "failed", "--reason", "no charge at the processor (PSP ref none)"}, scopeArgs(s)...)...)
+	wantCode(t, code, exitOK, stdout, stderr)
+	if !strings.HasPrefix(stdout, "Resolved as failed (was indeterminate).") || !strings.Contains(stdout, "Resolved by   "+testOperator) {
+		t.Errorf("output:\n%s", stdout)
+	}
+	rec := f.get(s)
+	res := rec.Resolution
+	if rec.State != idemkit.StateFailed || res == nil || res.As != idemkit.StateFailed || res.Operator != testOperator ||
+		res.Reason != "no charge at the processor (PSP ref none)" || time.Since(res.ResolvedAt) > time.Minute {
+		t.Fatalf("record %s, resolution %+v", rec.State, res)
+	}
+	if f.operators.Load() != 1 {
+		t.Errorf("identity looked up %d times, want 1", f.operators.Load())
+	}
+
+	snap, replayed, err := g.Do(t.Context(), request(s), handler(&runs))
+	if err != nil || replayed || snap.Status != 201 || runs.Load() != 1 {
+		t.Fatalf("after resolve: status %v, replayed %v, err %v, runs %d; want a fresh run", snap, replayed, err, runs.Load())
+	}
+}
+
+// resolve --as completed stores the given answer, replayed to retries.
+func TestResolveCompletedReplays(t *testing.T) {
+	f := newFixture(t)
+	body := filepath.Join(t.TempDir(), "order.json")
+	if err := os.WriteFile(body, []byte(`{"id":"ord_9"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		key   string
+		stale bool // in_flight with an expired lease instead of indeterminate
+		extra []string
+		stdin string
+		want  idemkit.Snapshot
+		prev  string
+	}{
+		{"body file", "c1", false, []string{"--body-file", body}, "", idemkit.Snapshot{Body: []byte(`{"id":"ord_9"}`)}, "indeterminate"},
+		{"stdin", "c2", false, []string{"--body-file", "-"}, `{"id":"ord_10"}`, idemkit.Snapshot{Body: []byte(`{"id":"ord_10"}`)}, "indeterminate"},
+		{"no body", "c3", false, nil, "", idemkit.Snapshot{}, "indeterminate"},
+		{"base64 body", "c4", false, []string{"--body-file", "-", "--body-base64"}, "AAEC", idemkit.Snapshot{Body: []byte("AAEC"), Base64: true}, "indeterminate"},
+		{"stale in_flight", "c5", true, []string{"--body-file", body}, "", idemkit.Snapshot{Body: []byte(`{"id":"ord_9"}`)}, "in_flight"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := scopeOf(tc.key)
+			if tc.stale {
+				f.seedStale(s)
+			} else {
+				f.seedIndeterminate(s, time.Now().Add(-time.Hour))
+			}
+			env := f.env
+			env.Stdin = strings.NewReader(tc.stdin)
+			args := append([]string{"resolve", "--table", f.table, "--output", "json", "--as", "completed", "--status", "201",
+				"--header", "content-type: application/json", "--header", "Location: /orders/" + tc.key, "--reason", "charged, PSP ref ch_1"}, scopeArgs(s)...)
+			code, stdout, stderr := runWith(t, env, append(args, tc.extra...)...)
+			wantCode(t, code, exitOK, stdout, stderr)
+			out := decode[resolveJSON](t, stdout)
+			if out.PreviousState != tc.prev || out.Record.State != "completed" || out.Record.Resolution == nil || out.Record.Resolution.Operator != testOperator {
+				t.Errorf("output %+v", out)
+			}
+
+			g := f.guard(idemkit.FailClosed)
+			var runs atomic.Int32
+			snap, replayed, err := g.Do(t.Context(), request(s), handler(&runs))
+			if err != nil || !replayed || runs.Load() != 0 {
+				t.Fatalf("retry: replayed %v, err %v, runs %d; want a replay", replayed, err, runs.Load())
+			}
+			if snap.Status != 201 || string(snap.Body) != string(tc.want.Body) || snap.Base64 != tc.want.Base64 ||
+				snap.Header.Get("Content-Type") != "application/json" || snap.Header.Get("Location") != "/orders/"+tc.key {
+				t.Errorf("replayed %d %v %q base64 %v", snap.Status, snap.Header, snap.Body, snap.Base64)
+			}
+		})
+	}
+}
+
+// Resolving races a Takeover retry on a stale in_flight record: exactly
+// one of them changes the record, the other is refused cleanly, and the
+// handler runs at most once.
+func TestResolveRacesTakeover(t *testing.T) {
+	f := newFixture(t)
+	g := f.guard(idemkit.Takeover)
+	wins := map[string]int{}
+	for round := 0; round < 20; round++ {
+		s := scopeOf(fmt.Sprintf("race-%d", round))
+		stale := f.seedStale(s)
+		var (
+			runs     atomic.Int32
+			wg       sync.WaitGroup
+			start    = make(chan struct{})
+			code     int
+			stderr   string
+			snap     *idemkit.Snapshot
+			replayed bool
+			gerr     error
+		)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			code, _, stderr = runWith(t, f.env, append([]string{"resolve", "--table", f.table, "--as", "completed", "--status", "201",
+				"--header", "Location: /orders/by-operator", "--reason", "ledger shows the charge"}, scopeArgs(s)...)...)
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			snap, replayed, gerr = g.Do(t.Context(), request(s), handler(&runs))
+		}()
+		close(start)
+		wg.Wait()
+
+		rec := f.get(s)
+		operatorWon := code == exitOK
+		guardRan := runs.Load() == 1
+		switch {
+		case runs.Load() > 1:
+			t.Fatalf("round %d: handler ran %d times", round, runs.Load())
+		case operatorWon == guardRan:
+			t.Fatalf("round %d: resolve exit %d (%s), handler runs %d: want exactly one winner", round, code, stderr, runs.Load())
+		case operatorWon:
+			wins["operator"]++
+			// The retry saw the record indeterminate, or the operator's answer.
+			if !errors.Is(gerr, idemkit.ErrIndeterminate) && !(gerr == nil && replayed && snap.Header.Get("Location") == "/orders/by-operator") {
+				t.Fatalf("round %d: operator won, retry got snap %v replayed %v err %v", round, snap, replayed, gerr)
+			}
+			if rec.State != idemkit.StateCompleted || rec.Resolution == nil || rec.Owner != stale.Owner {
+				t.Fatalf("round %d: operator won, record %s owner %s resolution %+v", round, rec.State, rec.Owner, rec.Resolution)
+			}
+		default:
+			wins["takeover"]++
+			if code != exitConflict || gerr != nil || replayed {
+				t.Fatalf("round %d: takeover won, resolve exit %d (%s), retry replayed %v err %v", round, code, stderr, replayed, gerr)
+			}
+			if rec.State != idemkit.StateCompleted || rec.Resolution != nil || rec.Owner == stale.Owner || rec.Snapshot.Header.Get("Location") != "/orders/from-handler" {
+				t.Fatalf("round %d: takeover won, record %s owner %s resolution %+v", round, rec.State, rec.Owner, rec.Resolution)
+			}
+		}
+	}
+	t.Logf("winners over 20 rounds: %v", wins)
+}
+
+// Two operators resolving the same record at once: exactly one wins, the
+// other gets exit 4 and changes nothing.
+func TestResolveConcurrent(t *testing.T) {
+	f := newFixture(t)
+	for _, stale := range []bool{false, true} {
+		for round := 0; round < 10; round++ {
+			s := scopeOf(fmt.Sprintf("twice-%v-%d", stale, round))
+			if stale {
+				f.seedStale(s)
+			} else {
+				f.seedIndeterminate(s, time.Now().Add(-time.Hour))
+			}
+			decisions := [2][]string{
+				{"--as", "failed", "--reason", "operator A", "--operator", "A"},
+				{"--as", "completed", "--status", "201", "--reason", "operator B", "--operator", "B"},
+			}
+			var (
+				wg      sync.WaitGroup
+				start   = make(chan struct{})
+				codes   [2]int
+				stderrs [2]string
+			)
+			for i := range decisions {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					codes[i], _, stderrs[i] = runWith(t, f.env, append(append([]string{"resolve", "--table", f.table}, decisions[i]...), scopeArgs(s)...)...)
+				}()
+			}
+			close(start)
+			wg.Wait()
+			winner := -1
+			for i, c := range codes {
+				switch c {
+				case exitOK:
+					if winner >= 0 {
+						t.Fatalf("%s: both resolves won", s.Key)
+					}
+					winner = i
+				case exitConflict:
+					if !strings.Contains(stderrs[i], "nothing was changed") {
+						t.Errorf("%s: loser's stderr %q", s.Key, stderrs[i])
+					}
+				default:
+					t.Fatalf("%s: exit %d: %s", s.Key, c, stderrs[i])
+				}
+			}
+			if winner < 0 {
+				t.Fatalf("%s: no resolve won: %v", s.Key, stderrs)
+			}
+			rec := f.get(s)
+			if want := []string{"A", "B"}[winner]; rec.Resolution == nil || rec.Resolution.Operator != want {
+				t.Fatalf("%s: resolution %+v, want by the winner %s", s.Key, rec.Resolution, want)
+			}
+		}
+	}
+}
