@@ -211,6 +211,9 @@ type Codec[R any] struct {
 	Replay func(*idemkit.Snapshot) R
 	// Problem returns the response for a problem.
 	Problem func(*Problem) R
+	// Pass, when set, runs the handler of a request that is not guarded
+	// instead of next (the net/http middleware lets it write directly).
+	Pass func(context.Context) (R, error)
 }
 
 // Serve answers r: it runs next unguarded when r's method is not guarded
@@ -220,12 +223,16 @@ type Codec[R any] struct {
 // c.Replay of the stored snapshot; a refusal returns c.Problem. An error
 // returned by next is returned as is, after the claim was released.
 func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
+	pass := next
+	if c.Pass != nil {
+		pass = c.Pass
+	}
 	if !a.Guarded(r.Method) {
-		return next(ctx)
+		return pass(ctx)
 	}
 	rt := a.route(r)
 	if len(r.Key) == 0 && rt.optional {
-		return next(ctx)
+		return pass(ctx)
 	}
 	op := a.Operation(r)
 	tenant := ""

@@ -1,0 +1,269 @@
+// Package httpmw is net/http middleware that makes POST and PATCH handlers
+// safe to retry: a request that carries an Idempotency-Key runs at most
+// once per (tenant, operation, key), and its retries get the first
+// response back byte for byte, marked Idempotent-Replayed: true. Use it
+// behind the Lambda Web Adapter, aws-lambda-go-api-proxy or in a
+// container; the semantics and problem types are those of package
+// lambda/apigw.
+//
+//	g, _ := idemkit.New(idemkit.Config{Store: store})
+//	mw := httpmw.New(g, httpmw.Config{Tenant: tenantFromAuth})
+//	http.ListenAndServe(":8080", mw(mux))
+//
+// Place it after authentication and rate limiting, before business logic.
+// A guarded response is buffered and sent once its outcome is stored, so a
+// client that got it and retries is always replayed; guarded handlers
+// therefore cannot stream (the writer is not an http.Flusher). Requests
+// that are not guarded reach the handler with the original writer.
+package httpmw
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/adapter"
+)
+
+// DefaultMaxBodyBytes is the largest guarded request body read when
+// Config.MaxBodyBytes is zero: 6 MiB, the Lambda request payload limit.
+const DefaultMaxBodyBytes = 6 << 20
+
+// Config configures New. The zero value guards POST and PATCH, requires an
+// Idempotency-Key of at most 255 bytes, scopes records by method and
+// escaped path, fingerprints the body, replays Content-Type,
+// Content-Encoding and Location, and, with no Tenant, fails every guarded
+// request closed with a 500 tenant-missing problem.
+type Config struct {
+	// Tenant returns the authenticated caller of r (from the session or
+	// token your authentication middleware verified, never from the body).
+	// Nil, an empty result or an error: the request fails closed (500
+	// tenant-missing), the handler does not run and nothing is stored.
+	Tenant func(r *http.Request) (string, error)
+	// Methods are the guarded methods. Nil: POST and PATCH.
+	Methods []string
+	// Header is the request header carrying the key. Empty: "Idempotency-Key".
+	Header string
+	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
+	MaxKeyLen int
+	// KeyOptional lets guarded requests without a key run unguarded.
+	KeyOptional bool
+	// Routes overrides KeyOptional and Fingerprint per route, keyed by
+	// "METHOD /pattern" (the ServeMux pattern without its method) or
+	// "METHOD /path".
+	Routes map[string]Route
+	// RouteTemplate scopes records by the ServeMux pattern that matched
+	// (Request.Pattern) instead of the path. It applies when the middleware
+	// wraps a handler registered on the mux, not the mux itself.
+	RouteTemplate bool
+	// Fingerprint says what of the request must be equal for a retry to be
+	// replayed. Zero: the whole body.
+	Fingerprint fingerprint.Options
+	// ReplayHeaders adds response headers to the replayed ones; see
+	// apigw.Config.ReplayHeaders for the names refused.
+	ReplayHeaders []string
+	// StoreRetryAfter is the Retry-After of a 503 store-unavailable
+	// problem. Zero: 1 s.
+	StoreRetryAfter time.Duration
+	// MaxBodyBytes bounds a guarded request's body; a larger one gets a 413
+	// problem. Zero: DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// Route overrides a Config for one route.
+type Route struct {
+	KeyOptional bool
+	Fingerprint *fingerprint.Options
+}
+
+// New returns middleware that guards the requests of the handler it wraps.
+// It panics when cfg cannot be used or g is nil.
+func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
+	o := adapter.Options{Methods: cfg.Methods, Header: cfg.Header, MaxKeyLen: cfg.MaxKeyLen, KeyOptional: cfg.KeyOptional,
+		RouteTemplate: cfg.RouteTemplate, Fingerprint: cfg.Fingerprint, ReplayHeaders: cfg.ReplayHeaders,
+		StoreRetryAfter: cfg.StoreRetryAfter}
+	if len(cfg.Routes) > 0 {
+		o.Routes = make(map[string]adapter.Route, len(cfg.Routes))
+		for k, r := range cfg.Routes {
+			o.Routes[k] = adapter.Route{KeyOptional: r.KeyOptional, Fingerprint: r.Fingerprint}
+		}
+	}
+	a := adapter.MustNew("httpmw", g, o)
+	limit := cfg.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	codec := adapter.Codec[*response]{
+		Snapshot: func(r *response) *idemkit.Snapshot {
+			return &idemkit.Snapshot{Status: r.status, Header: a.FilterHeader(nil, r.sent), Body: r.body.Bytes()}
+		},
+		Replay: func(s *idemkit.Snapshot) *response {
+			r := &response{status: s.Status, sent: s.Header.Clone()}
+			if r.sent == nil {
+				r.sent = http.Header{}
+			}
+			r.sent.Set(adapter.ReplayedHeader, "true")
+			body := s.Body
+			if s.Base64 {
+				// Stored by a Lambda adapter from a base64 proxy response.
+				if b, err := base64.StdEncoding.DecodeString(string(s.Body)); err == nil {
+					body = b
+				}
+			}
+			r.body = *bytes.NewBuffer(body)
+			return r
+		},
+		Problem: problem,
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if !a.Guarded(req.Method) {
+				next.ServeHTTP(w, req)
+				return
+			}
+			body, err := readBody(req, limit)
+			if err != nil {
+				p := adapter.BodyTooLarge(limit)
+				if !errors.Is(err, errTooLarge) {
+					p = adapter.BodyInvalid(err)
+				}
+				problem(p).writeTo(w)
+				return
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			r := adapter.Request{
+				Method:      req.Method,
+				Path:        req.URL.EscapedPath(),
+				Template:    template(req.Pattern),
+				Key:         req.Header.Values(a.Header()),
+				ContentType: req.Header.Get("Content-Type"),
+				Body:        body,
+				Query:       func() map[string][]string { return req.URL.Query() },
+				Header:      func() map[string][]string { return req.Header },
+			}
+			if cfg.Tenant != nil {
+				r.Tenant = func(context.Context) (string, error) { return cfg.Tenant(req) }
+			}
+			c := codec
+			c.Pass = func(context.Context) (*response, error) {
+				next.ServeHTTP(w, req)
+				return nil, nil
+			}
+			resp, _ := adapter.Serve(req.Context(), a, &r, c, func(ctx context.Context) (*response, error) {
+				rec := &response{header: http.Header{}}
+				next.ServeHTTP(rec, req.WithContext(ctx))
+				rec.finish()
+				return rec, nil
+			})
+			if resp != nil {
+				resp.writeTo(w)
+			}
+		})
+	}
+}
+
+var errTooLarge = errors.New("request body too large")
+
+// readBody reads the whole body, at most limit bytes.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return []byte{}, nil
+	}
+	if r.ContentLength > limit {
+		return nil, errTooLarge
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, errTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+// template returns the path of a ServeMux pattern ("POST /orders/{id}" ->
+// "/orders/{id}"); a pattern ending in "/" or "{x...}" matches many paths
+// and names no single operation.
+func template(pattern string) string {
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		pattern = p
+	}
+	if strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "...}") {
+		return ""
+	}
+	return pattern
+}
+
+func problem(p *adapter.Problem) *response {
+	r := &response{status: p.Status, sent: http.Header{}}
+	for k, v := range p.Header() {
+		r.sent.Set(k, v)
+	}
+	r.body = *bytes.NewBuffer(p.Body())
+	return r
+}
+
+// response records a guarded handler's response.
+type response struct {
+	header http.Header // what the handler sets
+	sent   http.Header // header at WriteHeader
+	status int
+	body   bytes.Buffer
+}
+
+func (r *response) Header() http.Header { return r.header }
+
+func (r *response) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
+	if r.sent != nil {
+		return
+	}
+	if code < 200 {
+		return // informational responses are not recorded
+	}
+	r.status = code
+	r.sent = r.header.Clone()
+}
+
+func (r *response) Write(p []byte) (int, error) {
+	if r.sent == nil {
+		r.WriteHeader(http.StatusOK)
+	}
+	return r.body.Write(p)
+}
+
+// finish records an implicit 200 for a handler that wrote nothing.
+func (r *response) finish() {
+	if r.sent == nil {
+		r.WriteHeader(http.StatusOK)
+	}
+}
+
+func (r *response) writeTo(w http.ResponseWriter) {
+	h := w.Header()
+	for k, vs := range r.sent {
+		h[k] = vs
+	}
+	if r.body.Len() > 0 && h.Get("Content-Length") == "" && h.Get("Transfer-Encoding") == "" {
+		h.Set("Content-Length", strconv.Itoa(r.body.Len()))
+	}
+	w.WriteHeader(r.status)
+	w.Write(r.body.Bytes())
+}

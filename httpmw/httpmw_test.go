@@ -1,0 +1,285 @@
+package httpmw_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+//go:embed testdata/create-order.http
+var createOrder []byte
+
+// request returns the captured create-order request, modified by mod.
+func request(t testing.TB, mod func(*http.Request)) *http.Request {
+	t.Helper()
+	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(createOrder)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mod != nil {
+		mod(r)
+	}
+	return r
+}
+
+type tenantKey struct{}
+
+// auth stands for the authentication middleware that runs first: it maps
+// a bearer token to a tenant in the context.
+func auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tenant := map[string]string{
+			"eyJraWQiOiJrMSIsImFsZyI6IlJTMjU2In0.eyJzdWIiOiJ0ZW5hbnQtYSJ9.c2ln": "tenant-a",
+			"token-b": "tenant-b",
+		}[tok]
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+	})
+}
+
+func tenantOf(r *http.Request) (string, error) {
+	s, _ := r.Context().Value(tenantKey{}).(string)
+	return s, nil
+}
+
+// orders counts its runs and answers status with a body naming the run.
+type orders struct {
+	runs   atomic.Int32
+	status int
+	panic  bool
+}
+
+func (o *orders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := o.runs.Add(1)
+	if o.panic {
+		panic("order service crashed")
+	}
+	body, _ := io.ReadAll(r.Body)
+	tenant, _ := tenantOf(r)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Location", fmt.Sprintf("/orders/ord_%d", n))
+	h.Set("X-Order-Id", fmt.Sprintf("ord_%d", n))
+	h.Add("Set-Cookie", "seen=1")
+	h.Set("Date", "Tue, 10 Mar 2020 05:16:23 GMT")
+	h.Set("X-Request-Id", fmt.Sprint("req-", n))
+	h.Set("RateLimit-Remaining", "9")
+	status := o.status
+	if status == 0 {
+		status = http.StatusCreated
+	}
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"id":"ord_%d","tenant":%q,"request":%s}`, n, tenant, body)
+}
+
+func setup(t testing.TB, cfg httpmw.Config, h http.Handler) (http.Handler, *memstore.Store) {
+	t.Helper()
+	store := memstore.New()
+	g, err := idemkit.New(idemkit.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tenant == nil {
+		cfg.Tenant = tenantOf
+	}
+	return auth(httpmw.New(g, cfg)(h)), store
+}
+
+func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func isReplay(w *httptest.ResponseRecorder) bool {
+	return w.Header().Get("Idempotent-Replayed") == "true"
+}
+
+func checkProblem(t *testing.T, w *httptest.ResponseRecorder, status int, typ string) map[string]any {
+	t.Helper()
+	if w.Code != status || w.Header().Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("%d %s %s, want a %d problem", w.Code, w.Header().Get("Content-Type"), w.Body, status)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p["type"] != "https://idemkit.dev/problems/"+typ || p["status"] != float64(status) || p["title"] == "" || p["detail"] == "" {
+		t.Errorf("problem %v, want type %s", p, typ)
+	}
+	return p
+}
+
+func TestMiddleware(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		cfg         httpmw.Config
+		o           *orders
+		first       func(*http.Request)
+		second      func(*http.Request)
+		wantRuns    int32
+		wantReplay  bool
+		wantStatus  int
+		wantProblem string
+	}{
+		{name: "retry replays", o: &orders{}, wantRuns: 1, wantReplay: true, wantStatus: 201},
+		{name: "quoted and unquoted keys replay the same record", o: &orders{},
+			second:   func(r *http.Request) { r.Header.Set("Idempotency-Key", `"8e03978e-40d5-43e8-bc93-6894a57f9324"`) },
+			wantRuns: 1, wantReplay: true, wantStatus: 201},
+		{name: "402 decline replayed", o: &orders{status: 402}, wantRuns: 1, wantReplay: true, wantStatus: 402},
+		{name: "503 not replayed", o: &orders{status: 503}, wantRuns: 2, wantStatus: 503},
+		{name: "429 not replayed", o: &orders{status: 429}, wantRuns: 2, wantStatus: 429},
+		{name: "GET passes through", o: &orders{}, first: func(r *http.Request) { r.Method = "GET" }, second: func(r *http.Request) { r.Method = "GET" },
+			wantRuns: 2, wantStatus: 201},
+		{name: "DELETE passes through", o: &orders{}, first: func(r *http.Request) { r.Method = "DELETE" }, second: func(r *http.Request) { r.Method = "DELETE" },
+			wantRuns: 2, wantStatus: 201},
+		{name: "other tenant runs again", o: &orders{}, second: func(r *http.Request) { r.Header.Set("Authorization", "Bearer token-b") },
+			wantRuns: 2, wantStatus: 201},
+		{name: "other path runs again", o: &orders{}, second: func(r *http.Request) { r.URL.Path = "/orders/2/capture" },
+			wantRuns: 2, wantStatus: 201},
+		{name: "different body", o: &orders{}, second: func(r *http.Request) { setBody(r, `{"amount":1}`) },
+			wantRuns: 1, wantStatus: 422, wantProblem: "fingerprint-mismatch"},
+		{name: "invalid JSON", o: &orders{}, second: func(r *http.Request) { setBody(r, `{"amount":`) },
+			wantRuns: 1, wantStatus: 400, wantProblem: "body-invalid"},
+		{name: "body too large", o: &orders{}, cfg: httpmw.Config{MaxBodyBytes: 60},
+			second:   func(r *http.Request) { setBody(r, `{"amount":1000,"currency":"eur","customer":"cus_42","note":"x"}`) },
+			wantRuns: 1, wantStatus: 413, wantProblem: "body-too-large"},
+		{name: "two key values", o: &orders{}, second: func(r *http.Request) { r.Header.Add("Idempotency-Key", "other") },
+			wantRuns: 1, wantStatus: 400, wantProblem: "key-invalid"},
+		{name: "missing key", o: &orders{}, second: func(r *http.Request) { r.Header.Del("Idempotency-Key") },
+			wantRuns: 1, wantStatus: 400, wantProblem: "key-missing"},
+		{name: "missing key on optional route", o: &orders{}, cfg: httpmw.Config{Routes: map[string]httpmw.Route{"POST /orders": {KeyOptional: true}}},
+			second: func(r *http.Request) { r.Header.Del("Idempotency-Key") }, wantRuns: 2, wantStatus: 201},
+		{name: "unauthenticated caller fails closed", o: &orders{}, second: func(r *http.Request) { r.Header.Del("Authorization") },
+			wantRuns: 1, wantStatus: 500, wantProblem: "tenant-missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := setup(t, tc.cfg, tc.o)
+			first := serve(h, request(t, tc.first))
+			if isReplay(first) || first.Header().Get("Set-Cookie") == "" || first.Header().Get("X-Request-Id") != "req-1" {
+				t.Fatalf("fresh response changed: %v", first.Header())
+			}
+			second := serve(h, request(t, tc.second))
+			if n := tc.o.runs.Load(); n != tc.wantRuns {
+				t.Errorf("ran %d times, want %d", n, tc.wantRuns)
+			}
+			if tc.wantProblem != "" {
+				checkProblem(t, second, tc.wantStatus, tc.wantProblem)
+				return
+			}
+			if second.Code != tc.wantStatus || isReplay(second) != tc.wantReplay {
+				t.Fatalf("second %d replayed=%v, want %d replayed=%v", second.Code, isReplay(second), tc.wantStatus, tc.wantReplay)
+			}
+			if tc.wantReplay && second.Body.String() != first.Body.String() {
+				t.Errorf("replayed body %s, want %s", second.Body, first.Body)
+			}
+		})
+	}
+}
+
+func setBody(r *http.Request, s string) {
+	r.Body = io.NopCloser(strings.NewReader(s))
+	r.ContentLength = int64(len(s))
+}
+
+// TestMiddlewareReplayHeaders: replays carry only allow-listed headers.
+func TestMiddlewareReplayHeaders(t *testing.T) {
+	h, _ := setup(t, httpmw.Config{ReplayHeaders: []string{"X-Order-Id"}}, &orders{})
+	serve(h, request(t, nil))
+	w := serve(h, request(t, nil))
+	w.Header().Del("Content-Length")
+	want := "map[Content-Type:[application/json] Idempotent-Replayed:[true] Location:[/orders/ord_1] X-Order-Id:[ord_1]]"
+	if got := fmt.Sprint(w.Header()); got != want {
+		t.Errorf("replayed headers\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestMiddlewareNilTenant: without a Tenant function every guarded request
+// fails closed; unguarded ones still pass.
+func TestMiddlewareNilTenant(t *testing.T) {
+	store := memstore.New()
+	g, _ := idemkit.New(idemkit.Config{Store: store})
+	o := &orders{}
+	h := httpmw.New(g, httpmw.Config{})(o)
+	checkProblem(t, serve(h, request(t, nil)), 500, "tenant-missing")
+	if w := serve(h, request(t, func(r *http.Request) { r.Method = "GET" })); w.Code != 201 || o.runs.Load() != 1 {
+		t.Errorf("GET: %d after %d runs", w.Code, o.runs.Load())
+	}
+}
+
+// TestMiddlewarePanic: a panic is re-raised and the retry runs.
+func TestMiddlewarePanic(t *testing.T) {
+	o := &orders{panic: true}
+	h, _ := setup(t, httpmw.Config{}, o)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("panic swallowed")
+			}
+		}()
+		serve(h, request(t, nil))
+	}()
+	o.panic = false
+	if w := serve(h, request(t, nil)); w.Code != 201 || isReplay(w) || o.runs.Load() != 2 {
+		t.Errorf("retry: %d replayed=%v runs=%d", w.Code, isReplay(w), o.runs.Load())
+	}
+}
+
+// TestMiddlewareConcurrentDuplicate: a duplicate of a running request gets
+// 409 with Retry-After at once.
+func TestMiddlewareConcurrentDuplicate(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	o := &orders{}
+	h, _ := setup(t, httpmw.Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		o.ServeHTTP(w, r)
+	}))
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- serve(h, request(t, nil)) }()
+	<-entered
+	dup := serve(h, request(t, nil))
+	p := checkProblem(t, dup, 409, "in-flight")
+	if dup.Header().Get("Retry-After") == "" || p["retryAfter"].(float64) < 1 {
+		t.Errorf("no Retry-After: %v", dup.Header())
+	}
+	close(release)
+	if first := <-done; first.Code != 201 {
+		t.Errorf("first: %d", first.Code)
+	}
+}
+
+// TestMiddlewareRouteTemplate: wrapping a handler registered on a
+// ServeMux scopes by its pattern.
+func TestMiddlewareRouteTemplate(t *testing.T) {
+	o := &orders{}
+	store := memstore.New()
+	var ops []string
+	g, _ := idemkit.New(idemkit.Config{Store: store, Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+		ops = append(ops, e.Scope.Operation)
+	})})
+	mw := httpmw.New(g, httpmw.Config{Tenant: tenantOf, RouteTemplate: true})
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders/{id}/capture", mw(o))
+	h := auth(mux)
+	serve(h, request(t, func(r *http.Request) { r.URL.Path = "/orders/1/capture" }))
+	if w := serve(h, request(t, func(r *http.Request) { r.URL.Path = "/orders/2/capture" })); !isReplay(w) {
+		t.Errorf("pattern not used: %v", ops)
+	}
+	if ops[0] != "POST /orders/{id}/capture" {
+		t.Errorf("operation %q", ops[0])
+	}
+}
