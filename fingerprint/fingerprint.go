@@ -66,7 +66,8 @@ type Options struct {
 	// combined with Include: it is applied first, so it can remove volatile
 	// fields inside an included value, and an included pointer at or under
 	// an excluded one selects nothing. The empty pointer (the whole body)
-	// cannot be excluded.
+	// cannot be excluded. Pointers in both lists always refer to the body as
+	// sent: excluding "/items/0" does not renumber "/items/1".
 	Exclude []string
 
 	// Method and Path add the request method and the path, as given.
@@ -94,7 +95,7 @@ type Input struct {
 	Path        string
 	Query       map[string][]string // parameter names are case-sensitive
 	Header      map[string][]string // names are matched case-insensitively
-	ContentType string              // the Content-Type header; used by ModeAuto
+	ContentType string              // used by ModeAuto; when empty, Header's Content-Type is used
 	Body        []byte
 
 	// IsBase64Encoded says Body holds standard base64 text to decode first,
@@ -266,6 +267,25 @@ func (st *state) decodeBody(in *Input) ([]byte, error) {
 		return nil, &bodyError{kind: ErrInvalidBase64, cause: err, msg: err.Error()}
 	}
 	return st.b64[:m], nil
+}
+
+// contentType returns in.ContentType, or else the first Content-Type
+// header value.
+func contentType(in *Input) string {
+	if in.ContentType != "" || len(in.Header) == 0 {
+		return in.ContentType
+	}
+	for _, k := range [...]string{"Content-Type", "content-type"} {
+		if v := in.Header[k]; len(v) > 0 {
+			return v[0]
+		}
+	}
+	for k, v := range in.Header {
+		if len(v) > 0 && strings.EqualFold(k, "content-type") {
+			return v[0]
+		}
+	}
+	return ""
 }
 
 // resolveMode applies the ModeAuto rules. sniffed reports a JSON guess made

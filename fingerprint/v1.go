@@ -74,7 +74,7 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 		return "", err
 	}
 	e.byte('B')
-	mode, sniffed := f.resolveMode(in.ContentType, body)
+	mode, sniffed := f.resolveMode(contentType(in), body)
 	switch mode {
 	case ModeJSON:
 		if err := st.p.parse(body, f.maxDepth); err != nil {
