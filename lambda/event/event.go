@@ -1,0 +1,148 @@
+// Package event makes non-HTTP Lambda handlers (an SQS message, an
+// EventBridge detail, a Step Functions task) run at most once per key:
+// [Wrap] stores the JSON encoding of the first run's result and returns it
+// to every later call with the same key, without running again.
+//
+// A call whose key is held by a running call fails at once with an error
+// that is idemkit.ErrInFlight under errors.Is (an SQS message then returns
+// to the queue and is retried later); the other refusals are the errors of
+// idemkit.Guard.Do. An error returned by the function is returned as is,
+// after the claim was released, so a retry runs again.
+package event
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
+)
+
+// Config configures Wrap for inputs of type In. The zero value refuses
+// every call: it has no Key (idemkit.ErrKeyMissing) and no tenant
+// (idemkit.ErrMissingTenant).
+type Config[In any] struct {
+	// Key returns the idempotency key of an input: a business identifier
+	// that stays the same on redelivery (an order id, a transfer id, an
+	// SQS message id). An empty key or one longer than MaxKeyLen is
+	// refused with an error that is idemkit.ErrInvalidKey under errors.Is.
+	Key func(In) (string, error)
+	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
+	MaxKeyLen int
+	// Tenant is the tenant of every input, for a function that serves one
+	// key space. TenantOf, when set, is used instead.
+	Tenant string
+	// TenantOf returns the tenant of an input (the account the message
+	// belongs to). An empty result or an error refuses the call.
+	TenantOf func(context.Context, In) (string, error)
+	// Operation names what the function does; two functions sharing a
+	// store need different names. Empty: the Go type of In ("events.SQSMessage").
+	Operation string
+	// Payload returns the bytes that must be equal for a redelivery to get
+	// the stored result, fingerprinted as JSON by default. Nil: the JSON
+	// encoding of the whole input. Set it for inputs that carry delivery
+	// metadata (an SQS message's receive count): return the body only.
+	Payload func(In) ([]byte, error)
+	// Fingerprint selects what of the payload is compared (Include,
+	// Exclude, Mode). Zero: all of it.
+	Fingerprint fingerprint.Options
+}
+
+// Wrap returns fn guarded by g: a function of the same signature that
+// runs fn at most once per (tenant, operation, key) and returns the stored
+// result to later calls. Out must encode to and decode from JSON. Wrap
+// panics when cfg.Fingerprint cannot be used or g is nil.
+func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	if g == nil {
+		panic("event: nil *idemkit.Guard")
+	}
+	fp, err := fingerprint.New(cfg.Fingerprint)
+	if err != nil {
+		panic("event: invalid Config: " + err.Error())
+	}
+	op := cfg.Operation
+	if op == "" {
+		op = reflect.TypeFor[In]().String()
+	}
+	return func(ctx context.Context, in In) (Out, error) {
+		var zero Out
+		if cfg.Key == nil {
+			return zero, idemkit.ErrKeyMissing
+		}
+		raw, err := cfg.Key(in)
+		if err != nil {
+			return zero, fmt.Errorf("event: key: %w", err)
+		}
+		key, err := checkKey(raw, cfg.MaxKeyLen)
+		if err != nil {
+			return zero, err
+		}
+		tenant := cfg.Tenant
+		if cfg.TenantOf != nil {
+			if tenant, err = cfg.TenantOf(ctx, in); err != nil {
+				tenant = ""
+			}
+		}
+		var payload []byte
+		if cfg.Payload != nil {
+			payload, err = cfg.Payload(in)
+		} else {
+			payload, err = json.Marshal(in)
+		}
+		if err != nil {
+			return zero, fmt.Errorf("event: payload: %w", err)
+		}
+		fin := fingerprint.Input{ContentType: "application/json", Body: payload}
+		sum, err := fp.Compute(fin)
+		if err != nil {
+			return zero, fmt.Errorf("event: fingerprint: %w", err)
+		}
+		req := idemkit.Request{
+			Scope:         idemkit.Scope{Tenant: tenant, Operation: op, Key: key},
+			Fingerprint:   sum,
+			FingerprintAs: func(v string) (string, error) { return fp.ComputeVersion(v, fin) },
+		}
+		var fresh Out
+		snap, replayed, err := g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+			out, err := fn(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			body, err := json.Marshal(out)
+			if err != nil {
+				return nil, fmt.Errorf("event: encode result: %w", err)
+			}
+			fresh = out
+			return &idemkit.Snapshot{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
+		})
+		switch {
+		case err != nil:
+			return zero, err
+		case !replayed:
+			return fresh, nil
+		}
+		var out Out
+		if snap.Status != http.StatusOK || json.Unmarshal(snap.Body, &out) != nil {
+			return zero, fmt.Errorf("%w: stored result of %q is not a %T", idemkit.ErrCorruptRecord, key, out)
+		}
+		return out, nil
+	}
+}
+
+// checkKey applies the header key rules that fit any key: not empty, not
+// longer than max bytes.
+func checkKey(key string, max int) (string, error) {
+	if max <= 0 {
+		max = idemkit.DefaultMaxKeyLen
+	}
+	switch {
+	case key == "":
+		return "", idemkit.ErrKeyEmpty
+	case len(key) > max:
+		return "", fmt.Errorf("%w: %d bytes, at most %d allowed", idemkit.ErrKeyTooLong, len(key), max)
+	}
+	return key, nil
+}
