@@ -1,0 +1,141 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// The metric names EMF writes. Each line counts one outcome (1 under its
+// kind's name) and reports the store usage and duration of the request.
+const (
+	MetricExecuted         = "Executed"
+	MetricReplayed         = "Replayed"
+	MetricConflict         = "Conflict"
+	MetricMismatch         = "Mismatch"
+	MetricTakeover         = "Takeover"
+	MetricIndeterminate    = "Indeterminate"
+	MetricReleased         = "Released"
+	MetricStoreError       = "StoreError"
+	MetricCompletionFailed = "CompletionFailed"
+	MetricRefused          = "Refused"
+	MetricOutcome          = "OutcomeOnly"
+	MetricStoreCalls       = "StoreCalls"
+	MetricReadUnits        = "ConsumedReadCapacityUnits"
+	MetricWriteUnits       = "ConsumedWriteCapacityUnits"
+	MetricDuration         = "Duration"
+)
+
+var kindMetric = map[idemkit.EventKind]string{
+	idemkit.EventExecuted:         MetricExecuted,
+	idemkit.EventReplayed:         MetricReplayed,
+	idemkit.EventConflict:         MetricConflict,
+	idemkit.EventMismatch:         MetricMismatch,
+	idemkit.EventTakeover:         MetricTakeover,
+	idemkit.EventIndeterminate:    MetricIndeterminate,
+	idemkit.EventReleased:         MetricReleased,
+	idemkit.EventStoreError:       MetricStoreError,
+	idemkit.EventCompletionFailed: MetricCompletionFailed,
+	idemkit.EventRefused:          MetricRefused,
+	idemkit.EventOutcome:          MetricOutcome,
+}
+
+// EMF is an idemkit.Observer printing one CloudWatch Embedded Metric
+// Format line per outcome. Metrics carry only the fixed Dimensions:
+// tenants, keys and concrete paths would make one metric per value, so
+// they are properties (searchable in Logs Insights), not dimensions. The
+// zero value writes to os.Stdout under the namespace "idemkit" with no
+// dimensions. It is safe for concurrent use.
+type EMF struct {
+	// Writer receives the lines. Nil: os.Stdout.
+	Writer io.Writer
+	// Namespace is the CloudWatch namespace. Empty: "idemkit".
+	Namespace string
+	// Dimensions are fixed dimensions of every metric ("Service": "orders").
+	Dimensions map[string]string
+	// Now returns the metric timestamp. Nil: time.Now.
+	Now func() time.Time
+
+	mu sync.Mutex // serializes writes, so lines never interleave
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMeta struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+// Observe implements idemkit.Observer.
+func (m *EMF) Observe(_ context.Context, e idemkit.Event) {
+	now := time.Now
+	if m.Now != nil {
+		now = m.Now
+	}
+	ns := m.Namespace
+	if ns == "" {
+		ns = "idemkit"
+	}
+	name, ok := kindMetric[e.Kind]
+	if !ok {
+		name = string(e.Kind)
+	}
+	dims := make([]string, 0, len(m.Dimensions))
+	line := make(map[string]any, 12+len(m.Dimensions))
+	for k, v := range m.Dimensions {
+		dims = append(dims, k)
+		line[k] = v
+	}
+	slices.Sort(dims)
+	line["_aws"] = emfMeta{
+		Timestamp: now().UnixMilli(),
+		CloudWatchMetrics: []emfDirective{{
+			Namespace:  ns,
+			Dimensions: [][]string{dims},
+			Metrics: []emfMetric{
+				{name, "Count"},
+				{MetricStoreCalls, "Count"},
+				{MetricReadUnits, "Count"},
+				{MetricWriteUnits, "Count"},
+				{MetricDuration, "Milliseconds"},
+			},
+		}},
+	}
+	line[name] = 1
+	line[MetricStoreCalls] = e.Usage.Calls
+	line[MetricReadUnits] = e.Usage.ReadUnits
+	line[MetricWriteUnits] = e.Usage.WriteUnits
+	line[MetricDuration] = ms(e.Duration.Seconds())
+	line["kind"] = string(e.Kind)
+	line["operation"] = e.Scope.Operation
+	if e.Status != 0 {
+		line["status"] = e.Status
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	w := m.Writer
+	if w == nil {
+		w = os.Stdout
+	}
+	m.mu.Lock()
+	w.Write(b)
+	m.mu.Unlock()
+}
