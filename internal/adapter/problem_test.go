@@ -1,0 +1,71 @@
+package adapter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// TestProblemFor pins the guard error -> status and type table.
+func TestProblemFor(t *testing.T) {
+	done := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		err        error
+		status     int
+		typ        string
+		retryAfter int
+	}{
+		{"missing tenant", idemkit.ErrMissingTenant, 500, TypeTenantMissing, 0},
+		{"key too long", fmt.Errorf("%w: 300 bytes", idemkit.ErrKeyTooLong), 400, TypeKeyInvalid, 0},
+		{"two key values", idemkit.ErrKeyMultiple, 400, TypeKeyInvalid, 0},
+		{"key expired", fmt.Errorf("%w: key time x", idemkit.ErrKeyExpired), 400, TypeKeyExpired, 0},
+		{"operation mismatch", fmt.Errorf("%w: first used for %q", idemkit.ErrOperationMismatch, "POST /a"), 422, TypeOperationMismatch, 0},
+		{"fingerprint mismatch", idemkit.ErrFingerprintMismatch, 422, TypeFingerprintMismatch, 0},
+		{"in flight, 2.2 s left", &idemkit.ConflictError{RetryAfter: 2200 * time.Millisecond}, 409, TypeInFlight, 3},
+		{"in flight, no time", &idemkit.ConflictError{}, 409, TypeInFlight, 1},
+		{"indeterminate", idemkit.ErrIndeterminate, 409, TypeIndeterminate, 0},
+		{"replay window passed", &idemkit.OutcomeError{Reason: idemkit.ErrReplayWindowPassed, Status: 201, Location: "/o/1", CompletedAt: done}, 410, TypeReplayWindowPassed, 0},
+		{"snapshot omitted", &idemkit.OutcomeError{Reason: idemkit.ErrSnapshotOmitted, Status: 200, CompletedAt: done}, 410, TypeResponseNotStored, 0},
+		{"corrupt record", fmt.Errorf("idemkit: store get: %w", idemkit.ErrCorruptRecord), 500, TypeCorruptRecord, 0},
+		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, TypeStoreUnavailable, 2},
+		{"unknown", errors.New("surprise"), 500, TypeGuardFailure, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ProblemFor(tc.err, 1500*time.Millisecond)
+			if p.Status != tc.status || p.Type != tc.typ || p.RetryAfter != tc.retryAfter || p.Title == "" || p.Detail == "" {
+				t.Fatalf("%+v, want %d %s retryAfter %d", p, tc.status, tc.typ, tc.retryAfter)
+			}
+			h := p.Header()
+			if h["Content-Type"] != ProblemContentType || (tc.retryAfter > 0) != (h["Retry-After"] != "") {
+				t.Errorf("headers %v", h)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(p.Body(), &m); err != nil || m["status"] != float64(tc.status) {
+				t.Errorf("body %s", p.Body())
+			}
+			if oe := (*idemkit.OutcomeError)(nil); errors.As(tc.err, &oe) {
+				if m["originalStatus"] != float64(oe.Status) || m["completedAt"] != "2026-01-02T03:04:05Z" {
+					t.Errorf("outcome members missing: %s", p.Body())
+				}
+			}
+		})
+	}
+}
+
+// TestAllowList: defaults, additions, and the names that are refused.
+func TestAllowList(t *testing.T) {
+	got, err := allowList([]string{"x-order-id", "location"})
+	if err != nil || fmt.Sprint(got) != "[Content-Type Content-Encoding Location X-Order-Id]" {
+		t.Errorf("%v %v", got, err)
+	}
+	for _, n := range []string{"Set-Cookie", "DATE", "Retry-After", "RateLimit-Policy", "X-RateLimit-Remaining", "X-Amzn-RequestId", "Traceparent", "Idempotent-Replayed", "Content-Length"} {
+		if _, err := allowList([]string{n}); err == nil {
+			t.Errorf("%s accepted", n)
+		}
+	}
+}
