@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/idemkit/idemkit"
@@ -130,17 +129,21 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// errConflict marks a record in a state the command does not accept.
-var errConflict = errors.New("conflict")
+// conflictError is a record in a state the command does not accept.
+type conflictError struct{ msg string }
 
-// conflictf returns an error that is errConflict under errors.Is.
+func (e *conflictError) Error() string { return e.msg }
+
 func conflictf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errConflict}, args...)...)
+	return &conflictError{msg: fmt.Sprintf(format, args...)}
 }
 
 // exitCode classifies err into the documented exit codes.
 func exitCode(err error) int {
-	var ue *usageError
+	var (
+		ue *usageError
+		ce *conflictError
+	)
 	switch {
 	case err == nil:
 		return exitOK
@@ -148,7 +151,7 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, idemkit.ErrNotFound):
 		return exitNotFound
-	case errors.Is(err, errConflict), errors.Is(err, idemkit.ErrNotIndeterminate), errors.Is(err, idemkit.ErrNotOwner):
+	case errors.As(err, &ce), errors.Is(err, idemkit.ErrNotIndeterminate), errors.Is(err, idemkit.ErrNotOwner):
 		return exitConflict
 	case errors.Is(err, idemkit.ErrStoreUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return exitUnavailable
@@ -158,11 +161,7 @@ func exitCode(err error) int {
 
 // fail reports err on stderr and returns its exit code.
 func (c *cli) fail(cmd string, err error) int {
-	msg := err.Error()
-	if errors.Is(err, errConflict) {
-		msg = strings.TrimPrefix(msg, errConflict.Error()+": ")
-	}
-	c.errorf("idemkit %s: %s", cmd, msg)
+	c.errorf("idemkit %s: %v", cmd, err)
 	return exitCode(err)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,5 +201,26 @@ func TestResolveOperatorIdentity(t *testing.T) {
 	wantCode(t, code, exitOK, stdout, stderr)
 	if got := f.get(s).Resolution; got == nil || got.Operator != "bob (on call)" {
 		t.Fatalf("resolution %+v, want operator bob (on call)", got)
+	}
+}
+
+// The runbook documents the same exit codes as --help.
+func TestExitCodesDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for code, word := range map[int]string{
+		exitOK: "success", exitUsage: "usage error", exitError: "any other error",
+		exitNotFound: "not found", exitConflict: "conflict", exitUnavailable: "store unavailable",
+	} {
+		row := fmt.Sprintf("| %d | %s", code, word)
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/OPERATIONS.md lacks the row %q", row)
+		}
+		line := fmt.Sprintf("  %d  %s", code, word)
+		if !strings.Contains(exitCodesHelp, line) {
+			t.Errorf("--help lacks %q", line)
+		}
 	}
 }

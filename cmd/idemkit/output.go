@@ -245,5 +245,5 @@ func displayKey(k string) string {
 	return `"` + r.Replace(k) + `"`
 }
 
-// header canonicalizes a header map for output and input alike.
+// canonical returns the canonical form of a header name.
 func canonical(name string) string { return http.CanonicalHeaderKey(strings.TrimSpace(name)) }
