@@ -121,31 +121,35 @@ type resolveJSON struct {
 	Record        recordJSON `json:"record"`
 }
 
+// resolveFlags are resolve's flags.
+type resolveFlags struct {
+	common
+	scope      scopeFlags
+	as, reason string
+	operator   string
+	status     int
+	bodyFile   string
+	bodyBase64 bool
+	header     headerFlags
+}
+
 func runResolve(ctx context.Context, c *cli, args []string) int {
 	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
-	var (
-		o          common
-		sf         scopeFlags
-		as, reason string
-		operator   string
-		status     int
-		bodyFile   string
-		bodyBase64 bool
-		header     headerFlags
-	)
-	c.commonFlags(fs, &o)
-	sf.register(fs)
-	fs.StringVar(&as, "as", "", "the `decision`: completed (it happened; store the response) or failed (it did not; free the key) (required)")
-	fs.StringVar(&reason, "reason", "", "`text` saying why, with the evidence (ticket, processor reference) (required)")
-	fs.StringVar(&operator, "operator", "", "`name` of who decides (default: the caller's AWS identity ARN, from STS)")
-	fs.IntVar(&status, "status", 0, "with --as completed: the response `status` to replay (required)")
-	fs.StringVar(&bodyFile, "body-file", "", "with --as completed: the response body, read from `file` (- for stdin)")
-	fs.BoolVar(&bodyBase64, "body-base64", false, "with --as completed: the body file holds the base64 text of a binary body,\nreplayed with IsBase64Encoded (Lambda proxy responses)")
-	fs.Var(&header, "header", "with --as completed: a response header to replay, 'Name: value' (repeatable)")
+	var rf resolveFlags
+	o := &rf.common
+	c.commonFlags(fs, o)
+	rf.scope.register(fs)
+	fs.StringVar(&rf.as, "as", "", "the `decision`: completed (it happened; store the response) or failed (it did not; free the key) (required)")
+	fs.StringVar(&rf.reason, "reason", "", "`text` saying why, with the evidence (ticket, processor reference) (required)")
+	fs.StringVar(&rf.operator, "operator", "", "`name` of who decides (default: the caller's AWS identity ARN, from STS)")
+	fs.IntVar(&rf.status, "status", 0, "with --as completed: the response `status` to replay (required)")
+	fs.StringVar(&rf.bodyFile, "body-file", "", "with --as completed: the response body, read from `file` (- for stdin)")
+	fs.BoolVar(&rf.bodyBase64, "body-base64", false, "with --as completed: the body file holds the base64 text of a binary body,\nreplayed with IsBase64Encoded (Lambda proxy responses)")
+	fs.Var(&rf.header, "header", "with --as completed: a response header to replay, 'Name: value' (repeatable)")
 	if code, done := c.parse(fs, args, helpFor(fs, resolveHelp)); done {
 		return code
 	}
-	res, id, err := c.resolution(&o, &sf, as, reason, operator, status, bodyFile, bodyBase64, header.h)
+	res, id, err := c.resolution(&rf)
 	if err != nil {
 		return c.fail("resolve", err)
 	}
@@ -156,7 +160,7 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 			return c.fail("resolve", err)
 		}
 	}
-	store, err := c.open(ctx, &o)
+	store, err := c.open(ctx, o)
 	if err != nil {
 		return c.fail("resolve", err)
 	}
@@ -182,17 +186,18 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 
 // resolution checks the flags and returns the resolution they ask for
 // (Operator set only from --operator) and the record ID.
-func (c *cli) resolution(o *common, sf *scopeFlags, as, reason, operator string, status int, bodyFile string, bodyBase64 bool, header http.Header) (idemkit.Resolution, string, error) {
+func (c *cli) resolution(rf *resolveFlags) (idemkit.Resolution, string, error) {
 	var res idemkit.Resolution
-	if err := o.check(); err != nil {
+	if err := rf.check(); err != nil {
 		return res, "", err
 	}
-	_, id, err := sf.scope()
+	_, id, err := rf.scope.scope()
 	if err != nil {
 		return res, "", err
 	}
-	reason = strings.TrimSpace(reason)
-	operator = strings.TrimSpace(operator)
+	reason := strings.TrimSpace(rf.reason)
+	operator := strings.TrimSpace(rf.operator)
+	as, status, bodyFile, bodyBase64, header := rf.as, rf.status, rf.bodyFile, rf.bodyBase64, rf.header.h
 	switch {
 	case reason == "":
 		return res, "", usagef("--reason is required: say why, with the evidence")
