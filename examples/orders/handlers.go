@@ -1,0 +1,242 @@
+package orders
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+)
+
+// MaxDelay bounds a payment's delay_ms.
+const MaxDelay = 10 * time.Second
+
+type createOrderRequest struct {
+	SKU         *string `json:"sku"`
+	Quantity    *int64  `json:"quantity"`
+	AmountCents *int64  `json:"amount_cents"`
+	Currency    *string `json:"currency"`
+}
+
+type createPaymentRequest struct {
+	OrderID     *string `json:"order_id"`
+	AmountCents *int64  `json:"amount_cents"`
+	Card        *string `json:"card"`
+	DelayMS     *int64  `json:"delay_ms"`
+}
+
+func (a *app) createOrder(ctx context.Context, tenant string, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	var req createOrderRequest
+	if resp, ok := decode(ev, &req); !ok {
+		return resp, nil
+	}
+	var bad []InvalidParam
+	switch {
+	case req.SKU == nil:
+		bad = append(bad, InvalidParam{"sku", "is required"})
+	case !validSKU(*req.SKU):
+		bad = append(bad, InvalidParam{"sku", "must be 1 to 64 printable characters"})
+	}
+	bad = positive(bad, "quantity", req.Quantity)
+	bad = positive(bad, "amount_cents", req.AmountCents)
+	switch {
+	case req.Currency == nil:
+		bad = append(bad, InvalidParam{"currency", "is required"})
+	case !validCurrency(*req.Currency):
+		bad = append(bad, InvalidParam{"currency", "must be a 3-letter ISO 4217 code in upper case, such as EUR"})
+	}
+	if len(bad) > 0 {
+		return invalid(bad), nil
+	}
+	o := Order{ID: a.newID(), SKU: *req.SKU, Quantity: *req.Quantity, AmountCents: *req.AmountCents,
+		Currency: *req.Currency, CreatedAt: a.now().UTC().Truncate(time.Millisecond), Payments: []Payment{}}
+	if err := a.repo.CreateOrder(ctx, tenant, o); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	body, err := json.Marshal(o)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(201, body, map[string]string{"Location": "/orders/" + o.ID}), nil
+}
+
+func (a *app) getOrder(ctx context.Context, tenant, id string) (events.APIGatewayV2HTTPResponse, error) {
+	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+		return notFound("No order " + id + "."), nil
+	}
+	o, err := a.repo.GetOrder(ctx, tenant, id)
+	if errors.Is(err, ErrNotFound) {
+		return notFound("No order " + id + "."), nil
+	}
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	body, err := json.Marshal(o)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(200, body, nil), nil
+}
+
+func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	var req createPaymentRequest
+	if resp, ok := decode(ev, &req); !ok {
+		return resp, nil
+	}
+	var bad []InvalidParam
+	switch {
+	case req.OrderID == nil:
+		bad = append(bad, InvalidParam{"order_id", "is required"})
+	case !validUUID(*req.OrderID):
+		bad = append(bad, InvalidParam{"order_id", "must be an order id (a UUID in lower case)"})
+	}
+	bad = positive(bad, "amount_cents", req.AmountCents)
+	switch {
+	case req.Card == nil:
+		bad = append(bad, InvalidParam{"card", "is required"})
+	case !validCard(*req.Card):
+		bad = append(bad, InvalidParam{"card", "must be a card number: 12 to 19 digits with a valid check digit"})
+	}
+	if req.DelayMS != nil && (*req.DelayMS < 0 || time.Duration(*req.DelayMS)*time.Millisecond > MaxDelay) {
+		bad = append(bad, InvalidParam{"delay_ms", fmt.Sprintf("must be between 0 and %d", MaxDelay.Milliseconds())})
+	}
+	if len(bad) > 0 {
+		return invalid(bad), nil
+	}
+	o, err := a.repo.GetOrder(ctx, tenant, *req.OrderID)
+	if errors.Is(err, ErrNotFound) {
+		return notFound("No order " + *req.OrderID + " to pay."), nil
+	}
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	var delay time.Duration
+	if req.DelayMS != nil {
+		delay = time.Duration(*req.DelayMS) * time.Millisecond
+	}
+	switch err := capture(ctx, *req.Card, delay); {
+	case errors.Is(err, errDeclined):
+		return (&Problem{Type: TypeCardDeclined, Title: "Card declined", Status: 402,
+			Detail: "The card was declined. Nothing was charged. This key keeps this answer; pay with another card under a new Idempotency-Key."}).Response(), nil
+	case errors.Is(err, errProcessorDown):
+		return (&Problem{Type: TypeProcessorDown, Title: "Payment processor unavailable", Status: 503, RetryAfter: 1,
+			Detail: "The payment processor did not answer. Nothing was charged and nothing was recorded for this Idempotency-Key; retry with the same key."}).Response(), nil
+	case err != nil:
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	p := Payment{ID: a.newID(), OrderID: o.ID, AmountCents: *req.AmountCents, Currency: o.Currency,
+		CardLast4: (*req.Card)[len(*req.Card)-4:], Status: "captured", CreatedAt: a.now().UTC().Truncate(time.Millisecond)}
+	if err := a.repo.AddPayment(ctx, tenant, p); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(201, body, nil), nil
+}
+
+// decode reads a JSON object into dst, refusing unknown members, trailing
+// data and other media types. On failure it returns the problem to send.
+func decode(ev events.APIGatewayV2HTTPRequest, dst any) (events.APIGatewayV2HTTPResponse, bool) {
+	if ct := header(ev.Headers, "Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+			return (&Problem{Type: TypeUnsupportedMedia, Title: "Unsupported media type", Status: 415,
+				Detail: "Send the body as JSON with Content-Type: application/json."}).Response(), false
+		}
+	}
+	body := []byte(ev.Body)
+	if ev.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(ev.Body)
+		if err != nil {
+			return invalid([]InvalidParam{{"body", "is not valid base64"}}), false
+		}
+		body = b
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return invalid([]InvalidParam{{"body", "is required: a JSON object"}}), false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return invalid([]InvalidParam{{te.Field, "must be " + jsonType(te.Type.Kind().String())}}), false
+		}
+		reason := strings.TrimPrefix(err.Error(), "json: ")
+		return invalid([]InvalidParam{{"body", reason}}), false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid([]InvalidParam{{"body", "must hold one JSON object and nothing after it"}}), false
+	}
+	return events.APIGatewayV2HTTPResponse{}, true
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "int64":
+		return "an integer"
+	case "string":
+		return "a string"
+	case "ptr", "pointer":
+		return "of another type"
+	}
+	return "a " + kind
+}
+
+func header(h map[string]string, name string) string {
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+func positive(bad []InvalidParam, name string, v *int64) []InvalidParam {
+	switch {
+	case v == nil:
+		return append(bad, InvalidParam{name, "is required"})
+	case *v <= 0:
+		return append(bad, InvalidParam{name, "must be an integer greater than 0"})
+	}
+	return bad
+}
+
+func validSKU(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func validCurrency(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for i := 0; i < 3; i++ {
+		if c[i] < 'A' || c[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+func validUUID(s string) bool {
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
+}

@@ -1,0 +1,74 @@
+package orders
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// ProblemBase prefixes the type URI of every problem the example itself
+// answers. The kit's own refusals (key missing, fingerprint mismatch, in
+// flight, ...) keep their types under https://idemkit.dev/problems/; both
+// are RFC 9457 problem details with the same members and headers.
+const ProblemBase = "https://idemkit.dev/examples/orders/problems/"
+
+// The example's problem types.
+const (
+	TypeValidation       = ProblemBase + "validation"              // 400: the body is not a valid request
+	TypeUnsupportedMedia = ProblemBase + "unsupported-media"       // 415: the body is not JSON
+	TypeNotFound         = ProblemBase + "not-found"               // 404: no such order for this caller, or no such route
+	TypeCardDeclined     = ProblemBase + "card-declined"           // 402: the processor declined the card
+	TypeProcessorDown    = ProblemBase + "processor-unavailable"   // 503: the processor did not answer; retry with the same key
+	TypeUnauthorized     = ProblemBase + "unauthorized"            // 401: no bearer token (local authorizer only)
+	TypeTemporarilyDown  = ProblemBase + "temporarily-unavailable" // 503: a dependency failed; retry with the same key
+	TypeInternal         = ProblemBase + "internal"                // 500: a bug; retry with the same key
+	TypeTenantMissing    = ProblemBase + "tenant-missing"          // 500: no authenticated caller (misconfiguration)
+	TypePayloadTooLarge  = ProblemBase + "payload-too-large"       // 413: body over 10 MB (local server only)
+	problemContentType   = "application/problem+json"
+)
+
+// Problem is an RFC 9457 problem detail.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	// InvalidParams lists what is wrong with a request body, in a fixed
+	// order so that a replay and a re-execution say the same.
+	InvalidParams []InvalidParam `json:"invalidParams,omitempty"`
+	// RetryAfter is the whole seconds also sent in the Retry-After header.
+	RetryAfter int `json:"retryAfter,omitempty"`
+}
+
+// InvalidParam names one invalid member of a request body.
+type InvalidParam struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Response returns p as an HTTP API response.
+func (p *Problem) Response() events.APIGatewayV2HTTPResponse {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		panic("orders: marshal problem: " + err.Error()) // strings and ints only
+	}
+	h := map[string]string{"Content-Type": problemContentType}
+	if p.RetryAfter > 0 {
+		h["Retry-After"] = strconv.Itoa(p.RetryAfter)
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: h, Body: strings.TrimSuffix(b.String(), "\n")}
+}
+
+func notFound(detail string) events.APIGatewayV2HTTPResponse {
+	return (&Problem{Type: TypeNotFound, Title: "Not found", Status: 404, Detail: detail}).Response()
+}
+
+func invalid(params []InvalidParam) events.APIGatewayV2HTTPResponse {
+	return (&Problem{Type: TypeValidation, Title: "Invalid request body", Status: 400,
+		Detail:        "The request body is not valid; see invalidParams. Fix it and send it with a new Idempotency-Key: this key keeps this answer.",
+		InvalidParams: params}).Response()
+}

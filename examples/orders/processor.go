@@ -1,0 +1,68 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Test cards of the example's simulated payment processor. Every other
+// valid card number is captured.
+const (
+	// CardDeclined is declined: 402, a business outcome the key keeps.
+	CardDeclined = "4000000000000002"
+	// CardProcessorDown makes the processor unavailable: 503, never stored,
+	// so a retry with the same key runs again.
+	CardProcessorDown = "4000000000000119"
+)
+
+var (
+	errDeclined      = errors.New("orders: card declined")
+	errProcessorDown = errors.New("orders: processor unavailable")
+)
+
+// capture charges a card with the simulated processor. It first waits
+// delay (the processor is slow), unless ctx ends first: then it returns
+// ctx's error and charges nothing.
+func capture(ctx context.Context, card string, delay time.Duration) error {
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+	switch card {
+	case CardDeclined:
+		return errDeclined
+	case CardProcessorDown:
+		return errProcessorDown
+	}
+	return nil
+}
+
+// validCard reports whether s is 12 to 19 digits with a valid Luhn check
+// digit.
+func validCard(s string) bool {
+	if len(s) < 12 || len(s) > 19 {
+		return false
+	}
+	sum := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return false
+		}
+		d := int(c - '0')
+		if (len(s)-1-i)%2 == 1 {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+	}
+	return sum%10 == 0
+}
