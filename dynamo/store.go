@@ -96,7 +96,7 @@ func (o Options) withDefaults() Options {
 
 // ErrInvalidPage is wrapped by the error ListIndeterminate returns for a
 // page token it did not issue (or issued for another tenant).
-var ErrInvalidPage = errors.New("dynamo: invalid page token")
+var ErrInvalidPage = fmt.Errorf("dynamo: %w", idemkit.ErrInvalidPage)
 
 // Store is an idemkit.Store on a DynamoDB table laid out as the package
 // documentation describes. It is safe for concurrent use.

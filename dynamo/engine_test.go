@@ -1,0 +1,147 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+)
+
+func okHandler(execs *atomic.Int32, body string) idemkit.Handler {
+	return func(context.Context) (*idemkit.Snapshot, error) {
+		execs.Add(1)
+		return &idemkit.Snapshot{Status: 201, Body: []byte(body)}, nil
+	}
+}
+
+// TestEngineRace: 200 requests racing one scope through the engine execute
+// it once; the others get a conflict or the replay, nothing else.
+func TestEngineRace(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	g, err := idemkit.New(idemkit.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const racers, rounds = 200, 20
+	for round := 0; round < rounds; round++ {
+		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: fmt.Sprintf("race-%d", round)}, Fingerprint: "v1:sha256:same"}
+		var (
+			execs, conflicts, replays atomic.Int32
+			wg                        sync.WaitGroup
+			start                     = make(chan struct{})
+		)
+		for i := 0; i < racers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				snap, replayed, err := g.Do(context.Background(), req, okHandler(&execs, "charged"))
+				switch {
+				case errors.Is(err, idemkit.ErrInFlight):
+					conflicts.Add(1)
+				case err != nil:
+					t.Errorf("round %d: %v", round, err)
+				case replayed:
+					if string(snap.Body) != "charged" {
+						t.Errorf("replayed %q", snap.Body)
+					}
+					replays.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if n := execs.Load(); n != 1 {
+			t.Fatalf("round %d: the handler ran %d times, want once (%d conflicts, %d replays)", round, n, conflicts.Load(), replays.Load())
+		}
+		if got := conflicts.Load() + replays.Load(); got != racers-1 {
+			t.Fatalf("round %d: %d conflicts and replays, want %d", round, got, racers-1)
+		}
+	}
+}
+
+// TestEngineFencing: a request whose lease was taken over runs to its end,
+// but cannot overwrite the new owner's result.
+func TestEngineFencing(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	clk := &clock{}
+	var events []idemkit.EventKind
+	var mu sync.Mutex
+	obs := idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+		mu.Lock()
+		events = append(events, e.Kind)
+		mu.Unlock()
+	})
+	g, err := idemkit.New(idemkit.Config{Store: s, Now: clk.Now, Observer: obs,
+		Policy: idemkit.Policy{Lease: 10 * time.Second, OnStaleLease: idemkit.Takeover}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /shipments", Key: "fence-1"}, Fingerprint: "v1:sha256:f"}
+	var second atomic.Int32
+	first, _, err := g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+		// The first execution stalls past its lease; another takes over.
+		clk.Advance(11 * time.Second)
+		snap, replayed, err := g.Do(context.Background(), req, okHandler(&second, "second"))
+		if err != nil || replayed || string(snap.Body) != "second" {
+			t.Errorf("takeover Do = %v, %v, %v", snap, replayed, err)
+		}
+		return &idemkit.Snapshot{Status: 201, Body: []byte("first")}, nil
+	})
+	if err != nil || string(first.Body) != "first" {
+		t.Fatalf("first Do = %v, %v; the caller must still get its response", first, err)
+	}
+	if second.Load() != 1 {
+		t.Fatal("the takeover did not execute")
+	}
+	got, err := s.Get(context.Background(), req.Scope.ID(false), clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Snapshot.Body) != "second" {
+		t.Fatalf("stored body %q, want the new owner's", got.Snapshot.Body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []idemkit.EventKind{idemkit.EventTakeover, idemkit.EventExecuted, idemkit.EventCompletionFailed}
+	if fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+}
+
+// TestUsage: the engine sees two round trips for a fresh request (claim,
+// complete) and two for a replay on a server that does not return the
+// item with a condition failure (claim, get); dynalite reports the units.
+func TestUsage(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	obs := &usageObserver{}
+	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "usage-1"}, Fingerprint: "v1:sha256:u"}
+	var execs atomic.Int32
+	for i, want := range []struct {
+		kind        idemkit.EventKind
+		calls       int
+		read, write bool
+	}{
+		{idemkit.EventExecuted, 2, false, true},
+		{idemkit.EventReplayed, 2, true, true},
+	} {
+		if _, _, err := g.Do(context.Background(), req, okHandler(&execs, "ok")); err != nil {
+			t.Fatal(err)
+		}
+		ev := obs.Last()
+		u := ev.Usage
+		if ev.Kind != want.kind || u.Calls != want.calls || (u.ReadUnits > 0) != want.read || (u.WriteUnits > 0) != want.write {
+			t.Fatalf("request %d: %s with usage %+v, want %s in %d calls (read units %v, write units %v)", i, ev.Kind, u, want.kind, want.calls, want.read, want.write)
+		}
+	}
+}
