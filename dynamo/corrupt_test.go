@@ -16,7 +16,9 @@ import (
 )
 
 func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func N(v int64) types.AttributeValue  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func N(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
 
 // TestCorruptItems: items that cannot be decoded give ErrCorruptRecord from
 // Get, from a lost claim and from the engine, which does not run the
