@@ -1,0 +1,437 @@
+package orders_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/awslabs/goformation/v7"
+	"github.com/awslabs/goformation/v7/cloudformation"
+	cfndynamodb "github.com/awslabs/goformation/v7/cloudformation/dynamodb"
+	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/examples/orders"
+)
+
+const templatePath = "../../template.yaml"
+
+// Resolved intrinsics name what they point at, so that the test can tell
+// the idempotency table's ARN from any other: a Ref to a resource becomes
+// "ref:<LogicalId>", a GetAtt "getatt:<LogicalId>.<Attribute>"; a Ref to a
+// parameter is its default and Fn::Sub substitutes both. goformation's own
+// handlers resolve resource Refs and GetAtts to nothing.
+func templateOptions() *intrinsics.ProcessorOptions {
+	var ref intrinsics.IntrinsicHandler
+	ref = func(name string, input, template any) any {
+		s, _ := input.(string)
+		if s == "AWS::Partition" {
+			return "aws"
+		}
+		if s == "AWS::URLSuffix" {
+			return "amazonaws.com"
+		}
+		if t, ok := template.(map[string]any); ok {
+			if rs, ok := t["Resources"].(map[string]any); ok {
+				if _, ok := rs[s]; ok {
+					return "ref:" + s
+				}
+			}
+		}
+		return intrinsics.Ref(name, input, template)
+	}
+	getAtt := func(_ string, input, _ any) any {
+		switch v := input.(type) {
+		case string:
+			return "getatt:" + v
+		case []any:
+			parts := make([]string, len(v))
+			for i, p := range v {
+				parts[i] = fmt.Sprint(p)
+			}
+			return "getatt:" + strings.Join(parts, ".")
+		}
+		return nil
+	}
+	vars := regexp.MustCompile(`\$\{([^}!]+)\}`)
+	sub := func(name string, input, template any) any {
+		src, named := "", map[string]any{}
+		switch v := input.(type) {
+		case string:
+			src = v
+		case []any:
+			if len(v) != 2 {
+				return nil
+			}
+			src, _ = v[0].(string)
+			named, _ = v[1].(map[string]any)
+		default:
+			return nil
+		}
+		return vars.ReplaceAllStringFunc(src, func(m string) string {
+			k := m[2 : len(m)-1]
+			if v, ok := named[k]; ok {
+				return fmt.Sprint(v)
+			}
+			if strings.Contains(k, ".") {
+				return fmt.Sprint(getAtt("Fn::GetAtt", k, template))
+			}
+			return fmt.Sprint(ref("Ref", k, template))
+		})
+	}
+	return &intrinsics.ProcessorOptions{
+		EvaluateConditions: true,
+		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{
+			"Ref": ref, "Fn::GetAtt": getAtt, "Fn::Sub": sub,
+		},
+	}
+}
+
+// loadTemplate returns template.yaml parsed by goformation and, for the
+// parts goformation types loosely (policies, events, the HTTP API), as
+// plain JSON, both with intrinsics resolved by templateOptions.
+func loadTemplate(t *testing.T) (*cloudformation.Template, map[string]any) {
+	t.Helper()
+	tpl, err := goformation.OpenWithOptions(templatePath, templateOptions())
+	if err != nil {
+		t.Fatalf("parse %s: %v", templatePath, err)
+	}
+	data, err := os.ReadFile(templatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := intrinsics.ProcessYAML(data, templateOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(js, &raw); err != nil {
+		t.Fatal(err)
+	}
+	return tpl, raw
+}
+
+func resource(t *testing.T, raw map[string]any, name string) map[string]any {
+	t.Helper()
+	r, ok := raw["Resources"].(map[string]any)[name].(map[string]any)
+	if !ok {
+		t.Fatalf("template.yaml: no resource %s", name)
+	}
+	return r
+}
+
+func props(t *testing.T, raw map[string]any, name string) map[string]any {
+	t.Helper()
+	p, _ := resource(t, raw, name)["Properties"].(map[string]any)
+	return p
+}
+
+type keyElem struct{ Name, Type string }
+
+// want is what a table definition from Go code (dynamo.TableDefinition,
+// orders.OrdersTableDefinition) requires of the template's table.
+type want struct {
+	keys  []keyElem
+	attrs []keyElem
+	gsis  map[string][]keyElem // index name -> key schema; projection ALL
+}
+
+func wantFrom(in *awsdynamodb.CreateTableInput) want {
+	w := want{gsis: map[string][]keyElem{}}
+	for _, k := range in.KeySchema {
+		w.keys = append(w.keys, keyElem{aws.ToString(k.AttributeName), string(k.KeyType)})
+	}
+	for _, a := range in.AttributeDefinitions {
+		w.attrs = append(w.attrs, keyElem{aws.ToString(a.AttributeName), string(a.AttributeType)})
+	}
+	for _, g := range in.GlobalSecondaryIndexes {
+		var ks []keyElem
+		for _, k := range g.KeySchema {
+			ks = append(ks, keyElem{aws.ToString(k.AttributeName), string(k.KeyType)})
+		}
+		if g.Projection == nil || g.Projection.ProjectionType != "ALL" {
+			panic("index without projection ALL")
+		}
+		w.gsis[aws.ToString(g.IndexName)] = ks
+	}
+	sortElems(w.attrs)
+	return w
+}
+
+func sortElems(e []keyElem) { sort.Slice(e, func(i, j int) bool { return e[i].Name < e[j].Name }) }
+
+func checkTable(t *testing.T, name string, tbl *cfndynamodb.Table, w want) {
+	t.Helper()
+	var keys, attrs []keyElem
+	for _, k := range tbl.KeySchema {
+		keys = append(keys, keyElem{k.AttributeName, k.KeyType})
+	}
+	for _, a := range tbl.AttributeDefinitions {
+		attrs = append(attrs, keyElem{a.AttributeName, a.AttributeType})
+	}
+	sortElems(attrs)
+	if !slices.Equal(keys, w.keys) {
+		t.Errorf("%s: KeySchema %v, the code expects %v", name, keys, w.keys)
+	}
+	if !slices.Equal(attrs, w.attrs) {
+		t.Errorf("%s: AttributeDefinitions %v, the code expects %v", name, attrs, w.attrs)
+	}
+	got := map[string][]keyElem{}
+	for _, g := range tbl.GlobalSecondaryIndexes {
+		var ks []keyElem
+		for _, k := range g.KeySchema {
+			ks = append(ks, keyElem{k.AttributeName, k.KeyType})
+		}
+		got[g.IndexName] = ks
+		if g.Projection == nil || aws.ToString(g.Projection.ProjectionType) != "ALL" {
+			t.Errorf("%s: index %s must project ALL", name, g.IndexName)
+		}
+	}
+	for n := range got {
+		if _, ok := w.gsis[n]; !ok {
+			t.Errorf("%s: index %s is not one the code expects", name, n)
+		}
+	}
+	for n, ks := range w.gsis {
+		if !slices.Equal(got[n], ks) {
+			t.Errorf("%s: index %s key schema %v, the code expects %v", name, n, got[n], ks)
+		}
+	}
+	if aws.ToString(tbl.BillingMode) != "PAY_PER_REQUEST" {
+		t.Errorf("%s: BillingMode %q, want PAY_PER_REQUEST", name, aws.ToString(tbl.BillingMode))
+	}
+	if tbl.PointInTimeRecoverySpecification == nil || !aws.ToBool(tbl.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled) {
+		t.Errorf("%s: point-in-time recovery is off", name)
+	}
+	if tbl.SSESpecification == nil || !tbl.SSESpecification.SSEEnabled {
+		t.Errorf("%s: SSE is off", name)
+	}
+	if tbl.DeletionProtectionEnabled == nil {
+		t.Errorf("%s: DeletionProtectionEnabled is not set (a parameter)", name)
+	}
+}
+
+// The idempotency table must be the one package dynamo creates and reads:
+// a drifted key, index or TTL attribute breaks claims, operator listings
+// or expiry in production only.
+func TestTemplateIdempotencyTableMatchesDynamo(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	tbl, err := tpl.GetDynamoDBTableWithName("IdempotencyTable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, "IdempotencyTable", tbl, wantFrom(dynamo.TableDefinition("x")))
+	ttl := tbl.TimeToLiveSpecification
+	if ttl == nil || !ttl.Enabled || aws.ToString(ttl.AttributeName) != dynamo.AttrExpiresAt {
+		got := "none"
+		if ttl != nil {
+			got = fmt.Sprintf("%q enabled=%v", aws.ToString(ttl.AttributeName), ttl.Enabled)
+		}
+		t.Errorf("IdempotencyTable: TTL %s, want enabled on %q (dynamo.AttrExpiresAt)", got, dynamo.AttrExpiresAt)
+	}
+}
+
+func TestTemplateOrdersTableMatchesRepo(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	tbl, err := tpl.GetDynamoDBTableWithName("OrdersTable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, "OrdersTable", tbl, wantFrom(orders.OrdersTableDefinition("x")))
+	if tbl.TimeToLiveSpecification != nil && tbl.TimeToLiveSpecification.Enabled {
+		t.Errorf("OrdersTable: orders must not expire")
+	}
+}
+
+// The function's role may do what the code does and nothing more: the
+// four item operations the guard makes on the idempotency table (claim
+// and complete: PutItem; release: DeleteItem; mark indeterminate:
+// UpdateItem; the read of a lost claim's record: GetItem), PutItem and
+// Query on the orders table. No wildcards, no Scan, no other resources,
+// no SAM policy templates or managed policies, no role of its own.
+func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
+	_, raw := loadTemplate(t)
+	fn := props(t, raw, "OrdersFunction")
+	if _, ok := fn["Role"]; ok {
+		t.Fatalf("OrdersFunction: Role is set; the test checks the Policies SAM turns into its role")
+	}
+	for name, r := range raw["Resources"].(map[string]any) {
+		if typ, _ := r.(map[string]any)["Type"].(string); strings.HasPrefix(typ, "AWS::IAM::") {
+			t.Errorf("resource %s (%s): grants are to be made in OrdersFunction's Policies only", name, typ)
+		}
+	}
+	arn := func(logical string) string {
+		return "arn:aws:dynamodb:us-east-1:123456789012:table/ref:" + logical
+	}
+	allowed := map[string][]string{
+		arn("IdempotencyTable"): {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		arn("OrdersTable"):      {"dynamodb:PutItem", "dynamodb:Query"},
+	}
+	granted := map[string][]string{}
+	pols, ok := fn["Policies"].([]any)
+	if !ok {
+		t.Fatalf("OrdersFunction: Policies must be a list of inline policy documents, got %T", fn["Policies"])
+	}
+	for i, p := range pols {
+		doc, ok := p.(map[string]any)
+		if !ok {
+			t.Fatalf("Policies[%d]: %v is a managed policy or policy template name; use an inline statement", i, p)
+		}
+		for k := range doc {
+			if k != "Statement" && k != "Version" {
+				t.Fatalf("Policies[%d]: %q is a SAM policy template or unknown; use an inline statement", i, k)
+			}
+		}
+		stmts, _ := doc["Statement"].([]any)
+		for _, s := range stmts {
+			st := s.(map[string]any)
+			if st["Effect"] != "Allow" {
+				continue
+			}
+			if _, ok := st["NotAction"]; ok {
+				t.Errorf("statement %v: NotAction grants everything else", st["Sid"])
+			}
+			if _, ok := st["NotResource"]; ok {
+				t.Errorf("statement %v: NotResource grants everything else", st["Sid"])
+			}
+			if _, ok := st["Condition"]; ok {
+				t.Logf("statement %v has a Condition; checked as if it had none", st["Sid"])
+			}
+			for _, res := range list(st["Resource"]) {
+				if _, ok := allowed[res]; !ok {
+					t.Errorf("statement %v: resource %q is not one of the function's tables (%v)", st["Sid"], res, keys(allowed))
+				}
+				for _, a := range list(st["Action"]) {
+					if strings.Contains(a, "*") {
+						t.Errorf("statement %v: wildcard action %q", st["Sid"], a)
+					}
+					if !slices.Contains(allowed[res], a) {
+						t.Errorf("statement %v: %s on %s is more than the function needs", st["Sid"], a, res)
+					}
+					granted[res] = append(granted[res], a)
+				}
+			}
+		}
+	}
+	for res, acts := range allowed {
+		for _, a := range acts {
+			if !slices.Contains(granted[res], a) {
+				t.Errorf("%s on %s is not granted: the function needs it", a, res)
+			}
+		}
+	}
+}
+
+func list(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return []string{fmt.Sprint(v)}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The function is the Go bootstrap built from cmd/lambda, on the routes
+// the code serves, behind the JWT authorizer, with the environment
+// orders.FromEnv reads.
+func TestTemplateFunction(t *testing.T) {
+	tpl, raw := loadTemplate(t)
+	fn, err := tpl.GetServerlessFunctionWithName("OrdersFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToString(fn.Runtime); got != "provided.al2023" {
+		t.Errorf("Runtime %q, want provided.al2023", got)
+	}
+	if !slices.Equal(fn.Architectures, []string{"arm64"}) {
+		t.Errorf("Architectures %v, want [arm64]", fn.Architectures)
+	}
+	if got := aws.ToString(fn.Handler); got != "bootstrap" {
+		t.Errorf("Handler %q, want bootstrap", got)
+	}
+	if fn.Timeout == nil || *fn.Timeout != int(orders.DefaultLocalTimeout.Seconds()) {
+		t.Errorf("Timeout %v, want %v: the local server's deadline (orders.DefaultLocalTimeout)", fn.Timeout, orders.DefaultLocalTimeout)
+	}
+	meta, _ := resource(t, raw, "OrdersFunction")["Metadata"].(map[string]any)
+	if meta["BuildMethod"] != "go1.x" {
+		t.Errorf("Metadata.BuildMethod %v, want go1.x", meta["BuildMethod"])
+	}
+	code, _ := props(t, raw, "OrdersFunction")["CodeUri"].(string)
+	if _, err := os.Stat(filepath.Join("../..", code, "main.go")); err != nil || filepath.Clean(code) != "examples/orders/cmd/lambda" {
+		t.Errorf("CodeUri %q, want examples/orders/cmd/lambda (%v)", code, err)
+	}
+
+	env := fn.Environment.Variables
+	for k, v := range map[string]string{
+		orders.EnvStore:          "dynamodb",
+		orders.EnvTable:          "ref:IdempotencyTable",
+		orders.EnvOrdersTable:    "ref:OrdersTable",
+		orders.EnvReplayHours:    "24",
+		orders.EnvRetentionHours: "168",
+		orders.EnvHomeRegion:     "us-east-1",
+	} {
+		if env[k] != v {
+			t.Errorf("Environment %s = %q, want %q", k, env[k], v)
+		}
+	}
+
+	var routes []string
+	for name, e := range props(t, raw, "OrdersFunction")["Events"].(map[string]any) {
+		ev := e.(map[string]any)
+		p := ev["Properties"].(map[string]any)
+		if ev["Type"] != "HttpApi" || p["ApiId"] != "ref:OrdersApi" || p["PayloadFormatVersion"] != "2.0" {
+			t.Errorf("event %s: want an HttpApi event on OrdersApi with payload 2.0, got %v", name, ev)
+		}
+		if _, ok := p["Auth"]; ok {
+			t.Errorf("event %s: overrides the API's JWT authorizer", name)
+		}
+		routes = append(routes, fmt.Sprintf("%s %s", p["Method"], p["Path"]))
+	}
+	sort.Strings(routes)
+	want := slices.Clone(orders.Routes)
+	sort.Strings(want)
+	if !slices.Equal(routes, want) {
+		t.Errorf("routes %v, the code serves %v", routes, want)
+	}
+
+	auth, _ := props(t, raw, "OrdersApi")["Auth"].(map[string]any)
+	def, _ := auth["DefaultAuthorizer"].(string)
+	az, _ := auth["Authorizers"].(map[string]any)[def].(map[string]any)
+	jwt, _ := az["JwtConfiguration"].(map[string]any)
+	if def == "" || jwt == nil || az["IdentitySource"] != "$request.header.Authorization" {
+		t.Errorf("OrdersApi: want a default JWT authorizer on the Authorization header, got %v", auth)
+	}
+
+	for _, p := range []string{"JwtIssuer", "JwtAudience", "ReplayWindowHours", "RecordRetentionHours", "HomeRegion", "DeletionProtection"} {
+		if _, ok := tpl.Parameters[p]; !ok {
+			t.Errorf("parameter %s missing", p)
+		}
+	}
+	for _, o := range []string{"ApiUrl", "IdempotencyTableName"} {
+		if _, ok := tpl.Outputs[o]; !ok {
+			t.Errorf("output %s missing", o)
+		}
+	}
+}
