@@ -1,0 +1,131 @@
+package dynamo
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit"
+)
+
+func TestTenantOf(t *testing.T) {
+	for _, sc := range []idemkit.Scope{
+		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
+		{Tenant: "t|1:2 \u00fc", Operation: "PATCH /x", Key: `"q"`},
+		{Tenant: "12:ab", Operation: "", Key: "3:x"},
+		{Tenant: "", Operation: "op", Key: "k"},
+	} {
+		for _, aw := range []bool{false, true} {
+			got, err := TenantOf(sc.ID(aw))
+			if err != nil || got != sc.Tenant {
+				t.Errorf("TenantOf(%q) = %q, %v; want %q", sc.ID(aw), got, err, sc.Tenant)
+			}
+		}
+	}
+	for _, id := range []string{"", "x1|4:acme", "o1|", "o1|4acme", "o1|9:acme", "o1|-1:a", "o1|04:acme", "o1|+4:acme"} {
+		if got, err := TenantOf(id); err == nil {
+			t.Errorf("TenantOf(%q) = %q, want an error", id, got)
+		}
+	}
+}
+
+func TestPageToken(t *testing.T) {
+	lek := map[string]types.AttributeValue{AttrID: str("o1|1:a1:b1:c"), AttrLeaseUntil: num(1767225600123), AttrIndeterminate: str(IndeterminateValue)}
+	tok, err := encodePage(lek, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, lu, err := decodePage(tok, "acme")
+	if err != nil || id != "o1|1:a1:b1:c" || lu != 1767225600123 {
+		t.Fatalf("decodePage = %q, %d, %v", id, lu, err)
+	}
+	for name, page := range map[string]string{
+		"other tenant": tok,
+		"not base64":   "%%%",
+		"not JSON":     "bm90IGpzb24",
+		"no ID":        "eyJ2IjoxLCJ0IjoiYmV0YSJ9",
+		"version":      "eyJ2IjoyLCJ0IjoiYmV0YSIsInBrIjoieCJ9",
+	} {
+		if _, _, err := decodePage(page, "beta"); !errors.Is(err, ErrInvalidPage) {
+			t.Errorf("%s: %v, want ErrInvalidPage", name, err)
+		}
+	}
+}
+
+func TestItemSize(t *testing.T) {
+	for _, tc := range []struct {
+		item map[string]types.AttributeValue
+		want int
+	}{
+		{map[string]types.AttributeValue{"pk": str("abc")}, 5},
+		{map[string]types.AttributeValue{"b": &types.AttributeValueMemberB{Value: make([]byte, 10)}}, 11},
+		{map[string]types.AttributeValue{"ok": &types.AttributeValueMemberBOOL{Value: true}}, 3},
+		// A list of two one-byte strings: 3 + 2*(1+1).
+		{map[string]types.AttributeValue{"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{str("a"), str("b")}}}, 1 + 3 + 4},
+		// A map {"k": "v"}: 3 + (1 + 1 + 1).
+		{map[string]types.AttributeValue{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": str("v")}}}, 1 + 3 + 3},
+	} {
+		if got := itemSize(tc.item); got != tc.want {
+			t.Errorf("itemSize(%v) = %d, want %d", tc.item, got, tc.want)
+		}
+	}
+	// Numbers: at least DynamoDB's (digits/2)+1, for any digit count.
+	for _, s := range []string{"0", "7", "42", "1767225600123", "-12345", "123456789012345678901234567890"} {
+		digits := len(strings.TrimLeft(s, "-"))
+		if got := numberSize(s); got < (digits+1)/2+1 {
+			t.Errorf("numberSize(%s) = %d, under the documented size", s, got)
+		}
+	}
+}
+
+func TestRounding(t *testing.T) {
+	at := time.UnixMilli(1767225600123).Add(400 * time.Microsecond)
+	if got := ceilMilli(at); got != 1767225600124 {
+		t.Errorf("ceilMilli = %d", got)
+	}
+	if got := ceilMilli(time.UnixMilli(5)); got != 5 {
+		t.Errorf("ceilMilli of a whole millisecond = %d", got)
+	}
+	if got := ceilSec(at); got != 1767225601 {
+		t.Errorf("ceilSec = %d", got)
+	}
+	if got := ceilSec(time.Unix(9, 0)); got != 9 {
+		t.Errorf("ceilSec of a whole second = %d", got)
+	}
+}
+
+// TestSnapshotCodec: snapshots survive encoding, compressed or not, and
+// Complete never mutates the caller's snapshot.
+func TestSnapshotCodec(t *testing.T) {
+	rec := &idemkit.Record{ID: "o1|1:a1:b1:c", Scope: idemkit.Scope{Tenant: "a", Operation: "b", Key: "c"}, State: idemkit.StateCompleted, Owner: "o",
+		LeaseUntil: time.UnixMilli(1000), ExpiresAt: time.Unix(2000, 0), CompletedAt: time.UnixMilli(1500)}
+	for name, snap := range map[string]*idemkit.Snapshot{
+		"small":                              {Status: 200, Body: []byte("hi")},
+		"compressed":                         {Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(strings.Repeat(`{"a":1},`, 1000))},
+		"incompressible above the threshold": {Status: 200, Body: []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&()*+,-./:;<=>?@[]^_`{|}~")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := *rec
+			r.Snapshot = snap
+			it := baseItem(&r)
+			if !snapshotAttrs(it, snap, DefaultMaxItemSize, 64) {
+				t.Fatal("did not fit")
+			}
+			_, z := it[AttrBodyEncoding]
+			if want := name == "compressed"; z != want {
+				t.Fatalf("compressed %v, want %v", z, want)
+			}
+			got, err := decodeItem(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got.Snapshot.Body) != string(snap.Body) || got.Snapshot.Status != snap.Status || len(got.Snapshot.Header) != len(snap.Header) {
+				t.Fatalf("decoded %+v", got.Snapshot)
+			}
+		})
+	}
+}
