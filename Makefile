@@ -27,8 +27,27 @@ vet:
 	$(GO) vet $(PKGS)
 
 ## run: the example API on 127.0.0.1:$(PORT) with the in-memory store
+## (IDEMKIT_STORE=dynamodb: DynamoDB, see README.md "Local walkthrough")
 run:
-	@echo "The example API arrives with examples/orders; nothing to run yet."
+	$(GO) build -o bin/orders-local ./examples/orders/cmd/local
+	exec ./bin/orders-local -addr 127.0.0.1:$(PORT)
+
+## build: the Lambda bootstrap for linux/arm64 in bin/bootstrap
+build:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o bin/bootstrap ./examples/orders/cmd/lambda
+
+.PHONY: deploy sam-local
+
+## deploy: sam build && sam deploy (SAM CLI and AWS credentials; SAM_ENV=prod for prod)
+SAM_ENV ?= default
+deploy:
+	GOFLAGS=-tags=lambda.norpc CGO_ENABLED=0 sam build --config-env $(SAM_ENV)
+	sam deploy --config-env $(SAM_ENV)
+
+## sam-local: sam local start-api on 127.0.0.1:$(PORT) (SAM CLI and Docker)
+sam-local:
+	GOFLAGS=-tags=lambda.norpc CGO_ENABLED=0 sam build
+	sam local start-api --port $(PORT)
 
 ## bench: the benchmarks
 bench: deps
