@@ -70,6 +70,9 @@ var (
 	ErrNotOwner = errors.New("idemkit: record is not owned by this token")
 	// ErrNotIndeterminate: Resolve found no indeterminate record.
 	ErrNotIndeterminate = errors.New("idemkit: record is not indeterminate")
+	// ErrInvalidPage: ListIndeterminate was given a page token it did not
+	// issue.
+	ErrInvalidPage = errors.New("idemkit: invalid page token")
 )
 
 // ConflictError is returned while another request holds the key.

@@ -103,6 +103,17 @@ func (g *Guard) Policy(operation string) Policy {
 	return g.pol
 }
 
+// Refuse reports to the observer a request refused before Do, for a reason
+// such as an invalid key or body, so that every refusal is observed. It
+// stores nothing.
+func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
+	if g.obs == nil {
+		return
+	}
+	now := g.now()
+	g.obs.Observe(ctx, Event{Kind: EventRefused, Scope: scope, Err: err, Started: now})
+}
+
 // Do runs h at most once for req.Scope and returns the response to send.
 //
 // The first request with a scope claims it, runs h, and stores h's response

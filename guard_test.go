@@ -711,3 +711,14 @@ func TestNewRequiresStore(t *testing.T) {
 		t.Fatal("New without a store succeeded")
 	}
 }
+
+func TestRefuseIsObserved(t *testing.T) {
+	f := newFixture(t, nil)
+	f.guard.Refuse(context.Background(), req("k").Scope, idemkit.ErrKeyMalformed)
+	if e := f.obs.last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrKeyMalformed) || e.Scope.Tenant != "acme" {
+		t.Fatalf("event %+v, want refused", e)
+	}
+	if _, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatal("Refuse stored a record")
+	}
+}

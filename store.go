@@ -62,7 +62,8 @@ type Store interface {
 	// first, at most limit (a store default when limit <= 0). When tenant is
 	// not empty only that tenant's records are listed. A non-empty next
 	// token is passed as page to get the following page; an empty one means
-	// the listing is complete. Implementations must not scan the whole store.
+	// the listing is complete. A page token the store did not issue gives
+	// ErrInvalidPage. Implementations must not scan the whole store.
 	ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
 }
 

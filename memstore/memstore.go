@@ -173,7 +173,7 @@ func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limi
 	if page != "" {
 		n, err := strconv.Atoi(page)
 		if err != nil || n < 0 {
-			return nil, "", fmt.Errorf("memstore: invalid page token %q", page)
+			return nil, "", fmt.Errorf("memstore: %w %q", idemkit.ErrInvalidPage, page)
 		}
 		off = n
 	}

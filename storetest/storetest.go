@@ -528,6 +528,9 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 			t.Fatalf("tenant %q: %d records in %d page(s) of 2", tenant, len(got), pages)
 		}
 	}
+	if _, _, err := s.ListIndeterminate(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+		t.Fatalf("ListIndeterminate with a foreign page token: %v, want ErrInvalidPage", err)
+	}
 }
 
 func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
