@@ -126,7 +126,7 @@ func Handler(o Options) (HandlerFunc, error) {
 // ("$default", a proxy route) is matched by method and path.
 func (a *app) route(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	key, params := ev.RouteKey, ev.PathParameters
-	if !isRoute(key) {
+	if !isRoute(key) || (strings.Contains(key, "{") && len(params) == 0) {
 		var ok bool
 		if key, params, ok = MatchRoute(ev.RequestContext.HTTP.Method, ev.RawPath); !ok {
 			return notFound("No route " + ev.RequestContext.HTTP.Method + " " + ev.RawPath + "."), nil

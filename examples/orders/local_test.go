@@ -1,0 +1,148 @@
+package orders_test
+
+import (
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit/examples/orders"
+)
+
+// The local server hands the handler the event API Gateway would.
+func TestLocalEventIsWhatAPIGatewaySends(t *testing.T) {
+	var got events.APIGatewayV2HTTPRequest
+	var deadline bool
+	h := func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		got = ev
+		_, deadline = ctx.Deadline()
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "{}"}, nil
+	}
+	srv := httptest.NewServer(&orders.Local{Handler: h})
+	defer srv.Close()
+
+	req, _ := http.NewRequest("GET", srv.URL+"/orders/abc%20d?x=1&x=2&y=3", nil)
+	req.Header.Set("Authorization", "Bearer alice")
+	req.Header.Add("X-Multi", "a")
+	req.Header.Add("X-Multi", "b")
+	req.Header.Set("User-Agent", "test-agent")
+	req.Header.Add("Cookie", "a=1; b=2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	rc := got.RequestContext
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"version", got.Version, "2.0"},
+		{"routeKey", got.RouteKey, "GET /orders/{id}"},
+		{"requestContext.routeKey", rc.RouteKey, "GET /orders/{id}"},
+		{"rawPath", got.RawPath, "/orders/abc%20d"},
+		{"rawQueryString", got.RawQueryString, "x=1&x=2&y=3"},
+		{"queryStringParameters.x", got.QueryStringParameters["x"], "1,2"},
+		{"pathParameters.id", got.PathParameters["id"], "abc d"},
+		{"headers.x-multi", got.Headers["x-multi"], "a,b"},
+		{"headers.authorization", got.Headers["authorization"], "Bearer alice"},
+		{"headers.host", got.Headers["host"], strings.TrimPrefix(srv.URL, "http://")},
+		{"no cookie header", got.Headers["cookie"], ""},
+		{"cookies", strings.Join(got.Cookies, "|"), "a=1|b=2"},
+		{"stage", rc.Stage, "$default"},
+		{"accountId", rc.AccountID, orders.LocalAccountID},
+		{"apiId", rc.APIID, orders.LocalAPIID},
+		{"http.method", rc.HTTP.Method, "GET"},
+		{"http.path", rc.HTTP.Path, "/orders/abc%20d"},
+		{"http.protocol", rc.HTTP.Protocol, "HTTP/1.1"},
+		{"http.sourceIp", rc.HTTP.SourceIP, "127.0.0.1"},
+		{"http.userAgent", rc.HTTP.UserAgent, "test-agent"},
+		{"jwt sub", rc.Authorizer.JWT.Claims["sub"], "alice"},
+		{"deadline", deadline, true},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if rc.RequestID == "" || rc.TimeEpoch == 0 || rc.Time == "" || rc.DomainName == "" {
+		t.Errorf("requestContext incomplete: %+v", rc)
+	}
+	if resp.Header.Get("X-Request-Id") != "" {
+		t.Errorf("the local server itself set X-Request-Id; the handler does")
+	}
+}
+
+func TestLocalBodyEncoding(t *testing.T) {
+	for _, tc := range []struct {
+		contentType string
+		base64      bool
+	}{
+		{"application/json", false},
+		{"application/merge-patch+json; charset=utf-8", false},
+		{"text/plain", false},
+		{"application/x-www-form-urlencoded", true},
+		{"application/octet-stream", true},
+		{"", true},
+	} {
+		r := httptest.NewRequest("POST", "/orders", strings.NewReader("a=1"))
+		if tc.contentType != "" {
+			r.Header.Set("Content-Type", tc.contentType)
+		}
+		ev := orders.Event(r, []byte("a=1"), "POST /orders", nil, "id", fixedNow)
+		want := "a=1"
+		if tc.base64 {
+			want = base64.StdEncoding.EncodeToString([]byte("a=1"))
+		}
+		if ev.IsBase64Encoded != tc.base64 || ev.Body != want {
+			t.Errorf("%q: body %q base64 %v, want %q %v", tc.contentType, ev.Body, ev.IsBase64Encoded, want, tc.base64)
+		}
+	}
+}
+
+func TestWriteResponse(t *testing.T) {
+	w := httptest.NewRecorder()
+	orders.WriteResponse(w, events.APIGatewayV2HTTPResponse{
+		StatusCode:        202,
+		Headers:           map[string]string{"Content-Type": "application/octet-stream"},
+		MultiValueHeaders: map[string][]string{"X-Multi": {"a", "b"}},
+		Cookies:           []string{"a=1; Path=/", "b=2"},
+		Body:              base64.StdEncoding.EncodeToString([]byte{0, 1, 2}),
+		IsBase64Encoded:   true,
+	}, nil)
+	if w.Code != 202 || w.Header().Get("X-Multi") != "a,b" || len(w.Header().Values("Set-Cookie")) != 2 || w.Body.String() != "\x00\x01\x02" {
+		t.Errorf("got %d %v %q", w.Code, w.Header(), w.Body.Bytes())
+	}
+	w = httptest.NewRecorder()
+	orders.WriteResponse(w, events.APIGatewayV2HTTPResponse{}, slog.New(slog.DiscardHandler))
+	if w.Code != 500 {
+		t.Errorf("a response without status: %d, want API Gateway's 500", w.Code)
+	}
+}
+
+func TestMatchRoute(t *testing.T) {
+	for _, tc := range []struct {
+		method, path, key, id string
+		ok                    bool
+	}{
+		{"POST", "/orders", "POST /orders", "", true},
+		{"GET", "/orders/42", "GET /orders/{id}", "42", true},
+		{"POST", "/payments", "POST /payments", "", true},
+		{"GET", "/orders", "", "", false},
+		{"GET", "/orders/", "", "", false},
+		{"POST", "/orders/", "", "", false},
+		{"GET", "/orders/1/2", "", "", false},
+		{"PUT", "/orders/1", "", "", false},
+	} {
+		key, p, ok := orders.MatchRoute(tc.method, tc.path)
+		if key != tc.key || ok != tc.ok || p["id"] != tc.id {
+			t.Errorf("%s %s: %q %v %v", tc.method, tc.path, key, p, ok)
+		}
+	}
+}
