@@ -1,0 +1,57 @@
+// Package orders is the idemkit example application: an orders and
+// payments API on one Lambda function behind an API Gateway HTTP API
+// (payload 2.0), its POST routes made safe to retry with the
+// Idempotency-Key header. template.yaml deploys it; `make run` serves it
+// locally (cmd/local), calling the same handler cmd/lambda gives
+// lambda.Start: both build it with FromEnv and Handler.
+//
+// # Routes
+//
+//	POST /orders    {"sku", "quantity", "amount_cents", "currency"}
+//	                201 + Location: /orders/{id}; 400 invalid body; 415 not JSON
+//	POST /payments  {"order_id", "amount_cents", "card", "delay_ms"?}
+//	                201 {"id", "status": "captured", ...}; 400; 404 no such order;
+//	                402 card 4000000000000002; 503 card 4000000000000119
+//	GET  /orders/{id}  200 with its payments; 404 unknown or another tenant's
+//
+// The tenant is the caller: the JWT authorizer's sub claim
+// (apigw.JWTClaim("sub")). Both POST routes require an Idempotency-Key;
+// their records are scoped by (tenant, route, key). Every error is an RFC
+// 9457 problem (application/problem+json): the kit's under
+// https://idemkit.dev/problems/, the example's under ProblemBase, with the
+// same members.
+//
+// # What is stored, what is not
+//
+// The handler's answers are business outcomes and are stored and replayed:
+// 201, 400 (a JSON body with invalid values), 402 (declined), 404 (paying
+// an order the caller does not have), 415. Transient ones are never
+// stored, so a retry with the same key runs again: 503 (processor
+// unavailable), and any handler error (a store or repository failure, the
+// deadline passing during a slow payment), which the outer layer of
+// Handler answers with a 503 problem after the guard released the key. A
+// body that is not JSON at all is refused by the kit before the handler
+// (400 body-invalid, not stored): it cannot be fingerprinted.
+//
+// Paying requires the order to exist for the caller: otherwise 404, stored
+// like any outcome, so a client that pays before its order exists must
+// use a new key once it does. Amounts are not checked against the order's
+// balance (the simulated processor captures any positive amount); GET
+// shows every captured payment and their sum, which makes a double charge
+// visible.
+//
+// # Request ids
+//
+// Every response, replays and refusals included, carries X-Request-Id:
+// API Gateway's requestContext.requestId (the local server makes one per
+// request). The outer layer of Handler sets it after the guard, and the
+// kit never replays it, so a replay has its own id, never the original's.
+//
+// # Storage
+//
+// With IDEMKIT_STORE=memory (the default locally), records and orders live
+// in the process (memstore, MemRepo). With IDEMKIT_STORE=dynamodb, records
+// go to the kit's table (package dynamo) and orders to a table of their
+// own (DynamoRepo, OrdersTableDefinition), so that orders never share the
+// records' TTL or key space.
+package orders
