@@ -284,7 +284,11 @@ func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Recor
 	switch ex.State {
 	case StateInFlight:
 		if !ex.LeaseExpired(now) {
-			return nil, &ConflictError{RetryAfter: retryAfter(ex.LeaseUntil.Sub(now))}, false
+			wait := ex.LeaseUntil.Sub(now)
+			if pol.MaxRetryAfter > 0 && wait > pol.MaxRetryAfter {
+				wait = pol.MaxRetryAfter
+			}
+			return nil, &ConflictError{RetryAfter: retryAfter(wait)}, false
 		}
 		if pol.OnStaleLease == Takeover {
 			// The claim would have taken over; the record changed under us.

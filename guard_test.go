@@ -722,3 +722,16 @@ func TestRefuseIsObserved(t *testing.T) {
 		t.Fatal("Refuse stored a record")
 	}
 }
+
+func TestMaxRetryAfter(t *testing.T) {
+	f := newFixture(t, func(c *idemkit.Config) {
+		c.Policy.Lease = 15 * time.Minute
+		c.Policy.MaxRetryAfter = 2 * time.Second
+	})
+	crash(t, f, req("k"), 15*time.Minute)
+	_, _, err := f.do(t, req("k"), respond(201, "x"))
+	var ce *idemkit.ConflictError
+	if !errors.As(err, &ce) || ce.RetryAfter != 2*time.Second {
+		t.Fatalf("err %v, want a conflict with Retry-After capped at 2s", err)
+	}
+}

@@ -68,6 +68,10 @@ type Policy struct {
 	KeyClockSkew time.Duration
 	// IgnoreKeyTime turns the UUIDv7 age check off.
 	IgnoreKeyTime bool
+	// MaxRetryAfter caps the Retry-After told to a request that finds the
+	// key in flight. Zero: no cap, the time until the lease ends (which on
+	// Lambda is the function's remaining time).
+	MaxRetryAfter time.Duration
 }
 
 // DefaultCacheable stores every status except the transient ones a retry

@@ -46,6 +46,34 @@ func (s Scope) ID(accountWide bool) string {
 	return b.String()
 }
 
+// ParseID returns the scope an ID encodes and whether it is account-wide
+// (its Operation is then empty). It is the inverse of [Scope.ID].
+func ParseID(id string) (s Scope, accountWide bool, err error) {
+	rest, ok := strings.CutPrefix(id, "o1|")
+	if !ok {
+		if rest, ok = strings.CutPrefix(id, "a1|"); !ok {
+			return Scope{}, false, fmt.Errorf("idemkit: record ID %q: unknown encoding", id)
+		}
+		accountWide = true
+	}
+	fields := []*string{&s.Tenant, &s.Operation, &s.Key}
+	if accountWide {
+		fields = []*string{&s.Tenant, &s.Key}
+	}
+	for _, f := range fields {
+		n, tail, ok := strings.Cut(rest, ":")
+		l, err := strconv.Atoi(n)
+		if !ok || err != nil || l < 0 || l > len(tail) || strconv.Itoa(l) != n {
+			return Scope{}, false, fmt.Errorf("idemkit: record ID %q: malformed field", id)
+		}
+		*f, rest = tail[:l], tail[l:]
+	}
+	if rest != "" {
+		return Scope{}, false, fmt.Errorf("idemkit: record ID %q: trailing bytes", id)
+	}
+	return s, accountWide, nil
+}
+
 func writeField(b *strings.Builder, s string) {
 	b.WriteString(strconv.Itoa(len(s)))
 	b.WriteByte(':')

@@ -159,3 +159,28 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+func TestParseIDRoundTrip(t *testing.T) {
+	for _, s := range []idemkit.Scope{
+		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
+		{Tenant: "a|1:b", Operation: "2:x|", Key: "3:y:z"},
+		{Tenant: "t", Operation: "", Key: ""},
+		{Tenant: "ü", Operation: "PATCH /é", Key: `"k"`},
+	} {
+		for _, aw := range []bool{false, true} {
+			got, gotAW, err := idemkit.ParseID(s.ID(aw))
+			want := s
+			if aw {
+				want.Operation = ""
+			}
+			if err != nil || got != want || gotAW != aw {
+				t.Fatalf("ParseID(%q) = %+v, %v, %v; want %+v, %v", s.ID(aw), got, gotAW, err, want, aw)
+			}
+		}
+	}
+	for _, bad := range []string{"", "x1|1:a", "o1|", "o1|1:a", "o1|2:a1:b1:c", "o1|1:a1:b1:cX", "o1|-1:a", "o1|01:a1:b1:c", "a1|1:a"} {
+		if _, _, err := idemkit.ParseID(bad); err == nil {
+			t.Fatalf("ParseID(%q) accepted a malformed ID", bad)
+		}
+	}
+}

@@ -25,15 +25,21 @@ type Store interface {
 	//     attempt was applied: it is ours), or
 	//   - is in_flight with its lease expired at now, and opts.Takeover is set.
 	// Otherwise it stores nothing and returns Won false with the live record
-	// that blocked it. When Won is true, Previous holds the record that was
+	// that blocked it. When Won is true, Existing holds the record that was
 	// replaced, if the store can tell (it may be nil).
-	// The check and the write are one atomic step.
+	// The check and the write are one atomic step. A store that reads the
+	// blocking record in a second step may find it gone or changed; it then
+	// retries a bounded number of times and may return Won false with a nil
+	// Existing, which tells the caller to try again.
 	Claim(ctx context.Context, rec *Record, now time.Time, opts ClaimOptions) (ClaimResult, error)
 
 	// Complete stores rec (State completed, CompletedAt and Snapshot set)
 	// over the live record with rec.ID whose Owner is rec.Owner and whose
 	// State is in_flight or already completed (a retried completion).
-	// Otherwise it returns ErrNotOwner and changes nothing.
+	// Otherwise it returns ErrNotOwner and changes nothing. A store with an
+	// item size limit stores a snapshot too large for it with Omitted set
+	// and no body (replays then answer ErrSnapshotOmitted); it never fails
+	// the completion for that reason.
 	Complete(ctx context.Context, rec *Record, now time.Time) error
 
 	// Release deletes the live in_flight record with this id and owner, so
@@ -52,7 +58,10 @@ type Store interface {
 	// record with this id: State becomes res.As (completed or failed), the
 	// Snapshot becomes res.Snapshot for completed, and Resolution is kept.
 	// It returns ErrNotIndeterminate, changing nothing, when there is no
-	// live indeterminate record with the id.
+	// live indeterminate record with the id. A zero res.ResolvedAt is stored
+	// as now; res.Snapshot is ignored for failed and may be stored Omitted
+	// as in Complete. A retried Resolve whose first attempt was applied gets
+	// ErrNotIndeterminate: read the record to see the outcome.
 	Resolve(ctx context.Context, id string, res Resolution, now time.Time) (*Record, error)
 
 	// Get returns the live record with this id, or ErrNotFound.
@@ -63,7 +72,9 @@ type Store interface {
 	// not empty only that tenant's records are listed. A non-empty next
 	// token is passed as page to get the following page; an empty one means
 	// the listing is complete. A page token the store did not issue gives
-	// ErrInvalidPage. Implementations must not scan the whole store.
+	// ErrInvalidPage. Implementations must not scan the whole store. A
+	// listing may be eventually consistent, and a page may hold fewer than
+	// limit records while a next token remains.
 	ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
 }
 

@@ -3,8 +3,8 @@ package dynamo
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/idemkit/idemkit"
 )
 
 // Regions pins every tenant to a home region, for DynamoDB global tables:
@@ -84,16 +84,9 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 // fields "<len>:<bytes>", the tenant first. It depends on that encoding
 // and refuses any other.
 func TenantOf(id string) (string, error) {
-	rest, ok := strings.CutPrefix(id, "o1|")
-	if !ok {
-		if rest, ok = strings.CutPrefix(id, "a1|"); !ok {
-			return "", fmt.Errorf("dynamo: record ID %q: unknown encoding", id)
-		}
+	sc, _, err := idemkit.ParseID(id)
+	if err != nil {
+		return "", fmt.Errorf("dynamo: %w", err)
 	}
-	n, rest, ok := strings.Cut(rest, ":")
-	l, err := strconv.Atoi(n)
-	if !ok || err != nil || l < 0 || l > len(rest) || strconv.Itoa(l) != n {
-		return "", fmt.Errorf("dynamo: record ID %q: malformed tenant field", id)
-	}
-	return rest[:l], nil
+	return sc.Tenant, nil
 }

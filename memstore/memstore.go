@@ -137,9 +137,18 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	rc := res
 	rc.Snapshot = res.Snapshot.Clone()
 	r.Resolution = &rc
+	if rc.ResolvedAt.IsZero() {
+		rc.ResolvedAt = now
+	}
+	if res.As == idemkit.StateFailed {
+		rc.Snapshot = nil
+	}
 	if res.As == idemkit.StateCompleted {
+		if res.Snapshot == nil {
+			return nil, fmt.Errorf("memstore: resolve as completed needs a snapshot")
+		}
 		r.Snapshot = res.Snapshot.Clone()
-		r.CompletedAt = res.ResolvedAt
+		r.CompletedAt = rc.ResolvedAt
 	}
 	s.put(r)
 	return r, nil
