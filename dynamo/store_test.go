@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -35,9 +36,16 @@ func newTable(t testing.TB, c *dynamodb.Client) string {
 	return dynalite.CreateTable(t, c, dynamo.TableDefinition("idem"))
 }
 
-// newStore returns a store on a fresh table of the shared server.
+// newStore returns a store on a fresh table of the shared server. Unless
+// opts sets one, calls get a 30 s timeout instead of the production 2 s:
+// dynalite is one Node process that queues every request, and a burst of
+// 200 concurrent calls under -race on two shared cores can wait seconds.
+// The tests of deadline behaviour build their stores with their own options.
 func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
 	t.Helper()
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 30 * time.Second
+	}
 	c := client(t)
 	table := newTable(t, c)
 	s, err := dynamo.New(c, table, opts)
