@@ -1,0 +1,210 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/bench"
+	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/warmcache"
+)
+
+// The round trips and capacity units of each path are deterministic, so
+// these tests pin them exactly; `make bench` reports the same figures.
+// TestUsage (engine_test.go) covers fresh and replay on dynalite and
+// TestReplayUsageALLOLD (allold_test.go) the one-call replay.
+
+// TestNoCallsAtInit: building the store, the guard, the cache and both
+// adapters makes no call to DynamoDB.
+func TestNoCallsAtInit(t *testing.T) {
+	var calls atomic.Int32
+	c := fakeClient(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		jsonError(w, 500, []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"no call expected"}`))
+	})
+	s, err := dynamo.New(c, "idem", dynamo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := idemkit.New(idemkit.Config{Store: warmcache.New(s, warmcache.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("t")}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{}, nil
+	})
+	_ = httpmw.New(g, httpmw.Config{})(http.NotFoundHandler())
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("%d DynamoDB calls at init, want none", n)
+	}
+}
+
+// TestRoundTrips: the calls of each path on dynalite, which does not
+// return the item with a condition failure, by operation.
+func TestRoundTrips(t *testing.T) {
+	_, c, table := newStore(t, dynamo.Options{})
+	cc := newCounting(c)
+	s, err := dynamo.New(cc, table, dynamo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &usageObserver{}
+	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := func(key string) idemkit.Request {
+		return idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}, Fingerprint: "v1:sha256:rt"}
+	}
+	ok := func(context.Context) (*idemkit.Snapshot, error) {
+		return &idemkit.Snapshot{Status: 201, Body: []byte("ok")}, nil
+	}
+	check := func(what string, kind idemkit.EventKind, want map[string]int, run func()) {
+		t.Helper()
+		before := map[string]int{}
+		for op := range want {
+			before[op] = cc.Calls(op)
+		}
+		run()
+		ev := obs.Last()
+		total := 0
+		for op, n := range want {
+			total += n
+			if got := cc.Calls(op) - before[op]; got != n {
+				t.Errorf("%s: %d %s calls, want %d", what, got, op, n)
+			}
+		}
+		if ev.Kind != kind || ev.Usage.Calls != total {
+			t.Errorf("%s: event %s with %d calls, want %s with %d", what, ev.Kind, ev.Usage.Calls, kind, total)
+		}
+	}
+	check("fresh", idemkit.EventExecuted, map[string]int{"PutItem": 2, "GetItem": 0, "DeleteItem": 0, "UpdateItem": 0}, func() {
+		if _, _, err := g.Do(ctx, req("fresh"), ok); err != nil {
+			t.Fatal(err)
+		}
+	})
+	check("replay", idemkit.EventReplayed, map[string]int{"PutItem": 1, "GetItem": 1, "DeleteItem": 0, "UpdateItem": 0}, func() {
+		if _, replayed, err := g.Do(ctx, req("fresh"), ok); err != nil || !replayed {
+			t.Fatal(replayed, err)
+		}
+	})
+	check("handler error", idemkit.EventReleased, map[string]int{"PutItem": 1, "GetItem": 0, "DeleteItem": 1, "UpdateItem": 0}, func() {
+		_, _, err := g.Do(ctx, req("fails"), func(context.Context) (*idemkit.Snapshot, error) {
+			return nil, errors.New("downstream failed")
+		})
+		if err == nil {
+			t.Fatal("handler error not returned")
+		}
+	})
+	// Another request holds the key.
+	now := time.Now()
+	busy := req("busy")
+	rec := &idemkit.Record{ID: busy.Scope.ID(false), Scope: busy.Scope, State: idemkit.StateInFlight, Fingerprint: busy.Fingerprint,
+		Owner: "other", LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+	if res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		t.Fatal(res, err)
+	}
+	check("in-flight conflict", idemkit.EventConflict, map[string]int{"PutItem": 1, "GetItem": 1, "DeleteItem": 0, "UpdateItem": 0}, func() {
+		if _, _, err := g.Do(ctx, busy, ok); !errors.Is(err, idemkit.ErrInFlight) {
+			t.Fatalf("request during another's lease: %v, want ErrInFlight", err)
+		}
+	})
+}
+
+// inFlightItem is DynamoDB's answer to a claim that lost to a live
+// in_flight record, with ReturnValuesOnConditionCheckFailure=ALL_OLD.
+const inFlightItem = `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed","Item":{"pk":{"S":"o1|4:acme12:POST /orders5:k-001"},"st":{"S":"in_flight"},"tn":{"S":"acme"},"op":{"S":"POST /orders"},"ik":{"S":"k-001"},"fp":{"S":"v1:sha256:3f0c5b2a"},"ow":{"S":"5b7f7a1e-6a55-4c36-9a53-0d1f3d2e9c41"},"lu":{"N":"4102444800000"},"ru":{"N":"4102444800000"},"exp":{"N":"4102444800"},"ca":{"N":"1767225600000"}}}`
+
+// TestConflictALLOLD: on a server that returns the blocking item with the
+// failure, an in-flight conflict is one round trip.
+func TestConflictALLOLD(t *testing.T) {
+	var mu sync.Mutex
+	ops := map[string]int{}
+	c := fakeClient(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ops[target(r)]++
+		mu.Unlock()
+		jsonError(w, http.StatusBadRequest, []byte(inFlightItem))
+	})
+	s, err := dynamo.New(c, "idem", dynamo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &usageObserver{}
+	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = g.Do(context.Background(), idemkit.Request{Scope: allOldScope, Fingerprint: "v1:sha256:3f0c5b2a"}, func(context.Context) (*idemkit.Snapshot, error) {
+		t.Error("handler ran on a conflict")
+		return nil, errors.New("ran")
+	})
+	if !errors.Is(err, idemkit.ErrInFlight) {
+		t.Fatalf("Do: %v, want ErrInFlight", err)
+	}
+	if ev := obs.Last(); ev.Kind != idemkit.EventConflict || ev.Usage.Calls != 1 {
+		t.Fatalf("event %s usage %+v, want a conflict in 1 call", ev.Kind, ev.Usage)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ops["PutItem"] != 1 || len(ops) != 1 {
+		t.Fatalf("calls %v, want one PutItem", ops)
+	}
+}
+
+// TestCapacityUnits: what a claim and a completion consume on dynalite,
+// whose accounting follows DynamoDB's (1 write unit per started KB).
+func TestCapacityUnits(t *testing.T) {
+	units := func(t *testing.T, opts dynamo.Options, body []byte) (claim, complete float64) {
+		t.Helper()
+		s, _, _ := newStore(t, opts)
+		obs := &usageObserver{}
+		g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var afterClaim idemkit.Usage
+		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "3b241101-e2bb-4255-8caf-4136c566a962"}, Fingerprint: "v1:sha256:8a4b0c8f9e2d7a61c3f05e4b92d1a7c6e0f38b5d2a9c4e17f6b3d8a05c2e9f14"}
+		_, _, err = g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+			afterClaim, _ = idemkit.UsageFrom(ctx)
+			return &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/ord_0190a5dac96774b"}}, Body: body}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := obs.Last().Usage
+		if afterClaim.Calls != 1 || total.Calls != 2 {
+			t.Fatalf("calls %d then %d, want 1 then 2", afterClaim.Calls, total.Calls)
+		}
+		t.Logf("%d-byte body: claim %v, completion %v write units", len(body), afterClaim.WriteUnits, total.WriteUnits-afterClaim.WriteUnits)
+		return afterClaim.WriteUnits, total.WriteUnits - afterClaim.WriteUnits
+	}
+	t.Run("claim and 4 KB", func(t *testing.T) {
+		claim, complete := units(t, dynamo.Options{}, bench.JSON(4<<10))
+		if claim != 1 {
+			t.Errorf("claim: %v write units, want 1", claim)
+		}
+		if complete > 2 {
+			t.Errorf("completion of a 4 KB JSON response: %v write units, want at most 2", complete)
+		}
+	})
+	t.Run("64 KB", func(t *testing.T) {
+		body := bench.JSON(64 << 10)
+		_, zipped := units(t, dynamo.Options{}, body)
+		_, raw := units(t, dynamo.Options{CompressAbove: -1}, body)
+		if raw < 64 || zipped*3 > raw {
+			t.Errorf("completion of a 64 KB JSON response: %v write units compressed, %v uncompressed; want at most a third", zipped, raw)
+		}
+	})
+}
