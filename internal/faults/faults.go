@@ -274,7 +274,6 @@ type injectedAddr string
 func (a injectedAddr) Network() string { return "tcp" }
 func (a injectedAddr) String() string  { return string(a) }
 
-
 // brokenBody returns r's bytes, then err.
 type brokenBody struct {
 	r   *bytes.Reader
