@@ -64,6 +64,7 @@ func baseTransport() *http.Transport {
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        512,
 		MaxIdleConnsPerHost: 512,
+		MaxConnsPerHost:     64,
 		IdleConnTimeout:     30 * time.Second,
 	}
 }
