@@ -80,6 +80,10 @@ type Rule struct {
 	// Times is the number of matching calls spoiled after Skip; negative:
 	// all of them (the fault never clears).
 	Times int
+	// Every, when above 1, spoils only every Every-th matching call after
+	// Skip (the first, then Every later, ...): a server that throttles a
+	// share of the traffic.
+	Every int
 	// Kind is the fault.
 	Kind Kind
 }
@@ -240,6 +244,9 @@ func (t *Transport) pick(op string, body []byte) (Kind, int) {
 		}
 		r.seen++
 		if r.seen <= r.Skip || (r.Times >= 0 && r.hit >= r.Times) {
+			continue
+		}
+		if r.Every > 1 && (r.seen-r.Skip-1)%r.Every != 0 {
 			continue
 		}
 		r.hit++
