@@ -160,6 +160,7 @@ type orderBody struct {
 	Order     string `json:"order"`
 	Run       int    `json:"run"`
 	Worker    string `json:"worker,omitempty"`
+	Pad       string `json:"pad,omitempty"`
 }
 
 func token() string {
@@ -179,6 +180,8 @@ type business struct {
 	// answer, when set, chooses the response of a run (n is the scope's
 	// run count, from 1); nil: 201.
 	answer func(n int) int
+	// pad is the length of filler added to every response body.
+	pad int
 	// block, when set, is called inside the handler before it answers.
 	block func(ctx context.Context, sc idemkit.Scope)
 }
@@ -213,7 +216,7 @@ func (b *business) handler(op string) func(context.Context, events.APIGatewayV2H
 				}
 			}
 		}
-		body, _ := json.Marshal(orderBody{Tenant: sc.Tenant, Operation: sc.Operation, Key: sc.Key, Order: "ord_" + token(), Run: n, Worker: b.worker})
+		body, _ := json.Marshal(orderBody{Tenant: sc.Tenant, Operation: sc.Operation, Key: sc.Key, Order: "ord_" + token(), Run: n, Worker: b.worker, Pad: strings.Repeat("x", b.pad)})
 		return events.APIGatewayV2HTTPResponse{
 			StatusCode: status,
 			Headers:    map[string]string{"Content-Type": "application/json", "Location": "/orders/" + sc.Key, "Date": time.Now().UTC().Format(http.TimeFormat)},
