@@ -8,7 +8,7 @@ PKGS     := ./...
 
 include mk/dynalite.mk
 
-.PHONY: all test lint vet fmt-check run bench fuzz build clean
+.PHONY: all test lint vet fmt-check run bench fuzz build clean reliability
 
 all: test
 
@@ -52,6 +52,14 @@ sam-local:
 ## bench: the benchmarks
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## reliability: the reliability scenarios at full size, figures in
+## bin/reliability.log (docs/RELIABILITY.md quotes them)
+RELIABILITY_RUN := ^(TestFaultInjection|TestCrashAfterClaim|TestStorm.*|TestRegions.*|TestPropertyNoCrossScope.*|TestLateArrivals|TestBadInputs)$$
+reliability: deps
+	@mkdir -p bin
+	@IDEMKIT_RELIABILITY=full $(GO) test -race -count=1 -timeout 30m -v -run '$(RELIABILITY_RUN)' ./integration/ > bin/reliability.log 2>&1; \
+		status=$$?; grep -E '^(--- |ok|FAIL)|RELIABILITY |panic' bin/reliability.log; exit $$status
 
 ## fuzz: every fuzz target for $(FUZZTIME) each
 fuzz:
