@@ -49,9 +49,17 @@ sam-local:
 	GOFLAGS=-tags=lambda.norpc CGO_ENABLED=0 sam build
 	sam local start-api --port $(PORT)
 
-## bench: the benchmarks
+## bench: every performance figure in one table (starts dynalite; see
+## docs/PERFORMANCE.md): round trips, capacity units, overhead ratio,
+## CPU and allocations of both adapters, cold start, binary size
+BENCH_OUT  ?= bin/bench
+BENCH_TIME ?= 300ms
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	@mkdir -p $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'BenchmarkV2$$|BenchmarkMiddleware$$|BenchmarkDynamoPath$$' -benchmem -benchtime $(BENCH_TIME) \
+		./lambda/apigw ./httpmw ./internal/bench > $(BENCH_OUT)/gobench.txt
+	@$(GO) run ./internal/bench/cmd/idembench -gobench $(BENCH_OUT)/gobench.txt $(BENCH_FLAGS) > $(BENCH_OUT)/idembench.txt; \
+		status=$$?; cat $(BENCH_OUT)/idembench.txt; exit $$status
 
 ## reliability: the reliability scenarios at full size, figures in
 ## bin/reliability.log (docs/RELIABILITY.md quotes them)

@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/lambda/apigw"
+)
+
+// nullClient answers every call at once, as DynamoDB would: a claim of a
+// key it holds fails with the stored item (ALL_OLD), so a replay is one
+// call. No request is serialized: what is left is the kit's own work on
+// the DynamoDB path (item encoding, compression, decoding).
+type nullClient struct {
+	dynamo.Client
+	mu    sync.Mutex
+	items map[string]map[string]types.AttributeValue
+}
+
+func (c *nullClient) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	pk := in.Item["pk"].(*types.AttributeValueMemberS).Value
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.items[pk]; ok && in.ReturnValuesOnConditionCheckFailure != "" {
+		if st := old["st"].(*types.AttributeValueMemberS).Value; st == "completed" {
+			return nil, &types.ConditionalCheckFailedException{Message: new(string), Item: old}
+		}
+	}
+	c.items[pk] = in.Item
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+// BenchmarkDynamoPath measures the v2 wrapper over the DynamoDB store on
+// a client that answers at once: the kit's CPU and allocations on the
+// path a Lambda takes, without the SDK and the network.
+func BenchmarkDynamoPath(b *testing.B) {
+	for _, size := range Sizes {
+		body := string(JSON(size))
+		next := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{StatusCode: 201,
+				Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
+		}
+		for _, path := range []string{"fresh", "replay"} {
+			b.Run(path+"/"+strconv.Itoa(size)+"B", func(b *testing.B) {
+				c := &nullClient{items: map[string]map[string]types.AttributeValue{}}
+				s, err := dynamo.New(c, "idem", dynamo.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				g, err := idemkit.New(idemkit.Config{Store: s})
+				if err != nil {
+					b.Fatal(err)
+				}
+				h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, next)
+				evs := make([]events.APIGatewayV2HTTPRequest, b.N)
+				for i := range evs {
+					key := "k"
+					if path == "fresh" {
+						key = "k-" + strconv.Itoa(i)
+					}
+					evs[i] = Event(key)
+				}
+				ctx := context.Background()
+				if path == "replay" {
+					h(ctx, Event("k"))
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					r, err := h(ctx, evs[i])
+					if err != nil || r.StatusCode != 201 || len(r.Body) != size {
+						b.Fatal(r.StatusCode, err, len(r.Body))
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,445 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/warmcache"
+)
+
+// Paths are the request paths measured: a fresh execution, a replay
+// (without and with the warm cache), an in-flight conflict and a handler
+// error.
+var Paths = []string{"fresh", "replay", "replay+cache", "conflict", "error"}
+
+// Row is one path at one response size: what the store was asked for and
+// how long a wrapped invocation took against its baseline.
+type Row struct {
+	Path string // fresh, replay, replay+cache, conflict, error
+	Size int
+	// Calls, ReadUnits and WriteUnits are what one request used, as the
+	// store reported them to the guard.
+	Calls                 int
+	ReadUnits, WriteUnits float64
+	// P50 and P99 are of the wrapped handler. The baselines, measured
+	// interleaved with it, are the bare handler; Same, the very requests
+	// the store sent for the path, re-sent straight through the SDK; and
+	// Min, the minimal hand-written calls (conditional PutItem +
+	// UpdateItem for fresh, failed PutItem + GetItem for replay). Ratio
+	// is P50 / (BareP50 + SameP50) and RatioMin P50 / (BareP50 + MinP50);
+	// 0 where the path has no baseline.
+	P50, P99         time.Duration
+	BareP50, BareP99 time.Duration
+	SameP50, SameP99 time.Duration
+	MinP50, MinP99   time.Duration
+	Ratio, RatioMin  float64
+}
+
+// Latency measures every path at every size against the DynamoDB server
+// client talks to, n measured rounds each after warm-up. Each round runs
+// the wrapped handler, the bare handler and the raw SDK calls in a
+// rotating order, so that drift and ordering cost the three alike.
+func Latency(ctx context.Context, client *dynamodb.Client, table string, n int, paths []string) ([]Row, error) {
+	if len(paths) == 0 {
+		paths = Paths
+	}
+	var rows []Row
+	for _, size := range Sizes {
+		for _, path := range paths {
+			r, err := measure(ctx, client, table, path, size, n)
+			if err != nil {
+				return nil, fmt.Errorf("%s %d B: %w", path, size, err)
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows, nil
+}
+
+// usageObserver keeps the usage of the last guarded request.
+type usageObserver struct {
+	mu   sync.Mutex
+	last idemkit.Event
+}
+
+func (o *usageObserver) Observe(_ context.Context, e idemkit.Event) {
+	o.mu.Lock()
+	o.last = e
+	o.mu.Unlock()
+}
+
+func (o *usageObserver) Last() idemkit.Event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.last
+}
+
+// Event returns an HTTP API POST /orders event carrying key.
+func Event(key string) events.APIGatewayV2HTTPRequest {
+	return events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
+		Headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
+		Body:    `{"customer":"cus_42","currency":"eur","lines":[{"sku":"SKU-00042","qty":2}]}`,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/orders"},
+		},
+	}
+}
+
+var errDownstream = errors.New("bench: downstream failed")
+
+func measure(ctx context.Context, client *dynamodb.Client, table, path string, size, n int) (Row, error) {
+	row := Row{Path: path, Size: size}
+	body := string(JSON(size))
+	bare := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201,
+			Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1", "X-Request-Id": "r"}, Body: body}, nil
+	}
+	next := bare
+	if path == "error" {
+		next = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{}, errDownstream
+		}
+	}
+	capture := &capturing{Client: client}
+	ds, err := dynamo.New(capture, table, dynamo.Options{})
+	if err != nil {
+		return row, err
+	}
+	var store idemkit.Store = ds
+	if path == "replay+cache" {
+		store = warmcache.New(ds, warmcache.Config{})
+	}
+	obs := &usageObserver{}
+	g, err := idemkit.New(idemkit.Config{Store: store, Observer: obs})
+	if err != nil {
+		return row, err
+	}
+	wrapped := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, next)
+
+	prefix := fmt.Sprintf("%s-%d-%d-", path, size, time.Now().UnixNano())
+	fixed := Event(prefix + "fixed")
+	want := 201
+	switch path {
+	case "replay", "replay+cache":
+		if _, err := wrapped(ctx, fixed); err != nil {
+			return row, err
+		}
+	case "conflict":
+		want = 409
+		now := time.Now()
+		sc := idemkit.Scope{Tenant: "bench", Operation: "POST /orders", Key: prefix + "fixed"}
+		// Hold the key as another request would, with the same body.
+		fp, err := fingerprintOf(fixed)
+		if err != nil {
+			return row, err
+		}
+		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other",
+			LeaseUntil: now.Add(time.Hour), ReplayUntil: now.Add(2 * time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+		if res, err := ds.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			return row, fmt.Errorf("hold the key: %+v %v", res, err)
+		}
+	}
+	raw := newRaw(client, table, path, size, body, prefix)
+	if err := raw.setup(ctx); err != nil {
+		return row, err
+	}
+
+	const warm = 30
+	var tw, tb, tr, ts []time.Duration
+	var sent []call
+	for i := -warm; i < n; i++ {
+		ev := fixed
+		rekey := ""
+		if path == "fresh" || path == "error" {
+			ev = Event(prefix + strconv.Itoa(i+warm))
+			rekey = "same-" + prefix + strconv.Itoa(i+warm)
+		}
+		var dw, db, dr, ds time.Duration
+		for k := 0; k < 4; k++ {
+			switch (i + warm + k) % 4 {
+			case 0:
+				capture.calls = capture.calls[:0]
+				start := time.Now()
+				resp, err := wrapped(ctx, ev)
+				dw = time.Since(start)
+				sent = append(sent[:0], capture.calls...)
+				if path == "error" {
+					if !errors.Is(err, errDownstream) {
+						return row, fmt.Errorf("wrapped: %v, want the handler's error", err)
+					}
+				} else if err != nil || resp.StatusCode != want {
+					return row, fmt.Errorf("wrapped: status %d %v, want %d (%s)", resp.StatusCode, err, want, resp.Body)
+				}
+			case 1:
+				start := time.Now()
+				_, _ = bare(ctx, ev)
+				db = time.Since(start)
+			case 2:
+				start := time.Now()
+				err := raw.run(ctx, i+warm)
+				dr = time.Since(start)
+				if err != nil {
+					return row, fmt.Errorf("raw: %w", err)
+				}
+			case 3:
+				start := time.Now()
+				for _, c := range sent {
+					if err := c(ctx, rekey); err != nil {
+						return row, fmt.Errorf("same requests: %w", err)
+					}
+				}
+				ds = time.Since(start)
+			}
+		}
+		if i >= 0 {
+			tw, tb, tr, ts = append(tw, dw), append(tb, db), append(tr, dr), append(ts, ds)
+		}
+	}
+	u := obs.Last().Usage
+	row.Calls, row.ReadUnits, row.WriteUnits = u.Calls, u.ReadUnits, u.WriteUnits
+	row.P50, row.P99 = quantile(tw, 0.50), quantile(tw, 0.99)
+	row.BareP50, row.BareP99 = quantile(tb, 0.50), quantile(tb, 0.99)
+	if raw.calls > 0 {
+		row.MinP50, row.MinP99 = quantile(tr, 0.50), quantile(tr, 0.99)
+		row.RatioMin = float64(row.P50) / float64(row.BareP50+row.MinP50)
+		row.SameP50, row.SameP99 = quantile(ts, 0.50), quantile(ts, 0.99)
+		row.Ratio = float64(row.P50) / float64(row.BareP50+row.SameP50)
+	}
+	return row, nil
+}
+
+// fingerprintOf returns the fingerprint the wrapper computes for ev, read
+// from the record a throwaway request with ev's body stores.
+func fingerprintOf(ev events.APIGatewayV2HTTPRequest) (string, error) {
+	mem := &recordingStore{}
+	g, err := idemkit.New(idemkit.Config{Store: mem})
+	if err != nil {
+		return "", err
+	}
+	h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+	})
+	if _, err := h(context.Background(), ev); err != nil {
+		return "", err
+	}
+	if mem.fp == "" {
+		return "", errors.New("no fingerprint recorded")
+	}
+	return mem.fp, nil
+}
+
+// recordingStore wins every claim and remembers the fingerprint.
+type recordingStore struct {
+	idemkit.Store
+	fp string
+}
+
+func (s *recordingStore) Claim(_ context.Context, rec *idemkit.Record, _ time.Time, _ idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	s.fp = rec.Fingerprint
+	return idemkit.ClaimResult{Won: true}, nil
+}
+func (s *recordingStore) Complete(context.Context, *idemkit.Record, time.Time) error { return nil }
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// raw is what a hand-written store would send for a path: the same
+// record content, the body stored as is, one SDK call per step.
+type raw struct {
+	client *dynamodb.Client
+	table  string
+	path   string
+	body   []byte
+	prefix string
+	calls  int
+}
+
+func newRaw(c *dynamodb.Client, table, path string, size int, body, prefix string) *raw {
+	r := &raw{client: c, table: table, path: path, body: []byte(body), prefix: "raw-" + prefix}
+	switch path {
+	case "fresh", "replay", "conflict", "error":
+		r.calls = 2
+	}
+	return r
+}
+
+func (r *raw) claimItem(key string) map[string]types.AttributeValue {
+	now := time.Now()
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	return map[string]types.AttributeValue{
+		"pk": s("o1|5:bench12:POST /orders" + strconv.Itoa(len(key)) + ":" + key), "st": s("in_flight"), "tn": s("bench"),
+		"op": s("POST /orders"), "ik": s(key), "fp": s("v1:sha256:8a4b0c8f9e2d7a61c3f05e4b92d1a7c6e0f38b5d2a9c4e17f6b3d8a05c2e9f14"),
+		"ow": s("5b7f7a1e-6a55-4c36-9a53-0d1f3d2e9c41"), "lu": n(now.Add(time.Minute).UnixMilli()), "ru": n(now.Add(24 * time.Hour).UnixMilli()),
+		"exp": n(now.Add(24 * time.Hour).Unix()), "ca": n(now.UnixMilli()),
+	}
+}
+
+func (r *raw) completion(item map[string]types.AttributeValue) *dynamodb.UpdateItemInput {
+	return &dynamodb.UpdateItemInput{
+		TableName:           aws.String(r.table),
+		Key:                 map[string]types.AttributeValue{"pk": item["pk"]},
+		UpdateExpression:    aws.String("SET st = :c, da = :da, sc = :sc, sh = :sh, sb = :sb"),
+		ConditionExpression: aws.String("ow = :ow"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":c":  &types.AttributeValueMemberS{Value: "completed"},
+			":da": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+			":sc": &types.AttributeValueMemberN{Value: "201"},
+			":sh": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+				"Content-Type": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "application/json"}}},
+				"Location":     &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "/orders/ord_1"}}},
+			}},
+			":sb": &types.AttributeValueMemberB{Value: r.body},
+			":ow": item["ow"],
+		},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	}
+}
+
+// setup stores the record a replay or conflict finds.
+func (r *raw) setup(ctx context.Context) error {
+	switch r.path {
+	case "replay", "conflict":
+		item := r.claimItem(r.prefix + "fixed")
+		if _, err := r.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(r.table), Item: item}); err != nil {
+			return err
+		}
+		if r.path == "replay" {
+			_, err := r.client.UpdateItem(ctx, r.completion(item))
+			return err
+		}
+	}
+	return nil
+}
+
+// run makes the raw calls of round i.
+func (r *raw) run(ctx context.Context, i int) error {
+	switch r.path {
+	case "fresh", "error":
+		item := r.claimItem(r.prefix + strconv.Itoa(i))
+		if _, err := r.client.PutItem(ctx, r.claim(item)); err != nil {
+			return err
+		}
+		if r.path == "error" {
+			_, err := r.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(r.table), Key: map[string]types.AttributeValue{"pk": item["pk"]},
+				ConditionExpression: aws.String("ow = :ow"), ExpressionAttributeValues: map[string]types.AttributeValue{":ow": item["ow"]},
+				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+			return err
+		}
+		_, err := r.client.UpdateItem(ctx, r.completion(item))
+		return err
+	case "replay", "conflict":
+		item := r.claimItem(r.prefix + "fixed")
+		_, err := r.client.PutItem(ctx, r.claim(item))
+		var cf *types.ConditionalCheckFailedException
+		if !errors.As(err, &cf) {
+			return fmt.Errorf("claim of a held key: %v, want a condition failure", err)
+		}
+		_, err = r.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), Key: map[string]types.AttributeValue{"pk": item["pk"]},
+			ConsistentRead: aws.Bool(true), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+		return err
+	}
+	return nil
+}
+
+func (r *raw) claim(item map[string]types.AttributeValue) *dynamodb.PutItemInput {
+	return &dynamodb.PutItemInput{
+		TableName: aws.String(r.table), Item: item,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	}
+}
+
+// call re-sends one captured request, under another partition key when
+// pk is not empty. A condition failure is an answer, not an error.
+type call func(ctx context.Context, pk string) error
+
+// capturing is the store's client; it keeps the requests of the current
+// invocation so that they can be re-sent as the Same baseline. It is used
+// by one goroutine at a time.
+type capturing struct {
+	*dynamodb.Client
+	calls []call
+}
+
+func rekeyed(m map[string]types.AttributeValue, pk string) map[string]types.AttributeValue {
+	if pk == "" {
+		return m
+	}
+	c := maps.Clone(m)
+	c["pk"] = &types.AttributeValueMemberS{Value: pk}
+	return c
+}
+
+func answered(err error) error {
+	var cf *types.ConditionalCheckFailedException
+	if errors.As(err, &cf) {
+		return nil
+	}
+	return err
+}
+
+func (c *capturing) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
+		cp := *in
+		cp.Item = rekeyed(in.Item, pk)
+		_, err := c.Client.PutItem(ctx, &cp, optFns...)
+		return answered(err)
+	})
+	return c.Client.PutItem(ctx, in, optFns...)
+}
+
+func (c *capturing) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
+		cp := *in
+		cp.Key = rekeyed(in.Key, pk)
+		_, err := c.Client.GetItem(ctx, &cp, optFns...)
+		return err
+	})
+	return c.Client.GetItem(ctx, in, optFns...)
+}
+
+func (c *capturing) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
+		cp := *in
+		cp.Key = rekeyed(in.Key, pk)
+		_, err := c.Client.DeleteItem(ctx, &cp, optFns...)
+		return answered(err)
+	})
+	return c.Client.DeleteItem(ctx, in, optFns...)
+}
+
+func (c *capturing) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
+		cp := *in
+		cp.Key = rekeyed(in.Key, pk)
+		_, err := c.Client.UpdateItem(ctx, &cp, optFns...)
+		return answered(err)
+	})
+	return c.Client.UpdateItem(ctx, in, optFns...)
+}
