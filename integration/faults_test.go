@@ -136,12 +136,14 @@ func faultCases() []faultCase {
 // kind or a wrong body; once the faults clear, retries converge to the one
 // stored result (or, when the outcome could never be recorded, to the
 // indeterminate record an operator lists).
+//
+// It runs before the parallel tests of the package, alone: its expected
+// answers assume that only the injected faults slow the store down.
 func TestFaultInjection(t *testing.T) {
-	t.Parallel()
 	var requests, runs, injected int
 	for _, tc := range faultCases() {
 		ft := faults.New(baseTransport(), tc.rules...)
-		store, _, _ := newStore(t, ft, dynamo.Options{CallTimeout: 400 * time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+		store, _, _ := newStore(t, ft, dynamo.Options{CallTimeout: time.Second, MaxBackoff: 10 * time.Millisecond})
 		clk := &clock{now: time.Now().Truncate(time.Millisecond)}
 		const lease = 2 * time.Second
 		g, err := idemkit.New(idemkit.Config{Store: store, Now: clk.Now, Policy: idemkit.Policy{Lease: lease}})
