@@ -242,21 +242,21 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 			tenant = t
 		}
 	}
+	scope := idemkit.Scope{Tenant: tenant, Operation: op}
 	if tenant == "" {
-		// Let the guard refuse it, so that its observer sees the refusal.
-		_, _, err := a.g.Do(ctx, idemkit.Request{Scope: idemkit.Scope{Operation: op}}, nil)
-		if err == nil || !errors.Is(err, idemkit.ErrMissingTenant) {
-			err = idemkit.ErrMissingTenant
-		}
-		return c.Problem(ProblemFor(err, a.storeRetry)), nil
+		a.g.Refuse(ctx, scope, idemkit.ErrMissingTenant)
+		return c.Problem(ProblemFor(idemkit.ErrMissingTenant, a.storeRetry)), nil
 	}
 	if len(r.Key) == 0 {
+		a.g.Refuse(ctx, scope, idemkit.ErrKeyMissing)
 		return c.Problem(KeyMissing(a.header)), nil
 	}
 	key, err := idemkit.ParseKey(r.Key, a.keyOpts)
 	if err != nil {
+		a.g.Refuse(ctx, scope, err)
 		return c.Problem(ProblemFor(err, a.storeRetry)), nil
 	}
+	scope.Key = key
 	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType, Body: r.Body, IsBase64Encoded: r.Base64}
 	if in.Body == nil {
 		in.Body = []byte(r.BodyString)
@@ -269,10 +269,11 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 	}
 	fp, err := rt.fp.Compute(in)
 	if err != nil {
+		a.g.Refuse(ctx, scope, err)
 		return c.Problem(BodyInvalid(err)), nil
 	}
 	req := idemkit.Request{
-		Scope:       idemkit.Scope{Tenant: tenant, Operation: op, Key: key},
+		Scope:       scope,
 		Fingerprint: fp,
 		FingerprintAs: func(version string) (string, error) {
 			return rt.fp.ComputeVersion(version, in)

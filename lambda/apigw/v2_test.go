@@ -822,3 +822,34 @@ func TestV2LeaseFromDeadline(t *testing.T) {
 		t.Errorf("lease until %v, want %v", lease, want)
 	}
 }
+
+// TestV2RefusalsAreObserved: refusals made before the guard runs (missing
+// or invalid key, a body that cannot be fingerprinted) reach the observer.
+func TestV2RefusalsAreObserved(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   func(events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest
+		want error
+	}{
+		{"missing key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, "") }, idemkit.ErrKeyMissing},
+		{"invalid key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, `"abc`) }, idemkit.ErrKeyMalformed},
+		{"invalid body", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
+			ev.Body = `{"sku":`
+			return ev
+		}, fingerprint.ErrInvalidJSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			o := &orders{}
+			h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.JWTClaim("")}, o.handle)
+			r := call(t, h, tc.ev(load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")))
+			if r.StatusCode != 400 || o.runs.Load() != 0 {
+				t.Fatalf("status %d, runs %d; want 400 and no run", r.StatusCode, o.runs.Load())
+			}
+			evs := e.events()
+			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, tc.want) || evs[0].Scope.Tenant == "" {
+				t.Fatalf("events %+v, want one refused %v with the tenant", evs, tc.want)
+			}
+		})
+	}
+}
