@@ -89,7 +89,7 @@ func (ty *tally) add(a answer, allow503 bool) {
 // 1,000 concurrent requests for one key over 8 independent clients:
 // exactly one execution, every other answer a 409 or a replay of it, no
 // 5xx. The one execution holds until half the answers are in, so that both
-// conflicts and replays occur.
+// conflicts and replays can occur.
 func TestStormOneKey(t *testing.T) {
 	t.Parallel()
 	n, clients := size(200, 1000), size(4, 8)
