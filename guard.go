@@ -30,8 +30,8 @@ type Config struct {
 	Now func() time.Time
 	// NewToken returns a fresh owner token. Nil: a random UUID.
 	NewToken func() string
-	// CompleteAttempts bounds the attempts to store an outcome after the
-	// handler ran. Zero: 3.
+	// CompleteAttempts bounds the attempts of each write made after the
+	// handler ran: storing its outcome, or freeing the key. Zero: 3.
 	CompleteAttempts int
 	// WriteTimeout bounds each store write made after the handler ran
 	// (completion, release), which run even when the request's context is
@@ -187,10 +187,14 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 		if err != nil {
 			// The claim may have been applied with its answer lost. Free the
 			// key if it holds our token, so a retry is not kept waiting for
-			// a lease no handler holds.
+			// a lease no handler holds. One attempt only: the store is
+			// failing, and the caller is waiting for its 503.
 			err = storeErr("claim", err)
-			if relErr := g.release(ctx, rec); relErr != nil && !errors.Is(relErr, ErrNotOwner) {
-				err = errors.Join(err, relErr)
+			wctx, cancel := g.writeCtx(ctx)
+			relErr := g.cfg.Store.Release(wctx, rec.ID, rec.Owner, g.now())
+			cancel()
+			if relErr != nil && !errors.Is(relErr, ErrNotOwner) {
+				err = errors.Join(err, storeErr("release", relErr))
 			}
 			emit(EventStoreError, 0, err)
 			return nil, false, err
@@ -374,21 +378,28 @@ func (g *Guard) writeCtx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(context.WithoutCancel(ctx), g.wait)
 }
 
+// release frees rec's claim and complete stores its outcome. Both are
+// fenced writes made after the handler ran: each is tried up to
+// CompleteAttempts times, stopping at once when the store says the claim is
+// no longer ours.
 func (g *Guard) release(ctx context.Context, rec *Record) error {
-	wctx, cancel := g.writeCtx(ctx)
-	defer cancel()
-	if err := g.cfg.Store.Release(wctx, rec.ID, rec.Owner, g.now()); err != nil {
-		return storeErr("release", err)
-	}
-	return nil
+	return g.write(ctx, "release", func(ctx context.Context) error {
+		return g.cfg.Store.Release(ctx, rec.ID, rec.Owner, g.now())
+	})
 }
 
 func (g *Guard) complete(ctx context.Context, rec *Record) error {
+	return g.write(ctx, "complete", func(ctx context.Context) error {
+		return g.cfg.Store.Complete(ctx, rec, g.now())
+	})
+}
+
+func (g *Guard) write(ctx context.Context, op string, try func(context.Context) error) error {
 	wctx, cancel := g.writeCtx(ctx)
 	defer cancel()
 	var err error
 	for i := 0; i < g.max; i++ {
-		if err = g.cfg.Store.Complete(wctx, rec, g.now()); err == nil {
+		if err = try(wctx); err == nil {
 			return nil
 		}
 		if errors.Is(err, ErrNotOwner) || wctx.Err() != nil {
@@ -398,11 +409,11 @@ func (g *Guard) complete(ctx context.Context, rec *Record) error {
 		select {
 		case <-wctx.Done():
 			t.Stop()
-			return storeErr("complete", err)
+			return storeErr(op, err)
 		case <-t.C:
 		}
 	}
-	return storeErr("complete", err)
+	return storeErr(op, err)
 }
 
 // storeErr wraps err so that it is ErrStoreUnavailable under errors.Is,

@@ -377,7 +377,8 @@ type faulty struct {
 	mu                                sync.Mutex
 	claimErr, completeErr, releaseErr error
 	applyClaim                        bool // apply the claim, then fail (a lost answer)
-	completeCalls                     int
+	completeCalls, releaseCalls       int
+	releaseFailures                   int // fail only the first n releases; 0: all
 }
 
 func (s *faulty) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
@@ -401,7 +402,11 @@ func (s *faulty) Complete(ctx context.Context, r *idemkit.Record, now time.Time)
 }
 
 func (s *faulty) Release(ctx context.Context, id, owner string, now time.Time) error {
-	if s.releaseErr != nil {
+	s.mu.Lock()
+	s.releaseCalls++
+	fail := s.releaseErr != nil && (s.releaseFailures == 0 || s.releaseCalls <= s.releaseFailures)
+	s.mu.Unlock()
+	if fail {
 		return s.releaseErr
 	}
 	return s.Store.Release(ctx, id, owner, now)
@@ -733,5 +738,22 @@ func TestMaxRetryAfter(t *testing.T) {
 	var ce *idemkit.ConflictError
 	if !errors.As(err, &ce) || ce.RetryAfter != 2*time.Second {
 		t.Fatalf("err %v, want a conflict with Retry-After capped at 2s", err)
+	}
+}
+
+func TestReleaseIsRetried(t *testing.T) {
+	// A transient failure of the release after a handler error must not
+	// leave the key held: the write is tried again.
+	fs := &faulty{releaseErr: errors.New("timeout"), releaseFailures: 2}
+	f := faultyFixture(t, fs)
+	boom := errors.New("processor said: try later")
+	if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom }); !errors.Is(err, boom) || errors.Is(err, idemkit.ErrStoreUnavailable) {
+		t.Fatalf("err = %v, want only the handler's error", err)
+	}
+	if fs.releaseCalls != 3 {
+		t.Fatalf("release tried %d times, want 3", fs.releaseCalls)
+	}
+	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
+		t.Fatalf("retry after the handler error: replayed %v err %v runs %d", replayed, err, f.runs)
 	}
 }
