@@ -110,7 +110,8 @@ func faultCases() []faultCase {
 		{name: "release/throttle/never", release: true, rules: r(onRelease(thr, 0, never)), first: 503, second: "in-flight", final: "indeterminate"},
 		{name: "release/5xx/never", release: true, rules: r(onRelease(e500, 0, never)), first: 503, second: "in-flight", final: "indeterminate"},
 		{name: "release/reset/x1", release: true, rules: r(onRelease(reset, 0, 1)), first: 503, second: "run", final: "replay"},
-		{name: "release/timeout/x1", release: true, rules: r(onRelease(tmo, 0, 1)), first: 503, second: "in-flight", final: "indeterminate"},
+		{name: "release/timeout/x1", release: true, rules: r(onRelease(tmo, 0, 1)), first: 503, second: "run", final: "replay"},
+		{name: "release/timeout/never", release: true, rules: r(onRelease(tmo, 0, never)), first: 503, second: "in-flight", final: "indeterminate"},
 		{name: "release/timeout-applied/x1", release: true, rules: r(onRelease(tmoA, 0, 1)), first: 503, second: "run", final: "replay"},
 
 		// The read of the blocking record by a duplicate's lost claim
