@@ -157,6 +157,31 @@ func fail(op string, err error) error {
 	return &idemkit.StoreError{Op: op, Err: err}
 }
 
+// refused classifies the error of a conditional write and reports its
+// usage: a failed condition is the method's sentinel (refusal), anything
+// else a StoreError.
+func refused(ctx context.Context, op string, err, refusal error) error {
+	if _, ok := conditionFailed(err); ok {
+		failedWriteUsage(ctx, nil)
+		return refusal
+	}
+	usage(ctx, nil, true)
+	return fail(op, err)
+}
+
+// client returns the client of id's home region, or a StoreError when ctx
+// is done or the region cannot be had.
+func (s *Store) client(ctx context.Context, op, id string) (Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fail(op, err)
+	}
+	c, err := s.route(id)
+	if err != nil {
+		return nil, fail(op, err)
+	}
+	return c, nil
+}
+
 func conditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
 	var cf *types.ConditionalCheckFailedException
 	ok := errors.As(err, &cf)
@@ -229,15 +254,12 @@ const claimAttempts = 3
 // which the engine retries.
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
 	const op = "claim"
-	if err := ctx.Err(); err != nil {
-		return idemkit.ClaimResult{}, fail(op, err)
-	}
 	if rec.ID == "" || rec.Owner == "" || rec.Scope.Tenant == "" {
 		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: claim %q: want a record with an ID, an owner and a tenant", rec.ID)
 	}
-	client, err := s.route(rec.ID)
+	client, err := s.client(ctx, op, rec.ID)
 	if err != nil {
-		return idemkit.ClaimResult{}, fail(op, err)
+		return idemkit.ClaimResult{}, err
 	}
 	item := baseItem(rec)
 	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
@@ -330,12 +352,9 @@ func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error 
 // MaxItemSize is stored without its body, Snapshot.Omitted set.
 func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
 	const op = "complete"
-	if err := ctx.Err(); err != nil {
-		return fail(op, err)
-	}
-	client, err := s.route(rec.ID)
+	client, err := s.client(ctx, op, rec.ID)
 	if err != nil {
-		return fail(op, err)
+		return err
 	}
 	item := baseItem(rec)
 	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
@@ -355,12 +374,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.sdkOpts)
 	if err != nil {
-		if _, ok := conditionFailed(err); ok {
-			failedWriteUsage(ctx, nil)
-			return idemkit.ErrNotOwner
-		}
-		usage(ctx, nil, true)
-		return fail(op, err)
+		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return nil
@@ -369,12 +383,9 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 // Release implements idemkit.Store with one conditional DeleteItem.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
 	const op = "release"
-	if err := ctx.Err(); err != nil {
-		return fail(op, err)
-	}
-	client, err := s.route(id)
+	client, err := s.client(ctx, op, id)
 	if err != nil {
-		return fail(op, err)
+		return err
 	}
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
@@ -387,12 +398,7 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.sdkOpts)
 	if err != nil {
-		if _, ok := conditionFailed(err); ok {
-			failedWriteUsage(ctx, nil)
-			return idemkit.ErrNotOwner
-		}
-		usage(ctx, nil, true)
-		return fail(op, err)
+		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return nil
@@ -402,12 +408,9 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 // UpdateItem that also sets the sparse index keys.
 func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
 	const op = "mark indeterminate"
-	if err := ctx.Err(); err != nil {
-		return nil, fail(op, err)
-	}
-	client, err := s.route(id)
+	client, err := s.client(ctx, op, id)
 	if err != nil {
-		return nil, fail(op, err)
+		return nil, err
 	}
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
@@ -422,12 +425,7 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.sdkOpts)
 	if err != nil {
-		if _, ok := conditionFailed(err); ok {
-			failedWriteUsage(ctx, nil)
-			return nil, idemkit.ErrNotOwner
-		}
-		usage(ctx, nil, true)
-		return nil, fail(op, err)
+		return nil, refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return decodeItem(out.Attributes)
@@ -440,18 +438,15 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 // when res.As is completed and ignored when it is failed.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	const op = "resolve"
-	if err := ctx.Err(); err != nil {
-		return nil, fail(op, err)
-	}
 	switch {
 	case res.As == idemkit.StateCompleted && res.Snapshot == nil:
 		return nil, fmt.Errorf("dynamo: resolve %q as completed: no snapshot", id)
 	case res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed:
 		return nil, fmt.Errorf("dynamo: resolve %q as %q: want completed or failed", id, res.As)
 	}
-	client, err := s.route(id)
+	client, err := s.client(ctx, op, id)
 	if err != nil {
-		return nil, fail(op, err)
+		return nil, err
 	}
 	at := res.ResolvedAt
 	if at.IsZero() {
@@ -497,12 +492,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.sdkOpts)
 	if err != nil {
-		if _, ok := conditionFailed(err); ok {
-			failedWriteUsage(ctx, nil)
-			return nil, idemkit.ErrNotIndeterminate
-		}
-		usage(ctx, nil, true)
-		return nil, fail(op, err)
+		return nil, refused(ctx, op, err, idemkit.ErrNotIndeterminate)
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return decodeItem(out.Attributes)
@@ -511,12 +501,9 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 // Get implements idemkit.Store with one consistent GetItem.
 func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
 	const op = "get"
-	if err := ctx.Err(); err != nil {
-		return nil, fail(op, err)
-	}
-	client, err := s.route(id)
+	client, err := s.client(ctx, op, id)
 	if err != nil {
-		return nil, fail(op, err)
+		return nil, err
 	}
 	return s.get(ctx, client, op, id, now)
 }
