@@ -3,6 +3,7 @@ package apigw_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -54,6 +55,61 @@ func FuzzAPIGatewayV2(f *testing.F) {
 		}
 		if runs > 2 {
 			t.Fatalf("ran %d times", runs)
+		}
+	})
+}
+
+// FuzzAPIGatewayV1 does the same for a REST API handler, whose key may
+// arrive in Headers, in MultiValueHeaders, or in both with different
+// values: it never panics, never answers 500, answers every refusal with a
+// problem body, and runs the handler at most once for a guarded request.
+func FuzzAPIGatewayV1(f *testing.F) {
+	base := load[events.APIGatewayProxyRequest](f, "v1-cognito.json")
+	f.Add("POST", "Idempotency-Key", base.Headers["Idempotency-Key"], "", "application/json", base.Body, false)
+	f.Add("POST", "idempotency-key", "a", "a", "application/json", `{}`, false)
+	f.Add("POST", "Idempotency-Key", "a", "b", "application/json", `{}`, false)
+	f.Add("PATCH", "IDEMPOTENCY-KEY", `"a"`, "a", "", "eyJhIjoxfQ==", true)
+	f.Add("POST", "Idempotency-Key", "", `"unterminated`, "application/json", `{"a":1,"a":2}`, false)
+	f.Add("OPTIONS", "Idempotency-Key", "k", "k", "text/plain", "\xff", false)
+	f.Fuzz(func(t *testing.T, method, name, single, multi, contentType, body string, b64 bool) {
+		e := newEnv(t, nil)
+		runs := 0
+		h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim("")}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+			runs++
+			return events.APIGatewayProxyResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"ok":true}`}, nil
+		})
+		ev := base
+		ev.HTTPMethod = method
+		ev.Headers = map[string]string{"Content-Type": contentType, name: single}
+		ev.MultiValueHeaders = map[string][]string{"Content-Type": {contentType}}
+		if multi != "" {
+			ev.MultiValueHeaders[name] = []string{multi}
+		}
+		ev.Body, ev.IsBase64Encoded = body, b64
+		created := 0
+		for i := 0; i < 2; i++ {
+			r, err := h(context.Background(), ev)
+			if err != nil {
+				t.Fatalf("error %v", err)
+			}
+			switch r.StatusCode {
+			case 201:
+				created++
+			case 400, 409, 422:
+				var p struct {
+					Status int `json:"status"`
+				}
+				if r.Headers["Content-Type"] != "application/problem+json" || json.Unmarshal([]byte(r.Body), &p) != nil || p.Status != r.StatusCode {
+					t.Fatalf("refusal %d without a problem body: %v %q", r.StatusCode, r.Headers, r.Body)
+				}
+			default:
+				t.Fatalf("status %d: %s", r.StatusCode, r.Body)
+			}
+		}
+		// Methods are matched in any case: "PoST" is guarded too.
+		guarded := strings.EqualFold(method, "POST") || strings.EqualFold(method, "PATCH")
+		if guarded && runs > 1 || !guarded && runs != 2 {
+			t.Fatalf("%s ran %d times (%d created)", method, runs, created)
 		}
 	})
 }
