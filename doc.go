@@ -59,8 +59,11 @@
 //
 // A [Store] keeps records; its method comments are the contract and package
 // storetest checks it. Package memstore is an in-memory store for local runs
-// and tests; package dynamo is the DynamoDB store for production.
+// and tests; package dynamo is the DynamoDB store for production; package
+// warmcache puts an opt-in cache of completed records in front of either.
 //
 // Adapters for API Gateway, Function URLs, ALB and net/http live in
-// packages lambda/apigw, lambda/alb and httpmw.
+// packages lambda/apigw, lambda/alb and httpmw; lambda/event guards
+// non-HTTP events (SQS, EventBridge, Step Functions), and lambda/observe
+// turns [Event] values into log lines and metrics.
 package idemkit
