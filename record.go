@@ -109,4 +109,11 @@ type Resolution struct {
 	Operator   string
 	Reason     string
 	ResolvedAt time.Time
+	// ReplayUntil, when not zero, replaces the record's ReplayUntil: a
+	// completed resolution made after the first request's replay window
+	// gives the answer a window of its own, so that retries get it.
+	ReplayUntil time.Time
+	// ExpiresAt, when not zero, replaces the record's ExpiresAt. It should
+	// not come before ReplayUntil.
+	ExpiresAt time.Time
 }

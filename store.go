@@ -58,7 +58,8 @@ type Store interface {
 	// record with this id: State becomes res.As (completed or failed), the
 	// Snapshot becomes res.Snapshot for completed, and Resolution is kept.
 	// It returns ErrNotIndeterminate, changing nothing, when there is no
-	// live indeterminate record with the id. A zero res.ResolvedAt is stored
+	// live indeterminate record with the id. Non-zero res.ReplayUntil and
+	// res.ExpiresAt replace the record's. A zero res.ResolvedAt is stored
 	// as now; res.Snapshot is ignored for failed and may be stored Omitted
 	// as in Complete. A retried Resolve whose first attempt was applied gets
 	// ErrNotIndeterminate: read the record to see the outcome.

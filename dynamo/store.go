@@ -454,6 +454,10 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	}
 	set := map[string]types.AttributeValue{AttrState: str(string(res.As))}
 	resolutionAttrs(set, &res, at)
+	putTime(set, AttrReplayUntil, res.ReplayUntil)
+	if !res.ExpiresAt.IsZero() {
+		set[AttrExpiresAt] = num(ceilSec(res.ExpiresAt))
+	}
 	if res.As == idemkit.StateCompleted {
 		set[AttrCompletedAt] = num(at.UnixMilli())
 		// The rest of an indeterminate item is bounded by its ID (which

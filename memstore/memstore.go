@@ -150,6 +150,12 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		r.Snapshot = res.Snapshot.Clone()
 		r.CompletedAt = rc.ResolvedAt
 	}
+	if !res.ReplayUntil.IsZero() {
+		r.ReplayUntil = res.ReplayUntil
+	}
+	if !res.ExpiresAt.IsZero() {
+		r.ExpiresAt = res.ExpiresAt
+	}
 	s.put(r)
 	return r, nil
 }

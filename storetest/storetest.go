@@ -406,7 +406,8 @@ func testResolveCompleted(t *testing.T, s idemkit.Store) {
 
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
-	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot(), Operator: "arn:aws:iam::1:user/ops", Reason: "charge found in the processor", ResolvedAt: at}
+	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot(), Operator: "arn:aws:iam::1:user/ops", Reason: "charge found in the processor", ResolvedAt: at,
+		ReplayUntil: m.ReplayUntil.Add(time.Hour), ExpiresAt: m.ExpiresAt.Add(2 * time.Hour)}
 	got, err := s.Resolve(ctx, m.ID, res, at)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
@@ -418,6 +419,9 @@ func testResolveCompleted(t *testing.T, s idemkit.Store) {
 		}
 		if g.Resolution == nil || g.Resolution.Operator != res.Operator || g.Resolution.Reason != res.Reason || g.Resolution.As != idemkit.StateCompleted || !timeEq(g.Resolution.ResolvedAt, at) {
 			t.Fatalf("resolution kept: %+v", g.Resolution)
+		}
+		if !timeEq(g.ReplayUntil, res.ReplayUntil) || g.ExpiresAt.Before(res.ExpiresAt) || !g.ExpiresAt.Before(res.ExpiresAt.Add(time.Second)) {
+			t.Fatalf("replay until %v, expires %v; want the resolution's %v, %v", g.ReplayUntil, g.ExpiresAt, res.ReplayUntil, res.ExpiresAt)
 		}
 	}
 	_, err = s.Resolve(ctx, m.ID, res, at)
@@ -438,6 +442,9 @@ func testResolveFailed(t *testing.T, s idemkit.Store) {
 	}
 	if got.State != idemkit.StateFailed || got.Resolution == nil || got.Resolution.Reason != "no charge" {
 		t.Fatalf("resolved record: %+v", got)
+	}
+	if !timeEq(got.ReplayUntil, m.ReplayUntil) || d(got.ExpiresAt, m.ExpiresAt) >= time.Second {
+		t.Fatalf("a resolution without times changed them: replay until %v, expires %v; want %v, %v", got.ReplayUntil, got.ExpiresAt, m.ReplayUntil, m.ExpiresAt)
 	}
 	n := withOwner(m, "b")
 	n.State = idemkit.StateInFlight
@@ -683,6 +690,13 @@ func testDistinct(t *testing.T, s idemkit.Store, n int) {
 	if got := won.Load(); got != int64(n) {
 		t.Fatalf("%d of %d distinct keys claimed, want all", got, n)
 	}
+}
+
+func d(a, b time.Time) time.Duration {
+	if a.After(b) {
+		return a.Sub(b)
+	}
+	return b.Sub(a)
 }
 
 // timeEq compares at millisecond precision.

@@ -259,6 +259,28 @@ func (c *cli) operator(ctx context.Context, o StoreOptions) (string, error) {
 	return op, nil
 }
 
+// replayAgain returns the replay window and expiry of an answer resolved at
+// now: the record's own replay window and retention, counted again from
+// now, so that clients retrying after a late resolution get the answer
+// rather than only its outcome. Times already later are kept (zero).
+func replayAgain(rec *idemkit.Record, now time.Time) (replayUntil, expiresAt time.Time) {
+	window := rec.ReplayUntil.Sub(rec.CreatedAt)
+	if window <= 0 {
+		window = idemkit.DefaultReplayWindow
+	}
+	keep := rec.ExpiresAt.Sub(rec.ReplayUntil)
+	if keep < 0 {
+		keep = 0
+	}
+	if ru := now.Add(window); ru.After(rec.ReplayUntil) {
+		replayUntil = ru
+	}
+	if ea := now.Add(window + keep); ea.After(rec.ExpiresAt) {
+		expiresAt = ea
+	}
+	return replayUntil, expiresAt
+}
+
 // resolve applies res to the record with id: an indeterminate record is
 // resolved; an in_flight record whose lease ended at now is first marked
 // indeterminate, fenced on the owner token read. It returns the state the
@@ -290,6 +312,9 @@ func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Re
 			msg += fmt.Sprintf(" (resolved as %s by %s at %s)", r.As, r.Operator, r.ResolvedAt.UTC().Format(time.RFC3339))
 		}
 		return prev, nil, conflictf("%s; nothing was changed", msg)
+	}
+	if res.As == idemkit.StateCompleted {
+		res.ReplayUntil, res.ExpiresAt = replayAgain(rec, now)
 	}
 	out, err := store.Resolve(ctx, id, res, now)
 	switch {

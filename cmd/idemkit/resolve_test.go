@@ -224,3 +224,36 @@ func TestResolveConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// An answer resolved after the first request's replay window is still
+// replayed: the resolution counts the record's replay window again from
+// the resolution, and keeps the record at least that long.
+func TestResolveLateIsReplayed(t *testing.T) {
+	f := newFixture(t)
+	s := scopeOf("late-1")
+	now := time.Now()
+	created := now.Add(-30 * time.Hour)
+	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-late",
+		LeaseUntil: created.Add(time.Minute), ReplayUntil: created.Add(24 * time.Hour), ExpiresAt: created.Add(48 * time.Hour), CreatedAt: created}
+	if res, err := f.store.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		t.Fatalf("seed: %+v %v", res, err)
+	}
+	if _, err := f.store.MarkIndeterminate(t.Context(), rec.ID, rec.Owner, now); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := f.run(append([]string{"resolve", "--as", "completed", "--status", "201", "--reason", "charged, PSP ref ch_2"}, scopeArgs(s)...)...)
+	wantCode(t, code, exitOK, stdout, stderr)
+
+	got := f.get(s)
+	if d := got.ReplayUntil.Sub(now.Add(24 * time.Hour)); d < -time.Minute || d > time.Minute {
+		t.Errorf("replay until %v, want a day from the resolution", got.ReplayUntil)
+	}
+	if d := got.ExpiresAt.Sub(now.Add(48 * time.Hour)); d < -time.Minute || d > time.Minute {
+		t.Errorf("expires %v, want two days from the resolution", got.ExpiresAt)
+	}
+	var runs atomic.Int32
+	snap, replayed, err := f.guard(idemkit.FailClosed).Do(t.Context(), request(s), handler(&runs))
+	if err != nil || !replayed || snap.Status != 201 || runs.Load() != 0 {
+		t.Fatalf("retry after a late resolution: %+v replayed %v err %v runs %d; want the answer replayed", snap, replayed, err, runs.Load())
+	}
+}
