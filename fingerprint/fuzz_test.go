@@ -211,7 +211,7 @@ func writeString(b *bytes.Buffer, raw []byte, r *rand.Rand) {
 // writeNumber keeps integer literals and respells other numbers as another
 // literal for the same float64.
 func writeNumber(b *bytes.Buffer, raw []byte, r *rand.Rand) {
-	if bytes.IndexAny(raw, ".eE") < 0 {
+	if !bytes.ContainsAny(raw, ".eE") {
 		b.Write(raw)
 		return
 	}

@@ -100,14 +100,12 @@ func (r *replicator) Flush(ctx context.Context) error {
 // regions is two servers, "east" and "west", replicating to each other
 // through replicators, with the table on both.
 type regions struct {
-	table        string
-	east, west   string // endpoints
-	toWest       *replicator
-	toEast       *replicator
-	rawE, rawW   *dynamodb.Client
-	homeOf       func(tenant string) string
-	unreachEast  *faults.Transport // under the west region's client of east
-	westToEastRT http.RoundTripper
+	table      string
+	east, west string // endpoints
+	toWest     *replicator
+	toEast     *replicator
+	rawE, rawW *dynamodb.Client
+	homeOf     func(tenant string) string
 }
 
 func newRegions(t *testing.T) *regions {

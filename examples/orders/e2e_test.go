@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -50,14 +49,8 @@ func serverBinary(t *testing.T) string {
 	return binPath
 }
 
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+// goTool is the go command: go test puts its own GOROOT/bin first in PATH.
+func goTool() string { return "go" }
 
 type syncBuffer struct {
 	mu sync.Mutex
