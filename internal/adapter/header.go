@@ -90,6 +90,16 @@ func (a *Guard) FilterHeader(single map[string]string, multi map[string][]string
 	return h
 }
 
+// Multi returns a single-valued map (an event's headers or query
+// parameters) as a multi-valued one.
+func Multi(m map[string]string) map[string][]string {
+	out := make(map[string][]string, len(m))
+	for k, v := range m {
+		out[k] = []string{v}
+	}
+	return out
+}
+
 // Values returns the values of header name (any case) in a request's
 // single-value and multi-value headers. The values of a name in multi are
 // all taken; a name only in single adds its one value. Values of several

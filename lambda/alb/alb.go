@@ -138,13 +138,13 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 				if ev.MultiValueQueryStringParameters != nil {
 					return ev.MultiValueQueryStringParameters
 				}
-				return toMulti(ev.QueryStringParameters)
+				return adapter.Multi(ev.QueryStringParameters)
 			},
 			Header: func() map[string][]string {
 				if multi {
 					return ev.MultiValueHeaders
 				}
-				return toMulti(ev.Headers)
+				return adapter.Multi(ev.Headers)
 			},
 		}
 		if cfg.Tenant != nil {
@@ -158,12 +158,4 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 
 func statusLine(code int) string {
 	return strconv.Itoa(code) + " " + http.StatusText(code)
-}
-
-func toMulti(m map[string]string) map[string][]string {
-	out := make(map[string][]string, len(m))
-	for k, v := range m {
-		out[k] = append(out[k], v)
-	}
-	return out
 }

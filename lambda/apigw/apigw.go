@@ -118,15 +118,9 @@ func (c *Config) tenant(r Request) func(context.Context) (string, error) {
 	return func(ctx context.Context) (string, error) { return c.Tenant(ctx, r) }
 }
 
-// singleHeader returns single-value headers as a multi-value map.
-func singleHeader(h map[string]string) func() map[string][]string {
-	return func() map[string][]string {
-		m := make(map[string][]string, len(h))
-		for k, v := range h {
-			m[k] = append(m[k], v)
-		}
-		return m
-	}
+// multi defers adapter.Multi(h) until a fingerprint option asks for it.
+func multi(h map[string]string) func() map[string][]string {
+	return func() map[string][]string { return adapter.Multi(h) }
 }
 
 func rawQuery(q string) func() map[string][]string {

@@ -40,7 +40,7 @@ func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, event
 			BodyString:  ev.Body,
 			Base64:      ev.IsBase64Encoded,
 			Query:       rawQuery(ev.RawQueryString),
-			Header:      singleHeader(ev.Headers),
+			Header:      multi(ev.Headers),
 			Tenant:      cfg.tenant(Request{URL: &ev}),
 		}
 		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.LambdaFunctionURLResponse, error) {

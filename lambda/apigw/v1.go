@@ -43,13 +43,13 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 				if ev.MultiValueQueryStringParameters != nil {
 					return ev.MultiValueQueryStringParameters
 				}
-				return singleHeader(ev.QueryStringParameters)()
+				return adapter.Multi(ev.QueryStringParameters)
 			},
 			Header: func() map[string][]string {
 				if ev.MultiValueHeaders != nil {
 					return ev.MultiValueHeaders
 				}
-				return singleHeader(ev.Headers)()
+				return adapter.Multi(ev.Headers)
 			},
 			Tenant: cfg.tenant(Request{V1: &ev}),
 		}

@@ -40,7 +40,7 @@ func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			BodyString:  ev.Body,
 			Base64:      ev.IsBase64Encoded,
 			Query:       rawQuery(ev.RawQueryString),
-			Header:      singleHeader(ev.Headers),
+			Header:      multi(ev.Headers),
 			Tenant:      cfg.tenant(Request{V2: &ev}),
 		}
 		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.APIGatewayV2HTTPResponse, error) {
