@@ -11,28 +11,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
 
-// clock is a settable time source.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// clock is the shared test clock: it starts at the real time, so the
+// deadlines built from it hold on any day.
+type clock = testclock.Clock
 
-func newClock() *clock { return &clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *clock { return testclock.New() }
 
 // recorder collects observed events.
 type recorder struct {
@@ -653,9 +640,7 @@ func TestLease(t *testing.T) {
 			f := newFixture(t, func(c *idemkit.Config) { c.Policy = tc.policy })
 			ctx := context.Background()
 			if tc.deadline > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithDeadline(ctx, f.clock.Now().Add(tc.deadline))
-				defer cancel()
+				ctx = f.clock.Deadline(t, ctx, tc.deadline)
 			}
 			var lease time.Time
 			_, _, err := f.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
