@@ -145,7 +145,7 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 		}
 		ev.Kind, ev.Status, ev.Err = kind, status, err
 		ev.Duration = g.now().Sub(start)
-		ev.Usage = *usage
+		ev.Usage = usage.load()
 		g.obs.Observe(ctx, ev)
 	}
 

@@ -2,6 +2,7 @@ package idemkit
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -61,28 +62,49 @@ type Usage struct {
 
 type usageKey struct{}
 
+// usageAcc accumulates one request's usage. Store calls made from the
+// handler's goroutines and the engine's own (lease renewal) may add to it
+// at the same time.
+type usageAcc struct {
+	mu sync.Mutex // guards u
+	u  Usage
+}
+
+func (a *usageAcc) add(calls int, readUnits, writeUnits float64) {
+	a.mu.Lock()
+	a.u.Calls += calls
+	a.u.ReadUnits += readUnits
+	a.u.WriteUnits += writeUnits
+	a.mu.Unlock()
+}
+
+func (a *usageAcc) load() Usage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.u
+}
+
 // AddUsage adds one store round trip and the capacity it consumed to the
 // request's usage. Store implementations call it once per call they make;
-// it does nothing when ctx does not come from a guarded request.
+// it does nothing when ctx does not come from a guarded request. It is safe
+// for concurrent use.
 func AddUsage(ctx context.Context, readUnits, writeUnits float64) {
-	if u, ok := ctx.Value(usageKey{}).(*Usage); ok {
-		u.Calls++
-		u.ReadUnits += readUnits
-		u.WriteUnits += writeUnits
+	if a, ok := ctx.Value(usageKey{}).(*usageAcc); ok {
+		a.add(1, readUnits, writeUnits)
 	}
 }
 
-// UsageFrom returns the usage accumulated by the guarded request that ctx
-// belongs to.
+// UsageFrom returns the usage accumulated so far by the guarded request that
+// ctx belongs to.
 func UsageFrom(ctx context.Context) (Usage, bool) {
-	u, ok := ctx.Value(usageKey{}).(*Usage)
+	a, ok := ctx.Value(usageKey{}).(*usageAcc)
 	if !ok {
 		return Usage{}, false
 	}
-	return *u, true
+	return a.load(), true
 }
 
-func withUsage(ctx context.Context) (context.Context, *Usage) {
-	u := new(Usage)
-	return context.WithValue(ctx, usageKey{}, u), u
+func withUsage(ctx context.Context) (context.Context, *usageAcc) {
+	a := new(usageAcc)
+	return context.WithValue(ctx, usageKey{}, a), a
 }
