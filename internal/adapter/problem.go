@@ -169,7 +169,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 			Detail: "The request may or may not have taken effect; its key is kept so that it is never run twice. Retrying with the same key is safe: the answer is 409 indeterminate-operator-required until an operator resolves the key, then the resolved outcome."}
 	case errors.As(err, &cu):
 		return &Problem{Type: TypeClaimUnknown, Title: "Idempotency store unavailable; key may be held", Status: 503,
-			Detail: "The request was not run, but its key may have been recorded before the store failed. Retrying with the same key is safe: until the key's lease ends (Retry-After) it gets 409 in-flight; after that it runs again, or for operations that fail closed waits for an operator, who sees the key in the stale listing.",
+			Detail:     "The request was not run, but its key may have been recorded before the store failed. Retrying with the same key is safe: until the key's lease ends (Retry-After) it gets 409 in-flight; after that it runs again, or for operations that fail closed waits for an operator, who sees the key in the stale listing.",
 			RetryAfter: seconds(time.Until(cu.LeaseUntil))}
 	case errors.Is(err, idemkit.ErrStoreUnavailable):
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
