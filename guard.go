@@ -420,7 +420,8 @@ func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	return c.settle(rec, snap, herr)
 }
 
-// stopRenewal stops the lease renewal and counts its store usage.
+// stopRenewal stops the lease renewal and counts its store usage (once:
+// stop returns it only on its first call).
 func (c *call) stopRenewal(stop func() Usage) {
 	u := stop()
 	c.usage.Calls += u.Calls
@@ -558,12 +559,13 @@ func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.T
 		}
 	}()
 	var once sync.Once
-	return func() Usage {
+	return func() (u Usage) {
 		once.Do(func() {
 			cancel()
 			<-exited
+			u = *usage
 		})
-		return *usage
+		return u
 	}
 }
 
