@@ -93,14 +93,14 @@ func New(cfg Config) (*Guard, error) {
 	g := &Guard{cfg: cfg, pol: cfg.Policy.withDefaults(), now: cfg.Now, tok: cfg.NewToken, obs: cfg.Observer, max: cfg.CompleteAttempts, wait: cfg.WriteTimeout,
 		claims: cfg.ClaimAttempts, backoff: cfg.ClaimBackoff}
 	if err := g.pol.check(); err != nil {
-		return nil, fmt.Errorf("idemkit: Config.Policy: %w", err)
+		return nil, fmt.Errorf("%w: Config.Policy: %v", ErrInvalidConfig, err)
 	}
 	if len(cfg.Operations) > 0 {
 		g.ops = make(map[string]Policy, len(cfg.Operations))
 		for op, p := range cfg.Operations {
 			g.ops[op] = p.withDefaults()
 			if err := g.ops[op].check(); err != nil {
-				return nil, fmt.Errorf("idemkit: Config.Operations[%q]: %w", op, err)
+				return nil, fmt.Errorf("%w: Config.Operations[%q]: %v", ErrInvalidConfig, op, err)
 			}
 		}
 	}

@@ -451,8 +451,8 @@ func TestRetentionShorterThanReplayWindowRefused(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), "RecordRetention") {
-				t.Fatalf("New: %v, want a RecordRetention error", err)
+			if !errors.Is(err, idemkit.ErrInvalidConfig) || !strings.Contains(err.Error(), "RecordRetention") {
+				t.Fatalf("New: %v, want an ErrInvalidConfig naming RecordRetention", err)
 			}
 		})
 	}
