@@ -113,6 +113,9 @@ func checkProblem(t *testing.T, w *httptest.ResponseRecorder, status int, typ st
 	if w.Code != status || w.Header().Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("%d %s %s, want a %d problem", w.Code, w.Header().Get("Content-Type"), w.Body, status)
 	}
+	if got := w.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q, want nosniff", got)
+	}
 	var p map[string]any
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
 		t.Fatal(err)
@@ -281,5 +284,25 @@ func TestMiddlewareRouteTemplate(t *testing.T) {
 	}
 	if ops[0] != "POST /orders/{id}/capture" {
 		t.Errorf("operation %q", ops[0])
+	}
+}
+
+// TestMiddlewareProblemDetailBounded: a body-invalid problem for a huge
+// body echoes at most a bounded fragment of it.
+func TestMiddlewareProblemDetailBounded(t *testing.T) {
+	name := strings.Repeat("k", 1<<20)
+	body := `{"` + name + `":1,"` + name + `":2}`
+	o := &orders{}
+	h, _ := setup(t, httpmw.Config{}, o)
+	w := serve(h, request(t, func(r *http.Request) {
+		r.Body = io.NopCloser(strings.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}))
+	p := checkProblem(t, w, 400, "body-invalid")
+	if d, _ := p["detail"].(string); len(d) > 400 || w.Body.Len() > 1024 {
+		t.Errorf("detail %d bytes, body %d bytes: want a bounded echo", len(d), w.Body.Len())
+	}
+	if o.runs.Load() != 0 {
+		t.Error("handler ran")
 	}
 }

@@ -11,8 +11,10 @@
 //	h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("sub")}, createOrder)
 //	lambda.Start(h)
 //
-// Refusals are RFC 9457 problem responses (application/problem+json) whose
-// type is a stable URI under https://idemkit.dev/problems/:
+// Refusals are RFC 9457 problem responses (application/problem+json, with
+// Cache-Control: no-store and X-Content-Type-Options: nosniff) whose type
+// is a stable URI under https://idemkit.dev/problems/. A detail repeats at
+// most 200 bytes of anything taken from the request:
 //
 //	key-missing                      400  the route requires a key and none was sent
 //	key-invalid                      400  empty, too long, not printable ASCII, two values

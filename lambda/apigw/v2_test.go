@@ -853,3 +853,23 @@ func TestV2RefusalsAreObserved(t *testing.T) {
 		})
 	}
 }
+
+// TestV2ProblemDetailBounded: a body-invalid problem for a huge body (a
+// duplicate member named by a 1 MB key) echoes at most a bounded fragment
+// of it, in every Lambda adapter.
+func TestV2ProblemDetailBounded(t *testing.T) {
+	name := strings.Repeat("k", 1<<20)
+	body := `{"` + name + `":1,"` + name + `":2}`
+	e := newEnv(t, nil)
+	o := &orders{}
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev.Body = body
+	r := call(t, apigw.WrapV2(e.g, jwt, o.handle), ev)
+	p := checkProblem(t, r.StatusCode, r.Headers, r.Body, 400, "body-invalid")
+	if len(p.Detail) > 400 || len(r.Body) > 1024 {
+		t.Errorf("detail %d bytes, body %d bytes: want a bounded echo", len(p.Detail), len(r.Body))
+	}
+	if o.runs.Load() != 0 {
+		t.Error("handler ran")
+	}
+}
