@@ -167,8 +167,9 @@ type Request struct {
 	// for fingerprint options that name some. Nil: none.
 	Query  func() map[string][]string
 	Header func() map[string][]string
-	// Tenant returns the request's tenant; "" or an error fails closed.
-	// Nil: no tenant.
+	// Tenant returns the request's tenant; "" or an error fails closed,
+	// and the error, joined with idemkit.ErrMissingTenant, is reported to
+	// the observer. Nil: no tenant.
 	Tenant func(ctx context.Context) (string, error)
 }
 
@@ -235,17 +236,22 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 		return pass(ctx)
 	}
 	op := a.Operation(r)
-	tenant := ""
+	tenant, terr := "", error(nil)
 	if r.Tenant != nil {
-		t, err := r.Tenant(ctx)
-		if err == nil {
-			tenant = t
+		tenant, terr = r.Tenant(ctx)
+		if terr != nil {
+			tenant = ""
 		}
 	}
 	scope := idemkit.Scope{Tenant: tenant, Operation: op}
 	if tenant == "" {
-		a.g.Refuse(ctx, scope, idemkit.ErrMissingTenant)
-		return c.Problem(ProblemFor(idemkit.ErrMissingTenant, a.storeRetry)), nil
+		// The cause goes to the observer, not to the caller.
+		err := idemkit.ErrMissingTenant
+		if terr != nil {
+			err = errors.Join(err, terr)
+		}
+		a.g.Refuse(ctx, scope, err)
+		return c.Problem(ProblemFor(err, a.storeRetry)), nil
 	}
 	if len(r.Key) == 0 {
 		a.g.Refuse(ctx, scope, idemkit.ErrKeyMissing)

@@ -30,7 +30,8 @@ import (
 // 500 tenant-missing problem.
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
-	// your own. Nil, an empty result or an error: the request fails closed.
+	// your own. Nil, an empty result or an error: the request fails closed;
+	// the error, joined with idemkit.ErrMissingTenant, goes to the Observer.
 	Tenant Tenant
 	// Methods are the guarded methods. Nil: POST and PATCH.
 	Methods []string

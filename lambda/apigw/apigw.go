@@ -55,7 +55,9 @@ type Config struct {
 	// Tenant names the authenticated caller: JWTClaim, CognitoClaim,
 	// AuthorizerContext, APIKeyID, IAMUserARN, SingleTenant or your own.
 	// Nil, or an empty result or an error: the request fails closed (500
-	// tenant-missing), the handler does not run and nothing is stored.
+	// tenant-missing), the handler does not run and nothing is stored. The
+	// error, joined with idemkit.ErrMissingTenant, goes to the Observer
+	// (never to the caller).
 	Tenant Tenant
 
 	// Methods are the guarded methods. Nil: POST and PATCH. GET, HEAD,

@@ -293,7 +293,7 @@ func TestV2TenantMissing(t *testing.T) {
 			return ev
 		}},
 		{"wrong extractor for the event", apigw.CognitoClaim(""), nil},
-		{"extractor error", func(context.Context, apigw.Request) (string, error) { return "t", errors.New("directory down") }, nil},
+		{"extractor error", func(context.Context, apigw.Request) (string, error) { return "t", errDirectoryDown }, nil},
 		{"missing key too: tenant first", apigw.JWTClaim("org_unit"), func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
 			return withKey(ev, "")
 		}},
@@ -316,11 +316,19 @@ func TestV2TenantMissing(t *testing.T) {
 			}
 			evs := e.events()
 			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrMissingTenant) {
-				t.Errorf("events %+v, want one refused ErrMissingTenant", evs)
+				t.Fatalf("events %+v, want one refused ErrMissingTenant", evs)
+			}
+			if tc.name == "extractor error" && !errors.Is(evs[0].Err, errDirectoryDown) {
+				t.Errorf("event error %v does not keep the Tenant's error", evs[0].Err)
+			}
+			if strings.Contains(r.Body, errDirectoryDown.Error()) {
+				t.Errorf("the Tenant's error reached the caller: %s", r.Body)
 			}
 		})
 	}
 }
+
+var errDirectoryDown = errors.New("directory down")
 
 // TestV2TenantExtractors: each built-in reads the authenticated caller
 // from its captured-shape event.
