@@ -96,7 +96,10 @@ type KeyOptions struct {
 // (abc) are accepted and compare equal. A quoted value may contain spaces; a
 // bare value may hold only printable ASCII 0x21-0x7E other than the double
 // quote and the comma (the comma separates field values, RFC 9110 §5.3).
-// Several values that are all equal count as one.
+// Several values that are all equal count as one. Each member of a
+// comma-separated field value is read on its own, exactly as it would be on
+// a line of its own, so one line may mix the two forms (0190a1b2-…,
+// "0190a1b2-…") and several lines read the same joined or apart.
 //
 // Errors wrap [ErrInvalidKey] and one of [ErrKeyMissing], [ErrKeyEmpty],
 // [ErrKeyTooLong], [ErrKeyInvalidChar], [ErrKeyMalformed] or
@@ -132,57 +135,78 @@ func ParseKey(values []string, opts KeyOptions) (string, error) {
 	return k, nil
 }
 
-// splitKeyField returns the keys in one field value.
+// splitKeyField returns the keys in one field value: a comma-separated
+// list whose members are each parsed alone, so a value reads the same
+// whether its members arrive on one line (an API Gateway v2 event joins
+// header lines with commas) or on several.
 func splitKeyField(v string) ([]string, error) {
-	if strings.IndexByte(v, '"') < 0 {
-		// Bare form: a comma-separated list of raw values.
-		var keys []string
-		for _, part := range strings.Split(v, ",") {
-			part = strings.Trim(part, " \t")
-			if part == "" {
-				if len(v) > 0 && strings.Trim(v, " \t") != "" {
-					// "a,,b" or "a," : an empty list element is malformed.
-					return nil, fmt.Errorf("%w: empty element in %q", ErrKeyMalformed, v)
-				}
-				return nil, ErrKeyEmpty
-			}
-			if i := invalidBareByte(part); i >= 0 {
-				return nil, fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, part[i], i)
-			}
-			keys = append(keys, part)
-		}
-		return keys, nil
+	if strings.Trim(v, " \t") == "" {
+		return nil, ErrKeyEmpty
 	}
-	// Structured form: a list of sf-strings (or tokens), parsed by the
-	// structured-field parser.
-	list, err := httpsfv.UnmarshalList([]string{v})
-	if err != nil {
-		if i := invalidQuotedByte(v); i >= 0 {
-			return nil, fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, v[i], i)
+	members := splitMembers(v)
+	keys := make([]string, 0, len(members))
+	for _, m := range members {
+		m = strings.Trim(m, " \t")
+		if m == "" {
+			// "a,,b" or "a," : an empty list element is malformed.
+			return nil, fmt.Errorf("%w: empty element in %q", ErrKeyMalformed, v)
 		}
-		return nil, fmt.Errorf("%w: %v", ErrKeyMalformed, err)
-	}
-	keys := make([]string, 0, len(list))
-	for _, m := range list {
-		item, ok := m.(httpsfv.Item)
-		if !ok || len(item.Params.Names()) > 0 {
-			return nil, fmt.Errorf("%w: want a string without parameters", ErrKeyMalformed)
-		}
-		var k string
-		switch x := item.Value.(type) {
-		case string:
-			k = x
-		case httpsfv.Token:
-			k = string(x)
-		default:
-			return nil, fmt.Errorf("%w: want a string, got %T", ErrKeyMalformed, x)
-		}
-		if k == "" {
-			return nil, ErrKeyEmpty
+		k, err := parseKeyMember(m)
+		if err != nil {
+			return nil, err
 		}
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// splitMembers splits a field value at the commas outside quoted strings.
+func splitMembers(v string) []string {
+	var out []string
+	quoted, escaped, start := false, false, 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case escaped:
+			escaped = false
+		case quoted && c == '\\':
+			escaped = true
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, v[start:])
+}
+
+// parseKeyMember returns the key of one list member: a structured-field
+// string ("abc", RFC 9651) without parameters, or a bare value (abc).
+func parseKeyMember(m string) (string, error) {
+	if m[0] != '"' {
+		if strings.IndexByte(m, '"') >= 0 {
+			return "", fmt.Errorf("%w: quote inside a bare value", ErrKeyMalformed)
+		}
+		if i := invalidBareByte(m); i >= 0 {
+			return "", fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, m[i], i)
+		}
+		return m, nil
+	}
+	item, err := httpsfv.UnmarshalItem([]string{m})
+	if err != nil {
+		if i := invalidQuotedByte(m); i >= 0 {
+			return "", fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, m[i], i)
+		}
+		return "", fmt.Errorf("%w: %v", ErrKeyMalformed, err)
+	}
+	k, ok := item.Value.(string)
+	if !ok || len(item.Params.Names()) > 0 {
+		return "", fmt.Errorf("%w: want a string without parameters", ErrKeyMalformed)
+	}
+	if k == "" {
+		return "", ErrKeyEmpty
+	}
+	return k, nil
 }
 
 func invalidBareByte(s string) int {

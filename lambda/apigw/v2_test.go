@@ -189,6 +189,12 @@ func TestV2Keys(t *testing.T) {
 		{name: "quoted and unquoted keys replay the same record", first: `"order-1"`, second: "order-1", wantStatus: 201, replay: true},
 		{name: "unquoted then quoted", first: "order-1", second: `"order-1"`, wantStatus: 201, replay: true},
 		{name: "comma-joined equal values are one key", first: "order-1", second: "order-1,order-1", wantStatus: 201, replay: true},
+		// Two header lines, bare and quoted, arrive joined by a comma; a UUID
+		// is no structured-field token, and is still one key (as in v1).
+		{name: "uuid bare and quoted on two lines", first: "0190a1b2-40d5-43e8-bc93-6894a57f9324",
+			second: `0190a1b2-40d5-43e8-bc93-6894a57f9324,"0190a1b2-40d5-43e8-bc93-6894a57f9324"`, wantStatus: 201, replay: true},
+		{name: "uuid quoted and bare on two lines", first: "8e03978e-40d5-43e8-bc93-6894a57f9324",
+			second: `"8e03978e-40d5-43e8-bc93-6894a57f9324", 8e03978e-40d5-43e8-bc93-6894a57f9324`, wantStatus: 201, replay: true},
 		{name: "two different values", first: "order-1", second: "order-1, order-2", wantStatus: 400, wantType: "key-invalid"},
 		{name: "different key runs again", first: "order-1", second: "order-2", wantStatus: 201},
 		{name: "empty key", first: "order-1", second: `""`, wantStatus: 400, wantType: "key-invalid"},
