@@ -31,6 +31,12 @@
 //	tenant-missing                   500  no authenticated caller: the Tenant setting is misconfigured; nothing ran
 //	guard-failure                    500  an unexpected guard error; nothing ran
 //
+// A replay is the first response as the caller received it: a body
+// without IsBase64Encoded that is not valid UTF-8 reached the caller with
+// each bad byte replaced by U+FFFD (the Lambda runtime encodes it as a JSON
+// string), and it is stored and replayed so. Return binary bodies base64
+// encoded, with IsBase64Encoded set.
+//
 // A handler's Go error is returned as the wrapper's error after the claim
 // was released, so a retry runs again; a panic is released and re-raised.
 // Pass the Lambda context through: the claim's lease ends at its deadline.

@@ -1,8 +1,11 @@
 package apigw_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -885,5 +888,58 @@ func TestV2ProblemDetailBounded(t *testing.T) {
 	}
 	if o.runs.Load() != 0 {
 		t.Error("handler ran")
+	}
+}
+
+// delivered returns the body bytes a caller receives for a v2 response:
+// the Lambda runtime encodes the response as JSON (a string with invalid
+// UTF-8 gets U+FFFD per bad byte) and API Gateway decodes a base64 body.
+func delivered(t *testing.T, r events.APIGatewayV2HTTPResponse) []byte {
+	t.Helper()
+	wire, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(wire, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.IsBase64Encoded {
+		return []byte(got.Body)
+	}
+	b, err := base64.StdEncoding.DecodeString(got.Body)
+	if err != nil {
+		t.Fatalf("base64 body %q: %v", got.Body, err)
+	}
+	return b
+}
+
+// TestV2ReplayInvalidUTF8: a body with invalid UTF-8 and no base64 flag
+// reaches the first caller with U+FFFD replacements; its replay is the
+// same bytes, not the raw bytes base64-encoded.
+func TestV2ReplayInvalidUTF8(t *testing.T) {
+	for _, body := range []string{
+		"caf\xe9 \xff\xfe ok",         // Latin-1 and stray bytes
+		"\xed\xa0\x80 surrogate half", // UTF-8 of a surrogate: three bad bytes
+		"truncated \xe2\x82",          // a rune cut short at the end
+		"valid \u20ac text",           // valid UTF-8 is kept as it is
+	} {
+		t.Run(fmt.Sprintf("%q", body), func(t *testing.T) {
+			e := newEnv(t, nil)
+			runs := 0
+			h := apigw.WrapV2(e.g, jwt, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				runs++
+				return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "text/plain"}, Body: body}, nil
+			})
+			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			first := delivered(t, call(t, h, ev))
+			again := call(t, h, ev)
+			if runs != 1 || !replayed(again) {
+				t.Fatalf("runs %d, replayed %v", runs, replayed(again))
+			}
+			if got := delivered(t, again); !bytes.Equal(got, first) {
+				t.Errorf("replay delivers %q, first caller got %q", got, first)
+			}
+		})
 	}
 }
