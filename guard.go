@@ -122,8 +122,10 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 // When h cannot be run or replayed, Do returns an error and h does not run.
 // The errors are checked in this order:
 //
-//   - ErrMissingTenant, a key error, ErrKeyExpired: refused before the store.
-//   - ErrStoreUnavailable: the claim could not be made.
+//   - ErrMissingTenant (ErrTenantTooLong included), a key error,
+//     ErrKeyExpired: refused before the store.
+//   - ErrStoreUnavailable: the claim could not be made; ErrRecordInvalid:
+//     the store refused the record, and a retry cannot succeed.
 //   - ErrOperationMismatch (account-wide keys), then ErrFingerprintMismatch:
 //     the key was used for another request, even one still in flight.
 //   - *ConflictError (ErrInFlight): another request holds a live lease.
@@ -152,6 +154,10 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 	if req.Scope.Tenant == "" {
 		emit(EventRefused, 0, ErrMissingTenant)
 		return nil, false, ErrMissingTenant
+	}
+	if len(req.Scope.Tenant) > MaxTenantLen {
+		emit(EventRefused, 0, ErrTenantTooLong)
+		return nil, false, ErrTenantTooLong
 	}
 	if req.Scope.Key == "" {
 		emit(EventRefused, 0, ErrKeyEmpty)
@@ -419,7 +425,8 @@ func (g *Guard) write(ctx context.Context, op string, try func(context.Context) 
 // storeErr wraps err so that it is ErrStoreUnavailable under errors.Is,
 // unless it is one of the store's sentinel outcomes.
 func storeErr(op string, err error) error {
-	if errors.Is(err, ErrStoreUnavailable) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrCorruptRecord) {
+	if errors.Is(err, ErrStoreUnavailable) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrCorruptRecord) ||
+		errors.Is(err, ErrRecordInvalid) {
 		return fmt.Errorf("idemkit: store %s: %w", op, err)
 	}
 	return &StoreError{Op: op, Err: err}

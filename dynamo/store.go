@@ -154,6 +154,9 @@ func (s *Store) sdkOpts(o *dynamodb.Options) {
 // throttling, 5xx, timeout, and also a missing table or permission, which
 // must fail closed too).
 func fail(op string, err error) error {
+	if invalid(err) {
+		return fmt.Errorf("dynamo: %s: %w: %w", op, idemkit.ErrRecordInvalid, err)
+	}
 	return &idemkit.StoreError{Op: op, Err: err}
 }
 
@@ -344,7 +347,7 @@ func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) 
 }
 
 func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error {
-	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap", id, itemSize(item), s.opts.MaxItemSize)
+	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap: %w", id, itemSize(item), s.opts.MaxItemSize, idemkit.ErrRecordInvalid)
 }
 
 // Complete implements idemkit.Store with one conditional PutItem fenced on

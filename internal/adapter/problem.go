@@ -190,6 +190,9 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 	case errors.Is(err, idemkit.ErrCorruptRecord):
 		return &Problem{Type: TypeCorruptRecord, Title: "Idempotency record unreadable", Status: 500,
 			Detail: "The stored record for this key could not be read; nothing was run or replayed."}
+	case errors.Is(err, idemkit.ErrRecordInvalid):
+		return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
+			Detail: "The request was not run because the idempotency store refused its record as invalid. Retrying the same request cannot succeed."}
 	case errors.Is(err, idemkit.ErrStoreUnavailable):
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: seconds(storeRetry)}

@@ -35,6 +35,8 @@ func TestProblemFor(t *testing.T) {
 		{"snapshot omitted", &idemkit.OutcomeError{Reason: idemkit.ErrSnapshotOmitted, Status: 200, CompletedAt: done}, 410, TypeResponseNotStored, 0},
 		{"corrupt record", fmt.Errorf("idemkit: store get: %w", idemkit.ErrCorruptRecord), 500, TypeCorruptRecord, 0},
 		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, TypeStoreUnavailable, 2},
+		{"record refused by the store", fmt.Errorf("idemkit: store claim: %w", idemkit.ErrRecordInvalid), 500, TypeGuardFailure, 0},
+		{"tenant too long", idemkit.ErrTenantTooLong, 500, TypeTenantMissing, 0},
 		{"unknown", errors.New("surprise"), 500, TypeGuardFailure, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
