@@ -152,7 +152,8 @@ func (s *Store) sdkOpts(o *dynamodb.Options) {
 // fail wraps a failed call as idemkit.ErrStoreUnavailable: every error that
 // is not a condition outcome means the store could not answer (network,
 // throttling, 5xx, timeout, and also a missing table or permission, which
-// must fail closed too).
+// must fail closed too). A ValidationException is the exception: the
+// request itself is refused, so it is idemkit.ErrRecordInvalid.
 func fail(op string, err error) error {
 	if invalid(err) {
 		return fmt.Errorf("dynamo: %s: %w: %w", op, idemkit.ErrRecordInvalid, err)
