@@ -67,7 +67,17 @@ var (
 	// ErrCorruptRecord: the stored record could not be decoded. The handler
 	// is not run and nothing is replayed.
 	ErrCorruptRecord = errors.New("idemkit: stored idempotency record is corrupt")
+	// ErrRecordInvalid: the store refused the record of the request as
+	// invalid (larger than it can hold, a value over one of its limits).
+	// Retrying the same request cannot succeed, so it is never
+	// ErrStoreUnavailable. The handler is not run.
+	ErrRecordInvalid = errors.New("idemkit: the store refused the idempotency record as invalid")
 )
+
+// ErrTenantTooLong: the tenant is longer than [MaxTenantLen] bytes. It is
+// also ErrMissingTenant under errors.Is: a misconfiguration of the tenant,
+// so the request fails closed.
+var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrMissingTenant, MaxTenantLen)
 
 // Errors returned by a [Store].
 var (

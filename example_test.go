@@ -2,8 +2,10 @@ package idemkit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/memstore"
@@ -50,4 +52,28 @@ func ExampleParseKey() {
 	// "\"abc\"" -> "abc" <nil>
 	// "\"a b\"" -> "a b" <nil>
 	// "a b" -> "" idemkit: invalid Idempotency-Key: character outside printable ASCII: byte 0x20 at offset 1
+}
+
+func ExampleScope_ID() {
+	short := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k-001"}
+	fmt.Println(short.ID(false))
+
+	// A scope too long for a readable ID keeps its tenant and hashes the rest.
+	long := idemkit.Scope{Tenant: "acme", Operation: "POST /" + strings.Repeat("x", 3000), Key: "k-001"}
+	id := long.ID(false)
+	tenant, _ := idemkit.IDTenant(id)
+	_, _, err := idemkit.ParseID(id)
+	fmt.Println(id[:10], len(id), tenant, errors.Is(err, idemkit.ErrHashedID))
+	// Output:
+	// o1|4:acme12:POST /orders5:k-001
+	// o1h|4:acme 74 acme true
+}
+
+func ExampleParseKey_joinedLines() {
+	// API Gateway v2 joins header lines with commas: the same key sent
+	// bare and quoted is still one key.
+	k, err := idemkit.ParseKey([]string{`0190a1b2-40d5-43e8-bc93-6894a57f9324, "0190a1b2-40d5-43e8-bc93-6894a57f9324"`}, idemkit.KeyOptions{})
+	fmt.Println(k, err)
+	// Output:
+	// 0190a1b2-40d5-43e8-bc93-6894a57f9324 <nil>
 }

@@ -152,11 +152,14 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 // When h cannot be run or replayed, Do returns an error and h does not run.
 // The errors are checked in this order:
 //
-//   - ErrMissingTenant, a key error, ErrKeyExpired: refused before the store.
+//   - ErrMissingTenant (ErrTenantTooLong included), a key error,
+//     ErrKeyExpired: refused before the store.
 //   - ErrStoreUnavailable: the claim could not be made. The claim is tried
 //     again with the same owner token (a claim whose answer was lost is
 //     recognised as ours) and then freed; when freeing it fails too, the
 //     error is also ErrClaimUnknown: a claim may be left until its lease ends.
+//   - ErrRecordInvalid: the store refused the record, and a retry cannot
+//     succeed.
 //   - ErrOperationMismatch (account-wide keys), then ErrFingerprintMismatch:
 //     the key was used for another request, even one still in flight.
 //   - *ConflictError (ErrInFlight): another request holds a live lease.
@@ -228,6 +231,8 @@ func (c *call) refused() error {
 	switch {
 	case c.req.Scope.Tenant == "":
 		return ErrMissingTenant
+	case len(c.req.Scope.Tenant) > MaxTenantLen:
+		return ErrTenantTooLong
 	case c.req.Scope.Key == "":
 		return ErrKeyEmpty
 	}
@@ -477,9 +482,10 @@ func (g *Guard) claim(ctx context.Context, rec *Record, opts ClaimOptions) (Clai
 		if res, err = g.cfg.Store.Claim(ctx, rec, g.now(), opts); err == nil {
 			return res, nil
 		}
-		if errors.Is(err, ErrCorruptRecord) {
-			// The store read the blocking record and could not decode it:
-			// nothing was written, and trying again gives the same answer.
+		if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrRecordInvalid) {
+			// The store could not decode the blocking record, or refused
+			// ours: nothing was written, and trying again gives the same
+			// answer.
 			return ClaimResult{}, storeErr("claim", err)
 		}
 	}
@@ -614,7 +620,8 @@ func (g *Guard) write(ctx context.Context, op string, try func(context.Context) 
 // storeErr wraps err so that it is ErrStoreUnavailable under errors.Is,
 // unless it is one of the store's sentinel outcomes.
 func storeErr(op string, err error) error {
-	if errors.Is(err, ErrStoreUnavailable) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrCorruptRecord) {
+	if errors.Is(err, ErrStoreUnavailable) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrCorruptRecord) ||
+		errors.Is(err, ErrRecordInvalid) {
 		return fmt.Errorf("idemkit: store %s: %w", op, err)
 	}
 	return &StoreError{Op: op, Err: err}

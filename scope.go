@@ -1,6 +1,9 @@
 package idemkit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,12 +28,50 @@ type Scope struct {
 	Key string
 }
 
+// MaxIDLen is the longest record ID [Scope.ID] returns, in bytes: the
+// limit DynamoDB sets on a partition key.
+const MaxIDLen = 2048
+
+// MaxTenantLen is the longest tenant a [Guard] accepts, in bytes. A longer
+// one is refused with [ErrTenantTooLong], and the request fails closed.
+const MaxTenantLen = 1024
+
 // ID returns the store key of the scope. The encoding is unambiguous: each
 // field is prefixed by its length in bytes, so no choice of field values can
 // produce the ID of another scope. When accountWide is true the operation is
 // left out of the ID (and checked against the stored record instead), so one
 // key names one request across all operations of the tenant.
+//
+// An ID is at most [MaxIDLen] bytes. When the readable encoding ("o1|" or
+// "a1|", then the fields) would be longer, the ID is the tenant followed by
+// the SHA-256 of that encoding ("o1h|" or "a1h|"), and, for a tenant over
+// [MaxTenantLen] bytes, the hash alone ("o1x|" or "a1x|"). IDs of up to
+// MaxIDLen bytes are the readable encoding, so records stored under them are
+// found as before. A store keeps the scope itself in the record, readable.
 func (s Scope) ID(accountWide bool) string {
+	id := s.readableID(accountWide)
+	if len(id) <= MaxIDLen {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	var b strings.Builder
+	b.Grow(len(s.Tenant) + 80)
+	if accountWide {
+		b.WriteString("a1")
+	} else {
+		b.WriteString("o1")
+	}
+	if len(s.Tenant) <= MaxTenantLen {
+		b.WriteString("h|")
+		writeField(&b, s.Tenant)
+	} else {
+		b.WriteString("x|")
+	}
+	b.WriteString(hex.EncodeToString(sum[:]))
+	return b.String()
+}
+
+func (s Scope) readableID(accountWide bool) string {
 	var b strings.Builder
 	b.Grow(len(s.Tenant) + len(s.Operation) + len(s.Key) + 16)
 	if accountWide {
@@ -46,9 +87,41 @@ func (s Scope) ID(accountWide bool) string {
 	return b.String()
 }
 
+// ErrHashedID is returned by [ParseID] for an ID whose operation and key
+// are hashed: a scope too long for a readable ID. The tenant of such an ID
+// is had with [IDTenant]; the scope itself is in the record.
+var ErrHashedID = errors.New("idemkit: record ID is hashed")
+
+// IDTenant returns the tenant of a record ID, readable or hashed. It fails
+// for an ID whose tenant, over MaxTenantLen bytes, is hashed too.
+func IDTenant(id string) (string, error) {
+	rest, ok := strings.CutPrefix(id, "o1h|")
+	if !ok {
+		rest, ok = strings.CutPrefix(id, "a1h|")
+	}
+	if !ok {
+		s, _, err := ParseID(id)
+		return s.Tenant, err
+	}
+	tenant, tail, err := readField(rest)
+	if err != nil || len(tail) != 2*sha256.Size {
+		return "", fmt.Errorf("idemkit: record ID %q: malformed hashed ID", id)
+	}
+	if _, err := hex.DecodeString(tail); err != nil {
+		return "", fmt.Errorf("idemkit: record ID %q: malformed hashed ID", id)
+	}
+	return tenant, nil
+}
+
 // ParseID returns the scope an ID encodes and whether it is account-wide
-// (its Operation is then empty). It is the inverse of [Scope.ID].
+// (its Operation is then empty). It is the inverse of [Scope.ID] for a
+// readable ID; for a hashed one it returns an error wrapping [ErrHashedID].
 func ParseID(id string) (s Scope, accountWide bool, err error) {
+	for _, p := range []string{"o1h|", "a1h|", "o1x|", "a1x|"} {
+		if strings.HasPrefix(id, p) {
+			return Scope{}, false, fmt.Errorf("%w: %q", ErrHashedID, id)
+		}
+	}
 	rest, ok := strings.CutPrefix(id, "o1|")
 	if !ok {
 		if rest, ok = strings.CutPrefix(id, "a1|"); !ok {
@@ -61,17 +134,25 @@ func ParseID(id string) (s Scope, accountWide bool, err error) {
 		fields = []*string{&s.Tenant, &s.Key}
 	}
 	for _, f := range fields {
-		n, tail, ok := strings.Cut(rest, ":")
-		l, err := strconv.Atoi(n)
-		if !ok || err != nil || l < 0 || l > len(tail) || strconv.Itoa(l) != n {
+		var err error
+		if *f, rest, err = readField(rest); err != nil {
 			return Scope{}, false, fmt.Errorf("idemkit: record ID %q: malformed field", id)
 		}
-		*f, rest = tail[:l], tail[l:]
 	}
 	if rest != "" {
 		return Scope{}, false, fmt.Errorf("idemkit: record ID %q: trailing bytes", id)
 	}
 	return s, accountWide, nil
+}
+
+// readField reads one "<len>:<bytes>" field off the front of s.
+func readField(s string) (field, rest string, err error) {
+	n, tail, ok := strings.Cut(s, ":")
+	l, err := strconv.Atoi(n)
+	if !ok || err != nil || l < 0 || l > len(tail) || strconv.Itoa(l) != n {
+		return "", "", errors.New("malformed field")
+	}
+	return tail[:l], tail[l:], nil
 }
 
 func writeField(b *strings.Builder, s string) {
@@ -96,7 +177,10 @@ type KeyOptions struct {
 // (abc) are accepted and compare equal. A quoted value may contain spaces; a
 // bare value may hold only printable ASCII 0x21-0x7E other than the double
 // quote and the comma (the comma separates field values, RFC 9110 §5.3).
-// Several values that are all equal count as one.
+// Several values that are all equal count as one. Each member of a
+// comma-separated field value is read on its own, exactly as it would be on
+// a line of its own, so one line may mix the two forms (0190a1b2-…,
+// "0190a1b2-…") and several lines read the same joined or apart.
 //
 // Errors wrap [ErrInvalidKey] and one of [ErrKeyMissing], [ErrKeyEmpty],
 // [ErrKeyTooLong], [ErrKeyInvalidChar], [ErrKeyMalformed] or
@@ -132,57 +216,78 @@ func ParseKey(values []string, opts KeyOptions) (string, error) {
 	return k, nil
 }
 
-// splitKeyField returns the keys in one field value.
+// splitKeyField returns the keys in one field value: a comma-separated
+// list whose members are each parsed alone, so a value reads the same
+// whether its members arrive on one line (an API Gateway v2 event joins
+// header lines with commas) or on several.
 func splitKeyField(v string) ([]string, error) {
-	if strings.IndexByte(v, '"') < 0 {
-		// Bare form: a comma-separated list of raw values.
-		var keys []string
-		for _, part := range strings.Split(v, ",") {
-			part = strings.Trim(part, " \t")
-			if part == "" {
-				if len(v) > 0 && strings.Trim(v, " \t") != "" {
-					// "a,,b" or "a," : an empty list element is malformed.
-					return nil, fmt.Errorf("%w: empty element in %q", ErrKeyMalformed, v)
-				}
-				return nil, ErrKeyEmpty
-			}
-			if i := invalidBareByte(part); i >= 0 {
-				return nil, fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, part[i], i)
-			}
-			keys = append(keys, part)
-		}
-		return keys, nil
+	if strings.Trim(v, " \t") == "" {
+		return nil, ErrKeyEmpty
 	}
-	// Structured form: a list of sf-strings (or tokens), parsed by the
-	// structured-field parser.
-	list, err := httpsfv.UnmarshalList([]string{v})
-	if err != nil {
-		if i := invalidQuotedByte(v); i >= 0 {
-			return nil, fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, v[i], i)
+	members := splitMembers(v)
+	keys := make([]string, 0, len(members))
+	for _, m := range members {
+		m = strings.Trim(m, " \t")
+		if m == "" {
+			// "a,,b" or "a," : an empty list element is malformed.
+			return nil, fmt.Errorf("%w: empty element in %q", ErrKeyMalformed, v)
 		}
-		return nil, fmt.Errorf("%w: %v", ErrKeyMalformed, err)
-	}
-	keys := make([]string, 0, len(list))
-	for _, m := range list {
-		item, ok := m.(httpsfv.Item)
-		if !ok || len(item.Params.Names()) > 0 {
-			return nil, fmt.Errorf("%w: want a string without parameters", ErrKeyMalformed)
-		}
-		var k string
-		switch x := item.Value.(type) {
-		case string:
-			k = x
-		case httpsfv.Token:
-			k = string(x)
-		default:
-			return nil, fmt.Errorf("%w: want a string, got %T", ErrKeyMalformed, x)
-		}
-		if k == "" {
-			return nil, ErrKeyEmpty
+		k, err := parseKeyMember(m)
+		if err != nil {
+			return nil, err
 		}
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// splitMembers splits a field value at the commas outside quoted strings.
+func splitMembers(v string) []string {
+	var out []string
+	quoted, escaped, start := false, false, 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case escaped:
+			escaped = false
+		case quoted && c == '\\':
+			escaped = true
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, v[start:])
+}
+
+// parseKeyMember returns the key of one list member: a structured-field
+// string ("abc", RFC 9651) without parameters, or a bare value (abc).
+func parseKeyMember(m string) (string, error) {
+	if m[0] != '"' {
+		if strings.IndexByte(m, '"') >= 0 {
+			return "", fmt.Errorf("%w: quote inside a bare value", ErrKeyMalformed)
+		}
+		if i := invalidBareByte(m); i >= 0 {
+			return "", fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, m[i], i)
+		}
+		return m, nil
+	}
+	item, err := httpsfv.UnmarshalItem([]string{m})
+	if err != nil {
+		if i := invalidQuotedByte(m); i >= 0 {
+			return "", fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, m[i], i)
+		}
+		return "", fmt.Errorf("%w: %v", ErrKeyMalformed, err)
+	}
+	k, ok := item.Value.(string)
+	if !ok || len(item.Params.Names()) > 0 {
+		return "", fmt.Errorf("%w: want a string without parameters", ErrKeyMalformed)
+	}
+	if k == "" {
+		return "", ErrKeyEmpty
+	}
+	return k, nil
 }
 
 func invalidBareByte(s string) int {

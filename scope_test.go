@@ -41,6 +41,15 @@ func TestParseKey(t *testing.T) {
 		{"same value quoted and bare", []string{`"abc"`, "abc"}, 0, "abc", nil},
 		{"same value comma-joined", []string{`abc,abc`}, 0, "abc", nil},
 		{"same value comma-joined mixed", []string{`"abc", abc`}, 0, "abc", nil},
+		// The members of one line are parsed as lines of their own are, so
+		// a key that is not a structured-field token (a UUID starting with a
+		// digit) is accepted bare and quoted on one line (API Gateway v2
+		// joins header lines with commas).
+		{"uuid bare and quoted on one line", []string{`0190a1b2-40d5-43e8-bc93-6894a57f9324, "0190a1b2-40d5-43e8-bc93-6894a57f9324"`}, 0, "0190a1b2-40d5-43e8-bc93-6894a57f9324", nil},
+		{"uuid quoted and bare on one line", []string{`"0190a1b2-40d5-43e8-bc93-6894a57f9324",0190a1b2-40d5-43e8-bc93-6894a57f9324`}, 0, "0190a1b2-40d5-43e8-bc93-6894a57f9324", nil},
+		{"digits bare and quoted on one line", []string{`"12", 12`}, 0, "12", nil},
+		{"quoted comma beside a bare value", []string{`"a,b", "a,b"`}, 0, "a,b", nil},
+		{"escaped quote beside a bare value", []string{`"a\"b", "a\"b"`}, 0, `a"b`, nil},
 		{"custom max", []string{"abcd"}, 4, "abcd", nil},
 
 		{"missing", nil, 0, "", idemkit.ErrKeyMissing},
@@ -53,7 +62,12 @@ func TestParseKey(t *testing.T) {
 		{"unterminated quote", []string{`"abc`}, 0, "", idemkit.ErrKeyMalformed},
 		{"quote inside bare", []string{`ab"c`}, 0, "", idemkit.ErrKeyMalformed},
 		{"parameters", []string{`"abc";x=1`}, 0, "", idemkit.ErrKeyMalformed},
-		{"integer item", []string{`"abc", 12`}, 0, "", idemkit.ErrKeyMalformed},
+		// A bare member is a bare key whatever else is on its line, as it is
+		// on a line of its own: 12 is the key "12", not a structured integer.
+		{"bare member beside a quoted one", []string{`"abc", 12`}, 0, "", idemkit.ErrKeyMultiple},
+		{"quote inside bare beside a quoted one", []string{`"abc", ab"c`}, 0, "", idemkit.ErrKeyMalformed},
+		{"parameters on a bare-joined line", []string{`abc, "abc";x=1`}, 0, "", idemkit.ErrKeyMalformed},
+		{"empty element beside a quoted one", []string{`"abc",,abc`}, 0, "", idemkit.ErrKeyMalformed},
 		{"tab inside", []string{"ab\tc"}, 0, "", idemkit.ErrKeyInvalidChar},
 		{"space inside bare", []string{"ab c"}, 0, "", idemkit.ErrKeyInvalidChar},
 		{"non-ASCII byte", []string{"ab\xc3\xa9"}, 0, "", idemkit.ErrKeyInvalidChar},
@@ -157,6 +171,11 @@ func FuzzParseKey(f *testing.F) {
 		if k2, err := idemkit.ParseKey([]string{q}, idemkit.KeyOptions{}); err != nil || k2 != k {
 			t.Fatalf("ParseKey(%q) = %q, %v; want %q", q, k2, err, k)
 		}
+		// The key bare and quoted on two lines joined into one, as an API
+		// Gateway v2 event carries them, is still the key.
+		if k2, err := idemkit.ParseKey([]string{v + ", " + q}, idemkit.KeyOptions{}); err != nil || k2 != k {
+			t.Fatalf("ParseKey(%q) = %q, %v; want %q", v+", "+q, k2, err, k)
+		}
 	})
 }
 
@@ -181,6 +200,34 @@ func TestParseIDRoundTrip(t *testing.T) {
 	for _, bad := range []string{"", "x1|1:a", "o1|", "o1|1:a", "o1|2:a1:b1:c", "o1|1:a1:b1:cX", "o1|-1:a", "o1|01:a1:b1:c", "a1|1:a"} {
 		if _, _, err := idemkit.ParseID(bad); err == nil {
 			t.Fatalf("ParseID(%q) accepted a malformed ID", bad)
+		}
+	}
+}
+
+// TestParseKeyLinesJoined: a set of header lines parses to the same key,
+// or the same refusal, as the one line an API Gateway v2 event makes of
+// them by joining them with commas.
+func TestParseKeyLinesJoined(t *testing.T) {
+	uuid := "8e03978e-40d5-43e8-bc93-6894a57f9324"
+	for _, lines := range [][]string{
+		{uuid, `"` + uuid + `"`},
+		{`"` + uuid + `"`, uuid},
+		{"0190a1b2-40d5-43e8-bc93-6894a57f9324", `"0190a1b2-40d5-43e8-bc93-6894a57f9324"`},
+		{"abc", `"abc"`, "abc"},
+		{`"a,b"`, `"a,b"`},
+		{"abc", `"abd"`},
+		{"12", `"12"`},
+		{`"abc"`, "12"},
+		{`"abc`, "abc"},
+		{"abc", `"ab\x01c"`},
+	} {
+		want, wantErr := idemkit.ParseKey(lines, idemkit.KeyOptions{})
+		got, err := idemkit.ParseKey([]string{strings.Join(lines, ", ")}, idemkit.KeyOptions{})
+		var wk, gk *idemkit.KeyError
+		errors.As(wantErr, &wk)
+		errors.As(err, &gk)
+		if got != want || wk != gk {
+			t.Errorf("lines %q: %q, %v; joined: %q, %v", lines, want, wantErr, got, err)
 		}
 	}
 }

@@ -23,8 +23,9 @@
 //
 // # Item layout
 //
-// Partition key pk is the record ID (idemkit.Record.ID); there is no sort
-// key. Times are epoch milliseconds, except exp, the table's TTL
+// Partition key pk is the record ID (idemkit.Record.ID), at most
+// idemkit.MaxIDLen (2048) bytes, DynamoDB's limit: a longer scope has a
+// hashed ID, and tn, op and ik keep it readable. There is no sort key. Times are epoch milliseconds, except exp, the table's TTL
 // attribute, which is epoch seconds rounded up (so a record may count as
 // live up to one second longer than its ExpiresAt; lu is rounded up too,
 // so a lease never ends early).
@@ -90,7 +91,11 @@
 // errors.Is, returned after the SDK's retries: each call gets
 // Options.MaxAttempts attempts within Options.CallTimeout, ending
 // Options.DeadlineGap before the context's deadline. An item that cannot
-// be decoded gives an error wrapping idemkit.ErrCorruptRecord.
+// be decoded gives an error wrapping idemkit.ErrCorruptRecord. A request
+// DynamoDB refuses as invalid (ValidationException) and a record over the
+// item cap even without its body give an error wrapping
+// idemkit.ErrRecordInvalid, never ErrStoreUnavailable: sent again, they
+// would be refused again.
 //
 // # Capacity
 //

@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/idemkit/idemkit"
@@ -268,6 +270,15 @@ func numberSize(s string) int {
 		}
 	}
 	return 2 + (digits+1)/2 + 1
+}
+
+// invalid reports whether DynamoDB refused a request as invalid
+// (ValidationException: a key or value over one of its limits). Sent again
+// it is refused again, so it is idemkit.ErrRecordInvalid, never a
+// transient idemkit.ErrStoreUnavailable.
+func invalid(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException"
 }
 
 // corrupt returns an error wrapping idemkit.ErrCorruptRecord.

@@ -78,14 +78,13 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 	return newStore(table, opts, route, list), nil
 }
 
-// TenantOf returns the tenant of a record ID. It reads the encoding of
-// idemkit.Scope.ID: a version prefix "o1|" or "a1|", then length-prefixed
-// fields "<len>:<bytes>", the tenant first. It depends on that encoding
-// and refuses any other.
+// TenantOf returns the tenant of a record ID, readable or hashed (see
+// idemkit.Scope.ID and idemkit.IDTenant). It refuses any other encoding,
+// and an ID whose tenant, over idemkit.MaxTenantLen bytes, is hashed.
 func TenantOf(id string) (string, error) {
-	sc, _, err := idemkit.ParseID(id)
+	tenant, err := idemkit.IDTenant(id)
 	if err != nil {
 		return "", fmt.Errorf("dynamo: %w", err)
 	}
-	return sc.Tenant, nil
+	return tenant, nil
 }

@@ -188,8 +188,12 @@ func (s *Store) sdkOpts(o *dynamodb.Options) {
 // fail wraps a failed call as idemkit.ErrStoreUnavailable: every error that
 // is not a condition outcome means the store could not answer (network,
 // throttling, 5xx, timeout, and also a missing table or permission, which
-// must fail closed too).
+// must fail closed too). A ValidationException is the exception: the
+// request itself is refused, so it is idemkit.ErrRecordInvalid.
 func fail(op string, err error) error {
+	if invalid(err) {
+		return fmt.Errorf("dynamo: %s: %w: %w", op, idemkit.ErrRecordInvalid, err)
+	}
 	return &idemkit.StoreError{Op: op, Err: err}
 }
 
@@ -384,7 +388,7 @@ func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) 
 }
 
 func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error {
-	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap", id, itemSize(item), s.opts.MaxItemSize)
+	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap: %w", id, itemSize(item), s.opts.MaxItemSize, idemkit.ErrRecordInvalid)
 }
 
 // Complete implements idemkit.Store with one conditional PutItem fenced on

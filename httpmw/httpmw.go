@@ -47,7 +47,9 @@ type Config struct {
 	// Tenant returns the authenticated caller of r (from the session or
 	// token your authentication middleware verified, never from the body).
 	// Nil, an empty result or an error: the request fails closed (500
-	// tenant-missing), the handler does not run and nothing is stored.
+	// tenant-missing), the handler does not run and nothing is stored. The
+	// error, joined with idemkit.ErrMissingTenant, goes to the Observer
+	// (never to the caller).
 	Tenant func(r *http.Request) (string, error)
 	// Methods are the guarded methods. Nil: POST and PATCH.
 	Methods []string
@@ -75,7 +77,10 @@ type Config struct {
 	// problem. Zero: 1 s.
 	StoreRetryAfter time.Duration
 	// MaxBodyBytes bounds a guarded request's body; a larger one gets a 413
-	// problem. Zero: DefaultMaxBodyBytes.
+	// problem, reported to the Observer as ErrBodyTooLarge. A request that
+	// is not guarded (its method, or no key on a key-optional route) is
+	// passed on with its body unread, whatever its size. Zero:
+	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 }
 
@@ -130,29 +135,36 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, req)
 				return
 			}
-			body, err := readBody(req, limit)
-			if err != nil {
-				p := adapter.BodyTooLarge(limit)
-				if !errors.Is(err, errTooLarge) {
-					p = adapter.BodyInvalid(err)
-				}
-				problem(p).writeTo(w)
-				return
-			}
-			req.Body = io.NopCloser(bytes.NewReader(body))
 			r := adapter.Request{
 				Method:      req.Method,
 				Path:        req.URL.EscapedPath(),
 				Template:    template(req.Pattern),
 				Key:         req.Header.Values(a.Header()),
 				ContentType: req.Header.Get("Content-Type"),
-				Body:        body,
 				Query:       func() map[string][]string { return req.URL.Query() },
 				Header:      func() map[string][]string { return req.Header },
 			}
 			if cfg.Tenant != nil {
 				r.Tenant = func(context.Context) (string, error) { return cfg.Tenant(req) }
 			}
+			// Decide first: a request that is not guarded reaches next
+			// with its body unread, whatever its size.
+			if a.Unguarded(&r) {
+				next.ServeHTTP(w, req)
+				return
+			}
+			body, err := readBody(req, limit)
+			if err != nil {
+				p := adapter.BodyTooLarge(limit)
+				if !errors.Is(err, ErrBodyTooLarge) {
+					p = adapter.BodyInvalid(err)
+				}
+				a.Refuse(req.Context(), &r, err)
+				problem(p).writeTo(w)
+				return
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			r.Body = body
 			c := codec
 			c.Pass = func(context.Context) (*response, error) {
 				next.ServeHTTP(w, req)
@@ -171,7 +183,9 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 	}
 }
 
-var errTooLarge = errors.New("request body too large")
+// ErrBodyTooLarge is the error reported to the Observer for a guarded
+// request whose body is over MaxBodyBytes (answered 413 body-too-large).
+var ErrBodyTooLarge = errors.New("httpmw: request body too large")
 
 // readBody reads the whole body, at most limit bytes.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
@@ -179,7 +193,7 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		return []byte{}, nil
 	}
 	if r.ContentLength > limit {
-		return nil, errTooLarge
+		return nil, ErrBodyTooLarge
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
@@ -191,7 +205,7 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if n > limit {
-		return nil, errTooLarge
+		return nil, ErrBodyTooLarge
 	}
 	return buf.Bytes(), nil
 }

@@ -6,11 +6,13 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -112,6 +114,9 @@ func checkProblem(t *testing.T, w *httptest.ResponseRecorder, status int, typ st
 	t.Helper()
 	if w.Code != status || w.Header().Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("%d %s %s, want a %d problem", w.Code, w.Header().Get("Content-Type"), w.Body, status)
+	}
+	if got := w.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q, want nosniff", got)
 	}
 	var p map[string]any
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
@@ -281,5 +286,131 @@ func TestMiddlewareRouteTemplate(t *testing.T) {
 	}
 	if ops[0] != "POST /orders/{id}/capture" {
 		t.Errorf("operation %q", ops[0])
+	}
+}
+
+// TestMiddlewareProblemDetailBounded: a body-invalid problem for a huge
+// body echoes at most a bounded fragment of it.
+func TestMiddlewareProblemDetailBounded(t *testing.T) {
+	name := strings.Repeat("k", 1<<20)
+	body := `{"` + name + `":1,"` + name + `":2}`
+	o := &orders{}
+	h, _ := setup(t, httpmw.Config{}, o)
+	w := serve(h, request(t, func(r *http.Request) {
+		r.Body = io.NopCloser(strings.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}))
+	p := checkProblem(t, w, 400, "body-invalid")
+	if d, _ := p["detail"].(string); len(d) > 400 || w.Body.Len() > 1024 {
+		t.Errorf("detail %d bytes, body %d bytes: want a bounded echo", len(d), w.Body.Len())
+	}
+	if o.runs.Load() != 0 {
+		t.Error("handler ran")
+	}
+}
+
+// TestMiddlewareDecidesBeforeReading: a request that is not guarded
+// reaches the handler with its whole body, unread, whatever MaxBodyBytes;
+// a guarded one over it gets a 413 and the handler does not run.
+func TestMiddlewareDecidesBeforeReading(t *testing.T) {
+	const limit = 64
+	big := strings.Repeat("x", 4*limit)
+	for _, tc := range []struct {
+		name   string
+		cfg    httpmw.Config
+		key    string
+		method string
+		status int
+		runs   int32
+	}{
+		{"keyless POST on a key-optional route", httpmw.Config{Routes: map[string]httpmw.Route{"POST /orders": {KeyOptional: true}}}, "", http.MethodPost, 201, 1},
+		{"keyless POST with KeyOptional", httpmw.Config{KeyOptional: true}, "", http.MethodPost, 201, 1},
+		{"PUT is not guarded", httpmw.Config{}, "order-1", http.MethodPut, 201, 1},
+		{"keyed POST on a key-optional route", httpmw.Config{KeyOptional: true}, "order-1", http.MethodPost, 413, 0},
+		{"keyed POST", httpmw.Config{}, "order-1", http.MethodPost, 413, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []byte
+			o := &orders{}
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got, _ = io.ReadAll(r.Body)
+				o.ServeHTTP(w, r)
+			})
+			cfg := tc.cfg
+			cfg.MaxBodyBytes = limit
+			h, _ := setup(t, cfg, next)
+			w := serve(h, request(t, func(r *http.Request) {
+				r.Method = tc.method
+				r.Header.Del("Idempotency-Key")
+				if tc.key != "" {
+					r.Header.Set("Idempotency-Key", tc.key)
+				}
+				r.Body = io.NopCloser(strings.NewReader(big))
+				r.ContentLength = int64(len(big))
+			}))
+			if w.Code != tc.status || o.runs.Load() != tc.runs {
+				t.Fatalf("status %d after %d runs, want %d after %d: %s", w.Code, o.runs.Load(), tc.status, tc.runs, w.Body)
+			}
+			if tc.status == 413 {
+				checkProblem(t, w, 413, "body-too-large")
+			} else if string(got) != big {
+				t.Errorf("handler read %d bytes, want the whole %d-byte body", len(got), len(big))
+			}
+		})
+	}
+}
+
+// errReader fails every read.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// TestMiddlewareBodyRefusalsObserved: a 413 and an unreadable body are
+// reported to the observer as refusals, with the scope known so far.
+func TestMiddlewareBodyRefusalsObserved(t *testing.T) {
+	errReset := errors.New("connection reset")
+	for _, tc := range []struct {
+		name   string
+		body   io.Reader
+		length int64
+		status int
+		want   error
+	}{
+		{"declared too large", strings.NewReader(strings.Repeat("x", 100)), 100, 413, httpmw.ErrBodyTooLarge},
+		{"read too large", strings.NewReader(strings.Repeat("x", 100)), -1, 413, httpmw.ErrBodyTooLarge},
+		{"unreadable", errReader{errReset}, -1, 400, errReset},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var evs []idemkit.Event
+			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+				mu.Lock()
+				evs = append(evs, e)
+				mu.Unlock()
+			})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := &orders{}
+			h := auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf, MaxBodyBytes: 10})(o))
+			w := serve(h, request(t, func(r *http.Request) {
+				r.Body = io.NopCloser(tc.body)
+				r.ContentLength = tc.length
+			}))
+			typ := "body-too-large"
+			if tc.status == 400 {
+				typ = "body-invalid"
+			}
+			checkProblem(t, w, tc.status, typ)
+			mu.Lock()
+			defer mu.Unlock()
+			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, tc.want) ||
+				evs[0].Scope.Tenant != "tenant-a" || evs[0].Scope.Key == "" || evs[0].Scope.Operation == "" {
+				t.Errorf("events %+v, want one refusal %v with tenant, operation and key", evs, tc.want)
+			}
+			if o.runs.Load() != 0 {
+				t.Error("handler ran")
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -73,6 +74,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"RecordRoundTrip", testRecordRoundTrip},
 		{"CanceledContext", testCanceled},
+		{"LongScope", testLongScope},
 		{"RaceOneKey", func(t *testing.T, s idemkit.Store) { testRace(t, s, opts.Racers) }},
 		{"DistinctKeys", func(t *testing.T, s idemkit.Store) { testDistinct(t, s, opts.DistinctKeys) }},
 	}
@@ -881,6 +883,69 @@ func testRecordRoundTrip(t *testing.T, s idemkit.Store) {
 	r.LeaseUntil = now.Add(1234 * time.Millisecond)
 	claim(t, s, r, now, false)
 	sameRecord(t, mustGet(t, s, r.ID, now), r)
+}
+
+// testLongScope: scopes whose readable ID would pass DynamoDB's 2048-byte
+// partition key limit (a 1 KB tenant, a 1.5 KB operation, a 255-byte key)
+// are claimed, read back whole, completed, marked indeterminate and listed
+// like any other, per operation and account-wide; scopes differing in one
+// byte stay apart.
+func testLongScope(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx := context.Background()
+	for _, aw := range []bool{false, true} {
+		n := seq.Add(1)
+		tenant := fmt.Sprintf("tenant:%d:", n)
+		tenant += strings.Repeat("t", idemkit.MaxTenantLen-len(tenant))
+		sc := idemkit.Scope{Tenant: tenant, Operation: "POST /" + strings.Repeat("o", 1500), Key: strings.Repeat("k", 255)}
+		rec := func(sc idemkit.Scope) *idemkit.Record {
+			r := newRecord(now, "a")
+			r.Scope, r.ID = sc, sc.ID(aw)
+			return r
+		}
+		r := rec(sc)
+		if len(r.ID) > idemkit.MaxIDLen {
+			t.Fatalf("ID of %d bytes, over idemkit.MaxIDLen", len(r.ID))
+		}
+		if res := claim(t, s, r, now, false); !res.Won {
+			t.Fatalf("account-wide %v: claim of a long scope lost to %+v", aw, res.Existing)
+		}
+		sameRecord(t, mustGet(t, s, r.ID, now), r)
+
+		// One byte more in the key (or, per operation, the operation) is
+		// another record.
+		other := sc
+		other.Key += "!"
+		if !aw {
+			other = sc
+			other.Operation += "!"
+		}
+		o := rec(other)
+		if o.ID == r.ID {
+			t.Fatalf("account-wide %v: two scopes share ID %q", aw, r.ID)
+		}
+		if res := claim(t, s, o, now, false); !res.Won {
+			t.Fatalf("account-wide %v: a scope one byte apart lost to %+v", aw, res.Existing)
+		}
+
+		c := completed(r, now.Add(time.Second), sampleSnapshot())
+		if err := s.Complete(ctx, c, now.Add(time.Second)); err != nil {
+			t.Fatalf("Complete of a long scope: %v", err)
+		}
+		sameRecord(t, mustGet(t, s, r.ID, now.Add(time.Second)), c)
+
+		after := o.LeaseUntil.Add(time.Second)
+		if _, err := s.MarkIndeterminate(ctx, o.ID, "a", after); err != nil {
+			t.Fatalf("MarkIndeterminate of a long scope: %v", err)
+		}
+		recs, _, err := s.ListIndeterminate(ctx, tenant, "", 10, after)
+		if err != nil {
+			t.Fatalf("ListIndeterminate of a long tenant: %v", err)
+		}
+		if len(recs) != 1 || recs[0].ID != o.ID || recs[0].Scope != o.Scope {
+			t.Fatalf("ListIndeterminate(%d-byte tenant) = %+v, want the record of %q", len(tenant), recs, o.ID)
+		}
+	}
 }
 
 func testCanceled(t *testing.T, s idemkit.Store) {

@@ -167,8 +167,9 @@ type Request struct {
 	// for fingerprint options that name some. Nil: none.
 	Query  func() map[string][]string
 	Header func() map[string][]string
-	// Tenant returns the request's tenant; "" or an error fails closed.
-	// Nil: no tenant.
+	// Tenant returns the request's tenant; "" or an error fails closed,
+	// and the error, joined with idemkit.ErrMissingTenant, is reported to
+	// the observer. Nil: no tenant.
 	Tenant func(ctx context.Context) (string, error)
 }
 
@@ -201,6 +202,30 @@ func (a *Guard) route(r *Request) route {
 	return a.def
 }
 
+// Unguarded reports whether r runs without the guard: its method is not
+// guarded, or its route makes the key optional and r has none. It reads
+// only r's method, path, template and key, so an adapter can decide before
+// it reads the body.
+func (a *Guard) Unguarded(r *Request) bool {
+	return !a.Guarded(r.Method) || (len(r.Key) == 0 && a.route(r).optional)
+}
+
+// Refuse reports to the observer a guarded request refused by the adapter
+// itself (a body too large or unreadable), with the scope known so far: the
+// operation, the tenant and key when they can be had.
+func (a *Guard) Refuse(ctx context.Context, r *Request, err error) {
+	scope := idemkit.Scope{Operation: a.Operation(r)}
+	if r.Tenant != nil {
+		if t, terr := r.Tenant(ctx); terr == nil {
+			scope.Tenant = t
+		}
+	}
+	if k, kerr := idemkit.ParseKey(r.Key, a.keyOpts); kerr == nil {
+		scope.Key = k
+	}
+	a.g.Refuse(ctx, scope, err)
+}
+
 // Codec converts between an adapter's response type and snapshots.
 type Codec[R any] struct {
 	// Snapshot returns what may be stored of a handler's response: the
@@ -227,25 +252,27 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 	if c.Pass != nil {
 		pass = c.Pass
 	}
-	if !a.Guarded(r.Method) {
+	if a.Unguarded(r) {
 		return pass(ctx)
 	}
 	rt := a.route(r)
-	if len(r.Key) == 0 && rt.optional {
-		return pass(ctx)
-	}
 	op := a.Operation(r)
-	tenant := ""
+	tenant, terr := "", error(nil)
 	if r.Tenant != nil {
-		t, err := r.Tenant(ctx)
-		if err == nil {
-			tenant = t
+		tenant, terr = r.Tenant(ctx)
+		if terr != nil {
+			tenant = ""
 		}
 	}
 	scope := idemkit.Scope{Tenant: tenant, Operation: op}
 	if tenant == "" {
-		a.g.Refuse(ctx, scope, idemkit.ErrMissingTenant)
-		return c.Problem(ProblemFor(idemkit.ErrMissingTenant, a.storeRetry)), nil
+		// The cause goes to the observer, not to the caller.
+		err := idemkit.ErrMissingTenant
+		if terr != nil {
+			err = errors.Join(err, terr)
+		}
+		a.g.Refuse(ctx, scope, err)
+		return c.Problem(ProblemFor(err, a.storeRetry)), nil
 	}
 	if len(r.Key) == 0 {
 		a.g.Refuse(ctx, scope, idemkit.ErrKeyMissing)

@@ -141,6 +141,37 @@ func First(single map[string]string, multi map[string][]string, name string) str
 	return ""
 }
 
+// SnapshotBody returns the bytes of a Lambda proxy response body as the
+// caller receives them, to be stored and replayed. A body without the
+// base64 flag travels as a JSON string, and the Lambda runtime's JSON
+// encoder replaces each byte that is not part of valid UTF-8 with U+FFFD:
+// the stored body gets the same replacements, so a replay equals the first
+// response as delivered. A base64 body is kept as it is.
+func SnapshotBody(body string, isBase64 bool) []byte {
+	if isBase64 || utf8.ValidString(body) {
+		return []byte(body)
+	}
+	size := len(body)
+	for i := 0; i < len(body); {
+		r, n := utf8.DecodeRuneInString(body[i:])
+		if r == utf8.RuneError && n == 1 {
+			size += utf8.RuneLen(utf8.RuneError) - 1
+		}
+		i += n
+	}
+	out := make([]byte, 0, size)
+	for i := 0; i < len(body); {
+		r, n := utf8.DecodeRuneInString(body[i:])
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, body[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}
+
 // LambdaBody returns a snapshot's body as a Lambda proxy response carries
 // it. A body stored without the base64 flag that is not valid UTF-8 (a
 // binary body captured by the net/http middleware) is base64-encoded, as a

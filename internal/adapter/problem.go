@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
 )
@@ -55,11 +57,38 @@ const (
 	TypeGuardFailure        = ProblemBase + "guard-failure"
 )
 
-// Header returns the headers a problem response carries, canonical names.
+// MaxEchoBytes bounds every fragment of a request, or of an error about
+// it, that a problem detail repeats: a longer one is cut on a UTF-8
+// boundary and ends in "...", MaxEchoBytes bytes in all.
+const MaxEchoBytes = 200
+
+// Echo returns s bounded to MaxEchoBytes, cut on a UTF-8 boundary, invalid
+// UTF-8 replaced by U+FFFD, so a detail stays small whatever the request.
+func Echo(s string) string {
+	long := len(s) > MaxEchoBytes
+	if long {
+		s = s[:MaxEchoBytes] // the cut below drops any rune split here
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if !long && len(s) <= MaxEchoBytes {
+		return s
+	}
+	const ellipsis = "..."
+	n := MaxEchoBytes - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
+}
+
+// Header returns the headers a problem response carries, canonical names:
+// the problem media type, no-store, and nosniff so that a browser never
+// reads the body as anything else.
 func (p *Problem) Header() map[string]string {
 	h := map[string]string{
-		"Content-Type":  ProblemContentType,
-		"Cache-Control": "no-store",
+		"Content-Type":           ProblemContentType,
+		"Cache-Control":          "no-store",
+		"X-Content-Type-Options": "nosniff",
 	}
 	if p.RetryAfter > 0 {
 		h["Retry-After"] = strconv.Itoa(p.RetryAfter)
@@ -102,7 +131,7 @@ func TenantMissing() *Problem {
 // BodyInvalid is the problem for a body that cannot be fingerprinted.
 func BodyInvalid(err error) *Problem {
 	return &Problem{Type: TypeBodyInvalid, Title: "Request body cannot be fingerprinted", Status: 400,
-		Detail: "The request body could not be read to compare retries: " + err.Error() + "."}
+		Detail: "The request body could not be read to compare retries: " + Echo(err.Error()) + "."}
 }
 
 // BodyTooLarge is the problem for a body over the configured limit.
@@ -130,7 +159,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 			Detail: "The key embeds a time older than this operation's record retention: its first request may have been forgotten, so it is not run. Use a new key only if you know the first request did not take effect."}
 	case errors.As(err, &ke):
 		return &Problem{Type: TypeKeyInvalid, Title: "Invalid idempotency key", Status: 400,
-			Detail: "The idempotency key is invalid: " + ke.Reason + ".", Reason: ke.Reason}
+			Detail: "The idempotency key is invalid: " + Echo(ke.Reason) + ".", Reason: Echo(ke.Reason)}
 	case errors.Is(err, idemkit.ErrOperationMismatch):
 		return &Problem{Type: TypeOperationMismatch, Title: "Idempotency key reused for a different operation", Status: 422,
 			Detail: "This key was first used for a different operation. Use a new key for a new request."}
@@ -172,6 +201,9 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail:     "The request was not run, but its key may have been recorded before the store failed, and it could not be freed. Retrying with the same key is safe: until the key's lease ends a retry may get 409 in-flight; after that the key is listed as a stale lease, and the retry runs or, for operations that fail closed, waits for an operator.",
 			RetryAfter: seconds(storeRetry)}
+	case errors.Is(err, idemkit.ErrRecordInvalid):
+		return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
+			Detail: "The request was not run because the idempotency store refused its record as invalid. Retrying the same request cannot succeed."}
 	case errors.Is(err, idemkit.ErrStoreUnavailable):
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: seconds(storeRetry)}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
 )
@@ -33,6 +35,8 @@ func TestProblemFor(t *testing.T) {
 		{"snapshot omitted", &idemkit.OutcomeError{Reason: idemkit.ErrSnapshotOmitted, Status: 200, CompletedAt: done}, 410, TypeResponseNotStored, 0},
 		{"corrupt record", fmt.Errorf("idemkit: store get: %w", idemkit.ErrCorruptRecord), 500, TypeCorruptRecord, 0},
 		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, TypeStoreUnavailable, 2},
+		{"record refused by the store", fmt.Errorf("idemkit: store claim: %w", idemkit.ErrRecordInvalid), 500, TypeGuardFailure, 0},
+		{"tenant too long", idemkit.ErrTenantTooLong, 500, TypeTenantMissing, 0},
 		{"unknown", errors.New("surprise"), 500, TypeGuardFailure, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,7 +45,7 @@ func TestProblemFor(t *testing.T) {
 				t.Fatalf("%+v, want %d %s retryAfter %d", p, tc.status, tc.typ, tc.retryAfter)
 			}
 			h := p.Header()
-			if h["Content-Type"] != ProblemContentType || (tc.retryAfter > 0) != (h["Retry-After"] != "") {
+			if h["Content-Type"] != ProblemContentType || h["X-Content-Type-Options"] != "nosniff" || (tc.retryAfter > 0) != (h["Retry-After"] != "") {
 				t.Errorf("headers %v", h)
 			}
 			var m map[string]any
@@ -67,5 +71,40 @@ func TestAllowList(t *testing.T) {
 		if _, err := allowList([]string{n}); err == nil {
 			t.Errorf("%s accepted", n)
 		}
+	}
+}
+
+// TestEcho: an echoed fragment is at most MaxEchoBytes bytes of valid
+// UTF-8, cut on a rune boundary; a short valid one is kept as it is.
+func TestEcho(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"short", "unexpected end of JSON", "unexpected end of JSON"},
+		{"exactly the bound", strings.Repeat("a", MaxEchoBytes), strings.Repeat("a", MaxEchoBytes)},
+		{"one over", strings.Repeat("a", MaxEchoBytes+1), strings.Repeat("a", MaxEchoBytes-3) + "..."},
+		{"2 MB", strings.Repeat("a", 2<<20), strings.Repeat("a", MaxEchoBytes-3) + "..."},
+		{"cut inside a rune", strings.Repeat("a", MaxEchoBytes-4) + strings.Repeat("é", 100), strings.Repeat("a", MaxEchoBytes-4) + "..."},
+		{"invalid UTF-8", "bad \xff byte", "bad \uFFFD byte"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Echo(tc.in)
+			if got != tc.want {
+				t.Errorf("Echo = %q, want %q", got, tc.want)
+			}
+			if len(got) > MaxEchoBytes || !utf8.ValidString(got) {
+				t.Errorf("Echo returned %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
+			}
+		})
+	}
+}
+
+// TestBodyInvalidBounded: the detail of a body-invalid problem stays small
+// when the error quotes a huge body.
+func TestBodyInvalidBounded(t *testing.T) {
+	err := fmt.Errorf("fingerprint: invalid number %q", strings.Repeat("9", 2<<20))
+	p := BodyInvalid(err)
+	if len(p.Detail) > 400 || len(p.Body()) > 1024 {
+		t.Fatalf("detail %d bytes, body %d bytes", len(p.Detail), len(p.Body()))
 	}
 }

@@ -30,7 +30,8 @@ import (
 // 500 tenant-missing problem.
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
-	// your own. Nil, an empty result or an error: the request fails closed.
+	// your own. Nil, an empty result or an error: the request fails closed;
+	// the error, joined with idemkit.ErrMissingTenant, goes to the Observer.
 	Tenant Tenant
 	// Methods are the guarded methods. Nil: POST and PATCH.
 	Methods []string
@@ -108,7 +109,7 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 		codec := adapter.Codec[events.ALBTargetGroupResponse]{
 			Snapshot: func(r events.ALBTargetGroupResponse) *idemkit.Snapshot {
 				return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, r.MultiValueHeaders),
-					Body: []byte(r.Body), Base64: r.IsBase64Encoded}
+					Body: adapter.SnapshotBody(r.Body, r.IsBase64Encoded), Base64: r.IsBase64Encoded}
 			},
 			Replay: func(s *idemkit.Snapshot) events.ALBTargetGroupResponse {
 				h := s.Header.Clone()

@@ -133,7 +133,8 @@ func TestALB(t *testing.T) {
 			if tc.wantProblem != "" {
 				var p struct{ Type string }
 				json.Unmarshal([]byte(second.Body), &p)
-				if get(second, "Content-Type") != "application/problem+json" || p.Type != "https://idemkit.dev/problems/"+tc.wantProblem {
+				if get(second, "Content-Type") != "application/problem+json" || get(second, "X-Content-Type-Options") != "nosniff" ||
+					p.Type != "https://idemkit.dev/problems/"+tc.wantProblem {
 					t.Errorf("problem %s %s", get(second, "Content-Type"), second.Body)
 				}
 				return

@@ -11,8 +11,10 @@
 //	h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("sub")}, createOrder)
 //	lambda.Start(h)
 //
-// Refusals are RFC 9457 problem responses (application/problem+json) whose
-// type is a stable URI under https://idemkit.dev/problems/:
+// Refusals are RFC 9457 problem responses (application/problem+json, with
+// Cache-Control: no-store and X-Content-Type-Options: nosniff) whose type
+// is a stable URI under https://idemkit.dev/problems/. A detail repeats at
+// most 200 bytes of anything taken from the request:
 //
 //	key-missing                      400  the route requires a key and none was sent
 //	key-invalid                      400  empty, too long, not printable ASCII, two values
@@ -28,6 +30,12 @@
 //	record-corrupt                   500  the stored record is unreadable; nothing ran or replayed
 //	tenant-missing                   500  no authenticated caller: the Tenant setting is misconfigured; nothing ran
 //	guard-failure                    500  an unexpected guard error; nothing ran
+//
+// A replay is the first response as the caller received it: a body
+// without IsBase64Encoded that is not valid UTF-8 reached the caller with
+// each bad byte replaced by U+FFFD (the Lambda runtime encodes it as a JSON
+// string), and it is stored and replayed so. Return binary bodies base64
+// encoded, with IsBase64Encoded set.
 //
 // A handler's Go error is returned as the wrapper's error after the claim
 // was released, so a retry runs again; a panic is released and re-raised.
@@ -53,7 +61,9 @@ type Config struct {
 	// Tenant names the authenticated caller: JWTClaim, CognitoClaim,
 	// AuthorizerContext, APIKeyID, IAMUserARN, SingleTenant or your own.
 	// Nil, or an empty result or an error: the request fails closed (500
-	// tenant-missing), the handler does not run and nothing is stored.
+	// tenant-missing), the handler does not run and nothing is stored. The
+	// error, joined with idemkit.ErrMissingTenant, goes to the Observer
+	// (never to the caller).
 	Tenant Tenant
 
 	// Methods are the guarded methods. Nil: POST and PATCH. GET, HEAD,

@@ -119,6 +119,9 @@ func checkProblem(t testing.TB, status int, header map[string]string, body strin
 	if ct := header["Content-Type"]; ct != "application/problem+json" {
 		t.Errorf("Content-Type %q, want application/problem+json", ct)
 	}
+	if h := header["X-Content-Type-Options"]; h != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q, want nosniff", h)
+	}
 	if _, ok := header["Idempotent-Replayed"]; ok {
 		t.Errorf("a problem carries Idempotent-Replayed")
 	}

@@ -17,7 +17,7 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 	codec := adapter.Codec[events.APIGatewayProxyResponse]{
 		Snapshot: func(r events.APIGatewayProxyResponse) *idemkit.Snapshot {
 			return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, r.MultiValueHeaders),
-				Body: []byte(r.Body), Base64: r.IsBase64Encoded}
+				Body: adapter.SnapshotBody(r.Body, r.IsBase64Encoded), Base64: r.IsBase64Encoded}
 		},
 		Replay: func(s *idemkit.Snapshot) events.APIGatewayProxyResponse {
 			single, multi := adapter.Split(s.Header, 1)

@@ -81,6 +81,8 @@ func TestV1Keys(t *testing.T) {
 		{name: "lower case in multi only", multi: map[string][]string{"idempotency-key": {`"k1"`}}, wantStatus: 201},
 		{name: "single map only", single: map[string]string{"IDEMPOTENCY-KEY": "k1"}, wantStatus: 201},
 		{name: "two field lines with one value", multi: map[string][]string{"Idempotency-Key": {"k1", `"k1"`}}, wantStatus: 201},
+		{name: "uuid bare and quoted on two lines", multi: map[string][]string{"Idempotency-Key": {
+			"0190a1b2-40d5-43e8-bc93-6894a57f9324", `"0190a1b2-40d5-43e8-bc93-6894a57f9324"`}}, wantStatus: 201},
 		{name: "two field lines with different values", single: map[string]string{"Idempotency-Key": "k2"},
 			multi: map[string][]string{"Idempotency-Key": {"k1", "k2"}}, wantStatus: 400, wantType: "key-invalid"},
 		{name: "maps disagree", single: map[string]string{"Idempotency-Key": "k1"}, multi: map[string][]string{"idempotency-key": {"k2"}},

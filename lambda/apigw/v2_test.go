@@ -1,8 +1,11 @@
 package apigw_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -189,6 +192,12 @@ func TestV2Keys(t *testing.T) {
 		{name: "quoted and unquoted keys replay the same record", first: `"order-1"`, second: "order-1", wantStatus: 201, replay: true},
 		{name: "unquoted then quoted", first: "order-1", second: `"order-1"`, wantStatus: 201, replay: true},
 		{name: "comma-joined equal values are one key", first: "order-1", second: "order-1,order-1", wantStatus: 201, replay: true},
+		// Two header lines, bare and quoted, arrive joined by a comma; a UUID
+		// is no structured-field token, and is still one key (as in v1).
+		{name: "uuid bare and quoted on two lines", first: "0190a1b2-40d5-43e8-bc93-6894a57f9324",
+			second: `0190a1b2-40d5-43e8-bc93-6894a57f9324,"0190a1b2-40d5-43e8-bc93-6894a57f9324"`, wantStatus: 201, replay: true},
+		{name: "uuid quoted and bare on two lines", first: "8e03978e-40d5-43e8-bc93-6894a57f9324",
+			second: `"8e03978e-40d5-43e8-bc93-6894a57f9324", 8e03978e-40d5-43e8-bc93-6894a57f9324`, wantStatus: 201, replay: true},
 		{name: "two different values", first: "order-1", second: "order-1, order-2", wantStatus: 400, wantType: "key-invalid"},
 		{name: "different key runs again", first: "order-1", second: "order-2", wantStatus: 201},
 		{name: "empty key", first: "order-1", second: `""`, wantStatus: 400, wantType: "key-invalid"},
@@ -293,7 +302,7 @@ func TestV2TenantMissing(t *testing.T) {
 			return ev
 		}},
 		{"wrong extractor for the event", apigw.CognitoClaim(""), nil},
-		{"extractor error", func(context.Context, apigw.Request) (string, error) { return "t", errors.New("directory down") }, nil},
+		{"extractor error", func(context.Context, apigw.Request) (string, error) { return "t", errDirectoryDown }, nil},
 		{"missing key too: tenant first", apigw.JWTClaim("org_unit"), func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
 			return withKey(ev, "")
 		}},
@@ -316,11 +325,19 @@ func TestV2TenantMissing(t *testing.T) {
 			}
 			evs := e.events()
 			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrMissingTenant) {
-				t.Errorf("events %+v, want one refused ErrMissingTenant", evs)
+				t.Fatalf("events %+v, want one refused ErrMissingTenant", evs)
+			}
+			if tc.name == "extractor error" && !errors.Is(evs[0].Err, errDirectoryDown) {
+				t.Errorf("event error %v does not keep the Tenant's error", evs[0].Err)
+			}
+			if strings.Contains(r.Body, errDirectoryDown.Error()) {
+				t.Errorf("the Tenant's error reached the caller: %s", r.Body)
 			}
 		})
 	}
 }
+
+var errDirectoryDown = errors.New("directory down")
 
 // TestV2TenantExtractors: each built-in reads the authenticated caller
 // from its captured-shape event.
@@ -849,6 +866,79 @@ func TestV2RefusalsAreObserved(t *testing.T) {
 			evs := e.events()
 			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, tc.want) || evs[0].Scope.Tenant == "" {
 				t.Fatalf("events %+v, want one refused %v with the tenant", evs, tc.want)
+			}
+		})
+	}
+}
+
+// TestV2ProblemDetailBounded: a body-invalid problem for a huge body (a
+// duplicate member named by a 1 MB key) echoes at most a bounded fragment
+// of it, in every Lambda adapter.
+func TestV2ProblemDetailBounded(t *testing.T) {
+	name := strings.Repeat("k", 1<<20)
+	body := `{"` + name + `":1,"` + name + `":2}`
+	e := newEnv(t, nil)
+	o := &orders{}
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev.Body = body
+	r := call(t, apigw.WrapV2(e.g, jwt, o.handle), ev)
+	p := checkProblem(t, r.StatusCode, r.Headers, r.Body, 400, "body-invalid")
+	if len(p.Detail) > 400 || len(r.Body) > 1024 {
+		t.Errorf("detail %d bytes, body %d bytes: want a bounded echo", len(p.Detail), len(r.Body))
+	}
+	if o.runs.Load() != 0 {
+		t.Error("handler ran")
+	}
+}
+
+// delivered returns the body bytes a caller receives for a v2 response:
+// the Lambda runtime encodes the response as JSON (a string with invalid
+// UTF-8 gets U+FFFD per bad byte) and API Gateway decodes a base64 body.
+func delivered(t *testing.T, r events.APIGatewayV2HTTPResponse) []byte {
+	t.Helper()
+	wire, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(wire, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.IsBase64Encoded {
+		return []byte(got.Body)
+	}
+	b, err := base64.StdEncoding.DecodeString(got.Body)
+	if err != nil {
+		t.Fatalf("base64 body %q: %v", got.Body, err)
+	}
+	return b
+}
+
+// TestV2ReplayInvalidUTF8: a body with invalid UTF-8 and no base64 flag
+// reaches the first caller with U+FFFD replacements; its replay is the
+// same bytes, not the raw bytes base64-encoded.
+func TestV2ReplayInvalidUTF8(t *testing.T) {
+	for _, body := range []string{
+		"caf\xe9 \xff\xfe ok",         // Latin-1 and stray bytes
+		"\xed\xa0\x80 surrogate half", // UTF-8 of a surrogate: three bad bytes
+		"truncated \xe2\x82",          // a rune cut short at the end
+		"valid \u20ac text",           // valid UTF-8 is kept as it is
+	} {
+		t.Run(fmt.Sprintf("%q", body), func(t *testing.T) {
+			e := newEnv(t, nil)
+			runs := 0
+			h := apigw.WrapV2(e.g, jwt, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				runs++
+				return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "text/plain"}, Body: body}, nil
+			})
+			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			first := delivered(t, call(t, h, ev))
+			again := call(t, h, ev)
+			if runs != 1 || !replayed(again) {
+				t.Fatalf("runs %d, replayed %v", runs, replayed(again))
+			}
+			if got := delivered(t, again); !bytes.Equal(got, first) {
+				t.Errorf("replay delivers %q, first caller got %q", got, first)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ package event
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -36,7 +37,9 @@ type Config[In any] struct {
 	// key space. TenantOf, when set, is used instead.
 	Tenant string
 	// TenantOf returns the tenant of an input (the account the message
-	// belongs to). An empty result or an error refuses the call.
+	// belongs to). An empty result or an error refuses the call with an
+	// error that is idemkit.ErrMissingTenant under errors.Is and, for an
+	// error, also that error.
 	TenantOf func(context.Context, In) (string, error)
 	// Operation names what the function does; two functions sharing a
 	// store need different names. Empty: the Go type of In ("events.SQSMessage").
@@ -83,7 +86,10 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 		tenant := cfg.Tenant
 		if cfg.TenantOf != nil {
 			if tenant, err = cfg.TenantOf(ctx, in); err != nil {
-				tenant = ""
+				// Keep the cause: the caller and the observer see both.
+				err = errors.Join(idemkit.ErrMissingTenant, fmt.Errorf("event: tenant: %w", err))
+				g.Refuse(ctx, idemkit.Scope{Operation: op, Key: key}, err)
+				return zero, err
 			}
 		}
 		var payload []byte

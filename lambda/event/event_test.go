@@ -208,3 +208,30 @@ func TestEventBridgeDetail(t *testing.T) {
 		t.Errorf("second %v %v after %d runs", second, err, runs)
 	}
 }
+
+// TestTenantError: an error of TenantOf refuses the call without running
+// it; the caller and the observer get it joined with ErrMissingTenant.
+func TestTenantError(t *testing.T) {
+	errDirectory := errors.New("directory down")
+	var observed []idemkit.Event
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+		observed = append(observed, e)
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sqsConfig
+	cfg.TenantOf = func(context.Context, events.SQSMessage) (string, error) { return "acme", errDirectory }
+	x := &transfers{}
+	_, err = event.Wrap(g, cfg, x.handle)(context.Background(), load[events.SQSEvent](t, "sqs-event.json").Records[0])
+	if !errors.Is(err, idemkit.ErrMissingTenant) || !errors.Is(err, errDirectory) {
+		t.Errorf("error %v, want ErrMissingTenant and the TenantOf error", err)
+	}
+	if x.runs.Load() != 0 {
+		t.Error("handler ran")
+	}
+	if len(observed) != 1 || observed[0].Kind != idemkit.EventRefused || !errors.Is(observed[0].Err, errDirectory) ||
+		!errors.Is(observed[0].Err, idemkit.ErrMissingTenant) || observed[0].Scope.Operation != "transfers.execute" {
+		t.Errorf("observed %+v, want one refusal carrying the TenantOf error", observed)
+	}
+}
