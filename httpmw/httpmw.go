@@ -170,17 +170,52 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, req)
 				return nil, nil
 			}
-			resp, _ := adapter.Serve(req.Context(), a, &r, c, func(ctx context.Context) (*response, error) {
+			resp, err := adapter.Serve(req.Context(), a, &r, c, func(ctx context.Context) (*response, error) {
 				rec := &response{header: http.Header{}}
-				next.ServeHTTP(rec, req.WithContext(ctx))
+				failed := &failure{}
+				next.ServeHTTP(rec, req.WithContext(context.WithValue(ctx, failureKey{}, failed)))
+				if failed.err != nil {
+					return nil, failed.err
+				}
 				rec.finish()
 				return rec, nil
 			})
+			if resp == nil && err != nil {
+				// The handler failed (Fail) and its key was freed: what it
+				// wrote is dropped, so a retry runs it again.
+				resp = problem(adapter.HandlerFailed())
+			}
 			if resp != nil {
 				resp.writeTo(w)
 			}
 		})
 	}
+}
+
+type failureKey struct{}
+
+// failure is where Fail leaves a guarded handler's error.
+type failure struct{ err error }
+
+// Fail ends the guarded request that ctx (the request's context) belongs to
+// with err instead of the response the handler wrote, which is discarded.
+// It is the net/http counterpart of a Lambda handler returning an error:
+//
+//   - err wraps idemkit.ErrOutcomeUnknown: the key is kept (indeterminate)
+//     and the client gets 503 outcome-unknown, so the request never runs
+//     twice;
+//   - any other err: the key is freed and the client gets 500
+//     handler-failed, so a retry runs the handler again.
+//
+// Call it before returning from the handler. It reports false, doing
+// nothing, when ctx is not a guarded request's.
+func Fail(ctx context.Context, err error) bool {
+	f, ok := ctx.Value(failureKey{}).(*failure)
+	if !ok || err == nil {
+		return false
+	}
+	f.err = err
+	return true
 }
 
 // ErrBodyTooLarge is the error reported to the Observer for a guarded

@@ -320,10 +320,14 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 		return c.Snapshot(resp), nil
 	})
 	switch {
-	case err != nil && ran:
+	case err != nil && ran && !errors.Is(err, idemkit.ErrOutcomeUnknown):
+		// The handler failed and its key was freed: its own error goes to
+		// the runtime, as without the guard.
 		var zero R
 		return zero, err
 	case err != nil:
+		// Refused, or the handler's outcome is unknown and its key kept:
+		// the client gets a problem that says what a retry will get.
 		return c.Problem(ProblemFor(err, a.storeRetry)), nil
 	case replayed:
 		return c.Replay(snap), nil

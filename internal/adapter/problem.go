@@ -55,7 +55,15 @@ const (
 	TypeCorruptRecord       = ProblemBase + "record-corrupt"
 	TypeTenantMissing       = ProblemBase + "tenant-missing"
 	TypeGuardFailure        = ProblemBase + "guard-failure"
+	TypeHandlerFailed       = ProblemBase + "handler-failed"
 )
+
+// HandlerFailed is the problem for a handler that failed without a
+// response (httpmw.Fail): its key was freed and a retry runs it again.
+func HandlerFailed() *Problem {
+	return &Problem{Type: TypeHandlerFailed, Title: "Request failed", Status: 500,
+		Detail: "The request failed before it reached an outcome; nothing was stored for its key. Retry with the same key."}
+}
 
 // MaxEchoBytes bounds every fragment of a request, or of an error about
 // it, that a problem detail repeats: a longer one is cut on a UTF-8

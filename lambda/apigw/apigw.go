@@ -27,9 +27,11 @@
 //	replay-window-passed             410  completed; the response is no longer replayed (originalStatus, location, completedAt)
 //	response-not-stored              410  completed; the response was too large to store (originalStatus, location, completedAt)
 //	store-unavailable                503  the key could not be recorded; nothing ran; Retry-After
+//	outcome-unknown                  503  the handler returned idemkit.ErrOutcomeUnknown; the key is kept, never run again
 //	record-corrupt                   500  the stored record is unreadable; nothing ran or replayed
 //	tenant-missing                   500  no authenticated caller: the Tenant setting is misconfigured; nothing ran
-//	guard-failure                    500  an unexpected guard error; nothing ran
+//	guard-failure                    500  an unexpected guard error, or a record the store refuses; nothing ran
+//	handler-failed                   500  httpmw only: the handler called httpmw.Fail; the key was freed
 //
 // A replay is the first response as the caller received it: a body
 // without IsBase64Encoded that is not valid UTF-8 reached the caller with

@@ -762,6 +762,27 @@ func TestV2HandlerError(t *testing.T) {
 	}
 }
 
+// TestV2OutcomeUnknown: a handler error wrapping ErrOutcomeUnknown keeps
+// the key: the client gets 503 outcome-unknown (not a runtime error), the
+// retry gets 409 indeterminate, and the handler never runs again.
+func TestV2OutcomeUnknown(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &orders{err: fmt.Errorf("put order: %w", idemkit.ErrOutcomeUnknown)}
+	h := apigw.WrapV2(e.g, jwt, o.handle)
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	r := call(t, h, ev)
+	checkProblem(t, r.StatusCode, r.Headers, r.Body, 503, "outcome-unknown")
+	o.err = nil
+	r = call(t, h, ev)
+	checkProblem(t, r.StatusCode, r.Headers, r.Body, 409, "indeterminate-operator-required")
+	if got := o.runs.Load(); got != 1 {
+		t.Fatalf("handler ran %d times, want 1", got)
+	}
+	if rec := e.record(t, scopeOf(ev)); rec == nil || rec.State != idemkit.StateIndeterminate {
+		t.Fatalf("record %+v, want indeterminate", rec)
+	}
+}
+
 // TestV2Panic: a panic is released and re-raised; the retry runs.
 func TestV2Panic(t *testing.T) {
 	e := newEnv(t, nil)
