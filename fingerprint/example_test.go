@@ -44,7 +44,7 @@ func Example() {
 	fmt.Println(fp == stored)
 
 	// Output:
-	// v1 74
+	// v2 74
 	// true
 	// false
 }
