@@ -184,6 +184,9 @@ func (e *dupError) Error() string { return "duplicate member name " + strconv.Qu
 
 // toBodyError converts an error of the walk to a body error.
 func toBodyError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var de *dupError
 	if !errors.As(err, &de) {
 		return err
@@ -332,6 +335,11 @@ func (p *parser) object(e *emitter, i int, ex *trie, emit bool) (int, error) {
 	base := len(p.stack)
 	j := skipWS(b, i+1)
 	for b[j] != '}' {
+		if len(p.stack) == cap(p.stack) {
+			// Double: append grows large slices by 1.25x, which would
+			// allocate about 5x the final size on the way.
+			p.stack = slices.Grow(p.stack, max(len(p.stack), 64))
+		}
 		p.stack = append(p.stack, uint32(j))
 		j = skipWS(b, stringEnd(b, j)) // at ':'
 		j = skipWS(b, skipValue(b, j+1))

@@ -103,14 +103,15 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 	return st.finish("v1:sha256:"), nil
 }
 
-// finish flushes the emitter and returns prefix followed by the hex digest.
+// finish flushes the emitter and returns prefix ("vN:sha256:") followed
+// by the hex digest.
 func (st *state) finish(prefix string) string {
 	st.e.flush()
 	sum := st.h.Sum(st.sum[:0])
 	var out [len("vN:sha256:") + 2*len(st.sum)]byte
 	n := copy(out[:], prefix)
 	hex.Encode(out[n:], sum)
-	return string(out[:n+2*len(sum)])
+	return string(out[:])
 }
 
 // writeSelected writes the values of the named query parameters, names
