@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -167,5 +168,33 @@ func TestBodyString(t *testing.T) {
 func TestIgnoreQueryWithQuery(t *testing.T) {
 	if _, err := New(Options{IgnoreQuery: true, Query: []string{"a"}}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("got %v, want ErrInvalidOptions", err)
+	}
+}
+
+// TestBodyStringNotCopied: a string body is read in place, in raw, JSON
+// and base64 form: a call allocates far less than the body.
+func TestBodyStringNotCopied(t *testing.T) {
+	json := string(orderBody(1 << 20))
+	for _, in := range []Input{
+		{ContentType: "application/json", BodyString: json},
+		{ContentType: "text/plain", BodyString: json},
+	} {
+		f, err := New(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Compute(in) // warm the pool
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		const runs = 5
+		for range runs {
+			if _, err := f.Compute(in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 16<<10 {
+			t.Errorf("%s: %d bytes allocated per call for a %d-byte string body", in.ContentType, per, len(json))
+		}
 	}
 }

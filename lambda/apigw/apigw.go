@@ -125,6 +125,9 @@ func multi(h map[string]string) func() map[string][]string {
 
 func rawQuery(q string) func() map[string][]string {
 	return func() map[string][]string {
+		if q == "" {
+			return nil
+		}
 		v, _ := url.ParseQuery(q)
 		return v
 	}
