@@ -224,16 +224,26 @@ func skipWS(b []byte, i int) int {
 }
 
 // stringEnd returns the offset after the string that starts at b[i] == '"'.
+// Short strings (member names) are scanned byte by byte; past 32 bytes it
+// searches for quotes and checks the backslashes before each.
 func stringEnd(b []byte, i int) int {
 	i++
-	for {
+	for n := min(len(b), i+32); i < n; i++ {
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i++ // the escaped byte; \uXXXX continues with hex digits
+		}
+	}
+	for i < len(b) {
 		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
 			return len(b) // not reached on a validated body
 		}
 		i += j
 		k := i
-		for k > 0 && b[k-1] == '\\' {
+		for b[k-1] == '\\' {
 			k--
 		}
 		i++
@@ -241,6 +251,7 @@ func stringEnd(b []byte, i int) int {
 			return i
 		}
 	}
+	return len(b)
 }
 
 func isNumberByte(c byte) bool {

@@ -11,7 +11,10 @@ import (
 // Version 1. Its output must never change: a change of any rule below
 // (framing, number rule, mode choice, header trimming…) is a new version
 // with its own function, and v1 stays as it is so that stored records can
-// still be compared. golden_test.go pins v1 outputs.
+// still be compared. golden_test.go pins v1 outputs. Since v2 it refuses
+// more than it used to, never hashing anything differently: a request with
+// a query string that the Options hash under v2 (ErrNotComparable), and
+// integers beyond the float64 range.
 //
 // The SHA-256 input is a sequence of parts, each self-delimiting, so that
 // the byte string can be split back into its parts and no two different
