@@ -30,8 +30,9 @@ import (
 //     member's value from its offset.
 //
 // Memory is 4 bytes per member of the objects being walked (one object and
-// its ancestors at a time) plus a 4 KiB output buffer; nothing is allocated
-// per scalar, array or string. Time is linear in the body for each level of
+// its ancestors at a time), allocated once at the size validation counted,
+// plus a 4 KiB output buffer; nothing is allocated per scalar, array or
+// string. Time is linear in the body for each level of
 // object nesting: collecting an object's members skips over its values once,
 // so a byte is read once more for each object that encloses it (at most
 // MaxDepth).
@@ -45,8 +46,20 @@ type parser struct {
 	src  bytes.Buffer // lets the decoder read the body without copying it
 	body []byte
 
-	stack []uint32 // offsets of the member names of the objects being walked
-	key   []byte   // an unescaped member name, for Exclude and Include
+	stack  []uint32 // offsets of the member names of the objects being walked
+	key    []byte   // an unescaped member name, for Exclude and Include
+	frames []frame  // the open objects and arrays, while validating
+}
+
+// frame is an open object or array during validation. It counts what the
+// walk will hold for it: an object's members stay on the stack while its
+// values are walked, so an object needs its member count plus the largest
+// need of an object or array inside it.
+type frame struct {
+	obj      bool   // an object, not an array
+	wantName bool   // an object's next string is a member name
+	members  uint32 // members so far
+	inner    uint32 // largest need of a value inside
 }
 
 // release drops the references to the caller's body.
@@ -65,9 +78,12 @@ func (p *parser) validate(body []byte, maxDepth int) error {
 	}
 	p.body = body
 	p.stack = p.stack[:0]
+	p.frames = p.frames[:0]
 	p.src = *bytes.NewBuffer(body)
 	p.dec.Reset(&p.src, jsontext.AllowDuplicateNames(true))
+	var need uint32 // stack entries the walk needs: the root's need
 	for {
+		var done uint32 // the need of a value just completed
 		switch k := p.dec.PeekKind(); k {
 		case '{', '[':
 			if p.dec.StackDepth() >= maxDepth {
@@ -77,29 +93,47 @@ func (p *parser) validate(body []byte, maxDepth int) error {
 			if _, err := p.dec.ReadToken(); err != nil {
 				return p.wrap(err)
 			}
+			p.frames = append(p.frames, frame{obj: k == '{', wantName: k == '{'})
+			continue
 		case '}', ']', 0:
 			if _, err := p.dec.ReadToken(); err != nil {
 				return p.wrap(err)
 			}
+			f := p.frames[len(p.frames)-1]
+			p.frames = p.frames[:len(p.frames)-1]
+			done = f.members + f.inner
 		default:
 			raw, err := p.dec.ReadValue()
 			if err != nil {
 				return p.wrap(err)
+			}
+			if n := len(p.frames); n > 0 && p.frames[n-1].wantName {
+				p.frames[n-1].wantName = false
+				p.frames[n-1].members++
+				continue
 			}
 			if k == '0' && !inFloat64Range(raw) {
 				return &bodyError{kind: ErrInvalidJSON, msg: "number " + quoteFragment(raw) +
 					" is out of float64 range at " + pointerText(p.dec.StackPointer())}
 			}
 		}
-		if p.dec.StackDepth() == 0 {
+		n := len(p.frames)
+		if n == 0 {
+			need = done
 			break
 		}
+		f := &p.frames[n-1]
+		f.inner = max(f.inner, done)
+		f.wantName = f.obj
 	}
 	if _, err := p.dec.ReadToken(); err != io.EOF {
 		if err == nil {
 			err = errors.New("unexpected data after the top-level value")
 		}
 		return p.wrap(err)
+	}
+	if cap(p.stack) < int(need) {
+		p.stack = make([]uint32, 0, need) // the walk never grows it
 	}
 	return nil
 }
@@ -346,13 +380,8 @@ func (p *parser) object(e *emitter, i int, ex *trie, emit bool) (int, error) {
 	base := len(p.stack)
 	j := skipWS(b, i+1)
 	for b[j] != '}' {
-		if len(p.stack) == cap(p.stack) {
-			// Double: append grows large slices by 1.25x, which would
-			// allocate about 5x the final size on the way.
-			p.stack = slices.Grow(p.stack, max(len(p.stack), 64))
-		}
-		p.stack = append(p.stack, uint32(j))
-		j = skipWS(b, stringEnd(b, j)) // at ':'
+		p.stack = append(p.stack, uint32(j)) // validate sized it
+		j = skipWS(b, stringEnd(b, j))       // at ':'
 		j = skipWS(b, skipValue(b, j+1))
 		if b[j] == ',' {
 			j = skipWS(b, j+1)

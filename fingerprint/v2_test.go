@@ -174,7 +174,7 @@ func TestIgnoreQueryWithQuery(t *testing.T) {
 // TestBodyStringNotCopied: a string body is read in place, in raw, JSON
 // and base64 form: a call allocates far less than the body.
 func TestBodyStringNotCopied(t *testing.T) {
-	json := string(orderBody(1 << 20))
+	json := string(orderBody(memTestSize))
 	for _, in := range []Input{
 		{ContentType: "application/json", BodyString: json},
 		{ContentType: "text/plain", BodyString: json},
