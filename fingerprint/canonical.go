@@ -46,7 +46,8 @@ type parser struct {
 	src  bytes.Buffer // lets the decoder read the body without copying it
 	body []byte
 
-	stack  []uint32 // offsets of the member names of the objects being walked
+	stack  []uint32 // member names of the objects being walked (see entry)
+	packed bool     // the body is short enough for entries to hold name lengths
 	key    []byte   // an unescaped member name, for Exclude and Include
 	frames []frame  // the open objects and arrays, while validating
 }
@@ -77,6 +78,7 @@ func (p *parser) validate(body []byte, maxDepth int) error {
 		return &bodyError{kind: ErrInvalidJSON, msg: "body larger than 4 GiB"}
 	}
 	p.body = body
+	p.packed = len(body) < 1<<offsetBits
 	p.stack = p.stack[:0]
 	p.frames = p.frames[:0]
 	p.src = *bytes.NewBuffer(body)
@@ -292,6 +294,9 @@ func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
+// structural marks the bytes skipValue stops at inside a container.
+var structural = [256]byte{'"': 1, '{': 1, '[': 1, '}': 1, ']': 1}
+
 // skipValue returns the offset after the value at or after b[i].
 func skipValue(b []byte, i int) int {
 	i = skipWS(b, i)
@@ -301,13 +306,16 @@ func skipValue(b []byte, i int) int {
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
+			for structural[b[i]] == 0 {
+				i++ // a validated container ends with a structural byte
+			}
 			switch b[i] {
 			case '"':
 				i = stringEnd(b, i)
 				continue
 			case '{', '[':
 				depth++
-			case '}', ']':
+			default: // '}', ']'
 				depth--
 				if depth == 0 {
 					return i + 1
@@ -327,10 +335,32 @@ func skipValue(b []byte, i int) int {
 	return i
 }
 
-// nameAt returns the content (between the quotes) of the member name at
-// b[off] == '"'.
-func nameAt(b []byte, off uint32) []byte {
-	return b[off+1 : stringEnd(b, int(off))-1]
+// A stack entry locates a member name: the offset of its opening quote,
+// and, in a body shorter than 16 MiB, the name's length plus one in the top
+// 8 bits (255: longer, scan for its end), so that sorting does not scan.
+const offsetBits = 24
+
+func (p *parser) entry(off, nameEnd int) uint32 {
+	if !p.packed {
+		return uint32(off)
+	}
+	return uint32(off) | uint32(min(nameEnd-off-1, 255))<<offsetBits
+}
+
+func (p *parser) offset(e uint32) int {
+	if !p.packed {
+		return int(e)
+	}
+	return int(e & (1<<offsetBits - 1))
+}
+
+// name returns the content (between the quotes) of the member name of e.
+func (p *parser) name(e uint32) []byte {
+	off := p.offset(e)
+	if l := int(e >> offsetBits); p.packed && l < 255 {
+		return p.body[off+1 : off+l]
+	}
+	return p.body[off+1 : stringEnd(p.body, off)-1]
 }
 
 // value writes the canonical text of the value at or after offset i when
@@ -380,8 +410,9 @@ func (p *parser) object(e *emitter, i int, ex *trie, emit bool) (int, error) {
 	base := len(p.stack)
 	j := skipWS(b, i+1)
 	for b[j] != '}' {
-		p.stack = append(p.stack, uint32(j)) // validate sized it
-		j = skipWS(b, stringEnd(b, j))       // at ':'
+		nameEnd := stringEnd(b, j)
+		p.stack = append(p.stack, p.entry(j, nameEnd)) // validate sized it
+		j = skipWS(b, nameEnd)                         // at ':'
 		j = skipWS(b, skipValue(b, j+1))
 		if b[j] == ',' {
 			j = skipWS(b, j+1)
@@ -391,10 +422,17 @@ func (p *parser) object(e *emitter, i int, ex *trie, emit bool) (int, error) {
 	n := len(p.stack) - base
 	if n > 1 {
 		ms := p.stack[base:]
-		slices.SortFunc(ms, func(x, y uint32) int { return compareNames(nameAt(b, x), nameAt(b, y)) })
-		for k := 1; k < n; k++ {
-			if compareNames(nameAt(b, ms[k-1]), nameAt(b, ms[k])) == 0 {
-				return 0, &dupError{name: string(p.unescape(nameAt(b, ms[k]))), off: int(max(ms[k-1], ms[k]))}
+		sorted := true
+		for k := 1; k < n && sorted; k++ {
+			sorted = compareNames(p.name(ms[k-1]), p.name(ms[k])) < 0
+		}
+		if !sorted { // strictly increasing names are also free of duplicates
+			slices.SortFunc(ms, func(x, y uint32) int { return compareNames(p.name(x), p.name(y)) })
+			for k := 1; k < n; k++ {
+				if compareNames(p.name(ms[k-1]), p.name(ms[k])) == 0 {
+					return 0, &dupError{name: string(p.unescape(p.name(ms[k]))),
+						off: max(p.offset(ms[k-1]), p.offset(ms[k]))}
+				}
 			}
 		}
 	}
@@ -403,9 +441,9 @@ func (p *parser) object(e *emitter, i int, ex *trie, emit bool) (int, error) {
 	}
 	first := true
 	for k := 0; k < n; k++ {
-		off := int(p.stack[base+k]) // p.stack may move as nested objects push
-		nameEnd := stringEnd(b, off)
-		name := b[off+1 : nameEnd-1]
+		en := p.stack[base+k] // p.stack may move as nested objects push
+		name := p.name(en)
+		nameEnd := p.offset(en) + len(name) + 2
 		var sub *trie
 		if ex != nil {
 			sub = ex.child(p.unescape(name))
@@ -604,9 +642,30 @@ func hex4(s []byte) rune {
 // compareNames compares the contents of two valid JSON strings, escaped or
 // not, by the UTF-16 code units of their values.
 func compareNames(a, b []byte) int {
-	if bytes.IndexByte(a, '\\') < 0 && bytes.IndexByte(b, '\\') < 0 {
-		return compareUTF16(a, b)
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] && a[i] != '\\' {
+		i++
 	}
+	if i == n {
+		// An unescaped prefix of the other: shorter first, also after
+		// unescaping the rest.
+		return len(a) - len(b)
+	}
+	for i > 0 && !utf8.RuneStart(a[i]) {
+		i-- // back to the start of the rune that differs
+	}
+	if a[i] != '\\' && b[i] != '\\' {
+		if a[i] < utf8.RuneSelf && b[i] < utf8.RuneSelf {
+			return int(a[i]) - int(b[i])
+		}
+		ra, _ := utf8.DecodeRune(a[i:])
+		rb, _ := utf8.DecodeRune(b[i:])
+		if ra != rb {
+			return utf16Key(ra) - utf16Key(rb)
+		}
+	}
+	a, b = a[i:], b[i:]
 	for len(a) > 0 && len(b) > 0 {
 		ra, na := nextRune(a)
 		rb, nb := nextRune(b)
