@@ -55,7 +55,7 @@
 // and written in its RFC 8785 form (the ECMAScript one): 1.0, 1e0 and 10E-1
 // are all 1; 1e21 is 1e+21; 0.0000001 is 1e-7; -0.0 is 0. A number beyond
 // the float64 range is an error, whether written 1e400 or as an integer of
-// 310 digits: RFC 8785 has no form for it.
+// 400 digits: RFC 8785 has no form for it.
 //
 // An integer literal (no fraction, no exponent) within the float64 range
 // (magnitude up to about 1.8e308) is hashed as written, except that -0 is 0. JSON forbids leading zeros and "+", so the written
