@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // TestRFC8785Examples checks the examples of RFC 8785 (and a few more
@@ -219,5 +220,41 @@ func TestWide(t *testing.T) {
 	b := mustCompute(t, Input{Body: shuffled}, Options{Mode: ModeJSON})
 	if a != b {
 		t.Fatal("shuffled wide object has a different fingerprint")
+	}
+}
+
+// TestCompareNames checks the member order on names as written in JSON,
+// each character escaped or not, against a UTF-16 comparison of their
+// values; equal values compare equal however they are escaped.
+func TestCompareNames(t *testing.T) {
+	alphabet := []rune{'a', 'b', '"', '\\', '/', '\n', 0x01, 0x7f, 0x80, 0x20ac, 0xd7ff, 0xe000, 0xffff, 0x10000, 0x1f600, 0x10ffff}
+	r := rand.New(rand.NewPCG(3, 4))
+	gen := func() (string, []byte) {
+		rs := make([]rune, r.IntN(5))
+		var raw []byte
+		for i := range rs {
+			c := alphabet[r.IntN(len(alphabet))]
+			rs[i] = c
+			switch {
+			case (c == '/' || c == '\n' || c == '"' || c == '\\') && r.IntN(2) == 0:
+				raw = append(raw, '\\', map[rune]byte{'/': '/', '\n': 'n', '"': '"', '\\': '\\'}[c])
+			case c == '"' || c == '\\' || c < 0x20 || r.IntN(2) == 0:
+				for _, u := range utf16.Encode([]rune{c}) {
+					raw = append(raw, `\u`+strconv.FormatInt(int64(u)|0x10000, 16)[1:]...)
+				}
+			default:
+				raw = utf8.AppendRune(raw, c)
+			}
+		}
+		return string(rs), raw
+	}
+	sign := func(x int) int { return min(max(x, -1), 1) }
+	for range 20000 {
+		a, ra := gen()
+		b, rb := gen()
+		want := slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+		if got := sign(compareNames(ra, rb)); got != want {
+			t.Fatalf("compareNames(%s, %s) = %d, want %d", ra, rb, got, want)
+		}
 	}
 }

@@ -5,19 +5,26 @@
 //
 // A fingerprint looks like
 //
-//	v1:sha256:3f0a…(64 hex digits)
+//	v2:sha256:3f0a…(64 hex digits)
 //
 // and is computed by [Compute], or by a [Fingerprinter] built once with
 // [New] from [Options].
 //
 // # What is hashed
 //
-// By default only the body. The method, the path, chosen query parameters
-// and chosen headers are added only when Options asks for them; headers
-// that vary between retries (User-Agent, Date, trace ids) should never be
-// listed. Each part is tagged and length-prefixed (or terminated by a byte
-// that cannot occur in UTF-8), so two requests that differ in any hashed
-// part never produce the same hash input; the exact grammar is in v1.go.
+// By default the body and the query string: every query parameter, names
+// sorted bytewise, each name's values in the order sent (Options.Query
+// narrows it to named parameters, Options.IgnoreQuery leaves it out). The
+// method, the path and chosen headers are added only when Options asks for
+// them; headers that vary between retries (User-Agent, Date, trace ids)
+// should never be listed. Each part is tagged and length-prefixed (or
+// terminated by a byte that cannot occur in UTF-8), so two requests that
+// differ in any hashed part never produce the same hash input; the exact
+// grammar is in v1.go and v2.go.
+//
+// The HTTP adapters add the concrete path whenever a route template names
+// the operation, so one key cannot be reused for another resource of the
+// same template.
 //
 // The body is read in one of three ways ([Mode]; [ModeAuto] picks from the
 // content type):
@@ -27,11 +34,14 @@
 //     insignificant whitespace, minimal string escapes. A retry sent by
 //     another JSON library, with other member order, spacing or escapes,
 //     gets the same fingerprint; a change of any value gets another.
-//     The body must be I-JSON (RFC 7493): invalid JSON, invalid UTF-8 and
-//     duplicate member names are errors ([ErrInvalidJSON], [ErrDuplicateKey]),
-//     never a silent fallback. Duplicates are refused because the handler
-//     and the fingerprint could otherwise read different values from one
-//     body. Nesting is limited by Options.MaxDepth ([ErrTooDeep]).
+//     The body must be I-JSON (RFC 7493): invalid JSON, invalid UTF-8, lone
+//     surrogates and duplicate member names are errors ([ErrInvalidJSON],
+//     [ErrDuplicateKey]), never a silent fallback. Duplicates are refused
+//     because the handler and the fingerprint could otherwise read
+//     different values from one body. Nesting is limited by
+//     Options.MaxDepth ([ErrTooDeep]). A body without a content type is
+//     read as JSON when it starts with "{" or "[", and must then be
+//     I-JSON too.
 //   - Form (application/x-www-form-urlencoded): fields are decoded and
 //     sorted by name; the values of a repeated field keep their order.
 //   - Raw: the bytes as they are, for any other content type.
@@ -44,10 +54,11 @@
 // A number with a fraction or an exponent is read as the nearest float64
 // and written in its RFC 8785 form (the ECMAScript one): 1.0, 1e0 and 10E-1
 // are all 1; 1e21 is 1e+21; 0.0000001 is 1e-7; -0.0 is 0. A number beyond
-// the float64 range (1e400) is an error.
+// the float64 range is an error, whether written 1e400 or as an integer of
+// 400 digits: RFC 8785 has no form for it.
 //
-// An integer literal (no fraction, no exponent) is hashed as written,
-// except that -0 is 0. JSON forbids leading zeros and "+", so the written
+// An integer literal (no fraction, no exponent) within the float64 range
+// (magnitude up to about 1.8e308) is hashed as written, except that -0 is 0. JSON forbids leading zeros and "+", so the written
 // digits are the integer's only form, and up to 2^53 they are exactly what
 // RFC 8785 produces, so 1 = 1.0 = 1e0 holds. Beyond 2^53 plain RFC 8785
 // would round the integer to a float64, and amounts such as
@@ -68,9 +79,18 @@
 // may prune inside included values. In form bodies "/name" denotes the
 // values of field name. Raw bodies ignore both lists and hash every byte.
 //
+// # Memory
+//
+// JSON is canonicalized without building a tree: the body is validated
+// once, then read again and hashed as it goes. The only memory that grows
+// with the body is 4 bytes per member of the objects being read (an object
+// and its ancestors), so one call allocates less than the body's size for
+// every shape of body; the figures per shape are in docs/FINGERPRINT.md and
+// BenchmarkCanonicalShapes. Input.BodyString is read in place.
+//
 // # Versions
 //
-// The prefix ("v1") names the rules that produced a fingerprint. Records
+// The prefix ("v2") names the rules that produced a fingerprint. Records
 // outlive deployments, so a stored fingerprint is always compared under
 // its own version's rules:
 //
@@ -80,7 +100,14 @@
 // New rules never change an existing version; they become a new version,
 // and [CurrentVersion] moves to it. Versions are never removed from this
 // package, so every fingerprint it ever wrote can be recomputed. An unknown
-// version is [ErrUnknownVersion]. Options are not part of the version:
+// version is [ErrUnknownVersion].
+//
+// v2 (current) differs from v1 in two rules: the query string is hashed by
+// default, and a body sniffed as JSON that is not I-JSON is an error where
+// v1 hashed its raw bytes. A v1 fingerprint is computed only for a request
+// that v1 can compare completely: one with a query string, under Options
+// that hash it, is [ErrNotComparable], so a stored v1 record is never
+// replayed to a request whose query string it cannot show to be equal. Options are not part of the version:
 // changing them changes fingerprints, and records stored before the change
 // will report a mismatch.
 //
@@ -89,5 +116,6 @@
 // Every error matches a sentinel with [errors.Is]: body problems are
 // [ErrInvalidJSON] (and [ErrDuplicateKey]), [ErrTooDeep], [ErrInvalidForm],
 // [ErrInvalidBase64]; configuration problems are [ErrInvalidOptions], with
-// [*PointerError] for a malformed JSON Pointer.
+// [*PointerError] for a malformed JSON Pointer; version problems are
+// [ErrUnknownVersion] and [ErrNotComparable].
 package fingerprint

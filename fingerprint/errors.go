@@ -10,7 +10,8 @@ import (
 var (
 	// ErrInvalidJSON reports a body that is not valid I-JSON (RFC 7493):
 	// a syntax error, invalid UTF-8, a lone surrogate escape, trailing data,
-	// a number too large for a float64, or a duplicate object key.
+	// a number (integer or not) beyond the float64 range, or a duplicate
+	// object key.
 	ErrInvalidJSON = errors.New("fingerprint: invalid JSON body")
 
 	// ErrDuplicateKey reports an object with two members of the same name
@@ -30,6 +31,12 @@ var (
 
 	// ErrUnknownVersion reports a version this package does not know.
 	ErrUnknownVersion = errors.New("fingerprint: unknown version")
+
+	// ErrNotComparable reports that an older version's rules leave out a
+	// part of the request that the Options hash under the current version
+	// (v1 and a non-empty query string), so a fingerprint of that version
+	// cannot show that the request is the same as the stored one.
+	ErrNotComparable = errors.New("fingerprint: request not comparable under this version")
 
 	// ErrInvalidOptions reports an Options value that cannot be used.
 	// A [*PointerError] matches it too.

@@ -3,6 +3,7 @@ package fingerprint_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/idemkit/idemkit/fingerprint"
 )
@@ -44,7 +45,7 @@ func Example() {
 	fmt.Println(fp == stored)
 
 	// Output:
-	// v1 74
+	// v2 74
 	// true
 	// false
 }
@@ -57,4 +58,24 @@ func ExampleCompute_include() {
 		Body: []byte(`{"amount":5,"coupon":null}`)}, opts)
 	fmt.Println(a == b) // a missing coupon is not a null coupon
 	// Output: false
+}
+
+func ExampleOptions_query() {
+	order := func(query url.Values) fingerprint.Input {
+		return fingerprint.Input{ContentType: "application/json", Body: []byte(`{"amount":5}`), Query: query}
+	}
+	fp := func(opts fingerprint.Options, in fingerprint.Input) string {
+		s, _ := fingerprint.Compute(in, opts)
+		return s
+	}
+	var whole fingerprint.Options // the default: every query parameter counts
+	fmt.Println(fp(whole, order(nil)) == fp(whole, order(url.Values{"dryRun": {"true"}})))
+	fmt.Println(fp(whole, order(url.Values{"a": {"1"}, "b": {"2"}})) == fp(whole, order(url.Values{"b": {"2"}, "a": {"1"}})))
+
+	ignore := fingerprint.Options{IgnoreQuery: true} // for an operation whose query changes nothing
+	fmt.Println(fp(ignore, order(nil)) == fp(ignore, order(url.Values{"utm_source": {"mail"}})))
+	// Output:
+	// false
+	// true
+	// true
 }

@@ -9,10 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // CurrentVersion is the version [Compute] and [Fingerprinter.Compute] use.
-const CurrentVersion = "v1"
+const CurrentVersion = "v2"
 
 // DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero.
 const DefaultMaxDepth = 64
@@ -31,7 +32,8 @@ const (
 	//     not valid JSON is an error;
 	//   - application/x-www-form-urlencoded: form;
 	//   - no content type: JSON if the body starts (after whitespace) with
-	//     "{" or "[" and parses as JSON, raw bytes otherwise;
+	//     "{" or "[", and then a body that is not valid I-JSON is an error
+	//     (v1 hashed such a body as raw bytes); raw bytes otherwise;
 	//   - anything else: raw bytes.
 	ModeAuto Mode = iota
 	// ModeJSON always reads the body as JSON; invalid JSON, including an
@@ -45,8 +47,10 @@ const (
 )
 
 // Options says what is part of the fingerprint. The zero value hashes the
-// whole body (mode chosen by [ModeAuto]) and nothing else: no method, path,
-// query parameter or header, with a nesting limit of [DefaultMaxDepth].
+// whole body (mode chosen by [ModeAuto]) and the whole query string, and
+// nothing else: no method, path or header, with a nesting limit of
+// [DefaultMaxDepth]. (v1 did not hash the query string unless Query named
+// parameters.)
 //
 // Changing Options changes fingerprints: records stored under one set of
 // Options compare unequal to requests fingerprinted under another.
@@ -73,10 +77,17 @@ type Options struct {
 	// Method and Path add the request method and the path, as given.
 	Method, Path bool
 
-	// Query lists query parameter names (case-sensitive) to add. For each
-	// name all its values are hashed in order; a missing parameter and one
-	// with an empty value differ.
+	// Query lists the query parameter names (case-sensitive) to hash,
+	// instead of the whole query string. For each name all its values are
+	// hashed in order; a missing parameter and one with an empty value
+	// differ. Empty: every parameter is hashed, names sorted bytewise and
+	// each name's values in order, unless IgnoreQuery is set.
 	Query []string
+
+	// IgnoreQuery leaves the query string out of the fingerprint, for an
+	// operation whose query never changes what it does. It cannot be
+	// combined with Query.
+	IgnoreQuery bool
 
 	// Headers lists header names (case-insensitive) to add. Values are
 	// hashed in order with surrounding spaces and tabs removed. Never list
@@ -98,6 +109,10 @@ type Input struct {
 	ContentType string              // used by ModeAuto; when empty, Header's Content-Type is used
 	Body        []byte
 
+	// BodyString is the body when Body is nil, for callers that hold it as
+	// a string (Lambda events): it is read in place, never copied.
+	BodyString string
+
 	// IsBase64Encoded says Body holds standard base64 text to decode first,
 	// as API Gateway and Lambda function URLs deliver binary bodies.
 	IsBase64Encoded bool
@@ -106,6 +121,7 @@ type Input struct {
 // A Fingerprinter holds validated Options. It is safe for concurrent use.
 type Fingerprinter struct {
 	mode     Mode
+	noQuery  bool      // IgnoreQuery
 	include  []pointer // sorted by text, without duplicates
 	exclude  *trie     // nil without Exclude
 	method   bool
@@ -121,6 +137,7 @@ type Fingerprinter struct {
 func New(opts Options) (*Fingerprinter, error) {
 	f := &Fingerprinter{
 		mode:     opts.Mode,
+		noQuery:  opts.IgnoreQuery,
 		method:   opts.Method,
 		path:     opts.Path,
 		maxDepth: opts.MaxDepth,
@@ -162,6 +179,9 @@ func New(opts Options) (*Fingerprinter, error) {
 			f.formCuts[p.toks[0]] = true
 		}
 	}
+	if opts.IgnoreQuery && len(opts.Query) > 0 {
+		return nil, fmt.Errorf("%w: IgnoreQuery with Query %q", ErrInvalidOptions, opts.Query)
+	}
 	f.query = slices.Compact(slices.Sorted(slices.Values(opts.Query)))
 	for _, h := range opts.Headers {
 		if h == "" {
@@ -175,7 +195,7 @@ func New(opts Options) (*Fingerprinter, error) {
 }
 
 // Compute returns the fingerprint of in under opts with the current
-// version, "v1:sha256:" followed by 64 lower-case hex digits.
+// version, "v2:sha256:" followed by 64 lower-case hex digits.
 func Compute(in Input, opts Options) (string, error) {
 	return ComputeVersion(CurrentVersion, in, opts)
 }
@@ -189,7 +209,10 @@ func Compute(in Input, opts Options) (string, error) {
 //
 // Versions are never removed, so every fingerprint this package ever wrote
 // can be recomputed. An unknown version is an error matching
-// [ErrUnknownVersion].
+// [ErrUnknownVersion]. When the older version's rules leave out a part of
+// the request that opts hash today (v1 and a query string), the result is
+// an error matching [ErrNotComparable]: an old fingerprint cannot show
+// that such a request is the same.
 func ComputeVersion(version string, in Input, opts Options) (string, error) {
 	f, err := New(opts)
 	if err != nil {
@@ -207,14 +230,16 @@ func (f *Fingerprinter) Compute(in Input) (string, error) {
 // version; see the package function [ComputeVersion].
 func (f *Fingerprinter) ComputeVersion(version string, in Input) (string, error) {
 	switch version {
+	case "v2":
+		return f.v2(&in)
 	case "v1":
 		return f.v1(&in)
 	}
 	return "", fmt.Errorf("%w %q", ErrUnknownVersion, version)
 }
 
-// Version returns the version prefix of a fingerprint ("v1" for
-// "v1:sha256:…"), or "" when fp has no such prefix. It does not check that
+// Version returns the version prefix of a fingerprint ("v2" for
+// "v2:sha256:…"), or "" when fp has no such prefix. It does not check that
 // the version is known; ComputeVersion does.
 func Version(fp string) string {
 	i := strings.IndexByte(fp, ':')
@@ -226,11 +251,12 @@ func Version(fp string) string {
 
 // state is the per-call scratch space, reused through statePool.
 type state struct {
-	p   parser
-	e   emitter
-	h   hash.Hash
-	b64 []byte
-	sum [sha256.Size]byte
+	p     parser
+	e     emitter
+	h     hash.Hash
+	b64   []byte
+	names []string
+	sum   [sha256.Size]byte
 }
 
 var statePool = sync.Pool{New: func() any { return &state{h: sha256.New()} }}
@@ -248,21 +274,28 @@ func getState() *state {
 
 func putState(st *state) {
 	st.p.release()
-	if cap(st.p.arena) > maxPooled || cap(st.b64) > maxPooled || cap(st.e.out) > maxPooled ||
-		cap(st.p.nodes) > maxPooled/16 || cap(st.p.members) > maxPooled/16 {
+	clear(st.names)
+	st.names = st.names[:0]
+	if cap(st.b64) > maxPooled || cap(st.e.out) > maxPooled || cap(st.p.key) > maxPooled ||
+		cap(st.p.stack) > maxPooled/4 || cap(st.names) > maxPooled/16 {
 		return
 	}
 	statePool.Put(st)
 }
 
-// decodeBody returns the body bytes, decoding base64 if flagged.
+// decodeBody returns the body bytes, decoding base64 if flagged. A body
+// given as BodyString is read in place: nothing here writes to it.
 func (st *state) decodeBody(in *Input) ([]byte, error) {
-	if !in.IsBase64Encoded {
-		return in.Body, nil
+	body := in.Body
+	if body == nil {
+		body = unsafe.Slice(unsafe.StringData(in.BodyString), len(in.BodyString))
 	}
-	n := base64.StdEncoding.DecodedLen(len(in.Body))
+	if !in.IsBase64Encoded {
+		return body, nil
+	}
+	n := base64.StdEncoding.DecodedLen(len(body))
 	st.b64 = slices.Grow(st.b64[:0], n)[:n]
-	m, err := base64.StdEncoding.Decode(st.b64, in.Body)
+	m, err := base64.StdEncoding.Decode(st.b64, body)
 	if err != nil {
 		return nil, &bodyError{kind: ErrInvalidBase64, cause: err, msg: err.Error()}
 	}
@@ -289,8 +322,8 @@ func contentType(in *Input) string {
 }
 
 // resolveMode applies the ModeAuto rules. sniffed reports a JSON guess made
-// without a JSON content type; such a body falls back to raw bytes when it
-// does not parse.
+// without a content type; under v1 such a body falls back to raw bytes
+// when it does not parse.
 func (f *Fingerprinter) resolveMode(contentType string, body []byte) (mode Mode, sniffed bool) {
 	if f.mode != ModeAuto {
 		return f.mode, false

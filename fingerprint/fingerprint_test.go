@@ -26,7 +26,7 @@ func formIn(body string) Input {
 	return Input{ContentType: "application/x-www-form-urlencoded", Body: []byte(body)}
 }
 
-var fpPattern = regexp.MustCompile(`^v1:sha256:[0-9a-f]{64}$`)
+var fpPattern = regexp.MustCompile(`^v2:sha256:[0-9a-f]{64}$`)
 
 // TestSameOrDifferent is the main table: each case says whether two
 // requests must share a fingerprint under the given options.
@@ -119,7 +119,7 @@ func TestSameOrDifferent(t *testing.T) {
 		{"json content type with parameters", jsonIn(`{"a":1}`), Input{ContentType: "Application/JSON; charset=utf-8", Body: []byte(`{ "a": 1 }`)}, Options{}, true},
 		{"+json suffix", jsonIn(`{"a":1}`), Input{ContentType: "application/merge-patch+json", Body: []byte(`{ "a": 1 }`)}, Options{}, true},
 		{"no content type sniffed as JSON", jsonIn(`{"a":1}`), Input{Body: []byte(` {"a":1}`)}, Options{}, true},
-		{"no content type, not JSON", Input{Body: []byte(`{"a":1`)}, Input{ContentType: "text/plain", Body: []byte(`{"a":1`)}, Options{}, true},
+		{"no content type, not JSON-looking", Input{Body: []byte(`a=1`)}, Input{ContentType: "text/plain", Body: []byte(`a=1`)}, Options{}, true},
 		{"content type from Header", jsonIn(`{"a":1}`), Input{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{ "a":1}`)}, Options{}, true},
 		{"content type from lower-case Header", formIn(`a=1&b=2`), Input{Header: map[string][]string{"content-type": {"application/x-www-form-urlencoded"}}, Body: []byte(`b=2&a=1`)}, Options{}, true},
 		{"ContentType wins over Header", Input{ContentType: "text/plain", Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"a":1}`)},
@@ -143,7 +143,13 @@ func TestSameOrDifferent(t *testing.T) {
 		{"path vs body boundary", Input{Path: "/x", ContentType: "text/plain", Body: []byte("y")}, Input{Path: "/", ContentType: "text/plain", Body: []byte("xy")}, Options{Path: true}, false},
 
 		// Query.
-		{"query ignored by default", Input{Query: url.Values{"v": {"1"}}}, Input{Query: url.Values{"v": {"2"}}}, Options{}, true},
+		{"query counts by default", Input{Query: url.Values{"v": {"1"}}}, Input{Query: url.Values{"v": {"2"}}}, Options{}, false},
+		{"query absent vs empty by default", Input{}, Input{Query: url.Values{"v": {""}}}, Options{}, false},
+		{"query nil vs empty map", Input{}, Input{Query: url.Values{}}, Options{}, true},
+		{"query param order irrelevant by default", Input{Query: url.Values{"a": {"1"}, "b": {"2"}}}, Input{Query: url.Values{"b": {"2"}, "a": {"1"}}}, Options{}, true},
+		{"query values order by default", Input{Query: url.Values{"v": {"1", "2"}}}, Input{Query: url.Values{"v": {"2", "1"}}}, Options{}, false},
+		{"query name/value boundary by default", Input{Query: url.Values{"ab": {""}}}, Input{Query: url.Values{"a": {"b"}}}, Options{}, false},
+		{"query ignored with IgnoreQuery", Input{Query: url.Values{"v": {"1"}}}, Input{Query: url.Values{"v": {"2"}}}, Options{IgnoreQuery: true}, true},
 		{"query opted in", Input{Query: url.Values{"v": {"1"}}}, Input{Query: url.Values{"v": {"2"}}}, Options{Query: []string{"v"}}, false},
 		{"query unselected param", Input{Query: url.Values{"v": {"1"}, "t": {"1"}}}, Input{Query: url.Values{"v": {"1"}, "t": {"2"}}}, Options{Query: []string{"v"}}, true},
 		{"query repeated values order", Input{Query: url.Values{"v": {"1", "2"}}}, Input{Query: url.Values{"v": {"2", "1"}}}, Options{Query: []string{"v"}}, false},
@@ -264,9 +270,12 @@ func TestVersions(t *testing.T) {
 	if got := Version(cur); got != CurrentVersion {
 		t.Errorf("Version(%q) = %q, want %q", cur, got, CurrentVersion)
 	}
+	if CurrentVersion != "v2" {
+		t.Errorf("CurrentVersion = %q, want v2", CurrentVersion)
+	}
 	v1, err := ComputeVersion("v1", in, Options{})
-	if err != nil || v1 != cur {
-		t.Errorf("ComputeVersion(v1) = %q, %v; want %q", v1, err, cur)
+	if err != nil || Version(v1) != "v1" || v1[2:] == cur[2:] {
+		t.Errorf("ComputeVersion(v1) = %q, %v; want a v1 fingerprint other than %q", v1, err, cur)
 	}
 	f, err := New(Options{})
 	if err != nil {
@@ -275,7 +284,7 @@ func TestVersions(t *testing.T) {
 	if got, err := f.ComputeVersion(Version(cur), in); err != nil || got != cur {
 		t.Errorf("Fingerprinter.ComputeVersion = %q, %v; want %q", got, err, cur)
 	}
-	for _, v := range []string{"v0", "v2", "V1", "", "sha256"} {
+	for _, v := range []string{"v0", "v3", "V1", "V2", "", "sha256"} {
 		fp, err := ComputeVersion(v, in, Options{})
 		if !errors.Is(err, ErrUnknownVersion) || fp != "" {
 			t.Errorf("ComputeVersion(%q) = %q, %v; want ErrUnknownVersion", v, fp, err)

@@ -2,6 +2,7 @@ package fingerprint
 
 import (
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -10,7 +11,10 @@ import (
 // Version 1. Its output must never change: a change of any rule below
 // (framing, number rule, mode choice, header trimming…) is a new version
 // with its own function, and v1 stays as it is so that stored records can
-// still be compared. golden_test.go pins v1 outputs.
+// still be compared. golden_test.go pins v1 outputs. Since v2 it refuses
+// more than it used to, never hashing anything differently: a request with
+// a query string that the Options hash under v2 (ErrNotComparable), and
+// integers beyond the float64 range.
 //
 // The SHA-256 input is a sequence of parts, each self-delimiting, so that
 // the byte string can be split back into its parts and no two different
@@ -36,6 +40,9 @@ import (
 const v1Magic = "idemkit.fingerprint.v1\x00"
 
 func (f *Fingerprinter) v1(in *Input) (string, error) {
+	if !f.noQuery && len(f.query) == 0 && len(in.Query) > 0 {
+		return "", fmt.Errorf("%w: v1 does not hash the query string", ErrNotComparable)
+	}
 	st := getState()
 	defer putState(st)
 	e := &st.e
@@ -50,15 +57,7 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 	}
 	if len(f.query) > 0 {
 		e.byte('Q')
-		e.uvarint(len(f.query))
-		for _, name := range f.query {
-			e.str(name)
-			vals := in.Query[name]
-			e.uvarint(len(vals))
-			for _, v := range vals {
-				e.str(v)
-			}
-		}
+		writeSelected(e, f.query, in.Query)
 	}
 	if len(f.headers) > 0 {
 		e.byte('H')
@@ -77,7 +76,11 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 	mode, sniffed := f.resolveMode(contentType(in), body)
 	switch mode {
 	case ModeJSON:
-		if err := st.p.parse(body, f.maxDepth); err != nil {
+		err := st.p.validate(body, f.maxDepth)
+		if err == nil && sniffed {
+			err = st.p.checkNames()
+		}
+		if err != nil {
 			if !sniffed {
 				return "", err
 			}
@@ -86,7 +89,9 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 			break
 		}
 		e.byte('j')
-		f.v1JSON(st)
+		if err := f.writeJSON(st); err != nil {
+			return "", err
+		}
 	case ModeForm:
 		vals, err := url.ParseQuery(string(body))
 		if err != nil {
@@ -98,36 +103,61 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 		e.byte('r')
 		e.bytes(body)
 	}
-	e.flush()
-
-	sum := st.h.Sum(st.sum[:0])
-	var out [len("v1:sha256:") + 2*len(st.sum)]byte
-	n := copy(out[:], "v1:sha256:")
-	hex.Encode(out[n:], sum)
-	return string(out[:]), nil
+	return st.finish("v1:sha256:"), nil
 }
 
-func (f *Fingerprinter) v1JSON(st *state) {
+// finish flushes the emitter and returns prefix ("vN:sha256:") followed
+// by the hex digest.
+func (st *state) finish(prefix string) string {
+	st.e.flush()
+	sum := st.h.Sum(st.sum[:0])
+	var out [len("vN:sha256:") + 2*len(st.sum)]byte
+	n := copy(out[:], prefix)
+	hex.Encode(out[n:], sum)
+	return string(out[:])
+}
+
+// writeSelected writes the values of the named query parameters, names
+// sorted: uvarint(n) n*( str(name) list ).
+func writeSelected(e *emitter, names []string, q map[string][]string) {
+	e.uvarint(len(names))
+	for _, name := range names {
+		e.str(name)
+		writeList(e, q[name])
+	}
+}
+
+// writeJSON writes a validated JSON body: 'a' json, or with Include
+// 's' uvarint(n) n*( str(ptr) sel-json ). Both versions share it.
+func (f *Fingerprinter) writeJSON(st *state) error {
 	e, p := &st.e, &st.p
 	if len(f.include) == 0 {
 		e.byte('a')
-		p.emit(e, p.root, f.exclude)
+		if err := p.emitAll(e, f.exclude); err != nil {
+			return err
+		}
 		e.byte(0xFF)
-		return
+		return nil
+	}
+	if err := p.checkNames(); err != nil {
+		return err
 	}
 	e.byte('s')
 	e.uvarint(len(f.include))
 	for _, ptr := range f.include {
 		e.str(ptr.text)
-		n, ex, ok := p.lookup(ptr, f.exclude)
+		at, ex, ok := p.lookup(ptr, f.exclude)
 		if !ok {
 			e.byte(0)
 			continue
 		}
 		e.byte(1)
-		p.emit(e, n, ex)
+		if _, err := p.value(e, at, ex, true); err != nil {
+			return toBodyError(err)
+		}
 		e.byte(0xFF)
 	}
+	return nil
 }
 
 // v1Form hashes a form body. A form is read as an object whose members are

@@ -40,9 +40,9 @@ const DefaultMaxBodyBytes = 6 << 20
 
 // Config configures New. The zero value guards POST and PATCH, requires an
 // Idempotency-Key of at most 255 bytes, scopes records by method and
-// escaped path, fingerprints the body, replays Content-Type,
-// Content-Encoding and Location, and, with no Tenant, fails every guarded
-// request closed with a 500 tenant-missing problem.
+// escaped path, fingerprints the body and the query string, replays
+// Content-Type, Content-Encoding and Location, and, with no Tenant, fails
+// every guarded request closed with a 500 tenant-missing problem.
 type Config struct {
 	// Tenant returns the authenticated caller of r (from the session or
 	// token your authentication middleware verified, never from the body).
@@ -65,10 +65,12 @@ type Config struct {
 	Routes map[string]Route
 	// RouteTemplate scopes records by the ServeMux pattern that matched
 	// (Request.Pattern) instead of the path. It applies when the middleware
-	// wraps a handler registered on the mux, not the mux itself.
+	// wraps a handler registered on the mux, not the mux itself. The
+	// escaped path is then part of the fingerprint: a key reused for
+	// another resource of the pattern is a 422 fingerprint-mismatch.
 	RouteTemplate bool
 	// Fingerprint says what of the request must be equal for a retry to be
-	// replayed. Zero: the whole body.
+	// replayed. Zero: the whole body and the query string.
 	Fingerprint fingerprint.Options
 	// ReplayHeaders adds response headers to the replayed ones; see
 	// apigw.Config.ReplayHeaders for the names refused.

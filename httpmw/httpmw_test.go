@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -268,7 +269,8 @@ func TestMiddlewareConcurrentDuplicate(t *testing.T) {
 }
 
 // TestMiddlewareRouteTemplate: wrapping a handler registered on a
-// ServeMux scopes by its pattern.
+// ServeMux scopes by its pattern, and the concrete path is part of the
+// fingerprint: a key reused for another resource is a mismatch.
 func TestMiddlewareRouteTemplate(t *testing.T) {
 	o := &orders{}
 	store := memstore.New()
@@ -281,11 +283,42 @@ func TestMiddlewareRouteTemplate(t *testing.T) {
 	mux.Handle("POST /orders/{id}/capture", mw(o))
 	h := auth(mux)
 	serve(h, request(t, func(r *http.Request) { r.URL.Path = "/orders/1/capture" }))
-	if w := serve(h, request(t, func(r *http.Request) { r.URL.Path = "/orders/2/capture" })); !isReplay(w) {
-		t.Errorf("pattern not used: %v", ops)
+	w := serve(h, request(t, func(r *http.Request) { r.URL.Path = "/orders/2/capture" }))
+	checkProblem(t, w, 422, "fingerprint-mismatch")
+	if w := serve(h, request(t, func(r *http.Request) { r.URL.Path = "/orders/1/capture" })); !isReplay(w) {
+		t.Errorf("retry of order 1's capture not replayed: %d", w.Code)
 	}
-	if ops[0] != "POST /orders/{id}/capture" {
-		t.Errorf("operation %q", ops[0])
+	if ops[0] != "POST /orders/{id}/capture" || ops[1] != ops[0] {
+		t.Errorf("operations %q", ops)
+	}
+}
+
+// TestMiddlewareQuery: the query string is part of the fingerprint by
+// default, and can be left out per route.
+func TestMiddlewareQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		routes map[string]httpmw.Route
+		replay bool
+	}{
+		{name: "default"},
+		{name: "ignored for the route", replay: true,
+			routes: map[string]httpmw.Route{"POST /orders": {Fingerprint: &fingerprint.Options{IgnoreQuery: true}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &orders{}
+			g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
+			h := auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf, Routes: tc.routes})(o))
+			serve(h, request(t, nil))
+			w := serve(h, request(t, func(r *http.Request) { r.URL.RawQuery = "dryRun=true" }))
+			if tc.replay {
+				if !isReplay(w) {
+					t.Errorf("%d, want a replay", w.Code)
+				}
+				return
+			}
+			checkProblem(t, w, 422, "fingerprint-mismatch")
+		})
 	}
 }
 

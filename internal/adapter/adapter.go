@@ -45,8 +45,9 @@ type Route struct {
 type route struct {
 	optional bool
 	fp       *fingerprint.Fingerprinter
-	query    bool // fp reads query parameters
-	headers  bool // fp reads headers
+	fpPath   *fingerprint.Fingerprinter // fp that also hashes the concrete path
+	query    bool                       // fp reads query parameters
+	headers  bool                       // fp reads headers
 }
 
 // Guard is a compiled Options bound to an idemkit.Guard.
@@ -121,7 +122,13 @@ func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 	if err != nil {
 		return route{}, err
 	}
-	return route{optional: optional, fp: fp, query: len(o.Query) > 0, headers: len(o.Headers) > 0}, nil
+	withPath := *o
+	withPath.Path = true
+	fpPath, err := fingerprint.New(withPath)
+	if err != nil {
+		return route{}, err
+	}
+	return route{optional: optional, fp: fp, fpPath: fpPath, query: !o.IgnoreQuery, headers: len(o.Headers) > 0}, nil
 }
 
 // MustNew is New that panics, naming pkg, when o cannot be used. Adapters
@@ -176,13 +183,25 @@ type Request struct {
 // Operation returns the operation of r: its method and concrete path, or
 // with RouteTemplate its route template. A greedy template ("{proxy+}",
 // "$default") names no single operation, so the concrete path is used.
+// Paths are compared byte for byte: "/orders/" and "/orders", or "/Orders"
+// and "/orders", are distinct operations, as the routers see them.
 func (a *Guard) Operation(r *Request) string {
-	if a.template {
-		if t := r.Template; t != "" && t != "$default" && !strings.Contains(t, "+}") {
-			return strings.ToUpper(r.Method) + " " + t
-		}
+	if t, ok := a.opTemplate(r); ok {
+		return strings.ToUpper(r.Method) + " " + t
 	}
 	return strings.ToUpper(r.Method) + " " + r.Path
+}
+
+// opTemplate returns the route template that names r's operation, if any.
+// Such an operation covers many resources, so the concrete path is then
+// part of the fingerprint.
+func (a *Guard) opTemplate(r *Request) (string, bool) {
+	if a.template {
+		if t := r.Template; t != "" && t != "$default" && !strings.Contains(t, "+}") {
+			return t, true
+		}
+	}
+	return "", false
 }
 
 // route returns the settings for r.
@@ -284,9 +303,11 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 		return c.Problem(ProblemFor(err, a.storeRetry)), nil
 	}
 	scope.Key = key
-	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType, Body: r.Body, IsBase64Encoded: r.Base64}
-	if in.Body == nil {
-		in.Body = []byte(r.BodyString)
+	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
+		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}
+	fper := rt.fp
+	if _, ok := a.opTemplate(r); ok {
+		fper = rt.fpPath // one template, many resources: the path tells them apart
 	}
 	if rt.query && r.Query != nil {
 		in.Query = r.Query()
@@ -294,7 +315,7 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 	if rt.headers && r.Header != nil {
 		in.Header = r.Header()
 	}
-	fp, err := rt.fp.Compute(in)
+	fp, err := fper.Compute(in)
 	if err != nil {
 		a.g.Refuse(ctx, scope, err)
 		return c.Problem(BodyInvalid(err)), nil
@@ -303,7 +324,7 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 		Scope:       scope,
 		Fingerprint: fp,
 		FingerprintAs: func(version string) (string, error) {
-			return rt.fp.ComputeVersion(version, in)
+			return fper.ComputeVersion(version, in)
 		},
 	}
 	var (

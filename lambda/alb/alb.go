@@ -25,9 +25,9 @@ import (
 
 // Config configures Wrap. The zero value guards POST and PATCH, requires
 // an Idempotency-Key of at most 255 bytes, scopes records by method and
-// path, fingerprints the body, replays Content-Type, Content-Encoding and
-// Location, and, with no Tenant, fails every guarded request closed with a
-// 500 tenant-missing problem.
+// path, fingerprints the body and the query string, replays Content-Type,
+// Content-Encoding and Location, and, with no Tenant, fails every guarded
+// request closed with a 500 tenant-missing problem.
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
 	// your own. Nil, an empty result or an error: the request fails closed;
@@ -44,7 +44,7 @@ type Config struct {
 	// Routes overrides KeyOptional and Fingerprint per "METHOD /path".
 	Routes map[string]Route
 	// Fingerprint says what of the request must be equal for a retry to be
-	// replayed. Zero: the whole body.
+	// replayed. Zero: the whole body and the query string.
 	Fingerprint fingerprint.Options
 	// ReplayHeaders adds response headers to the replayed ones; see
 	// apigw.Config.ReplayHeaders for the names refused.

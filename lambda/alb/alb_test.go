@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -176,5 +177,38 @@ func TestALBTenants(t *testing.T) {
 	rb2, _ := h(context.Background(), b)
 	if o.runs != 2 || ra.Body == rb.Body || rb2.Body != rb.Body {
 		t.Errorf("runs %d: a=%s b=%s b2=%s", o.runs, ra.Body, rb.Body, rb2.Body)
+	}
+}
+
+// TestALBQuery: the query string is part of the fingerprint, for single-
+// and multi-value target groups alike.
+func TestALBQuery(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		mod  func(*events.ALBTargetGroupRequest)
+	}{
+		{"alb-headers.json", func(ev *events.ALBTargetGroupRequest) {
+			ev.QueryStringParameters = map[string]string{"dryRun": "true"}
+		}},
+		{"alb-multivalue.json", func(ev *events.ALBTargetGroupRequest) {
+			ev.MultiValueQueryStringParameters = map[string][]string{"dryRun": {"true"}}
+		}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			o := &orders{status: 201}
+			h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+			ev := load(t, tc.file)
+			if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
+				t.Fatalf("first: %d %v", r.StatusCode, err)
+			}
+			tc.mod(&ev)
+			r, err := h(context.Background(), ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.StatusCode != 422 || !strings.Contains(r.Body, "fingerprint-mismatch") || o.runs != 1 {
+				t.Errorf("got %d %s after %d runs, want 422 fingerprint-mismatch", r.StatusCode, r.Body, o.runs)
+			}
+		})
 	}
 }

@@ -20,7 +20,7 @@
 //	key-invalid                      400  empty, too long, not printable ASCII, two values
 //	key-expired                      400  a UUIDv7 key older than the record retention
 //	body-invalid                     400  the body cannot be fingerprinted (bad JSON, duplicate keys, too deep)
-//	fingerprint-mismatch             422  the key was used with a different body
+//	fingerprint-mismatch             422  the key was used with a different request (body, query, resource)
 //	operation-mismatch               422  account-wide keys: the key was used for another operation
 //	in-flight                        409  a request with the key is running; Retry-After says when to retry
 //	indeterminate-operator-required  409  an earlier run ended without a recorded outcome; an operator must resolve it
@@ -56,9 +56,9 @@ import (
 // Config configures a wrapper. The zero value guards POST and PATCH on
 // every route, requires an Idempotency-Key of at most 255 bytes, scopes
 // records by method and concrete path, fingerprints the body (canonical
-// JSON for JSON bodies, raw bytes otherwise), replays Content-Type,
-// Content-Encoding and Location, and, with no Tenant, fails every guarded
-// request closed with a 500 tenant-missing problem.
+// JSON for JSON bodies, raw bytes otherwise) and the query string, replays
+// Content-Type, Content-Encoding and Location, and, with no Tenant, fails
+// every guarded request closed with a 500 tenant-missing problem.
 type Config struct {
 	// Tenant names the authenticated caller: JWTClaim, CognitoClaim,
 	// AuthorizerContext, APIKeyID, IAMUserARN, SingleTenant or your own.
@@ -86,10 +86,14 @@ type Config struct {
 	Routes map[string]Route
 	// RouteTemplate scopes records by the route template (v1 resource, v2
 	// routeKey) instead of the concrete path. A greedy route ("{proxy+}",
-	// "$default") still uses the concrete path.
+	// "$default") still uses the concrete path. The concrete path is then
+	// part of the fingerprint: a key reused for another resource of the
+	// template (/orders/2/capture after /orders/1/capture) is a 422
+	// fingerprint-mismatch, never a replay.
 	RouteTemplate bool
 	// Fingerprint says what of the request must be equal for a retry to be
-	// replayed. Zero: the whole body.
+	// replayed. Zero: the whole body and the query string (set IgnoreQuery,
+	// per route if need be, to leave the query out).
 	Fingerprint fingerprint.Options
 	// ReplayHeaders adds response headers to the replayed ones (Content-Type,
 	// Content-Encoding, Location). Set-Cookie, Date, Retry-After, RateLimit-*,
@@ -137,6 +141,9 @@ func multi(h map[string]string) func() map[string][]string {
 
 func rawQuery(q string) func() map[string][]string {
 	return func() map[string][]string {
+		if q == "" {
+			return nil
+		}
 		v, _ := url.ParseQuery(q)
 		return v
 	}

@@ -180,3 +180,41 @@ func TestFunctionURL(t *testing.T) {
 	r, _ = h(context.Background(), ev)
 	checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
 }
+
+// TestV1ResourceMismatch: with RouteTemplate, a key reused on another
+// resource of the same REST resource template, or with another query
+// string, is a 422 fingerprint-mismatch, never a replay.
+func TestV1ResourceMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*events.APIGatewayProxyRequest)
+	}{
+		{"other order", func(ev *events.APIGatewayProxyRequest) {
+			ev.Path = "/orders/2/capture"
+			ev.PathParameters = map[string]string{"id": "2"}
+		}},
+		{"query string", func(ev *events.APIGatewayProxyRequest) {
+			ev.QueryStringParameters = map[string]string{"dryRun": "true"}
+			ev.MultiValueQueryStringParameters = map[string][]string{"dryRun": {"true"}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			o := &restOrders{}
+			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), RouteTemplate: true}, o.handle)
+			ev := load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json")
+			if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
+				t.Fatalf("first: %d %v", r.StatusCode, err)
+			}
+			tc.mod(&ev)
+			r, err := h(context.Background(), ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
+			if o.runs != 1 {
+				t.Errorf("handler ran %d times", o.runs)
+			}
+		})
+	}
+}

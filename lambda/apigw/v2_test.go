@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -391,18 +392,55 @@ func TestV2Operations(t *testing.T) {
 			t.Errorf("operation %q", op)
 		}
 	})
-	t.Run("route template shares a record", func(t *testing.T) {
+	t.Run("route template: a key reused for another resource is a mismatch", func(t *testing.T) {
 		e := newEnv(t, nil)
 		o := &orders{}
 		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant, RouteTemplate: true}, o.handle)
 		call(t, h, capture(t, "1"))
-		if r := call(t, h, capture(t, "2")); !replayed(r) || o.runs.Load() != 1 {
-			t.Fatalf("route template did not share the record")
+		r := call(t, h, capture(t, "2"))
+		checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
+		if o.runs.Load() != 1 {
+			t.Fatalf("capture of order 2 ran with order 1's key")
+		}
+		if r := call(t, h, capture(t, "1")); !replayed(r) || o.runs.Load() != 1 {
+			t.Fatalf("retry of order 1's capture: %d replayed=%v", r.StatusCode, replayed(r))
 		}
 		if op := e.events()[0].Scope.Operation; op != "POST /orders/{id}/capture" {
 			t.Errorf("operation %q", op)
 		}
 	})
+	for _, tc := range []struct{ name, path string }{
+		{"trailing slash", "/orders/1/capture/"},
+		{"case", "/Orders/1/capture"},
+	} {
+		t.Run(tc.name+" names another operation", func(t *testing.T) {
+			e := newEnv(t, nil)
+			o := &orders{}
+			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant}, o.handle)
+			call(t, h, capture(t, "1"))
+			ev := capture(t, "1")
+			ev.RawPath = tc.path
+			if r := call(t, h, ev); replayed(r) {
+				t.Fatalf("%s replayed the response for /orders/1/capture", tc.path)
+			}
+			if op := e.events()[len(e.events())-1].Scope.Operation; op != "POST "+tc.path {
+				t.Errorf("operation %q", op)
+			}
+		})
+		t.Run(tc.name+" with account-wide keys is an operation mismatch", func(t *testing.T) {
+			e := newEnv(t, func(c *idemkit.Config) { c.AccountWide = true })
+			o := &orders{}
+			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant}, o.handle)
+			call(t, h, capture(t, "1"))
+			ev := capture(t, "1")
+			ev.RawPath = tc.path
+			r := call(t, h, ev)
+			checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "operation-mismatch")
+			if o.runs.Load() != 1 {
+				t.Error("handler ran for the reused key")
+			}
+		})
+	}
 	t.Run("greedy route template falls back to the path", func(t *testing.T) {
 		e := newEnv(t, nil)
 		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), RouteTemplate: true}, (&orders{}).handle)
@@ -443,6 +481,7 @@ func TestV2Fingerprint(t *testing.T) {
 		{name: "invalid JSON", body: `{"amount":`, wantStatus: 400, wantType: "body-invalid"},
 		{name: "duplicate keys", body: `{"amount":1000,"amount":1}`, wantStatus: 400, wantType: "body-invalid"},
 		{name: "too deep", fp: fingerprint.Options{MaxDepth: 3}, body: `{"a":{"b":{"c":{"d":1}}}}`, wantStatus: 400, wantType: "body-invalid"},
+		{name: "integer beyond float64", body: `{"amount":1` + strings.Repeat("0", 400) + `}`, wantStatus: 400, wantType: "body-invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
@@ -499,6 +538,129 @@ func TestV2FingerprintOtherVersion(t *testing.T) {
 	checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
 }
 
+// TestV2FingerprintQuery: the query string counts by default, in canonical
+// form (parameters sorted by name, values in order); a route can opt out.
+func TestV2FingerprintQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		ignore        bool
+		first, second string
+		replay        bool
+	}{
+		{name: "dry run added", first: "", second: "dryRun=true"},
+		{name: "value changed", first: "expand=items", second: "expand=none"},
+		{name: "parameter order", first: "a=1&b=2", second: "b=2&a=1", replay: true},
+		{name: "repeated values order", first: "a=1&a=2", second: "a=2&a=1"},
+		{name: "same query", first: "expand=items", second: "expand=items", replay: true},
+		{name: "ignored for the route", ignore: true, first: "", second: "dryRun=true", replay: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			o := &orders{}
+			cfg := jwt
+			if tc.ignore {
+				cfg.Routes = map[string]apigw.Route{"POST /orders": {Fingerprint: &fingerprint.Options{IgnoreQuery: true}}}
+			}
+			h := apigw.WrapV2(e.g, cfg, o.handle)
+			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev.RawQueryString = tc.first
+			if r := call(t, h, ev); r.StatusCode != 201 {
+				t.Fatalf("first: %d %s", r.StatusCode, r.Body)
+			}
+			ev.RawQueryString = tc.second
+			r := call(t, h, ev)
+			if tc.replay {
+				if !replayed(r) || o.runs.Load() != 1 {
+					t.Errorf("got %d replayed=%v, want a replay", r.StatusCode, replayed(r))
+				}
+				return
+			}
+			checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
+			if o.runs.Load() != 1 {
+				t.Error("handler ran")
+			}
+		})
+	}
+}
+
+// TestV2FingerprintV1Record: a record stored with a v1 fingerprint is
+// still replayed to a retry with the same intent, and still refused for a
+// different body. A request whose query string or concrete path v1 did not
+// hash cannot be shown to be the same, so it is a mismatch, never a replay.
+func TestV2FingerprintV1Record(t *testing.T) {
+	v1 := func(t *testing.T, body string) string {
+		fp, err := fingerprint.ComputeVersion("v1", fingerprint.Input{ContentType: "application/json", Body: []byte(body)}, fingerprint.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
+	const stored = `{"amount":1000,"currency":"eur","customer":"cus_42"}`
+	for _, tc := range []struct {
+		name, query, body string
+		template          bool
+		replay            bool
+	}{
+		{name: "same intent", body: `{ "currency":"eur", "amount":1000.0, "customer":"cus_42" }`, replay: true},
+		{name: "other body", body: `{"amount":2000,"currency":"eur","customer":"cus_42"}`},
+		{name: "query string v1 did not hash", query: "dryRun=true", body: stored},
+		{name: "route template: path v1 did not hash", template: true, body: stored},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			o := &orders{}
+			cfg := jwt
+			cfg.RouteTemplate = tc.template
+			h := apigw.WrapV2(e.g, cfg, o.handle)
+			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev.RawQueryString = ""
+			ev.Body = stored
+			s := scopeOf(ev)
+			if tc.template {
+				ev.RouteKey = "POST /{collection}"
+				s.Operation = "POST /{collection}"
+			}
+			seedScope(t, e, s, v1(t, stored), &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)})
+			ev.RawQueryString = tc.query
+			ev.Body = tc.body
+			r := call(t, h, ev)
+			if tc.replay {
+				if !replayed(r) || r.Body != `{"id":"ord_1"}` {
+					t.Errorf("got %d %s replayed=%v, want the v1 record's response", r.StatusCode, r.Body, replayed(r))
+				}
+			} else {
+				checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
+			}
+			if o.runs.Load() != 0 {
+				t.Error("handler ran")
+			}
+		})
+	}
+}
+
+// TestV2NoContentTypeInvalidJSON: without a Content-Type, a body that looks
+// like JSON but is not I-JSON is refused, never hashed as raw bytes.
+func TestV2NoContentTypeInvalidJSON(t *testing.T) {
+	for _, body := range []string{
+		`{"amount":1000,"amount":1}`,
+		`{"note":"\ud800"}`,
+		`{"amount":1e400}`,
+		strings.Repeat("[", 100) + strings.Repeat("]", 100),
+	} {
+		e := newEnv(t, nil)
+		o := &orders{}
+		h := apigw.WrapV2(e.g, jwt, o.handle)
+		ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+		delete(ev.Headers, "content-type")
+		ev.Body = body
+		r := call(t, h, ev)
+		checkProblem(t, r.StatusCode, r.Headers, r.Body, 400, "body-invalid")
+		if o.runs.Load() != 0 {
+			t.Errorf("%.30s: handler ran", body)
+		}
+	}
+}
+
 // scopeOf returns the scope the v2-jwt.json event is stored under.
 func scopeOf(ev events.APIGatewayV2HTTPRequest) idemkit.Scope {
 	key, _ := idemkit.ParseKey([]string{ev.Headers["idempotency-key"]}, idemkit.KeyOptions{})
@@ -506,7 +668,8 @@ func scopeOf(ev events.APIGatewayV2HTTPRequest) idemkit.Scope {
 }
 
 func fingerprintOf(t testing.TB, ev events.APIGatewayV2HTTPRequest) string {
-	fp, err := fingerprint.Compute(fingerprint.Input{ContentType: ev.Headers["content-type"], Body: []byte(ev.Body)}, fingerprint.Options{})
+	q, _ := url.ParseQuery(ev.RawQueryString)
+	fp, err := fingerprint.Compute(fingerprint.Input{ContentType: ev.Headers["content-type"], Body: []byte(ev.Body), Query: q}, fingerprint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,8 +680,13 @@ func fingerprintOf(t testing.TB, ev events.APIGatewayV2HTTPRequest) string {
 // flight with an expired lease.
 func seed(t testing.TB, e *env, ev events.APIGatewayV2HTTPRequest, fp string, snap *idemkit.Snapshot) {
 	t.Helper()
+	seedScope(t, e, scopeOf(ev), fp, snap)
+}
+
+// seedScope stores a record for scope s, as seed does.
+func seedScope(t testing.TB, e *env, s idemkit.Scope, fp string, snap *idemkit.Snapshot) {
+	t.Helper()
 	now := e.clock.Now()
-	s := scopeOf(ev)
 	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "seed",
 		LeaseUntil: now.Add(-time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
 	ctx := context.Background()

@@ -1,0 +1,6 @@
+//go:build !race
+
+package fingerprint
+
+// memTestSize is the body size of the memory tests.
+const memTestSize = 2 << 20
