@@ -173,7 +173,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 			Detail: "This key was first used for a different operation. Use a new key for a new request."}
 	case errors.Is(err, idemkit.ErrFingerprintMismatch):
 		return &Problem{Type: TypeFingerprintMismatch, Title: "Idempotency key reused with a different request", Status: 422,
-			Detail: "This key was first used with a different request body. Use a new key for a new request."}
+			Detail: "This key was first used with a different request (body, query string or resource). Use a new key for a new request."}
 	case errors.As(err, &ce):
 		s := seconds(ce.RetryAfter)
 		return &Problem{Type: TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
