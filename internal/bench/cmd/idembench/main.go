@@ -38,7 +38,7 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 300, "measured rounds per path and size")
+	n := flag.Int("n", 200, "measured rounds per path and size")
 	runs := flag.Int("runs", 7, "fresh processes per cold-start variant")
 	gobench := flag.String("gobench", "", "file holding `go test -bench -benchmem` output of the adapter benchmarks")
 	cold := flag.Bool("cold", true, "measure cold start and binary size")
@@ -146,7 +146,7 @@ func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) er
 	}
 
 	if opts.moto {
-		res.moto, err = motoReplay(ctx, w, n/2)
+		res.moto, err = motoReplay(ctx, w, min(n/2, 60))
 		if err != nil {
 			return err
 		}
