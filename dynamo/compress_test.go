@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestCompressBodyConcurrent: completions compressing at once each get
@@ -61,5 +62,28 @@ func TestCompressBodyIncompressible(t *testing.T) {
 	}
 	if z, ok := compressBody(body); ok || z != nil {
 		t.Fatalf("random body: compressed to %d bytes, ok %v; want it left as is", len(z), ok)
+	}
+}
+
+// TestCompressBodyParallel: a completion compresses while another holds
+// an encoder, instead of waiting for it.
+func TestCompressBodyParallel(t *testing.T) {
+	if maxCompressors < 2 {
+		t.Skipf("GOMAXPROCS was %d at start: one encoder", maxCompressors)
+	}
+	held := getCompressor()
+	defer func() { freeCompressors <- held }()
+	done := make(chan bool, 1)
+	go func() {
+		_, ok := compressBody(bytes.Repeat([]byte(`{"a":1},`), 512))
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("repetitive body not compressed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("compressBody waited for the encoder another completion holds")
 	}
 }
