@@ -75,7 +75,10 @@
 // # Snapshot size
 //
 // Bodies of at least Options.CompressAbove bytes are compressed with zstd
-// when that makes them smaller. The item size is computed by DynamoDB's
+// when that makes them smaller. Concurrent completions compress in
+// parallel: the package makes a zstd encoder per completion compressing
+// at once, up to GOMAXPROCS, and keeps them (about 1 MB each) for the
+// life of the process. The item size is computed by DynamoDB's
 // rules before any write; a completion that would exceed
 // Options.MaxItemSize (default 350 KB, under DynamoDB's 400 KB) is stored
 // without its body and with Snapshot.Omitted set, so replays answer

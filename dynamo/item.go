@@ -72,12 +72,9 @@ const (
 // encodingZstd marks a zstd-compressed body.
 const encodingZstd = "zstd"
 
-// The zstd encoder and decoder are safe for concurrent EncodeAll/DecodeAll
-// calls and reused by every store.
-var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
-	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxDecodedBody))
-)
+// The zstd decoder is safe for concurrent DecodeAll calls and reused by
+// every store; encoders are pooled (compress.go).
+var zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxDecodedBody))
 
 // maxDecodedBody bounds a decompressed body: the largest response a Lambda
 // behind API Gateway can return is 6 MB (10 MB for a Function URL stream),
@@ -169,7 +166,7 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 	} else if len(snap.Body) > 0 {
 		body := snap.Body
 		if compressMin >= 0 && len(body) >= compressMin {
-			if z := zenc.EncodeAll(body, make([]byte, 0, len(body)/2)); len(z) < len(body) {
+			if z, ok := compressBody(body); ok {
 				body = z
 				it[AttrBodyEncoding] = str(encodingZstd)
 			}

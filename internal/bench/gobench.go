@@ -5,47 +5,84 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
-// CPU is one adapter benchmark's result over the in-memory store.
+// CPU is one benchmark's result.
 type CPU struct {
-	NsPerOp     float64
+	NsPerOp float64
+	// CPUNsPerOp is the process's CPU time per op (the cpu-ns/op metric),
+	// 0 when the benchmark does not report it.
+	CPUNsPerOp  float64
 	AllocsPerOp int64
 	BytesPerOp  int64
 }
 
-// CPUKey names a benchmark result: adapter ("v2", "http", or "ddb" for
-// the v2 wrapper over the DynamoDB store on a client that answers at
-// once), path
-// ("fresh" or "replay") and body size.
+// CPUKey names a benchmark result: adapter ("v2", "http", "ddb" for the
+// v2 wrapper over the DynamoDB store on a client that answers at once,
+// or "zstd" for the body compression alone), path ("fresh", "replay";
+// "compress" for zstd) and body size.
 type CPUKey struct {
 	Adapter, Path string
 	Size          int
 }
 
-var benchLine = regexp.MustCompile(`^Benchmark(V2|Middleware|DynamoPath)/(fresh|replay)/(\d+)B(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+(\d+) B/op\s+(\d+) allocs/op)?`)
+var benchName = regexp.MustCompile(`^Benchmark(V2|Middleware|DynamoPath|CompressBody)/(?:(fresh|replay)/)?(\d+)B(?:-\d+)?$`)
 
 // ParseGoBench reads `go test -bench -benchmem` output of
-// lambda/apigw.BenchmarkV2, httpmw.BenchmarkMiddleware and
-// BenchmarkDynamoPath. When a
-// benchmark appears more than once (-count), the fastest run is kept.
+// lambda/apigw.BenchmarkV2, httpmw.BenchmarkMiddleware,
+// BenchmarkDynamoPath and dynamo.BenchmarkCompressBody. When a benchmark
+// appears more than once (-count), the run with the least CPU per op
+// (ns/op where it has no cpu-ns/op) is kept.
 func ParseGoBench(r io.Reader) (map[CPUKey]CPU, error) {
 	out := map[CPUKey]CPU{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		m := benchLine.FindStringSubmatch(sc.Text())
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 {
+			continue
+		}
+		m := benchName.FindStringSubmatch(f[0])
 		if m == nil {
 			continue
 		}
-		adapter := map[string]string{"V2": "v2", "Middleware": "http", "DynamoPath": "ddb"}[m[1]]
+		adapter := map[string]string{"V2": "v2", "Middleware": "http", "DynamoPath": "ddb", "CompressBody": "zstd"}[m[1]]
+		path := m[2]
+		if adapter == "zstd" {
+			path = "compress"
+		}
 		size, _ := strconv.Atoi(m[3])
-		ns, _ := strconv.ParseFloat(m[4], 64)
-		bytes, _ := strconv.ParseInt(m[5], 10, 64)
-		allocs, _ := strconv.ParseInt(m[6], 10, 64)
-		k := CPUKey{adapter, m[2], size}
-		if old, ok := out[k]; !ok || ns < old.NsPerOp {
-			out[k] = CPU{NsPerOp: ns, AllocsPerOp: allocs, BytesPerOp: bytes}
+		var c CPU
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			switch f[i+1] {
+			case "ns/op":
+				c.NsPerOp = v
+			case "cpu-ns/op":
+				c.CPUNsPerOp = v
+			case "B/op":
+				c.BytesPerOp = int64(v)
+			case "allocs/op":
+				c.AllocsPerOp = int64(v)
+			}
+		}
+		if c.NsPerOp == 0 {
+			continue
+		}
+		k := CPUKey{adapter, path, size}
+		if old, ok := out[k]; !ok || c.cost() < old.cost() {
+			out[k] = c
 		}
 	}
 	return out, sc.Err()
+}
+
+func (c CPU) cost() float64 {
+	if c.CPUNsPerOp > 0 {
+		return c.CPUNsPerOp
+	}
+	return c.NsPerOp
 }

@@ -6,12 +6,21 @@
 // in-memory store; then cold start and binary size. `make bench` runs it
 // from the module root; docs/PERFORMANCE.md explains the figures.
 //
+// It also measures throughput with 1, 8 and 32 concurrent clients through
+// httpmw, repeats the fresh and replay rows for the overhead ratio (the
+// worst of -ratio-runs runs is the one judged), and, when moto_server is
+// on PATH, the replay on a server that returns the item with a failed
+// conditional write (1 call, as on DynamoDB). Each target is printed with
+// "met" or "NOT met" and what was measured against it.
+//
 //	idembench [-n rounds] [-runs processes] [-gobench file] [-cold=false] [-paths fresh,replay]
+//	          [-ratio-runs 3] [-throughput=false] [-moto=false]
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,11 +38,15 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 300, "measured rounds per path and size")
+	n := flag.Int("n", 200, "measured rounds per path and size")
 	runs := flag.Int("runs", 7, "fresh processes per cold-start variant")
 	gobench := flag.String("gobench", "", "file holding `go test -bench -benchmem` output of the adapter benchmarks")
 	cold := flag.Bool("cold", true, "measure cold start and binary size")
 	paths := flag.String("paths", "", "comma-separated paths to measure (default: all of "+strings.Join(bench.Paths, ",")+")")
+	flag.IntVar(&opts.ratioRuns, "ratio-runs", 3, "runs of the fresh and replay rows; the overhead ratio judged is the worst")
+	flag.BoolVar(&opts.throughput, "throughput", true, "measure throughput with 1, 8 and 32 concurrent clients")
+	flag.IntVar(&opts.tpRequests, "tp-requests", 320, "requests per throughput phase (split among the clients)")
+	flag.BoolVar(&opts.moto, "moto", true, "when moto_server is on PATH, measure the replay on it too")
 	flag.Parse()
 	var only []string
 	if *paths != "" {
@@ -45,10 +58,22 @@ func main() {
 	}
 }
 
+// opts are the flags beyond run's parameters.
+var opts struct {
+	ratioRuns  int
+	throughput bool
+	tpRequests int
+	moto       bool
+}
+
+// tpSize is the response size of the throughput rows.
+const tpSize = 4 << 10
+
 func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) error {
 	ctx := context.Background()
-	machine(w)
+	dl := machine(w)
 
+	server := "dynalite " + dl
 	endpoint := os.Getenv(dynalite.EnvEndpoint)
 	if endpoint == "" {
 		srv, err := dynalite.Start(ctx)
@@ -57,6 +82,8 @@ func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) er
 		}
 		defer srv.Stop()
 		endpoint = srv.Endpoint()
+	} else {
+		server = "the server at " + endpoint + " (" + dynalite.EnvEndpoint + ")"
 	}
 	client, err := dynalite.NewClient(ctx, endpoint)
 	if err != nil {
@@ -80,15 +107,62 @@ func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) er
 		}
 	}
 
-	fmt.Fprintln(os.Stderr, "idembench: measuring each path and size on dynalite...")
+	allOld, err := bench.ReturnsItemOnConditionFailure(ctx, client, table)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "idembench: measuring each path and size on %s...\n", server)
 	start := time.Now()
 	rows, err := bench.Latency(ctx, client, table, n, paths)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n## Per request (dynalite, %d interleaved rounds per row, %s)\n\n", n, time.Since(start).Round(time.Second))
+	fmt.Fprintf(w, "\n## Per request (%s, %s; %d interleaved rounds per row, %s)\n\n", server, allOldNote(allOld), n, time.Since(start).Round(time.Second))
 	table1(w, rows, cpu)
-	targets(w, rows)
+	var res results
+	res.cpu = cpu
+
+	runsOf := [][]bench.Row{rows}
+	for i := 1; i < opts.ratioRuns; i++ {
+		fmt.Fprintf(os.Stderr, "idembench: overhead ratio, run %d of %d...\n", i+1, opts.ratioRuns)
+		more, err := bench.Latency(ctx, client, table, n, []string{"fresh", "replay"})
+		if err != nil {
+			return err
+		}
+		runsOf = append(runsOf, more)
+	}
+	res.worstRatio = ratios(w, runsOf)
+
+	if opts.throughput {
+		fmt.Fprintf(os.Stderr, "idembench: throughput with %v concurrent clients...\n", bench.Clients)
+		start := time.Now()
+		tp, err := bench.Throughput(ctx, client, table, tpSize, opts.tpRequests, 2)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n## Throughput (%s; fresh requests with a %s response through httpmw; %d requests per phase, kit and raw phases alternated twice, the faster kept; %s)\n\n",
+			server, size(tpSize), opts.tpRequests, time.Since(start).Round(time.Second))
+		res.tp = throughputTable(w, tp)
+	}
+
+	if opts.moto {
+		res.moto, err = motoReplay(ctx, w, min(n/2, 60))
+		if err != nil {
+			return err
+		}
+	}
+	if !allOld {
+		res.replayCalls = -1
+	} else {
+		for _, r := range rows {
+			if r.Path == "replay" {
+				res.replayCalls = max(res.replayCalls, r.Calls)
+			}
+		}
+		res.replayServer = server
+	}
+	res.rows = rows
+	targets(w, res)
 
 	if cold {
 		fmt.Fprintln(os.Stderr, "idembench: building the cold-start programs and timing fresh processes...")
@@ -99,7 +173,8 @@ func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) er
 	return nil
 }
 
-func machine(w io.Writer) {
+// machine prints the commit and the machine; it returns dynalite's version.
+func machine(w io.Writer) string {
 	commit := "unknown"
 	if b, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
 		commit = strings.TrimSpace(string(b))
@@ -125,8 +200,26 @@ func machine(w io.Writer) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "# idembench\n\ncommit %s; %s/%s, %d CPUs (%s); %s; dynalite %s\n",
-		commit, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model, runtime.Version(), dl)
+	fmt.Fprintf(w, "# idembench\n\ncommit %s; %s/%s, %d CPUs (%s); %s; dynalite %s; load average %s\n",
+		commit, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model, runtime.Version(), dl, loadAvg())
+	return dl
+}
+
+// loadAvg returns the 1-minute load average, "unknown" where there is
+// no /proc/loadavg: on a shared machine it says how much CPU the run had.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}
+
+func allOldNote(allOld bool) string {
+	if allOld {
+		return "returns the item with a failed conditional write, as DynamoDB does"
+	}
+	return "does not return the item with a failed conditional write: replay and conflict take a GetItem more than on DynamoDB"
 }
 
 func dur(d time.Duration) string {
@@ -149,7 +242,7 @@ func size(n int) string {
 
 func table1(w io.Writer, rows []bench.Row, cpu map[bench.CPUKey]bench.CPU) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\tsize\tcalls\tRCU\tWCU\tp50\tp99\tbare p50\tsame p50\tsame p99\tratio\tmin p50\tratio min\tv2 ns/op\tv2 allocs\thttp ns/op\thttp allocs\tddb ns/op\tddb allocs\t")
+	fmt.Fprintln(tw, "path\tsize\tcalls\tRCU\tWCU\tp50\tp99\tbare p50\tsame p50\tsame p99\tratio\tmin p50\tratio min\tv2 ns/op\tv2 allocs\thttp ns/op\thttp allocs\tddb ns/op\tddb cpu ns/op\tddb allocs\tddb B/op\t")
 	for _, r := range rows {
 		ratio, ratioMin := "-", "-"
 		if r.Ratio > 0 {
@@ -165,31 +258,230 @@ func table1(w io.Writer, rows []bench.Row, cpu map[bench.CPUKey]bench.CPU) {
 		v2ns, v2a := c("v2")
 		hns, ha := c("http")
 		dns, da := c("ddb")
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%g\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		dcpu, db := "-", "-"
+		if v, ok := cpu[bench.CPUKey{Adapter: "ddb", Path: r.Path, Size: r.Size}]; ok {
+			dcpu, db = fmt.Sprintf("%.0f", v.CPUNsPerOp), fmt.Sprint(v.BytesPerOp)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%g\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.Path, size(r.Size), r.Calls, r.ReadUnits, r.WriteUnits, dur(r.P50), dur(r.P99), dur(r.BareP50),
-			dur(r.SameP50), dur(r.SameP99), ratio, dur(r.MinP50), ratioMin, v2ns, v2a, hns, ha, dns, da)
+			dur(r.SameP50), dur(r.SameP99), ratio, dur(r.MinP50), ratioMin, v2ns, v2a, hns, ha, dns, dcpu, da, db)
 	}
 	tw.Flush()
 }
 
-// targets prints the overhead-ratio target per row it applies to.
-func targets(w io.Writer, rows []bench.Row) {
-	worst, worstMin := 0.0, 0.0
-	fmt.Fprintln(w)
-	for _, r := range rows {
+// results are the figures the targets are judged on.
+type results struct {
+	rows       []bench.Row
+	cpu        map[bench.CPUKey]bench.CPU
+	worstRatio ratioAt
+	tp         []bench.ThroughputRow
+	moto       *motoResult
+	// replayCalls is the replay's calls on the main server when that
+	// returns the item with a failed write, -1 when it does not.
+	replayCalls  int
+	replayServer string
+}
+
+type ratioAt struct {
+	ratio     float64
+	path      string
+	size, run int
+	runs      int
+	p50, same time.Duration
+	bare      time.Duration
+}
+
+// ratios prints the overhead ratio of the fresh and replay rows of every
+// run and returns the worst.
+func ratios(w io.Writer, runs [][]bench.Row) ratioAt {
+	fmt.Fprintf(w, "\n## Overhead ratio, fresh and replay (p50 / (bare p50 + same p50)), %d runs\n\n", len(runs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "path\tsize\t"
+	for i := range runs {
+		head += fmt.Sprintf("run %d\t", i+1)
+	}
+	fmt.Fprintln(tw, head+"worst\t")
+	worst := ratioAt{runs: len(runs)}
+	for _, r := range runs[0] {
 		if r.Path != "fresh" && r.Path != "replay" {
 			continue
 		}
-		worst, worstMin = max(worst, r.Ratio), max(worstMin, r.RatioMin)
-	}
-	verdict := func(x float64) string {
-		if x > 1.10 {
-			return "NOT met"
+		line := fmt.Sprintf("%s\t%s\t", r.Path, size(r.Size))
+		rowWorst := 0.0
+		for i, run := range runs {
+			for _, o := range run {
+				if o.Path == r.Path && o.Size == r.Size {
+					line += fmt.Sprintf("%.3f\t", o.Ratio)
+					rowWorst = max(rowWorst, o.Ratio)
+					if o.Ratio > worst.ratio {
+						worst = ratioAt{ratio: o.Ratio, path: o.Path, size: o.Size, run: i + 1, runs: len(runs), p50: o.P50, same: o.SameP50, bare: o.BareP50}
+					}
+				}
+			}
 		}
-		return "met"
+		fmt.Fprintln(tw, line+fmt.Sprintf("%.3f\t", rowWorst))
 	}
-	fmt.Fprintf(w, "overhead ratio, fresh and replay, worst of %d sizes: %.3f vs the same requests (target <= 1.10: %s); %.3f vs minimal calls (%s)\n",
-		len(bench.Sizes), worst, verdict(worst), worstMin, verdict(worstMin))
+	tw.Flush()
+	return worst
+}
+
+// throughputTable prints the throughput rows and returns them.
+func throughputTable(w io.Writer, rows []bench.ThroughputRow) []bench.ThroughputRow {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "clients\tkit req/s\tkit p50\tkit p99\tkit cpu/req\traw req/s\traw p50\traw p99\traw cpu/req\tkit/raw req/s\tkit cpu - raw cpu\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%.3f\t%s\t\n", r.Kit.Clients,
+			r.Kit.PerSec, dur(r.Kit.P50), dur(r.Kit.P99), dur(r.Kit.CPU),
+			r.Raw.PerSec, dur(r.Raw.P50), dur(r.Raw.P99), dur(r.Raw.CPU),
+			r.Kit.PerSec/r.Raw.PerSec, dur(r.Kit.CPU-r.Raw.CPU))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nkit: httpmw over the DynamoDB store (claim, handler, completion); raw: the bare handler plus the very")
+	fmt.Fprintln(w, "requests the store sent for one such request, re-sent under a new key straight through the same SDK client.")
+	fmt.Fprintln(w, "cpu/req is this process's CPU time (SDK included, the server's not) per request.")
+	return rows
+}
+
+type motoResult struct {
+	version string
+	allOld  bool
+	rows    []bench.Row
+	skipped string
+}
+
+// motoReplay measures the replay on moto_server, when it is on PATH.
+func motoReplay(ctx context.Context, w io.Writer, n int) (*motoResult, error) {
+	m, err := bench.StartMoto(ctx)
+	if errors.Is(err, exec.ErrNotFound) {
+		return &motoResult{skipped: "moto_server not on PATH"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer m.Stop()
+	res := &motoResult{version: bench.MotoVersion(ctx)}
+	fmt.Fprintf(os.Stderr, "idembench: replay on moto %s...\n", res.version)
+	client, err := dynalite.NewClient(ctx, m.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	table := fmt.Sprintf("idembench-%d", time.Now().UnixNano())
+	if err := dynamo.CreateTable(ctx, client, table); err != nil {
+		return nil, fmt.Errorf("moto: %w", err)
+	}
+	if res.allOld, err = bench.ReturnsItemOnConditionFailure(ctx, client, table); err != nil {
+		return nil, fmt.Errorf("moto: %w", err)
+	}
+	start := time.Now()
+	if res.rows, err = bench.Latency(ctx, client, table, n, []string{"replay"}); err != nil {
+		return nil, fmt.Errorf("moto: %w", err)
+	}
+	fmt.Fprintf(w, "\n## Replay on moto %s (%s; %d interleaved rounds per row, %s)\n\n", res.version, allOldNote(res.allOld), n, time.Since(start).Round(time.Second))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "path\tsize\tcalls\tRCU\tWCU\tp50\tp99\tbare p50\tsame p50\tratio\t")
+	for _, r := range res.rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%g\t%s\t%s\t%s\t%s\t%.3f\t\n", r.Path, size(r.Size), r.Calls, r.ReadUnits, r.WriteUnits,
+			dur(r.P50), dur(r.P99), dur(r.BareP50), dur(r.SameP50), r.Ratio)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nmoto answers far slower than dynalite: its ratios say little about the kit; the calls are what this table is for.")
+	return res, nil
+}
+
+// cpuTarget is the kit's CPU on the 64 KB fresh path (BenchmarkDynamoPath).
+const cpuTarget = 110 * time.Microsecond
+
+// targets prints every target with its verdict and, where one is not
+// met, the figure that names the gap.
+func targets(w io.Writer, r results) {
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	fmt.Fprintln(w, "\n## Targets")
+	fmt.Fprintln(w)
+
+	// Overhead ratio.
+	wr := r.worstRatio
+	fmt.Fprintf(w, "overhead ratio <= 1.10, fresh and replay, 3 sizes, worst of %d runs: %.3f (%s %s, run %d): %s\n",
+		wr.runs, wr.ratio, wr.path, size(wr.size), wr.run, verdict(wr.ratio <= 1.10))
+	if wr.ratio > 1.10 {
+		gap := wr.p50 - wr.bare - wr.same
+		fmt.Fprintf(w, "  gap: wrapped p50 %s vs bare + same requests %s: the kit adds %s beyond its DynamoDB calls there", dur(wr.p50), dur(wr.bare+wr.same), dur(gap))
+		if c, ok := r.cpu[bench.CPUKey{Adapter: "ddb", Path: wr.path, Size: wr.size}]; ok {
+			fmt.Fprintf(w, ", of which %s is its own CPU (BenchmarkDynamoPath cpu-ns/op)", dur(time.Duration(c.CPUNsPerOp)))
+			if z, ok := r.cpu[bench.CPUKey{Adapter: "zstd", Path: "compress", Size: wr.size}]; ok && wr.path == "fresh" {
+				fmt.Fprintf(w, ", %s of that compressing the body (BenchmarkCompressBody)", dur(time.Duration(z.CPUNsPerOp)))
+			}
+			fmt.Fprintf(w, "; the rest is the same CPU delaying the server on a shared 2-core machine (see docs/PERFORMANCE.md)")
+		}
+		fmt.Fprintln(w)
+	}
+
+	// CPU of the 64 KB fresh path.
+	if c, ok := r.cpu[bench.CPUKey{Adapter: "ddb", Path: "fresh", Size: 64 << 10}]; ok {
+		ns, cpu := time.Duration(c.NsPerOp), time.Duration(c.CPUNsPerOp)
+		best := ns
+		if cpu > 0 && cpu < best {
+			best = cpu
+		}
+		fmt.Fprintf(w, "kit CPU, 64 KB fresh <= %s: %s ns/op, %s cpu-ns/op (BenchmarkDynamoPath): %s\n", dur(cpuTarget), dur(ns), dur(cpu), verdict(best <= cpuTarget))
+		if best > cpuTarget {
+			if z, ok := r.cpu[bench.CPUKey{Adapter: "zstd", Path: "compress", Size: 64 << 10}]; ok {
+				fmt.Fprintf(w, "  gap: compressing the 64 KB body with zstd alone takes %s cpu-ns/op (BenchmarkCompressBody); the only faster level,\n", dur(time.Duration(z.CPUNsPerOp)))
+				fmt.Fprintln(w, "  SpeedFastest, is ~15% faster and makes the completion one write unit more (13 > 12; docs/PERFORMANCE.md)")
+			}
+		}
+	}
+
+	// Write units.
+	wcu := map[int]float64{}
+	for _, row := range r.rows {
+		if row.Path == "fresh" {
+			wcu[row.Size] = row.WriteUnits
+		}
+	}
+	if u4, ok := wcu[4<<10]; ok {
+		u64 := wcu[64<<10]
+		fmt.Fprintf(w, "write units, fresh: 4 KB <= 3, 64 KB <= 12: %g and %g: %s\n", u4, u64, verdict(u4 <= 3 && u64 <= 12))
+	}
+
+	// Throughput.
+	for _, t := range r.tp {
+		if t.Kit.Clients == 32 {
+			ratio := t.Kit.PerSec / t.Raw.PerSec
+			fmt.Fprintf(w, "throughput at 32 clients >= 0.9 x raw: %.0f vs %.0f req/s = %.3f: %s\n", t.Kit.PerSec, t.Raw.PerSec, ratio, verdict(ratio >= 0.9))
+			if ratio < 0.9 {
+				fmt.Fprintf(w, "  gap: the kit uses %s more CPU per request in this process (%s vs %s, x%.2f; raw/kit CPU = %.3f) on %d cores\n",
+					dur(t.Kit.CPU-t.Raw.CPU), dur(t.Kit.CPU), dur(t.Raw.CPU), float64(t.Kit.CPU)/float64(t.Raw.CPU), float64(t.Raw.CPU)/float64(t.Kit.CPU), runtime.NumCPU())
+				fmt.Fprintf(w, "  shared with the server (load average now %s): where the cores are saturated, requests per second follow CPU per request\n", loadAvg())
+			}
+		}
+	}
+
+	// Replay calls where the server returns the item.
+	switch {
+	case r.replayCalls > 0:
+		fmt.Fprintf(w, "replay = 1 call where the server returns the item with a failed write: %d on %s: %s\n", r.replayCalls, r.replayServer, verdict(r.replayCalls == 1))
+	case r.moto != nil && r.moto.skipped == "":
+		calls := 0
+		for _, row := range r.moto.rows {
+			calls = max(calls, row.Calls)
+		}
+		if !r.moto.allOld {
+			fmt.Fprintf(w, "replay = 1 call where the server returns the item with a failed write: moto %s does not return it: not measured\n", r.moto.version)
+		} else {
+			fmt.Fprintf(w, "replay = 1 call where the server returns the item with a failed write: %d on moto %s: %s\n", calls, r.moto.version, verdict(calls == 1))
+		}
+	default:
+		reason := "no such server"
+		if r.moto != nil {
+			reason = r.moto.skipped
+		}
+		fmt.Fprintf(w, "replay = 1 call where the server returns the item with a failed write: not measured (%s; asserted by TestReplayUsageALLOLD)\n", reason)
+	}
 }
 
 func coldStart(ctx context.Context, w io.Writer, client dynamo.TableClient, endpoint string, runs int) error {

@@ -1,0 +1,43 @@
+package dynamo_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/bench"
+)
+
+// BenchmarkCompressBody measures the body compression of a completion on
+// the bench's JSON responses: the part of BenchmarkDynamoPath's fresh
+// path that grows with the body. make bench reports it next to that.
+// The random bodies are what compression cannot shrink (an encrypted or
+// already compressed payload): what a body that is stored as is costs.
+func BenchmarkCompressBody(b *testing.B) {
+	for _, size := range bench.Sizes[1:] {
+		random := make([]byte, size)
+		x := uint64(size)*0x9E3779B97F4A7C15 | 1
+		for i := range random {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			random[i] = byte(x)
+		}
+		benchCompress(b, strconv.Itoa(size)+"B", bench.JSON(size))
+		benchCompress(b, "random/"+strconv.Itoa(size)+"B", random)
+	}
+}
+
+func benchCompress(b *testing.B, name string, body []byte) {
+	b.Run(name, func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		cpu0 := bench.ProcessCPU()
+		var z []byte
+		for i := 0; i < b.N; i++ {
+			z, _ = dynamo.CompressBody(body)
+		}
+		b.ReportMetric(float64(bench.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(len(z)), "out-bytes")
+	})
+}

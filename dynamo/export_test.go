@@ -1,0 +1,4 @@
+package dynamo
+
+// CompressBody is compressBody, for the external benchmarks.
+var CompressBody = compressBody

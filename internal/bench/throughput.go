@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/httpmw"
+)
+
+// Clients are the numbers of concurrent clients Throughput measures.
+var Clients = []int{1, 8, 32}
+
+// Load is one variant at one concurrency: requests per second over the
+// phase, per-request latency quantiles, and this process's CPU time per
+// request (the DynamoDB server's own CPU is not in it).
+type Load struct {
+	Clients  int
+	Requests int
+	PerSec   float64
+	P50, P99 time.Duration
+	CPU      time.Duration
+}
+
+// ThroughputRow compares, at one concurrency, fresh requests through the
+// httpmw middleware over the DynamoDB store (Kit) with the bare handler
+// plus the very DynamoDB requests the store sends for a fresh request,
+// re-sent straight through the SDK under a new key (Raw): the same
+// baseline as Row.SameP50.
+type ThroughputRow struct {
+	Size     int
+	Kit, Raw Load
+}
+
+// Throughput runs fresh requests of a size-byte response through httpmw
+// on client's server with each of Clients concurrent clients, perPhase
+// requests per phase split among them, alternating kit and raw phases
+// rounds times; each Load is the phase with the higher request rate.
+func Throughput(ctx context.Context, client *dynamodb.Client, table string, size, perPhase, rounds int) ([]ThroughputRow, error) {
+	body := JSON(size)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Location", "/orders/ord_1")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	})
+	s, err := dynamo.New(client, table, dynamo.Options{})
+	if err != nil {
+		return nil, err
+	}
+	g, err := idemkit.New(idemkit.Config{Store: s})
+	if err != nil {
+		return nil, err
+	}
+	kit := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "bench", nil }})(handler)
+	reqBody := []byte(Event("").Body)
+	prefix := fmt.Sprintf("tp-%d-%d-", size, time.Now().UnixNano())
+
+	kitReq := func(key string) error {
+		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/orders", bytes.NewReader(reqBody))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Idempotency-Key", key)
+		w := httptest.NewRecorder()
+		kit.ServeHTTP(w, r)
+		if w.Code != http.StatusCreated || w.Body.Len() != size {
+			return fmt.Errorf("kit: status %d, %d-byte body: %s", w.Code, w.Body.Len(), w.Body.Bytes()[:min(w.Body.Len(), 200)])
+		}
+		return nil
+	}
+	// Capture the requests of one fresh request to re-send them as Raw.
+	capture := &capturing{Client: client}
+	cs, err := dynamo.New(capture, table, dynamo.Options{})
+	if err != nil {
+		return nil, err
+	}
+	cg, err := idemkit.New(idemkit.Config{Store: cs})
+	if err != nil {
+		return nil, err
+	}
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/orders", bytes.NewReader(reqBody))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Idempotency-Key", prefix+"capture")
+	w := httptest.NewRecorder()
+	httpmw.New(cg, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "bench", nil }})(handler).ServeHTTP(w, r)
+	if w.Code != http.StatusCreated || len(capture.calls) != 2 {
+		return nil, fmt.Errorf("capture: status %d, %d calls, want 201 and 2", w.Code, len(capture.calls))
+	}
+	sent := capture.calls
+	rawReq := func(key string) error {
+		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/orders", bytes.NewReader(reqBody))
+		w := httptest.NewRecorder()
+		if _, err := io.ReadAll(r.Body); err != nil {
+			return err
+		}
+		handler.ServeHTTP(w, r)
+		for _, c := range sent {
+			if err := c(ctx, key); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	var rows []ThroughputRow
+	for _, c := range Clients {
+		row := ThroughputRow{Size: size}
+		for round := 0; round < rounds; round++ {
+			for _, v := range []struct {
+				name string
+				do   func(string) error
+				into *Load
+			}{{"kit", kitReq, &row.Kit}, {"raw", rawReq, &row.Raw}} {
+				l, err := phase(c, max(1, perPhase/c), fmt.Sprintf("%s%s-%d-%d-", prefix, v.name, c, round), v.do)
+				if err != nil {
+					return nil, fmt.Errorf("%d clients, %s: %w", c, v.name, err)
+				}
+				if l.PerSec > v.into.PerSec {
+					*v.into = l
+				}
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// phase runs clients goroutines making perClient requests each.
+func phase(clients, perClient int, prefix string, do func(key string) error) (Load, error) {
+	lat := make([][]time.Duration, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	cpu0, start := ProcessCPU(), time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat[c] = make([]time.Duration, 0, perClient)
+			for i := 0; i < perClient; i++ {
+				t0 := time.Now()
+				if err := do(prefix + strconv.Itoa(c) + "-" + strconv.Itoa(i)); err != nil {
+					errs[c] = err
+					return
+				}
+				lat[c] = append(lat[c], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	wall, cpu := time.Since(start), ProcessCPU()-cpu0
+	var all []time.Duration
+	for c := range lat {
+		if errs[c] != nil {
+			return Load{}, errs[c]
+		}
+		all = append(all, lat[c]...)
+	}
+	n := len(all)
+	return Load{Clients: clients, Requests: n, PerSec: float64(n) / wall.Seconds(),
+		P50: quantile(all, 0.5), P99: quantile(all, 0.99), CPU: cpu / time.Duration(n)}, nil
+}
