@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
+	"sync"
 )
 
 // ErrOutcomeUnknown is returned by a handler (wrapped in its error) that
@@ -30,8 +31,26 @@ type executionKey struct{}
 // key when set, so it cannot be derived from the Idempotency-Key alone
 // (nor, with a secret, from the scope).
 func ExecutionID(ctx context.Context) string {
-	id, _ := ctx.Value(executionKey{}).(string)
-	return id
+	e, ok := ctx.Value(executionKey{}).(*execution)
+	if !ok {
+		return ""
+	}
+	e.once.Do(func() { e.id = executionID(e.secret, e.scope) })
+	return e.id
+}
+
+// execution is the identity of one guarded handler run, computed on first
+// use: most handlers never ask for it.
+type execution struct {
+	secret []byte
+	scope  Scope
+	once   sync.Once
+	id     string // set by once
+}
+
+// withExecution returns ctx carrying the execution identity of scope.
+func withExecution(ctx context.Context, secret []byte, scope Scope) context.Context {
+	return context.WithValue(ctx, executionKey{}, &execution{secret: secret, scope: scope})
 }
 
 // executionID computes the execution identity of scope.

@@ -407,7 +407,7 @@ var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.
 // runtime.Goexit runs in a deferred call that does not recover, so a panic
 // goes on with the handler's own stack.
 func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
-	hctx := context.WithValue(c.ctx, executionKey{}, executionID(c.g.cfg.ExecutionSecret, rec.Scope))
+	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope)
 	stop := c.g.renew(c.ctx, rec, c.pol, c.start)
 	hstart := c.g.now()
 	returned := false
