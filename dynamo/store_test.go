@@ -1,6 +1,8 @@
 package dynamo_test
 
 import (
+	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,14 +20,18 @@ func TestMain(m *testing.M) { dynalite.Main(m) }
 var shared struct {
 	once   sync.Once
 	client *dynamodb.Client
+	err    error
 }
 
-// client returns a client of the shared test server.
+// client returns a client of the shared test server. Endpoint runs first,
+// outside the Once, so that a skip (IDEMKIT_SKIP_DYNAMODB=1) or a failure
+// reaches every test, not only the first.
 func client(t testing.TB) *dynamodb.Client {
 	t.Helper()
-	shared.once.Do(func() { shared.client = dynalite.Client(t) })
-	if shared.client == nil {
-		t.Fatal("no DynamoDB client")
+	ep := dynalite.Endpoint(t)
+	shared.once.Do(func() { shared.client, shared.err = dynalite.NewClient(context.Background(), ep) })
+	if shared.err != nil {
+		t.Fatal(shared.err)
 	}
 	return shared.client
 }
@@ -44,7 +50,7 @@ func newTable(t testing.TB, c *dynamodb.Client) string {
 func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
 	t.Helper()
 	if opts.CallTimeout == 0 {
-		opts.CallTimeout = 30 * time.Second
+		opts.CallTimeout = dynalite.Scale(30 * time.Second)
 	}
 	c := client(t)
 	table := newTable(t, c)
@@ -57,6 +63,9 @@ func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Clien
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) idemkit.Store {
+		if strings.HasSuffix(t.Name(), "/RaceOneKey") {
+			dynalite.Require(t, dynalite.AtomicConditionalWrites)
+		}
 		s, _, _ := newStore(t, dynamo.Options{})
 		return s
 	})
