@@ -42,6 +42,13 @@ func newTable(t testing.TB, c *dynamodb.Client) string {
 	return dynalite.CreateTable(t, c, dynamo.TableDefinition("idem"))
 }
 
+// testOptions are the store options of tests that do not test timeouts:
+// a call timeout of 30 s (scaled by IDEMKIT_TEST_TIMEOUT_SCALE) instead of
+// the production 2 s, which a loaded machine can exceed.
+func testOptions() dynamo.Options {
+	return dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second)}
+}
+
 // newStore returns a store on a fresh table of the shared server. Unless
 // opts sets one, calls get a 30 s timeout instead of the production 2 s:
 // dynalite is one Node process that queues every request, and a burst of

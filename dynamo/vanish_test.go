@@ -55,7 +55,7 @@ func TestClaimRecordVanishes(t *testing.T) {
 	table := newTable(t, c)
 	ctx := context.Background()
 	now := base()
-	direct, _ := dynamo.New(c, table, dynamo.Options{})
+	direct, _ := dynamo.New(c, table, testOptions())
 	rec := func(key, owner string) *idemkit.Record {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}
 		return &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:sha256:v", Owner: owner, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
@@ -80,7 +80,7 @@ func TestClaimRecordVanishes(t *testing.T) {
 		holder, mine := rec("once", "holder"), rec("once", "mine")
 		hold(holder)()
 		racy := &racyGets{Client: c, before: release(holder)}
-		s, _ := dynamo.New(racy, table, dynamo.Options{})
+		s, _ := dynamo.New(racy, table, testOptions())
 		res, err := s.Claim(ctx, mine, now, idemkit.ClaimOptions{})
 		if err != nil || !res.Won {
 			t.Fatalf("claim: %+v, %v; want a win once the holder released", res, err)
@@ -99,7 +99,7 @@ func TestClaimRecordVanishes(t *testing.T) {
 		holder, mine := rec("churn", "holder"), rec("churn", "mine")
 		hold(holder)()
 		racy := &racyGets{Client: c, before: release(holder), after: hold(holder)}
-		s, _ := dynamo.New(racy, table, dynamo.Options{})
+		s, _ := dynamo.New(racy, table, testOptions())
 		res, err := s.Claim(ctx, mine, now, idemkit.ClaimOptions{})
 		if err != nil || res.Won || res.Existing != nil {
 			t.Fatalf("claim: %+v, %v; want lost with no record, for the engine to retry", res, err)
