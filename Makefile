@@ -71,14 +71,32 @@ reliability: deps
 	@IDEMKIT_RELIABILITY=full $(GO) test -race -count=1 -timeout 30m -v -run '$(RELIABILITY_RUN)' ./integration/ > bin/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |ok|FAIL)|RELIABILITY |panic' bin/reliability.log; exit $$status
 
-## fuzz: every fuzz target for $(FUZZTIME) each
+## fuzz: every fuzz target for $(FUZZTIME) each (fuzz-list: just list them)
+# Targets are found in the sources (func FuzzX in a _test.go file), so
+# that only the packages that have one get a test binary built.
+FUZZ_TARGETS = grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | grep -v '/testdata/' | sort -u | \
+	while IFS=: read -r file fn; do echo "$$(dirname "$$file") $${fn\#func }"; done
+
+.PHONY: fuzz-list
+fuzz-list:
+	@$(FUZZ_TARGETS)
+
 fuzz:
-	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
-		done; \
+	@set -e; $(FUZZ_TARGETS) | while read -r pkg f; do \
+		echo "fuzz $$pkg $$f"; \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg </dev/null; \
 	done
+
+## test-moto: the DynamoDB tests against moto_server, a second server
+## (optional: pip install 'moto[server]'); prints the capability skips,
+## full output in bin/test-moto.log
+MOTO_PKGS = $(shell grep -rl --include='*_test.go' 'idemkit/internal/dynalite"' . | xargs -n1 dirname | sort -u)
+.PHONY: test-moto
+test-moto: deps
+	@command -v moto_server >/dev/null 2>&1 || { echo "test-moto: moto_server is not on PATH; it is optional (make test needs only dynalite): pip install 'moto[server]'" >&2; exit 1; }
+	@mkdir -p bin
+	@IDEMKIT_TEST_SERVER=moto $(GO) test -count=1 -timeout 15m -v $(MOTO_PKGS) > bin/test-moto.log 2>&1; \
+		status=$$?; grep -E '^\s*--- (SKIP|FAIL)|^(ok|FAIL|panic)|skipping: the test server' bin/test-moto.log; exit $$status
 
 clean:
 	rm -rf bin dist .aws-sam

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -10,19 +11,24 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/bench"
+	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/warmcache"
 )
 
 // The round trips and capacity units of each path are deterministic, so
 // these tests pin them exactly; `make bench` reports the same figures.
-// TestUsage (engine_test.go) covers fresh and replay on dynalite and
-// TestReplayUsageALLOLD (allold_test.go) the one-call replay.
+// TestUsage (engine_test.go) covers fresh and replay on the test server,
+// TestReplayUsageALLOLD (allold_test.go) the one-call replay on a recorded
+// answer, and TestReplayCallsByServer counts a replay on dynalite and moto.
 
 // TestNoCallsAtInit: building the store, the guard, the cache and both
 // adapters makes no call to DynamoDB.
@@ -49,9 +55,15 @@ func TestNoCallsAtInit(t *testing.T) {
 	}
 }
 
-// TestRoundTrips: the calls of each path on dynalite, which does not
-// return the item with a condition failure, by operation.
+// TestRoundTrips: the calls of each path, by operation. A replay and a
+// conflict are one PutItem on a server that returns the item with a
+// condition failure (DynamoDB), PutItem and GetItem on one that does not
+// (dynalite).
 func TestRoundTrips(t *testing.T) {
+	read := 1 // GetItems of a lost claim
+	if dynalite.Has(t, dynalite.AllOldOnConditionFailure) {
+		read = 0
+	}
 	_, c, table := newStore(t, dynamo.Options{})
 	cc := newCounting(c)
 	s, err := dynamo.New(cc, table, dynamo.Options{})
@@ -94,7 +106,7 @@ func TestRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	check("replay", idemkit.EventReplayed, map[string]int{"PutItem": 1, "GetItem": 1, "DeleteItem": 0, "UpdateItem": 0}, func() {
+	check("replay", idemkit.EventReplayed, map[string]int{"PutItem": 1, "GetItem": read, "DeleteItem": 0, "UpdateItem": 0}, func() {
 		if _, replayed, err := g.Do(ctx, req("fresh"), ok); err != nil || !replayed {
 			t.Fatal(replayed, err)
 		}
@@ -115,7 +127,7 @@ func TestRoundTrips(t *testing.T) {
 	if res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatal(res, err)
 	}
-	check("in-flight conflict", idemkit.EventConflict, map[string]int{"PutItem": 1, "GetItem": 1, "DeleteItem": 0, "UpdateItem": 0}, func() {
+	check("in-flight conflict", idemkit.EventConflict, map[string]int{"PutItem": 1, "GetItem": read, "DeleteItem": 0, "UpdateItem": 0}, func() {
 		if _, _, err := g.Do(ctx, busy, ok); !errors.Is(err, idemkit.ErrInFlight) {
 			t.Fatalf("request during another's lease: %v, want ErrInFlight", err)
 		}
@@ -163,9 +175,10 @@ func TestConflictALLOLD(t *testing.T) {
 	}
 }
 
-// TestCapacityUnits: what a claim and a completion consume on dynalite,
+// TestCapacityUnits: what a claim and a completion consume on a server
 // whose accounting follows DynamoDB's (1 write unit per started KB).
 func TestCapacityUnits(t *testing.T) {
+	dynalite.Require(t, dynalite.FaithfulCapacity)
 	units := func(t *testing.T, opts dynamo.Options, body []byte) (claim, complete float64) {
 		t.Helper()
 		s, _, _ := newStore(t, opts)
@@ -211,4 +224,96 @@ func TestCapacityUnits(t *testing.T) {
 			t.Errorf("completion of a 64 KB JSON response: %v write units compressed, %v uncompressed; want at most a third", zipped, raw)
 		}
 	})
+}
+
+// callCounter is an HTTP transport counting the DynamoDB calls that pass
+// through it, by operation.
+type callCounter struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *callCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.calls[target(r)]++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (c *callCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.calls
+	c.calls = map[string]int{}
+	return m
+}
+
+// TestReplayCallsByServer: a replay, counted on the wire, is one call (the
+// claim's PutItem, whose failure carries the item) on moto, which honours
+// ReturnValuesOnConditionCheckFailure=ALL_OLD as DynamoDB does, and two
+// (PutItem, then GetItem) on dynalite, which does not. The engine's Usage
+// counts the same calls.
+func TestReplayCallsByServer(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T) string
+		calls map[string]int
+	}{
+		{"dynalite", func(t *testing.T) string { return dynalite.NewServer(t).Endpoint() }, map[string]int{"PutItem": 1, "GetItem": 1}},
+		{"moto", func(t *testing.T) string { return dynalite.NewMoto(t).Endpoint() }, map[string]int{"PutItem": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			ep := tc.start(t)
+			allOld, err := dynalite.Probe(ctx, ep, dynalite.AllOldOnConditionFailure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s %s", tc.name, allOld)
+			if want := len(tc.calls) == 1; allOld.Has != want {
+				t.Fatalf("%s: ALL_OLD on condition failure %v, want %v", tc.name, allOld.Has, want)
+			}
+			counter := &callCounter{calls: map[string]int{}}
+			c := dynamodb.New(dynamodb.Options{
+				BaseEndpoint: aws.String(ep),
+				Region:       dynalite.Region,
+				Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+				HTTPClient:   &http.Client{Transport: counter},
+			})
+			table := dynalite.TableName(t)
+			if err := dynamo.CreateTable(ctx, c, table); err != nil {
+				t.Fatal(err)
+			}
+			s, err := dynamo.New(c, table, dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := &usageObserver{}
+			g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "replay-calls"}, Fingerprint: "v1:sha256:rc"}
+			ok := func(context.Context) (*idemkit.Snapshot, error) {
+				return &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)}, nil
+			}
+			if _, _, err := g.Do(ctx, req, ok); err != nil {
+				t.Fatal(err)
+			}
+			counter.take()
+			snap, replayed, err := g.Do(ctx, req, ok)
+			if err != nil || !replayed || string(snap.Body) != `{"id":"ord_1"}` {
+				t.Fatalf("second Do = %+v, %v, %v; want the replay", snap, replayed, err)
+			}
+			got := counter.take()
+			if fmt.Sprint(got) != fmt.Sprint(tc.calls) {
+				t.Fatalf("%s: replay made calls %v, want %v", tc.name, got, tc.calls)
+			}
+			if u := obs.Last().Usage; u.Calls != len(tc.calls) {
+				t.Fatalf("%s: Usage.Calls %d, want %d", tc.name, u.Calls, len(tc.calls))
+			}
+			t.Logf("%s: a replay is %d DynamoDB call(s): %v", tc.name, len(tc.calls), got)
+		})
+	}
 }

@@ -80,8 +80,8 @@ func TestTwoRegions(t *testing.T) {
 	t.Run("unpinned stores both execute", func(t *testing.T) {
 		// The hazard pinning exists for: each region claims in its own
 		// replica, and both win.
-		inEU, _ := dynamo.New(eu, table, dynamo.Options{})
-		inUS, _ := dynamo.New(us, table, dynamo.Options{})
+		inEU, _ := dynamo.New(eu, table, testOptions())
+		inUS, _ := dynamo.New(us, table, testOptions())
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: "unpinned"}, Fingerprint: "v1:sha256:r"}
 		if n := raceRegions(t, []*idemkit.Guard{guard(t, inEU), guard(t, inUS)}, req, 5); n != 2 {
 			t.Fatalf("the handler ran %d times; this test documents that without pinning it runs once per region", n)
@@ -100,11 +100,11 @@ func TestTwoRegions(t *testing.T) {
 			Local: local,
 		}
 	}
-	inEU, err := dynamo.NewRegional(regions("eu-west-1"), table, dynamo.Options{})
+	inEU, err := dynamo.NewRegional(regions("eu-west-1"), table, testOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	inUS, err := dynamo.NewRegional(regions("us-east-1"), table, dynamo.Options{})
+	inUS, err := dynamo.NewRegional(regions("us-east-1"), table, testOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

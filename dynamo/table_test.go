@@ -42,6 +42,17 @@ func TestCreateTable(t *testing.T) {
 	if idx[dynamo.IndexIndeterminate] != dynamo.AttrIndeterminate || idx[dynamo.IndexIndeterminateTenant] != dynamo.AttrIndeterminateTenant || len(idx) != 2 {
 		t.Fatalf("indexes %v", idx)
 	}
+	if dynalite.Has(t, dynalite.UpdateTimeToLive) {
+		ttl, err := c.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := ttl.TimeToLiveDescription
+		if d == nil || aws.ToString(d.AttributeName) != dynamo.AttrExpiresAt ||
+			(d.TimeToLiveStatus != types.TimeToLiveStatusEnabled && d.TimeToLiveStatus != types.TimeToLiveStatusEnabling) {
+			t.Fatalf("TTL %+v, want enabled on %s", d, dynamo.AttrExpiresAt)
+		}
+	}
 	if err := dynamo.CreateTable(ctx, c, name); err == nil {
 		t.Fatal("creating an existing table succeeded")
 	}

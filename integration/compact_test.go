@@ -53,7 +53,7 @@ func TestCompactOperationRecord(t *testing.T) {
 	}
 	c := dynalite.Client(t)
 	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("compact"))
-	store, err := dynamo.New(c, table, dynamo.Options{})
+	store, err := dynamo.New(c, table, dynamo.Options{CallTimeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,14 +25,14 @@ func TestCrashAfterClaim(t *testing.T) {
 	c := dynalite.Client(t)
 	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("crash"))
 	fx := newEffects(t, c)
-	store, err := dynamo.New(c, table, dynamo.Options{})
+	store, err := dynamo.New(c, table, dynamo.Options{CallTimeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, stale := range []idemkit.StalePolicy{idemkit.Takeover, idemkit.FailClosed} {
 		name := map[idemkit.StalePolicy]string{idemkit.Takeover: "takeover", idemkit.FailClosed: "fail-closed"}[stale]
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), dynalite.Scale(time.Minute))
 			defer cancel()
 			key := "crash-" + name
 			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key}

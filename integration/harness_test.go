@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -79,6 +80,9 @@ func newSDKClient(t testing.TB, endpoint string, rt http.RoundTripper) *dynamodb
 	cfg, err := config.LoadDefaultConfig(context.Background(),
 		config.WithRegion(dynalite.Region),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		// The SDK's warnings (e.g. "failed to close HTTP response body"
+		// after an injected fault) are noise in test output.
+		config.WithLogger(logging.Nop{}),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -292,10 +296,19 @@ func (a answer) retryAfter() bool {
 	return err == nil && n > 0
 }
 
+// callTimeout is the store call timeout of tests that do not test
+// timeouts: long enough for a loaded machine (dynalite.Scale stretches it
+// further).
+var callTimeout = dynalite.Scale(30 * time.Second)
+
 // newStore returns a dynamo store on a fresh table of the shared server
-// whose SDK client sends its calls through rt (nil: straight).
+// whose SDK client sends its calls through rt (nil: straight). A zero
+// opts.CallTimeout is callTimeout.
 func newStore(t testing.TB, rt http.RoundTripper, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
 	t.Helper()
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = callTimeout
+	}
 	raw := dynalite.Client(t)
 	table := dynalite.CreateTable(t, raw, dynamo.TableDefinition("rel"))
 	s, err := dynamo.New(newSDKClient(t, dynalite.Endpoint(t), rt), table, opts)

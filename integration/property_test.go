@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"pgregory.net/rapid"
@@ -123,9 +122,11 @@ func TestPropertyNoCrossScope(t *testing.T) {
 // shorter interleavings (IDEMKIT_RELIABILITY=full: as long as on memstore).
 func TestPropertyNoCrossScopeDynamo(t *testing.T) {
 	t.Parallel()
+	// Concurrent batches hit one scope at once.
+	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	c := dynalite.Client(t)
 	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("prop"))
-	store, err := dynamo.New(c, table, dynamo.Options{CallTimeout: 10 * time.Second})
+	store, err := dynamo.New(c, table, dynamo.Options{CallTimeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

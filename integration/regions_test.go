@@ -157,9 +157,9 @@ func (r *regions) handlers(t *testing.T, pinned bool, b *business, wrapWestToEas
 				Clients: map[string]dynamo.Client{"east": r.client(t, "east", wrapE), "west": r.client(t, "west", nil)},
 				Home:    r.homeOf,
 				Local:   local,
-			}, r.table, dynamo.Options{CallTimeout: 10 * time.Second})
+			}, r.table, dynamo.Options{CallTimeout: callTimeout})
 		} else {
-			s, err = dynamo.New(r.client(t, local, nil), r.table, dynamo.Options{CallTimeout: 10 * time.Second})
+			s, err = dynamo.New(r.client(t, local, nil), r.table, dynamo.Options{CallTimeout: callTimeout})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -254,7 +254,7 @@ func TestRegionsStorm(t *testing.T) {
 	}{{false, false}, {false, true}, {true, false}, {true, true}} {
 		name := fmt.Sprintf("pinned=%v/replication=%s", tc.pinned, map[bool]string{false: "after-storm", true: "continuous"}[tc.continuous])
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), dynalite.Scale(5*time.Minute))
 			defer cancel()
 			b := newBusiness(nil)
 			east, west := r.handlers(t, tc.pinned, b, nil)

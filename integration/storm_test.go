@@ -92,9 +92,10 @@ func (ty *tally) add(a answer, allow503 bool) {
 // conflicts and replays can occur.
 func TestStormOneKey(t *testing.T) {
 	t.Parallel()
+	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	n, clients := size(200, 1000), size(4, 8)
-	f := newFleet(t, clients, nil, dynamo.Options{CallTimeout: 30 * time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	f := newFleet(t, clients, nil, dynamo.Options{CallTimeout: callTimeout})
+	ctx, cancel := context.WithTimeout(context.Background(), dynalite.Scale(2*time.Minute))
 	defer cancel()
 	var answered atomic.Int64
 	half := make(chan struct{})
@@ -143,11 +144,12 @@ func TestStormOneKey(t *testing.T) {
 // writes.
 func TestStormOneKeyProcesses(t *testing.T) {
 	t.Parallel()
+	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	n, procs := size(120, 1000), size(3, 8)
 	c := dynalite.Client(t)
 	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("procs"))
 	fx := newEffects(t, c)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), dynalite.Scale(3*time.Minute))
 	defer cancel()
 	key := "storm-processes"
 	var ws []*worker
@@ -209,9 +211,10 @@ func TestStormOneKeyProcesses(t *testing.T) {
 // runs) is retried after the run, as a client would.
 func TestStormManyKeys(t *testing.T) {
 	t.Parallel()
+	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	keys, dups, clients := size(100, 5000), 4, size(4, 8)
-	f := newFleet(t, clients, nil, dynamo.Options{CallTimeout: 30 * time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	f := newFleet(t, clients, nil, dynamo.Options{CallTimeout: callTimeout})
+	ctx, cancel := context.WithTimeout(context.Background(), dynalite.Scale(10*time.Minute))
 	defer cancel()
 	order := make([]int, 0, keys*dups)
 	for k := range keys {
@@ -286,14 +289,15 @@ func TestStormManyKeys(t *testing.T) {
 // retry gets the one stored result.
 func TestStormThrottled(t *testing.T) {
 	t.Parallel()
+	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	n, clients := size(100, 1000), size(4, 8)
 	var fts []*faults.Transport
 	f := newFleet(t, clients, func(int) http.RoundTripper {
 		ft := faults.New(baseTransport(), faults.Rule{Kind: faults.Throttle, Every: 2, Times: never})
 		fts = append(fts, ft)
 		return ft
-	}, dynamo.Options{CallTimeout: 30 * time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	}, dynamo.Options{CallTimeout: callTimeout})
+	ctx, cancel := context.WithTimeout(context.Background(), dynalite.Scale(3*time.Minute))
 	defer cancel()
 	ev := event("acme", "/payments", "storm-throttled", `{"amount":1999}`)
 	var ty tally

@@ -46,7 +46,7 @@ func TestWorkerProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	client := newSDKClient(t, os.Getenv(envEndpoint), nil)
-	store, err := dynamo.New(client, os.Getenv(envTable), dynamo.Options{CallTimeout: 30 * time.Second})
+	store, err := dynamo.New(client, os.Getenv(envTable), dynamo.Options{CallTimeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

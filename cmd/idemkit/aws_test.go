@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 )
 
@@ -107,6 +111,14 @@ func TestRealEnvironment(t *testing.T) {
 	}}
 	s := scopeOf("real-1")
 	f.seedIndeterminate(s, time.Now().Add(-time.Hour))
+	// home holds the table the --home-region commands reach. Where tables
+	// are regional, as on DynamoDB, that is a table of its own in
+	// eu-west-1 (a global table's replica), holding the record too.
+	home := f
+	if dynalite.Has(t, dynalite.RegionScopedTables) {
+		home = regionFixture(t, "eu-west-1", f.table)
+		home.seedIndeterminate(s, time.Now().Add(-time.Hour))
+	}
 
 	cases := []struct {
 		name   string
@@ -138,9 +150,32 @@ func TestRealEnvironment(t *testing.T) {
 			}
 		})
 	}
-	if got := f.get(s).Resolution; got == nil || got.Operator != stsARN {
+	if got := home.get(s).Resolution; got == nil || got.Operator != stsARN {
 		t.Fatalf("resolution %+v, want operator %s", got, stsARN)
 	}
+}
+
+// regionFixture is a fixture on a table named table created by a client of
+// region, on the shared test server.
+func regionFixture(t *testing.T, region, table string) *fixture {
+	t.Helper()
+	c, err := dynalite.NewClientIn(t.Context(), dynalite.Endpoint(t), region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), dynalite.Scale(time.Minute))
+	defer cancel()
+	if err := dynamo.CreateTable(ctx, c, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &awsdynamodb.DeleteTableInput{TableName: &table})
+	})
+	s, err := dynamo.New(c, table, dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, table: table, store: s}
 }
 
 func TestRealEnvironmentFailures(t *testing.T) {

@@ -34,7 +34,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	c := dynalite.Client(t)
 	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("idemkit"))
-	s, err := dynamo.New(c, table, dynamo.Options{})
+	s, err := dynamo.New(c, table, dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/dynalite"
 )
 
 // resolve --as failed frees the key: the next request runs the handler.
@@ -105,6 +106,7 @@ func TestResolveCompletedReplays(t *testing.T) {
 // one of them changes the record, the other is refused cleanly, and the
 // handler runs at most once.
 func TestResolveRacesTakeover(t *testing.T) {
+	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	f := newFixture(t)
 	g := f.guard(idemkit.Takeover)
 	wins := map[string]int{}
@@ -169,6 +171,7 @@ func TestResolveRacesTakeover(t *testing.T) {
 // Two operators resolving the same record at once: exactly one wins, the
 // other gets exit 4 and changes nothing.
 func TestResolveConcurrent(t *testing.T) {
+	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	f := newFixture(t)
 	for _, stale := range []bool{false, true} {
 		for round := 0; round < 10; round++ {

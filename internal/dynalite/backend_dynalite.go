@@ -2,14 +2,34 @@
 
 package dynalite
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"os"
+)
 
-// startBackend starts the server Endpoint shares: dynalite, unless the
-// package is built with the tag localstack.
+// startBackend starts the server Endpoint shares: dynalite, or moto_server
+// when IDEMKIT_TEST_SERVER=moto, unless the package is built with the tag
+// localstack.
 func startBackend(ctx context.Context) (endpoint string, stop func() error, err error) {
-	s, err := Start(ctx)
+	var s *Server
+	switch v := os.Getenv(EnvServer); v {
+	case "", ServerDynalite:
+		s, err = Start(ctx)
+	case ServerMoto:
+		s, err = StartMoto(ctx)
+	default:
+		return "", nil, fmt.Errorf("dynalite: %s=%q: want %q or %q", EnvServer, v, ServerDynalite, ServerMoto)
+	}
 	if err != nil {
 		return "", nil, err
 	}
 	return s.Endpoint(), s.Stop, nil
+}
+
+func backendName() string {
+	if v := os.Getenv(EnvServer); v != "" {
+		return v
+	}
+	return ServerDynalite
 }

@@ -12,11 +12,37 @@
 //	table := dynalite.CreateTable(t, c, schema) // unique name, ACTIVE, deleted at cleanup
 //
 // Endpoint starts one server per test binary on first use, or uses
-// IDEMKIT_DYNAMODB_ENDPOINT when set. Built with the tag localstack
+// IDEMKIT_DYNAMODB_ENDPOINT when set. IDEMKIT_TEST_SERVER=moto (`make
+// test-moto`) starts moto_server instead of dynalite (StartMoto; `pip
+// install 'moto[server]'`, optional). Built with the tag localstack
 // (`make test-localstack`), it starts LocalStack in Docker instead.
-// NewServer starts a server private to a test, for tests that need two.
-// Missing node or node_modules/dynalite fails a test with a one-line
-// reason; IDEMKIT_SKIP_DYNAMODB=1 makes it skip instead.
+// NewServer starts a dynalite private to a test, for tests that need two;
+// NewMoto a moto_server.
+//
+// Missing node or node_modules/dynalite fails a test with one line, e.g.
+//
+//	dynalite: /src/idemkit/node_modules/dynalite is missing: run `make deps` (or `npm ci`) in /src/idemkit (or set IDEMKIT_SKIP_DYNAMODB=1 to skip DynamoDB tests)
+//
+// IDEMKIT_SKIP_DYNAMODB=1 skips every test that needs a server.
+// IDEMKIT_TEST_TIMEOUT_SCALE multiplies the timeouts tests take from Scale
+// (e.g. 4 on a loaded machine). Clients from NewClient discard the SDK's
+// log.
+//
+// # Capabilities
+//
+// Compatible servers differ from DynamoDB in ways the tests meet. Each
+// Capability (ALL_OLD on a failed condition, faithful consumed capacity,
+// atomic conditional writes, region-scoped tables, UpdateTimeToLive) is
+// measured once per server by Probe, on first use. A test asserts
+// DynamoDB's behaviour and adapts to Has (a replay is one call where the
+// server returns the item with a failed condition, two where it does not)
+// or skips with Require, which names the missing capability:
+//
+//	dynalite.Require(t, dynalite.AtomicConditionalWrites)
+//
+// dynalite 4.0.0 lacks ALL_OLD on condition failure, region-scoped tables
+// and UpdateTimeToLive; moto 5.2.1 lacks faithful capacity and atomic
+// conditional writes (TestProbeDynalite, TestProbeMoto).
 //
 // # dynalite 4.0.0 versus DynamoDB
 //

@@ -96,11 +96,19 @@ func TestCreateTableUniqueNamesAndCleanup(t *testing.T) {
 	if aws.ToString(tmpl.TableName) != "jobs" {
 		t.Fatalf("template modified: TableName = %q", aws.ToString(tmpl.TableName))
 	}
-	// The subtest's cleanup has deleted its tables.
-	_, err := c.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(first)})
-	var nf *types.ResourceNotFoundException
-	if !errors.As(err, &nf) {
-		t.Fatalf("DescribeTable of a cleaned-up table: err = %v, want ResourceNotFoundException", err)
+	// The subtest's cleanup has deleted its tables. Deletion ends after
+	// DeleteTable answers (DELETING), on dynalite too: poll until it has.
+	deadline := time.Now().Add(dynalite.Scale(10 * time.Second))
+	for {
+		_, err := c.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(first)})
+		var nf *types.ResourceNotFoundException
+		if errors.As(err, &nf) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("DescribeTable of a cleaned-up table: err = %v, want ResourceNotFoundException", err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -156,6 +164,7 @@ func TestTwoServersAreIndependent(t *testing.T) {
 
 func TestStopEndsServer(t *testing.T) {
 	t.Parallel()
+	dynalite.SkipIfDisabled(t)
 	s, err := dynalite.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +231,7 @@ func TestDirFindsModuleRoot(t *testing.T) {
 }
 
 func TestStartReportsServerStderr(t *testing.T) {
+	dynalite.SkipIfDisabled(t)
 	dir := t.TempDir()
 	pkg := filepath.Join(dir, "node_modules", "dynalite")
 	if err := os.MkdirAll(pkg, 0o755); err != nil {

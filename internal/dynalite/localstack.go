@@ -125,3 +125,5 @@ func startBackend(ctx context.Context) (endpoint string, stop func() error, err 
 	}
 	return l.Endpoint(), l.Stop, nil
 }
+
+func backendName() string { return "localstack" }

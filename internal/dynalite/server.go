@@ -27,9 +27,21 @@ const (
 	// EnvEndpoint, when set, is used by Endpoint and Client instead of
 	// starting a server: any running DynamoDB-compatible server will do.
 	EnvEndpoint = "IDEMKIT_DYNAMODB_ENDPOINT"
-	// EnvSkip, when "1", makes tests skip instead of fail when no server
-	// can be had (node, node_modules/dynalite or Docker missing).
+	// EnvSkip, when "1", makes every test that needs a DynamoDB-compatible
+	// server skip (Endpoint, Client, NewServer and SkipIfDisabled skip it).
 	EnvSkip = "IDEMKIT_SKIP_DYNAMODB"
+	// EnvServer picks the server Endpoint starts: ServerDynalite (the
+	// default) or ServerMoto.
+	EnvServer = "IDEMKIT_TEST_SERVER"
+	// EnvTimeoutScale multiplies the timeouts tests take from Scale: a
+	// positive number, 1 when unset. A loaded machine wants 3 or more.
+	EnvTimeoutScale = "IDEMKIT_TEST_TIMEOUT_SCALE"
+)
+
+// Values of EnvServer.
+const (
+	ServerDynalite = "dynalite"
+	ServerMoto     = "moto"
 )
 
 // StartupTimeout bounds how long Start waits for the server to report its
@@ -59,14 +71,20 @@ func unavailablef(format string, args ...any) error {
 //go:embed server.js
 var serverJS string
 
-// Server is a running dynalite process holding its tables in memory.
+// Server is a running test server process (dynalite, or moto_server
+// when started by StartMoto) holding its tables in memory.
 type Server struct {
+	name     string // "dynalite" or "moto", the prefix of its errors
 	endpoint string
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
 	stderr   *syncBuffer
 	exited   chan struct{} // closed once the process has been waited for
 	waitErr  error         // valid once exited is closed
+	// stopCode, when non-zero, is an exit code that Stop takes as a clean
+	// stop (the moto wrapper exits with the status of the signal that
+	// stopped the server).
+	stopCode int
 
 	stopOnce sync.Once
 	stopErr  error
@@ -98,33 +116,49 @@ func Start(ctx context.Context) (*Server, error) {
 			filepath.Join(dir, "node_modules", "dynalite"), dir)
 	}
 
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, StartupTimeout)
-		defer cancel()
-	}
-
 	// The script is embedded and run with node's --eval so that require()
 	// resolves node_modules from the working directory, wherever the test
 	// binary runs.
 	cmd := exec.Command(node, "--eval", serverJS)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NODE_NO_WARNINGS=1")
+	s := &Server{name: "dynalite"}
+	// The first line on stdout is "listening 127.0.0.1:PORT".
+	return s.launch(ctx, cmd, func(line string) (string, error) {
+		addr, found := strings.CutPrefix(line, "listening ")
+		if !found || addr == "" {
+			return "", fmt.Errorf("unexpected first line %q", line)
+		}
+		return "http://" + addr, nil
+	})
+}
+
+// launch starts cmd and waits, within ctx (StartupTimeout when ctx has no
+// deadline), until ready finds the endpoint in a line of its stdout.
+// ready returns "" and no error for a line to keep and skip (it is kept for
+// error messages), an error for a line that means the start failed.
+func (s *Server) launch(ctx context.Context, cmd *exec.Cmd, ready func(line string) (string, error)) (*Server, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, Scale(StartupTimeout))
+		defer cancel()
+	}
 	setProcessGroup(cmd)
+	s.cmd, s.stderr, s.exited = cmd, &syncBuffer{}, make(chan struct{})
 
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("dynalite: stdin pipe: %w", err)
+		return nil, fmt.Errorf("%s: stdin pipe: %w", s.name, err)
 	}
+	s.stdin = stdin
 	// stdout is a pipe of our own rather than cmd.StdoutPipe, whose read end
 	// Wait closes: the port line must be readable even if the process
 	// exits right after printing it.
 	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("dynalite: stdout pipe: %w", err)
+		return nil, fmt.Errorf("%s: stdout pipe: %w", s.name, err)
 	}
 	cmd.Stdout = stdoutW
-	s := &Server{cmd: cmd, stdin: stdin, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = s.stderr
 	cmd.WaitDelay = stopTimeout
 
@@ -132,42 +166,51 @@ func Start(ctx context.Context) (*Server, error) {
 	_ = stdoutW.Close()
 	if err != nil {
 		_ = stdout.Close()
-		return nil, fmt.Errorf("dynalite: start %s: %w", node, err)
+		return nil, fmt.Errorf("%s: start %s: %w", s.name, cmd.Path, err)
 	}
 	go func() {
 		s.waitErr = cmd.Wait()
 		close(s.exited)
 	}()
 
-	lines := make(chan string, 1)
+	type result struct {
+		endpoint string
+		err      error
+	}
+	found := make(chan result, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
-		first := true
+		done := false
 		for sc.Scan() {
-			if first {
-				lines <- sc.Text()
-				first = false
+			if done {
+				continue // keep draining so that the server never blocks on a full pipe
 			}
-			// Keep draining so that the server never blocks on a full pipe.
+			ep, err := ready(sc.Text())
+			switch {
+			case err != nil || ep != "":
+				found <- result{ep, err}
+				done = true
+			default:
+				_, _ = s.stderr.Write(append(sc.Bytes(), '\n'))
+			}
 		}
-		if first {
-			close(lines)
+		if !done {
+			close(found)
 		}
 		_ = stdout.Close()
 	}()
 
 	select {
-	case line, ok := <-lines:
+	case r, ok := <-found:
 		if !ok {
 			<-s.exited
 			return nil, s.startError("exited before reporting its port")
 		}
-		addr, found := strings.CutPrefix(line, "listening ")
-		if !found || addr == "" {
+		if r.err != nil {
 			_ = s.Stop()
-			return nil, s.startError(fmt.Sprintf("unexpected first line %q", line))
+			return nil, s.startError(r.err.Error())
 		}
-		s.endpoint = "http://" + addr
+		s.endpoint = r.endpoint
 		return s, nil
 	case <-ctx.Done():
 		_ = s.Stop()
@@ -176,7 +219,7 @@ func Start(ctx context.Context) (*Server, error) {
 }
 
 func (s *Server) startError(what string) error {
-	msg := "dynalite: server " + what
+	msg := s.name + ": server " + what
 	if s.waitErr != nil && isClosed(s.exited) {
 		msg += " (" + s.waitErr.Error() + ")"
 	}
@@ -201,14 +244,14 @@ func (s *Server) Stop() error {
 		case <-time.After(stopTimeout):
 			killProcessGroup(s.cmd)
 			<-s.exited
-			s.stopErr = fmt.Errorf("dynalite: server did not exit within %v of stdin closing; killed", stopTimeout)
+			s.stopErr = fmt.Errorf("%s: server did not exit within %v of stdin closing; killed", s.name, stopTimeout)
 			return
 		}
 		// Exit code 0 is a clean stop; anything else after startup is worth
 		// reporting.
 		var ee *exec.ExitError
-		if errors.As(s.waitErr, &ee) && s.endpoint != "" {
-			s.stopErr = errors.New(oneLine(fmt.Sprintf("dynalite: server exited: %v; stderr: %s", s.waitErr, s.stderr.String())))
+		if errors.As(s.waitErr, &ee) && s.endpoint != "" && (s.stopCode == 0 || ee.ExitCode() != s.stopCode) {
+			s.stopErr = errors.New(oneLine(fmt.Sprintf("%s: server exited: %v; stderr: %s", s.name, s.waitErr, s.stderr.String())))
 		}
 	})
 	return s.stopErr

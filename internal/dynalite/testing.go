@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/logging"
 )
 
 // Region is the region clients made by NewClient and Client use.
@@ -40,10 +43,11 @@ var shared struct {
 // tag localstack) that Run (or Main) stops when the tests are done. Tables
 // outlive tests on it: give each test its own with CreateTable.
 //
-// When no server can be had, t fails with a one-line reason, or, if
-// IDEMKIT_SKIP_DYNAMODB=1 and the reason is a missing prerequisite, skips.
+// With IDEMKIT_SKIP_DYNAMODB=1 it skips t. When no server can be had, t
+// fails with a one-line reason.
 func Endpoint(t testing.TB) string {
 	t.Helper()
+	SkipIfDisabled(t)
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		return ep
 	}
@@ -61,6 +65,7 @@ func Endpoint(t testing.TB) string {
 // regions, say). It fails or skips t as Endpoint does.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
+	SkipIfDisabled(t)
 	s, err := Start(context.Background())
 	if err != nil {
 		failOrSkip(t, err)
@@ -73,15 +78,54 @@ func NewServer(t testing.TB) *Server {
 	return s
 }
 
+// SkipIfDisabled skips t when IDEMKIT_SKIP_DYNAMODB=1: for tests that need
+// a server but start it otherwise than through Endpoint or NewServer.
+func SkipIfDisabled(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvSkip) == "1" {
+		t.Skipf("skipping: needs a DynamoDB-compatible server and %s=1", EnvSkip)
+	}
+}
+
+// NewMoto starts a moto_server private to t (StartMoto) and stops it when
+// t's cleanup runs: for tests that measure moto itself. moto_server is an
+// optional extra, so without it t skips, saying how to install it.
+func NewMoto(t testing.TB) *Server {
+	t.Helper()
+	SkipIfDisabled(t)
+	s, err := StartMoto(context.Background())
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return s
+}
+
 func failOrSkip(t testing.TB, err error) {
 	t.Helper()
 	if errors.Is(err, ErrUnavailable) {
-		if os.Getenv(EnvSkip) == "1" {
-			t.Skipf("skipping: %v (%s=1)", err, EnvSkip)
-		}
 		t.Fatalf("%v (or set %s=1 to skip DynamoDB tests)", err, EnvSkip)
 	}
 	t.Fatalf("%v", err)
+}
+
+// Scale returns d multiplied by IDEMKIT_TEST_TIMEOUT_SCALE (1 when unset or
+// not a positive number): every timeout a test sets for work that only a
+// loaded machine slows down goes through it, so that such a machine gives
+// slow passes rather than timeouts.
+func Scale(d time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(os.Getenv(EnvTimeoutScale), 64)
+	if err != nil || f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return d
+	}
+	return time.Duration(float64(d) * f)
 }
 
 // Main runs the tests and exits, stopping the shared server first even when
@@ -115,11 +159,19 @@ func StopShared() error {
 }
 
 // NewClient returns a DynamoDB client for endpoint with static dummy
-// credentials and region us-east-1.
+// credentials and region us-east-1. The SDK's log (warnings such as
+// "failed to close HTTP response body") is discarded.
 func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
+	return NewClientIn(ctx, endpoint, Region)
+}
+
+// NewClientIn is NewClient for another region: on a server whose tables
+// are region-scoped (RegionScopedTables) it sees that region's tables.
+func NewClientIn(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
 	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithRegion(Region),
+		config.WithRegion(region),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithLogger(logging.Nop{}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("dynalite: aws config: %w", err)
@@ -183,13 +235,16 @@ func CreateTable(t testing.TB, client *dynamodb.Client, template *dynamodb.Creat
 	name := tableName(aws.ToString(template.TableName), t.Name())
 	in.TableName = aws.String(name)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Scale(2*time.Minute))
 	defer cancel()
-	if _, err := client.CreateTable(ctx, &in); err != nil {
+	// The name is this call's own: a table in use is one a retried
+	// CreateTable made, after its first attempt's answer was lost.
+	var inUse *types.ResourceInUseException
+	if _, err := client.CreateTable(ctx, &in); err != nil && !errors.As(err, &inUse) {
 		t.Fatalf("create table %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), Scale(30*time.Second))
 		defer cancel()
 		_, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		var nf *types.ResourceNotFoundException
