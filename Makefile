@@ -5,16 +5,35 @@ GO       ?= go
 PORT     ?= 3000
 FUZZTIME ?= 30s
 PKGS     := ./...
+# Every module of the repository: the library at the root, and the nested
+# modules that keep test-only dependencies out of a user's module graph
+# (docs/MODULES.md).
+MODULES  := . integration examples internal/localstack
 
 include mk/dynalite.mk
 
-.PHONY: all test lint vet fmt-check run bench fuzz build clean reliability
+.PHONY: all test test-go compat consumer lint vet fmt-check run bench fuzz build clean reliability
 
 all: test
 
-## test: lint, then every test with the race detector (starts dynalite)
-test: deps lint
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+## test: lint, the Go-version and consumer-graph checks, then every test
+## of every module with the race detector (starts dynalite)
+test: deps lint compat consumer test-go
+
+## test-go: every test of every module with the race detector
+test-go:
+	@set -e; for m in $(MODULES); do \
+		echo "go test ($$m)"; \
+		(cd $$m && $(GO) test -race -count=1 -timeout 15m $(PKGS)); \
+	done
+
+## compat: the library builds with the oldest Go its go.mod allows
+compat:
+	@GO=$(GO) ./.ci/compat.sh
+
+## consumer: a module importing idemkit, dynamo and lambda/apigw stays small
+consumer:
+	@GO=$(GO) ./.ci/consumer.sh
 
 ## lint: gofmt and go vet
 lint: fmt-check vet
@@ -24,17 +43,17 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	$(GO) vet $(PKGS)
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet $(PKGS)); done
 
 ## run: the example API on 127.0.0.1:$(PORT) with the in-memory store
 ## (IDEMKIT_STORE=dynamodb: DynamoDB, see README.md "Local walkthrough")
 run:
-	$(GO) build -o bin/orders-local ./examples/orders/cmd/local
+	cd examples && $(GO) build -o ../bin/orders-local ./orders/cmd/local
 	exec ./bin/orders-local -addr 127.0.0.1:$(PORT)
 
 ## build: the Lambda bootstrap for linux/arm64 in bin/bootstrap
 build:
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o bin/bootstrap ./examples/orders/cmd/lambda
+	cd examples && GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o ../bin/bootstrap ./orders/cmd/lambda
 
 .PHONY: deploy sam-local
 
@@ -66,15 +85,17 @@ bench: deps
 RELIABILITY_RUN := ^(TestFaultInjection|TestCrashAfterClaim|TestStorm.*|TestRegions.*|TestPropertyNoCrossScope.*|TestLateArrivals|TestBadInputs)$$
 reliability: deps
 	@mkdir -p bin
-	@IDEMKIT_RELIABILITY=full $(GO) test -race -count=1 -timeout 30m -v -run '$(RELIABILITY_RUN)' ./integration/ > bin/reliability.log 2>&1; \
-		status=$$?; grep -E '^(--- |ok|FAIL)|RELIABILITY |panic' bin/reliability.log; exit $$status
+	@cd integration && IDEMKIT_RELIABILITY=full $(GO) test -race -count=1 -timeout 30m -v -run '$(RELIABILITY_RUN)' . > ../bin/reliability.log 2>&1; \
+		status=$$?; grep -E '^(--- |ok|FAIL)|RELIABILITY |panic' ../bin/reliability.log; exit $$status
 
 ## fuzz: every fuzz target for $(FUZZTIME) each
 fuzz:
-	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	@set -e; for m in $(MODULES); do \
+		for pkg in $$(cd $$m && $(GO) list $(PKGS)); do \
+			for f in $$(cd $$m && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+				echo "fuzz $$pkg $$f"; \
+				(cd $$m && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg); \
+			done; \
 		done; \
 	done
 

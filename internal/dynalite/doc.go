@@ -12,8 +12,8 @@
 //	table := dynalite.CreateTable(t, c, schema) // unique name, ACTIVE, deleted at cleanup
 //
 // Endpoint starts one server per test binary on first use, or uses
-// IDEMKIT_DYNAMODB_ENDPOINT when set. Built with the tag localstack
-// (`make test-localstack`), it starts LocalStack in Docker instead.
+// IDEMKIT_DYNAMODB_ENDPOINT when set (`make test-localstack` sets it to a
+// LocalStack it starts in Docker, from the module internal/localstack).
 // NewServer starts a server private to a test, for tests that need two.
 // Missing node or node_modules/dynalite fails a test with a one-line
 // reason; IDEMKIT_SKIP_DYNAMODB=1 makes it skip instead.
