@@ -297,6 +297,7 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 		var zero R
 		return zero, err
 	case err != nil:
+		logUnobserved(ctx, a.g, scope, err)
 		return c.Problem(ProblemFor(err, a.storeRetry)), nil
 	case replayed:
 		return c.Replay(snap), nil
