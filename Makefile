@@ -51,11 +51,27 @@ run:
 	cd examples && $(GO) build -o ../bin/orders-local ./orders/cmd/local
 	exec ./bin/orders-local -addr 127.0.0.1:$(PORT)
 
+## run-dynamodb: the example API on 127.0.0.1:$(PORT) with DynamoDB: dynalite
+## (installed by `make deps`) on 127.0.0.1:$(DYNALITE_PORT), tables created;
+## no Docker or AWS account (docs/WALKTHROUGH.md)
+DYNALITE_PORT ?= 8000
+run-dynamodb: deps
+	cd examples && $(GO) build -o ../bin/orders-local ./orders/cmd/local
+	@node node_modules/dynalite/cli.js --host 127.0.0.1 --port $(DYNALITE_PORT) --createTableMs 0 & dyn=$$!; \
+	trap 'kill $$dyn 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq 100); do \
+		node -e "require('net').connect($(DYNALITE_PORT), '127.0.0.1').on('connect', () => process.exit(0)).on('error', () => process.exit(1))" && break; \
+		sleep 0.1; \
+	done; \
+	IDEMKIT_STORE=dynamodb IDEMKIT_CREATE_TABLE=1 AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNALITE_PORT) \
+	AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_EC2_METADATA_DISABLED=true \
+		./bin/orders-local -addr 127.0.0.1:$(PORT)
+
 ## build: the Lambda bootstrap for linux/arm64 in bin/bootstrap
 build:
 	cd examples && GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o ../bin/bootstrap ./orders/cmd/lambda
 
-.PHONY: deploy sam-local
+.PHONY: deploy sam-local run-dynamodb
 
 ## deploy: sam build && sam deploy (SAM CLI and AWS credentials; SAM_ENV=prod for prod)
 SAM_ENV ?= default
