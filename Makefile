@@ -12,7 +12,7 @@ MODULES  := . integration examples internal/localstack
 
 include mk/dynalite.mk
 
-.PHONY: all test test-go compat consumer lint vet fmt-check run bench fuzz build clean reliability
+.PHONY: all test test-go compat consumer lint vet staticcheck cfn-lint fmt-check run bench fuzz build clean reliability
 
 all: test
 
@@ -35,8 +35,22 @@ compat:
 consumer:
 	@GO=$(GO) ./.ci/consumer.sh
 
-## lint: gofmt and go vet
-lint: fmt-check vet
+## lint: gofmt, go vet and staticcheck in every module; cfn-lint on
+## template.yaml when cfn-lint is installed
+STATICCHECK_VERSION ?= v0.8.2
+lint: fmt-check vet staticcheck cfn-lint
+
+staticcheck:
+	@set -e; for m in $(MODULES); do \
+		(cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)); \
+	done
+
+cfn-lint:
+	@if command -v cfn-lint >/dev/null 2>&1; then \
+		cfn-lint template.yaml && echo "cfn-lint: template.yaml is clean"; \
+	else \
+		echo "cfn-lint: not installed, template.yaml not linted (pip install cfn-lint)"; \
+	fi
 
 fmt-check:
 	@out=$$(gofmt -l . 2>/dev/null | grep -v '^node_modules/' || true); \
@@ -73,11 +87,21 @@ build:
 
 .PHONY: deploy sam-local run-dynamodb
 
-## deploy: sam build && sam deploy (SAM CLI and AWS credentials; SAM_ENV=prod for prod)
+## deploy: sam build && sam deploy (SAM CLI and AWS credentials; SAM_ENV=prod
+## for prod; JWT_ISSUER=... JWT_AUDIENCE=a,b set the JWT authorizer)
 SAM_ENV ?= default
+JWT_ISSUER ?=
+JWT_AUDIENCE ?=
+# --parameter-overrides on the command line replaces samconfig.toml's list
+# of the environment, so that list is read here and passed again with the
+# JWT settings added.
+SAM_OVERRIDES = $(shell awk -v sect='[$(SAM_ENV).deploy.parameters]' \
+	'/^\[/ { on = ($$0 == sect) } on && /^parameter_overrides *=/ { sub(/^[^"]*"/, ""); sub(/"[^"]*$$/, ""); print }' samconfig.toml)
+SAM_DEPLOY_FLAGS = $(if $(JWT_ISSUER)$(JWT_AUDIENCE),--parameter-overrides '$(strip $(SAM_OVERRIDES) \
+	$(if $(JWT_ISSUER),JwtIssuer=$(JWT_ISSUER)) $(if $(JWT_AUDIENCE),JwtAudience=$(JWT_AUDIENCE)))')
 deploy:
 	GOFLAGS=-tags=lambda.norpc CGO_ENABLED=0 sam build --config-env $(SAM_ENV)
-	sam deploy --config-env $(SAM_ENV)
+	sam deploy --config-env $(SAM_ENV) $(SAM_DEPLOY_FLAGS)
 
 ## sam-local: sam local start-api on 127.0.0.1:$(PORT) (SAM CLI and Docker)
 sam-local:

@@ -238,7 +238,7 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 	}
 
 	hstart := g.now()
-	snap, herr, panicked, pval := runHandler(ctx, h)
+	snap, panicked, pval, herr := runHandler(ctx, h)
 	ev.Handler = g.now().Sub(hstart)
 	if panicked {
 		relErr := g.release(ctx, rec)
@@ -361,7 +361,7 @@ func retryAfter(d time.Duration) time.Duration {
 	return s * time.Second
 }
 
-func runHandler(ctx context.Context, h Handler) (snap *Snapshot, err error, panicked bool, pval any) {
+func runHandler(ctx context.Context, h Handler) (snap *Snapshot, panicked bool, pval any, err error) {
 	panicked = true
 	defer func() {
 		if panicked {
@@ -370,7 +370,7 @@ func runHandler(ctx context.Context, h Handler) (snap *Snapshot, err error, pani
 	}()
 	snap, err = h(ctx)
 	panicked = false
-	return snap, err, false, nil
+	return snap, false, nil, err
 }
 
 // writeCtx returns a context for a write made after the handler ran: it
