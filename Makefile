@@ -60,7 +60,7 @@ vet:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet $(PKGS)); done
 
 ## run: the example API on 127.0.0.1:$(PORT) with the in-memory store
-## (IDEMKIT_STORE=dynamodb: DynamoDB, see README.md "Local walkthrough")
+## (IDEMKIT_STORE=dynamodb: DynamoDB, see docs/WALKTHROUGH.md)
 run:
 	cd examples && $(GO) build -o ../bin/orders-local ./orders/cmd/local
 	exec ./bin/orders-local -addr 127.0.0.1:$(PORT)
