@@ -5,44 +5,103 @@ GO       ?= go
 PORT     ?= 3000
 FUZZTIME ?= 30s
 PKGS     := ./...
+# Every module of the repository: the library at the root, and the nested
+# modules that keep test-only dependencies out of a user's module graph
+# (docs/MODULES.md).
+MODULES  := . integration examples internal/localstack
 
 include mk/dynalite.mk
 
-.PHONY: all test lint vet fmt-check run bench fuzz build clean reliability
+.PHONY: all test test-go compat consumer lint vet staticcheck cfn-lint fmt-check run bench fuzz build clean reliability
 
 all: test
 
-## test: lint, then every test with the race detector (starts dynalite)
-test: deps lint
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+## test: lint, the Go-version and consumer-graph checks, then every test
+## of every module with the race detector (starts dynalite)
+test: deps lint compat consumer test-go
 
-## lint: gofmt and go vet
-lint: fmt-check vet
+## test-go: every test of every module with the race detector
+test-go:
+	@set -e; for m in $(MODULES); do \
+		echo "go test ($$m)"; \
+		(cd $$m && $(GO) test -race -count=1 -timeout 15m $(PKGS)); \
+	done
+
+## compat: the library builds with the oldest Go its go.mod allows
+compat:
+	@GO=$(GO) ./.ci/compat.sh
+
+## consumer: a module importing idemkit, dynamo and lambda/apigw stays small
+consumer:
+	@GO=$(GO) ./.ci/consumer.sh
+
+## lint: gofmt, go vet and staticcheck in every module; cfn-lint on
+## template.yaml when cfn-lint is installed
+STATICCHECK_VERSION ?= v0.8.2
+lint: fmt-check vet staticcheck cfn-lint
+
+staticcheck:
+	@set -e; for m in $(MODULES); do \
+		(cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)); \
+	done
+
+cfn-lint:
+	@if command -v cfn-lint >/dev/null 2>&1; then \
+		cfn-lint template.yaml && echo "cfn-lint: template.yaml is clean"; \
+	else \
+		echo "cfn-lint: not installed, template.yaml not linted (pip install cfn-lint)"; \
+	fi
 
 fmt-check:
 	@out=$$(gofmt -l . 2>/dev/null | grep -v '^node_modules/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	$(GO) vet $(PKGS)
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet $(PKGS)); done
 
 ## run: the example API on 127.0.0.1:$(PORT) with the in-memory store
-## (IDEMKIT_STORE=dynamodb: DynamoDB, see README.md "Local walkthrough")
+## (IDEMKIT_STORE=dynamodb: DynamoDB, see docs/WALKTHROUGH.md)
 run:
-	$(GO) build -o bin/orders-local ./examples/orders/cmd/local
+	cd examples && $(GO) build -o ../bin/orders-local ./orders/cmd/local
 	exec ./bin/orders-local -addr 127.0.0.1:$(PORT)
+
+## run-dynamodb: the example API on 127.0.0.1:$(PORT) with DynamoDB: dynalite
+## (installed by `make deps`) on 127.0.0.1:$(DYNALITE_PORT), tables created;
+## no Docker or AWS account (docs/WALKTHROUGH.md)
+DYNALITE_PORT ?= 8000
+run-dynamodb: deps
+	cd examples && $(GO) build -o ../bin/orders-local ./orders/cmd/local
+	@node node_modules/dynalite/cli.js --host 127.0.0.1 --port $(DYNALITE_PORT) --createTableMs 0 & dyn=$$!; \
+	trap 'kill $$dyn 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq 100); do \
+		node -e "require('net').connect($(DYNALITE_PORT), '127.0.0.1').on('connect', () => process.exit(0)).on('error', () => process.exit(1))" && break; \
+		sleep 0.1; \
+	done; \
+	IDEMKIT_STORE=dynamodb IDEMKIT_CREATE_TABLE=1 AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNALITE_PORT) \
+	AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_EC2_METADATA_DISABLED=true \
+		./bin/orders-local -addr 127.0.0.1:$(PORT)
 
 ## build: the Lambda bootstrap for linux/arm64 in bin/bootstrap
 build:
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o bin/bootstrap ./examples/orders/cmd/lambda
+	cd examples && GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o ../bin/bootstrap ./orders/cmd/lambda
 
-.PHONY: deploy sam-local
+.PHONY: deploy sam-local run-dynamodb
 
-## deploy: sam build && sam deploy (SAM CLI and AWS credentials; SAM_ENV=prod for prod)
+## deploy: sam build && sam deploy (SAM CLI and AWS credentials; SAM_ENV=prod
+## for prod; JWT_ISSUER=... JWT_AUDIENCE=a,b set the JWT authorizer)
 SAM_ENV ?= default
+JWT_ISSUER ?=
+JWT_AUDIENCE ?=
+# --parameter-overrides on the command line replaces samconfig.toml's list
+# of the environment, so that list is read here and passed again with the
+# JWT settings added.
+SAM_OVERRIDES = $(shell awk -v sect='[$(SAM_ENV).deploy.parameters]' \
+	'/^\[/ { on = ($$0 == sect) } on && /^parameter_overrides *=/ { sub(/^[^"]*"/, ""); sub(/"[^"]*$$/, ""); print }' samconfig.toml)
+SAM_DEPLOY_FLAGS = $(if $(JWT_ISSUER)$(JWT_AUDIENCE),--parameter-overrides '$(strip $(SAM_OVERRIDES) \
+	$(if $(JWT_ISSUER),JwtIssuer=$(JWT_ISSUER)) $(if $(JWT_AUDIENCE),JwtAudience=$(JWT_AUDIENCE)))')
 deploy:
 	GOFLAGS=-tags=lambda.norpc CGO_ENABLED=0 sam build --config-env $(SAM_ENV)
-	sam deploy --config-env $(SAM_ENV)
+	sam deploy --config-env $(SAM_ENV) $(SAM_DEPLOY_FLAGS)
 
 ## sam-local: sam local start-api on 127.0.0.1:$(PORT) (SAM CLI and Docker)
 sam-local:
@@ -68,8 +127,8 @@ bench: deps
 RELIABILITY_RUN := ^(TestFaultInjection|TestCrashAfterClaim|TestStorm.*|TestRegions.*|TestPropertyNoCrossScope.*|TestLateArrivals|TestBadInputs)$$
 reliability: deps
 	@mkdir -p bin
-	@IDEMKIT_RELIABILITY=full $(GO) test -race -count=1 -timeout 30m -v -run '$(RELIABILITY_RUN)' ./integration/ > bin/reliability.log 2>&1; \
-		status=$$?; grep -E '^(--- |ok|FAIL)|RELIABILITY |panic' bin/reliability.log; exit $$status
+	@cd integration && IDEMKIT_RELIABILITY=full $(GO) test -race -count=1 -timeout 30m -v -run '$(RELIABILITY_RUN)' . > ../bin/reliability.log 2>&1; \
+		status=$$?; grep -E '^(--- |ok|FAIL)|RELIABILITY |panic' ../bin/reliability.log; exit $$status
 
 ## fuzz: every fuzz target for $(FUZZTIME) each (fuzz-list: just list them)
 # Targets are found in the sources (func FuzzX in a _test.go file), so
@@ -84,19 +143,15 @@ fuzz-list:
 fuzz:
 	@set -e; $(FUZZ_TARGETS) | while read -r pkg f; do \
 		echo "fuzz $$pkg $$f"; \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg </dev/null; \
+		(cd $$pkg && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) .) </dev/null; \
 	done
 
 ## test-moto: the DynamoDB tests against moto_server, a second server
 ## (optional: pip install 'moto[server]'); prints the capability skips,
 ## full output in bin/test-moto.log
-MOTO_PKGS = $(shell grep -rl --include='*_test.go' 'idemkit/internal/dynalite"' . | xargs -n1 dirname | sort -u)
 .PHONY: test-moto
 test-moto: deps
-	@command -v moto_server >/dev/null 2>&1 || { echo "test-moto: moto_server is not on PATH; it is optional (make test needs only dynalite): pip install 'moto[server]'" >&2; exit 1; }
-	@mkdir -p bin
-	@IDEMKIT_TEST_SERVER=moto $(GO) test -count=1 -timeout 15m -v $(MOTO_PKGS) > bin/test-moto.log 2>&1; \
-		status=$$?; grep -E '^\s*--- (SKIP|FAIL)|^(ok|FAIL|panic)|skipping: the test server' bin/test-moto.log; exit $$status
+	@GO=$(GO) ./.ci/test-moto.sh $(MODULES)
 
 clean:
 	rm -rf bin dist .aws-sam

@@ -25,7 +25,8 @@ type Config struct {
 	// tenant: the operation is left out of the record ID and a reuse of the
 	// key for another operation fails with ErrOperationMismatch.
 	AccountWide bool
-	// Observer receives every outcome. Nil: none.
+	// Observer receives every outcome. Nil: none, but the adapters still
+	// log store failures through slog.Default (see Guard.Observed).
 	Observer Observer
 	// Now returns the current time. Nil: time.Now.
 	Now func() time.Time

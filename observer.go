@@ -109,3 +109,8 @@ func withUsage(ctx context.Context) (context.Context, *usageAcc) {
 	a := new(usageAcc)
 	return context.WithValue(ctx, usageKey{}, a), a
 }
+
+// Observed reports whether g has an Observer. Without one, the adapters log
+// store failures through slog.Default, so that a misconfigured store is
+// visible in the logs of the first request.
+func (g *Guard) Observed() bool { return g.obs != nil }

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"log"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -11,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 )
 
+// The store on an existing table, with the SDK's standard configuration.
 func ExampleNew() {
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
@@ -41,6 +43,27 @@ func ExampleNewRegional() {
 		Home:    func(tenant string) string { return home[tenant] },
 		Local:   cfg.Region,
 	}, "idempotency", dynamo.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = store
+}
+
+// Creating the table from code, e.g. for a test or a first local run; a
+// deployment declares it in its template instead (TableDefinition says
+// what it holds).
+func ExampleCreateTable() {
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client := dynamodb.NewFromConfig(cfg)
+	if err := dynamo.CreateTable(ctx, client, "idempotency"); err != nil {
+		log.Fatal(err)
+	}
+	store, err := dynamo.New(client, "idempotency", dynamo.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

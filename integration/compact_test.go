@@ -32,7 +32,7 @@ func (c *clock) set(t time.Time) {
 	c.now = t
 }
 
-// The compact operation record (DESIGN §7): inside the replay window a
+// The compact operation record (docs/DESIGN.md, "Lifetime"): inside the replay window a
 // retry gets the stored response; between the replay window and the record
 // retention it is answered with the first outcome (status, Location,
 // completion time) and not executed; after the record retention it runs as

@@ -26,7 +26,7 @@ func uuidV7At(t time.Time) string {
 	return u.String()
 }
 
-// Late arrivals (DESIGN §7) end to end: through the v2 adapter against
+// Late arrivals (docs/DESIGN.md, "Lifetime") end to end: through the v2 adapter against
 // dynalite, a UUIDv7 key whose embedded time is older than the operation's
 // record retention plus the tolerated clock skew is refused with 400
 // key-expired, the handler does not run and nothing is stored; keys inside

@@ -1,7 +1,8 @@
 // Package integration holds end-to-end tests of idemkit against a real
 // DynamoDB-compatible server: dynalite, started by internal/dynalite, or
-// the server IDEMKIT_DYNAMODB_ENDPOINT names, or LocalStack with the tag
-// localstack.
+// the server IDEMKIT_DYNAMODB_ENDPOINT names (`make test-localstack`:
+// LocalStack). It is a module of its own, so its test-only dependencies stay
+// out of the graph of modules that depend on idemkit.
 package integration
 
 import (

@@ -4,9 +4,10 @@
 #
 #   make deps             npm ci, only when node_modules is missing or older
 #                         than package.json / package-lock.json
-#   make test-localstack  go test -tags localstack ./... : the shared test
-#                         server is LocalStack in Docker instead of dynalite
-#                         (LOCALSTACK_AUTH_TOKEN is passed through if set)
+#   make test-localstack  every module's tests against LocalStack in Docker
+#                         instead of dynalite: internal/localstack starts it
+#                         and runs `make test-go` with IDEMKIT_DYNAMODB_ENDPOINT
+#                         set (LOCALSTACK_AUTH_TOKEN is passed through if set)
 
 # Targets here must not become the including Makefile's default goal.
 DYNALITE_SAVED_GOAL := $(.DEFAULT_GOAL)
@@ -32,7 +33,7 @@ $(DYNALITE_STAMP): $(DYNALITE_ROOT)/package.json $(DYNALITE_ROOT)/package-lock.j
 
 dynalite-force:
 
-test-localstack: deps
-	$(GO) test -tags localstack ./...
+test-localstack:
+	cd $(DYNALITE_ROOT)/internal/localstack && $(GO) run . $(MAKE) -C $(DYNALITE_ROOT) test-go
 
 .DEFAULT_GOAL := $(DYNALITE_SAVED_GOAL)

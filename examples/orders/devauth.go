@@ -24,7 +24,7 @@ func DevAuthorizer(h HandlerFunc) HandlerFunc {
 		token, ok := bearer(header(ev.Headers, "Authorization"))
 		if !ok {
 			resp := (&Problem{Type: TypeUnauthorized, Title: "Unauthorized", Status: 401,
-				Detail: "Send Authorization: Bearer <token>; locally the token is your caller identity (the JWT sub claim), e.g. Bearer alice."}).Response()
+				Detail: "Send an Authorization: Bearer header; locally the token is your caller identity (the JWT sub claim), e.g. Bearer alice."}).Response()
 			resp.Headers["WWW-Authenticate"] = `Bearer realm="orders"`
 			resp.Headers["Cache-Control"] = "no-store"
 			rid := ev.RequestContext.RequestID

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -28,7 +29,46 @@ const (
 	// DefaultLocalTimeout is the deadline of each local invocation: the
 	// function's Timeout in template.yaml, under API Gateway's 30 s.
 	DefaultLocalTimeout = 29 * time.Second
+	// DefaultLocalConcurrency is how many requests Local serves at once;
+	// more get 429 at once, as from API Gateway's throttling. With
+	// MaxLocalBody it bounds the bodies held in memory: 8 × 10 MB.
+	DefaultLocalConcurrency = 8
 )
+
+// Connection limits of NewLocalServer.
+const (
+	// LocalReadHeaderTimeout bounds reading a request's headers.
+	LocalReadHeaderTimeout = 10 * time.Second
+	// LocalReadTimeout bounds reading a whole request, body included: a
+	// 10 MB body needs about 350 KB/s.
+	LocalReadTimeout = 30 * time.Second
+	// LocalIdleTimeout closes a keep-alive connection idle this long.
+	LocalIdleTimeout = 30 * time.Second
+	// LocalMaxHeaderBytes bounds a request's headers (API Gateway's limit
+	// is 10 KB per header value).
+	LocalMaxHeaderBytes = 64 << 10
+)
+
+// NewLocalServer returns the http.Server of the local API: handler with
+// the timeouts above, a write timeout of invocation (the handler's
+// deadline) plus 10 s, and logs at Warn through logger.
+func NewLocalServer(handler http.Handler, invocation time.Duration, logger *slog.Logger) *http.Server {
+	if invocation <= 0 {
+		invocation = DefaultLocalTimeout
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: LocalReadHeaderTimeout,
+		ReadTimeout:       LocalReadTimeout,
+		WriteTimeout:      invocation + 10*time.Second,
+		IdleTimeout:       LocalIdleTimeout,
+		MaxHeaderBytes:    LocalMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
 
 // Local serves an HTTP API handler over plain HTTP the way API Gateway
 // (payload format 2.0) invokes it: each request becomes the
@@ -46,7 +86,33 @@ type Local struct {
 	Logger *slog.Logger
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time
+	// Concurrency is how many requests are served at once; more get API
+	// Gateway's throttling answer, 429, without their body being read.
+	// Zero: DefaultLocalConcurrency.
+	Concurrency int
+
+	slotsOnce sync.Once
+	slots     chan struct{}
 }
+
+// acquire takes a request slot, reporting false when all are taken.
+func (l *Local) acquire() bool {
+	l.slotsOnce.Do(func() {
+		n := l.Concurrency
+		if n <= 0 {
+			n = DefaultLocalConcurrency
+		}
+		l.slots = make(chan struct{}, n)
+	})
+	select {
+	case l.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *Local) release() { <-l.slots }
 
 // ServeHTTP implements http.Handler.
 func (l *Local) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -54,6 +120,15 @@ func (l *Local) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if l.Now != nil {
 		now = l.Now
 	}
+	// Local answers are never to be sniffed into HTML by a browser.
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !l.acquire() {
+		// What API Gateway answers when it throttles a request.
+		WriteResponse(w, events.APIGatewayV2HTTPResponse{StatusCode: http.StatusTooManyRequests,
+			Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"message":"Too Many Requests"}`}, l.Logger)
+		return
+	}
+	defer l.release()
 	rid := newRequestID()
 	rawPath := r.URL.EscapedPath()
 	routeKey, params, ok := MatchRoute(r.Method, rawPath)

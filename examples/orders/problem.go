@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -48,19 +49,58 @@ type InvalidParam struct {
 	Reason string `json:"reason"`
 }
 
-// Response returns p as an HTTP API response.
+// Bounds of what a problem repeats from a request (an id, a member name),
+// so that a hostile request cannot make a large answer, or a large stored
+// replay of one.
+const (
+	MaxProblemDetail = 300 // bytes of Detail
+	MaxInvalidParams = 20  // entries of InvalidParams
+	MaxParamName     = 64  // bytes of an InvalidParam's Name
+	MaxParamReason   = 200 // bytes of an InvalidParam's Reason
+)
+
+// Response returns p as an HTTP API response. Text that may repeat request
+// input is bounded (MaxProblemDetail and the others, cut with "…") and
+// HTML-escaped by the JSON encoding (<, > and & as \u003c, \u003e,
+// \u0026), and the response says nosniff, so a browser never renders
+// echoed input as markup.
 func (p *Problem) Response() events.APIGatewayV2HTTPResponse {
+	q := *p
+	q.Detail = truncate(q.Detail, MaxProblemDetail)
+	if len(q.InvalidParams) > 0 {
+		n := min(len(q.InvalidParams), MaxInvalidParams)
+		q.InvalidParams = make([]InvalidParam, n)
+		for i, ip := range p.InvalidParams[:n] {
+			q.InvalidParams[i] = InvalidParam{Name: truncate(ip.Name, MaxParamName), Reason: truncate(ip.Reason, MaxParamReason)}
+		}
+	}
 	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
+	if err := json.NewEncoder(&b).Encode(&q); err != nil {
 		panic("orders: marshal problem: " + err.Error()) // strings and ints only
 	}
-	h := map[string]string{"Content-Type": problemContentType}
+	h := map[string]string{"Content-Type": problemContentType, "X-Content-Type-Options": "nosniff"}
 	if p.RetryAfter > 0 {
 		h["Retry-After"] = strconv.Itoa(p.RetryAfter)
 	}
 	return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: h, Body: strings.TrimSuffix(b.String(), "\n")}
+}
+
+// truncate cuts s to at most limit bytes, on a rune boundary, ending it with
+// "…" when it was cut. Invalid UTF-8 is replaced, so the cut is clean.
+func truncate(s string, limit int) string {
+	if len(s) <= limit && utf8.ValidString(s) {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= limit {
+		return s
+	}
+	const ellipsis = "…"
+	cut := limit - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }
 
 func notFound(detail string) events.APIGatewayV2HTTPResponse {

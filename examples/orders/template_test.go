@@ -30,8 +30,7 @@ const templatePath = "../../template.yaml"
 // parameter is its default and Fn::Sub substitutes both. goformation's own
 // handlers resolve resource Refs and GetAtts to nothing.
 func templateOptions() *intrinsics.ProcessorOptions {
-	var ref intrinsics.IntrinsicHandler
-	ref = func(name string, input, template any) any {
+	var ref intrinsics.IntrinsicHandler = func(name string, input, template any) any {
 		s, _ := input.(string)
 		if s == "AWS::Partition" {
 			return "aws"
@@ -390,11 +389,19 @@ func TestTemplateFunction(t *testing.T) {
 		orders.EnvOrdersTable:    "ref:OrdersTable",
 		orders.EnvReplayHours:    "24",
 		orders.EnvRetentionHours: "168",
-		orders.EnvHomeRegion:     "us-east-1",
 	} {
 		if env[k] != v {
 			t.Errorf("Environment %s = %q, want %q", k, env[k], v)
 		}
+	}
+	// The tables are plain tables of this stack's region: a home region
+	// elsewhere would name a table that does not exist there
+	// (docs/DEPLOY.md says how to deploy to more than one region).
+	if v, ok := env[orders.EnvHomeRegion]; ok {
+		t.Errorf("Environment %s = %q: the template's tables are in the stack's region only", orders.EnvHomeRegion, v)
+	}
+	if _, ok := tpl.Parameters["HomeRegion"]; ok {
+		t.Errorf("parameter HomeRegion: the template's tables are in the stack's region only")
 	}
 
 	var routes []string
@@ -424,7 +431,7 @@ func TestTemplateFunction(t *testing.T) {
 		t.Errorf("OrdersApi: want a default JWT authorizer on the Authorization header, got %v", auth)
 	}
 
-	for _, p := range []string{"JwtIssuer", "JwtAudience", "ReplayWindowHours", "RecordRetentionHours", "HomeRegion", "DeletionProtection"} {
+	for _, p := range []string{"JwtIssuer", "JwtAudience", "ReplayWindowHours", "RecordRetentionHours", "DeletionProtection", "LogRetentionDays"} {
 		if _, ok := tpl.Parameters[p]; !ok {
 			t.Errorf("parameter %s missing", p)
 		}
@@ -433,5 +440,27 @@ func TestTemplateFunction(t *testing.T) {
 		if _, ok := tpl.Outputs[o]; !ok {
 			t.Errorf("output %s missing", o)
 		}
+	}
+}
+
+// TestTemplateLogRetentionDays: CloudWatch Logs accepts only these
+// retentions; anything else would fail the deployment halfway, so the
+// parameter offers exactly them and its default is one.
+func TestTemplateLogRetentionDays(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	p, ok := tpl.Parameters["LogRetentionDays"]
+	if !ok {
+		t.Fatal("parameter LogRetentionDays missing")
+	}
+	valid := []string{"1", "3", "5", "7", "14", "30", "60", "90", "120", "150", "180", "365", "400", "545", "731", "1096", "1827", "2192", "2557", "2922", "3288", "3653"}
+	var allowed []string
+	for _, v := range p.AllowedValues {
+		allowed = append(allowed, fmt.Sprint(v))
+	}
+	if !slices.Equal(allowed, valid) {
+		t.Errorf("LogRetentionDays AllowedValues %v, want CloudWatch Logs' %v", allowed, valid)
+	}
+	if d := fmt.Sprint(p.Default); !slices.Contains(valid, d) {
+		t.Errorf("LogRetentionDays default %s is not a retention CloudWatch Logs accepts", d)
 	}
 }

@@ -349,6 +349,7 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 	case err != nil:
 		// Refused, or the handler's outcome is unknown and its key kept:
 		// the client gets a problem that says what a retry will get.
+		logUnobserved(ctx, a.g, scope, err)
 		return c.Problem(ProblemFor(err, a.storeRetry)), nil
 	case replayed:
 		return c.Replay(snap), nil

@@ -1,5 +1,3 @@
-//go:build !localstack
-
 package dynalite
 
 import (
@@ -9,8 +7,8 @@ import (
 )
 
 // startBackend starts the server Endpoint shares: dynalite, or moto_server
-// when IDEMKIT_TEST_SERVER=moto, unless the package is built with the tag
-// localstack.
+// when IDEMKIT_TEST_SERVER=moto. Other servers (LocalStack, DynamoDB Local)
+// are used through IDEMKIT_DYNAMODB_ENDPOINT.
 func startBackend(ctx context.Context) (endpoint string, stop func() error, err error) {
 	var s *Server
 	switch v := os.Getenv(EnvServer); v {

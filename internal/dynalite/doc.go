@@ -14,8 +14,9 @@
 // Endpoint starts one server per test binary on first use, or uses
 // IDEMKIT_DYNAMODB_ENDPOINT when set. IDEMKIT_TEST_SERVER=moto (`make
 // test-moto`) starts moto_server instead of dynalite (StartMoto; `pip
-// install 'moto[server]'`, optional). Built with the tag localstack
-// (`make test-localstack`), it starts LocalStack in Docker instead.
+// install 'moto[server]'`, optional). `make test-localstack` sets
+// IDEMKIT_DYNAMODB_ENDPOINT to a LocalStack it starts in Docker, from the
+// module internal/localstack.
 // NewServer starts a dynalite private to a test, for tests that need two;
 // NewMoto a moto_server.
 //

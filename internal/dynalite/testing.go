@@ -39,9 +39,9 @@ var shared struct {
 // tests of this test binary.
 //
 // If IDEMKIT_DYNAMODB_ENDPOINT is set, that is returned as is. Otherwise the
-// first call starts one server (dynalite; LocalStack when built with the
-// tag localstack) that Run (or Main) stops when the tests are done. Tables
-// outlive tests on it: give each test its own with CreateTable.
+// first call starts one dynalite server that Run (or Main) stops when the
+// tests are done. Tables outlive tests on it: give each test its own with
+// CreateTable.
 //
 // With IDEMKIT_SKIP_DYNAMODB=1 it skips t. When no server can be had, t
 // fails with a one-line reason.

@@ -52,7 +52,7 @@ func (c *Clock) Advance(d time.Duration) {
 func (c *Clock) Deadline(t testing.TB, parent context.Context, d time.Duration) context.Context {
 	t.Helper()
 	now := c.Now()
-	if drift := now.Sub(time.Now()); drift > MaxDrift || drift < -MaxDrift {
+	if drift := time.Until(now); drift > MaxDrift || drift < -MaxDrift {
 		t.Fatalf("testclock: clock is %s from the wall clock; a real deadline built from it is a clock bomb (start the clock with testclock.New)", drift.Round(time.Second))
 	}
 	ctx, cancel := context.WithDeadline(parent, now.Add(d))

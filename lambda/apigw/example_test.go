@@ -10,18 +10,9 @@ import (
 	"github.com/idemkit/idemkit/memstore"
 )
 
-func createOrder(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	// Charge the card, write the order...
-	return events.APIGatewayV2HTTPResponse{
-		StatusCode: 201,
-		Headers:    map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"},
-		Body:       `{"id":"ord_1","status":"paid"}`,
-	}, nil
-}
-
-// An HTTP API handler behind a JWT authorizer, guarded in three lines. Use
-// the DynamoDB store in production; the in-memory store protects one
-// process only.
+// An HTTP API handler behind a JWT authorizer with the in-memory store, as
+// in unit tests and local runs: it protects one process only.
+// Example_quickstart has the DynamoDB store.
 func ExampleWrapV2() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
 	handler := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("sub")}, createOrder)

@@ -3,7 +3,7 @@
 // (HTTP API, payload 2.0) event the deployed function would get, and is
 // passed to the very handler cmd/lambda gives lambda.Start.
 //
-//	go run ./examples/orders/cmd/local [-addr 127.0.0.1:3000] [-timeout 29s]
+//	cd examples && go run ./orders/cmd/local [-addr 127.0.0.1:3000] [-timeout 29s] [-concurrency 8]
 //
 // The first line on stdout names the URL (with -addr 127.0.0.1:0, the
 // port chosen). Logs go to stderr. The environment selects the stores
@@ -11,6 +11,12 @@
 // AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION and IDEMKIT_CREATE_TABLE=1 for a
 // local DynamoDB-compatible server. SIGINT or SIGTERM shuts it down,
 // letting running requests finish.
+//
+// Limits (orders.NewLocalServer, orders.Local): headers within 10 s and
+// 64 KB, a whole request within 30 s, keep-alive connections closed after
+// 30 s idle, bodies up to 10 MB, and -concurrency requests at a time (more
+// get 429 before their body is read), so at most 80 MB of bodies by
+// default.
 package main
 
 import (
@@ -43,6 +49,7 @@ func run() error {
 	}
 	addr := flag.String("addr", "127.0.0.1:"+port, "listen address; port 0 picks a free one")
 	timeout := flag.Duration("timeout", orders.DefaultLocalTimeout, "deadline of each invocation, like the function's Timeout")
+	concurrency := flag.Int("concurrency", orders.DefaultLocalConcurrency, "requests served at once; more get 429")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -72,15 +79,11 @@ Reuse the key with another body (422):
 
   curl -i %[1]s/orders -H 'Authorization: Bearer alice' -H 'Content-Type: application/json' -H 'Idempotency-Key: order-1' -d '{"sku":"book-42","quantity":2,"amount_cents":3998,"currency":"EUR"}'
 
-More in README.md, "Local walkthrough". Ctrl-C stops the server.
+More in docs/WALKTHROUGH.md. Ctrl-C stops the server.
 
 `, url)
 
-	srv := &http.Server{
-		Handler:           &orders.Local{Handler: h, Timeout: *timeout, Logger: logger},
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := orders.NewLocalServer(&orders.Local{Handler: h, Timeout: *timeout, Logger: logger, Concurrency: *concurrency}, *timeout, logger)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -1,6 +1,4 @@
-//go:build localstack
-
-package dynalite
+package main
 
 import (
 	"context"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/modules/localstack"
+
+	"github.com/idemkit/idemkit/internal/dynalite"
 )
 
 // LocalStackImage is the LocalStack image StartLocalStack runs: a pinned
@@ -33,7 +33,7 @@ type LocalStack struct {
 
 // StartLocalStack starts LocalStack (DynamoDB only) in Docker and returns
 // once it is healthy. LOCALSTACK_AUTH_TOKEN is passed through when set.
-// When no Docker engine is reachable the error wraps ErrUnavailable and
+// When no Docker engine is reachable the error wraps dynalite.ErrUnavailable and
 // says so in one line.
 func StartLocalStack(ctx context.Context) (*LocalStack, error) {
 	if err := dockerReachable(ctx); err != nil {
@@ -52,7 +52,7 @@ func StartLocalStack(ctx context.Context) (*LocalStack, error) {
 		if ctr != nil {
 			_ = testcontainers.TerminateContainer(ctr)
 		}
-		if errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, dynalite.ErrUnavailable) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("localstack: start %s: %s", img, oneLine(err.Error()))
@@ -76,7 +76,7 @@ func runLocalStack(ctx context.Context, img string, env map[string]string) (ctr 
 	return localstack.Run(ctx, img, testcontainers.WithEnv(env))
 }
 
-// dockerReachable reports, as one line wrapping ErrUnavailable, that no
+// dockerReachable reports, as one line wrapping dynalite.ErrUnavailable, that no
 // Docker engine answers.
 func dockerReachable(ctx context.Context) (err error) {
 	const msg = "localstack: no Docker engine reachable (start Docker or set DOCKER_HOST; `make test` uses dynalite and needs none)"
@@ -114,16 +114,11 @@ func (l *LocalStack) Stop() error {
 	return nil
 }
 
-// startBackend starts the server Endpoint shares: LocalStack, since the
-// package is built with the tag localstack.
-func startBackend(ctx context.Context) (endpoint string, stop func() error, err error) {
-	ctx, cancel := context.WithTimeout(ctx, localStackStartup)
-	defer cancel()
-	l, err := StartLocalStack(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	return l.Endpoint(), l.Stop, nil
+// unavailablef is an error, on one line, that matches
+// dynalite.ErrUnavailable.
+func unavailablef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", dynalite.ErrUnavailable, oneLine(fmt.Sprintf(format, args...)))
 }
 
-func backendName() string { return "localstack" }
+// oneLine folds a message onto one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

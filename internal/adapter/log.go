@@ -1,0 +1,21 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/idemkit/idemkit"
+)
+
+// logUnobserved logs a store failure through slog.Default when g has no
+// Observer. A wrong table name or a missing IAM permission answers every
+// request 503 (or 500 for an unreadable record); without an observer
+// nothing else would say why.
+func logUnobserved(ctx context.Context, g *idemkit.Guard, scope idemkit.Scope, err error) {
+	if g.Observed() || !(errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrCorruptRecord)) {
+		return
+	}
+	slog.Default().LogAttrs(ctx, slog.LevelError, "idemkit: store failure (set an Observer, e.g. lambda/observe, to log every outcome instead)",
+		slog.String("operation", scope.Operation), slog.String("error", err.Error()))
+}

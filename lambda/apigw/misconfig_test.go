@@ -1,0 +1,108 @@
+package apigw_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/lambda/apigw"
+)
+
+func TestMain(m *testing.M) { dynalite.Main(m) }
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a
+// slog handler.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestMisconfiguredStoreIsLogged: a guard whose table does not exist answers
+// 503, and without an Observer the first request already logs why through
+// slog.Default (DynamoDB's error). With an Observer, the
+// observer is told and slog.Default stays quiet.
+func TestMisconfiguredStoreIsLogged(t *testing.T) {
+	table := "idemkit-no-such-table-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	store, err := dynamo.New(dynalite.Client(t), table, dynamo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		observed bool
+	}{
+		{"no observer", false},
+		{"observer", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			prev := slog.Default()
+			slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+			t.Cleanup(func() { slog.SetDefault(prev) })
+
+			var (
+				mu   sync.Mutex
+				seen []idemkit.Event
+			)
+			cfg := idemkit.Config{Store: store}
+			if tc.observed {
+				cfg.Observer = idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen = append(seen, e)
+				})
+			}
+			g, err := idemkit.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := false
+			h := apigw.WrapV2(g, jwt, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				ran = true
+				return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+			})
+			resp := call(t, h, withKey(withTenant(load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "alice"), "k-1"))
+			if resp.StatusCode != 503 || ran {
+				t.Fatalf("status %d, handler ran %v; want 503 and not run", resp.StatusCode, ran)
+			}
+
+			out := logs.String()
+			if !tc.observed {
+				for _, want := range []string{"level=ERROR", "idemkit: store failure", "ResourceNotFoundException", `operation="POST /orders"`} {
+					if !strings.Contains(out, want) {
+						t.Errorf("log lacks %q:\n%s", want, out)
+					}
+				}
+				return
+			}
+			if out != "" {
+				t.Errorf("slog.Default logged with an Observer set:\n%s", out)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 1 || seen[0].Kind != idemkit.EventStoreError {
+				t.Errorf("observer got %+v, want one %s", seen, idemkit.EventStoreError)
+			}
+		})
+	}
+}
