@@ -58,7 +58,8 @@ func (a *app) createOrder(ctx context.Context, tenant string, ev events.APIGatew
 	}
 	o := Order{ID: a.newID(), SKU: *req.SKU, Quantity: *req.Quantity, AmountCents: *req.AmountCents,
 		Currency: *req.Currency, CreatedAt: a.now().UTC().Truncate(time.Millisecond), Payments: []Payment{}}
-	if err := a.repo.CreateOrder(ctx, tenant, o); err != nil {
+	o, err := a.repo.CreateOrder(ctx, tenant, o)
+	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	body, err := json.Marshal(o)
@@ -134,7 +135,8 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 	}
 	p := Payment{ID: a.newID(), OrderID: o.ID, AmountCents: *req.AmountCents, Currency: o.Currency,
 		CardLast4: (*req.Card)[len(*req.Card)-4:], Status: "captured", CreatedAt: a.now().UTC().Truncate(time.Millisecond)}
-	if err := a.repo.AddPayment(ctx, tenant, p); err != nil {
+	p, err = a.repo.AddPayment(ctx, tenant, p)
+	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	body, err := json.Marshal(p)
