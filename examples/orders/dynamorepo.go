@@ -58,6 +58,22 @@ type DynamoClient interface {
 type DynamoRepo struct {
 	Client DynamoClient
 	Table  string
+	// CallTimeout bounds one send of a call, the SDK's retries included, so
+	// that a server that does not answer leaves time to send again within
+	// the request's deadline. Zero: DefaultCallTimeout.
+	CallTimeout time.Duration
+}
+
+// DefaultCallTimeout is DynamoRepo's CallTimeout when none is set.
+const DefaultCallTimeout = 2 * time.Second
+
+// call returns the context of one send.
+func (r *DynamoRepo) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := r.CallTimeout
+	if d <= 0 {
+		d = DefaultCallTimeout
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 var _ Repo = (*DynamoRepo)(nil)
@@ -200,13 +216,17 @@ func (r *DynamoRepo) put(ctx context.Context, what string, in *dynamodb.PutItemI
 			case <-t.C:
 			}
 		}
-		_, err := r.Client.PutItem(ctx, in)
+		cctx, cancel := r.call(ctx)
+		_, err := r.Client.PutItem(cctx, in)
+		cancel()
 		var exists *types.ConditionalCheckFailedException
 		switch {
 		case err == nil:
 			return false, nil
 		case errors.As(err, &exists):
-			ferr := find(ctx)
+			cctx, cancel := r.call(ctx)
+			ferr := find(cctx)
+			cancel()
 			if ferr == nil {
 				return true, nil
 			}
@@ -258,7 +278,9 @@ func (r *DynamoRepo) GetOrder(ctx context.Context, tenant, id string) (Order, er
 		pays  = []Payment{}
 	)
 	for {
-		out, err := r.Client.Query(ctx, in)
+		cctx, cancel := r.call(ctx)
+		out, err := r.Client.Query(cctx, in)
+		cancel()
 		if err != nil {
 			return Order{}, fmt.Errorf("orders: query order %s: %w", id, err)
 		}

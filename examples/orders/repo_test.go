@@ -116,15 +116,20 @@ func TestDynamoRepoFaults(t *testing.T) {
 		{"lost ack on every SDK attempt of the first send", faults.Rule{Op: "PutItem", Kind: faults.LostAck, Times: 3}, false},
 		{"5xx on every SDK attempt of two sends", faults.Rule{Op: "PutItem", Kind: faults.ServerError, Times: 6}, false},
 		{"throttled on four attempts", faults.Rule{Op: "PutItem", Kind: faults.Throttle, Times: 4}, false},
+		{"no answer once (applied)", faults.Rule{Op: "PutItem", Kind: faults.TimeoutApplied, Times: 1}, false},
+		{"no answer once (not applied)", faults.Rule{Op: "PutItem", Kind: faults.Timeout, Times: 1}, false},
 		{"lost ack forever", faults.Rule{Op: "PutItem", Kind: faults.LostAck, Times: -1}, true},
 		{"5xx forever", faults.Rule{Op: "PutItem", Kind: faults.ServerError, Times: -1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
+			// A send that gets no answer ends at CallTimeout, well before
+			// the request's deadline, leaving time for another.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
 			raw := dynalite.Client(t)
 			table := dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("orders"))
 			ft := faults.New(http.DefaultTransport, tc.rule)
-			r := &orders.DynamoRepo{Client: faultyClient(t, ft), Table: table}
+			r := &orders.DynamoRepo{Client: faultyClient(t, ft), Table: table, CallTimeout: 500 * time.Millisecond}
 			clean := &orders.DynamoRepo{Client: raw, Table: table}
 			o, err := r.CreateOrder(ctx, "alice", testOrder)
 			if tc.unknown {
