@@ -35,8 +35,10 @@ type Store interface {
 
 	// Complete stores rec (State completed, CompletedAt and Snapshot set)
 	// over the live record with rec.ID whose Owner is rec.Owner and whose
-	// State is in_flight or already completed (a retried completion).
-	// Otherwise it returns ErrNotOwner and changes nothing. A store with an
+	// State is in_flight, indeterminate (a late completion: a known outcome
+	// replaces an unknown one that no operator has resolved), or completed
+	// without a Resolution (a retried completion). Otherwise it returns
+	// ErrNotOwner and changes nothing. A store with an
 	// item size limit stores a snapshot too large for it with Omitted set
 	// and no body (replays then answer ErrSnapshotOmitted); it never fails
 	// the completion for that reason.
@@ -47,6 +49,19 @@ type Store interface {
 	// the id (a retried release), and ErrNotOwner when the live record has
 	// another owner or is not in_flight.
 	Release(ctx context.Context, id, owner string, now time.Time) error
+
+	// Extend sets the LeaseUntil of the live in_flight record with this id
+	// and owner to leaseUntil (a lease renewal while the handler runs). It
+	// returns ErrNotOwner, changing nothing, when there is no such record
+	// (completed, released, taken over or marked indeterminate).
+	Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error
+
+	// MarkUnknown changes the live in_flight record with this id and owner
+	// to State indeterminate whatever its lease, sets its LeaseUntil to now,
+	// and returns it: its owner reports that the handler's outcome is
+	// unknown, so the key must not be run again. It returns ErrNotOwner when
+	// there is no such record.
+	MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*Record, error)
 
 	// MarkIndeterminate changes the live in_flight record with this id and
 	// owner whose lease has expired at now to State indeterminate and returns
@@ -77,6 +92,14 @@ type Store interface {
 	// listing may be eventually consistent, and a page may hold fewer than
 	// limit records while a next token remains.
 	ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
+
+	// ListStale returns live in_flight records whose lease has ended at now
+	// (crashed or abandoned executions no request has marked yet), oldest
+	// lease first, under the paging contract of ListIndeterminate. A store
+	// that can list them only when configured to (it must index in_flight
+	// records as it claims them) returns an error wrapping
+	// errors.ErrUnsupported when it is not.
+	ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
 }
 
 // ClaimOptions modify a claim.

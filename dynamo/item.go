@@ -39,19 +39,25 @@ const (
 	AttrReason       = "rr"  // S  resolution reason
 	AttrResolvedAt   = "rt"  // N  resolution time, epoch milliseconds
 
-	// AttrIndeterminate is the hash key of IndexIndeterminate. It is set
-	// (to IndeterminateValue) only while a record is indeterminate.
+	// AttrIndeterminate is the hash key of IndexIndeterminate. It is set to
+	// IndeterminateValue while a record is indeterminate and, when the
+	// store has Options.IndexInFlight, to InFlightValue while it is in
+	// flight; otherwise it is absent.
 	AttrIndeterminate = "ix" // S
 	// AttrIndeterminateTenant is the hash key of IndexIndeterminateTenant.
 	// It is set (to the tenant) only while a record is indeterminate.
 	AttrIndeterminateTenant = "it" // S
 )
 
-// IndeterminateValue is the value of AttrIndeterminate.
-const IndeterminateValue = "indeterminate"
+// The values of AttrIndeterminate.
+const (
+	IndeterminateValue = "indeterminate"
+	InFlightValue      = "in_flight"
+)
 
 // Global secondary indexes. Both are sparse (only indeterminate records
-// carry their hash keys), ordered by AttrLeaseUntil, and project ALL.
+// carry their hash keys, and in_flight ones carry AttrIndeterminate under
+// Options.IndexInFlight), ordered by AttrLeaseUntil, and project ALL.
 const (
 	// IndexIndeterminate lists all indeterminate records:
 	// hash AttrIndeterminate, range AttrLeaseUntil.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -25,49 +26,90 @@ import (
 // missing or still listed. A page token not issued for this tenant's
 // listing is refused with an error wrapping ErrInvalidPage.
 func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
-	const op = "list indeterminate"
+	q := listQuery{op: "list indeterminate", kind: "", state: idemkit.StateIndeterminate, hashAttr: AttrIndeterminate, hashValue: IndeterminateValue, index: IndexIndeterminate}
+	if tenant != "" {
+		q.hashAttr, q.hashValue, q.index = AttrIndeterminateTenant, tenant, IndexIndeterminateTenant
+	}
+	return s.query(ctx, q, tenant, page, limit, now)
+}
+
+// ListStale implements idemkit.Store with one Query of IndexIndeterminate,
+// whose hash key in_flight records carry when the store that claimed them
+// had Options.IndexInFlight set: the records under InFlightValue whose lease
+// ended at now, oldest lease first. A tenant's listing reads the same
+// partition and filters on the tenant. Without Options.IndexInFlight it
+// returns an error wrapping errors.ErrUnsupported: records claimed without
+// it are not indexed, and an empty listing would be a false all-clear.
+// Paging, limits and consistency are as in ListIndeterminate.
+func (s *Store) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
+	const op = "list stale"
+	if !s.opts.IndexInFlight {
+		return nil, "", fmt.Errorf("dynamo: %s: %w: in_flight records are indexed only when the store claiming them has Options.IndexInFlight set", op, errors.ErrUnsupported)
+	}
+	q := listQuery{op: op, kind: "stale", state: idemkit.StateInFlight, hashAttr: AttrIndeterminate, hashValue: InFlightValue, index: IndexIndeterminate, leaseEnded: true, tenantFilter: tenant}
+	return s.query(ctx, q, tenant, page, limit, now)
+}
+
+// listQuery is one listing of a lease index.
+type listQuery struct {
+	op, kind            string // kind names the listing in its page tokens
+	state               idemkit.State
+	hashAttr, hashValue string
+	index               string
+	leaseEnded          bool   // only records whose lease ended at now
+	tenantFilter        string // filter on the tenant attribute
+}
+
+func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, "", fail(op, err)
+		return nil, "", fail(q.op, err)
 	}
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
+	filter := "#exp > :nowS AND #st = :state"
+	names := map[string]string{"#exp": AttrExpiresAt, "#st": AttrState, "#h": q.hashAttr}
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":state": str(string(q.state)), ":h": str(q.hashValue)}
+	keyCond := "#h = :h"
+	if q.leaseEnded {
+		keyCond += " AND #lu <= :nowMs"
+		names["#lu"] = AttrLeaseUntil
+		values[":nowMs"] = nowMilli(now)
+	}
+	if q.tenantFilter != "" {
+		filter += " AND #tn = :tn"
+		names["#tn"] = AttrTenant
+		values[":tn"] = str(q.tenantFilter)
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
-		FilterExpression:          aws.String("#exp > :nowS AND #st = :indeterminate"),
-		ExpressionAttributeNames:  map[string]string{"#exp": AttrExpiresAt, "#st": AttrState},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":nowS": nowSec(now), ":indeterminate": vIndeterminate},
+		IndexName:                 aws.String(q.index),
+		KeyConditionExpression:    aws.String(keyCond),
+		FilterExpression:          aws.String(filter),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 		Limit:                     aws.Int32(int32(limit)),
 		ScanIndexForward:          aws.Bool(true),
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}
-	hashAttr, hashValue := AttrIndeterminate, IndeterminateValue
-	in.IndexName = aws.String(IndexIndeterminate)
-	if tenant != "" {
-		hashAttr, hashValue = AttrIndeterminateTenant, tenant
-		in.IndexName = aws.String(IndexIndeterminateTenant)
-	}
-	in.KeyConditionExpression = aws.String("#h = :h")
-	in.ExpressionAttributeNames["#h"] = hashAttr
-	in.ExpressionAttributeValues[":h"] = str(hashValue)
 	if page != "" {
-		pk, lu, err := decodePage(page, tenant)
+		pk, lu, err := decodePageOf(page, q.kind, tenant)
 		if err != nil {
 			return nil, "", err
 		}
-		in.ExclusiveStartKey = map[string]types.AttributeValue{AttrID: str(pk), AttrLeaseUntil: num(lu), hashAttr: str(hashValue)}
+		in.ExclusiveStartKey = map[string]types.AttributeValue{AttrID: str(pk), AttrLeaseUntil: num(lu), q.hashAttr: str(q.hashValue)}
 	}
 	client, err := s.list(tenant)
 	if err != nil {
-		return nil, "", fail(op, err)
+		return nil, "", fail(q.op, err)
 	}
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.Query(cctx, in, s.sdkOpts)
 	if err != nil {
 		usage(ctx, nil, false)
-		return nil, "", fail(op, err)
+		return nil, "", fail(q.op, err)
 	}
 	usage(ctx, out.ConsumedCapacity, false)
 	recs := make([]*idemkit.Record, 0, len(out.Items))
@@ -79,14 +121,14 @@ func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limi
 		if err != nil {
 			return nil, "", err
 		}
-		if r.State == idemkit.StateIndeterminate {
+		if r.State == q.state && (!q.leaseEnded || r.LeaseExpired(now)) && (q.tenantFilter == "" || r.Scope.Tenant == q.tenantFilter) {
 			recs = append(recs, r)
 		}
 	}
 	next := ""
 	if len(out.LastEvaluatedKey) > 0 {
-		if next, err = encodePage(out.LastEvaluatedKey, tenant); err != nil {
-			return nil, "", fail(op, err)
+		if next, err = encodePageOf(out.LastEvaluatedKey, q.kind, tenant); err != nil {
+			return nil, "", fail(q.op, err)
 		}
 	}
 	return recs, next, nil
@@ -97,12 +139,23 @@ func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limi
 // it is not replayed against another listing.
 type pageToken struct {
 	V      int    `json:"v"`
+	Kind   string `json:"k,omitempty"` // "" indeterminate, "stale"
 	Tenant string `json:"t"`
 	ID     string `json:"pk"`
 	Lease  int64  `json:"lu"`
 }
 
 func encodePage(lek map[string]types.AttributeValue, tenant string) (string, error) {
+	return encodePageOf(lek, "", tenant)
+}
+
+func decodePage(page, tenant string) (id string, lease int64, err error) {
+	return decodePageOf(page, "", tenant)
+}
+
+// encodePageOf and decodePageOf name the listing (kind) in the token, so
+// that a token of one listing is refused by another.
+func encodePageOf(lek map[string]types.AttributeValue, kind, tenant string) (string, error) {
 	id, ok1 := lek[AttrID].(*types.AttributeValueMemberS)
 	lu, ok2 := lek[AttrLeaseUntil].(*types.AttributeValueMemberN)
 	if !ok1 || !ok2 {
@@ -112,14 +165,14 @@ func encodePage(lek map[string]types.AttributeValue, tenant string) (string, err
 	if err != nil {
 		return "", fmt.Errorf("dynamo: unexpected LastEvaluatedKey lease %q", lu.Value)
 	}
-	b, err := json.Marshal(pageToken{V: 1, Tenant: tenant, ID: id.Value, Lease: n})
+	b, err := json.Marshal(pageToken{V: 1, Kind: kind, Tenant: tenant, ID: id.Value, Lease: n})
 	if err != nil {
 		return "", err
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-func decodePage(page, tenant string) (id string, lease int64, err error) {
+func decodePageOf(page, kind, tenant string) (id string, lease int64, err error) {
 	b, err := base64.RawURLEncoding.DecodeString(page)
 	if err != nil {
 		return "", 0, fmt.Errorf("%w: %v", ErrInvalidPage, err)
@@ -133,6 +186,8 @@ func decodePage(page, tenant string) (id string, lease int64, err error) {
 		return "", 0, fmt.Errorf("%w: version %d", ErrInvalidPage, t.V)
 	case t.ID == "":
 		return "", 0, fmt.Errorf("%w: no record ID", ErrInvalidPage)
+	case t.Kind != kind:
+		return "", 0, fmt.Errorf("%w: issued for another listing (%q)", ErrInvalidPage, t.Kind)
 	case t.Tenant != tenant:
 		return "", 0, fmt.Errorf("%w: issued for tenant %q, not %q", ErrInvalidPage, t.Tenant, tenant)
 	}

@@ -58,15 +58,14 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 		}
 		return c, nil
 	}
-	s := &Store{table: table, opts: opts.withDefaults()}
-	s.route = func(id string) (Client, error) {
+	route := func(id string) (Client, error) {
 		tenant, err := TenantOf(id)
 		if err != nil {
 			return nil, err
 		}
 		return home(tenant)
 	}
-	s.list = func(tenant string) (Client, error) {
+	list := func(tenant string) (Client, error) {
 		if tenant != "" {
 			return home(tenant)
 		}
@@ -76,7 +75,7 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 		}
 		return c, nil
 	}
-	return s, nil
+	return newStore(table, opts, route, list), nil
 }
 
 // TenantOf returns the tenant of a record ID. It reads the encoding of

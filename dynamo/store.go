@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -67,6 +68,22 @@ type Options struct {
 	// MaxBackoff caps the SDK's delay between attempts.
 	// Zero: DefaultMaxBackoff (200 ms).
 	MaxBackoff time.Duration
+	// KeepRetryQuota keeps the SDK's client-side retry quota (a token
+	// bucket shared by every call of the client: 500 tokens, 5 per retried
+	// error, 10 per retried timeout). Under sustained errors it runs dry,
+	// and then each call gets one attempt, so a claim whose answer was lost
+	// cannot be confirmed or freed. By default (false) the store's calls
+	// use a retryer without that quota: MaxAttempts and CallTimeout bound
+	// them instead.
+	KeepRetryQuota bool
+	// IndexInFlight gives in_flight records the hash key of
+	// IndexIndeterminate (InFlightValue), so that ListStale can list the
+	// ones whose lease ended without scanning the table. It costs index
+	// writes on every claim and on every completion or release (see
+	// docs/PERFORMANCE.md) and puts every in_flight record in one index
+	// partition, whose write ceiling then bounds the claim rate of the
+	// table. Every store writing to the table should set it alike.
+	IndexInFlight bool
 }
 
 func (o Options) withDefaults() Options {
@@ -107,6 +124,9 @@ type Store struct {
 	// tenant's listing ("" for all tenants).
 	route func(id string) (Client, error)
 	list  func(tenant string) (Client, error)
+	// retryer replaces the client's for the store's calls, unless
+	// Options.KeepRetryQuota.
+	retryer aws.Retryer
 }
 
 var _ idemkit.Store = (*Store)(nil)
@@ -120,7 +140,19 @@ func New(client Client, table string, opts Options) (*Store, error) {
 		return nil, errors.New("dynamo: empty table name")
 	}
 	one := func(string) (Client, error) { return client, nil }
-	return &Store{table: table, opts: opts.withDefaults(), route: one, list: one}, nil
+	return newStore(table, opts, one, one), nil
+}
+
+func newStore(table string, opts Options, route func(string) (Client, error), list func(string) (Client, error)) *Store {
+	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list}
+	if !s.opts.KeepRetryQuota {
+		s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = s.opts.MaxAttempts
+			o.MaxBackoff = s.opts.MaxBackoff
+			o.RateLimiter = ratelimit.None
+		})
+	}
+	return s
 }
 
 // ctxFor returns the context of one call: bounded by CallTimeout and
@@ -144,6 +176,10 @@ func (s *Store) ctxFor(ctx context.Context) (context.Context, context.CancelFunc
 // sdkOpts bounds the SDK's retries.
 func (s *Store) sdkOpts(o *dynamodb.Options) {
 	o.RetryMaxAttempts = s.opts.MaxAttempts
+	if s.retryer != nil {
+		o.Retryer = s.retryer
+		return
+	}
 	if o.Retryer != nil {
 		o.Retryer = retry.AddWithMaxBackoffDelay(o.Retryer, s.opts.MaxBackoff)
 	}
@@ -229,7 +265,8 @@ const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
 	condClaim    = condAbsent + " OR #st = :failed OR (#st = :inflight AND #ow = :owner)"
 	condTakeover = " OR (#st = :inflight AND #lu <= :nowMs)"
-	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :completed)"
+	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
+	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
 	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
 	condMark     = "#ow = :owner AND #st = :inflight AND #exp > :nowS AND #lu <= :nowMs"
 	condResolve  = "#st = :indeterminate AND #exp > :nowS"
@@ -262,6 +299,9 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 		return idemkit.ClaimResult{}, err
 	}
 	item := baseItem(rec)
+	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
+		item[AttrIndeterminate] = str(InFlightValue)
+	}
 	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
 		return idemkit.ClaimResult{}, s.tooLarge(rec.ID, item)
 	}
@@ -348,7 +388,8 @@ func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error 
 }
 
 // Complete implements idemkit.Store with one conditional PutItem fenced on
-// the owner token. A snapshot that would make the item larger than
+// the owner token and the state: in_flight, indeterminate (a late
+// completion), or completed without an operator's resolution. A snapshot that would make the item larger than
 // MaxItemSize is stored without its body, Snapshot.Omitted set.
 func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
 	const op = "complete"
@@ -369,8 +410,8 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		TableName:                 aws.String(s.table),
 		Item:                      item,
 		ConditionExpression:       aws.String(condComplete),
-		ExpressionAttributeNames:  map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": str(rec.Owner), ":nowS": nowSec(now), ":inflight": vInFlight, ":completed": vCompleted},
+		ExpressionAttributeNames:  map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": str(rec.Owner), ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.sdkOpts)
 	if err != nil {
@@ -402,6 +443,60 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return nil
+}
+
+// Extend implements idemkit.Store with one conditional UpdateItem of the
+// lease, fenced on the owner token and state in_flight.
+func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
+	const op = "extend"
+	client, err := s.client(ctx, op, id)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(id),
+		UpdateExpression:          aws.String("SET #lu = :lu"),
+		ConditionExpression:       aws.String(condOwned),
+		ExpressionAttributeNames:  map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":lu": num(ceilMilli(leaseUntil)), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now)},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}, s.sdkOpts)
+	if err != nil {
+		return refused(ctx, op, err, idemkit.ErrNotOwner)
+	}
+	usage(ctx, out.ConsumedCapacity, true)
+	return nil
+}
+
+// MarkUnknown implements idemkit.Store with one conditional UpdateItem,
+// fenced on the owner token and state in_flight, that also sets the sparse
+// index keys and ends the lease at now.
+func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+	const op = "mark unknown"
+	client, err := s.client(ctx, op, id)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(id),
+		UpdateExpression:          aws.String("SET #st = :indeterminate, #ix = :ix, #it = #tn, #lu = :nowMs"),
+		ConditionExpression:       aws.String(condOwned),
+		ExpressionAttributeNames:  map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": num(ceilMilli(now))},
+		ReturnValues:              types.ReturnValueAllNew,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}, s.sdkOpts)
+	if err != nil {
+		return nil, refused(ctx, op, err, idemkit.ErrNotOwner)
+	}
+	usage(ctx, out.ConsumedCapacity, true)
+	return decodeItem(out.Attributes)
 }
 
 // MarkIndeterminate implements idemkit.Store with one conditional

@@ -1,6 +1,8 @@
 package dynamo_test
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +59,22 @@ func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Clien
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) idemkit.Store {
-		s, _, _ := newStore(t, dynamo.Options{})
+		s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
 		return s
 	})
+}
+
+// Without IndexInFlight, in_flight records are not indexed: ListStale
+// refuses rather than answer a false all-clear, and the rest of the
+// contract holds.
+func TestConformanceWithoutInFlightIndex(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	_, _, err := s.ListStale(context.Background(), "", "", 10, time.Now())
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("ListStale without IndexInFlight: %v, want errors.ErrUnsupported", err)
+	}
+	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
+		s, _, _ := newStore(t, dynamo.Options{})
+		return s
+	}, storetest.Options{DistinctKeys: 200, Racers: 20})
 }

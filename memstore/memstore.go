@@ -74,11 +74,57 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
 	cur := s.live(rec.ID, now)
-	if cur == nil || cur.Owner != rec.Owner || (cur.State != idemkit.StateInFlight && cur.State != idemkit.StateCompleted) {
+	if cur == nil || cur.Owner != rec.Owner || !completable(cur) {
 		return idemkit.ErrNotOwner
 	}
 	s.put(rec)
 	return nil
+}
+
+// completable reports whether its owner may complete cur: in flight,
+// indeterminate (a late completion), or completed by the owner and not by
+// an operator (a retried completion).
+func completable(cur *idemkit.Record) bool {
+	switch cur.State {
+	case idemkit.StateInFlight, idemkit.StateIndeterminate:
+		return true
+	case idemkit.StateCompleted:
+		return cur.Resolution == nil
+	}
+	return false
+}
+
+// Extend implements idemkit.Store.
+func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return &idemkit.StoreError{Op: "Extend", Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idemkit.AddUsage(ctx, 0, 1)
+	cur := s.live(id, now)
+	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight {
+		return idemkit.ErrNotOwner
+	}
+	cur.LeaseUntil = leaseUntil
+	return nil
+}
+
+// MarkUnknown implements idemkit.Store.
+func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &idemkit.StoreError{Op: "MarkUnknown", Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idemkit.AddUsage(ctx, 0, 1)
+	cur := s.live(id, now)
+	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight {
+		return nil, idemkit.ErrNotOwner
+	}
+	cur.State = idemkit.StateIndeterminate
+	cur.LeaseUntil = now
+	return cur.Clone(), nil
 }
 
 // Release implements idemkit.Store.
@@ -178,8 +224,22 @@ func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Rec
 // ListIndeterminate implements idemkit.Store. The page token is the offset
 // into the sorted listing.
 func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
+	return s.list(ctx, "ListIndeterminate", tenant, page, limit, now, func(r *idemkit.Record) bool {
+		return r.State == idemkit.StateIndeterminate
+	})
+}
+
+// ListStale implements idemkit.Store. The page token is the offset into
+// the sorted listing.
+func (s *Store) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
+	return s.list(ctx, "ListStale", tenant, page, limit, now, func(r *idemkit.Record) bool {
+		return r.State == idemkit.StateInFlight && r.LeaseExpired(now)
+	})
+}
+
+func (s *Store) list(ctx context.Context, op, tenant, page string, limit int, now time.Time, keep func(*idemkit.Record) bool) ([]*idemkit.Record, string, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, "", &idemkit.StoreError{Op: "ListIndeterminate", Err: err}
+		return nil, "", &idemkit.StoreError{Op: op, Err: err}
 	}
 	if limit <= 0 {
 		limit = 100
@@ -195,7 +255,7 @@ func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limi
 	s.mu.Lock()
 	var all []*idemkit.Record
 	for _, r := range s.recs {
-		if r.State == idemkit.StateIndeterminate && r.Live(now) && (tenant == "" || r.Scope.Tenant == tenant) {
+		if keep(r) && r.Live(now) && (tenant == "" || r.Scope.Tenant == tenant) {
 			all = append(all, r.Clone())
 		}
 	}

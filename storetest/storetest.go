@@ -65,6 +65,11 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"ResolveCompleted", testResolveCompleted},
 		{"ResolveFailed", testResolveFailed},
 		{"ListIndeterminate", testListIndeterminate},
+		{"ListStale", testListStale},
+		{"Extend", testExtend},
+		{"MarkUnknown", testMarkUnknown},
+		{"LateCompletion", testLateCompletion},
+		{"LateCompletionRacesResolve", testLateCompletionRacesResolve},
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"RecordRoundTrip", testRecordRoundTrip},
 		{"CanceledContext", testCanceled},
@@ -375,10 +380,301 @@ func testMarkIndeterminate(t *testing.T, s idemkit.Store) {
 	if res.Existing == nil || res.Existing.State != idemkit.StateIndeterminate {
 		t.Fatalf("lost claim reported %+v, want the indeterminate record", res.Existing)
 	}
-	wantErr(t, "Complete of an indeterminate record", s.Complete(ctx, completed(r, after, sampleSnapshot()), after), idemkit.ErrNotOwner)
 	wantErr(t, "Release of an indeterminate record", s.Release(ctx, r.ID, "a", after), idemkit.ErrNotOwner)
+	wantErr(t, "Complete of an indeterminate record with another token", s.Complete(ctx, completed(withOwner(r, "x"), after, sampleSnapshot()), after), idemkit.ErrNotOwner)
 	if got := mustGet(t, s, r.ID, after); got.State != idemkit.StateIndeterminate {
 		t.Fatalf("state = %q, want indeterminate", got.State)
+	}
+	// The owner's late completion heals the record (see LateCompletion).
+	c := completed(r, after, sampleSnapshot())
+	if err := s.Complete(ctx, c, after); err != nil {
+		t.Fatalf("owner's late Complete of an indeterminate record: %v", err)
+	}
+	sameRecord(t, mustGet(t, s, r.ID, after), c)
+}
+
+// testLateCompletion: the owner's completion replaces an indeterminate
+// record no operator resolved, and removes it from the listing; once an
+// operator resolved it (either way) the late completion is refused.
+func testLateCompletion(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	m := markedRecord(t, s, now)
+	at := now.Add(time.Minute)
+	c := completed(m, at, sampleSnapshot())
+	c.State = idemkit.StateCompleted
+	if err := s.Complete(ctx, c, at); err != nil {
+		t.Fatalf("late Complete: %v", err)
+	}
+	sameRecord(t, mustGet(t, s, m.ID, at), c)
+	if err := s.Complete(ctx, c, at); err != nil {
+		t.Fatalf("retried late Complete: %v", err)
+	}
+	_, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
+	wantErr(t, "Resolve after a late completion", err, idemkit.ErrNotIndeterminate)
+	if listed(t, s, m.Scope.Tenant, at)[m.ID] {
+		t.Fatal("a healed record is still listed as indeterminate")
+	}
+
+	for _, as := range []idemkit.State{idemkit.StateCompleted, idemkit.StateFailed} {
+		m := markedRecord(t, s, now)
+		res := idemkit.Resolution{As: as, Operator: "ops", Reason: "checked"}
+		if as == idemkit.StateCompleted {
+			res.Snapshot = &idemkit.Snapshot{Status: 200, Body: []byte("operator")}
+		}
+		if _, err := s.Resolve(ctx, m.ID, res, at); err != nil {
+			t.Fatalf("Resolve as %s: %v", as, err)
+		}
+		wantErr(t, "late Complete after Resolve as "+string(as), s.Complete(ctx, completed(m, at, sampleSnapshot()), at), idemkit.ErrNotOwner)
+		got := mustGet(t, s, m.ID, at)
+		if got.State != as || got.Resolution == nil {
+			t.Fatalf("after a refused late completion: state %q resolution %+v", got.State, got.Resolution)
+		}
+	}
+}
+
+// testLateCompletionRacesResolve: the owner's late completion and an
+// operator's resolution race for one indeterminate record: exactly one
+// wins and the record is what the winner wrote.
+func testLateCompletionRacesResolve(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	at := now.Add(time.Minute)
+	for i := 0; i < 20; i++ {
+		m := markedRecord(t, s, now)
+		c := completed(m, at, sampleSnapshot())
+		res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "race"}
+		if i%2 == 1 {
+			res = idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops", Reason: "race", Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("operator")}}
+		}
+		var cerr, rerr error
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() { defer wg.Done(); <-start; cerr = s.Complete(ctx, c, at) }()
+		go func() { defer wg.Done(); <-start; _, rerr = s.Resolve(ctx, m.ID, res, at) }()
+		close(start)
+		wg.Wait()
+		got := mustGet(t, s, m.ID, at)
+		switch {
+		case cerr == nil && rerr == nil, cerr != nil && rerr != nil:
+			t.Fatalf("round %d: complete %v, resolve %v: want exactly one winner", i, cerr, rerr)
+		case cerr == nil:
+			wantErr(t, "losing Resolve", rerr, idemkit.ErrNotIndeterminate)
+			sameRecord(t, got, c)
+		default:
+			wantErr(t, "losing late Complete", cerr, idemkit.ErrNotOwner)
+			if got.State != res.As || got.Resolution == nil || got.Resolution.Reason != "race" {
+				t.Fatalf("round %d: resolve won, record state %q resolution %+v", i, got.State, got.Resolution)
+			}
+		}
+	}
+}
+
+// listed returns the IDs ListIndeterminate lists for tenant at now.
+func listed(t *testing.T, s idemkit.Store, tenant string, now time.Time) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	for page, n := "", 0; ; n++ {
+		recs, next, err := s.ListIndeterminate(context.Background(), tenant, page, 100, now)
+		if err != nil {
+			t.Fatalf("ListIndeterminate: %v", err)
+		}
+		for _, r := range recs {
+			ids[r.ID] = true
+		}
+		if next == "" || n > 100 {
+			return ids
+		}
+		page = next
+	}
+}
+
+// testExtend: only the owner extends a live in_flight lease; a renewed
+// lease protects the key from a takeover and from being marked.
+func testExtend(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	r := newRecord(now, "a")
+	r.LeaseUntil = now.Add(2 * time.Second)
+	wantErr(t, "Extend of an absent record", s.Extend(ctx, r.ID, "a", now.Add(time.Minute), now), idemkit.ErrNotOwner)
+	claim(t, s, r, now, false)
+	wantErr(t, "Extend with another token", s.Extend(ctx, r.ID, "x", now.Add(time.Minute), now), idemkit.ErrNotOwner)
+	if err := s.Extend(ctx, r.ID, "a", now.Add(time.Minute), now.Add(time.Second)); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if err := s.Extend(ctx, r.ID, "a", now.Add(time.Minute), now.Add(time.Second)); err != nil {
+		t.Fatalf("retried Extend: %v", err)
+	}
+	got := mustGet(t, s, r.ID, now.Add(time.Second))
+	if !timeEq(got.LeaseUntil, now.Add(time.Minute)) || got.State != idemkit.StateInFlight || got.Owner != "a" {
+		t.Fatalf("after Extend: lease %v state %q owner %q", got.LeaseUntil, got.State, got.Owner)
+	}
+	later := now.Add(10 * time.Second) // after the first lease, inside the renewed one
+	if res := claim(t, s, withOwner(r, "b"), later, true); res.Won {
+		t.Fatal("a takeover won over a renewed lease")
+	}
+	_, err := s.MarkIndeterminate(ctx, r.ID, "a", later)
+	wantErr(t, "MarkIndeterminate of a renewed lease", err, idemkit.ErrNotOwner)
+	// An expired lease not yet taken over may still be renewed by its owner.
+	if err := s.Extend(ctx, r.ID, "a", now.Add(2*time.Minute), now.Add(90*time.Second)); err != nil {
+		t.Fatalf("Extend after the lease ended: %v", err)
+	}
+	if err := s.Complete(ctx, completed(r, later, sampleSnapshot()), later); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "Extend of a completed record", s.Extend(ctx, r.ID, "a", now.Add(time.Hour), later), idemkit.ErrNotOwner)
+	m := markedRecord(t, s, now)
+	wantErr(t, "Extend of an indeterminate record", s.Extend(ctx, m.ID, "a", now.Add(time.Hour), now.Add(time.Minute)), idemkit.ErrNotOwner)
+}
+
+// testMarkUnknown: the owner turns its live in_flight record indeterminate
+// whatever its lease; nobody else can, and it happens once.
+func testMarkUnknown(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	_, err := s.MarkUnknown(ctx, r.ID, "x", now)
+	wantErr(t, "MarkUnknown with another token", err, idemkit.ErrNotOwner)
+	at := now.Add(time.Second)
+	got, err := s.MarkUnknown(ctx, r.ID, "a", at)
+	if err != nil {
+		t.Fatalf("MarkUnknown of a live lease: %v", err)
+	}
+	if got.State != idemkit.StateIndeterminate || got.Owner != "a" || got.LeaseUntil.After(at.Add(time.Millisecond)) {
+		t.Fatalf("marked record: state %q owner %q lease %v (marked at %v)", got.State, got.Owner, got.LeaseUntil, at)
+	}
+	_, err = s.MarkUnknown(ctx, r.ID, "a", at)
+	wantErr(t, "second MarkUnknown", err, idemkit.ErrNotOwner)
+	if res := claim(t, s, withOwner(r, "b"), at, true); res.Won {
+		t.Fatal("a takeover won over a record marked unknown")
+	}
+	if !listed(t, s, r.Scope.Tenant, at.Add(time.Second))[r.ID] {
+		t.Fatal("a record marked unknown is not listed as indeterminate")
+	}
+	_, err = s.MarkUnknown(ctx, "o1|1:x1:y1:z", "a", at)
+	wantErr(t, "MarkUnknown of an absent record", err, idemkit.ErrNotOwner)
+}
+
+// testListStale: in_flight records whose lease ended are listed, oldest
+// lease first, paged; live leases, completed, released, indeterminate and
+// expired records are not.
+func testListStale(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx := context.Background()
+	if _, _, err := s.ListStale(ctx, "", "", 1, now); errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("store does not list stale leases as configured: %v", err)
+	}
+	n0 := seq.Load()
+	tenants := []string{fmt.Sprintf("stale:%d", n0), fmt.Sprintf("stale:%d:x", n0)}
+	want := map[string]map[string]bool{"": {}, tenants[0]: {}, tenants[1]: {}}
+	for i := 0; i < 5; i++ {
+		r := newRecord(now, "a")
+		r.Scope.Tenant = tenants[i%2]
+		r.ID = r.Scope.ID(false)
+		r.LeaseUntil = now.Add(time.Duration(i+1) * time.Second)
+		claim(t, s, r, now, false)
+		want[""][r.ID] = true
+		want[r.Scope.Tenant][r.ID] = true
+	}
+	other := map[string]bool{}
+	add := func(r *idemkit.Record) *idemkit.Record {
+		r.Scope.Tenant = tenants[0]
+		r.ID = r.Scope.ID(false)
+		claim(t, s, r, now, false)
+		other[r.ID] = true
+		return r
+	}
+	live := newRecord(now, "a") // lease still running at the listing
+	live.LeaseUntil = now.Add(time.Hour)
+	add(live)
+	done := add(newRecord(now, "a"))
+	done.LeaseUntil = now.Add(time.Second)
+	if err := s.Complete(ctx, completed(done, now, sampleSnapshot()), now); err != nil {
+		t.Fatal(err)
+	}
+	freed := newRecord(now, "a")
+	freed.LeaseUntil = now.Add(time.Second)
+	add(freed)
+	if err := s.Release(ctx, freed.ID, "a", now); err != nil {
+		t.Fatal(err)
+	}
+	marked := newRecord(now, "a")
+	marked.LeaseUntil = now.Add(time.Second)
+	add(marked)
+	if _, err := s.MarkIndeterminate(ctx, marked.ID, "a", now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	gone := newRecord(now, "a")
+	gone.LeaseUntil, gone.ExpiresAt = now.Add(time.Second), now.Add(90*time.Second)
+	add(gone)
+	at := now.Add(2 * time.Minute)
+	if err := s.Extend(ctx, live.ID, "a", at.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	for _, tenant := range []string{"", tenants[0], tenants[1]} {
+		got := map[string]bool{}
+		var last time.Time
+		page, pages := "", 0
+		for {
+			recs, next, err := s.ListStale(ctx, tenant, page, 2, at)
+			if err != nil {
+				t.Fatalf("ListStale(%q): %v", tenant, err)
+			}
+			pages++
+			if len(recs) > 2 {
+				t.Fatalf("page of %d records, limit 2", len(recs))
+			}
+			for _, r := range recs {
+				if r.State != idemkit.StateInFlight || !r.LeaseExpired(at) {
+					t.Fatalf("listed a %q record with lease until %v at %v", r.State, r.LeaseUntil, at)
+				}
+				if tenant != "" && r.Scope.Tenant != tenant {
+					t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
+				}
+				if other[r.ID] {
+					t.Fatalf("listed record %s, which is not a stale lease", r.ID)
+				}
+				if !want[""][r.ID] {
+					continue // another test's record in a shared store
+				}
+				if got[r.ID] {
+					t.Fatalf("record %s listed twice", r.ID)
+				}
+				if r.LeaseUntil.Before(last) {
+					t.Fatal("listing is not ordered by lease")
+				}
+				last = r.LeaseUntil
+				got[r.ID] = true
+			}
+			if next == "" {
+				break
+			}
+			page = next
+			if pages > 100 {
+				t.Fatal("listing does not end")
+			}
+		}
+		if len(got) != len(want[tenant]) {
+			t.Fatalf("tenant %q: listed %d of %d stale records", tenant, len(got), len(want[tenant]))
+		}
+		if tenant == "" && pages < 2 {
+			t.Fatalf("%d records in %d page(s) of 2", len(got), pages)
+		}
+	}
+	// Before the leases end nothing of ours is listed.
+	recs, _, err := s.ListStale(ctx, tenants[1], "", 100, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if want[""][r.ID] {
+			t.Fatalf("listed %s before its lease ended", r.ID)
+		}
+	}
+	if _, _, err := s.ListStale(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+		t.Fatalf("ListStale with a foreign page token: %v, want ErrInvalidPage", err)
 	}
 }
 

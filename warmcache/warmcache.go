@@ -272,6 +272,17 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 	return s.next.MarkIndeterminate(ctx, id, owner, now)
 }
 
+// Extend passes through (only completed records are cached).
+func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
+	return s.next.Extend(ctx, id, owner, leaseUntil, now)
+}
+
+// MarkUnknown passes through and drops the ID from the cache.
+func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+	defer s.Forget(id)
+	return s.next.MarkUnknown(ctx, id, owner, now)
+}
+
 // Resolve passes through and drops the ID from the cache.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	defer s.Forget(id)
@@ -286,4 +297,9 @@ func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Rec
 // ListIndeterminate passes through.
 func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	return s.next.ListIndeterminate(ctx, tenant, page, limit, now)
+}
+
+// ListStale passes through.
+func (s *Store) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
+	return s.next.ListStale(ctx, tenant, page, limit, now)
 }
