@@ -156,7 +156,7 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 	for range e2eClients {
 		ft := randomFaults(rate, tables, counts)
 		fts = append(fts, ft)
-		store, err := dynamo.New(newSDKClient(t, endpoint, ft), records, dynamo.Options{CallTimeout: e2eCallTime})
+		store, err := dynamo.New(newSDKClient(t, endpoint, ft), records, dynamo.Options{CallTimeout: e2eCallTime, IndexInFlight: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,17 +211,21 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 	// Count the executions: the orders of each key, read from the table.
 	ordersOf := scanOrders(t, raw, ordersTable)
 	// What an operator can list, through a store without faults.
-	clean, err := dynamo.New(raw, records, dynamo.Options{})
+	clean, err := dynamo.New(raw, records, dynamo.Options{IndexInFlight: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	indeterminate := listAll(t, func(page string) ([]*idemkit.Record, string, error) {
 		return clean.ListIndeterminate(ctx, "", page, 1000, time.Now())
 	})
+	stale := listAll(t, func(page string) ([]*idemkit.Record, string, error) {
+		return clean.ListStale(ctx, "", page, 1000, time.Now())
+	})
 
 	var (
 		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun int
-		listedIndeterminate, unexplained, gaveUp, divergent       int
+		listedIndeterminate, listedStale, unexplained, gaveUp     int
+		divergent                                                 int
 		answerWithoutOrder, unexpected                            int
 		problems                                                  []string
 	)
@@ -276,16 +280,18 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 		switch {
 		case indeterminate[id]:
 			listedIndeterminate++
+		case stale[id]:
+			listedStale++
 		default:
 			unexplained++
 			note("%s/%s stuck (finals %+v) and not listed by the operator listing", k.tenant, k.key, k.finals)
 		}
 	}
 	summary(t, "fault_rate=%.0f%% keys=%d tenants=2 clients_per_key=%d invocations=%d faults_records=%d faults_orders=%d (%s) retried_5xx=%d retried_409_in_flight=%d "+
-		"executions=%d double_executions=%d keys_ok=%d stuck=%d (executed %d, not executed %d) stuck_listed_indeterminate=%d stuck_unexplained=%d clients_gave_up=%d "+
+		"executions=%d double_executions=%d keys_ok=%d stuck=%d (executed %d, not executed %d) stuck_listed_indeterminate=%d stuck_listed_stale=%d stuck_unexplained=%d clients_gave_up=%d "+
 		"divergent_answers=%d answers_without_order=%d unexpected_answers=%d elapsed=%s",
 		rate*100, len(keys), e2eClients, invocations.Load(), counts.total("records"), counts.total("orders"), counts, retried5xx.Load(), retried409.Load(),
-		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun, listedIndeterminate, unexplained, gaveUp,
+		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun, listedIndeterminate, listedStale, unexplained, gaveUp,
 		divergent, answerWithoutOrder, unexpected, elapsed.Round(time.Second))
 	if counts.total("records") == 0 || counts.total("orders") == 0 {
 		t.Errorf("faults injected: records table %d, orders table %d; want both", counts.total("records"), counts.total("orders"))

@@ -86,7 +86,9 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logge
 			return Options{}, "", err
 		}
 	}
-	if o.Store, err = dynamo.New(client, table, dynamo.Options{}); err != nil {
+	// IndexInFlight: an execution that crashed is listed by
+	// idemkit list --state stale (one index write more per claim).
+	if o.Store, err = dynamo.New(client, table, dynamo.Options{IndexInFlight: true}); err != nil {
 		return Options{}, "", err
 	}
 	// The orders client has no client-side retry quota: DynamoRepo bounds
