@@ -55,6 +55,10 @@ var (
 	// ErrSnapshotOmitted: the request completed, but its response was too
 	// large to store. The error is an *OutcomeError naming the outcome.
 	ErrSnapshotOmitted = errors.New("idemkit: the response of this idempotency key was too large to store")
+	// ErrClaimUnknown: the claim could not be made, and freeing it failed
+	// too, so a claim may be stored although the handler did not run. The
+	// error is a *ClaimUnknownError, and ErrStoreUnavailable too.
+	ErrClaimUnknown = errors.New("idemkit: the claim may be stored; the key may stay held until its lease ends")
 	// ErrCorruptRecord: the stored record could not be decoded. The handler
 	// is not run and nothing is replayed.
 	ErrCorruptRecord = errors.New("idemkit: stored idempotency record is corrupt")
@@ -115,3 +119,25 @@ func (e *StoreError) Error() string { return fmt.Sprintf("idemkit: store %s: %v"
 
 // Unwrap returns ErrStoreUnavailable and the underlying error.
 func (e *StoreError) Unwrap() []error { return []error{ErrStoreUnavailable, e.Err} }
+
+// ClaimUnknownError is returned when a claim failed and freeing it failed
+// too: the handler did not run, but a claim may be stored (its answer may
+// have been lost). Until LeaseUntil a retry with the key gets ErrInFlight;
+// after it the record is a stale lease (Store.ListStale lists it) that the
+// next request handles by the operation's StalePolicy: under FailClosed it
+// is marked indeterminate for an operator, under Takeover it is claimed
+// again. It is ErrClaimUnknown and ErrStoreUnavailable under errors.Is.
+type ClaimUnknownError struct {
+	LeaseUntil time.Time // when the claim, if stored, stops holding the key
+	Err        error     // the claim's and the release's errors
+}
+
+func (e *ClaimUnknownError) Error() string {
+	return fmt.Sprintf("%v (until %s): %v", ErrClaimUnknown, e.LeaseUntil.UTC().Format(time.RFC3339), e.Err)
+}
+
+// Is reports whether target is ErrClaimUnknown.
+func (e *ClaimUnknownError) Is(target error) bool { return target == ErrClaimUnknown }
+
+// Unwrap returns the claim's and the release's errors.
+func (e *ClaimUnknownError) Unwrap() error { return e.Err }

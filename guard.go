@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,6 +38,19 @@ type Config struct {
 	// (completion, release), which run even when the request's context is
 	// done. Zero: 5 s.
 	WriteTimeout time.Duration
+	// ClaimAttempts bounds the attempts of a claim that fails (its answer
+	// may have been lost: each attempt uses the same owner token, so an
+	// applied one is recognised as ours), within the request's deadline.
+	// Zero: 3.
+	ClaimAttempts int
+	// ClaimBackoff is the pause before the second claim attempt; the n-th
+	// waits n times as long. Zero: 50 ms.
+	ClaimBackoff time.Duration
+	// ExecutionSecret keys the hash behind ExecutionID. Without it the
+	// execution identity can be computed by anyone who knows the tenant,
+	// operation and key; with it (at least 16 random bytes, the same in
+	// every instance and kept for the record retention) it cannot.
+	ExecutionSecret []byte
 }
 
 // Handler executes a guarded request and returns the response to send. Its
@@ -66,6 +80,9 @@ type Guard struct {
 	obs  Observer
 	max  int
 	wait time.Duration
+	// claims and backoff bound the attempts of a failing claim.
+	claims  int
+	backoff time.Duration
 }
 
 // New returns a Guard for cfg.
@@ -73,12 +90,25 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("idemkit: Config.Store is nil")
 	}
-	g := &Guard{cfg: cfg, pol: cfg.Policy.withDefaults(), now: cfg.Now, tok: cfg.NewToken, obs: cfg.Observer, max: cfg.CompleteAttempts, wait: cfg.WriteTimeout}
+	g := &Guard{cfg: cfg, pol: cfg.Policy.withDefaults(), now: cfg.Now, tok: cfg.NewToken, obs: cfg.Observer, max: cfg.CompleteAttempts, wait: cfg.WriteTimeout,
+		claims: cfg.ClaimAttempts, backoff: cfg.ClaimBackoff}
+	if err := g.pol.check(); err != nil {
+		return nil, fmt.Errorf("idemkit: Config.Policy: %w", err)
+	}
 	if len(cfg.Operations) > 0 {
 		g.ops = make(map[string]Policy, len(cfg.Operations))
 		for op, p := range cfg.Operations {
 			g.ops[op] = p.withDefaults()
+			if err := g.ops[op].check(); err != nil {
+				return nil, fmt.Errorf("idemkit: Config.Operations[%q]: %w", op, err)
+			}
 		}
+	}
+	if g.claims <= 0 {
+		g.claims = 3
+	}
+	if g.backoff <= 0 {
+		g.backoff = 50 * time.Millisecond
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -123,153 +153,137 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 // The errors are checked in this order:
 //
 //   - ErrMissingTenant, a key error, ErrKeyExpired: refused before the store.
-//   - ErrStoreUnavailable: the claim could not be made.
+//   - ErrStoreUnavailable: the claim could not be made. The claim is tried
+//     again with the same owner token (a claim whose answer was lost is
+//     recognised as ours) and then freed; when freeing it fails too, the
+//     error is also ErrClaimUnknown: a claim may be left until its lease ends.
 //   - ErrOperationMismatch (account-wide keys), then ErrFingerprintMismatch:
 //     the key was used for another request, even one still in flight.
 //   - *ConflictError (ErrInFlight): another request holds a live lease.
 //   - ErrIndeterminate: a lease ended without an outcome under FailClosed.
 //   - *OutcomeError: completed, but the response cannot be replayed.
 //
-// When h returns an error or panics, the claim is released so that a retry
-// can run, and Do returns h's error (joined with any release error) or
-// panics again. When the outcome cannot be stored after h ran, Do still
-// returns h's response and reports EventCompletionFailed; the record is then
-// left to its lease policy.
+// h runs with [ExecutionID] set in its context and, when the request has
+// no deadline or the policy sets Heartbeat, with its lease renewed while it
+// runs. When h returns an error, the claim is released so that a retry can
+// run, and Do returns h's error (joined with any release error); when that
+// error wraps [ErrOutcomeUnknown], the claim is kept instead: the record
+// becomes indeterminate at once. When h panics or calls runtime.Goexit, the
+// claim is released and the panic goes on with its own stack. When the
+// outcome cannot be stored after h ran, Do still returns h's response and
+// reports EventCompletionFailed; the record is then left to its lease
+// policy.
 func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot, replayed bool, err error) {
-	start := g.now()
-	ctx, usage := withUsage(ctx)
-	ev := Event{Scope: req.Scope, Started: start}
-	emit := func(kind EventKind, status int, err error) {
-		if g.obs == nil {
-			return
-		}
-		ev.Kind, ev.Status, ev.Err = kind, status, err
-		ev.Duration = g.now().Sub(start)
-		ev.Usage = *usage
-		g.obs.Observe(ctx, ev)
-	}
-
-	if req.Scope.Tenant == "" {
-		emit(EventRefused, 0, ErrMissingTenant)
-		return nil, false, ErrMissingTenant
-	}
-	if req.Scope.Key == "" {
-		emit(EventRefused, 0, ErrKeyEmpty)
-		return nil, false, ErrKeyEmpty
-	}
-	pol := g.Policy(req.Scope.Operation)
-	if err := pol.checkKeyTime(req.Scope.Key, start); err != nil {
-		emit(EventRefused, 0, err)
+	c := g.newCall(ctx, req)
+	if err := c.refused(); err != nil {
+		c.emit(EventRefused, 0, err)
 		return nil, false, err
 	}
+	rec := c.record()
+	res, err := g.claim(c.ctx, rec, c.opts())
+	if err != nil {
+		c.emit(EventStoreError, 0, err)
+		return nil, false, err
+	}
+	if !res.Won {
+		return c.blocked(rec, res, h)
+	}
+	if p := res.Existing; p != nil && p.State == StateInFlight && p.Owner != rec.Owner && p.Live(c.start) {
+		c.emit(EventTakeover, 0, nil)
+	}
+	return c.execute(rec, h)
+}
 
+// call is the state of one Do: the request, its policy and its event.
+type call struct {
+	g     *Guard
+	ctx   context.Context
+	req   Request
+	pol   Policy
+	start time.Time
+	usage *Usage
+	ev    Event
+}
+
+func (g *Guard) newCall(ctx context.Context, req Request) *call {
+	start := g.now()
+	ctx, usage := withUsage(ctx)
+	return &call{g: g, ctx: ctx, req: req, pol: g.Policy(req.Scope.Operation), start: start, usage: usage,
+		ev: Event{Scope: req.Scope, Started: start}}
+}
+
+// emit reports the call's outcome to the observer.
+func (c *call) emit(kind EventKind, status int, err error) {
+	if c.g.obs == nil {
+		return
+	}
+	c.ev.Kind, c.ev.Status, c.ev.Err = kind, status, err
+	c.ev.Duration = c.g.now().Sub(c.start)
+	c.ev.Usage = *c.usage
+	c.g.obs.Observe(c.ctx, c.ev)
+}
+
+// refused checks what is refused before the store.
+func (c *call) refused() error {
+	switch {
+	case c.req.Scope.Tenant == "":
+		return ErrMissingTenant
+	case c.req.Scope.Key == "":
+		return ErrKeyEmpty
+	}
+	return c.pol.checkKeyTime(c.req.Scope.Key, c.start)
+}
+
+// record returns the in_flight record the call claims, with a fresh owner
+// token.
+func (c *call) record() *Record {
 	rec := &Record{
-		ID:          req.Scope.ID(g.cfg.AccountWide),
-		Scope:       req.Scope,
+		ID:          c.req.Scope.ID(c.g.cfg.AccountWide),
+		Scope:       c.req.Scope,
 		State:       StateInFlight,
-		Fingerprint: req.Fingerprint,
-		Owner:       g.tok(),
-		LeaseUntil:  pol.leaseUntil(ctx, start),
-		ReplayUntil: start.Add(pol.ReplayWindow),
-		ExpiresAt:   start.Add(pol.RecordRetention),
-		CreatedAt:   start,
+		Fingerprint: c.req.Fingerprint,
+		Owner:       c.g.tok(),
+		LeaseUntil:  c.pol.leaseUntil(c.ctx, c.start),
+		ReplayUntil: c.start.Add(c.pol.ReplayWindow),
+		ExpiresAt:   c.start.Add(c.pol.RecordRetention),
+		CreatedAt:   c.start,
 	}
 	if !rec.ExpiresAt.After(rec.LeaseUntil) {
 		rec.ExpiresAt = rec.LeaseUntil.Add(time.Second)
 	}
+	return rec
+}
 
-	// Claim, or learn who holds the key. A claim that loses to a record that
-	// changes under it (completed or released between the claim and a
-	// follow-up write) is tried again a bounded number of times.
-	var res ClaimResult
+func (c *call) opts() ClaimOptions { return ClaimOptions{Takeover: c.pol.OnStaleLease == Takeover} }
+
+// blocked handles a lost claim: it replays, or returns why the handler
+// cannot run. A claim that loses to a record that changes under it
+// (completed or released between the claim and a follow-up write) is tried
+// again a bounded number of times.
+func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, error) {
 	for attempt := 0; ; attempt++ {
-		res, err = g.cfg.Store.Claim(ctx, rec, start, ClaimOptions{Takeover: pol.OnStaleLease == Takeover})
-		if err != nil {
-			// The claim may have been applied with its answer lost. Free the
-			// key if it holds our token, so a retry is not kept waiting for
-			// a lease no handler holds. One attempt only: the store is
-			// failing, and the caller is waiting for its 503.
-			err = storeErr("claim", err)
-			wctx, cancel := g.writeCtx(ctx)
-			relErr := g.cfg.Store.Release(wctx, rec.ID, rec.Owner, g.now())
-			cancel()
-			if relErr != nil && !errors.Is(relErr, ErrNotOwner) {
-				err = errors.Join(err, storeErr("release", relErr))
+		snap, err, again := c.g.classify(c.ctx, c.req, c.pol, res.Existing, c.start)
+		if again && attempt < 2 {
+			res, err = c.g.claim(c.ctx, rec, c.opts())
+			switch {
+			case err != nil:
+				c.emit(EventStoreError, 0, err)
+				return nil, false, err
+			case res.Won:
+				return c.execute(rec, h)
 			}
-			emit(EventStoreError, 0, err)
-			return nil, false, err
+			continue
 		}
-		if res.Won {
-			break
-		}
-		snap, err, again := g.classify(ctx, req, pol, res.Existing, start)
 		if again {
-			if attempt < 2 {
-				continue
-			}
 			// The record keeps changing under us: let the client come back.
 			err = &ConflictError{RetryAfter: time.Second}
 		}
-		switch {
-		case err == nil:
-			emit(EventReplayed, snap.Status, nil)
-			return snap, true, nil
-		case errors.Is(err, ErrFingerprintMismatch), errors.Is(err, ErrOperationMismatch):
-			emit(EventMismatch, 0, err)
-		case errors.Is(err, ErrInFlight):
-			emit(EventConflict, 0, err)
-		case errors.Is(err, ErrIndeterminate):
-			emit(EventIndeterminate, 0, err)
-		case errors.Is(err, ErrStoreUnavailable):
-			emit(EventStoreError, 0, err)
-		default:
-			var oe *OutcomeError
-			if errors.As(err, &oe) {
-				emit(EventOutcome, oe.Status, err)
-			} else {
-				emit(EventStoreError, 0, err)
-			}
+		c.emitRefusal(snap, err)
+		if err != nil {
+			return nil, false, err
 		}
-		return nil, false, err
+		return snap, true, nil
 	}
-	if p := res.Existing; p != nil && p.State == StateInFlight && p.Owner != rec.Owner && p.Live(start) {
-		emit(EventTakeover, 0, nil)
-	}
-
-	hstart := g.now()
-	snap, herr, panicked, pval := runHandler(ctx, h)
-	ev.Handler = g.now().Sub(hstart)
-	if panicked {
-		relErr := g.release(ctx, rec)
-		emit(EventReleased, 0, errors.Join(fmt.Errorf("idemkit: handler panicked: %v", pval), relErr))
-		panic(pval)
-	}
-	if herr == nil && snap == nil {
-		herr = errors.New("idemkit: handler returned neither a response nor an error")
-	}
-	if herr != nil {
-		if relErr := g.release(ctx, rec); relErr != nil {
-			herr = errors.Join(herr, relErr)
-		}
-		emit(EventReleased, 0, herr)
-		return nil, false, herr
-	}
-	if !pol.Cacheable(snap.Status) {
-		relErr := g.release(ctx, rec)
-		emit(EventReleased, snap.Status, relErr)
-		return snap, false, nil
-	}
-
-	done := *rec
-	done.State = StateCompleted
-	done.CompletedAt = g.now()
-	done.Snapshot = snap
-	if cerr := g.complete(ctx, &done); cerr != nil {
-		emit(EventCompletionFailed, snap.Status, cerr)
-		return snap, false, nil
-	}
-	emit(EventExecuted, snap.Status, nil)
-	return snap, false, nil
 }
 
 // classify turns the live record that blocked a claim into a replay or an
@@ -360,16 +374,197 @@ func retryAfter(d time.Duration) time.Duration {
 	return s * time.Second
 }
 
-func runHandler(ctx context.Context, h Handler) (snap *Snapshot, err error, panicked bool, pval any) {
-	panicked = true
+// emitRefusal reports a replay (err nil) or the reason a lost claim gives.
+func (c *call) emitRefusal(snap *Snapshot, err error) {
+	var oe *OutcomeError
+	switch {
+	case err == nil:
+		c.emit(EventReplayed, snap.Status, nil)
+	case errors.Is(err, ErrFingerprintMismatch), errors.Is(err, ErrOperationMismatch):
+		c.emit(EventMismatch, 0, err)
+	case errors.Is(err, ErrInFlight):
+		c.emit(EventConflict, 0, err)
+	case errors.Is(err, ErrIndeterminate):
+		c.emit(EventIndeterminate, 0, err)
+	case errors.As(err, &oe):
+		c.emit(EventOutcome, oe.Status, err)
+	default:
+		c.emit(EventStoreError, 0, err)
+	}
+}
+
+// errHandlerAborted is reported when the handler neither returned nor
+// completed: it panicked or called runtime.Goexit.
+var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.Goexit")
+
+// execute runs h holding rec's claim, then stores, releases or keeps the
+// claim. Every exit of h frees the key: the release for a panic or
+// runtime.Goexit runs in a deferred call that does not recover, so a panic
+// goes on with the handler's own stack.
+func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
+	hctx := context.WithValue(c.ctx, executionKey{}, executionID(c.g.cfg.ExecutionSecret, rec.Scope))
+	stop := c.g.renew(c.ctx, rec, c.pol, c.start)
+	hstart := c.g.now()
+	returned := false
 	defer func() {
-		if panicked {
-			pval = recover()
+		c.stopRenewal(stop)
+		if !returned {
+			c.ev.Handler = c.g.now().Sub(hstart)
+			c.emit(EventReleased, 0, errors.Join(errHandlerAborted, c.g.release(c.ctx, rec)))
 		}
 	}()
-	snap, err = h(ctx)
-	panicked = false
-	return snap, err, false, nil
+	snap, herr := h(hctx)
+	returned = true
+	c.ev.Handler = c.g.now().Sub(hstart)
+	c.stopRenewal(stop)
+	return c.settle(rec, snap, herr)
+}
+
+// stopRenewal stops the lease renewal and counts its store usage.
+func (c *call) stopRenewal(stop func() Usage) {
+	u := stop()
+	c.usage.Calls += u.Calls
+	c.usage.ReadUnits += u.ReadUnits
+	c.usage.WriteUnits += u.WriteUnits
+}
+
+// settle stores the handler's outcome, or frees or keeps the claim.
+func (c *call) settle(rec *Record, snap *Snapshot, herr error) (*Snapshot, bool, error) {
+	if herr == nil && snap == nil {
+		herr = errors.New("idemkit: handler returned neither a response nor an error")
+	}
+	switch {
+	case herr != nil && errors.Is(herr, ErrOutcomeUnknown):
+		if kerr := c.g.keep(c.ctx, rec); kerr != nil {
+			herr = errors.Join(herr, kerr)
+		}
+		c.emit(EventOutcomeUnknown, 0, herr)
+		return nil, false, herr
+	case herr != nil:
+		if relErr := c.g.release(c.ctx, rec); relErr != nil {
+			herr = errors.Join(herr, relErr)
+		}
+		c.emit(EventReleased, 0, herr)
+		return nil, false, herr
+	case !c.pol.Cacheable(snap.Status):
+		relErr := c.g.release(c.ctx, rec)
+		c.emit(EventReleased, snap.Status, relErr)
+		return snap, false, nil
+	}
+	done := *rec
+	done.State = StateCompleted
+	done.CompletedAt = c.g.now()
+	done.Snapshot = snap
+	if cerr := c.g.complete(c.ctx, &done); cerr != nil {
+		c.emit(EventCompletionFailed, snap.Status, cerr)
+		return snap, false, nil
+	}
+	c.emit(EventExecuted, snap.Status, nil)
+	return snap, false, nil
+}
+
+// claim makes rec's claim. A claim that fails may have been applied with
+// its answer lost, so it is made again with the same owner token, which
+// the store accepts as ours: up to ClaimAttempts times with backoff, within
+// ctx's deadline. When every attempt fails, the claim is freed like a
+// completion; if that fails too, the error is a *ClaimUnknownError.
+func (g *Guard) claim(ctx context.Context, rec *Record, opts ClaimOptions) (ClaimResult, error) {
+	var err error
+	for i := 0; i < g.claims; i++ {
+		if i > 0 && !sleep(ctx, time.Duration(i)*g.backoff) {
+			break
+		}
+		var res ClaimResult
+		if res, err = g.cfg.Store.Claim(ctx, rec, g.now(), opts); err == nil {
+			return res, nil
+		}
+		if errors.Is(err, ErrCorruptRecord) {
+			// The store read the blocking record and could not decode it:
+			// nothing was written, and trying again gives the same answer.
+			return ClaimResult{}, storeErr("claim", err)
+		}
+	}
+	err = storeErr("claim", err)
+	relErr := g.release(ctx, rec)
+	if relErr == nil || errors.Is(relErr, ErrNotOwner) {
+		// Nothing of ours is stored: no record, or another's.
+		return ClaimResult{}, err
+	}
+	return ClaimResult{}, &ClaimUnknownError{LeaseUntil: rec.LeaseUntil, Err: errors.Join(err, relErr)}
+}
+
+// sleep waits d, or less when ctx's deadline comes first; it reports false,
+// at once, when ctx is done or its deadline comes before d has passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// keep turns rec's claim indeterminate at once: the handler reported that
+// its outcome is unknown. A refusal (the claim was taken over, or marked by
+// a retry meanwhile) leaves the record as it is.
+func (g *Guard) keep(ctx context.Context, rec *Record) error {
+	err := g.write(ctx, "mark unknown", func(ctx context.Context) error {
+		_, err := g.cfg.Store.MarkUnknown(ctx, rec.ID, rec.Owner, g.now())
+		return err
+	})
+	if errors.Is(err, ErrNotOwner) {
+		return nil
+	}
+	return err
+}
+
+// renew extends rec's lease while the handler runs, when the request has no
+// deadline or pol.Heartbeat is set: every interval, up to pol.MaxRenewals
+// times, to the time of the renewal plus the first lease's length. It
+// stops when the store refuses (the claim is no longer ours) and when stop
+// is called; stop waits for it to end and returns the store usage of the
+// renewals.
+func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time) (stop func() Usage) {
+	length := rec.LeaseUntil.Sub(start)
+	every := pol.heartbeat(ctx, length)
+	if every <= 0 {
+		return func() Usage { return Usage{} }
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	rctx, usage := withUsage(rctx)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for n := 0; n < pol.MaxRenewals; n++ {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+			}
+			now := g.now()
+			wctx, wcancel := context.WithTimeout(rctx, g.wait)
+			err := g.cfg.Store.Extend(wctx, rec.ID, rec.Owner, now.Add(length), now)
+			wcancel()
+			if errors.Is(err, ErrNotOwner) {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() Usage {
+		once.Do(func() {
+			cancel()
+			<-exited
+		})
+		return *usage
+	}
 }
 
 // writeCtx returns a context for a write made after the handler ran: it

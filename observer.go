@@ -20,6 +20,7 @@ const (
 	EventCompletionFailed EventKind = "completion_failed" // the handler ran but its outcome could not be stored
 	EventRefused          EventKind = "refused"           // refused before the store: no tenant, expired key
 	EventOutcome          EventKind = "outcome"           // completed, but only the outcome is known (replay window passed, body too large)
+	EventOutcomeUnknown   EventKind = "outcome_unknown"   // the handler returned ErrOutcomeUnknown; the key is kept (indeterminate)
 )
 
 // Event describes one guarded request to an [Observer].

@@ -2,6 +2,7 @@ package idemkit
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -12,6 +13,7 @@ const (
 	DefaultReplayWindow    = 24 * time.Hour
 	DefaultRecordRetention = 7 * 24 * time.Hour
 	DefaultKeyClockSkew    = 5 * time.Minute
+	DefaultMaxRenewals     = 120
 )
 
 // StalePolicy says what happens when an in_flight record's lease has ended
@@ -55,7 +57,9 @@ type Policy struct {
 	// RecordRetention is how long after the first request the record is kept
 	// (the TTL). Between ReplayWindow and RecordRetention a retry is not run
 	// again: it gets an *OutcomeError naming the first outcome. Zero:
-	// DefaultRecordRetention; a value below ReplayWindow is raised to it.
+	// DefaultRecordRetention, or ReplayWindow when that is longer. A value
+	// below ReplayWindow is refused by New: a record must outlive the
+	// replay of its response.
 	RecordRetention time.Duration
 	// OnStaleLease chooses FailClosed (zero) or Takeover.
 	OnStaleLease StalePolicy
@@ -72,6 +76,16 @@ type Policy struct {
 	// key in flight. Zero: no cap, the time until the lease ends (which on
 	// Lambda is the function's remaining time).
 	MaxRetryAfter time.Duration
+	// Heartbeat is the interval at which the lease is renewed while the
+	// handler runs, each renewal ending the lease one first-lease length
+	// later. Zero: renewals only for requests without a deadline (servers,
+	// containers), every third of the lease. A value above half the lease
+	// is lowered to it. Each renewal is one store write.
+	Heartbeat time.Duration
+	// MaxRenewals bounds the renewals of one execution; after the last one
+	// the lease runs out and the outcome counts as unknown. Zero:
+	// DefaultMaxRenewals (with the 30 s default lease, 40 minutes).
+	MaxRenewals int
 }
 
 // DefaultCacheable stores every status except the transient ones a retry
@@ -96,10 +110,10 @@ func (p Policy) withDefaults() Policy {
 		p.ReplayWindow = DefaultReplayWindow
 	}
 	if p.RecordRetention <= 0 {
-		p.RecordRetention = DefaultRecordRetention
+		p.RecordRetention = max(DefaultRecordRetention, p.ReplayWindow)
 	}
-	if p.RecordRetention < p.ReplayWindow {
-		p.RecordRetention = p.ReplayWindow
+	if p.MaxRenewals <= 0 {
+		p.MaxRenewals = DefaultMaxRenewals
 	}
 	if p.Cacheable == nil {
 		p.Cacheable = DefaultCacheable
@@ -119,4 +133,25 @@ func (p Policy) leaseUntil(ctx context.Context, now time.Time) time.Time {
 		return d.Add(p.LeaseMargin)
 	}
 	return now.Add(DefaultLease)
+}
+
+// check refuses a policy that cannot be kept.
+func (p Policy) check() error {
+	if p.RecordRetention < p.ReplayWindow {
+		return fmt.Errorf("RecordRetention %s is shorter than ReplayWindow %s: a record must be kept at least as long as its response is replayed", p.RecordRetention, p.ReplayWindow)
+	}
+	return nil
+}
+
+// heartbeat returns the interval of lease renewals for a lease of length
+// d, or zero for none.
+func (p Policy) heartbeat(ctx context.Context, d time.Duration) time.Duration {
+	every := p.Heartbeat
+	if every <= 0 {
+		if _, ok := ctx.Deadline(); ok {
+			return 0
+		}
+		every = d / 3
+	}
+	return min(every, d/2)
 }

@@ -49,6 +49,8 @@ const (
 	TypeResponseNotStored   = ProblemBase + "response-not-stored"
 	TypeReplayWindowPassed  = ProblemBase + "replay-window-passed"
 	TypeStoreUnavailable    = ProblemBase + "store-unavailable"
+	TypeClaimUnknown        = ProblemBase + "claim-unknown"
+	TypeOutcomeUnknown      = ProblemBase + "outcome-unknown"
 	TypeCorruptRecord       = ProblemBase + "record-corrupt"
 	TypeTenantMissing       = ProblemBase + "tenant-missing"
 	TypeGuardFailure        = ProblemBase + "guard-failure"
@@ -119,6 +121,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		ke *idemkit.KeyError
 		ce *idemkit.ConflictError
 		oe *idemkit.OutcomeError
+		cu *idemkit.ClaimUnknownError
 	)
 	switch {
 	case errors.Is(err, idemkit.ErrMissingTenant):
@@ -161,6 +164,13 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 	case errors.Is(err, idemkit.ErrCorruptRecord):
 		return &Problem{Type: TypeCorruptRecord, Title: "Idempotency record unreadable", Status: 500,
 			Detail: "The stored record for this key could not be read; nothing was run or replayed."}
+	case errors.Is(err, idemkit.ErrOutcomeUnknown):
+		return &Problem{Type: TypeOutcomeUnknown, Title: "Outcome unknown: the request is kept", Status: 503,
+			Detail: "The request may or may not have taken effect; its key is kept so that it is never run twice. Retrying with the same key is safe: the answer is 409 indeterminate-operator-required until an operator resolves the key, then the resolved outcome."}
+	case errors.As(err, &cu):
+		return &Problem{Type: TypeClaimUnknown, Title: "Idempotency store unavailable; key may be held", Status: 503,
+			Detail:     "The request was not run, but its key may have been recorded before the store failed. Retrying with the same key is safe: until the key's lease ends (Retry-After) it gets 409 in-flight; after that it runs again, or for operations that fail closed waits for an operator, who sees the key in the stale listing.",
+			RetryAfter: seconds(time.Until(cu.LeaseUntil))}
 	case errors.Is(err, idemkit.ErrStoreUnavailable):
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: seconds(storeRetry)}

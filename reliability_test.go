@@ -1,0 +1,452 @@
+package idemkit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// flaky wraps a store: the first claimFails claims (applied when
+// applyClaim) and the first releaseFails releases fail as unavailable;
+// every call is counted.
+type flaky struct {
+	idemkit.Store
+	mu                        sync.Mutex
+	claimFails, releaseFails  int // negative: all
+	applyClaim                bool
+	claims, releases, extends int
+	afterDo                   atomic.Bool // set when Do returned: no Extend may follow
+	extendAfterDo             atomic.Int32
+	extended                  chan struct{} // receives a value per Extend, if not nil
+}
+
+var errReset = &idemkit.StoreError{Op: "test", Err: errors.New("connection reset")}
+
+func (s *flaky) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	s.mu.Lock()
+	s.claims++
+	fail := s.claimFails < 0 || s.claims <= s.claimFails
+	s.mu.Unlock()
+	if fail {
+		if s.applyClaim {
+			s.Store.Claim(ctx, r, now, o)
+		}
+		return idemkit.ClaimResult{}, errReset
+	}
+	return s.Store.Claim(ctx, r, now, o)
+}
+
+func (s *flaky) Release(ctx context.Context, id, owner string, now time.Time) error {
+	s.mu.Lock()
+	s.releases++
+	fail := s.releaseFails < 0 || s.releases <= s.releaseFails
+	s.mu.Unlock()
+	if fail {
+		return errReset
+	}
+	return s.Store.Release(ctx, id, owner, now)
+}
+
+func (s *flaky) Extend(ctx context.Context, id, owner string, lease, now time.Time) error {
+	if s.afterDo.Load() {
+		s.extendAfterDo.Add(1)
+	}
+	s.mu.Lock()
+	s.extends++
+	s.mu.Unlock()
+	err := s.Store.Extend(ctx, id, owner, lease, now)
+	if s.extended != nil {
+		select {
+		case s.extended <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+func (s *flaky) counts() (claims, releases, extends int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claims, s.releases, s.extends
+}
+
+func flakyFixture(t *testing.T, fs *flaky, mod func(*idemkit.Config)) *fixture {
+	t.Helper()
+	f := newFixture(t, nil)
+	fs.Store = f.store
+	cfg := idemkit.Config{Store: fs, Observer: f.obs, Now: f.clock.Now, ClaimBackoff: time.Millisecond, CompleteAttempts: 3}
+	if mod != nil {
+		mod(&cfg)
+	}
+	g, err := idemkit.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.guard = g
+	return f
+}
+
+// A claim whose answers are lost is made again with the same owner token
+// and recognised as ours: the handler runs once, and no release is sent.
+func TestLostClaimAnswerIsReclaimed(t *testing.T) {
+	for _, fails := range []int{1, 2} {
+		t.Run(fmt.Sprint(fails), func(t *testing.T) {
+			fs := &flaky{claimFails: fails, applyClaim: true}
+			f := flakyFixture(t, fs, nil)
+			snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
+			if err != nil || replayed || snap.Status != 201 || f.runs != 1 {
+				t.Fatalf("Do: %+v replayed %v err %v runs %d", snap, replayed, err, f.runs)
+			}
+			if claims, releases, _ := fs.counts(); claims != fails+1 || releases != 0 {
+				t.Fatalf("%d claims, %d releases; want %d and 0", claims, releases, fails+1)
+			}
+			if _, replayed, err := f.do(t, req("k"), respond(201, "y")); err != nil || !replayed || f.runs != 1 {
+				t.Fatalf("retry: replayed %v err %v runs %d", replayed, err, f.runs)
+			}
+		})
+	}
+}
+
+// When every claim attempt fails, the claim is freed with retries; the
+// error says "nothing stored" (ErrStoreUnavailable only) when that
+// worked, and ErrClaimUnknown when it did not.
+func TestFailedClaimIsFreedOrReported(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		applied      bool
+		releaseFails int
+		unknown      bool
+	}{
+		{"applied, freed at the second release", true, 1, false},
+		{"applied, never freed", true, -1, true},
+		{"not applied, release fails", false, -1, true},
+		{"not applied, freed", false, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := &flaky{claimFails: -1, applyClaim: tc.applied, releaseFails: tc.releaseFails}
+			f := flakyFixture(t, fs, nil)
+			_, _, err := f.do(t, req("k"), respond(201, "x"))
+			if !errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
+				t.Fatalf("err %v runs %d, want ErrStoreUnavailable, not run", err, f.runs)
+			}
+			if claims, _, _ := fs.counts(); claims != 3 {
+				t.Fatalf("%d claim attempts, want 3", claims)
+			}
+			var cu *idemkit.ClaimUnknownError
+			if got := errors.Is(err, idemkit.ErrClaimUnknown); got != tc.unknown || got != errors.As(err, &cu) {
+				t.Fatalf("err %v: ErrClaimUnknown %v, want %v", err, got, tc.unknown)
+			}
+			id := req("k").Scope.ID(false)
+			rec, gerr := f.store.Get(context.Background(), id, f.clock.Now())
+			if tc.unknown {
+				if tc.applied && (gerr != nil || !cu.LeaseUntil.Equal(rec.LeaseUntil)) {
+					t.Fatalf("left claim %+v (%v), error names lease %v", rec, gerr, cu.LeaseUntil)
+				}
+				if tc.applied {
+					// The claim left behind is listed once its lease ends.
+					f.clock.Advance(rec.LeaseUntil.Sub(f.clock.Now()) + time.Second)
+					recs, _, err := f.store.ListStale(context.Background(), "acme", "", 10, f.clock.Now())
+					if err != nil || len(recs) != 1 || recs[0].ID != id {
+						t.Fatalf("ListStale after the lease: %v %v", recs, err)
+					}
+				}
+				return
+			}
+			if !errors.Is(gerr, idemkit.ErrNotFound) {
+				t.Fatalf("a claim reported as not stored is stored: %+v %v", rec, gerr)
+			}
+			fs.mu.Lock()
+			fs.claimFails = 0
+			fs.mu.Unlock()
+			if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
+				t.Fatalf("retry: replayed %v err %v runs %d", replayed, err, f.runs)
+			}
+		})
+	}
+}
+
+// Claim attempts stop at the request's deadline.
+func TestClaimAttemptsStopAtDeadline(t *testing.T) {
+	fs := &flaky{claimFails: -1}
+	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.ClaimBackoff = time.Hour; c.ClaimAttempts = 5 })
+	ctx := f.clock.Deadline(t, context.Background(), time.Minute)
+	if _, _, err := f.guard.Do(ctx, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrStoreUnavailable) {
+		t.Fatal(err)
+	}
+	if claims, _, _ := fs.counts(); claims != 1 {
+		t.Fatalf("%d claim attempts with a backoff past the deadline, want 1", claims)
+	}
+}
+
+func TestExecutionID(t *testing.T) {
+	f := newFixture(t, nil)
+	if id := idemkit.ExecutionID(context.Background()); id != "" {
+		t.Fatalf("ExecutionID outside a handler = %q", id)
+	}
+	var got []string
+	capture := func(fail bool) idemkit.Handler {
+		return func(ctx context.Context) (*idemkit.Snapshot, error) {
+			got = append(got, idemkit.ExecutionID(ctx))
+			if fail {
+				return nil, errors.New("downstream timeout")
+			}
+			return &idemkit.Snapshot{Status: 201}, nil
+		}
+	}
+	f.do(t, req("k"), capture(true))
+	f.do(t, req("k"), capture(false)) // the retry of the same scope
+	if len(got) != 2 || got[0] != got[1] || len(got[0]) != 32 || strings.Trim(got[0], "0123456789abcdef") != "" {
+		t.Fatalf("execution IDs of one scope's retries: %q, want one 32-hex-digit value", got)
+	}
+	for _, sc := range []idemkit.Scope{
+		{Tenant: "globex", Operation: "POST /payments", Key: "k"},
+		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
+		{Tenant: "acme", Operation: "POST /payments", Key: "k2"},
+	} {
+		f.do(t, idemkit.Request{Scope: sc, Fingerprint: "v1:sha256:aa"}, capture(false))
+	}
+	seen := map[string]bool{}
+	for _, id := range got[1:] {
+		if seen[id] || id == "" || strings.Contains(id, "k") {
+			t.Fatalf("execution IDs %q: want distinct values across scopes, not the key", got)
+		}
+		seen[id] = true
+	}
+	// A secret changes every identity.
+	g := newFixture(t, func(c *idemkit.Config) { c.ExecutionSecret = []byte("0123456789abcdef") })
+	var secret string
+	g.do(t, req("k"), func(ctx context.Context) (*idemkit.Snapshot, error) {
+		secret = idemkit.ExecutionID(ctx)
+		return &idemkit.Snapshot{Status: 201}, nil
+	})
+	if secret == "" || secret == got[0] {
+		t.Fatalf("with a secret %q, without %q", secret, got[0])
+	}
+}
+
+// A handler that says its outcome is unknown keeps the key: the record is
+// indeterminate at once, under either stale policy, and never run again.
+func TestOutcomeUnknownKeepsTheClaim(t *testing.T) {
+	for _, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		t.Run(pol.String(), func(t *testing.T) {
+			f := newFixture(t, func(c *idemkit.Config) { c.Policy.OnStaleLease = pol })
+			_, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+				return nil, fmt.Errorf("orders put: answer lost: %w", idemkit.ErrOutcomeUnknown)
+			})
+			if !errors.Is(err, idemkit.ErrOutcomeUnknown) {
+				t.Fatalf("err %v, want ErrOutcomeUnknown", err)
+			}
+			if k := f.obs.last().Kind; k != idemkit.EventOutcomeUnknown {
+				t.Fatalf("event %s, want %s", k, idemkit.EventOutcomeUnknown)
+			}
+			rec, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
+			if err != nil || rec.State != idemkit.StateIndeterminate {
+				t.Fatalf("record %+v %v, want indeterminate at once", rec, err)
+			}
+			for _, wait := range []time.Duration{0, time.Hour} {
+				f.clock.Advance(wait)
+				if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrIndeterminate) || f.runs != 1 {
+					t.Fatalf("retry after %s: err %v runs %d, want ErrIndeterminate and no run", wait, err, f.runs)
+				}
+			}
+			recs, _, err := f.store.ListIndeterminate(context.Background(), "acme", "", 10, f.clock.Now())
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("ListIndeterminate: %v %v", recs, err)
+			}
+		})
+	}
+}
+
+// The owner's completion after its lease ended heals a record a retry
+// marked indeterminate meanwhile: later retries get the response.
+func TestLateCompletionHeals(t *testing.T) {
+	f := newFixture(t, nil)
+	f.guard, _ = idemkit.New(idemkit.Config{Store: f.store, Observer: f.obs, Now: f.clock.Now, Policy: idemkit.Policy{Lease: time.Minute}})
+	started, finish := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := f.guard.Do(context.Background(), req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+			close(started)
+			<-finish
+			return &idemkit.Snapshot{Status: 201, Body: []byte("first")}, nil
+		})
+		done <- err
+	}()
+	<-started
+	f.clock.Advance(2 * time.Minute)
+	if _, _, err := f.guard.Do(context.Background(), req("k"), respond(201, "second")); !errors.Is(err, idemkit.ErrIndeterminate) {
+		t.Fatalf("retry after the lease: %v, want ErrIndeterminate", err)
+	}
+	close(finish)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	snap, replayed, err := f.guard.Do(context.Background(), req("k"), respond(201, "third"))
+	if err != nil || !replayed || string(snap.Body) != "first" {
+		t.Fatalf("retry after the late completion: %+v replayed %v err %v", snap, replayed, err)
+	}
+}
+
+// A request without a deadline renews its lease while the handler runs,
+// so a retry after the first lease still finds it in flight; renewals stop
+// when Do returns.
+func TestLeaseRenewal(t *testing.T) {
+	fs := &flaky{extended: make(chan struct{}, 1)}
+	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = 2 * time.Millisecond })
+	started, finish := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := f.guard.Do(context.Background(), req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+			close(started)
+			<-finish
+			return &idemkit.Snapshot{Status: 201, Body: []byte("first")}, nil
+		})
+		fs.afterDo.Store(true)
+		done <- err
+	}()
+	<-started
+	f.clock.Advance(idemkit.DefaultLease + time.Second)
+	// Wait for a renewal begun after the first lease ended: the third
+	// value sent after the clock moved comes from one.
+	for i := 0; i < 3; i++ {
+		<-fs.extended
+	}
+	_, _, err := f.guard.Do(context.Background(), req("k"), respond(201, "second"))
+	var ce *idemkit.ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("retry during a renewed lease: %v, want in flight", err)
+	}
+	close(finish)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := fs.extendAfterDo.Load(); n != 0 {
+		t.Fatalf("%d renewals after Do returned", n)
+	}
+	if e := f.obs.last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls < 4 {
+		t.Fatalf("event %s with %d store calls, want executed with the renewals counted", e.Kind, e.Usage.Calls)
+	}
+}
+
+// Renewals are bounded by MaxRenewals, and none are made for a request
+// with a deadline unless Heartbeat is set.
+func TestLeaseRenewalBounds(t *testing.T) {
+	fs := &flaky{extended: make(chan struct{}, 16)}
+	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond; c.Policy.MaxRenewals = 3 })
+	f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+		for i := 0; i < 3; i++ {
+			<-fs.extended
+		}
+		// A bounded wait for a fourth renewal, which must not come.
+		select {
+		case <-fs.extended:
+			t.Error("a renewal beyond MaxRenewals")
+		case <-time.After(50 * time.Millisecond):
+		}
+		return &idemkit.Snapshot{Status: 201}, nil
+	})
+	if _, _, n := fs.counts(); n != 3 {
+		t.Fatalf("%d renewals, want 3", n)
+	}
+
+	fs2 := &flaky{}
+	g := flakyFixture(t, fs2, func(c *idemkit.Config) { c.Policy.Lease = 30 * time.Millisecond })
+	ctx := g.clock.Deadline(t, context.Background(), time.Minute)
+	g.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+		time.Sleep(40 * time.Millisecond) // over the default interval (a third of the lease)
+		return &idemkit.Snapshot{Status: 201}, nil
+	})
+	if _, _, n := fs2.counts(); n != 0 {
+		t.Fatalf("%d renewals for a request with a deadline and no Heartbeat", n)
+	}
+}
+
+func explodingHandler(context.Context) (*idemkit.Snapshot, error) {
+	panic("kaboom")
+}
+
+// A handler's panic reaches the caller with the handler's own frames on
+// the stack, and the key is freed.
+func TestHandlerPanicKeepsItsStack(t *testing.T) {
+	f := newFixture(t, nil)
+	var stack string
+	func() {
+		defer func() {
+			if p := recover(); p != "kaboom" {
+				t.Fatalf("recovered %v", p)
+			}
+			stack = string(debug.Stack())
+		}()
+		f.guard.Do(context.Background(), req("k"), explodingHandler)
+	}()
+	if !strings.Contains(stack, "explodingHandler") {
+		t.Fatalf("the panic's stack lost the handler's frame:\n%s", stack)
+	}
+	if k := f.obs.last().Kind; k != idemkit.EventReleased {
+		t.Fatalf("event %s, want released", k)
+	}
+	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed {
+		t.Fatalf("retry after panic: replayed %v err %v", replayed, err)
+	}
+}
+
+// A handler that calls runtime.Goexit (t.FailNow in a test handler) frees
+// the key too.
+func TestHandlerGoexitReleases(t *testing.T) {
+	f := newFixture(t, nil)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		f.guard.Do(context.Background(), req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+			runtime.Goexit()
+			return nil, nil
+		})
+	}()
+	<-exited
+	if k := f.obs.last().Kind; k != idemkit.EventReleased {
+		t.Fatalf("event %s, want released", k)
+	}
+	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 1 {
+		t.Fatalf("retry after Goexit: replayed %v err %v runs %d", replayed, err, f.runs)
+	}
+}
+
+func TestRetentionShorterThanReplayWindowRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  idemkit.Config
+		ok   bool
+	}{
+		{"policy", idemkit.Config{Policy: idemkit.Policy{RecordRetention: time.Hour}}, false},
+		{"policy, both set", idemkit.Config{Policy: idemkit.Policy{ReplayWindow: 2 * time.Hour, RecordRetention: time.Hour}}, false},
+		{"operation", idemkit.Config{Operations: map[string]idemkit.Policy{"POST /x": {ReplayWindow: 48 * time.Hour, RecordRetention: 24 * time.Hour}}}, false},
+		{"equal", idemkit.Config{Policy: idemkit.Policy{ReplayWindow: time.Hour, RecordRetention: time.Hour}}, true},
+		{"long window, default retention", idemkit.Config{Policy: idemkit.Policy{ReplayWindow: 30 * 24 * time.Hour}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Store = newFixture(t, nil).store
+			g, err := idemkit.New(tc.cfg)
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p := g.Policy(""); p.RecordRetention < p.ReplayWindow {
+					t.Fatalf("retention %s < window %s", p.RecordRetention, p.ReplayWindow)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "RecordRetention") {
+				t.Fatalf("New: %v, want a RecordRetention error", err)
+			}
+		})
+	}
+}
