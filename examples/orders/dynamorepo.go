@@ -100,13 +100,22 @@ const WriteAttempts = 3
 const writeBackoff = 25 * time.Millisecond
 
 // ClientOptions configure a DynamoDB client for DynamoRepo: the SDK's
-// standard retries without its client-side retry quota. The quota runs dry
-// under sustained errors and then leaves every call one attempt, which
-// turns passing faults into unknown outcomes; DynamoRepo bounds its
-// retries itself. Pass it to dynamodb.NewFromConfig.
+// standard retries, with pauses of at most MaxBackoff and without its
+// client-side retry quota. The quota runs dry under sustained errors and
+// then leaves every call one attempt, which turns passing faults into
+// unknown outcomes; DynamoRepo bounds its retries itself (WriteAttempts,
+// CallTimeout). The SDK's own pauses, up to 20 s, would spend a send's
+// CallTimeout on one throttle. Pass it to dynamodb.NewFromConfig.
 func ClientOptions(o *dynamodb.Options) {
-	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.RateLimiter = ratelimit.None })
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.RateLimiter = ratelimit.None
+		so.MaxBackoff = MaxBackoff
+	})
 }
+
+// MaxBackoff caps the SDK's pause between the attempts of one send, under
+// ClientOptions.
+const MaxBackoff = 200 * time.Millisecond
 
 // CreateOrder implements Repo. The write is conditional on the order's ID
 // being free; when it is not, the stored order is read and returned if it
