@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -34,8 +35,12 @@ const (
 	e2eClients    = 3                      // clients per key, each on its own instance
 	e2eInvocation = 5 * time.Second        // each invocation's deadline (the Lambda timeout)
 	e2eCallTime   = 700 * time.Millisecond // store and repo CallTimeout: a send without an answer ends here
-	e2eBudget     = 40 * time.Second       // how long a client retries one key
 )
+
+// e2eBudget is how long a client retries one key: beyond the lease
+// (e2eInvocation plus the lease margin), so that a key held by a lost
+// claim is seen through.
+func e2eBudget() time.Duration { return time.Duration(size(12, 40)) * time.Second }
 
 // e2eKinds are the injected faults, in equal shares: lost acks (applied,
 // answer lost), 5xx, throttles, resets, and timeouts applied or not.
@@ -91,8 +96,8 @@ func (c *faultCounts) String() string {
 // randomFaults returns a transport that spoils each call, whatever its
 // operation, with probability rate, the kind drawn from e2eKinds, and
 // counts what it injects by table (tables names the tables by role).
-func randomFaults(rate float64, tables map[string]string, counts *faultCounts) *faults.Transport {
-	ft := faults.New(baseTransport())
+func randomFaults(rate float64, tables map[string]string, counts *faultCounts, doomed []faults.Rule) *faults.Transport {
+	ft := faults.New(baseTransport(), doomed...)
 	share := rate / float64(len(e2eKinds))
 	for i, k := range e2eKinds {
 		// The rules are tried in order: rule i fires with probability
@@ -127,18 +132,63 @@ type e2eFinal struct {
 
 type e2eKey struct {
 	tenant, key string
-	finals      [e2eClients]e2eFinal
+	// doom, when set, is how the key is made to stick (doomUnknown,
+	// doomAbandoned) and so the listing that must explain it.
+	doom   string
+	finals [e2eClients]e2eFinal
+}
+
+// The keys made to stick, one of each per tenant, so that the explanation
+// of stuck keys is checked whatever the random faults did:
+//   - doomUnknown: every PutItem of its order loses its answer (applied):
+//     the handler ends with the outcome unknown, the record is
+//     indeterminate at once.
+//   - doomAbandoned: its first claim lands but loses its answer, and every
+//     later call on its record fails unapplied: the claim can be neither
+//     confirmed nor freed nor marked, the clients give up, and the record
+//     stays in flight past its lease (stale).
+const (
+	doomUnknown   = "indeterminate"
+	doomAbandoned = "stale"
+)
+
+// doomRules returns the rules that make k stick.
+func doomRules(k *e2eKey, records, ordersTable string) []faults.Rule {
+	on := func(table, s string) func([]byte) bool {
+		return func(b []byte) bool {
+			return bytes.Contains(b, []byte(`"TableName":"`+table+`"`)) && bytes.Contains(b, []byte(s))
+		}
+	}
+	switch k.doom {
+	case doomUnknown:
+		return []faults.Rule{{Op: "PutItem", Match: on(ordersTable, k.sku()), Times: never, Kind: faults.LostAck}}
+	case doomAbandoned:
+		return []faults.Rule{
+			{Op: "PutItem", Match: on(records, k.key), Times: 1, Kind: faults.LostAck},
+			{Match: on(records, k.key), Times: never, Kind: faults.Reset},
+		}
+	}
+	return nil
 }
 
 func (k *e2eKey) sku() string { return "storm-" + k.key }
 
 // TestEndToEndStorm runs the storm at 5 %, 15 % and 20 % faults and checks
-// the figures: no key executed twice, no stuck key (a client without a
-// 201) that an operator cannot list, every answer of a key the same order.
+// the figures: no key executed twice; every stuck key (one whose clients
+// did not all get a 201) explained: listed as indeterminate or stale, or
+// holding nothing (no record, no order: a retry runs it); every answer of
+// a key the same order, the one in the table. Besides the random faults,
+// two keys per tenant are made to stick (doomRules), one of each kind, so
+// that the explanation is checked in every run.
 func TestEndToEndStorm(t *testing.T) {
 	for _, pct := range []int{5, 15, 20} {
 		t.Run(fmt.Sprintf("faults=%d%%", pct), func(t *testing.T) {
-			e2eStorm(t, float64(pct)/100, size(10, 400))
+			if !full() {
+				// The reduced runs are mostly waits (the forced keys'
+				// clients retry for e2eBudget): run them side by side.
+				t.Parallel()
+			}
+			e2eStorm(t, float64(pct)/100, size(10, 1000))
 		})
 	}
 }
@@ -151,10 +201,25 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 	counts := &faultCounts{}
 	tables := map[string]string{records: "records", ordersTable: "orders"}
 
+	run := token()
+	var keys []*e2eKey
+	for _, tenant := range []string{"tenant-a", "tenant-b"} {
+		for i := range keysPerTenant {
+			keys = append(keys, &e2eKey{tenant: tenant, key: fmt.Sprintf("%s-%04d", run, i)})
+		}
+		for _, d := range []string{doomUnknown, doomAbandoned} {
+			keys = append(keys, &e2eKey{tenant: tenant, key: fmt.Sprintf("%s-doomed-%s-%s", run, d, tenant), doom: d})
+		}
+	}
+	var doomed []faults.Rule
+	for _, k := range keys {
+		doomed = append(doomed, doomRules(k, records, ordersTable)...)
+	}
+
 	var fts []*faults.Transport
 	var handlers []v2Handler
 	for range e2eClients {
-		ft := randomFaults(rate, tables, counts)
+		ft := randomFaults(rate, tables, counts, doomed)
 		fts = append(fts, ft)
 		store, err := dynamo.New(newSDKClient(t, endpoint, ft), records, dynamo.Options{CallTimeout: e2eCallTime, IndexInFlight: true})
 		if err != nil {
@@ -172,13 +237,6 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 		handlers = append(handlers, h)
 	}
 
-	run := token()
-	var keys []*e2eKey
-	for _, tenant := range []string{"tenant-a", "tenant-b"} {
-		for i := range keysPerTenant {
-			keys = append(keys, &e2eKey{tenant: tenant, key: fmt.Sprintf("%s-%04d", run, i)})
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -225,7 +283,9 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 	var (
 		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun int
 		listedIndeterminate, listedStale, unexplained, gaveUp     int
-		divergent                                                 int
+		free                                                      int
+		divergent, forced, forcedStuck, forcedGaveUp              int
+		forcedListed                                              = map[string]int{}
 		answerWithoutOrder, unexpected                            int
 		problems                                                  []string
 	)
@@ -236,20 +296,23 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 	}
 	for _, k := range keys {
 		ids := ordersOf[[2]string{k.tenant, k.sku()}]
-		executions += len(ids)
+		if k.doom == "" {
+			executions += len(ids)
+		}
 		if len(ids) > 1 {
 			doubles++
 			note("%s/%s executed %d times: orders %v", k.tenant, k.key, len(ids), ids)
 		}
 		answered := map[string]bool{}
 		ok := 0
+		gave := 0
 		for _, f := range k.finals {
 			switch {
 			case f.status == 201:
 				ok++
 				answered[f.orderID] = true
 			case f.gaveUp:
-				gaveUp++
+				gave++
 			case f.status == 409 && f.problem == "indeterminate-operator-required":
 			default:
 				unexpected++
@@ -266,6 +329,27 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 				note("%s/%s: answered order %s, table holds %v", k.tenant, k.key, id, ids)
 			}
 		}
+		id := idemkit.Scope{Tenant: k.tenant, Operation: "POST /orders", Key: k.key}.ID(false)
+		if k.doom != "" {
+			forced++
+			forcedGaveUp += gave
+			switch {
+			case ok == e2eClients:
+				note("%s/%s was to stick (%s) but every client got a 201", k.tenant, k.key, k.doom)
+			case indeterminate[id]:
+				forcedStuck++
+				forcedListed[doomUnknown]++
+			case stale[id]:
+				forcedStuck++
+				forcedListed[doomAbandoned]++
+			default:
+				forcedStuck++
+				unexplained++
+				note("%s/%s forced to stick (%s, finals %+v) and not listed by the operator listing", k.tenant, k.key, k.doom, k.finals)
+			}
+			continue
+		}
+		gaveUp += gave
 		if ok == e2eClients {
 			okKeys++
 			continue
@@ -276,25 +360,31 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 		} else {
 			stuckNotRun++
 		}
-		id := idemkit.Scope{Tenant: k.tenant, Operation: "POST /orders", Key: k.key}.ID(false)
 		switch {
 		case indeterminate[id]:
 			listedIndeterminate++
 		case stale[id]:
 			listedStale++
+		case len(ids) == 0 && !recordExists(t, clean, id):
+			// Nothing ran and nothing holds the key: the clients gave up
+			// while the store was unreachable; a retry runs it.
+			free++
 		default:
 			unexplained++
 			note("%s/%s stuck (finals %+v) and not listed by the operator listing", k.tenant, k.key, k.finals)
 		}
 	}
 	summary(t, "fault_rate=%.0f%% keys=%d tenants=2 clients_per_key=%d invocations=%d faults_records=%d faults_orders=%d (%s) retried_5xx=%d retried_409_in_flight=%d "+
-		"executions=%d double_executions=%d keys_ok=%d stuck=%d (executed %d, not executed %d) stuck_listed_indeterminate=%d stuck_listed_stale=%d stuck_unexplained=%d clients_gave_up=%d "+
-		"divergent_answers=%d answers_without_order=%d unexpected_answers=%d elapsed=%s",
-		rate*100, len(keys), e2eClients, invocations.Load(), counts.total("records"), counts.total("orders"), counts, retried5xx.Load(), retried409.Load(),
-		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun, listedIndeterminate, listedStale, unexplained, gaveUp,
-		divergent, answerWithoutOrder, unexpected, elapsed.Round(time.Second))
+		"executions=%d double_executions=%d keys_ok=%d stuck=%d (executed %d, not executed %d) stuck_listed_indeterminate=%d stuck_listed_stale=%d stuck_free=%d stuck_unexplained=%d clients_gave_up=%d "+
+		"divergent_answers=%d answers_without_order=%d unexpected_answers=%d; forced_to_stick=%d stuck=%d listed_indeterminate=%d listed_stale=%d clients_gave_up=%d; elapsed=%s",
+		rate*100, len(keys)-forced, e2eClients, invocations.Load(), counts.total("records"), counts.total("orders"), counts, retried5xx.Load(), retried409.Load(),
+		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun, listedIndeterminate, listedStale, free, unexplained, gaveUp,
+		divergent, answerWithoutOrder, unexpected, forced, forcedStuck, forcedListed[doomUnknown], forcedListed[doomAbandoned], forcedGaveUp, elapsed.Round(time.Second))
 	if counts.total("records") == 0 || counts.total("orders") == 0 {
 		t.Errorf("faults injected: records table %d, orders table %d; want both", counts.total("records"), counts.total("orders"))
+	}
+	if forcedStuck != forced {
+		t.Errorf("%d of %d keys forced to stick did:\n%s", forcedStuck, forced, strings.Join(problems, "\n"))
 	}
 	if doubles != 0 || unexplained != 0 || divergent != 0 || answerWithoutOrder != 0 || unexpected != 0 {
 		t.Errorf("double executions %d, stuck keys not listed %d, divergent answers %d, answers without an order %d, unexpected answers %d:\n%s",
@@ -308,7 +398,7 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 // e2eBudget has passed.
 func e2eClient(ctx context.Context, h v2Handler, k *e2eKey, invocations, retried5xx, retried409 *atomic.Int64) e2eFinal {
 	body := fmt.Sprintf(`{"sku":%q,"quantity":1,"amount_cents":1999,"currency":"EUR"}`, k.sku())
-	end := time.Now().Add(e2eBudget)
+	end := time.Now().Add(e2eBudget())
 	for attempt := 1; ; attempt++ {
 		ictx, cancel := context.WithTimeout(ctx, e2eInvocation)
 		a := call(ictx, h, event(k.tenant, "/orders", k.key, body))
@@ -381,6 +471,17 @@ func attrS(v types.AttributeValue) string {
 		return s.Value
 	}
 	return ""
+}
+
+// recordExists reports whether a live record has id (read through a store
+// without faults).
+func recordExists(t *testing.T, s *dynamo.Store, id string) bool {
+	t.Helper()
+	_, err := s.Get(context.Background(), id, time.Now())
+	if err != nil && !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("get %s: %v", id, err)
+	}
+	return err == nil
 }
 
 // listAll returns the IDs of every record a paged listing returns.
