@@ -283,7 +283,7 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 	var (
 		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun int
 		listedIndeterminate, listedStale, unexplained, gaveUp     int
-		free                                                      int
+		free, stuckAnswered                                       int
 		divergent, forced, forcedStuck, forcedGaveUp              int
 		forcedListed                                              = map[string]int{}
 		answerWithoutOrder, unexpected                            int
@@ -355,6 +355,12 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 			continue
 		}
 		stuck++
+		if ok > 0 {
+			// One client got the run's 201 and the others not: the
+			// completion was not stored (the lease ended first, or every
+			// attempt of it failed).
+			stuckAnswered++
+		}
 		if len(ids) > 0 {
 			stuckRan++
 		} else {
@@ -375,10 +381,10 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 		}
 	}
 	summary(t, "fault_rate=%.0f%% keys=%d tenants=2 clients_per_key=%d invocations=%d faults_records=%d faults_orders=%d (%s) retried_5xx=%d retried_409_in_flight=%d "+
-		"executions=%d double_executions=%d keys_ok=%d stuck=%d (executed %d, not executed %d) stuck_listed_indeterminate=%d stuck_listed_stale=%d stuck_free=%d stuck_unexplained=%d clients_gave_up=%d "+
+		"executions=%d double_executions=%d keys_ok=%d stuck=%d (executed %d, not executed %d, a client answered 201 %d) stuck_listed_indeterminate=%d stuck_listed_stale=%d stuck_free=%d stuck_unexplained=%d clients_gave_up=%d "+
 		"divergent_answers=%d answers_without_order=%d unexpected_answers=%d; forced_to_stick=%d stuck=%d listed_indeterminate=%d listed_stale=%d clients_gave_up=%d; elapsed=%s",
 		rate*100, len(keys)-forced, e2eClients, invocations.Load(), counts.total("records"), counts.total("orders"), counts, retried5xx.Load(), retried409.Load(),
-		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun, listedIndeterminate, listedStale, free, unexplained, gaveUp,
+		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun, stuckAnswered, listedIndeterminate, listedStale, free, unexplained, gaveUp,
 		divergent, answerWithoutOrder, unexpected, forced, forcedStuck, forcedListed[doomUnknown], forcedListed[doomAbandoned], forcedGaveUp, elapsed.Round(time.Second))
 	if counts.total("records") == 0 || counts.total("orders") == 0 {
 		t.Errorf("faults injected: records table %d, orders table %d; want both", counts.total("records"), counts.total("orders"))
