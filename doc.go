@@ -46,7 +46,18 @@
 // ends without an outcome, nobody knows whether the effect happened. The
 // operation's [StalePolicy] decides: [FailClosed] (the default) marks the
 // record indeterminate for an operator to resolve; [Takeover] lets the next
-// request run the handler again, for downstreams that are idempotent.
+// request run the handler again, for downstreams that are idempotent. A
+// request without a deadline renews its lease while the handler runs
+// ([Policy.Heartbeat]), and the owner's late completion still replaces an
+// indeterminate record no operator has resolved. [Store.ListStale] lists
+// leases that ended without an outcome.
+//
+// # The handler's own writes
+//
+// [ExecutionID] gives a handler an identity that is the same for every
+// retry of a request, to key its own writes on; a handler error wrapping
+// [ErrOutcomeUnknown] keeps the key instead of releasing it, so that a
+// request whose effect is unknown is never run twice.
 //
 // # Lifetime
 //

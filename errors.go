@@ -27,6 +27,11 @@ func (e *KeyError) Error() string { return "idemkit: invalid Idempotency-Key: " 
 // Is reports whether target is ErrInvalidKey.
 func (e *KeyError) Is(target error) bool { return target == ErrInvalidKey }
 
+// ErrInvalidConfig is wrapped by the error [New] returns for a
+// configuration it refuses (such as a RecordRetention below the
+// ReplayWindow).
+var ErrInvalidConfig = errors.New("idemkit: invalid configuration")
+
 // Errors returned by [Guard.Do] when the handler was not run.
 var (
 	// ErrMissingTenant: the request has no tenant. The guard fails closed.

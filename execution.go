@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strconv"
 )
 
 // ErrOutcomeUnknown is returned by a handler (wrapped in its error) that
@@ -24,8 +25,8 @@ type executionKey struct{}
 // retry of one scope (tenant, operation, key) and distinct across scopes,
 // so a handler can key its own writes on it (an order ID, a conditional
 // put, a payment provider's idempotency key) and recognise a write of an
-// earlier attempt whose answer was lost. It is 32 lowercase hex digits: a
-// keyed SHA-256 over the whole scope, with Config.ExecutionSecret as the
+// earlier attempt whose answer was lost. It is 32 lowercase hex digits: an
+// HMAC-SHA-256 over the whole scope, with Config.ExecutionSecret as the
 // key when set, so it cannot be derived from the Idempotency-Key alone
 // (nor, with a secret, from the scope).
 func ExecutionID(ctx context.Context) string {
@@ -40,6 +41,10 @@ func executionID(secret []byte, scope Scope) string {
 		key = []byte("idemkit execution id v1")
 	}
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte(scope.ID(false)))
+	// Its own length-prefixed encoding of the whole scope, so that the
+	// identity does not change with the store's record ID.
+	for _, f := range []string{scope.Tenant, scope.Operation, scope.Key} {
+		m.Write([]byte(strconv.Itoa(len(f)) + ":" + f))
+	}
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }

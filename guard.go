@@ -93,14 +93,14 @@ func New(cfg Config) (*Guard, error) {
 	g := &Guard{cfg: cfg, pol: cfg.Policy.withDefaults(), now: cfg.Now, tok: cfg.NewToken, obs: cfg.Observer, max: cfg.CompleteAttempts, wait: cfg.WriteTimeout,
 		claims: cfg.ClaimAttempts, backoff: cfg.ClaimBackoff}
 	if err := g.pol.check(); err != nil {
-		return nil, fmt.Errorf("idemkit: Config.Policy: %w", err)
+		return nil, fmt.Errorf("%w: Config.Policy: %v", ErrInvalidConfig, err)
 	}
 	if len(cfg.Operations) > 0 {
 		g.ops = make(map[string]Policy, len(cfg.Operations))
 		for op, p := range cfg.Operations {
 			g.ops[op] = p.withDefaults()
 			if err := g.ops[op].check(); err != nil {
-				return nil, fmt.Errorf("idemkit: Config.Operations[%q]: %w", op, err)
+				return nil, fmt.Errorf("%w: Config.Operations[%q]: %v", ErrInvalidConfig, op, err)
 			}
 		}
 	}
@@ -420,7 +420,8 @@ func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	return c.settle(rec, snap, herr)
 }
 
-// stopRenewal stops the lease renewal and counts its store usage.
+// stopRenewal stops the lease renewal and counts its store usage (once:
+// stop returns it only on its first call).
 func (c *call) stopRenewal(stop func() Usage) {
 	u := stop()
 	c.usage.Calls += u.Calls
@@ -558,12 +559,13 @@ func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.T
 		}
 	}()
 	var once sync.Once
-	return func() Usage {
+	return func() (u Usage) {
 		once.Do(func() {
 			cancel()
 			<-exited
+			u = *usage
 		})
-		return *usage
+		return u
 	}
 }
 

@@ -84,7 +84,7 @@ type Policy struct {
 	Heartbeat time.Duration
 	// MaxRenewals bounds the renewals of one execution; after the last one
 	// the lease runs out and the outcome counts as unknown. Zero:
-	// DefaultMaxRenewals (with the 30 s default lease, 40 minutes).
+	// DefaultMaxRenewals (with the 30 s default lease, about 20 minutes).
 	MaxRenewals int
 }
 

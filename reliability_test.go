@@ -207,6 +207,13 @@ func TestExecutionID(t *testing.T) {
 	if len(got) != 2 || got[0] != got[1] || len(got[0]) != 32 || strings.Trim(got[0], "0123456789abcdef") != "" {
 		t.Fatalf("execution IDs of one scope's retries: %q, want one 32-hex-digit value", got)
 	}
+	// The derivation is part of the contract: retries that straddle a
+	// deploy must get the same identity. HMAC-SHA-256 keyed with
+	// "idemkit execution id v1" over "4:acme14:POST /payments1:k", first
+	// 16 bytes, computed independently.
+	if got[0] != "e61e8e80340a0f335f8de035a85d34c5" {
+		t.Fatalf("ExecutionID of (acme, POST /payments, k) = %s: the derivation changed", got[0])
+	}
 	for _, sc := range []idemkit.Scope{
 		{Tenant: "globex", Operation: "POST /payments", Key: "k"},
 		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
@@ -444,8 +451,8 @@ func TestRetentionShorterThanReplayWindowRefused(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), "RecordRetention") {
-				t.Fatalf("New: %v, want a RecordRetention error", err)
+			if !errors.Is(err, idemkit.ErrInvalidConfig) || !strings.Contains(err.Error(), "RecordRetention") {
+				t.Fatalf("New: %v, want an ErrInvalidConfig naming RecordRetention", err)
 			}
 		})
 	}

@@ -5,13 +5,17 @@
 //	Claim              PutItem    attribute_not_exists(pk) OR exp <= :nowS
 //	                              OR st = failed OR (st = in_flight AND ow = :owner)
 //	                              [OR (st = in_flight AND lu <= :nowMs), with Takeover]
-//	Complete           PutItem    ow = :owner AND exp > :nowS AND st IN (in_flight, completed)
+//	Complete           PutItem    ow = :owner AND exp > :nowS AND (st IN (in_flight, indeterminate)
+//	                              OR (st = completed AND attribute_not_exists(ra)))
 //	Release            DeleteItem attribute_not_exists(pk) OR exp <= :nowS
 //	                              OR (ow = :owner AND st = in_flight)
+//	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS (SET lu)
+//	MarkUnknown        UpdateItem ow = :owner AND st = in_flight AND exp > :nowS
 //	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
 //	Resolve            UpdateItem st = indeterminate AND exp > :nowS
 //	Get                GetItem, consistent
 //	ListIndeterminate  Query of a sparse index
+//	ListStale          Query of the ix index (Options.IndexInFlight)
 //
 // A lost claim returns the blocking item with the failure
 // (ReturnValuesOnConditionCheckFailure=ALL_OLD): one call per replay. When
@@ -35,7 +39,8 @@
 //	lu   N     LeaseUntil (ms, rounded up)    som  BOOL  Snapshot.Omitted, when true
 //	ru   N     ReplayUntil (ms)               ra, ro, rr, rt  Resolution: As, Operator,
 //	exp  N     ExpiresAt (s, rounded up), TTL                 Reason, ResolvedAt (ms)
-//	ix   S     "indeterminate", only while indeterminate
+//	ix   S     "indeterminate" while indeterminate; "in_flight" while in
+//	           flight, with Options.IndexInFlight; else absent
 //	it   S     tenant, only while indeterminate
 //
 // The Attr* and Index* constants name them. A completed resolution's
@@ -45,8 +50,20 @@
 // records without a scan: IndexIndeterminate (hash ix, range lu) for all
 // tenants and IndexIndeterminateTenant (hash it, range lu) for one, both
 // oldest lease first. MarkIndeterminate sets ix and it; Resolve removes
-// them. The ix index has one hash key value: fine for the rare
-// indeterminate records it holds, not for anything hotter.
+// them. The ix index has one hash key value per state: fine for the rare
+// indeterminate records it holds. Options.IndexInFlight also puts every
+// in_flight record under ix = "in_flight", so that ListStale lists the
+// ones whose lease ended (range lu <= now) without a scan; it costs two
+// index writes per request and makes that one partition's write ceiling
+// the table's claim-rate ceiling, hence opt-in (docs/PERFORMANCE.md).
+//
+// # Retries
+//
+// The store's calls use the SDK's standard retryer (Options.MaxAttempts,
+// Options.MaxBackoff) without its client-side retry quota, which runs dry
+// under sustained errors and would then leave a claim, and the release of
+// a claim whose answer was lost, a single attempt each.
+// Options.KeepRetryQuota keeps the client's own retryer instead.
 //
 // # Expiry
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/memstore"
 )
 
 // clock is a settable clock for the Guard.
@@ -44,7 +45,11 @@ func TestCompactOperationRecord(t *testing.T) {
 	}{
 		{"defaults", idemkit.Policy{}, 24 * time.Hour, 7 * 24 * time.Hour},
 		{"money-moving", idemkit.Policy{ReplayWindow: time.Hour, RecordRetention: 30 * 24 * time.Hour}, time.Hour, 30 * 24 * time.Hour},
-		{"retention below replay is raised", idemkit.Policy{ReplayWindow: 2 * time.Hour, RecordRetention: time.Hour}, 2 * time.Hour, 2 * time.Hour},
+		{"long replay, default retention follows it", idemkit.Policy{ReplayWindow: 10 * 24 * time.Hour}, 10 * 24 * time.Hour, 10 * 24 * time.Hour},
+	}
+	// A retention below the replay window is refused, not raised.
+	if _, err := idemkit.New(idemkit.Config{Store: memstore.New(), Policy: idemkit.Policy{ReplayWindow: 2 * time.Hour, RecordRetention: time.Hour}}); err == nil {
+		t.Fatal("New accepted a RecordRetention below the ReplayWindow")
 	}
 	c := dynalite.Client(t)
 	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("compact"))

@@ -49,7 +49,6 @@ const (
 	TypeResponseNotStored   = ProblemBase + "response-not-stored"
 	TypeReplayWindowPassed  = ProblemBase + "replay-window-passed"
 	TypeStoreUnavailable    = ProblemBase + "store-unavailable"
-	TypeClaimUnknown        = ProblemBase + "claim-unknown"
 	TypeOutcomeUnknown      = ProblemBase + "outcome-unknown"
 	TypeCorruptRecord       = ProblemBase + "record-corrupt"
 	TypeTenantMissing       = ProblemBase + "tenant-missing"
@@ -168,9 +167,11 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		return &Problem{Type: TypeOutcomeUnknown, Title: "Outcome unknown: the request is kept", Status: 503,
 			Detail: "The request may or may not have taken effect; its key is kept so that it is never run twice. Retrying with the same key is safe: the answer is 409 indeterminate-operator-required until an operator resolves the key, then the resolved outcome."}
 	case errors.As(err, &cu):
-		return &Problem{Type: TypeClaimUnknown, Title: "Idempotency store unavailable; key may be held", Status: 503,
-			Detail:     "The request was not run, but its key may have been recorded before the store failed. Retrying with the same key is safe: until the key's lease ends (Retry-After) it gets 409 in-flight; after that it runs again, or for operations that fail closed waits for an operator, who sees the key in the stale listing.",
-			RetryAfter: seconds(time.Until(cu.LeaseUntil))}
+		// The store is unavailable too, but "nothing stored" would not be
+		// true: the claim may have been stored with its answer lost.
+		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
+			Detail:     "The request was not run, but its key may have been recorded before the store failed, and it could not be freed. Retrying with the same key is safe: until the key's lease ends a retry may get 409 in-flight; after that the key is listed as a stale lease, and the retry runs or, for operations that fail closed, waits for an operator.",
+			RetryAfter: seconds(storeRetry)}
 	case errors.Is(err, idemkit.ErrStoreUnavailable):
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: seconds(storeRetry)}
