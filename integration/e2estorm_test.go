@@ -386,7 +386,10 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 		rate*100, len(keys)-forced, e2eClients, invocations.Load(), counts.total("records"), counts.total("orders"), counts, retried5xx.Load(), retried409.Load(),
 		executions, doubles, okKeys, stuck, stuckRan, stuckNotRun, stuckAnswered, listedIndeterminate, listedStale, free, unexplained, gaveUp,
 		divergent, answerWithoutOrder, unexpected, forced, forcedStuck, forcedListed[doomUnknown], forcedListed[doomAbandoned], forcedGaveUp, elapsed.Round(time.Second))
-	if counts.total("records") == 0 || counts.total("orders") == 0 {
+	// The forced keys show that faults reach both tables in every run; at
+	// full size the random ones must too (a reduced run makes too few
+	// orders-table calls for that to be certain).
+	if full() && (counts.total("records") == 0 || counts.total("orders") == 0) {
 		t.Errorf("faults injected: records table %d, orders table %d; want both", counts.total("records"), counts.total("orders"))
 	}
 	if forcedStuck != forced {
