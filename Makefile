@@ -124,7 +124,7 @@ bench: deps
 
 ## reliability: the reliability scenarios at full size, figures in
 ## bin/reliability.log (docs/RELIABILITY.md quotes them)
-RELIABILITY_RUN := ^(TestFaultInjection|TestCrashAfterClaim|TestStorm.*|TestRegions.*|TestPropertyNoCrossScope.*|TestLateArrivals|TestBadInputs)$$
+RELIABILITY_RUN := ^(TestFaultInjection|TestCrashAfterClaim|TestStorm.*|TestEndToEndStorm|TestRegions.*|TestPropertyNoCrossScope.*|TestLateArrivals|TestBadInputs)$$
 reliability: deps
 	@mkdir -p bin
 	@cd integration && IDEMKIT_RELIABILITY=full $(GO) test -race -count=1 -timeout 30m -v -run '$(RELIABILITY_RUN)' . > ../bin/reliability.log 2>&1; \

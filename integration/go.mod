@@ -25,11 +25,13 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0 // indirect
-	github.com/aws/smithy-go v1.28.9 // indirect
+	github.com/aws/smithy-go v1.28.9
 	github.com/dunglas/httpsfv v1.1.2 // indirect
 	github.com/go-json-experiment/json v1.27.2 // indirect
+	github.com/idemkit/idemkit/examples v0.0.0
 	github.com/klauspost/compress v1.20.4 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 
 replace github.com/idemkit/idemkit => ..
+
+replace github.com/idemkit/idemkit/examples => ../examples

@@ -16,10 +16,13 @@ import (
 
 // storeOptions are the DynamoDB store's options for the commands: more
 // patient than a Lambda's, since a person waits and --timeout bounds all.
+// IndexInFlight changes only what a claim writes (the commands never
+// claim); it lets list --state stale read the index.
 var storeOptions = dynamo.Options{
-	CallTimeout: 10 * time.Second,
-	MaxAttempts: 5,
-	MaxBackoff:  time.Second,
+	CallTimeout:   10 * time.Second,
+	MaxAttempts:   5,
+	MaxBackoff:    time.Second,
+	IndexInFlight: true,
 }
 
 // awsConfig loads the SDK's standard configuration, with o's profile.

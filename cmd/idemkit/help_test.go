@@ -92,7 +92,7 @@ func TestExitCodes(t *testing.T) {
 		{"no key", []string{"inspect", "--tenant", "acme", "--operation", "POST /orders"}, exitUsage, "--key is required"},
 		{"invalid key", []string{"inspect", "--tenant", "acme", "--operation", "POST /orders", "--key", "a\x01b"}, exitUsage, "--key"},
 		{"two keys", []string{"inspect", "--tenant", "acme", "--operation", "POST /orders", "--key", "a, b"}, exitUsage, "two different values"},
-		{"list other state", []string{"list", "--state", "completed"}, exitUsage, "only indeterminate"},
+		{"list other state", []string{"list", "--state", "completed"}, exitUsage, "want indeterminate or stale"},
 		{"list limit", []string{"list", "--limit", "0"}, exitUsage, "--limit 0"},
 		{"list all and page", []string{"list", "--all", "--page", "x"}, exitUsage, "exclude each other"},
 		{"list bad page", []string{"list", "--page", "not-a-token"}, exitUsage, "invalid page token"},

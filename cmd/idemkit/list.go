@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -11,11 +12,19 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-const listHelp = `Usage: idemkit list --table T [--state indeterminate] [--tenant X] [--limit N] [--all | --page TOKEN]
+const listHelp = `Usage: idemkit list --table T [--state indeterminate|stale] [--tenant X] [--limit N] [--all | --page TOKEN]
 
-List indeterminate records, oldest lease first: executions whose lease ended
-without an outcome under the fail-closed policy. Every retry of such a
-request is refused until the record is resolved (idemkit resolve).
+List indeterminate records (the default), oldest lease first: executions
+whose lease ended without an outcome under the fail-closed policy, or whose
+handler ended with the outcome unknown. Every retry of such a request is
+refused until the record is resolved (idemkit resolve).
+
+--state stale lists in-flight records whose lease has ended: executions
+that crashed or were abandoned and that no retry has marked indeterminate
+yet (a key whose client gave up stays so). The next retry of such a key
+marks it indeterminate (fail-closed) or runs it again (takeover). Only
+records claimed by a store with dynamo.Options.IndexInFlight set are
+indexed, so only they can be listed; set it on every store of the table.
 
 The listing reads the table's sparse indexes (one Query per page); it never
 scans the table. One page is printed at a time, followed by the token of the
@@ -32,6 +41,9 @@ table is read in (--home-region or the SDK's region): a global table holds
 every tenant's records in every region. With --tenant, that tenant's home
 region should be given.
 `
+
+// stateStale is the --state of in_flight records whose lease has ended.
+const stateStale = "stale"
 
 // listJSON is the --output json form of a listing.
 type listJSON struct {
@@ -51,7 +63,7 @@ func runList(ctx context.Context, c *cli, args []string) int {
 		all          bool
 	)
 	c.commonFlags(fs, &o)
-	fs.StringVar(&state, "state", string(idemkit.StateIndeterminate), "`state` to list; only indeterminate is indexed")
+	fs.StringVar(&state, "state", string(idemkit.StateIndeterminate), "`state` to list: indeterminate, or stale (in flight, lease ended)")
 	fs.StringVar(&tenant, "tenant", "", "list only this `tenant`'s records")
 	fs.IntVar(&limit, "limit", 50, "at most `N` records per page (1-1000)")
 	fs.BoolVar(&all, "all", false, "print every page")
@@ -62,8 +74,8 @@ func runList(ctx context.Context, c *cli, args []string) int {
 	err := o.check()
 	switch {
 	case err != nil:
-	case state != string(idemkit.StateIndeterminate):
-		err = usagef("--state %q: only indeterminate records can be listed (the other states are not indexed)", state)
+	case state != string(idemkit.StateIndeterminate) && state != stateStale:
+		err = usagef("--state %q: want indeterminate or stale (the other states are not indexed)", state)
 	case limit < 1 || limit > 1000:
 		err = usagef("--limit %d: want 1 to 1000", limit)
 	case all && page != "":
@@ -79,9 +91,16 @@ func runList(ctx context.Context, c *cli, args []string) int {
 		return c.fail("list", err)
 	}
 	now := c.env.Now()
+	list := store.ListIndeterminate
+	if state == stateStale {
+		list = store.ListStale
+	}
 	var recs []*idemkit.Record
 	for {
-		got, next, err := store.ListIndeterminate(ctx, tenant, page, limit, now)
+		got, next, err := list(ctx, tenant, page, limit, now)
+		if errors.Is(err, errors.ErrUnsupported) {
+			err = fmt.Errorf("%w\nStale records are listed only when the application's stores set dynamo.Options.IndexInFlight", err)
+		}
 		if err != nil {
 			return c.fail("list", err)
 		}
@@ -98,7 +117,7 @@ func runList(ctx context.Context, c *cli, args []string) int {
 		}
 		err = writeJSON(c.stdout, out)
 	} else {
-		err = writeList(c, recs, page, now)
+		err = writeList(c, recs, page, now, state)
 	}
 	if err != nil {
 		return c.fail("list", err)
@@ -106,9 +125,9 @@ func runList(ctx context.Context, c *cli, args []string) int {
 	return exitOK
 }
 
-func writeList(c *cli, recs []*idemkit.Record, next string, now time.Time) error {
+func writeList(c *cli, recs []*idemkit.Record, next string, now time.Time, state string) error {
 	if len(recs) == 0 {
-		fmt.Fprintln(c.stdout, "No indeterminate records on this page.")
+		fmt.Fprintf(c.stdout, "No %s records on this page.\n", state)
 	} else {
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TENANT\tOPERATION\tKEY\tAGE\tLEASE ENDED\tCREATED")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
 )
 
 // seven stores seven indeterminate records of tenant acme, leases ended
@@ -115,5 +116,71 @@ func TestListEmpty(t *testing.T) {
 	wantCode(t, code, exitOK, stdout, stderr)
 	if strings.Join(strings.Fields(stdout), "") != `{"records":[],"next_page":""}` {
 		t.Errorf("output %q", stdout)
+	}
+}
+
+// --state stale lists the in_flight records whose lease has ended, oldest
+// lease first: not a live lease, not an indeterminate or completed record.
+func TestListStale(t *testing.T) {
+	f := newFixture(t)
+	for i := 1; i <= 3; i++ {
+		f.seed(scopeOf(fmt.Sprintf("s%d", i)), time.Now().Add(-time.Duration(4-i)*time.Hour))
+	}
+	f.seed(idemkit.Scope{Tenant: "globex", Operation: "POST /orders", Key: "g1"}, time.Now().Add(-time.Minute))
+	f.seed(scopeOf("running"), time.Now().Add(time.Hour))
+	f.seedIndeterminate(scopeOf("marked"), time.Now().Add(-5*time.Hour))
+	f.seedCompleted(scopeOf("done"), &idemkit.Snapshot{Status: 201})
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tenant", "acme"}, "acme/s1 acme/s2 acme/s3"},
+		{nil, "acme/s1 acme/s2 acme/s3 globex/g1"},
+		{[]string{"--tenant", "globex"}, "globex/g1"},
+	} {
+		args := append([]string{"list", "--state", "stale", "--output", "json", "--all"}, tc.args...)
+		code, stdout, stderr := f.run(args...)
+		wantCode(t, code, exitOK, stdout, stderr)
+		var got []string
+		for _, r := range decode[listJSON](t, stdout).Records {
+			if r.State != string(idemkit.StateInFlight) || r.LeaseEndedSecondsAgo <= 0 {
+				t.Errorf("listed %+v", r)
+			}
+			got = append(got, r.Tenant+"/"+r.Key)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%v: listed %v, want %s", tc.args, got, tc.want)
+		}
+	}
+	code, stdout, stderr := f.run("list", "--state", "stale", "--tenant", "acme", "--limit", "2")
+	wantCode(t, code, exitOK, stdout, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) < 3 || !regexp.MustCompile(`^acme\s+POST /orders\s+s1\s+3h00m\s+\S+Z\s+\S+Z$`).MatchString(lines[1]) {
+		t.Fatalf("output:\n%s", stdout)
+	}
+	// The indeterminate listing is unchanged: only the marked record.
+	code, stdout, stderr = f.run("list", "--tenant", "acme", "--output", "json")
+	wantCode(t, code, exitOK, stdout, stderr)
+	if recs := decode[listJSON](t, stdout).Records; len(recs) != 1 || recs[0].Key != "marked" {
+		t.Errorf("indeterminate listing: %+v", recs)
+	}
+	f2 := newFixture(t)
+	code, stdout, stderr = f2.run("list", "--state", "stale")
+	wantCode(t, code, exitOK, stdout, stderr)
+	if strings.TrimSpace(stdout) != "No stale records on this page." {
+		t.Errorf("empty stale listing: %q", stdout)
+	}
+}
+
+// A store that does not index in_flight records cannot list stale ones:
+// the command says so and fails, rather than print an empty listing.
+func TestListStaleUnindexed(t *testing.T) {
+	f := newFixtureWith(t, dynamo.Options{})
+	f.seedStale(scopeOf("s1"))
+	code, stdout, stderr := f.run("list", "--state", "stale")
+	wantCode(t, code, exitError, stdout, stderr)
+	if stdout != "" || !strings.Contains(stderr, "IndexInFlight") {
+		t.Errorf("stdout %q, stderr %q", stdout, stderr)
 	}
 }

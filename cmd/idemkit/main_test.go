@@ -30,11 +30,22 @@ type fixture struct {
 
 const testOperator = "arn:aws:iam::123456789012:user/alice"
 
+// newFixture's store indexes in_flight records, as the application's
+// stores must for list --state stale.
 func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	return newFixtureWith(t, dynamo.Options{IndexInFlight: true})
+}
+
+// newFixtureWith is newFixture with a store of the given options.
+func newFixtureWith(t *testing.T, opts dynamo.Options) *fixture {
 	t.Helper()
 	c := dynalite.Client(t)
 	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("idemkit"))
-	s, err := dynamo.New(c, table, dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second)})
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = dynalite.Scale(30 * time.Second)
+	}
+	s, err := dynamo.New(c, table, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

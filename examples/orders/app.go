@@ -49,17 +49,14 @@ type Options struct {
 	// Logger receives one line per request and every failure. Nil:
 	// slog.Default().
 	Logger *slog.Logger
-	// Now and NewID are the clock and the ID generator. Nil: time.Now and
-	// a random (version 7) UUID.
-	Now   func() time.Time
-	NewID func() string
+	// Now is the clock. Nil: time.Now.
+	Now func() time.Time
 }
 
 type app struct {
 	repo   Repo
 	log    *slog.Logger
 	now    func() time.Time
-	newID  func() string
 	tenant apigw.Tenant
 }
 
@@ -73,15 +70,12 @@ func Handler(o Options) (HandlerFunc, error) {
 	if o.Store == nil || o.Repo == nil {
 		return nil, errors.New("orders: Options.Store and Options.Repo are required")
 	}
-	a := &app{repo: o.Repo, log: o.Logger, now: o.Now, newID: o.NewID, tenant: apigw.JWTClaim("sub")}
+	a := &app{repo: o.Repo, log: o.Logger, now: o.Now, tenant: apigw.JWTClaim("sub")}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
 	if a.now == nil {
 		a.now = time.Now
-	}
-	if a.newID == nil {
-		a.newID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
 	g, err := idemkit.New(idemkit.Config{Store: o.Store, Policy: o.Policy, Observer: o.Observer, Now: o.Now})
 	if err != nil {
@@ -112,6 +106,13 @@ func Handler(o Options) (HandlerFunc, error) {
 				"duration_ms", a.now().Sub(start).Milliseconds())
 		}()
 		resp, err = guarded(ctx, ev)
+		if errors.Is(err, idemkit.ErrOutcomeUnknown) {
+			// The guard kept the key: the request may have taken effect.
+			a.log.ErrorContext(ctx, "orders: outcome unknown, key kept for an operator", "request_id", rid, "route", ev.RouteKey, "error", err.Error())
+			resp = (&Problem{Type: TypeOutcomeUnknown, Title: "Outcome unknown", Status: 503,
+				Detail: "The request may or may not have taken effect. Its Idempotency-Key is kept: retrying with the same key is safe (it will not run twice) and answers 409 until an operator settles the outcome."}).Response()
+			return resp, nil
+		}
 		if err != nil {
 			// The guard released the key: a retry runs again.
 			a.log.WarnContext(ctx, "orders: request failed", "request_id", rid, "route", ev.RouteKey, "error", err.Error())

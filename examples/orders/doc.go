@@ -29,9 +29,26 @@
 // stored, so a retry with the same key runs again: 503 (processor
 // unavailable), and any handler error (a store or repository failure, the
 // deadline passing during a slow payment), which the outer layer of
-// Handler answers with a 503 problem after the guard released the key. A
+// Handler answers with a 503 problem after the guard released the key;
+// a write whose outcome is unknown is the exception (see below). A
 // body that is not JSON at all is refused by the kit before the handler
 // (400 body-invalid, not stored): it cannot be fingerprinted.
+//
+// # Writes that never run twice
+//
+// The order's and the payment's IDs derive from idemkit.ExecutionID: every
+// run of one key (same caller and route) computes the same ID, and the
+// repository's writes are conditional on it (attribute_not_exists in
+// DynamoRepo, the same in MemRepo). A run that finds its item stored, an
+// earlier run's write whose answer was lost, returns it instead of
+// writing a second one. A write whose outcome stays unknown after
+// DynamoRepo's sends (ErrWriteUnknown) ends the handler with an error
+// wrapping idemkit.ErrOutcomeUnknown: the guard keeps the key
+// (indeterminate) instead of freeing it, the client gets 503
+// outcome-unknown, and every retry 409 until an operator resolves it
+// (idemkit list, idemkit resolve). The store indexes in-flight records
+// (dynamo.Options.IndexInFlight), so a crashed run is listed by
+// idemkit list --state stale.
 //
 // Paying requires the order to exist for the caller: otherwise 404, stored
 // like any outcome, so a client that pays before its order exists must

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // The key of the orders table. It is a table of its own, apart from the
@@ -55,6 +58,22 @@ type DynamoClient interface {
 type DynamoRepo struct {
 	Client DynamoClient
 	Table  string
+	// CallTimeout bounds one send of a call, the SDK's retries included, so
+	// that a server that does not answer leaves time to send again within
+	// the request's deadline. Zero: DefaultCallTimeout.
+	CallTimeout time.Duration
+}
+
+// DefaultCallTimeout is DynamoRepo's CallTimeout when none is set.
+const DefaultCallTimeout = 2 * time.Second
+
+// call returns the context of one send.
+func (r *DynamoRepo) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := r.CallTimeout
+	if d <= 0 {
+		d = DefaultCallTimeout
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 var _ Repo = (*DynamoRepo)(nil)
@@ -71,10 +90,38 @@ func n(v int64) types.AttributeValue {
 
 func ts(t time.Time) types.AttributeValue { return s(t.UTC().Format(time.RFC3339Nano)) }
 
-// CreateOrder implements Repo. The write is conditional: an ID is never
-// reused.
-func (r *DynamoRepo) CreateOrder(ctx context.Context, tenant string, o Order) error {
-	_, err := r.Client.PutItem(ctx, &dynamodb.PutItemInput{
+// WriteAttempts is how many times DynamoRepo sends a write whose outcome
+// is unknown, the first included, before it gives up with
+// ErrWriteUnknown. Each send is retried by the SDK as well.
+const WriteAttempts = 3
+
+// writeBackoff is the pause before a write's second send; it doubles
+// before each later one.
+const writeBackoff = 25 * time.Millisecond
+
+// ClientOptions configure a DynamoDB client for DynamoRepo: the SDK's
+// standard retries, with pauses of at most MaxBackoff and without its
+// client-side retry quota. The quota runs dry under sustained errors and
+// then leaves every call one attempt, which turns passing faults into
+// unknown outcomes; DynamoRepo bounds its retries itself (WriteAttempts,
+// CallTimeout). The SDK's own pauses, up to 20 s, would spend a send's
+// CallTimeout on one throttle. Pass it to dynamodb.NewFromConfig.
+func ClientOptions(o *dynamodb.Options) {
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.RateLimiter = ratelimit.None
+		so.MaxBackoff = MaxBackoff
+	})
+}
+
+// MaxBackoff caps the SDK's pause between the attempts of one send, under
+// ClientOptions.
+const MaxBackoff = 200 * time.Millisecond
+
+// CreateOrder implements Repo. The write is conditional on the order's ID
+// being free; when it is not, the stored order is read and returned if it
+// is the same order.
+func (r *DynamoRepo) CreateOrder(ctx context.Context, tenant string, o Order) (Order, error) {
+	in := &dynamodb.PutItemInput{
 		TableName: aws.String(r.Table),
 		Item: map[string]types.AttributeValue{
 			OrdersAttrTenant: s(tenant),
@@ -88,20 +135,34 @@ func (r *DynamoRepo) CreateOrder(ctx context.Context, tenant string, o Order) er
 		},
 		ConditionExpression:      aws.String("attribute_not_exists(#sk)"),
 		ExpressionAttributeNames: map[string]string{"#sk": OrdersAttrSK},
-	})
-	if err != nil {
-		return fmt.Errorf("orders: put order %s: %w", o.ID, err)
 	}
-	return nil
+	var stored Order
+	found, err := r.put(ctx, "order "+o.ID, in, func(ctx context.Context) error {
+		var err error
+		stored, err = r.GetOrder(ctx, tenant, o.ID)
+		return err
+	})
+	switch {
+	case err != nil:
+		return Order{}, err
+	case !found:
+		o.Payments, o.PaidCents = []Payment{}, 0
+		return o, nil
+	case !sameOrder(stored, o):
+		return Order{}, fmt.Errorf("%w: order %s", ErrIDConflict, o.ID)
+	}
+	return stored, nil
 }
 
-// AddPayment implements Repo.
-func (r *DynamoRepo) AddPayment(ctx context.Context, tenant string, p Payment) error {
-	_, err := r.Client.PutItem(ctx, &dynamodb.PutItemInput{
+// AddPayment implements Repo, conditional on the payment's ID as
+// CreateOrder is.
+func (r *DynamoRepo) AddPayment(ctx context.Context, tenant string, p Payment) (Payment, error) {
+	sk := paymentSK(p.OrderID, p.ID)
+	in := &dynamodb.PutItemInput{
 		TableName: aws.String(r.Table),
 		Item: map[string]types.AttributeValue{
 			OrdersAttrTenant: s(tenant),
-			OrdersAttrSK:     s(paymentSK(p.OrderID, p.ID)),
+			OrdersAttrSK:     s(sk),
 			"id":             s(p.ID),
 			"order_id":       s(p.OrderID),
 			"amount_cents":   n(p.AmountCents),
@@ -112,11 +173,101 @@ func (r *DynamoRepo) AddPayment(ctx context.Context, tenant string, p Payment) e
 		},
 		ConditionExpression:      aws.String("attribute_not_exists(#sk)"),
 		ExpressionAttributeNames: map[string]string{"#sk": OrdersAttrSK},
-	})
-	if err != nil {
-		return fmt.Errorf("orders: put payment %s: %w", p.ID, err)
 	}
-	return nil
+	var stored Payment
+	found, err := r.put(ctx, "payment "+p.ID, in, func(ctx context.Context) error {
+		out, err := r.Client.Query(ctx, &dynamodb.QueryInput{
+			TableName:                aws.String(r.Table),
+			KeyConditionExpression:   aws.String("#t = :t AND #sk = :sk"),
+			ExpressionAttributeNames: map[string]string{"#t": OrdersAttrTenant, "#sk": OrdersAttrSK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":t": s(tenant), ":sk": s(sk),
+			},
+			ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return fmt.Errorf("orders: query payment %s: %w", p.ID, err)
+		}
+		if len(out.Items) == 0 {
+			return ErrNotFound
+		}
+		stored = paymentOf(out.Items[0])
+		return nil
+	})
+	switch {
+	case err != nil:
+		return Payment{}, err
+	case !found:
+		return p, nil
+	case !samePayment(stored, p):
+		return Payment{}, fmt.Errorf("%w: payment %s", ErrIDConflict, p.ID)
+	}
+	return stored, nil
+}
+
+// put sends a conditional PutItem until its outcome is known, at most
+// WriteAttempts times: stored (found false), or refused because the item
+// exists, which find then reads (found true). It fails with
+// ErrWriteUnknown when no send gave a known outcome, and with the error
+// itself when the server refused the write as invalid (nothing stored).
+func (r *DynamoRepo) put(ctx context.Context, what string, in *dynamodb.PutItemInput, find func(context.Context) error) (found bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("orders: put %s: not sent: %w", what, err)
+	}
+	var last error
+	for attempt := range WriteAttempts {
+		if attempt > 0 {
+			t := time.NewTimer(writeBackoff << (attempt - 1))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false, fmt.Errorf("orders: put %s: %w: %w", what, ErrWriteUnknown, last)
+			case <-t.C:
+			}
+		}
+		cctx, cancel := r.call(ctx)
+		_, err := r.Client.PutItem(cctx, in)
+		cancel()
+		var exists *types.ConditionalCheckFailedException
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.As(err, &exists):
+			cctx, cancel := r.call(ctx)
+			ferr := find(cctx)
+			cancel()
+			if ferr == nil {
+				return true, nil
+			}
+			// Refused, yet not found: the read failed (or the server is
+			// inconsistent); the outcome is still unknown.
+			last = ferr
+		case refused(err):
+			return false, fmt.Errorf("orders: put %s: %w", what, err)
+		default:
+			last = err
+		}
+	}
+	return false, fmt.Errorf("orders: put %s: %w: %w", what, ErrWriteUnknown, last)
+}
+
+// refused reports whether err is DynamoDB refusing a request as invalid (a
+// client error other than throttling): the same request was refused on
+// every attempt, so nothing was stored.
+func refused(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorFault() != smithy.FaultClient {
+		return false
+	}
+	code := ae.ErrorCode()
+	if _, ok := retry.DefaultThrottleErrorCodes[code]; ok {
+		return false
+	}
+	switch code {
+	case "TransactionConflictException", "TransactionInProgressException", "ConditionalCheckFailedException":
+		return false
+	}
+	return true
 }
 
 // GetOrder implements Repo with one consistent Query (paged when large).
@@ -136,7 +287,9 @@ func (r *DynamoRepo) GetOrder(ctx context.Context, tenant, id string) (Order, er
 		pays  = []Payment{}
 	)
 	for {
-		out, err := r.Client.Query(ctx, in)
+		cctx, cancel := r.call(ctx)
+		out, err := r.Client.Query(cctx, in)
+		cancel()
 		if err != nil {
 			return Order{}, fmt.Errorf("orders: query order %s: %w", id, err)
 		}
@@ -148,9 +301,7 @@ func (r *DynamoRepo) GetOrder(ctx context.Context, tenant, id string) (Order, er
 				o = Order{ID: str(it["id"]), SKU: str(it["sku"]), Quantity: num(it["quantity"]),
 					AmountCents: num(it["amount_cents"]), Currency: str(it["currency"]), CreatedAt: tm(it["created_at"])}
 			case strings.HasPrefix(sk, orderSK(id)+"#payment#"):
-				pays = append(pays, Payment{ID: str(it["id"]), OrderID: str(it["order_id"]),
-					AmountCents: num(it["amount_cents"]), Currency: str(it["currency"]),
-					CardLast4: str(it["card_last4"]), Status: str(it["status"]), CreatedAt: tm(it["created_at"])})
+				pays = append(pays, paymentOf(it))
 			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
@@ -166,6 +317,12 @@ func (r *DynamoRepo) GetOrder(ctx context.Context, tenant, id string) (Order, er
 		o.PaidCents += p.AmountCents
 	}
 	return o, nil
+}
+
+func paymentOf(it map[string]types.AttributeValue) Payment {
+	return Payment{ID: str(it["id"]), OrderID: str(it["order_id"]),
+		AmountCents: num(it["amount_cents"]), Currency: str(it["currency"]),
+		CardLast4: str(it["card_last4"]), Status: str(it["status"]), CreatedAt: tm(it["created_at"])}
 }
 
 func str(v types.AttributeValue) string {

@@ -86,10 +86,14 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logge
 			return Options{}, "", err
 		}
 	}
-	if o.Store, err = dynamo.New(client, table, dynamo.Options{}); err != nil {
+	// IndexInFlight: an execution that crashed is listed by
+	// idemkit list --state stale (one index write more per claim).
+	if o.Store, err = dynamo.New(client, table, dynamo.Options{IndexInFlight: true}); err != nil {
 		return Options{}, "", err
 	}
-	o.Repo = &DynamoRepo{Client: client, Table: orders}
+	// The orders client has no client-side retry quota: DynamoRepo bounds
+	// its retries itself (see ClientOptions).
+	o.Repo = &DynamoRepo{Client: dynamodb.NewFromConfig(cfg, ClientOptions), Table: orders}
 	desc := fmt.Sprintf("dynamodb (tables %s and %s, region %s", table, orders, cfg.Region)
 	if ep := aws.ToString(client.Options().BaseEndpoint); ep != "" {
 		desc += ", endpoint " + ep

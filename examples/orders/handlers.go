@@ -14,6 +14,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
+
+	"github.com/idemkit/idemkit"
 )
 
 // MaxDelay bounds a payment's delay_ms.
@@ -56,10 +58,17 @@ func (a *app) createOrder(ctx context.Context, tenant string, ev events.APIGatew
 	if len(bad) > 0 {
 		return invalid(bad), nil
 	}
-	o := Order{ID: a.newID(), SKU: *req.SKU, Quantity: *req.Quantity, AmountCents: *req.AmountCents,
-		Currency: *req.Currency, CreatedAt: a.now().UTC().Truncate(time.Millisecond), Payments: []Payment{}}
-	if err := a.repo.CreateOrder(ctx, tenant, o); err != nil {
+	id, err := executionBased(ctx, "order")
+	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	o := Order{ID: id, SKU: *req.SKU, Quantity: *req.Quantity, AmountCents: *req.AmountCents,
+		Currency: *req.Currency, CreatedAt: a.now().UTC().Truncate(time.Millisecond), Payments: []Payment{}}
+	// A retry whose earlier run stored the order (its answer was lost)
+	// gets the stored order back.
+	o, err = a.repo.CreateOrder(ctx, tenant, o)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, writeFailed(err)
 	}
 	body, err := json.Marshal(o)
 	if err != nil {
@@ -122,7 +131,11 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 	if req.DelayMS != nil {
 		delay = time.Duration(*req.DelayMS) * time.Millisecond
 	}
-	switch err := capture(ctx, *req.Card, delay); {
+	payID, err := executionBased(ctx, "payment")
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	switch err := capture(ctx, payID, *req.Card, delay); {
 	case errors.Is(err, errDeclined):
 		return (&Problem{Type: TypeCardDeclined, Title: "Card declined", Status: 402,
 			Detail: "The card was declined. Nothing was charged. This key keeps this answer; pay with another card under a new Idempotency-Key."}).Response(), nil
@@ -132,16 +145,44 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 	case err != nil:
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	p := Payment{ID: a.newID(), OrderID: o.ID, AmountCents: *req.AmountCents, Currency: o.Currency,
+	p := Payment{ID: payID, OrderID: o.ID, AmountCents: *req.AmountCents, Currency: o.Currency,
 		CardLast4: (*req.Card)[len(*req.Card)-4:], Status: "captured", CreatedAt: a.now().UTC().Truncate(time.Millisecond)}
-	if err := a.repo.AddPayment(ctx, tenant, p); err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
+	p, err = a.repo.AddPayment(ctx, tenant, p)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, writeFailed(err)
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	return jsonResponse(201, body, nil), nil
+}
+
+// idNamespace is the UUID namespace of the IDs executionBased derives.
+var idNamespace = uuid.MustParse("5d0f1c6e-8f3a-4f57-9a51-3c1f0e7d2b64")
+
+// executionBased returns the ID of the kind ("order", "payment") of item
+// the guarded request ctx creates: a UUID (version 5) derived from
+// idemkit.ExecutionID, the same for every run of one Idempotency-Key (same
+// caller and route) and distinct across them. A run that finds the item
+// under its ID stored knows an earlier run of the same key stored it.
+func executionBased(ctx context.Context, kind string) (string, error) {
+	x := idemkit.ExecutionID(ctx)
+	if x == "" {
+		return "", errors.New("orders: no execution identity: the handler runs outside idemkit's guard")
+	}
+	return uuid.NewSHA1(idNamespace, []byte(kind+":"+x)).String(), nil
+}
+
+// writeFailed returns the handler's error for a failed write: one whose
+// outcome is unknown wraps idemkit.ErrOutcomeUnknown, so that the key is
+// kept (indeterminate) instead of freed: freeing it would tell the client
+// that nothing was recorded, which may be false.
+func writeFailed(err error) error {
+	if errors.Is(err, ErrWriteUnknown) {
+		return fmt.Errorf("%w: %w", idemkit.ErrOutcomeUnknown, err)
+	}
+	return err
 }
 
 // decode reads a JSON object into dst, refusing unknown members, trailing

@@ -23,8 +23,12 @@ var (
 
 // capture charges a card with the simulated processor. It first waits
 // delay (the processor is slow), unless ctx ends first: then it returns
-// ctx's error and charges nothing.
-func capture(ctx context.Context, card string, delay time.Duration) error {
+// ctx's error and charges nothing. ref is the charge's idempotency key at
+// the processor, the payment's ID: a real processor charges a ref once, so
+// a retry that captures again after its payment write failed is not a
+// second charge. The simulation charges nothing, so it has no use for ref.
+func capture(ctx context.Context, ref, card string, delay time.Duration) error {
+	_ = ref
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {

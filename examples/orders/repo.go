@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -37,23 +38,53 @@ type Payment struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
+// ErrIDConflict is returned by a Repo asked to store an order or payment
+// under an ID that holds a different one. IDs derive from the execution
+// that stores them, so this is a bug, never a retry.
+var ErrIDConflict = errors.New("orders: id already holds a different order or payment")
+
+// ErrWriteUnknown is returned by a Repo when a write failed in a way that
+// leaves it unknown whether it was applied (a timeout, a lost answer, a
+// server error after the SDK's retries). A retry of the same write (same
+// ID) settles it: it stores the item or finds it stored.
+var ErrWriteUnknown = errors.New("orders: write outcome unknown")
+
 // Repo keeps the orders and payments of every tenant. A tenant never sees
-// another tenant's orders: every method is scoped by tenant. Errors other
-// than ErrNotFound are infrastructure failures (the API answers 503 and the
-// idempotency key is released, so a retry runs again).
+// another tenant's orders: every method is scoped by tenant.
+//
+// Writes are conditional on the ID and idempotent: storing an order or
+// payment whose ID is already stored with the same contents returns the
+// stored one (a retry of the execution that stored it), one with other
+// contents fails with ErrIDConflict. A write whose outcome is unknown fails
+// with ErrWriteUnknown; other errors are failures that stored nothing.
 type Repo interface {
-	// CreateOrder stores a new order (without payments).
-	CreateOrder(ctx context.Context, tenant string, o Order) error
+	// CreateOrder stores a new order (without payments) and returns the
+	// stored order: o, or the order already stored under o.ID.
+	CreateOrder(ctx context.Context, tenant string, o Order) (Order, error)
 	// GetOrder returns the tenant's order with its payments and PaidCents,
 	// or ErrNotFound.
 	GetOrder(ctx context.Context, tenant, id string) (Order, error)
 	// AddPayment stores a captured payment of the tenant's order p.OrderID,
-	// which the caller has checked exists.
-	AddPayment(ctx context.Context, tenant string, p Payment) error
+	// which the caller has checked exists, and returns the stored payment:
+	// p, or the payment already stored under p.ID.
+	AddPayment(ctx context.Context, tenant string, p Payment) (Payment, error)
+}
+
+// sameOrder reports whether a and b are the same order request: the
+// fields a retry of one execution reproduces (not CreatedAt).
+func sameOrder(a, b Order) bool {
+	return a.ID == b.ID && a.SKU == b.SKU && a.Quantity == b.Quantity && a.AmountCents == b.AmountCents && a.Currency == b.Currency
+}
+
+// samePayment reports whether a and b are the same payment request.
+func samePayment(a, b Payment) bool {
+	return a.ID == b.ID && a.OrderID == b.OrderID && a.AmountCents == b.AmountCents && a.Currency == b.Currency &&
+		a.CardLast4 == b.CardLast4 && a.Status == b.Status
 }
 
 // MemRepo is an in-memory Repo for local runs and tests. The zero value is
-// ready to use and safe for concurrent use.
+// ready to use and safe for concurrent use. Its writes never fail with
+// ErrWriteUnknown.
 type MemRepo struct {
 	mu     sync.Mutex
 	orders map[[2]string]*Order // guarded by mu; keyed by (tenant, id)
@@ -62,19 +93,22 @@ type MemRepo struct {
 var _ Repo = (*MemRepo)(nil)
 
 // CreateOrder implements Repo.
-func (r *MemRepo) CreateOrder(_ context.Context, tenant string, o Order) error {
+func (r *MemRepo) CreateOrder(_ context.Context, tenant string, o Order) (Order, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.orders == nil {
 		r.orders = make(map[[2]string]*Order)
 	}
 	k := [2]string{tenant, o.ID}
-	if _, ok := r.orders[k]; ok {
-		return errors.New("orders: duplicate order id " + o.ID)
+	if old, ok := r.orders[k]; ok {
+		if !sameOrder(*old, o) {
+			return Order{}, fmt.Errorf("%w: order %s", ErrIDConflict, o.ID)
+		}
+		return r.copyOf(old), nil
 	}
 	o.Payments, o.PaidCents = nil, 0
 	r.orders[k] = &o
-	return nil
+	return r.copyOf(&o), nil
 }
 
 // GetOrder implements Repo.
@@ -85,23 +119,37 @@ func (r *MemRepo) GetOrder(_ context.Context, tenant, id string) (Order, error) 
 	if !ok {
 		return Order{}, ErrNotFound
 	}
+	return r.copyOf(o), nil
+}
+
+// copyOf returns a copy of o the caller may keep. r.mu is held.
+func (r *MemRepo) copyOf(o *Order) Order {
 	out := *o
 	out.Payments = slices.Clone(o.Payments)
 	if out.Payments == nil {
 		out.Payments = []Payment{}
 	}
-	return out, nil
+	return out
 }
 
 // AddPayment implements Repo.
-func (r *MemRepo) AddPayment(_ context.Context, tenant string, p Payment) error {
+func (r *MemRepo) AddPayment(_ context.Context, tenant string, p Payment) (Payment, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	o, ok := r.orders[[2]string{tenant, p.OrderID}]
 	if !ok {
-		return ErrNotFound
+		return Payment{}, ErrNotFound
+	}
+	for _, old := range o.Payments {
+		if old.ID != p.ID {
+			continue
+		}
+		if !samePayment(old, p) {
+			return Payment{}, fmt.Errorf("%w: payment %s", ErrIDConflict, p.ID)
+		}
+		return old, nil
 	}
 	o.Payments = append(o.Payments, p)
 	o.PaidCents += p.AmountCents
-	return nil
+	return p, nil
 }

@@ -1,0 +1,184 @@
+package orders_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkit/idemkit/examples/orders"
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/faults"
+)
+
+// repos returns each Repo implementation, fresh; the DynamoDB one sends its
+// calls through rt (nil: straight to the server).
+func repos(t *testing.T) map[string]func(rt http.RoundTripper) orders.Repo {
+	return map[string]func(rt http.RoundTripper) orders.Repo{
+		"memory": func(http.RoundTripper) orders.Repo { return &orders.MemRepo{} },
+		"dynamodb": func(rt http.RoundTripper) orders.Repo {
+			raw := dynalite.Client(t)
+			table := dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("orders"))
+			return &orders.DynamoRepo{Client: faultyClient(t, rt), Table: table}
+		},
+	}
+}
+
+// faultyClient is a DynamoDB client of the test server configured as the
+// example configures its orders client, sending through rt.
+func faultyClient(t *testing.T, rt http.RoundTripper) *dynamodb.Client {
+	t.Helper()
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(dynalite.Region),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dynamodb.NewFromConfig(cfg, orders.ClientOptions, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(dynalite.Endpoint(t))
+		o.HTTPClient = &http.Client{Transport: rt}
+	})
+}
+
+var (
+	testOrder   = orders.Order{ID: "0194a1b2-0000-7000-8000-000000000001", SKU: "sku-1", Quantity: 2, AmountCents: 1999, Currency: "EUR", CreatedAt: fixedNow}
+	testPayment = orders.Payment{ID: "0194a1b2-0000-7000-8000-0000000000p1", OrderID: testOrder.ID, AmountCents: 500, Currency: "EUR", CardLast4: "4242", Status: "captured", CreatedAt: fixedNow}
+)
+
+// A write whose ID is stored returns the stored item when it is the same
+// (a retried execution: its CreatedAt is later, the stored one wins), and
+// ErrIDConflict when it is another; nothing is stored twice.
+func TestRepoWritesAreIdempotent(t *testing.T) {
+	for name, newRepo := range repos(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			r := newRepo(nil)
+			o, err := r.CreateOrder(ctx, "alice", testOrder)
+			if err != nil || !o.CreatedAt.Equal(fixedNow) {
+				t.Fatalf("create: %+v %v", o, err)
+			}
+			retry := testOrder
+			retry.CreatedAt = fixedNow.Add(time.Minute)
+			o, err = r.CreateOrder(ctx, "alice", retry)
+			if err != nil || !o.CreatedAt.Equal(fixedNow) || o.ID != testOrder.ID {
+				t.Fatalf("retried create: %+v %v, want the stored order", o, err)
+			}
+			other := testOrder
+			other.AmountCents++
+			if _, err := r.CreateOrder(ctx, "alice", other); !errors.Is(err, orders.ErrIDConflict) {
+				t.Fatalf("another order under a stored id: %v, want ErrIDConflict", err)
+			}
+			// Another tenant's order with the same id is another order.
+			if _, err := r.CreateOrder(ctx, "bob", other); err != nil {
+				t.Fatalf("bob's order: %v", err)
+			}
+
+			p, err := r.AddPayment(ctx, "alice", testPayment)
+			if err != nil || p != testPayment {
+				t.Fatalf("pay: %+v %v", p, err)
+			}
+			retryPay := testPayment
+			retryPay.CreatedAt = fixedNow.Add(time.Minute)
+			if p, err = r.AddPayment(ctx, "alice", retryPay); err != nil || !p.CreatedAt.Equal(fixedNow) {
+				t.Fatalf("retried payment: %+v %v, want the stored payment", p, err)
+			}
+			otherPay := testPayment
+			otherPay.AmountCents++
+			if _, err := r.AddPayment(ctx, "alice", otherPay); !errors.Is(err, orders.ErrIDConflict) {
+				t.Fatalf("another payment under a stored id: %v, want ErrIDConflict", err)
+			}
+			got, err := r.GetOrder(ctx, "alice", testOrder.ID)
+			if err != nil || len(got.Payments) != 1 || got.PaidCents != testPayment.AmountCents || got.AmountCents != testOrder.AmountCents {
+				t.Fatalf("stored: %+v %v, want the order once with one payment", got, err)
+			}
+		})
+	}
+}
+
+// The DynamoDB repo under faults: a write whose answer is lost (applied)
+// or refused (not applied) is sent again and ends stored once; one whose
+// outcome stays unknown on every send fails with ErrWriteUnknown.
+func TestDynamoRepoFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rule    faults.Rule
+		unknown bool
+	}{
+		{"lost ack once", faults.Rule{Op: "PutItem", Kind: faults.LostAck, Times: 1}, false},
+		{"lost ack on every SDK attempt of the first send", faults.Rule{Op: "PutItem", Kind: faults.LostAck, Times: 3}, false},
+		{"5xx on every SDK attempt of two sends", faults.Rule{Op: "PutItem", Kind: faults.ServerError, Times: 6}, false},
+		{"throttled on four attempts", faults.Rule{Op: "PutItem", Kind: faults.Throttle, Times: 4}, false},
+		{"no answer once (applied)", faults.Rule{Op: "PutItem", Kind: faults.TimeoutApplied, Times: 1}, false},
+		{"no answer once (not applied)", faults.Rule{Op: "PutItem", Kind: faults.Timeout, Times: 1}, false},
+		{"lost ack forever", faults.Rule{Op: "PutItem", Kind: faults.LostAck, Times: -1}, true},
+		{"5xx forever", faults.Rule{Op: "PutItem", Kind: faults.ServerError, Times: -1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A send that gets no answer ends at CallTimeout, well before
+			// the request's deadline, leaving time for another.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			raw := dynalite.Client(t)
+			table := dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("orders"))
+			ft := faults.New(http.DefaultTransport, tc.rule)
+			r := &orders.DynamoRepo{Client: faultyClient(t, ft), Table: table, CallTimeout: 500 * time.Millisecond}
+			clean := &orders.DynamoRepo{Client: raw, Table: table}
+			o, err := r.CreateOrder(ctx, "alice", testOrder)
+			if tc.unknown {
+				if !errors.Is(err, orders.ErrWriteUnknown) {
+					t.Fatalf("create: %v, want ErrWriteUnknown", err)
+				}
+				if n := ft.Calls("PutItem"); n != 3*orders.WriteAttempts {
+					t.Errorf("%d PutItem calls, want %d sends of 3 SDK attempts", n, orders.WriteAttempts)
+				}
+				return
+			}
+			if err != nil || o.ID != testOrder.ID {
+				t.Fatalf("create: %+v %v", o, err)
+			}
+			ft.Clear()
+			got, err := clean.GetOrder(ctx, "alice", testOrder.ID)
+			if err != nil || got.AmountCents != testOrder.AmountCents {
+				t.Fatalf("stored: %+v %v", got, err)
+			}
+			// The payment goes through the same faults.
+			ft.Add(tc.rule)
+			if _, err := r.AddPayment(ctx, "alice", testPayment); err != nil {
+				t.Fatalf("pay: %v", err)
+			}
+			got, err = clean.GetOrder(ctx, "alice", testOrder.ID)
+			if err != nil || len(got.Payments) != 1 || got.PaidCents != testPayment.AmountCents {
+				t.Fatalf("stored: %+v %v, want one payment", got, err)
+			}
+		})
+	}
+}
+
+// A context that has ended sends nothing: a definite failure, not an
+// unknown outcome. A refused request (invalid) is definite too.
+func TestDynamoRepoDefiniteFailures(t *testing.T) {
+	raw := dynalite.Client(t)
+	table := dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("orders"))
+	ft := faults.New(http.DefaultTransport)
+	r := &orders.DynamoRepo{Client: faultyClient(t, ft), Table: table}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.CreateOrder(ctx, "alice", testOrder); err == nil || errors.Is(err, orders.ErrWriteUnknown) {
+		t.Errorf("cancelled: %v, want a definite failure", err)
+	}
+	if n := ft.Calls(""); n != 0 {
+		t.Errorf("%d calls sent with an ended context", n)
+	}
+	bad := &orders.DynamoRepo{Client: faultyClient(t, ft), Table: "no-such-table"}
+	if _, err := bad.CreateOrder(context.Background(), "alice", testOrder); err == nil || errors.Is(err, orders.ErrWriteUnknown) {
+		t.Errorf("missing table: %v, want a definite failure", err)
+	}
+}
