@@ -106,13 +106,8 @@ func Handler(o Options) (HandlerFunc, error) {
 				"duration_ms", a.now().Sub(start).Milliseconds())
 		}()
 		resp, err = guarded(ctx, ev)
-		if errors.Is(err, idemkit.ErrOutcomeUnknown) {
-			// The guard kept the key: the request may have taken effect.
-			a.log.ErrorContext(ctx, "orders: outcome unknown, key kept for an operator", "request_id", rid, "route", ev.RouteKey, "error", err.Error())
-			resp = (&Problem{Type: TypeOutcomeUnknown, Title: "Outcome unknown", Status: 503,
-				Detail: "The request may or may not have taken effect. Its Idempotency-Key is kept: retrying with the same key is safe (it will not run twice) and answers 409 until an operator settles the outcome."}).Response()
-			return resp, nil
-		}
+		// An unknown outcome (idemkit.ErrOutcomeUnknown) is answered by the
+		// guard itself: 503 outcome-unknown, the key kept for an operator.
 		if err != nil {
 			// The guard released the key: a retry runs again.
 			a.log.WarnContext(ctx, "orders: request failed", "request_id", rid, "route", ev.RouteKey, "error", err.Error())

@@ -104,10 +104,10 @@ func TestHandlerWritesRunOnce(t *testing.T) {
 			first, _ := h(context.Background(), create)
 			second, _ := h(context.Background(), create)
 			if tc.unknown {
-				if first.StatusCode != 503 || problemOf(t, first.Body).Type != orders.TypeOutcomeUnknown {
+				if first.StatusCode != 503 || problemOf(t, first.Body).Type != kitOutcomeUnknown {
 					t.Fatalf("first: %d %s, want 503 outcome-unknown", first.StatusCode, first.Body)
 				}
-				if second.StatusCode != 409 || problemOf(t, second.Body).Type == orders.TypeOutcomeUnknown {
+				if second.StatusCode != 409 || problemOf(t, second.Body).Type == kitOutcomeUnknown {
 					t.Fatalf("retry: %d %s, want 409 (the key is kept)", second.StatusCode, second.Body)
 				}
 				if n := repo.storedOrders(t); n != 1 || len(repo.ids) != 1 {
@@ -184,7 +184,7 @@ func TestHandlerOutcomeUnknownOnDynamoDB(t *testing.T) {
 	h = orders.DevAuthorizer(h)
 	create := event("POST", "POST /orders", "/orders", orderBody)
 	resp, _ := h(context.Background(), create)
-	if resp.StatusCode != 503 || problemOf(t, resp.Body).Type != orders.TypeOutcomeUnknown {
+	if resp.StatusCode != 503 || problemOf(t, resp.Body).Type != kitOutcomeUnknown {
 		t.Fatalf("first: %d %s, want 503 outcome-unknown", resp.StatusCode, resp.Body)
 	}
 	ft.Clear()
@@ -197,3 +197,7 @@ func TestHandlerOutcomeUnknownOnDynamoDB(t *testing.T) {
 		t.Fatalf("orders table: %v items, %v; want 1", len(out.Items), err)
 	}
 }
+
+// kitOutcomeUnknown is the problem type the guard answers for a handler
+// error wrapping idemkit.ErrOutcomeUnknown.
+const kitOutcomeUnknown = "https://idemkit.dev/problems/outcome-unknown"

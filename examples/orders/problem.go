@@ -25,7 +25,6 @@ const (
 	TypeUnauthorized     = ProblemBase + "unauthorized"            // 401: no bearer token (local authorizer only)
 	TypeTemporarilyDown  = ProblemBase + "temporarily-unavailable" // 503: a dependency failed; retry with the same key
 	TypeInternal         = ProblemBase + "internal"                // 500: a bug; retry with the same key
-	TypeOutcomeUnknown   = ProblemBase + "outcome-unknown"         // 503: a write's outcome is unknown; the key is kept for an operator
 	TypeTenantMissing    = ProblemBase + "tenant-missing"          // 500: no authenticated caller (misconfiguration)
 	TypePayloadTooLarge  = ProblemBase + "payload-too-large"       // 413: body over 10 MB (local server only)
 	problemContentType   = "application/problem+json"
