@@ -126,7 +126,7 @@ func (e *OutcomeError) Unwrap() error { return e.Reason }
 // StoreError wraps a failure of the store with the operation that failed.
 // It is [ErrStoreUnavailable] under errors.Is.
 type StoreError struct {
-	Op  string // "claim", "complete", "release", "get", ...
+	Op  string // the store method in lower case words: "claim", "mark indeterminate", "list stale", ...
 	Err error
 }
 

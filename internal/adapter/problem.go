@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/retryafter"
 )
 
 // ProblemBase is the prefix of every problem type URI.
@@ -114,15 +115,6 @@ func (p *Problem) Body() []byte {
 	return b
 }
 
-// seconds rounds d up to whole seconds, at least one.
-func seconds(d time.Duration) int {
-	s := int((d + time.Second - 1) / time.Second)
-	if s < 1 {
-		s = 1
-	}
-	return s
-}
-
 // KeyMissing is the problem for a guarded request without a key.
 func KeyMissing(header string) *Problem {
 	return &Problem{Type: TypeKeyMissing, Title: "Idempotency key required", Status: 400,
@@ -175,7 +167,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		return &Problem{Type: TypeFingerprintMismatch, Title: "Idempotency key reused with a different request", Status: 422,
 			Detail: "This key was first used with a different request (body, query string or resource). Use a new key for a new request."}
 	case errors.As(err, &ce):
-		s := seconds(ce.RetryAfter)
+		s := retryafter.Seconds(ce.RetryAfter)
 		return &Problem{Type: TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
 			Detail: "A request with this key is being processed. Retry after the delay given in Retry-After.", RetryAfter: s}
 	case errors.Is(err, idemkit.ErrInFlight):
@@ -208,13 +200,13 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		// true: the claim may have been stored with its answer lost.
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail:     "The request was not run, but its key may have been recorded before the store failed, and it could not be freed. Retrying with the same key is safe: until the key's lease ends a retry may get 409 in-flight; after that the key is listed as a stale lease, and the retry runs or, for operations that fail closed, waits for an operator.",
-			RetryAfter: seconds(storeRetry)}
+			RetryAfter: retryafter.Seconds(storeRetry)}
 	case errors.Is(err, idemkit.ErrRecordInvalid):
 		return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 			Detail: "The request was not run because the idempotency store refused its record as invalid. Retrying the same request cannot succeed."}
 	case errors.Is(err, idemkit.ErrStoreUnavailable):
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
-			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: seconds(storeRetry)}
+			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: retryafter.Seconds(storeRetry)}
 	}
 	return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 		Detail: "The request was not run because the idempotency guard failed."}
