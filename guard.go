@@ -177,7 +177,7 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 // When h cannot be run or replayed, Do returns an error and h does not run.
 // The errors are checked in this order:
 //
-//   - ErrMissingTenant (ErrTenantTooLong included), a key error,
+//   - ErrTenantMissing (ErrTenantTooLong included), a key error,
 //     ErrKeyExpired: refused before the store.
 //   - ErrStoreUnavailable: the claim could not be made. The claim is tried
 //     again with the same owner token (a claim whose answer was lost is
@@ -255,7 +255,7 @@ func (c *call) emit(kind EventKind, status int, err error) {
 func (c *call) refused() error {
 	switch {
 	case c.req.Scope.Tenant == "":
-		return ErrMissingTenant
+		return ErrTenantMissing
 	case len(c.req.Scope.Tenant) > MaxTenantLen:
 		return ErrTenantTooLong
 	case c.req.Scope.Key == "":

@@ -776,3 +776,9 @@ func TestWriteAttempts(t *testing.T) {
 		})
 	}
 }
+
+func TestMissingTenantAlias(t *testing.T) {
+	if idemkit.ErrMissingTenant != idemkit.ErrTenantMissing { //nolint:staticcheck // the deprecated alias is under test
+		t.Fatal("ErrMissingTenant is not the value of ErrTenantMissing")
+	}
+}

@@ -48,7 +48,7 @@ type Config struct {
 	// token your authentication middleware verified, never from the body).
 	// Nil, an empty result or an error: the request fails closed (500
 	// tenant-missing), the handler does not run and nothing is stored. The
-	// error, joined with idemkit.ErrMissingTenant, goes to the Observer
+	// error, joined with idemkit.ErrTenantMissing, goes to the Observer
 	// (never to the caller).
 	Tenant func(r *http.Request) (string, error)
 	// Methods are the guarded methods. Nil: POST and PATCH.

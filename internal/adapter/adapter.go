@@ -50,8 +50,9 @@ type route struct {
 	headers  bool                       // fp reads headers
 }
 
-// Guard is a compiled Options bound to an idemkit.Guard.
-type Guard struct {
+// Front is a compiled Options bound to an idemkit.Guard: the HTTP front
+// of the guard that every adapter shares.
+type Front struct {
 	g          *idemkit.Guard
 	methods    []string
 	header     string
@@ -66,11 +67,11 @@ type Guard struct {
 // New compiles o. It fails when g is nil or o cannot be used: a safe method
 // in Methods, a header that may never be replayed in ReplayHeaders, invalid
 // fingerprint options.
-func New(g *idemkit.Guard, o Options) (*Guard, error) {
+func New(g *idemkit.Guard, o Options) (*Front, error) {
 	if g == nil {
 		return nil, errors.New("nil *idemkit.Guard")
 	}
-	a := &Guard{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
+	a := &Front{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
 		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter}
 	if a.header == "" {
 		a.header = DefaultHeader
@@ -134,7 +135,7 @@ func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 // MustNew is New that panics, naming pkg, when o cannot be used. Adapters
 // call it when a handler is wrapped, at init, so a bad Config stops the
 // function from starting instead of failing requests.
-func MustNew(pkg string, g *idemkit.Guard, o Options) *Guard {
+func MustNew(pkg string, g *idemkit.Guard, o Options) *Front {
 	a, err := New(g, o)
 	if err != nil {
 		panic(pkg + ": invalid Config: " + err.Error())
@@ -143,10 +144,10 @@ func MustNew(pkg string, g *idemkit.Guard, o Options) *Guard {
 }
 
 // Header returns the request header name carrying the key.
-func (a *Guard) Header() string { return a.header }
+func (a *Front) Header() string { return a.header }
 
 // Guarded reports whether requests with this method are guarded.
-func (a *Guard) Guarded(method string) bool {
+func (a *Front) Guarded(method string) bool {
 	for _, m := range a.methods {
 		if strings.EqualFold(m, method) {
 			return true
@@ -175,7 +176,7 @@ type Request struct {
 	Query  func() map[string][]string
 	Header func() map[string][]string
 	// Tenant returns the request's tenant; "" or an error fails closed,
-	// and the error, joined with idemkit.ErrMissingTenant, is reported to
+	// and the error, joined with idemkit.ErrTenantMissing, is reported to
 	// the observer. Nil: no tenant.
 	Tenant func(ctx context.Context) (string, error)
 }
@@ -185,7 +186,7 @@ type Request struct {
 // "$default") names no single operation, so the concrete path is used.
 // Paths are compared byte for byte: "/orders/" and "/orders", or "/Orders"
 // and "/orders", are distinct operations, as the routers see them.
-func (a *Guard) Operation(r *Request) string {
+func (a *Front) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
 		return strings.ToUpper(r.Method) + " " + t
 	}
@@ -195,7 +196,7 @@ func (a *Guard) Operation(r *Request) string {
 // opTemplate returns the route template that names r's operation, if any.
 // Such an operation covers many resources, so the concrete path is then
 // part of the fingerprint.
-func (a *Guard) opTemplate(r *Request) (string, bool) {
+func (a *Front) opTemplate(r *Request) (string, bool) {
 	if a.template {
 		if t := r.Template; t != "" && t != "$default" && !strings.Contains(t, "+}") {
 			return t, true
@@ -205,7 +206,7 @@ func (a *Guard) opTemplate(r *Request) (string, bool) {
 }
 
 // route returns the settings for r.
-func (a *Guard) route(r *Request) route {
+func (a *Front) route(r *Request) route {
 	if a.routes == nil {
 		return a.def
 	}
@@ -225,14 +226,14 @@ func (a *Guard) route(r *Request) route {
 // guarded, or its route makes the key optional and r has none. It reads
 // only r's method, path, template and key, so an adapter can decide before
 // it reads the body.
-func (a *Guard) Unguarded(r *Request) bool {
+func (a *Front) Unguarded(r *Request) bool {
 	return !a.Guarded(r.Method) || (len(r.Key) == 0 && a.route(r).optional)
 }
 
 // Refuse reports to the observer a guarded request refused by the adapter
 // itself (a body too large or unreadable), with the scope known so far: the
 // operation, the tenant and key when they can be had.
-func (a *Guard) Refuse(ctx context.Context, r *Request, err error) {
+func (a *Front) Refuse(ctx context.Context, r *Request, err error) {
 	scope := idemkit.Scope{Operation: a.Operation(r)}
 	if r.Tenant != nil {
 		if t, terr := r.Tenant(ctx); terr == nil {
@@ -248,7 +249,7 @@ func (a *Guard) Refuse(ctx context.Context, r *Request, err error) {
 // Codec converts between an adapter's response type and snapshots.
 type Codec[R any] struct {
 	// Snapshot returns what may be stored of a handler's response: the
-	// status, the allow-listed headers (use Guard.FilterHeader), the body.
+	// status, the allow-listed headers (use Front.FilterHeader), the body.
 	Snapshot func(R) *idemkit.Snapshot
 	// Replay returns the response for a stored snapshot, with the
 	// ReplayedHeader set to "true".
@@ -266,7 +267,7 @@ type Codec[R any] struct {
 // A fresh execution returns next's response untouched; a replay returns
 // c.Replay of the stored snapshot; a refusal returns c.Problem. An error
 // returned by next is returned as is, after the claim was released.
-func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
+func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
 	pass := next
 	if c.Pass != nil {
 		pass = c.Pass
@@ -286,7 +287,7 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 	scope := idemkit.Scope{Tenant: tenant, Operation: op}
 	if tenant == "" {
 		// The cause goes to the observer, not to the caller.
-		err := idemkit.ErrMissingTenant
+		err := idemkit.ErrTenantMissing
 		if terr != nil {
 			err = errors.Join(err, terr)
 		}

@@ -54,7 +54,7 @@ func allowList(extra []string) ([]string, error) {
 }
 
 // allowed returns the canonical allow-listed spelling of name, or "".
-func (a *Guard) allowed(name string) string {
+func (a *Front) allowed(name string) string {
 	for _, n := range a.replay {
 		if strings.EqualFold(n, name) {
 			return n
@@ -66,7 +66,7 @@ func (a *Guard) allowed(name string) string {
 // FilterHeader returns the allow-listed headers among a response's
 // single-value and multi-value headers, canonical names. Values of a name
 // in multi replace its value in single, as API Gateway merges them.
-func (a *Guard) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
+func (a *Front) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
 	var h http.Header
 	for k, vs := range multi {
 		if c := a.allowed(k); c != "" && len(vs) > 0 {

@@ -152,7 +152,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		cu *idemkit.ClaimUnknownError
 	)
 	switch {
-	case errors.Is(err, idemkit.ErrMissingTenant):
+	case errors.Is(err, idemkit.ErrTenantMissing):
 		return TenantMissing()
 	case errors.Is(err, idemkit.ErrKeyExpired):
 		return &Problem{Type: TypeKeyExpired, Title: "Idempotency key expired", Status: 400,

@@ -31,7 +31,7 @@ import (
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
 	// your own. Nil, an empty result or an error: the request fails closed;
-	// the error, joined with idemkit.ErrMissingTenant, goes to the Observer.
+	// the error, joined with idemkit.ErrTenantMissing, goes to the Observer.
 	Tenant Tenant
 	// Methods are the guarded methods. Nil: POST and PATCH.
 	Methods []string

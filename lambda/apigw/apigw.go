@@ -64,7 +64,7 @@ type Config struct {
 	// AuthorizerContext, APIKeyID, IAMUserARN, SingleTenant or your own.
 	// Nil, or an empty result or an error: the request fails closed (500
 	// tenant-missing), the handler does not run and nothing is stored. The
-	// error, joined with idemkit.ErrMissingTenant, goes to the Observer
+	// error, joined with idemkit.ErrTenantMissing, goes to the Observer
 	// (never to the caller).
 	Tenant Tenant
 

@@ -24,7 +24,7 @@ import (
 
 // Config configures Wrap for inputs of type In. The zero value refuses
 // every call: it has no Key (idemkit.ErrKeyMissing) and no tenant
-// (idemkit.ErrMissingTenant).
+// (idemkit.ErrTenantMissing).
 type Config[In any] struct {
 	// Key returns the idempotency key of an input: a business identifier
 	// that stays the same on redelivery (an order id, a transfer id, an
@@ -38,7 +38,7 @@ type Config[In any] struct {
 	Tenant string
 	// TenantOf returns the tenant of an input (the account the message
 	// belongs to). An empty result or an error refuses the call with an
-	// error that is idemkit.ErrMissingTenant under errors.Is and, for an
+	// error that is idemkit.ErrTenantMissing under errors.Is and, for an
 	// error, also that error.
 	TenantOf func(context.Context, In) (string, error)
 	// Operation names what the function does; two functions sharing a
@@ -87,7 +87,7 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 		if cfg.TenantOf != nil {
 			if tenant, err = cfg.TenantOf(ctx, in); err != nil {
 				// Keep the cause: the caller and the observer see both.
-				err = errors.Join(idemkit.ErrMissingTenant, fmt.Errorf("event: tenant: %w", err))
+				err = errors.Join(idemkit.ErrTenantMissing, fmt.Errorf("event: tenant: %w", err))
 				g.Refuse(ctx, idemkit.Scope{Operation: op, Key: key}, err)
 				return zero, err
 			}
