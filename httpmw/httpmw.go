@@ -92,19 +92,19 @@ type Route struct {
 	Fingerprint *fingerprint.Options
 }
 
+// options converts c to the settings every adapter shares.
+func (c *Config) options() adapter.Options {
+	return adapter.Options{
+		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
+		Routes: adapter.Routes(c.Routes), RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint,
+		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
+	}
+}
+
 // New returns middleware that guards the requests of the handler it wraps.
 // It panics when cfg cannot be used or g is nil.
 func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
-	o := adapter.Options{Methods: cfg.Methods, Header: cfg.Header, MaxKeyLen: cfg.MaxKeyLen, KeyOptional: cfg.KeyOptional,
-		RouteTemplate: cfg.RouteTemplate, Fingerprint: cfg.Fingerprint, ReplayHeaders: cfg.ReplayHeaders,
-		StoreRetryAfter: cfg.StoreRetryAfter}
-	if len(cfg.Routes) > 0 {
-		o.Routes = make(map[string]adapter.Route, len(cfg.Routes))
-		for k, r := range cfg.Routes {
-			o.Routes[k] = adapter.Route{KeyOptional: r.KeyOptional, Fingerprint: r.Fingerprint}
-		}
-	}
-	a := adapter.MustNew("httpmw", g, o)
+	a := adapter.MustNew("httpmw", g, cfg.options())
 	limit := cfg.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes

@@ -42,6 +42,23 @@ type Route struct {
 	Fingerprint *fingerprint.Options
 }
 
+// Routes converts an adapter's per-route overrides, whose Route type has
+// exactly the fields of [Route], to the shared type: an adapter whose
+// Route drifts from it does not compile.
+func Routes[R ~struct {
+	KeyOptional bool
+	Fingerprint *fingerprint.Options
+}](m map[string]R) map[string]Route {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]Route, len(m))
+	for k, r := range m {
+		out[k] = Route(r)
+	}
+	return out
+}
+
 type route struct {
 	optional bool
 	fp       *fingerprint.Fingerprinter
@@ -275,58 +292,9 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 	if a.Unguarded(r) {
 		return pass(ctx)
 	}
-	rt := a.route(r)
-	op := a.Operation(r)
-	tenant, terr := "", error(nil)
-	if r.Tenant != nil {
-		tenant, terr = r.Tenant(ctx)
-		if terr != nil {
-			tenant = ""
-		}
-	}
-	scope := idemkit.Scope{Tenant: tenant, Operation: op}
-	if tenant == "" {
-		// The cause goes to the observer, not to the caller.
-		err := idemkit.ErrTenantMissing
-		if terr != nil {
-			err = errors.Join(err, terr)
-		}
-		a.g.Refuse(ctx, scope, err)
-		return c.Problem(ProblemFor(err, a.storeRetry)), nil
-	}
-	if len(r.Key) == 0 {
-		a.g.Refuse(ctx, scope, idemkit.ErrKeyMissing)
-		return c.Problem(KeyMissing(a.header)), nil
-	}
-	key, err := idemkit.ParseKey(r.Key, a.keyOpts)
-	if err != nil {
-		a.g.Refuse(ctx, scope, err)
-		return c.Problem(ProblemFor(err, a.storeRetry)), nil
-	}
-	scope.Key = key
-	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
-		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}
-	fper := rt.fp
-	if _, ok := a.opTemplate(r); ok {
-		fper = rt.fpPath // one template, many resources: the path tells them apart
-	}
-	if rt.query && r.Query != nil {
-		in.Query = r.Query()
-	}
-	if rt.headers && r.Header != nil {
-		in.Header = r.Header()
-	}
-	fp, err := fper.Compute(in)
-	if err != nil {
-		a.g.Refuse(ctx, scope, err)
-		return c.Problem(BodyInvalid(err)), nil
-	}
-	req := idemkit.Request{
-		Scope:       scope,
-		Fingerprint: fp,
-		FingerprintAs: func(version string) (string, error) {
-			return fper.ComputeVersion(version, in)
-		},
+	req, p := a.request(ctx, r)
+	if p != nil {
+		return c.Problem(p), nil
 	}
 	var (
 		fresh R
@@ -355,4 +323,79 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 		return c.Replay(snap), nil
 	}
 	return fresh, nil
+}
+
+// request returns the guard request for r, or the problem that refuses it
+// (reported to the observer): no tenant, no key or an invalid one, a body
+// that cannot be fingerprinted.
+func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Problem) {
+	scope, p := a.scope(ctx, r)
+	if p != nil {
+		return idemkit.Request{}, p
+	}
+	fper, in := a.fingerprintInput(r)
+	fp, err := fper.Compute(in)
+	if err != nil {
+		a.g.Refuse(ctx, scope, err)
+		return idemkit.Request{}, BodyInvalid(err)
+	}
+	return idemkit.Request{
+		Scope:       scope,
+		Fingerprint: fp,
+		FingerprintAs: func(version string) (string, error) {
+			return fper.ComputeVersion(version, in)
+		},
+	}, nil
+}
+
+// scope returns r's tenant, operation and key, or the problem that
+// refuses r (reported to the observer).
+func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *Problem) {
+	tenant, terr := "", error(nil)
+	if r.Tenant != nil {
+		tenant, terr = r.Tenant(ctx)
+		if terr != nil {
+			tenant = ""
+		}
+	}
+	scope := idemkit.Scope{Tenant: tenant, Operation: a.Operation(r)}
+	if tenant == "" {
+		// The cause goes to the observer, not to the caller.
+		err := idemkit.ErrTenantMissing
+		if terr != nil {
+			err = errors.Join(err, terr)
+		}
+		a.g.Refuse(ctx, scope, err)
+		return scope, ProblemFor(err, a.storeRetry)
+	}
+	if len(r.Key) == 0 {
+		a.g.Refuse(ctx, scope, idemkit.ErrKeyMissing)
+		return scope, KeyMissing(a.header)
+	}
+	key, err := idemkit.ParseKey(r.Key, a.keyOpts)
+	if err != nil {
+		a.g.Refuse(ctx, scope, err)
+		return scope, ProblemFor(err, a.storeRetry)
+	}
+	scope.Key = key
+	return scope, nil
+}
+
+// fingerprintInput returns the fingerprinter of r's route and what of r it
+// hashes.
+func (a *Front) fingerprintInput(r *Request) (*fingerprint.Fingerprinter, fingerprint.Input) {
+	rt := a.route(r)
+	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
+		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}
+	fper := rt.fp
+	if _, ok := a.opTemplate(r); ok {
+		fper = rt.fpPath // one template, many resources: the path tells them apart
+	}
+	if rt.query && r.Query != nil {
+		in.Query = r.Query()
+	}
+	if rt.headers && r.Header != nil {
+		in.Header = r.Header()
+	}
+	return fper, in
 }

@@ -177,18 +177,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		return &Problem{Type: TypeIndeterminate, Title: "Outcome unknown: operator resolution required", Status: 409,
 			Detail: "An earlier request with this key stopped before its outcome was recorded, so it may or may not have taken effect. It will not be run again until an operator resolves the key."}
 	case errors.As(err, &oe):
-		p := &Problem{Status: 410, OriginalStatus: oe.Status, Location: oe.Location}
-		if !oe.CompletedAt.IsZero() {
-			p.CompletedAt = oe.CompletedAt.UTC().Format(time.RFC3339)
-		}
-		if errors.Is(oe.Reason, idemkit.ErrSnapshotOmitted) {
-			p.Type, p.Title = TypeResponseNotStored, "Completed, response not stored"
-			p.Detail = "The request with this key completed, but its response was too large to store. Its status and location are given here; fetch the result instead of retrying."
-		} else {
-			p.Type, p.Title = TypeReplayWindowPassed, "Completed, replay window passed"
-			p.Detail = "The request with this key completed, and its response is no longer replayed. Its status and location are given here; fetch the result instead of retrying."
-		}
-		return p
+		return outcomeProblem(oe)
 	case errors.Is(err, idemkit.ErrCorruptRecord):
 		return &Problem{Type: TypeCorruptRecord, Title: "Idempotency record unreadable", Status: 500,
 			Detail: "The stored record for this key could not be read; nothing was run or replayed."}
@@ -210,4 +199,21 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 	}
 	return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 		Detail: "The request was not run because the idempotency guard failed."}
+}
+
+// outcomeProblem is the 410 problem of a completed request whose response
+// cannot be replayed.
+func outcomeProblem(oe *idemkit.OutcomeError) *Problem {
+	p := &Problem{Status: 410, OriginalStatus: oe.Status, Location: oe.Location}
+	if !oe.CompletedAt.IsZero() {
+		p.CompletedAt = oe.CompletedAt.UTC().Format(time.RFC3339)
+	}
+	if errors.Is(oe.Reason, idemkit.ErrSnapshotOmitted) {
+		p.Type, p.Title = TypeResponseNotStored, "Completed, response not stored"
+		p.Detail = "The request with this key completed, but its response was too large to store. Its status and location are given here; fetch the result instead of retrying."
+	} else {
+		p.Type, p.Title = TypeReplayWindowPassed, "Completed, replay window passed"
+		p.Detail = "The request with this key completed, and its response is no longer replayed. Its status and location are given here; fetch the result instead of retrying."
+	}
+	return p
 }

@@ -60,6 +60,16 @@ type Route struct {
 	Fingerprint *fingerprint.Options
 }
 
+// options converts c to the settings every adapter shares. ALB events
+// carry no route template, so there is no RouteTemplate.
+func (c *Config) options() adapter.Options {
+	return adapter.Options{
+		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
+		Routes: adapter.Routes(c.Routes), Fingerprint: c.Fingerprint,
+		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
+	}
+}
+
 // Tenant returns the tenant of a request from its authenticated caller,
 // or "" when it has none.
 type Tenant func(ctx context.Context, r *events.ALBTargetGroupRequest) (string, error)
@@ -86,15 +96,7 @@ func SingleTenant(name string) Tenant {
 // Wrap guards an ALB target handler and returns a handler of the same
 // signature. It panics when cfg cannot be used or g is nil.
 func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error)) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
-	o := adapter.Options{Methods: cfg.Methods, Header: cfg.Header, MaxKeyLen: cfg.MaxKeyLen, KeyOptional: cfg.KeyOptional,
-		Fingerprint: cfg.Fingerprint, ReplayHeaders: cfg.ReplayHeaders, StoreRetryAfter: cfg.StoreRetryAfter}
-	if len(cfg.Routes) > 0 {
-		o.Routes = make(map[string]adapter.Route, len(cfg.Routes))
-		for k, r := range cfg.Routes {
-			o.Routes[k] = adapter.Route{KeyOptional: r.KeyOptional, Fingerprint: r.Fingerprint}
-		}
-	}
-	a := adapter.MustNew("alb", g, o)
+	a := adapter.MustNew("alb", g, cfg.options())
 	return func(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		multi := ev.MultiValueHeaders != nil
 		respond := func(status int, h http.Header, body string, b64 bool) events.ALBTargetGroupResponse {

@@ -113,18 +113,11 @@ type Route struct {
 }
 
 func (c *Config) options() adapter.Options {
-	o := adapter.Options{
+	return adapter.Options{
 		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
-		RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint, ReplayHeaders: c.ReplayHeaders,
-		StoreRetryAfter: c.StoreRetryAfter,
+		Routes: adapter.Routes(c.Routes), RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint,
+		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
 	}
-	if len(c.Routes) > 0 {
-		o.Routes = make(map[string]adapter.Route, len(c.Routes))
-		for k, r := range c.Routes {
-			o.Routes[k] = adapter.Route{KeyOptional: r.KeyOptional, Fingerprint: r.Fingerprint}
-		}
-	}
-	return o
 }
 
 func (c *Config) tenant(r Request) func(context.Context) (string, error) {

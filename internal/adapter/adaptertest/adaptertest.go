@@ -1,0 +1,105 @@
+// Package adaptertest checks that an adapter's Config offers every setting
+// the adapters share ([adapter.Options]) and passes each one on.
+package adaptertest
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/idemkit/idemkit/internal/adapter"
+)
+
+// Parity checks C, an adapter's Config, against adapter.Options: C has
+// every field of Options, with the same type (Routes: a map whose values
+// convert to adapter.Route), except the fields named in missing, which it
+// must not have; conv, the adapter's conversion, copies each of them; and
+// C's fields outside Options are exactly those named in local. A new
+// option added to Options or to one adapter therefore fails this check in
+// every adapter that lacks it, until it is added there or listed.
+func Parity[C any](t testing.TB, conv func(C) adapter.Options, missing, local []string) {
+	t.Helper()
+	ot, ct := reflect.TypeFor[adapter.Options](), reflect.TypeFor[C]()
+	var c C
+	cv := reflect.ValueOf(&c).Elem()
+	want := map[string]reflect.Value{}
+	for i := range ot.NumField() {
+		f := ot.Field(i)
+		cf, ok := ct.FieldByName(f.Name)
+		switch {
+		case slices.Contains(missing, f.Name):
+			if ok {
+				t.Errorf("%v has %s, listed as missing: remove it from the list", ct, f.Name)
+			}
+			continue
+		case !ok:
+			t.Errorf("%v lacks %s of adapter.Options: add it, documented as in the other adapters, or list it as missing", ct, f.Name)
+			continue
+		}
+		v := sample(cf.Type)
+		cv.FieldByName(f.Name).Set(v)
+		switch {
+		case cf.Type == f.Type:
+			want[f.Name] = v
+		case f.Type.Kind() == reflect.Map && cf.Type.Kind() == reflect.Map && cf.Type.Elem().ConvertibleTo(f.Type.Elem()):
+			m := reflect.MakeMap(f.Type)
+			for it := v.MapRange(); it.Next(); {
+				m.SetMapIndex(it.Key(), it.Value().Convert(f.Type.Elem()))
+			}
+			want[f.Name] = m
+		default:
+			t.Errorf("%v.%s is %v, adapter.Options.%s is %v", ct, f.Name, cf.Type, f.Name, f.Type)
+		}
+	}
+	for i := range ct.NumField() {
+		name := ct.Field(i).Name
+		if _, shared := ot.FieldByName(name); !shared && !slices.Contains(local, name) {
+			t.Errorf("%v.%s is not in adapter.Options: add it there and to every adapter, or list it as specific to this adapter", ct, name)
+		}
+	}
+	ov := reflect.ValueOf(conv(c))
+	for i := range ot.NumField() {
+		name := ot.Field(i).Name
+		got := ov.Field(i)
+		w, ok := want[name]
+		if !ok {
+			if !got.IsZero() {
+				t.Errorf("conversion sets %s, which %v does not have", name, ct)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got.Interface(), w.Interface()) {
+			t.Errorf("conversion of %v passes %s = %#v, want %#v", ct, name, got.Interface(), w.Interface())
+		}
+	}
+}
+
+// sample returns a value of t with every exported part set and non-zero.
+func sample(t reflect.Type) reflect.Value {
+	v := reflect.New(t).Elem()
+	switch t.Kind() {
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(7)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(7)
+	case reflect.String:
+		v.SetString("X-Sample")
+	case reflect.Slice:
+		v = reflect.Append(v, sample(t.Elem()))
+	case reflect.Map:
+		v = reflect.MakeMap(t)
+		v.SetMapIndex(sample(t.Key()), sample(t.Elem()))
+	case reflect.Pointer:
+		v = reflect.New(t.Elem())
+		v.Elem().Set(sample(t.Elem()))
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() {
+				v.Field(i).Set(sample(t.Field(i).Type))
+			}
+		}
+	}
+	return v
+}
