@@ -100,6 +100,23 @@ func Multi(m map[string]string) map[string][]string {
 	return out
 }
 
+// MultiOr returns multi, an event's multi-value headers or query
+// parameters, or single as a multi-valued map when the event has no
+// multi-value form (v1 and ALB events carry one or both).
+func MultiOr(single map[string]string, multi map[string][]string) map[string][]string {
+	if multi != nil {
+		return multi
+	}
+	return Multi(single)
+}
+
+// LambdaSnapshot returns what may be stored of a Lambda proxy response:
+// its status, the allow-listed headers of single and multi, its body.
+func (a *Front) LambdaSnapshot(status int, single map[string]string, multi map[string][]string, body string, base64 bool) *idemkit.Snapshot {
+	return &idemkit.Snapshot{Status: status, Header: a.FilterHeader(single, multi),
+		Body: SnapshotBody(body, base64), Base64: base64}
+}
+
 // Values returns the values of header name (any case) in a request's
 // single-value and multi-value headers. The values of a name in multi are
 // all taken; a name only in single adds its one value. Values of several

@@ -110,8 +110,7 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 		}
 		codec := adapter.Codec[events.ALBTargetGroupResponse]{
 			Snapshot: func(r events.ALBTargetGroupResponse) *idemkit.Snapshot {
-				return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, r.MultiValueHeaders),
-					Body: adapter.SnapshotBody(r.Body, r.IsBase64Encoded), Base64: r.IsBase64Encoded}
+				return a.LambdaSnapshot(r.StatusCode, r.Headers, r.MultiValueHeaders, r.Body, r.IsBase64Encoded)
 			},
 			Replay: func(s *idemkit.Snapshot) events.ALBTargetGroupResponse {
 				h := s.Header.Clone()
@@ -138,16 +137,10 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 			BodyString:  ev.Body,
 			Base64:      ev.IsBase64Encoded,
 			Query: func() map[string][]string {
-				if ev.MultiValueQueryStringParameters != nil {
-					return ev.MultiValueQueryStringParameters
-				}
-				return adapter.Multi(ev.QueryStringParameters)
+				return adapter.MultiOr(ev.QueryStringParameters, ev.MultiValueQueryStringParameters)
 			},
 			Header: func() map[string][]string {
-				if multi {
-					return ev.MultiValueHeaders
-				}
-				return adapter.Multi(ev.Headers)
+				return adapter.MultiOr(ev.Headers, ev.MultiValueHeaders)
 			},
 		}
 		if cfg.Tenant != nil {
