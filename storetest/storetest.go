@@ -580,9 +580,58 @@ func testListStale(t *testing.T, s idemkit.Store) {
 		want[""][r.ID] = true
 		want[r.Scope.Tenant][r.ID] = true
 	}
+	at := now.Add(2 * time.Minute)
+	other := notStale(t, s, tenants[0], now, at)
+	for _, tenant := range []string{"", tenants[0], tenants[1]} {
+		list := func(page string) ([]*idemkit.Record, string, error) { return s.ListStale(ctx, tenant, page, 2, at) }
+		got, pages := listPages(t, "ListStale("+tenant+")", list, want[""], func(r *idemkit.Record) {
+			if r.State != idemkit.StateInFlight || !r.LeaseExpired(at) {
+				t.Fatalf("listed a %q record with lease until %v at %v", r.State, r.LeaseUntil, at)
+			}
+			if tenant != "" && r.Scope.Tenant != tenant {
+				t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
+			}
+			if other[r.ID] {
+				t.Fatalf("listed record %s, which is not a stale lease", r.ID)
+			}
+		})
+		if len(got) != len(want[tenant]) {
+			t.Fatalf("tenant %q: listed %d of %d stale records", tenant, len(got), len(want[tenant]))
+		}
+		if tenant == "" && pages < 2 {
+			t.Fatalf("%d records in %d page(s) of 2", len(got), pages)
+		}
+	}
+	// Before the leases end nothing of ours is listed.
+	noneListed(t, s, tenants[1], now, want[""])
+	if _, _, err := s.ListStale(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+		t.Fatalf("ListStale with a foreign page token: %v, want ErrInvalidPage", err)
+	}
+}
+
+// noneListed checks that ListStale for tenant at now lists none of ours.
+func noneListed(t *testing.T, s idemkit.Store, tenant string, now time.Time, ours map[string]bool) {
+	t.Helper()
+	recs, _, err := s.ListStale(context.Background(), tenant, "", 100, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if ours[r.ID] {
+			t.Fatalf("listed %s before its lease ended", r.ID)
+		}
+	}
+}
+
+// notStale claims, in tenant, records that are not stale leases at at:
+// a live lease (extended past at), a completed, a released, an
+// indeterminate and an expired record. It returns their IDs.
+func notStale(t *testing.T, s idemkit.Store, tenant string, now, at time.Time) map[string]bool {
+	t.Helper()
+	ctx := context.Background()
 	other := map[string]bool{}
 	add := func(r *idemkit.Record) *idemkit.Record {
-		r.Scope.Tenant = tenants[0]
+		r.Scope.Tenant = tenant
 		r.ID = r.Scope.ID(false)
 		claim(t, s, r, now, false)
 		other[r.ID] = true
@@ -611,72 +660,50 @@ func testListStale(t *testing.T, s idemkit.Store) {
 	gone := newRecord(now, "a")
 	gone.LeaseUntil, gone.ExpiresAt = now.Add(time.Second), now.Add(90*time.Second)
 	add(gone)
-	at := now.Add(2 * time.Minute)
 	if err := s.Extend(ctx, live.ID, "a", at.Add(time.Hour), now); err != nil {
 		t.Fatal(err)
 	}
-	for _, tenant := range []string{"", tenants[0], tenants[1]} {
-		got := map[string]bool{}
-		var last time.Time
-		page, pages := "", 0
-		for {
-			recs, next, err := s.ListStale(ctx, tenant, page, 2, at)
-			if err != nil {
-				t.Fatalf("ListStale(%q): %v", tenant, err)
-			}
-			pages++
-			if len(recs) > 2 {
-				t.Fatalf("page of %d records, limit 2", len(recs))
-			}
-			for _, r := range recs {
-				if r.State != idemkit.StateInFlight || !r.LeaseExpired(at) {
-					t.Fatalf("listed a %q record with lease until %v at %v", r.State, r.LeaseUntil, at)
-				}
-				if tenant != "" && r.Scope.Tenant != tenant {
-					t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
-				}
-				if other[r.ID] {
-					t.Fatalf("listed record %s, which is not a stale lease", r.ID)
-				}
-				if !want[""][r.ID] {
-					continue // another test's record in a shared store
-				}
-				if got[r.ID] {
-					t.Fatalf("record %s listed twice", r.ID)
-				}
-				if r.LeaseUntil.Before(last) {
-					t.Fatal("listing is not ordered by lease")
-				}
-				last = r.LeaseUntil
-				got[r.ID] = true
-			}
-			if next == "" {
-				break
-			}
-			page = next
-			if pages > 100 {
-				t.Fatal("listing does not end")
-			}
+	return other
+}
+
+// listPages reads every page of list, at most 2 records each, checks
+// every record with check, and returns the records of ours listed (others
+// may be another test's in a shared store) and the number of pages. Ours
+// must be listed once each, ordered by lease.
+func listPages(t *testing.T, name string, list func(page string) ([]*idemkit.Record, string, error), ours map[string]bool, check func(*idemkit.Record)) (got map[string]bool, pages int) {
+	t.Helper()
+	got = map[string]bool{}
+	var last time.Time
+	for page := ""; ; {
+		recs, next, err := list(page)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
-		if len(got) != len(want[tenant]) {
-			t.Fatalf("tenant %q: listed %d of %d stale records", tenant, len(got), len(want[tenant]))
+		pages++
+		if len(recs) > 2 {
+			t.Fatalf("page of %d records, limit 2", len(recs))
 		}
-		if tenant == "" && pages < 2 {
-			t.Fatalf("%d records in %d page(s) of 2", len(got), pages)
+		for _, r := range recs {
+			check(r)
+			if !ours[r.ID] {
+				continue // another test's record in a shared store
+			}
+			if got[r.ID] {
+				t.Fatalf("record %s listed twice", r.ID)
+			}
+			if r.LeaseUntil.Before(last) {
+				t.Fatal("listing is not ordered by lease")
+			}
+			last = r.LeaseUntil
+			got[r.ID] = true
 		}
-	}
-	// Before the leases end nothing of ours is listed.
-	recs, _, err := s.ListStale(ctx, tenants[1], "", 100, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if want[""][r.ID] {
-			t.Fatalf("listed %s before its lease ended", r.ID)
+		if next == "" {
+			return got, pages
 		}
-	}
-	if _, _, err := s.ListStale(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
-		t.Fatalf("ListStale with a foreign page token: %v, want ErrInvalidPage", err)
+		page = next
+		if pages > 100 {
+			t.Fatal("listing does not end")
+		}
 	}
 }
 
@@ -712,20 +739,27 @@ func testResolveCompleted(t *testing.T, s idemkit.Store) {
 	}
 	stored := mustGet(t, s, m.ID, at)
 	for _, g := range []*idemkit.Record{got, stored} {
-		if g.State != idemkit.StateCompleted || g.Snapshot == nil || g.Snapshot.Status != 201 || !bytes.Equal(g.Snapshot.Body, res.Snapshot.Body) {
-			t.Fatalf("resolved record: state %q snapshot %+v", g.State, g.Snapshot)
-		}
-		if g.Resolution == nil || g.Resolution.Operator != res.Operator || g.Resolution.Reason != res.Reason || g.Resolution.As != idemkit.StateCompleted || !timeEq(g.Resolution.ResolvedAt, at) {
-			t.Fatalf("resolution kept: %+v", g.Resolution)
-		}
-		if !timeEq(g.ReplayUntil, res.ReplayUntil) || g.ExpiresAt.Before(res.ExpiresAt) || !g.ExpiresAt.Before(res.ExpiresAt.Add(time.Second)) {
-			t.Fatalf("replay until %v, expires %v; want the resolution's %v, %v", g.ReplayUntil, g.ExpiresAt, res.ReplayUntil, res.ExpiresAt)
-		}
+		checkResolvedCompleted(t, g, res, at)
 	}
 	_, err = s.Resolve(ctx, m.ID, res, at)
 	wantErr(t, "second Resolve", err, idemkit.ErrNotIndeterminate)
 	if c := claim(t, s, withOwner(m, "b"), at, true); c.Won {
 		t.Fatal("a claim won over a record resolved as completed")
+	}
+}
+
+// checkResolvedCompleted checks a record resolved as completed by res at
+// at.
+func checkResolvedCompleted(t *testing.T, g *idemkit.Record, res idemkit.Resolution, at time.Time) {
+	t.Helper()
+	if g.State != idemkit.StateCompleted || g.Snapshot == nil || g.Snapshot.Status != 201 || !bytes.Equal(g.Snapshot.Body, res.Snapshot.Body) {
+		t.Fatalf("resolved record: state %q snapshot %+v", g.State, g.Snapshot)
+	}
+	if g.Resolution == nil || g.Resolution.Operator != res.Operator || g.Resolution.Reason != res.Reason || g.Resolution.As != idemkit.StateCompleted || !timeEq(g.Resolution.ResolvedAt, at) {
+		t.Fatalf("resolution kept: %+v", g.Resolution)
+	}
+	if !timeEq(g.ReplayUntil, res.ReplayUntil) || g.ExpiresAt.Before(res.ExpiresAt) || !g.ExpiresAt.Before(res.ExpiresAt.Add(time.Second)) {
+		t.Fatalf("replay until %v, expires %v; want the resolution's %v, %v", g.ReplayUntil, g.ExpiresAt, res.ReplayUntil, res.ExpiresAt)
 	}
 }
 
@@ -784,48 +818,20 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 	}
 	at := now.Add(2 * time.Minute)
 	for _, tenant := range []string{"", tenants[0], tenants[1]} {
-		got := map[string]bool{}
-		var last time.Time
-		page, pages := "", 0
-		for {
-			recs, next, err := s.ListIndeterminate(ctx, tenant, page, 2, at)
-			if err != nil {
-				t.Fatalf("ListIndeterminate(%q): %v", tenant, err)
-			}
-			pages++
-			if len(recs) > 2 {
-				t.Fatalf("page of %d records, limit 2", len(recs))
-			}
-			for _, r := range recs {
-				if r.State != idemkit.StateIndeterminate {
-					t.Fatalf("listed a %q record", r.State)
-				}
-				if tenant != "" && r.Scope.Tenant != tenant {
-					t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
-				}
-				if r.ID == gone.ID {
-					t.Fatal("listed an expired record")
-				}
-				if !want[""][r.ID] {
-					continue // another test's record in a shared store
-				}
-				if got[r.ID] {
-					t.Fatalf("record %s listed twice", r.ID)
-				}
-				if r.LeaseUntil.Before(last) {
-					t.Fatal("listing is not ordered by lease")
-				}
-				last = r.LeaseUntil
-				got[r.ID] = true
-			}
-			if next == "" {
-				break
-			}
-			page = next
-			if pages > 100 {
-				t.Fatal("listing does not end")
-			}
+		list := func(page string) ([]*idemkit.Record, string, error) {
+			return s.ListIndeterminate(ctx, tenant, page, 2, at)
 		}
+		got, pages := listPages(t, "ListIndeterminate("+tenant+")", list, want[""], func(r *idemkit.Record) {
+			if r.State != idemkit.StateIndeterminate {
+				t.Fatalf("listed a %q record", r.State)
+			}
+			if tenant != "" && r.Scope.Tenant != tenant {
+				t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
+			}
+			if r.ID == gone.ID {
+				t.Fatal("listed an expired record")
+			}
+		})
 		if len(got) != len(want[tenant]) {
 			t.Fatalf("tenant %q: listed %d of %d records", tenant, len(got), len(want[tenant]))
 		}

@@ -25,7 +25,7 @@ func Parity[C any](t testing.TB, conv func(C) adapter.Options, missing, local []
 	want := map[string]reflect.Value{}
 	for i := range ot.NumField() {
 		f := ot.Field(i)
-		cf, ok := ct.FieldByName(f.Name)
+		_, ok := ct.FieldByName(f.Name)
 		switch {
 		case slices.Contains(missing, f.Name):
 			if ok {
@@ -36,19 +36,8 @@ func Parity[C any](t testing.TB, conv func(C) adapter.Options, missing, local []
 			t.Errorf("%v lacks %s of adapter.Options: add it, documented as in the other adapters, or list it as missing", ct, f.Name)
 			continue
 		}
-		v := sample(cf.Type)
-		cv.FieldByName(f.Name).Set(v)
-		switch {
-		case cf.Type == f.Type:
-			want[f.Name] = v
-		case f.Type.Kind() == reflect.Map && cf.Type.Kind() == reflect.Map && cf.Type.Elem().ConvertibleTo(f.Type.Elem()):
-			m := reflect.MakeMap(f.Type)
-			for it := v.MapRange(); it.Next(); {
-				m.SetMapIndex(it.Key(), it.Value().Convert(f.Type.Elem()))
-			}
-			want[f.Name] = m
-		default:
-			t.Errorf("%v.%s is %v, adapter.Options.%s is %v", ct, f.Name, cf.Type, f.Name, f.Type)
+		if w, ok := setSample(t, ct, cv.FieldByName(f.Name), f); ok {
+			want[f.Name] = w
 		}
 	}
 	for i := range ct.NumField() {
@@ -72,6 +61,26 @@ func Parity[C any](t testing.TB, conv func(C) adapter.Options, missing, local []
 			t.Errorf("conversion of %v passes %s = %#v, want %#v", ct, name, got.Interface(), w.Interface())
 		}
 	}
+}
+
+// setSample sets field, which stands for option f in a Config of type ct,
+// to a sample value and returns the value the conversion must give f.
+func setSample(t testing.TB, ct reflect.Type, field reflect.Value, f reflect.StructField) (reflect.Value, bool) {
+	t.Helper()
+	v := sample(field.Type())
+	field.Set(v)
+	switch {
+	case field.Type() == f.Type:
+		return v, true
+	case f.Type.Kind() == reflect.Map && v.Kind() == reflect.Map && v.Type().Elem().ConvertibleTo(f.Type.Elem()):
+		m := reflect.MakeMap(f.Type)
+		for it := v.MapRange(); it.Next(); {
+			m.SetMapIndex(it.Key(), it.Value().Convert(f.Type.Elem()))
+		}
+		return m, true
+	}
+	t.Errorf("%v.%s is %v, adapter.Options.%s is %v", ct, f.Name, field.Type(), f.Name, f.Type)
+	return reflect.Value{}, false
 }
 
 // sample returns a value of t with every exported part set and non-zero.
