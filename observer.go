@@ -86,9 +86,9 @@ func (a *usageAcc) load() Usage {
 }
 
 // AddUsage adds one store round trip and the capacity it consumed to the
-// request's usage. Store implementations call it once per call they make;
-// it does nothing when ctx does not come from a guarded request. It is safe
-// for concurrent use.
+// request's usage: a [Store] calls it for each round trip, as its contract
+// says. It does nothing when ctx does not come from a guarded request. It
+// is safe for concurrent use.
 func AddUsage(ctx context.Context, readUnits, writeUnits float64) {
 	if a, ok := ctx.Value(usageKey{}).(*usageAcc); ok {
 		a.add(1, readUnits, writeUnits)

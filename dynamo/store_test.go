@@ -58,10 +58,10 @@ func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Clien
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) idemkit.Store {
+	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
 		s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
 		return s
-	})
+	}, storetest.Options{SnapshotLimit: dynamo.DefaultMaxItemSize, UnclassifiedArgumentErrors: true})
 }
 
 // Without IndexInFlight, in_flight records are not indexed: ListStale
@@ -76,5 +76,5 @@ func TestConformanceWithoutInFlightIndex(t *testing.T) {
 	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
 		s, _, _ := newStore(t, dynamo.Options{})
 		return s
-	}, storetest.Options{DistinctKeys: 200, Racers: 20})
+	}, storetest.Options{DistinctKeys: 200, Racers: 20, SnapshotLimit: dynamo.DefaultMaxItemSize, UnclassifiedArgumentErrors: true})
 }

@@ -49,6 +49,9 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	if err := ctx.Err(); err != nil {
 		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "claim", Err: err}
 	}
+	if rec == nil || rec.ID == "" || rec.Owner == "" {
+		return idemkit.ClaimResult{}, fmt.Errorf("memstore: claim: %w: want a record with an ID and an owner", idemkit.ErrRecordInvalid)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
@@ -169,7 +172,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		return nil, &idemkit.StoreError{Op: "resolve", Err: err}
 	}
 	if res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed {
-		return nil, fmt.Errorf("memstore: resolve as %q: want completed or failed", res.As)
+		return nil, fmt.Errorf("memstore: resolve as %q: %w: want completed or failed", res.As, idemkit.ErrRecordInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -191,7 +194,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	}
 	if res.As == idemkit.StateCompleted {
 		if res.Snapshot == nil {
-			return nil, fmt.Errorf("memstore: resolve as completed needs a snapshot")
+			return nil, fmt.Errorf("memstore: resolve as completed: %w: no snapshot", idemkit.ErrRecordInvalid)
 		}
 		r.Snapshot = res.Snapshot.Clone()
 		r.CompletedAt = rc.ResolvedAt
