@@ -23,34 +23,25 @@ import (
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
-// Config configures Wrap. The zero value guards POST and PATCH, requires
-// an Idempotency-Key of at most 255 bytes, scopes records by method and
-// path, fingerprints the body and the query string, replays Content-Type,
-// Content-Encoding and Location, and, with no Tenant, fails every guarded
-// request closed with a 500 tenant-missing problem.
+// Config configures Wrap. Its zero value and the settings it shares with
+// [github.com/idemkit/idemkit/lambda/apigw.Config] are documented there:
+// they mean the same here. ALB events carry no route template, so records
+// are always scoped by method and path, and Routes are keyed by
+// "METHOD /path".
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
 	// your own. Nil, an empty result or an error: the request fails closed;
 	// the error, joined with idemkit.ErrTenantMissing, goes to the Observer.
 	Tenant Tenant
-	// Methods are the guarded methods. Nil: POST and PATCH.
-	Methods []string
-	// Header is the request header carrying the key. Empty: "Idempotency-Key".
-	Header string
-	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
-	MaxKeyLen int
-	// KeyOptional lets guarded requests without a key run unguarded.
-	KeyOptional bool
-	// Routes overrides KeyOptional and Fingerprint per "METHOD /path".
-	Routes map[string]Route
-	// Fingerprint says what of the request must be equal for a retry to be
-	// replayed. Zero: the whole body and the query string.
-	Fingerprint fingerprint.Options
-	// ReplayHeaders adds response headers to the replayed ones; see
-	// apigw.Config.ReplayHeaders for the names refused.
-	ReplayHeaders []string
-	// StoreRetryAfter is the Retry-After of a 503 store-unavailable
-	// problem. Zero: 1 s.
+
+	// The settings of apigw.Config.
+	Methods         []string
+	Header          string
+	MaxKeyLen       int
+	KeyOptional     bool
+	Routes          map[string]Route
+	Fingerprint     fingerprint.Options
+	ReplayHeaders   []string
 	StoreRetryAfter time.Duration
 }
 

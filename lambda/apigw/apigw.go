@@ -14,7 +14,10 @@
 // Refusals are RFC 9457 problem responses (application/problem+json, with
 // Cache-Control: no-store and X-Content-Type-Options: nosniff) whose type
 // is a stable URI under https://idemkit.dev/problems/. A detail repeats at
-// most 200 bytes of anything taken from the request:
+// most 200 bytes of anything taken from the request. The table is the
+// reference for the problem types of every adapter; when several apply,
+// the one returned follows the order of precedence of
+// [github.com/idemkit/idemkit.Guard.Do]:
 //
 //	key-missing                      400  the route requires a key and none was sent
 //	key-invalid                      400  empty, too long, not printable ASCII, two values
@@ -53,8 +56,9 @@ import (
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
-// Config configures a wrapper. The zero value guards POST and PATCH on
-// every route, requires an Idempotency-Key of at most 255 bytes, scopes
+// Config configures a wrapper. Its documentation is the reference for the
+// settings every adapter shares (lambda/alb and httpmw refer to it). The
+// zero value guards POST and PATCH on every route, requires an Idempotency-Key of at most 255 bytes, scopes
 // records by method and concrete path, fingerprints the body (canonical
 // JSON for JSON bodies, raw bytes otherwise) and the query string, replays
 // Content-Type, Content-Encoding and Location, and, with no Tenant, fails
