@@ -32,9 +32,9 @@
 // # What is remembered
 //
 // Deterministic outcomes are stored: 2xx, and the 4xx and 500 responses the
-// handler chose. Transient ones are not: 401, 403, 408, 429, 502, 503, 504,
-// and handler errors and panics release the claim so that a retry can run.
-// See [DefaultCacheable] and [Policy].
+// handler chose. Transient ones are not: [DefaultCacheable] lists them, and
+// handler errors and panics release the claim so that a retry can run.
+// [Policy.Cacheable] changes the list per operation.
 //
 // # Leases and crashes
 //
