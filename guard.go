@@ -224,19 +224,19 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 
 // call is the state of one Do: the request, its policy and its event.
 type call struct {
-	g     *Guard
-	ctx   context.Context
-	req   Request
-	pol   Policy
-	start time.Time
-	usage *usageAcc
-	ev    Event
+	g      *Guard
+	ctx    context.Context
+	req    Request
+	policy Policy
+	start  time.Time
+	usage  *usageAcc
+	ev     Event
 }
 
 func (g *Guard) newCall(ctx context.Context, req Request) *call {
 	start := g.now()
 	ctx, usage := withUsage(ctx)
-	return &call{g: g, ctx: ctx, req: req, pol: g.Policy(req.Scope.Operation), start: start, usage: usage,
+	return &call{g: g, ctx: ctx, req: req, policy: g.Policy(req.Scope.Operation), start: start, usage: usage,
 		ev: Event{Scope: req.Scope, Started: start}}
 }
 
@@ -261,7 +261,7 @@ func (c *call) refused() error {
 	case c.req.Scope.Key == "":
 		return ErrKeyEmpty
 	}
-	return c.pol.checkKeyTime(c.req.Scope.Key, c.start)
+	return c.policy.checkKeyTime(c.req.Scope.Key, c.start)
 }
 
 // record returns the in_flight record the call claims, with a fresh owner
@@ -273,9 +273,9 @@ func (c *call) record() *Record {
 		State:       StateInFlight,
 		Fingerprint: c.req.Fingerprint,
 		Owner:       c.g.newToken(),
-		LeaseUntil:  c.pol.leaseUntil(c.ctx, c.start),
-		ReplayUntil: c.start.Add(c.pol.ReplayWindow),
-		ExpiresAt:   c.start.Add(c.pol.RecordRetention),
+		LeaseUntil:  c.policy.leaseUntil(c.ctx, c.start),
+		ReplayUntil: c.start.Add(c.policy.ReplayWindow),
+		ExpiresAt:   c.start.Add(c.policy.RecordRetention),
 		CreatedAt:   c.start,
 	}
 	if !rec.ExpiresAt.After(rec.LeaseUntil) {
@@ -284,7 +284,7 @@ func (c *call) record() *Record {
 	return rec
 }
 
-func (c *call) opts() ClaimOptions { return ClaimOptions{Takeover: c.pol.OnStaleLease == Takeover} }
+func (c *call) opts() ClaimOptions { return ClaimOptions{Takeover: c.policy.OnStaleLease == Takeover} }
 
 // blocked handles a lost claim: it replays, or returns why the handler
 // cannot run. A claim that loses to a record that changes under it
@@ -292,7 +292,7 @@ func (c *call) opts() ClaimOptions { return ClaimOptions{Takeover: c.pol.OnStale
 // again, at most reclaims times.
 func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, error) {
 	for attempt := 0; ; attempt++ {
-		snap, err, again := c.g.classify(c.ctx, c.req, c.pol, res.Existing, c.start)
+		snap, again, err := c.g.classify(c.ctx, c.req, c.policy, res.Existing, c.start)
 		if again && attempt < reclaims {
 			res, err = c.g.claim(c.ctx, rec, c.opts())
 			switch {
@@ -319,54 +319,54 @@ func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool
 // classify turns the live record that blocked a claim into a replay or an
 // error. again is true when the record changed under us and the claim
 // should be tried again.
-func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time) (snap *Snapshot, err error, again bool) {
+func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time) (snap *Snapshot, again bool, err error) {
 	if ex == nil {
-		return nil, nil, true
+		return nil, true, nil
 	}
 	if g.cfg.AccountWide && ex.Scope.Operation != req.Scope.Operation {
-		return nil, fmt.Errorf("%w: first used for %q", ErrOperationMismatch, ex.Scope.Operation), false
+		return nil, false, fmt.Errorf("%w: first used for %q", ErrOperationMismatch, ex.Scope.Operation)
 	}
 	if !fingerprintsMatch(ex.Fingerprint, req) {
-		return nil, ErrFingerprintMismatch, false
+		return nil, false, ErrFingerprintMismatch
 	}
 	switch ex.State {
 	case StateInFlight:
 		return g.inFlight(ctx, pol, ex, now)
 	case StateIndeterminate:
-		return nil, ErrIndeterminate, false
+		return nil, false, ErrIndeterminate
 	case StateCompleted:
 		snap, err = completed(ex, now)
-		return snap, err, false
+		return snap, false, err
 	case StateFailed:
-		return nil, nil, true
+		return nil, true, nil
 	}
-	return nil, fmt.Errorf("%w: unknown state %q", ErrCorruptRecord, ex.State), false
+	return nil, false, fmt.Errorf("%w: unknown state %q", ErrCorruptRecord, ex.State)
 }
 
 // inFlight classifies an in_flight record that blocked a claim: a live
 // lease is a conflict; an ended one was taken over by someone else
 // (Takeover: look again) or is marked indeterminate (FailClosed).
-func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time) (snap *Snapshot, err error, again bool) {
+func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time) (snap *Snapshot, again bool, err error) {
 	if !ex.LeaseExpired(now) {
 		wait := ex.LeaseUntil.Sub(now)
 		if pol.MaxRetryAfter > 0 && wait > pol.MaxRetryAfter {
 			wait = pol.MaxRetryAfter
 		}
-		return nil, &ConflictError{RetryAfter: retryafter.Duration(wait)}, false
+		return nil, false, &ConflictError{RetryAfter: retryafter.Duration(wait)}
 	}
 	if pol.OnStaleLease == Takeover {
 		// The claim would have taken over; the record changed under us.
-		return nil, nil, true
+		return nil, true, nil
 	}
 	_, err = g.cfg.Store.MarkIndeterminate(ctx, ex.ID, ex.Owner, now)
 	switch {
 	case err == nil:
-		return nil, ErrIndeterminate, false
+		return nil, false, ErrIndeterminate
 	case errors.Is(err, ErrNotOwner):
 		// Completed, released or marked meanwhile: look again.
-		return nil, nil, true
+		return nil, true, nil
 	default:
-		return nil, storeErr("mark indeterminate", err), false
+		return nil, false, storeErr("mark indeterminate", err)
 	}
 }
 
@@ -451,7 +451,7 @@ var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.
 // goes on with the handler's own stack.
 func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	hctx := context.WithValue(c.ctx, executionKey{}, executionID(c.g.cfg.ExecutionSecret, rec.Scope))
-	stop := c.g.renew(c.ctx, rec, c.pol, c.start)
+	stop := c.g.renew(c.ctx, rec, c.policy, c.start)
 	hstart := c.g.now()
 	returned := false
 	defer func() {
@@ -493,7 +493,7 @@ func (c *call) settle(rec *Record, snap *Snapshot, herr error) (*Snapshot, bool,
 		}
 		c.emit(EventReleased, 0, herr)
 		return nil, false, herr
-	case !c.pol.Cacheable(snap.Status):
+	case !c.policy.Cacheable(snap.Status):
 		relErr := c.g.release(c.ctx, rec)
 		c.emit(EventReleased, snap.Status, relErr)
 		return snap, false, nil

@@ -473,7 +473,7 @@ func TestMissingTenant(t *testing.T) {
 	f := newFixture(t, nil)
 	r := req("k")
 	r.Scope.Tenant = ""
-	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkit.ErrMissingTenant) || f.runs != 0 {
+	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkit.ErrTenantMissing) || f.runs != 0 {
 		t.Fatalf("err %v runs %d", err, f.runs)
 	}
 	if recs, _, _ := f.store.ListIndeterminate(context.Background(), "", "", 0, f.clock.Now()); len(recs) != 0 {
@@ -778,7 +778,7 @@ func TestWriteAttempts(t *testing.T) {
 }
 
 func TestMissingTenantAlias(t *testing.T) {
-	if idemkit.ErrMissingTenant != idemkit.ErrTenantMissing { //nolint:staticcheck // the deprecated alias is under test
+	if idemkit.ErrMissingTenant != idemkit.ErrTenantMissing {
 		t.Fatal("ErrMissingTenant is not the value of ErrTenantMissing")
 	}
 }
