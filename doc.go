@@ -24,21 +24,17 @@
 // completes the record with a [Snapshot] of the response: a write that
 // succeeds only while the record still carries its token, so an execution
 // whose lease was taken over can never overwrite the new owner's result.
-// A loser is told, in this order of precedence:
-//
-//   - the key was used for a different request (fingerprint mismatch),
-//   - another request holds it (a *ConflictError with Retry-After; it never
-//     waits for the first to finish),
-//   - an earlier execution's lease ended without an outcome
-//     ([ErrIndeterminate]), or
-//   - here is the stored response (a replay).
+// A loser gets the stored response (a replay) or the reason it cannot: a
+// different request with the key, another request holding it (it never
+// waits for the first to finish), an unknown outcome. [Guard.Do] lists the
+// reasons in their order of precedence.
 //
 // # What is remembered
 //
 // Deterministic outcomes are stored: 2xx, and the 4xx and 500 responses the
-// handler chose. Transient ones are not: 401, 403, 408, 429, 502, 503, 504,
-// and handler errors and panics release the claim so that a retry can run.
-// See [DefaultCacheable] and [Policy].
+// handler chose. Transient ones are not: [DefaultCacheable] lists them, and
+// handler errors and panics release the claim so that a retry can run.
+// [Policy.Cacheable] changes the list per operation.
 //
 // # Leases and crashes
 //

@@ -34,8 +34,13 @@ var ErrInvalidConfig = errors.New("idemkit: invalid configuration")
 
 // Errors returned by [Guard.Do] when the handler was not run.
 var (
-	// ErrMissingTenant: the request has no tenant. The guard fails closed.
-	ErrMissingTenant = errors.New("idemkit: no tenant for the request (misconfiguration)")
+	// ErrTenantMissing: the request has no tenant. The guard fails closed.
+	ErrTenantMissing = errors.New("idemkit: no tenant for the request (misconfiguration)")
+	// ErrMissingTenant is the former name of ErrTenantMissing: the same
+	// value.
+	//
+	// Deprecated: use ErrTenantMissing.
+	ErrMissingTenant = ErrTenantMissing
 	// ErrFingerprintMismatch: the key was used before with a different request.
 	ErrFingerprintMismatch = errors.New("idemkit: idempotency key reused with a different request")
 	// ErrOperationMismatch: with account-wide keys, the key was used before
@@ -75,9 +80,9 @@ var (
 )
 
 // ErrTenantTooLong: the tenant is longer than [MaxTenantLen] bytes. It is
-// also ErrMissingTenant under errors.Is: a misconfiguration of the tenant,
+// also ErrTenantMissing under errors.Is: a misconfiguration of the tenant,
 // so the request fails closed.
-var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrMissingTenant, MaxTenantLen)
+var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrTenantMissing, MaxTenantLen)
 
 // Errors returned by a [Store].
 var (
@@ -126,7 +131,7 @@ func (e *OutcomeError) Unwrap() error { return e.Reason }
 // StoreError wraps a failure of the store with the operation that failed.
 // It is [ErrStoreUnavailable] under errors.Is.
 type StoreError struct {
-	Op  string // "claim", "complete", "release", "get", ...
+	Op  string // the store method in lower case words: "claim", "mark indeterminate", "list stale", ...
 	Err error
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/idemkit/idemkit/internal/retryafter"
 )
 
 // Config configures a [Guard]. Only Store is required; every other zero
@@ -32,8 +34,14 @@ type Config struct {
 	Now func() time.Time
 	// NewToken returns a fresh owner token. Nil: a random UUID.
 	NewToken func() string
-	// CompleteAttempts bounds the attempts of each write made after the
-	// handler ran: storing its outcome, or freeing the key. Zero: 3.
+	// WriteAttempts bounds the attempts of each write made after the
+	// handler ran: storing its outcome, freeing the key or keeping it
+	// (ErrOutcomeUnknown). Zero: CompleteAttempts, then 3.
+	WriteAttempts int
+	// CompleteAttempts is the former name of WriteAttempts, used when
+	// WriteAttempts is zero.
+	//
+	// Deprecated: use WriteAttempts; it bounds releases too.
 	CompleteAttempts int
 	// WriteTimeout bounds each store write made after the handler ran
 	// (completion, release), which run even when the request's context is
@@ -73,76 +81,93 @@ type Request struct {
 
 // Guard runs handlers at most once per scope. It is safe for concurrent use.
 type Guard struct {
-	cfg  Config
-	pol  Policy
-	ops  map[string]Policy
-	now  func() time.Time
-	tok  func() string
-	obs  Observer
-	max  int
-	wait time.Duration
-	// claims and backoff bound the attempts of a failing claim.
-	claims  int
-	backoff time.Duration
+	cfg               Config
+	defaultPolicy     Policy            // Config.Policy, defaults filled in
+	operationPolicies map[string]Policy // Config.Operations, defaults filled in
+	now               func() time.Time
+	newToken          func() string
+	observer          Observer      // nil: none
+	writeAttempts     int           // attempts of each write after the handler ran
+	writeTimeout      time.Duration // timeout of each write after the handler ran
+	claimAttempts     int           // attempts of a failing claim
+	claimBackoff      time.Duration // pause before the second claim attempt
 }
+
+// Defaults of the zero Config fields.
+const (
+	defaultClaimAttempts = 3
+	defaultClaimBackoff  = 50 * time.Millisecond
+	defaultWriteAttempts = 3
+	defaultWriteTimeout  = 5 * time.Second
+	// writeBackoff is the pause before the second attempt of a write after
+	// the handler ran; the n-th waits n times as long.
+	writeBackoff = 50 * time.Millisecond
+)
+
+// reclaims bounds how many times a lost claim is made again when the
+// record that blocked it changed under it (completed, released or marked
+// between the claim and a follow-up write). Past it the client is told to
+// come back (409).
+const reclaims = 2
 
 // New returns a Guard for cfg.
 func New(cfg Config) (*Guard, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("idemkit: Config.Store is nil")
 	}
-	g := &Guard{cfg: cfg, pol: cfg.Policy.withDefaults(), now: cfg.Now, tok: cfg.NewToken, obs: cfg.Observer, max: cfg.CompleteAttempts, wait: cfg.WriteTimeout,
-		claims: cfg.ClaimAttempts, backoff: cfg.ClaimBackoff}
-	if err := g.pol.check(); err != nil {
+	writes := cfg.WriteAttempts
+	if writes <= 0 {
+		writes = cfg.CompleteAttempts
+	}
+	g := &Guard{cfg: cfg, defaultPolicy: cfg.Policy.withDefaults(), now: cfg.Now, newToken: cfg.NewToken, observer: cfg.Observer,
+		writeAttempts: orDefault(writes, defaultWriteAttempts), writeTimeout: orDefault(cfg.WriteTimeout, defaultWriteTimeout),
+		claimAttempts: orDefault(cfg.ClaimAttempts, defaultClaimAttempts), claimBackoff: orDefault(cfg.ClaimBackoff, defaultClaimBackoff)}
+	if err := g.defaultPolicy.check(); err != nil {
 		return nil, fmt.Errorf("%w: Config.Policy: %v", ErrInvalidConfig, err)
 	}
 	if len(cfg.Operations) > 0 {
-		g.ops = make(map[string]Policy, len(cfg.Operations))
+		g.operationPolicies = make(map[string]Policy, len(cfg.Operations))
 		for op, p := range cfg.Operations {
-			g.ops[op] = p.withDefaults()
-			if err := g.ops[op].check(); err != nil {
+			g.operationPolicies[op] = p.withDefaults()
+			if err := g.operationPolicies[op].check(); err != nil {
 				return nil, fmt.Errorf("%w: Config.Operations[%q]: %v", ErrInvalidConfig, op, err)
 			}
 		}
 	}
-	if g.claims <= 0 {
-		g.claims = 3
-	}
-	if g.backoff <= 0 {
-		g.backoff = 50 * time.Millisecond
-	}
 	if g.now == nil {
 		g.now = time.Now
 	}
-	if g.tok == nil {
-		g.tok = uuid.NewString
-	}
-	if g.max <= 0 {
-		g.max = 3
-	}
-	if g.wait <= 0 {
-		g.wait = 5 * time.Second
+	if g.newToken == nil {
+		g.newToken = uuid.NewString
 	}
 	return g, nil
 }
 
 // Policy returns the policy, defaults filled in, that applies to operation.
 func (g *Guard) Policy(operation string) Policy {
-	if p, ok := g.ops[operation]; ok {
+	if p, ok := g.operationPolicies[operation]; ok {
 		return p
 	}
-	return g.pol
+	return g.defaultPolicy
+}
+
+// orDefault returns v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Refuse reports to the observer a request refused before Do, for a reason
 // such as an invalid key or body, so that every refusal is observed. It
 // stores nothing.
 func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
-	if g.obs == nil {
+	if g.observer == nil {
 		return
 	}
 	now := g.now()
-	g.obs.Observe(ctx, Event{Kind: EventRefused, Scope: scope, Err: err, Started: now})
+	g.observer.Observe(ctx, Event{Kind: EventRefused, Scope: scope, Err: err, Started: now})
 }
 
 // Do runs h at most once for req.Scope and returns the response to send.
@@ -153,7 +178,7 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 // When h cannot be run or replayed, Do returns an error and h does not run.
 // The errors are checked in this order:
 //
-//   - ErrMissingTenant (ErrTenantTooLong included), a key error,
+//   - ErrTenantMissing (ErrTenantTooLong included), a key error,
 //     ErrKeyExpired: refused before the store.
 //   - ErrStoreUnavailable: the claim could not be made. The claim is tried
 //     again with the same owner token (a claim whose answer was lost is
@@ -179,7 +204,7 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 // policy.
 func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot, replayed bool, err error) {
 	c := g.newCall(ctx, req)
-	if err := c.refused(); err != nil {
+	if err = c.refused(); err != nil {
 		c.emit(EventRefused, 0, err)
 		return nil, false, err
 	}
@@ -200,44 +225,44 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 
 // call is the state of one Do: the request, its policy and its event.
 type call struct {
-	g     *Guard
-	ctx   context.Context
-	req   Request
-	pol   Policy
-	start time.Time
-	usage *usageAcc
-	ev    Event
+	g      *Guard
+	ctx    context.Context
+	req    Request
+	policy Policy
+	start  time.Time
+	usage  *usageAcc
+	ev     Event
 }
 
 func (g *Guard) newCall(ctx context.Context, req Request) *call {
 	start := g.now()
 	ctx, usage := withUsage(ctx)
-	return &call{g: g, ctx: ctx, req: req, pol: g.Policy(req.Scope.Operation), start: start, usage: usage,
+	return &call{g: g, ctx: ctx, req: req, policy: g.Policy(req.Scope.Operation), start: start, usage: usage,
 		ev: Event{Scope: req.Scope, Started: start}}
 }
 
 // emit reports the call's outcome to the observer.
 func (c *call) emit(kind EventKind, status int, err error) {
-	if c.g.obs == nil {
+	if c.g.observer == nil {
 		return
 	}
 	c.ev.Kind, c.ev.Status, c.ev.Err = kind, status, err
 	c.ev.Duration = c.g.now().Sub(c.start)
 	c.ev.Usage = c.usage.load()
-	c.g.obs.Observe(c.ctx, c.ev)
+	c.g.observer.Observe(c.ctx, c.ev)
 }
 
 // refused checks what is refused before the store.
 func (c *call) refused() error {
 	switch {
 	case c.req.Scope.Tenant == "":
-		return ErrMissingTenant
+		return ErrTenantMissing
 	case len(c.req.Scope.Tenant) > MaxTenantLen:
 		return ErrTenantTooLong
 	case c.req.Scope.Key == "":
 		return ErrKeyEmpty
 	}
-	return c.pol.checkKeyTime(c.req.Scope.Key, c.start)
+	return c.policy.checkKeyTime(c.req.Scope.Key, c.start)
 }
 
 // record returns the in_flight record the call claims, with a fresh owner
@@ -248,10 +273,10 @@ func (c *call) record() *Record {
 		Scope:       c.req.Scope,
 		State:       StateInFlight,
 		Fingerprint: c.req.Fingerprint,
-		Owner:       c.g.tok(),
-		LeaseUntil:  c.pol.leaseUntil(c.ctx, c.start),
-		ReplayUntil: c.start.Add(c.pol.ReplayWindow),
-		ExpiresAt:   c.start.Add(c.pol.RecordRetention),
+		Owner:       c.g.newToken(),
+		LeaseUntil:  c.policy.leaseUntil(c.ctx, c.start),
+		ReplayUntil: c.start.Add(c.policy.ReplayWindow),
+		ExpiresAt:   c.start.Add(c.policy.RecordRetention),
 		CreatedAt:   c.start,
 	}
 	if !rec.ExpiresAt.After(rec.LeaseUntil) {
@@ -260,16 +285,16 @@ func (c *call) record() *Record {
 	return rec
 }
 
-func (c *call) opts() ClaimOptions { return ClaimOptions{Takeover: c.pol.OnStaleLease == Takeover} }
+func (c *call) opts() ClaimOptions { return ClaimOptions{Takeover: c.policy.OnStaleLease == Takeover} }
 
 // blocked handles a lost claim: it replays, or returns why the handler
 // cannot run. A claim that loses to a record that changes under it
-// (completed or released between the claim and a follow-up write) is tried
-// again a bounded number of times.
+// (completed or released between the claim and a follow-up write) is made
+// again, at most reclaims times.
 func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, error) {
 	for attempt := 0; ; attempt++ {
-		snap, err, again := c.g.classify(c.ctx, c.req, c.pol, res.Existing, c.start)
-		if again && attempt < 2 {
+		snap, again, err := c.g.classify(c.ctx, c.req, c.policy, res.Existing, c.start)
+		if again && attempt < reclaims {
 			res, err = c.g.claim(c.ctx, rec, c.opts())
 			switch {
 			case err != nil:
@@ -295,58 +320,72 @@ func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool
 // classify turns the live record that blocked a claim into a replay or an
 // error. again is true when the record changed under us and the claim
 // should be tried again.
-func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time) (snap *Snapshot, err error, again bool) {
+func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time) (snap *Snapshot, again bool, err error) {
 	if ex == nil {
-		return nil, nil, true
+		return nil, true, nil
 	}
 	if g.cfg.AccountWide && ex.Scope.Operation != req.Scope.Operation {
-		return nil, fmt.Errorf("%w: first used for %q", ErrOperationMismatch, ex.Scope.Operation), false
+		return nil, false, fmt.Errorf("%w: first used for %q", ErrOperationMismatch, ex.Scope.Operation)
 	}
 	if !fingerprintsMatch(ex.Fingerprint, req) {
-		return nil, ErrFingerprintMismatch, false
+		return nil, false, ErrFingerprintMismatch
 	}
 	switch ex.State {
 	case StateInFlight:
-		if !ex.LeaseExpired(now) {
-			wait := ex.LeaseUntil.Sub(now)
-			if pol.MaxRetryAfter > 0 && wait > pol.MaxRetryAfter {
-				wait = pol.MaxRetryAfter
-			}
-			return nil, &ConflictError{RetryAfter: retryAfter(wait)}, false
-		}
-		if pol.OnStaleLease == Takeover {
-			// The claim would have taken over; the record changed under us.
-			return nil, nil, true
-		}
-		_, err := g.cfg.Store.MarkIndeterminate(ctx, ex.ID, ex.Owner, now)
-		switch {
-		case err == nil:
-			return nil, ErrIndeterminate, false
-		case errors.Is(err, ErrNotOwner):
-			// Completed, released or marked meanwhile: look again.
-			return nil, nil, true
-		default:
-			return nil, storeErr("mark indeterminate", err), false
-		}
+		return g.inFlight(ctx, pol, ex, now)
 	case StateIndeterminate:
-		return nil, ErrIndeterminate, false
+		return nil, false, ErrIndeterminate
 	case StateCompleted:
-		s := ex.Snapshot
-		if s == nil {
-			return nil, fmt.Errorf("%w: completed record %q has no snapshot", ErrCorruptRecord, ex.ID), false
-		}
-		if s.Omitted || !now.Before(ex.ReplayUntil) {
-			reason := ErrReplayWindowPassed
-			if s.Omitted && now.Before(ex.ReplayUntil) {
-				reason = ErrSnapshotOmitted
-			}
-			return nil, &OutcomeError{Reason: reason, Status: s.Status, Location: s.Header.Get("Location"), CompletedAt: ex.CompletedAt}, false
-		}
-		return s, nil, false
+		snap, err = completed(ex, now)
+		return snap, false, err
 	case StateFailed:
-		return nil, nil, true
+		return nil, true, nil
 	}
-	return nil, fmt.Errorf("%w: unknown state %q", ErrCorruptRecord, ex.State), false
+	return nil, false, fmt.Errorf("%w: unknown state %q", ErrCorruptRecord, ex.State)
+}
+
+// inFlight classifies an in_flight record that blocked a claim: a live
+// lease is a conflict; an ended one was taken over by someone else
+// (Takeover: look again) or is marked indeterminate (FailClosed).
+func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time) (snap *Snapshot, again bool, err error) {
+	if !ex.LeaseExpired(now) {
+		wait := ex.LeaseUntil.Sub(now)
+		if pol.MaxRetryAfter > 0 && wait > pol.MaxRetryAfter {
+			wait = pol.MaxRetryAfter
+		}
+		return nil, false, &ConflictError{RetryAfter: retryafter.Duration(wait)}
+	}
+	if pol.OnStaleLease == Takeover {
+		// The claim would have taken over; the record changed under us.
+		return nil, true, nil
+	}
+	_, err = g.cfg.Store.MarkIndeterminate(ctx, ex.ID, ex.Owner, now)
+	switch {
+	case err == nil:
+		return nil, false, ErrIndeterminate
+	case errors.Is(err, ErrNotOwner):
+		// Completed, released or marked meanwhile: look again.
+		return nil, true, nil
+	default:
+		return nil, false, storeErr("mark indeterminate", err)
+	}
+}
+
+// completed returns the snapshot of a completed record to replay, or the
+// *OutcomeError that says why it cannot be replayed.
+func completed(ex *Record, now time.Time) (*Snapshot, error) {
+	s := ex.Snapshot
+	if s == nil {
+		return nil, fmt.Errorf("%w: completed record %q has no snapshot", ErrCorruptRecord, ex.ID)
+	}
+	if !s.Omitted && now.Before(ex.ReplayUntil) {
+		return s, nil
+	}
+	reason := ErrReplayWindowPassed
+	if s.Omitted && now.Before(ex.ReplayUntil) {
+		reason = ErrSnapshotOmitted
+	}
+	return nil, &OutcomeError{Reason: reason, Status: s.Status, Location: s.Header.Get("Location"), CompletedAt: ex.CompletedAt}
 }
 
 // fingerprintsMatch compares the stored fingerprint with the request's,
@@ -371,32 +410,36 @@ func fingerprintVersion(fp string) string {
 	return v
 }
 
-// retryAfter rounds d up to whole seconds, at least one.
-func retryAfter(d time.Duration) time.Duration {
-	s := (d + time.Second - 1) / time.Second
-	if s < 1 {
-		s = 1
-	}
-	return s * time.Second
-}
-
 // emitRefusal reports a replay (err nil) or the reason a lost claim gives.
 func (c *call) emitRefusal(snap *Snapshot, err error) {
+	status := 0
 	var oe *OutcomeError
 	switch {
 	case err == nil:
-		c.emit(EventReplayed, snap.Status, nil)
-	case errors.Is(err, ErrFingerprintMismatch), errors.Is(err, ErrOperationMismatch):
-		c.emit(EventMismatch, 0, err)
-	case errors.Is(err, ErrInFlight):
-		c.emit(EventConflict, 0, err)
-	case errors.Is(err, ErrIndeterminate):
-		c.emit(EventIndeterminate, 0, err)
+		status = snap.Status
 	case errors.As(err, &oe):
-		c.emit(EventOutcome, oe.Status, err)
-	default:
-		c.emit(EventStoreError, 0, err)
+		status = oe.Status
 	}
+	c.emit(eventFor(err), status, err)
+}
+
+// eventFor returns the event kind of a lost claim's answer: a replay when
+// err is nil, else the kind of the refusal.
+func eventFor(err error) EventKind {
+	var oe *OutcomeError
+	switch {
+	case err == nil:
+		return EventReplayed
+	case errors.Is(err, ErrFingerprintMismatch), errors.Is(err, ErrOperationMismatch):
+		return EventMismatch
+	case errors.Is(err, ErrInFlight):
+		return EventConflict
+	case errors.Is(err, ErrIndeterminate):
+		return EventIndeterminate
+	case errors.As(err, &oe):
+		return EventOutcome
+	}
+	return EventStoreError
 }
 
 // errHandlerAborted is reported when the handler neither returned nor
@@ -409,7 +452,7 @@ var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.
 // goes on with the handler's own stack.
 func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope)
-	stop := c.g.renew(c.ctx, rec, c.pol, c.start)
+	stop := c.g.renew(c.ctx, rec, c.policy, c.start)
 	hstart := c.g.now()
 	returned := false
 	defer func() {
@@ -451,7 +494,7 @@ func (c *call) settle(rec *Record, snap *Snapshot, herr error) (*Snapshot, bool,
 		}
 		c.emit(EventReleased, 0, herr)
 		return nil, false, herr
-	case !c.pol.Cacheable(snap.Status):
+	case !c.policy.Cacheable(snap.Status):
 		relErr := c.g.release(c.ctx, rec)
 		c.emit(EventReleased, snap.Status, relErr)
 		return snap, false, nil
@@ -475,8 +518,8 @@ func (c *call) settle(rec *Record, snap *Snapshot, herr error) (*Snapshot, bool,
 // completion; if that fails too, the error is a *ClaimUnknownError.
 func (g *Guard) claim(ctx context.Context, rec *Record, opts ClaimOptions) (ClaimResult, error) {
 	var err error
-	for i := 0; i < g.claims; i++ {
-		if i > 0 && !sleep(ctx, time.Duration(i)*g.backoff) {
+	for i := 0; i < g.claimAttempts; i++ {
+		if i > 0 && !sleep(ctx, time.Duration(i)*g.claimBackoff) {
 			break
 		}
 		var res ClaimResult
@@ -555,7 +598,7 @@ func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.T
 			case <-t.C:
 			}
 			now := g.now()
-			wctx, wcancel := context.WithTimeout(rctx, g.wait)
+			wctx, wcancel := context.WithTimeout(rctx, g.writeTimeout)
 			err := g.cfg.Store.Extend(wctx, rec.ID, rec.Owner, now.Add(length), now)
 			wcancel()
 			if errors.Is(err, ErrNotOwner) {
@@ -577,12 +620,12 @@ func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.T
 // writeCtx returns a context for a write made after the handler ran: it
 // survives the request's cancellation, bounded by the write timeout.
 func (g *Guard) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), g.wait)
+	return context.WithTimeout(context.WithoutCancel(ctx), g.writeTimeout)
 }
 
 // release frees rec's claim and complete stores its outcome. Both are
 // fenced writes made after the handler ran: each is tried up to
-// CompleteAttempts times, stopping at once when the store says the claim is
+// WriteAttempts times, stopping at once when the store says the claim is
 // no longer ours.
 func (g *Guard) release(ctx context.Context, rec *Record) error {
 	return g.write(ctx, "release", func(ctx context.Context) error {
@@ -600,14 +643,14 @@ func (g *Guard) write(ctx context.Context, op string, try func(context.Context) 
 	wctx, cancel := g.writeCtx(ctx)
 	defer cancel()
 	var err error
-	for i := 0; i < g.max; i++ {
+	for i := 0; i < g.writeAttempts; i++ {
 		if err = try(wctx); err == nil {
 			return nil
 		}
 		if errors.Is(err, ErrNotOwner) || wctx.Err() != nil {
 			break
 		}
-		t := time.NewTimer(time.Duration(i+1) * 50 * time.Millisecond)
+		t := time.NewTimer(time.Duration(i+1) * writeBackoff)
 		select {
 		case <-wctx.Done():
 			t.Stop()
@@ -619,8 +662,13 @@ func (g *Guard) write(ctx context.Context, op string, try func(context.Context) 
 }
 
 // storeErr wraps err so that it is ErrStoreUnavailable under errors.Is,
-// unless it is one of the store's sentinel outcomes.
+// unless it is one of the store's sentinel outcomes. A *StoreError already
+// names its operation and is returned as is.
 func storeErr(op string, err error) error {
+	var se *StoreError
+	if errors.As(err, &se) {
+		return err
+	}
 	if errors.Is(err, ErrStoreUnavailable) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrCorruptRecord) ||
 		errors.Is(err, ErrRecordInvalid) {
 		return fmt.Errorf("idemkit: store %s: %w", op, err)

@@ -473,7 +473,7 @@ func TestMissingTenant(t *testing.T) {
 	f := newFixture(t, nil)
 	r := req("k")
 	r.Scope.Tenant = ""
-	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkit.ErrMissingTenant) || f.runs != 0 {
+	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkit.ErrTenantMissing) || f.runs != 0 {
 		t.Fatalf("err %v runs %d", err, f.runs)
 	}
 	if recs, _, _ := f.store.ListIndeterminate(context.Background(), "", "", 0, f.clock.Now()); len(recs) != 0 {
@@ -740,5 +740,45 @@ func TestReleaseIsRetried(t *testing.T) {
 	}
 	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
 		t.Fatalf("retry after the handler error: replayed %v err %v runs %d", replayed, err, f.runs)
+	}
+}
+
+func TestWriteAttempts(t *testing.T) {
+	// WriteAttempts bounds releases too; CompleteAttempts is its former
+	// name and applies only when WriteAttempts is zero.
+	for _, tc := range []struct {
+		name            string
+		write, complete int
+		want            int
+	}{
+		{"defaults", 0, 0, 3},
+		{"write attempts", 1, 0, 1},
+		{"complete attempts (deprecated)", 0, 2, 2},
+		{"write attempts win", 1, 4, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := &faulty{releaseErr: errors.New("timeout")}
+			f := newFixture(t, nil)
+			fs.Store = f.store
+			g, err := idemkit.New(idemkit.Config{Store: fs, Observer: f.obs, Now: f.clock.Now,
+				WriteAttempts: tc.write, CompleteAttempts: tc.complete})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.guard = g
+			boom := errors.New("handler failed")
+			if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom }); !errors.Is(err, boom) {
+				t.Fatalf("err = %v, want the handler's error", err)
+			}
+			if fs.releaseCalls != tc.want {
+				t.Fatalf("release tried %d times, want %d", fs.releaseCalls, tc.want)
+			}
+		})
+	}
+}
+
+func TestMissingTenantAlias(t *testing.T) {
+	if idemkit.ErrMissingTenant != idemkit.ErrTenantMissing {
+		t.Fatal("ErrMissingTenant is not the value of ErrTenantMissing")
 	}
 }

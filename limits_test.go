@@ -125,8 +125,8 @@ func TestTenantTooLong(t *testing.T) {
 	r := req("k")
 	r.Scope.Tenant = strings.Repeat("t", idemkit.MaxTenantLen+1)
 	_, _, err := f.do(t, r, respond(201, "x"))
-	if !errors.Is(err, idemkit.ErrTenantTooLong) || !errors.Is(err, idemkit.ErrMissingTenant) || f.runs != 0 {
-		t.Fatalf("err %v runs %d, want ErrTenantTooLong (ErrMissingTenant) and no run", err, f.runs)
+	if !errors.Is(err, idemkit.ErrTenantTooLong) || !errors.Is(err, idemkit.ErrTenantMissing) || f.runs != 0 {
+		t.Fatalf("err %v runs %d, want ErrTenantTooLong (ErrTenantMissing) and no run", err, f.runs)
 	}
 	if e := f.obs.last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrTenantTooLong) {
 		t.Fatalf("event %+v, want a refusal", e)

@@ -86,9 +86,9 @@ func (a *usageAcc) load() Usage {
 }
 
 // AddUsage adds one store round trip and the capacity it consumed to the
-// request's usage. Store implementations call it once per call they make;
-// it does nothing when ctx does not come from a guarded request. It is safe
-// for concurrent use.
+// request's usage: a [Store] calls it for each round trip, as its contract
+// says. It does nothing when ctx does not come from a guarded request. It
+// is safe for concurrent use.
 func AddUsage(ctx context.Context, readUnits, writeUnits float64) {
 	if a, ok := ctx.Value(usageKey{}).(*usageAcc); ok {
 		a.add(1, readUnits, writeUnits)
@@ -113,4 +113,4 @@ func withUsage(ctx context.Context) (context.Context, *usageAcc) {
 // Observed reports whether g has an Observer. Without one, the adapters log
 // store failures through slog.Default, so that a misconfigured store is
 // visible in the logs of the first request.
-func (g *Guard) Observed() bool { return g.obs != nil }
+func (g *Guard) Observed() bool { return g.observer != nil }

@@ -83,7 +83,7 @@ func flakyFixture(t *testing.T, fs *flaky, mod func(*idemkit.Config)) *fixture {
 	t.Helper()
 	f := newFixture(t, nil)
 	fs.Store = f.store
-	cfg := idemkit.Config{Store: fs, Observer: f.obs, Now: f.clock.Now, ClaimBackoff: time.Millisecond, CompleteAttempts: 3}
+	cfg := idemkit.Config{Store: fs, Observer: f.obs, Now: f.clock.Now, ClaimBackoff: time.Millisecond, WriteAttempts: 3}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -14,9 +14,32 @@ import (
 // is not live counts as absent to every method, whatever the store still
 // holds (DynamoDB deletes expired items lazily).
 //
+// Time precision: a store may keep times at millisecond precision, and
+// ExpiresAt at second precision rounded up (never down: a record must not
+// expire early). Every other time reads back within a millisecond of the
+// one written.
+//
+// Ownership: a *Record or *Snapshot passed in belongs to the caller: a
+// store must not retain it, nor any slice or map it holds (Header, Body),
+// past the call; it copies what it keeps. A record returned is the
+// caller's own, shared with nothing: changing it changes nothing stored.
+//
+// Usage: a store reports each round trip it makes to its backend with
+// [AddUsage] on the context of the call, with the capacity units it
+// consumed (zero when unknown), so that [Event.Usage] counts the store's
+// work for the request.
+//
+// Context: a method whose ctx is done returns promptly with an error that
+// is ErrStoreUnavailable; it must not block past ctx.
+//
 // Errors: methods return the sentinel errors named below (test them with
-// errors.Is); any other failure (network, throttling, timeout) must be
-// returned as an error that is ErrStoreUnavailable under errors.Is.
+// errors.Is). A bad argument (a record without an ID or an Owner, a
+// Resolution that is neither completed nor failed or completed without a
+// Snapshot, a record over one of the store's limits) is the caller's
+// fault and retrying cannot help: the error is ErrRecordInvalid, never
+// ErrStoreUnavailable. Any other failure (network, throttling, timeout)
+// must be returned as an error that is ErrStoreUnavailable under
+// errors.Is.
 type Store interface {
 	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
 	// no record with rec.ID is live, or the live record
@@ -88,9 +111,12 @@ type Store interface {
 	// not empty only that tenant's records are listed. A non-empty next
 	// token is passed as page to get the following page; an empty one means
 	// the listing is complete. A page token the store did not issue gives
-	// ErrInvalidPage. Implementations must not scan the whole store. A
-	// listing may be eventually consistent, and a page may hold fewer than
-	// limit records while a next token remains.
+	// ErrInvalidPage. A durable store answers from an index of
+	// the records listed (a DynamoDB global secondary index), so that its
+	// cost grows with the records listed, not with the records stored: it
+	// must not scan its table. An in-process store (package memstore) may
+	// scan its memory. A listing may be eventually consistent, and a page
+	// may hold fewer than limit records while a next token remains.
 	ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
 
 	// ListStale returns live in_flight records whose lease has ended at now

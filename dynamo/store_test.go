@@ -70,7 +70,7 @@ func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Clien
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) idemkit.Store {
+	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
 		// Races prove nothing on a server whose conditional writes are
 		// not atomic.
 		if strings.HasSuffix(t.Name(), "/RaceOneKey") || strings.HasSuffix(t.Name(), "/LateCompletionRacesResolve") {
@@ -78,7 +78,7 @@ func TestConformance(t *testing.T) {
 		}
 		s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
 		return s
-	})
+	}, storetest.Options{SnapshotLimit: dynamo.DefaultMaxItemSize, UnclassifiedArgumentErrors: true})
 }
 
 // Without IndexInFlight, in_flight records are not indexed: ListStale
@@ -93,5 +93,5 @@ func TestConformanceWithoutInFlightIndex(t *testing.T) {
 	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
 		s, _, _ := newStore(t, dynamo.Options{})
 		return s
-	}, storetest.Options{DistinctKeys: 200, Racers: 20})
+	}, storetest.Options{DistinctKeys: 200, Racers: 20, SnapshotLimit: dynamo.DefaultMaxItemSize, UnclassifiedArgumentErrors: true})
 }

@@ -38,27 +38,25 @@ import (
 // Config.MaxBodyBytes is zero: 6 MiB, the Lambda request payload limit.
 const DefaultMaxBodyBytes = 6 << 20
 
-// Config configures New. The zero value guards POST and PATCH, requires an
-// Idempotency-Key of at most 255 bytes, scopes records by method and
-// escaped path, fingerprints the body and the query string, replays
-// Content-Type, Content-Encoding and Location, and, with no Tenant, fails
-// every guarded request closed with a 500 tenant-missing problem.
+// Config configures New. Its zero value and the settings it shares with
+// [github.com/idemkit/idemkit/lambda/apigw.Config] are documented there:
+// they mean the same here, except where a field below says otherwise (a
+// request's operation uses its escaped path).
 type Config struct {
 	// Tenant returns the authenticated caller of r (from the session or
 	// token your authentication middleware verified, never from the body).
 	// Nil, an empty result or an error: the request fails closed (500
 	// tenant-missing), the handler does not run and nothing is stored. The
-	// error, joined with idemkit.ErrMissingTenant, goes to the Observer
+	// error, joined with idemkit.ErrTenantMissing, goes to the Observer
 	// (never to the caller).
 	Tenant func(r *http.Request) (string, error)
-	// Methods are the guarded methods. Nil: POST and PATCH.
-	Methods []string
-	// Header is the request header carrying the key. Empty: "Idempotency-Key".
-	Header string
-	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
-	MaxKeyLen int
-	// KeyOptional lets guarded requests without a key run unguarded.
+
+	// The settings of apigw.Config.
+	Methods     []string
+	Header      string
+	MaxKeyLen   int
 	KeyOptional bool
+
 	// Routes overrides KeyOptional and Fingerprint per route, keyed by
 	// "METHOD /pattern" (the ServeMux pattern without its method) or
 	// "METHOD /path".
@@ -69,15 +67,12 @@ type Config struct {
 	// escaped path is then part of the fingerprint: a key reused for
 	// another resource of the pattern is a 422 fingerprint-mismatch.
 	RouteTemplate bool
-	// Fingerprint says what of the request must be equal for a retry to be
-	// replayed. Zero: the whole body and the query string.
-	Fingerprint fingerprint.Options
-	// ReplayHeaders adds response headers to the replayed ones; see
-	// apigw.Config.ReplayHeaders for the names refused.
-	ReplayHeaders []string
-	// StoreRetryAfter is the Retry-After of a 503 store-unavailable
-	// problem. Zero: 1 s.
+
+	// The settings of apigw.Config.
+	Fingerprint     fingerprint.Options
+	ReplayHeaders   []string
 	StoreRetryAfter time.Duration
+
 	// MaxBodyBytes bounds a guarded request's body; a larger one gets a 413
 	// problem, reported to the Observer as ErrBodyTooLarge. A request that
 	// is not guarded (its method, or no key on a key-optional route) is
@@ -92,19 +87,19 @@ type Route struct {
 	Fingerprint *fingerprint.Options
 }
 
+// options converts c to the settings every adapter shares.
+func (c *Config) options() adapter.Options {
+	return adapter.Options{
+		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
+		Routes: adapter.Routes(c.Routes), RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint,
+		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
+	}
+}
+
 // New returns middleware that guards the requests of the handler it wraps.
 // It panics when cfg cannot be used or g is nil.
 func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
-	o := adapter.Options{Methods: cfg.Methods, Header: cfg.Header, MaxKeyLen: cfg.MaxKeyLen, KeyOptional: cfg.KeyOptional,
-		RouteTemplate: cfg.RouteTemplate, Fingerprint: cfg.Fingerprint, ReplayHeaders: cfg.ReplayHeaders,
-		StoreRetryAfter: cfg.StoreRetryAfter}
-	if len(cfg.Routes) > 0 {
-		o.Routes = make(map[string]adapter.Route, len(cfg.Routes))
-		for k, r := range cfg.Routes {
-			o.Routes[k] = adapter.Route{KeyOptional: r.KeyOptional, Fingerprint: r.Fingerprint}
-		}
-	}
-	a := adapter.MustNew("httpmw", g, o)
+	a := adapter.MustNew("httpmw", g, cfg.options())
 	limit := cfg.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes

@@ -47,7 +47,10 @@ func (s *Store) put(r *idemkit.Record) {
 // Claim implements idemkit.Store.
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
-		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "Claim", Err: err}
+		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "claim", Err: err}
+	}
+	if rec == nil || rec.ID == "" || rec.Owner == "" {
+		return idemkit.ClaimResult{}, fmt.Errorf("memstore: claim: %w: want a record with an ID and an owner", idemkit.ErrRecordInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -68,7 +71,7 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 // Complete implements idemkit.Store.
 func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
 	if err := ctx.Err(); err != nil {
-		return &idemkit.StoreError{Op: "Complete", Err: err}
+		return &idemkit.StoreError{Op: "complete", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,7 +100,7 @@ func completable(cur *idemkit.Record) bool {
 // Extend implements idemkit.Store.
 func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
 	if err := ctx.Err(); err != nil {
-		return &idemkit.StoreError{Op: "Extend", Err: err}
+		return &idemkit.StoreError{Op: "extend", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,7 +116,7 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 // MarkUnknown implements idemkit.Store.
 func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "MarkUnknown", Err: err}
+		return nil, &idemkit.StoreError{Op: "mark unknown", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -130,7 +133,7 @@ func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time
 // Release implements idemkit.Store.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
 	if err := ctx.Err(); err != nil {
-		return &idemkit.StoreError{Op: "Release", Err: err}
+		return &idemkit.StoreError{Op: "release", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -150,7 +153,7 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 // MarkIndeterminate implements idemkit.Store.
 func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "MarkIndeterminate", Err: err}
+		return nil, &idemkit.StoreError{Op: "mark indeterminate", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,10 +169,10 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 // Resolve implements idemkit.Store.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "Resolve", Err: err}
+		return nil, &idemkit.StoreError{Op: "resolve", Err: err}
 	}
 	if res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed {
-		return nil, fmt.Errorf("memstore: resolve as %q: want completed or failed", res.As)
+		return nil, fmt.Errorf("memstore: resolve as %q: %w: want completed or failed", res.As, idemkit.ErrRecordInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -191,7 +194,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	}
 	if res.As == idemkit.StateCompleted {
 		if res.Snapshot == nil {
-			return nil, fmt.Errorf("memstore: resolve as completed needs a snapshot")
+			return nil, fmt.Errorf("memstore: resolve as completed: %w: no snapshot", idemkit.ErrRecordInvalid)
 		}
 		r.Snapshot = res.Snapshot.Clone()
 		r.CompletedAt = rc.ResolvedAt
@@ -209,7 +212,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 // Get implements idemkit.Store.
 func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "Get", Err: err}
+		return nil, &idemkit.StoreError{Op: "get", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -224,7 +227,7 @@ func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Rec
 // ListIndeterminate implements idemkit.Store. The page token is the offset
 // into the sorted listing.
 func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
-	return s.list(ctx, "ListIndeterminate", tenant, page, limit, now, func(r *idemkit.Record) bool {
+	return s.list(ctx, "list indeterminate", tenant, page, limit, now, func(r *idemkit.Record) bool {
 		return r.State == idemkit.StateIndeterminate
 	})
 }
@@ -232,7 +235,7 @@ func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limi
 // ListStale implements idemkit.Store. The page token is the offset into
 // the sorted listing.
 func (s *Store) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
-	return s.list(ctx, "ListStale", tenant, page, limit, now, func(r *idemkit.Record) bool {
+	return s.list(ctx, "list stale", tenant, page, limit, now, func(r *idemkit.Record) bool {
 		return r.State == idemkit.StateInFlight && r.LeaseExpired(now)
 	})
 }

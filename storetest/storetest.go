@@ -5,9 +5,9 @@
 //		storetest.Run(t, func(t *testing.T) idemkit.Store { return memstore.New() })
 //	}
 //
-// newStore is called once per subtest and must return an empty store.
-// Stores may keep times at millisecond precision and ExpiresAt at second
-// precision rounded up; the suite compares times accordingly.
+// newStore is called once per subtest and must return an empty store. The
+// suite checks the contract written on idemkit.Store (its time precision
+// included); [Options] name the capabilities a store has or lacks.
 package storetest
 
 import (
@@ -34,6 +34,19 @@ type Options struct {
 	DistinctKeys int
 	// Racers is how many goroutines race for one key. Zero: 200.
 	Racers int
+
+	// The store's capabilities.
+
+	// SnapshotLimit is the size in bytes of an incompressible body the store
+	// cannot keep: Complete must store such a snapshot Omitted, without its
+	// body, and succeed. Zero: the store keeps bodies of any size, and the
+	// check is skipped.
+	SnapshotLimit int
+	// UnclassifiedArgumentErrors relaxes the bad-argument check for a store
+	// whose errors for a bad argument are not ErrRecordInvalid yet: they
+	// must still be errors, and not ErrStoreUnavailable. Such a store falls
+	// short of the idemkit.Store contract.
+	UnclassifiedArgumentErrors bool
 }
 
 // Run runs the conformance suite against the stores newStore returns.
@@ -74,6 +87,11 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"RecordRoundTrip", testRecordRoundTrip},
 		{"CanceledContext", testCanceled},
+		{"CanceledContextEveryMethod", testCanceledEveryMethod},
+		{"NoAliasing", testNoAliasing},
+		{"ResolvedAtDefaultsToNow", testResolvedAtDefault},
+		{"BadArguments", func(t *testing.T, s idemkit.Store) { testBadArguments(t, s, opts.UnclassifiedArgumentErrors) }},
+		{"SnapshotLimit", func(t *testing.T, s idemkit.Store) { testSnapshotLimit(t, s, opts.SnapshotLimit) }},
 		{"LongScope", testLongScope},
 		{"RaceOneKey", func(t *testing.T, s idemkit.Store) { testRace(t, s, opts.Racers) }},
 		{"DistinctKeys", func(t *testing.T, s idemkit.Store) { testDistinct(t, s, opts.DistinctKeys) }},
@@ -580,9 +598,58 @@ func testListStale(t *testing.T, s idemkit.Store) {
 		want[""][r.ID] = true
 		want[r.Scope.Tenant][r.ID] = true
 	}
+	at := now.Add(2 * time.Minute)
+	other := notStale(t, s, tenants[0], now, at)
+	for _, tenant := range []string{"", tenants[0], tenants[1]} {
+		list := func(page string) ([]*idemkit.Record, string, error) { return s.ListStale(ctx, tenant, page, 2, at) }
+		got, pages := listPages(t, "ListStale("+tenant+")", list, want[""], func(r *idemkit.Record) {
+			if r.State != idemkit.StateInFlight || !r.LeaseExpired(at) {
+				t.Fatalf("listed a %q record with lease until %v at %v", r.State, r.LeaseUntil, at)
+			}
+			if tenant != "" && r.Scope.Tenant != tenant {
+				t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
+			}
+			if other[r.ID] {
+				t.Fatalf("listed record %s, which is not a stale lease", r.ID)
+			}
+		})
+		if len(got) != len(want[tenant]) {
+			t.Fatalf("tenant %q: listed %d of %d stale records", tenant, len(got), len(want[tenant]))
+		}
+		if tenant == "" && pages < 2 {
+			t.Fatalf("%d records in %d page(s) of 2", len(got), pages)
+		}
+	}
+	// Before the leases end nothing of ours is listed.
+	noneListed(t, s, tenants[1], now, want[""])
+	if _, _, err := s.ListStale(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+		t.Fatalf("ListStale with a foreign page token: %v, want ErrInvalidPage", err)
+	}
+}
+
+// noneListed checks that ListStale for tenant at now lists none of ours.
+func noneListed(t *testing.T, s idemkit.Store, tenant string, now time.Time, ours map[string]bool) {
+	t.Helper()
+	recs, _, err := s.ListStale(context.Background(), tenant, "", 100, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if ours[r.ID] {
+			t.Fatalf("listed %s before its lease ended", r.ID)
+		}
+	}
+}
+
+// notStale claims, in tenant, records that are not stale leases at at:
+// a live lease (extended past at), a completed, a released, an
+// indeterminate and an expired record. It returns their IDs.
+func notStale(t *testing.T, s idemkit.Store, tenant string, now, at time.Time) map[string]bool {
+	t.Helper()
+	ctx := context.Background()
 	other := map[string]bool{}
 	add := func(r *idemkit.Record) *idemkit.Record {
-		r.Scope.Tenant = tenants[0]
+		r.Scope.Tenant = tenant
 		r.ID = r.Scope.ID(false)
 		claim(t, s, r, now, false)
 		other[r.ID] = true
@@ -611,72 +678,50 @@ func testListStale(t *testing.T, s idemkit.Store) {
 	gone := newRecord(now, "a")
 	gone.LeaseUntil, gone.ExpiresAt = now.Add(time.Second), now.Add(90*time.Second)
 	add(gone)
-	at := now.Add(2 * time.Minute)
 	if err := s.Extend(ctx, live.ID, "a", at.Add(time.Hour), now); err != nil {
 		t.Fatal(err)
 	}
-	for _, tenant := range []string{"", tenants[0], tenants[1]} {
-		got := map[string]bool{}
-		var last time.Time
-		page, pages := "", 0
-		for {
-			recs, next, err := s.ListStale(ctx, tenant, page, 2, at)
-			if err != nil {
-				t.Fatalf("ListStale(%q): %v", tenant, err)
-			}
-			pages++
-			if len(recs) > 2 {
-				t.Fatalf("page of %d records, limit 2", len(recs))
-			}
-			for _, r := range recs {
-				if r.State != idemkit.StateInFlight || !r.LeaseExpired(at) {
-					t.Fatalf("listed a %q record with lease until %v at %v", r.State, r.LeaseUntil, at)
-				}
-				if tenant != "" && r.Scope.Tenant != tenant {
-					t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
-				}
-				if other[r.ID] {
-					t.Fatalf("listed record %s, which is not a stale lease", r.ID)
-				}
-				if !want[""][r.ID] {
-					continue // another test's record in a shared store
-				}
-				if got[r.ID] {
-					t.Fatalf("record %s listed twice", r.ID)
-				}
-				if r.LeaseUntil.Before(last) {
-					t.Fatal("listing is not ordered by lease")
-				}
-				last = r.LeaseUntil
-				got[r.ID] = true
-			}
-			if next == "" {
-				break
-			}
-			page = next
-			if pages > 100 {
-				t.Fatal("listing does not end")
-			}
+	return other
+}
+
+// listPages reads every page of list, at most 2 records each, checks
+// every record with check, and returns the records of ours listed (others
+// may be another test's in a shared store) and the number of pages. Ours
+// must be listed once each, ordered by lease.
+func listPages(t *testing.T, name string, list func(page string) ([]*idemkit.Record, string, error), ours map[string]bool, check func(*idemkit.Record)) (got map[string]bool, pages int) {
+	t.Helper()
+	got = map[string]bool{}
+	var last time.Time
+	for page := ""; ; {
+		recs, next, err := list(page)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
-		if len(got) != len(want[tenant]) {
-			t.Fatalf("tenant %q: listed %d of %d stale records", tenant, len(got), len(want[tenant]))
+		pages++
+		if len(recs) > 2 {
+			t.Fatalf("page of %d records, limit 2", len(recs))
 		}
-		if tenant == "" && pages < 2 {
-			t.Fatalf("%d records in %d page(s) of 2", len(got), pages)
+		for _, r := range recs {
+			check(r)
+			if !ours[r.ID] {
+				continue // another test's record in a shared store
+			}
+			if got[r.ID] {
+				t.Fatalf("record %s listed twice", r.ID)
+			}
+			if r.LeaseUntil.Before(last) {
+				t.Fatal("listing is not ordered by lease")
+			}
+			last = r.LeaseUntil
+			got[r.ID] = true
 		}
-	}
-	// Before the leases end nothing of ours is listed.
-	recs, _, err := s.ListStale(ctx, tenants[1], "", 100, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if want[""][r.ID] {
-			t.Fatalf("listed %s before its lease ended", r.ID)
+		if next == "" {
+			return got, pages
 		}
-	}
-	if _, _, err := s.ListStale(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
-		t.Fatalf("ListStale with a foreign page token: %v, want ErrInvalidPage", err)
+		page = next
+		if pages > 100 {
+			t.Fatal("listing does not end")
+		}
 	}
 }
 
@@ -712,20 +757,27 @@ func testResolveCompleted(t *testing.T, s idemkit.Store) {
 	}
 	stored := mustGet(t, s, m.ID, at)
 	for _, g := range []*idemkit.Record{got, stored} {
-		if g.State != idemkit.StateCompleted || g.Snapshot == nil || g.Snapshot.Status != 201 || !bytes.Equal(g.Snapshot.Body, res.Snapshot.Body) {
-			t.Fatalf("resolved record: state %q snapshot %+v", g.State, g.Snapshot)
-		}
-		if g.Resolution == nil || g.Resolution.Operator != res.Operator || g.Resolution.Reason != res.Reason || g.Resolution.As != idemkit.StateCompleted || !timeEq(g.Resolution.ResolvedAt, at) {
-			t.Fatalf("resolution kept: %+v", g.Resolution)
-		}
-		if !timeEq(g.ReplayUntil, res.ReplayUntil) || g.ExpiresAt.Before(res.ExpiresAt) || !g.ExpiresAt.Before(res.ExpiresAt.Add(time.Second)) {
-			t.Fatalf("replay until %v, expires %v; want the resolution's %v, %v", g.ReplayUntil, g.ExpiresAt, res.ReplayUntil, res.ExpiresAt)
-		}
+		checkResolvedCompleted(t, g, res, at)
 	}
 	_, err = s.Resolve(ctx, m.ID, res, at)
 	wantErr(t, "second Resolve", err, idemkit.ErrNotIndeterminate)
 	if c := claim(t, s, withOwner(m, "b"), at, true); c.Won {
 		t.Fatal("a claim won over a record resolved as completed")
+	}
+}
+
+// checkResolvedCompleted checks a record resolved as completed by res at
+// at.
+func checkResolvedCompleted(t *testing.T, g *idemkit.Record, res idemkit.Resolution, at time.Time) {
+	t.Helper()
+	if g.State != idemkit.StateCompleted || g.Snapshot == nil || g.Snapshot.Status != 201 || !bytes.Equal(g.Snapshot.Body, res.Snapshot.Body) {
+		t.Fatalf("resolved record: state %q snapshot %+v", g.State, g.Snapshot)
+	}
+	if g.Resolution == nil || g.Resolution.Operator != res.Operator || g.Resolution.Reason != res.Reason || g.Resolution.As != idemkit.StateCompleted || !timeEq(g.Resolution.ResolvedAt, at) {
+		t.Fatalf("resolution kept: %+v", g.Resolution)
+	}
+	if !timeEq(g.ReplayUntil, res.ReplayUntil) || g.ExpiresAt.Before(res.ExpiresAt) || !g.ExpiresAt.Before(res.ExpiresAt.Add(time.Second)) {
+		t.Fatalf("replay until %v, expires %v; want the resolution's %v, %v", g.ReplayUntil, g.ExpiresAt, res.ReplayUntil, res.ExpiresAt)
 	}
 }
 
@@ -784,48 +836,20 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 	}
 	at := now.Add(2 * time.Minute)
 	for _, tenant := range []string{"", tenants[0], tenants[1]} {
-		got := map[string]bool{}
-		var last time.Time
-		page, pages := "", 0
-		for {
-			recs, next, err := s.ListIndeterminate(ctx, tenant, page, 2, at)
-			if err != nil {
-				t.Fatalf("ListIndeterminate(%q): %v", tenant, err)
-			}
-			pages++
-			if len(recs) > 2 {
-				t.Fatalf("page of %d records, limit 2", len(recs))
-			}
-			for _, r := range recs {
-				if r.State != idemkit.StateIndeterminate {
-					t.Fatalf("listed a %q record", r.State)
-				}
-				if tenant != "" && r.Scope.Tenant != tenant {
-					t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
-				}
-				if r.ID == gone.ID {
-					t.Fatal("listed an expired record")
-				}
-				if !want[""][r.ID] {
-					continue // another test's record in a shared store
-				}
-				if got[r.ID] {
-					t.Fatalf("record %s listed twice", r.ID)
-				}
-				if r.LeaseUntil.Before(last) {
-					t.Fatal("listing is not ordered by lease")
-				}
-				last = r.LeaseUntil
-				got[r.ID] = true
-			}
-			if next == "" {
-				break
-			}
-			page = next
-			if pages > 100 {
-				t.Fatal("listing does not end")
-			}
+		list := func(page string) ([]*idemkit.Record, string, error) {
+			return s.ListIndeterminate(ctx, tenant, page, 2, at)
 		}
+		got, pages := listPages(t, "ListIndeterminate("+tenant+")", list, want[""], func(r *idemkit.Record) {
+			if r.State != idemkit.StateIndeterminate {
+				t.Fatalf("listed a %q record", r.State)
+			}
+			if tenant != "" && r.Scope.Tenant != tenant {
+				t.Fatalf("listing for %q returned tenant %q", tenant, r.Scope.Tenant)
+			}
+			if r.ID == gone.ID {
+				t.Fatal("listed an expired record")
+			}
+		})
 		if len(got) != len(want[tenant]) {
 			t.Fatalf("tenant %q: listed %d of %d records", tenant, len(got), len(want[tenant]))
 		}
@@ -1120,4 +1144,205 @@ func sameSnapshot(t *testing.T, got, want *idemkit.Snapshot) {
 			}
 		}
 	}
+}
+
+// testCanceledEveryMethod: every method called with a done context returns
+// an error that is ErrStoreUnavailable (ListStale may instead report that
+// the store does not list stale leases), and does not block.
+func testCanceledEveryMethod(t *testing.T, s idemkit.Store) {
+	now := base()
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	at := now.Add(time.Minute)
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"Claim", func() error { _, err := s.Claim(ctx, withOwner(r, "b"), now, idemkit.ClaimOptions{}); return err }},
+		{"Complete", func() error { return s.Complete(ctx, completed(r, now, sampleSnapshot()), now) }},
+		{"Release", func() error { return s.Release(ctx, r.ID, "a", now) }},
+		{"Extend", func() error { return s.Extend(ctx, r.ID, "a", at, now) }},
+		{"MarkUnknown", func() error { _, err := s.MarkUnknown(ctx, r.ID, "a", now); return err }},
+		{"MarkIndeterminate", func() error { _, err := s.MarkIndeterminate(ctx, r.ID, "a", at); return err }},
+		{"Resolve", func() error {
+			_, err := s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
+			return err
+		}},
+		{"Get", func() error { _, err := s.Get(ctx, r.ID, now); return err }},
+		{"ListIndeterminate", func() error { _, _, err := s.ListIndeterminate(ctx, "", "", 10, now); return err }},
+		{"ListStale", func() error { _, _, err := s.ListStale(ctx, "", "", 10, at); return err }},
+	}
+	for _, c := range calls {
+		done := make(chan error, 1)
+		go func() { done <- c.call() }()
+		timer := time.NewTimer(30 * time.Second)
+		select {
+		case err := <-done:
+			timer.Stop()
+			if c.name == "ListStale" && errors.Is(err, errors.ErrUnsupported) {
+				continue
+			}
+			wantErr(t, c.name+" with a canceled context", err, idemkit.ErrStoreUnavailable)
+		case <-timer.C:
+			t.Fatalf("%s with a canceled context did not return within 30 s", c.name)
+		}
+	}
+	// Nothing was changed: the record is still a's, in flight.
+	sameRecord(t, mustGet(t, s, r.ID, now), r)
+}
+
+// testNoAliasing: a store keeps no reference to what it is given and
+// shares nothing it returns: changing a record after Claim, Complete or
+// Resolve, or a record returned by Get, Claim or Resolve, leaves what is
+// stored as it was.
+func testNoAliasing(t *testing.T, s idemkit.Store) {
+	now := base()
+	ctx := context.Background()
+	r := newRecord(now, "a")
+	want := r.Clone()
+	claim(t, s, r, now, false)
+	scribble(r)
+	sameRecord(t, mustGet(t, s, want.ID, now), want)
+	scribble(mustGet(t, s, want.ID, now))
+	sameRecord(t, mustGet(t, s, want.ID, now), want)
+
+	c := completed(want, now, sampleSnapshot())
+	want = c.Clone()
+	if err := s.Complete(ctx, c, now); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	scribble(c)
+	sameRecord(t, mustGet(t, s, want.ID, now), want)
+	scribble(mustGet(t, s, want.ID, now))
+	scribble(claim(t, s, withOwner(want, "b"), now, false).Existing)
+	sameRecord(t, mustGet(t, s, want.ID, now), want)
+
+	m := markedRecord(t, s, now)
+	at := now.Add(time.Minute)
+	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot(), Operator: "ops", ResolvedAt: at}
+	got, err := s.Resolve(ctx, m.ID, res, at)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	resolved := got.Clone()
+	scribble(got)
+	scribbleSnapshot(res.Snapshot)
+	stored := mustGet(t, s, m.ID, at)
+	sameRecord(t, stored, resolved)
+	if stored.Resolution == nil || stored.Resolution.Operator != "ops" {
+		t.Fatalf("resolution changed through a returned record: %+v", stored.Resolution)
+	}
+}
+
+// scribble changes every part of r a store could share.
+func scribble(r *idemkit.Record) {
+	if r == nil {
+		return
+	}
+	r.Owner, r.Fingerprint, r.State = "scribbled", "scribbled", idemkit.StateFailed
+	r.Scope.Key = "scribbled"
+	r.LeaseUntil = r.LeaseUntil.Add(time.Hour)
+	scribbleSnapshot(r.Snapshot)
+	if r.Resolution != nil {
+		r.Resolution.Operator = "scribbled"
+		scribbleSnapshot(r.Resolution.Snapshot)
+	}
+}
+
+func scribbleSnapshot(s *idemkit.Snapshot) {
+	if s == nil {
+		return
+	}
+	s.Status = 599
+	for i := range s.Body {
+		s.Body[i] = 'X'
+	}
+	for k, vs := range s.Header {
+		for i := range vs {
+			vs[i] = "scribbled"
+		}
+		s.Header[k] = vs
+	}
+	s.Header.Set("X-Scribbled", "1")
+}
+
+// testResolvedAtDefault: a Resolution without ResolvedAt is stored as
+// resolved at the call's now.
+func testResolvedAtDefault(t *testing.T, s idemkit.Store) {
+	now := base()
+	m := markedRecord(t, s, now)
+	at := now.Add(time.Minute)
+	got, err := s.Resolve(context.Background(), m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge"}, at)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	for _, g := range []*idemkit.Record{got, mustGet(t, s, m.ID, at)} {
+		if g.Resolution == nil || !timeEq(g.Resolution.ResolvedAt, at) {
+			t.Fatalf("resolution %+v, want ResolvedAt %v (the call's now)", g.Resolution, at)
+		}
+	}
+}
+
+// testBadArguments: a record or resolution the contract rules out is
+// refused as ErrRecordInvalid (with unclassified, as any error that is not
+// ErrStoreUnavailable), and nothing is stored.
+func testBadArguments(t *testing.T, s idemkit.Store, unclassified bool) {
+	now := base()
+	ctx := context.Background()
+	check := func(what string, err error) {
+		t.Helper()
+		switch {
+		case err == nil:
+			t.Fatalf("%s: no error", what)
+		case errors.Is(err, idemkit.ErrStoreUnavailable):
+			t.Fatalf("%s: %v is ErrStoreUnavailable: a retry cannot help", what, err)
+		case !unclassified && !errors.Is(err, idemkit.ErrRecordInvalid):
+			t.Fatalf("%s: %v, want ErrRecordInvalid", what, err)
+		}
+	}
+	noOwner := newRecord(now, "")
+	_, err := s.Claim(ctx, noOwner, now, idemkit.ClaimOptions{})
+	check("Claim of a record without an owner", err)
+	if _, err := s.Get(ctx, noOwner.ID, now); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get after a refused claim: %v, want ErrNotFound", err)
+	}
+	noID := newRecord(now, "a")
+	noID.ID = ""
+	_, err = s.Claim(ctx, noID, now, idemkit.ClaimOptions{})
+	check("Claim of a record without an ID", err)
+
+	m := markedRecord(t, s, now)
+	at := now.Add(time.Minute)
+	_, err = s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateInFlight, Operator: "ops"}, at)
+	check("Resolve as in_flight", err)
+	_, err = s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, at)
+	check("Resolve as completed without a snapshot", err)
+	if got := mustGet(t, s, m.ID, at); got.State != idemkit.StateIndeterminate {
+		t.Fatalf("after refused resolutions the record is %q, want indeterminate", got.State)
+	}
+}
+
+// testSnapshotLimit: a body the store cannot keep is stored Omitted,
+// without its body, with its status and headers; Complete succeeds.
+func testSnapshotLimit(t *testing.T, s idemkit.Store, limit int) {
+	if limit <= 0 {
+		t.Skip("store keeps bodies of any size (Options.SnapshotLimit is zero)")
+	}
+	now := base()
+	body := make([]byte, limit+1)
+	rand.New(rand.NewSource(2)).Read(body)
+	snap := &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/octet-stream"}, "Location": {"/orders/9"}}, Body: body}
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	if err := s.Complete(context.Background(), completed(r, now, snap), now); err != nil {
+		t.Fatalf("Complete of a %d-byte body: %v, want it stored Omitted", len(body), err)
+	}
+	got := mustGet(t, s, r.ID, now)
+	if got.State != idemkit.StateCompleted || got.Snapshot == nil {
+		t.Fatalf("record %q, snapshot %+v", got.State, got.Snapshot)
+	}
+	want := &idemkit.Snapshot{Status: 201, Header: snap.Header, Omitted: true}
+	sameSnapshot(t, got.Snapshot, want)
 }

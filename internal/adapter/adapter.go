@@ -42,6 +42,23 @@ type Route struct {
 	Fingerprint *fingerprint.Options
 }
 
+// Routes converts an adapter's per-route overrides, whose Route type has
+// exactly the fields of [Route], to the shared type: an adapter whose
+// Route drifts from it does not compile.
+func Routes[R ~struct {
+	KeyOptional bool
+	Fingerprint *fingerprint.Options
+}](m map[string]R) map[string]Route {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]Route, len(m))
+	for k, r := range m {
+		out[k] = Route(r)
+	}
+	return out
+}
+
 type route struct {
 	optional bool
 	fp       *fingerprint.Fingerprinter
@@ -50,8 +67,9 @@ type route struct {
 	headers  bool                       // fp reads headers
 }
 
-// Guard is a compiled Options bound to an idemkit.Guard.
-type Guard struct {
+// Front is a compiled Options bound to an idemkit.Guard: the HTTP front
+// of the guard that every adapter shares.
+type Front struct {
 	g          *idemkit.Guard
 	methods    []string
 	header     string
@@ -66,11 +84,11 @@ type Guard struct {
 // New compiles o. It fails when g is nil or o cannot be used: a safe method
 // in Methods, a header that may never be replayed in ReplayHeaders, invalid
 // fingerprint options.
-func New(g *idemkit.Guard, o Options) (*Guard, error) {
+func New(g *idemkit.Guard, o Options) (*Front, error) {
 	if g == nil {
 		return nil, errors.New("nil *idemkit.Guard")
 	}
-	a := &Guard{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
+	a := &Front{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
 		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter}
 	if a.header == "" {
 		a.header = DefaultHeader
@@ -134,7 +152,7 @@ func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 // MustNew is New that panics, naming pkg, when o cannot be used. Adapters
 // call it when a handler is wrapped, at init, so a bad Config stops the
 // function from starting instead of failing requests.
-func MustNew(pkg string, g *idemkit.Guard, o Options) *Guard {
+func MustNew(pkg string, g *idemkit.Guard, o Options) *Front {
 	a, err := New(g, o)
 	if err != nil {
 		panic(pkg + ": invalid Config: " + err.Error())
@@ -143,10 +161,10 @@ func MustNew(pkg string, g *idemkit.Guard, o Options) *Guard {
 }
 
 // Header returns the request header name carrying the key.
-func (a *Guard) Header() string { return a.header }
+func (a *Front) Header() string { return a.header }
 
 // Guarded reports whether requests with this method are guarded.
-func (a *Guard) Guarded(method string) bool {
+func (a *Front) Guarded(method string) bool {
 	for _, m := range a.methods {
 		if strings.EqualFold(m, method) {
 			return true
@@ -175,7 +193,7 @@ type Request struct {
 	Query  func() map[string][]string
 	Header func() map[string][]string
 	// Tenant returns the request's tenant; "" or an error fails closed,
-	// and the error, joined with idemkit.ErrMissingTenant, is reported to
+	// and the error, joined with idemkit.ErrTenantMissing, is reported to
 	// the observer. Nil: no tenant.
 	Tenant func(ctx context.Context) (string, error)
 }
@@ -185,7 +203,7 @@ type Request struct {
 // "$default") names no single operation, so the concrete path is used.
 // Paths are compared byte for byte: "/orders/" and "/orders", or "/Orders"
 // and "/orders", are distinct operations, as the routers see them.
-func (a *Guard) Operation(r *Request) string {
+func (a *Front) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
 		return strings.ToUpper(r.Method) + " " + t
 	}
@@ -195,7 +213,7 @@ func (a *Guard) Operation(r *Request) string {
 // opTemplate returns the route template that names r's operation, if any.
 // Such an operation covers many resources, so the concrete path is then
 // part of the fingerprint.
-func (a *Guard) opTemplate(r *Request) (string, bool) {
+func (a *Front) opTemplate(r *Request) (string, bool) {
 	if a.template {
 		if t := r.Template; t != "" && t != "$default" && !strings.Contains(t, "+}") {
 			return t, true
@@ -205,7 +223,7 @@ func (a *Guard) opTemplate(r *Request) (string, bool) {
 }
 
 // route returns the settings for r.
-func (a *Guard) route(r *Request) route {
+func (a *Front) route(r *Request) route {
 	if a.routes == nil {
 		return a.def
 	}
@@ -225,14 +243,14 @@ func (a *Guard) route(r *Request) route {
 // guarded, or its route makes the key optional and r has none. It reads
 // only r's method, path, template and key, so an adapter can decide before
 // it reads the body.
-func (a *Guard) Unguarded(r *Request) bool {
+func (a *Front) Unguarded(r *Request) bool {
 	return !a.Guarded(r.Method) || (len(r.Key) == 0 && a.route(r).optional)
 }
 
 // Refuse reports to the observer a guarded request refused by the adapter
 // itself (a body too large or unreadable), with the scope known so far: the
 // operation, the tenant and key when they can be had.
-func (a *Guard) Refuse(ctx context.Context, r *Request, err error) {
+func (a *Front) Refuse(ctx context.Context, r *Request, err error) {
 	scope := idemkit.Scope{Operation: a.Operation(r)}
 	if r.Tenant != nil {
 		if t, terr := r.Tenant(ctx); terr == nil {
@@ -248,7 +266,7 @@ func (a *Guard) Refuse(ctx context.Context, r *Request, err error) {
 // Codec converts between an adapter's response type and snapshots.
 type Codec[R any] struct {
 	// Snapshot returns what may be stored of a handler's response: the
-	// status, the allow-listed headers (use Guard.FilterHeader), the body.
+	// status, the allow-listed headers (use Front.FilterHeader), the body.
 	Snapshot func(R) *idemkit.Snapshot
 	// Replay returns the response for a stored snapshot, with the
 	// ReplayedHeader set to "true".
@@ -266,7 +284,7 @@ type Codec[R any] struct {
 // A fresh execution returns next's response untouched; a replay returns
 // c.Replay of the stored snapshot; a refusal returns c.Problem. An error
 // returned by next is returned as is, after the claim was released.
-func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
+func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
 	pass := next
 	if c.Pass != nil {
 		pass = c.Pass
@@ -274,58 +292,9 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 	if a.Unguarded(r) {
 		return pass(ctx)
 	}
-	rt := a.route(r)
-	op := a.Operation(r)
-	tenant, terr := "", error(nil)
-	if r.Tenant != nil {
-		tenant, terr = r.Tenant(ctx)
-		if terr != nil {
-			tenant = ""
-		}
-	}
-	scope := idemkit.Scope{Tenant: tenant, Operation: op}
-	if tenant == "" {
-		// The cause goes to the observer, not to the caller.
-		err := idemkit.ErrMissingTenant
-		if terr != nil {
-			err = errors.Join(err, terr)
-		}
-		a.g.Refuse(ctx, scope, err)
-		return c.Problem(ProblemFor(err, a.storeRetry)), nil
-	}
-	if len(r.Key) == 0 {
-		a.g.Refuse(ctx, scope, idemkit.ErrKeyMissing)
-		return c.Problem(KeyMissing(a.header)), nil
-	}
-	key, err := idemkit.ParseKey(r.Key, a.keyOpts)
-	if err != nil {
-		a.g.Refuse(ctx, scope, err)
-		return c.Problem(ProblemFor(err, a.storeRetry)), nil
-	}
-	scope.Key = key
-	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
-		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}
-	fper := rt.fp
-	if _, ok := a.opTemplate(r); ok {
-		fper = rt.fpPath // one template, many resources: the path tells them apart
-	}
-	if rt.query && r.Query != nil {
-		in.Query = r.Query()
-	}
-	if rt.headers && r.Header != nil {
-		in.Header = r.Header()
-	}
-	fp, err := fper.Compute(in)
-	if err != nil {
-		a.g.Refuse(ctx, scope, err)
-		return c.Problem(BodyInvalid(err)), nil
-	}
-	req := idemkit.Request{
-		Scope:       scope,
-		Fingerprint: fp,
-		FingerprintAs: func(version string) (string, error) {
-			return fper.ComputeVersion(version, in)
-		},
+	req, p := a.request(ctx, r)
+	if p != nil {
+		return c.Problem(p), nil
 	}
 	var (
 		fresh R
@@ -349,10 +318,85 @@ func Serve[R any](ctx context.Context, a *Guard, r *Request, c Codec[R], next fu
 	case err != nil:
 		// Refused, or the handler's outcome is unknown and its key kept:
 		// the client gets a problem that says what a retry will get.
-		logUnobserved(ctx, a.g, scope, err)
+		logUnobserved(ctx, a.g, req.Scope, err)
 		return c.Problem(ProblemFor(err, a.storeRetry)), nil
 	case replayed:
 		return c.Replay(snap), nil
 	}
 	return fresh, nil
+}
+
+// request returns the guard request for r, or the problem that refuses it
+// (reported to the observer): no tenant, no key or an invalid one, a body
+// that cannot be fingerprinted.
+func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Problem) {
+	scope, p := a.scope(ctx, r)
+	if p != nil {
+		return idemkit.Request{}, p
+	}
+	fper, in := a.fingerprintInput(r)
+	fp, err := fper.Compute(in)
+	if err != nil {
+		a.g.Refuse(ctx, scope, err)
+		return idemkit.Request{}, BodyInvalid(err)
+	}
+	return idemkit.Request{
+		Scope:       scope,
+		Fingerprint: fp,
+		FingerprintAs: func(version string) (string, error) {
+			return fper.ComputeVersion(version, in)
+		},
+	}, nil
+}
+
+// scope returns r's tenant, operation and key, or the problem that
+// refuses r (reported to the observer).
+func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *Problem) {
+	tenant, terr := "", error(nil)
+	if r.Tenant != nil {
+		tenant, terr = r.Tenant(ctx)
+		if terr != nil {
+			tenant = ""
+		}
+	}
+	scope := idemkit.Scope{Tenant: tenant, Operation: a.Operation(r)}
+	if tenant == "" {
+		// The cause goes to the observer, not to the caller.
+		err := idemkit.ErrTenantMissing
+		if terr != nil {
+			err = errors.Join(err, terr)
+		}
+		a.g.Refuse(ctx, scope, err)
+		return scope, ProblemFor(err, a.storeRetry)
+	}
+	if len(r.Key) == 0 {
+		a.g.Refuse(ctx, scope, idemkit.ErrKeyMissing)
+		return scope, KeyMissing(a.header)
+	}
+	key, err := idemkit.ParseKey(r.Key, a.keyOpts)
+	if err != nil {
+		a.g.Refuse(ctx, scope, err)
+		return scope, ProblemFor(err, a.storeRetry)
+	}
+	scope.Key = key
+	return scope, nil
+}
+
+// fingerprintInput returns the fingerprinter of r's route and what of r it
+// hashes.
+func (a *Front) fingerprintInput(r *Request) (*fingerprint.Fingerprinter, fingerprint.Input) {
+	rt := a.route(r)
+	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
+		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}
+	fper := rt.fp
+	if _, ok := a.opTemplate(r); ok {
+		fper = rt.fpPath // one template, many resources: the path tells them apart
+	}
+	if rt.query && r.Query != nil {
+		in.Query = r.Query()
+	}
+	if rt.headers && r.Header != nil {
+		in.Header = r.Header()
+	}
+	return fper, in
 }

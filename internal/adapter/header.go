@@ -54,7 +54,7 @@ func allowList(extra []string) ([]string, error) {
 }
 
 // allowed returns the canonical allow-listed spelling of name, or "".
-func (a *Guard) allowed(name string) string {
+func (a *Front) allowed(name string) string {
 	for _, n := range a.replay {
 		if strings.EqualFold(n, name) {
 			return n
@@ -66,7 +66,7 @@ func (a *Guard) allowed(name string) string {
 // FilterHeader returns the allow-listed headers among a response's
 // single-value and multi-value headers, canonical names. Values of a name
 // in multi replace its value in single, as API Gateway merges them.
-func (a *Guard) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
+func (a *Front) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
 	var h http.Header
 	for k, vs := range multi {
 		if c := a.allowed(k); c != "" && len(vs) > 0 {
@@ -98,6 +98,23 @@ func Multi(m map[string]string) map[string][]string {
 		out[k] = []string{v}
 	}
 	return out
+}
+
+// MultiOr returns multi, an event's multi-value headers or query
+// parameters, or single as a multi-valued map when the event has no
+// multi-value form (v1 and ALB events carry one or both).
+func MultiOr(single map[string]string, multi map[string][]string) map[string][]string {
+	if multi != nil {
+		return multi
+	}
+	return Multi(single)
+}
+
+// LambdaSnapshot returns what may be stored of a Lambda proxy response:
+// its status, the allow-listed headers of single and multi, its body.
+func (a *Front) LambdaSnapshot(status int, single map[string]string, multi map[string][]string, body string, base64 bool) *idemkit.Snapshot {
+	return &idemkit.Snapshot{Status: status, Header: a.FilterHeader(single, multi),
+		Body: SnapshotBody(body, base64), Base64: base64}
 }
 
 // Values returns the values of header name (any case) in a request's

@@ -3,6 +3,7 @@ package adapter
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,27 @@ func TestSnapshotBodyAllocs(t *testing.T) {
 	for _, body := range []string{strings.Repeat("a\xff", 1<<16), strings.Repeat("\xff", 1<<16), strings.Repeat("ok", 1<<16)} {
 		if n := testing.AllocsPerRun(10, func() { SnapshotBody(body, false) }); n > 1 {
 			t.Errorf("%d allocations for a %d-byte body, want 1", int(n), len(body))
+		}
+	}
+}
+
+// TestMultiOr: an event's multi-value form wins, even when empty; without
+// one, the single-value form is used.
+func TestMultiOr(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		single map[string]string
+		multi  map[string][]string
+		want   map[string][]string
+	}{
+		{"multi only", nil, map[string][]string{"a": {"1", "2"}}, map[string][]string{"a": {"1", "2"}}},
+		{"both: multi wins", map[string]string{"a": "1"}, map[string][]string{"a": {"1", "2"}}, map[string][]string{"a": {"1", "2"}}},
+		{"empty multi wins", map[string]string{"a": "1"}, map[string][]string{}, map[string][]string{}},
+		{"single only", map[string]string{"a": "1"}, nil, map[string][]string{"a": {"1"}}},
+		{"neither", nil, nil, map[string][]string{}},
+	} {
+		if got := MultiOr(tc.single, tc.multi); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: MultiOr = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

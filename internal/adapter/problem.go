@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/retryafter"
 )
 
 // ProblemBase is the prefix of every problem type URI.
@@ -114,15 +115,6 @@ func (p *Problem) Body() []byte {
 	return b
 }
 
-// seconds rounds d up to whole seconds, at least one.
-func seconds(d time.Duration) int {
-	s := int((d + time.Second - 1) / time.Second)
-	if s < 1 {
-		s = 1
-	}
-	return s
-}
-
 // KeyMissing is the problem for a guarded request without a key.
 func KeyMissing(header string) *Problem {
 	return &Problem{Type: TypeKeyMissing, Title: "Idempotency key required", Status: 400,
@@ -160,7 +152,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		cu *idemkit.ClaimUnknownError
 	)
 	switch {
-	case errors.Is(err, idemkit.ErrMissingTenant):
+	case errors.Is(err, idemkit.ErrTenantMissing):
 		return TenantMissing()
 	case errors.Is(err, idemkit.ErrKeyExpired):
 		return &Problem{Type: TypeKeyExpired, Title: "Idempotency key expired", Status: 400,
@@ -175,7 +167,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		return &Problem{Type: TypeFingerprintMismatch, Title: "Idempotency key reused with a different request", Status: 422,
 			Detail: "This key was first used with a different request (body, query string or resource). Use a new key for a new request."}
 	case errors.As(err, &ce):
-		s := seconds(ce.RetryAfter)
+		s := retryafter.Seconds(ce.RetryAfter)
 		return &Problem{Type: TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
 			Detail: "A request with this key is being processed. Retry after the delay given in Retry-After.", RetryAfter: s}
 	case errors.Is(err, idemkit.ErrInFlight):
@@ -185,18 +177,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		return &Problem{Type: TypeIndeterminate, Title: "Outcome unknown: operator resolution required", Status: 409,
 			Detail: "An earlier request with this key stopped before its outcome was recorded, so it may or may not have taken effect. It will not be run again until an operator resolves the key."}
 	case errors.As(err, &oe):
-		p := &Problem{Status: 410, OriginalStatus: oe.Status, Location: oe.Location}
-		if !oe.CompletedAt.IsZero() {
-			p.CompletedAt = oe.CompletedAt.UTC().Format(time.RFC3339)
-		}
-		if errors.Is(oe.Reason, idemkit.ErrSnapshotOmitted) {
-			p.Type, p.Title = TypeResponseNotStored, "Completed, response not stored"
-			p.Detail = "The request with this key completed, but its response was too large to store. Its status and location are given here; fetch the result instead of retrying."
-		} else {
-			p.Type, p.Title = TypeReplayWindowPassed, "Completed, replay window passed"
-			p.Detail = "The request with this key completed, and its response is no longer replayed. Its status and location are given here; fetch the result instead of retrying."
-		}
-		return p
+		return outcomeProblem(oe)
 	case errors.Is(err, idemkit.ErrCorruptRecord):
 		return &Problem{Type: TypeCorruptRecord, Title: "Idempotency record unreadable", Status: 500,
 			Detail: "The stored record for this key could not be read; nothing was run or replayed."}
@@ -208,14 +189,31 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 		// true: the claim may have been stored with its answer lost.
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail:     "The request was not run, but its key may have been recorded before the store failed, and it could not be freed. Retrying with the same key is safe: until the key's lease ends a retry may get 409 in-flight; after that the key is listed as a stale lease, and the retry runs or, for operations that fail closed, waits for an operator.",
-			RetryAfter: seconds(storeRetry)}
+			RetryAfter: retryafter.Seconds(storeRetry)}
 	case errors.Is(err, idemkit.ErrRecordInvalid):
 		return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 			Detail: "The request was not run because the idempotency store refused its record as invalid. Retrying the same request cannot succeed."}
 	case errors.Is(err, idemkit.ErrStoreUnavailable):
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
-			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: seconds(storeRetry)}
+			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: retryafter.Seconds(storeRetry)}
 	}
 	return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 		Detail: "The request was not run because the idempotency guard failed."}
+}
+
+// outcomeProblem is the 410 problem of a completed request whose response
+// cannot be replayed.
+func outcomeProblem(oe *idemkit.OutcomeError) *Problem {
+	p := &Problem{Status: 410, OriginalStatus: oe.Status, Location: oe.Location}
+	if !oe.CompletedAt.IsZero() {
+		p.CompletedAt = oe.CompletedAt.UTC().Format(time.RFC3339)
+	}
+	if errors.Is(oe.Reason, idemkit.ErrSnapshotOmitted) {
+		p.Type, p.Title = TypeResponseNotStored, "Completed, response not stored"
+		p.Detail = "The request with this key completed, but its response was too large to store. Its status and location are given here; fetch the result instead of retrying."
+	} else {
+		p.Type, p.Title = TypeReplayWindowPassed, "Completed, replay window passed"
+		p.Detail = "The request with this key completed, and its response is no longer replayed. Its status and location are given here; fetch the result instead of retrying."
+	}
+	return p
 }

@@ -22,7 +22,7 @@ func TestProblemFor(t *testing.T) {
 		typ        string
 		retryAfter int
 	}{
-		{"missing tenant", idemkit.ErrMissingTenant, 500, TypeTenantMissing, 0},
+		{"missing tenant", idemkit.ErrTenantMissing, 500, TypeTenantMissing, 0},
 		{"key too long", fmt.Errorf("%w: 300 bytes", idemkit.ErrKeyTooLong), 400, TypeKeyInvalid, 0},
 		{"two key values", idemkit.ErrKeyMultiple, 400, TypeKeyInvalid, 0},
 		{"key expired", fmt.Errorf("%w: key time x", idemkit.ErrKeyExpired), 400, TypeKeyExpired, 0},

@@ -23,34 +23,25 @@ import (
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
-// Config configures Wrap. The zero value guards POST and PATCH, requires
-// an Idempotency-Key of at most 255 bytes, scopes records by method and
-// path, fingerprints the body and the query string, replays Content-Type,
-// Content-Encoding and Location, and, with no Tenant, fails every guarded
-// request closed with a 500 tenant-missing problem.
+// Config configures Wrap. Its zero value and the settings it shares with
+// [github.com/idemkit/idemkit/lambda/apigw.Config] are documented there:
+// they mean the same here. ALB events carry no route template, so records
+// are always scoped by method and path, and Routes are keyed by
+// "METHOD /path".
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
 	// your own. Nil, an empty result or an error: the request fails closed;
-	// the error, joined with idemkit.ErrMissingTenant, goes to the Observer.
+	// the error, joined with idemkit.ErrTenantMissing, goes to the Observer.
 	Tenant Tenant
-	// Methods are the guarded methods. Nil: POST and PATCH.
-	Methods []string
-	// Header is the request header carrying the key. Empty: "Idempotency-Key".
-	Header string
-	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
-	MaxKeyLen int
-	// KeyOptional lets guarded requests without a key run unguarded.
-	KeyOptional bool
-	// Routes overrides KeyOptional and Fingerprint per "METHOD /path".
-	Routes map[string]Route
-	// Fingerprint says what of the request must be equal for a retry to be
-	// replayed. Zero: the whole body and the query string.
-	Fingerprint fingerprint.Options
-	// ReplayHeaders adds response headers to the replayed ones; see
-	// apigw.Config.ReplayHeaders for the names refused.
-	ReplayHeaders []string
-	// StoreRetryAfter is the Retry-After of a 503 store-unavailable
-	// problem. Zero: 1 s.
+
+	// The settings of apigw.Config.
+	Methods         []string
+	Header          string
+	MaxKeyLen       int
+	KeyOptional     bool
+	Routes          map[string]Route
+	Fingerprint     fingerprint.Options
+	ReplayHeaders   []string
 	StoreRetryAfter time.Duration
 }
 
@@ -58,6 +49,16 @@ type Config struct {
 type Route struct {
 	KeyOptional bool
 	Fingerprint *fingerprint.Options
+}
+
+// options converts c to the settings every adapter shares. ALB events
+// carry no route template, so there is no RouteTemplate.
+func (c *Config) options() adapter.Options {
+	return adapter.Options{
+		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
+		Routes: adapter.Routes(c.Routes), Fingerprint: c.Fingerprint,
+		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
+	}
 }
 
 // Tenant returns the tenant of a request from its authenticated caller,
@@ -86,15 +87,7 @@ func SingleTenant(name string) Tenant {
 // Wrap guards an ALB target handler and returns a handler of the same
 // signature. It panics when cfg cannot be used or g is nil.
 func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error)) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
-	o := adapter.Options{Methods: cfg.Methods, Header: cfg.Header, MaxKeyLen: cfg.MaxKeyLen, KeyOptional: cfg.KeyOptional,
-		Fingerprint: cfg.Fingerprint, ReplayHeaders: cfg.ReplayHeaders, StoreRetryAfter: cfg.StoreRetryAfter}
-	if len(cfg.Routes) > 0 {
-		o.Routes = make(map[string]adapter.Route, len(cfg.Routes))
-		for k, r := range cfg.Routes {
-			o.Routes[k] = adapter.Route{KeyOptional: r.KeyOptional, Fingerprint: r.Fingerprint}
-		}
-	}
-	a := adapter.MustNew("alb", g, o)
+	a := adapter.MustNew("alb", g, cfg.options())
 	return func(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		multi := ev.MultiValueHeaders != nil
 		respond := func(status int, h http.Header, body string, b64 bool) events.ALBTargetGroupResponse {
@@ -108,8 +101,7 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 		}
 		codec := adapter.Codec[events.ALBTargetGroupResponse]{
 			Snapshot: func(r events.ALBTargetGroupResponse) *idemkit.Snapshot {
-				return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, r.MultiValueHeaders),
-					Body: adapter.SnapshotBody(r.Body, r.IsBase64Encoded), Base64: r.IsBase64Encoded}
+				return a.LambdaSnapshot(r.StatusCode, r.Headers, r.MultiValueHeaders, r.Body, r.IsBase64Encoded)
 			},
 			Replay: func(s *idemkit.Snapshot) events.ALBTargetGroupResponse {
 				h := s.Header.Clone()
@@ -136,16 +128,10 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 			BodyString:  ev.Body,
 			Base64:      ev.IsBase64Encoded,
 			Query: func() map[string][]string {
-				if ev.MultiValueQueryStringParameters != nil {
-					return ev.MultiValueQueryStringParameters
-				}
-				return adapter.Multi(ev.QueryStringParameters)
+				return adapter.MultiOr(ev.QueryStringParameters, ev.MultiValueQueryStringParameters)
 			},
 			Header: func() map[string][]string {
-				if multi {
-					return ev.MultiValueHeaders
-				}
-				return adapter.Multi(ev.Headers)
+				return adapter.MultiOr(ev.Headers, ev.MultiValueHeaders)
 			},
 		}
 		if cfg.Tenant != nil {

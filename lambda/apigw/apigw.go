@@ -14,7 +14,10 @@
 // Refusals are RFC 9457 problem responses (application/problem+json, with
 // Cache-Control: no-store and X-Content-Type-Options: nosniff) whose type
 // is a stable URI under https://idemkit.dev/problems/. A detail repeats at
-// most 200 bytes of anything taken from the request:
+// most 200 bytes of anything taken from the request. The table is the
+// reference for the problem types of every adapter; when several apply,
+// the one returned follows the order of precedence of
+// [github.com/idemkit/idemkit.Guard.Do]:
 //
 //	key-missing                      400  the route requires a key and none was sent
 //	key-invalid                      400  empty, too long, not printable ASCII, two values
@@ -53,8 +56,9 @@ import (
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
-// Config configures a wrapper. The zero value guards POST and PATCH on
-// every route, requires an Idempotency-Key of at most 255 bytes, scopes
+// Config configures a wrapper. Its documentation is the reference for the
+// settings every adapter shares (lambda/alb and httpmw refer to it). The
+// zero value guards POST and PATCH on every route, requires an Idempotency-Key of at most 255 bytes, scopes
 // records by method and concrete path, fingerprints the body (canonical
 // JSON for JSON bodies, raw bytes otherwise) and the query string, replays
 // Content-Type, Content-Encoding and Location, and, with no Tenant, fails
@@ -64,7 +68,7 @@ type Config struct {
 	// AuthorizerContext, APIKeyID, IAMUserARN, SingleTenant or your own.
 	// Nil, or an empty result or an error: the request fails closed (500
 	// tenant-missing), the handler does not run and nothing is stored. The
-	// error, joined with idemkit.ErrMissingTenant, goes to the Observer
+	// error, joined with idemkit.ErrTenantMissing, goes to the Observer
 	// (never to the caller).
 	Tenant Tenant
 
@@ -113,18 +117,11 @@ type Route struct {
 }
 
 func (c *Config) options() adapter.Options {
-	o := adapter.Options{
+	return adapter.Options{
 		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
-		RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint, ReplayHeaders: c.ReplayHeaders,
-		StoreRetryAfter: c.StoreRetryAfter,
+		Routes: adapter.Routes(c.Routes), RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint,
+		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
 	}
-	if len(c.Routes) > 0 {
-		o.Routes = make(map[string]adapter.Route, len(c.Routes))
-		for k, r := range c.Routes {
-			o.Routes[k] = adapter.Route{KeyOptional: r.KeyOptional, Fingerprint: r.Fingerprint}
-		}
-	}
-	return o
 }
 
 func (c *Config) tenant(r Request) func(context.Context) (string, error) {

@@ -18,8 +18,7 @@ func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, event
 	a := adapter.MustNew("apigw", g, cfg.options())
 	codec := adapter.Codec[events.LambdaFunctionURLResponse]{
 		Snapshot: func(r events.LambdaFunctionURLResponse) *idemkit.Snapshot {
-			return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, nil),
-				Body: adapter.SnapshotBody(r.Body, r.IsBase64Encoded), Base64: r.IsBase64Encoded}
+			return a.LambdaSnapshot(r.StatusCode, r.Headers, nil, r.Body, r.IsBase64Encoded)
 		},
 		Replay: func(s *idemkit.Snapshot) events.LambdaFunctionURLResponse {
 			hdr := adapter.Single(s.Header, 1)

@@ -16,8 +16,7 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 	a := adapter.MustNew("apigw", g, cfg.options())
 	codec := adapter.Codec[events.APIGatewayProxyResponse]{
 		Snapshot: func(r events.APIGatewayProxyResponse) *idemkit.Snapshot {
-			return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, r.MultiValueHeaders),
-				Body: adapter.SnapshotBody(r.Body, r.IsBase64Encoded), Base64: r.IsBase64Encoded}
+			return a.LambdaSnapshot(r.StatusCode, r.Headers, r.MultiValueHeaders, r.Body, r.IsBase64Encoded)
 		},
 		Replay: func(s *idemkit.Snapshot) events.APIGatewayProxyResponse {
 			single, multi := adapter.Split(s.Header, 1)
@@ -40,16 +39,10 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			BodyString:  ev.Body,
 			Base64:      ev.IsBase64Encoded,
 			Query: func() map[string][]string {
-				if ev.MultiValueQueryStringParameters != nil {
-					return ev.MultiValueQueryStringParameters
-				}
-				return adapter.Multi(ev.QueryStringParameters)
+				return adapter.MultiOr(ev.QueryStringParameters, ev.MultiValueQueryStringParameters)
 			},
 			Header: func() map[string][]string {
-				if ev.MultiValueHeaders != nil {
-					return ev.MultiValueHeaders
-				}
-				return adapter.Multi(ev.Headers)
+				return adapter.MultiOr(ev.Headers, ev.MultiValueHeaders)
 			},
 			Tenant: cfg.tenant(Request{V1: &ev}),
 		}

@@ -17,8 +17,7 @@ func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 	a := adapter.MustNew("apigw", g, cfg.options())
 	codec := adapter.Codec[events.APIGatewayV2HTTPResponse]{
 		Snapshot: func(r events.APIGatewayV2HTTPResponse) *idemkit.Snapshot {
-			return &idemkit.Snapshot{Status: r.StatusCode, Header: a.FilterHeader(r.Headers, r.MultiValueHeaders),
-				Body: adapter.SnapshotBody(r.Body, r.IsBase64Encoded), Base64: r.IsBase64Encoded}
+			return a.LambdaSnapshot(r.StatusCode, r.Headers, r.MultiValueHeaders, r.Body, r.IsBase64Encoded)
 		},
 		Replay: func(s *idemkit.Snapshot) events.APIGatewayV2HTTPResponse {
 			hdr := adapter.Single(s.Header, 1)

@@ -325,8 +325,8 @@ func TestV2TenantMissing(t *testing.T) {
 				t.Error("handler ran without a tenant")
 			}
 			evs := e.events()
-			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrMissingTenant) {
-				t.Fatalf("events %+v, want one refused ErrMissingTenant", evs)
+			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrTenantMissing) {
+				t.Fatalf("events %+v, want one refused ErrTenantMissing", evs)
 			}
 			if tc.name == "extractor error" && !errors.Is(evs[0].Err, errDirectoryDown) {
 				t.Errorf("event error %v does not keep the Tenant's error", evs[0].Err)

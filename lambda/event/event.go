@@ -24,7 +24,7 @@ import (
 
 // Config configures Wrap for inputs of type In. The zero value refuses
 // every call: it has no Key (idemkit.ErrKeyMissing) and no tenant
-// (idemkit.ErrMissingTenant).
+// (idemkit.ErrTenantMissing).
 type Config[In any] struct {
 	// Key returns the idempotency key of an input: a business identifier
 	// that stays the same on redelivery (an order id, a transfer id, an
@@ -38,7 +38,7 @@ type Config[In any] struct {
 	Tenant string
 	// TenantOf returns the tenant of an input (the account the message
 	// belongs to). An empty result or an error refuses the call with an
-	// error that is idemkit.ErrMissingTenant under errors.Is and, for an
+	// error that is idemkit.ErrTenantMissing under errors.Is and, for an
 	// error, also that error.
 	TenantOf func(context.Context, In) (string, error)
 	// Operation names what the function does; two functions sharing a
@@ -72,45 +72,11 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 	}
 	return func(ctx context.Context, in In) (Out, error) {
 		var zero Out
-		if cfg.Key == nil {
-			return zero, idemkit.ErrKeyMissing
-		}
-		raw, err := cfg.Key(in)
-		if err != nil {
-			return zero, fmt.Errorf("event: key: %w", err)
-		}
-		key, err := checkKey(raw, cfg.MaxKeyLen)
+		req, err := cfg.request(ctx, g, fp, op, in)
 		if err != nil {
 			return zero, err
 		}
-		tenant := cfg.Tenant
-		if cfg.TenantOf != nil {
-			if tenant, err = cfg.TenantOf(ctx, in); err != nil {
-				// Keep the cause: the caller and the observer see both.
-				err = errors.Join(idemkit.ErrMissingTenant, fmt.Errorf("event: tenant: %w", err))
-				g.Refuse(ctx, idemkit.Scope{Operation: op, Key: key}, err)
-				return zero, err
-			}
-		}
-		var payload []byte
-		if cfg.Payload != nil {
-			payload, err = cfg.Payload(in)
-		} else {
-			payload, err = json.Marshal(in)
-		}
-		if err != nil {
-			return zero, fmt.Errorf("event: payload: %w", err)
-		}
-		fin := fingerprint.Input{ContentType: "application/json", Body: payload}
-		sum, err := fp.Compute(fin)
-		if err != nil {
-			return zero, fmt.Errorf("event: fingerprint: %w", err)
-		}
-		req := idemkit.Request{
-			Scope:         idemkit.Scope{Tenant: tenant, Operation: op, Key: key},
-			Fingerprint:   sum,
-			FingerprintAs: func(v string) (string, error) { return fp.ComputeVersion(v, fin) },
-		}
+		key := req.Scope.Key
 		var fresh Out
 		snap, replayed, err := g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
 			out, err := fn(ctx, in)
@@ -136,6 +102,50 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 		}
 		return out, nil
 	}
+}
+
+// request returns the guard request for in: its key, tenant and
+// fingerprint.
+func (cfg *Config[In]) request(ctx context.Context, g *idemkit.Guard, fp *fingerprint.Fingerprinter, op string, in In) (idemkit.Request, error) {
+	if cfg.Key == nil {
+		return idemkit.Request{}, idemkit.ErrKeyMissing
+	}
+	raw, err := cfg.Key(in)
+	if err != nil {
+		return idemkit.Request{}, fmt.Errorf("event: key: %w", err)
+	}
+	key, err := checkKey(raw, cfg.MaxKeyLen)
+	if err != nil {
+		return idemkit.Request{}, err
+	}
+	tenant := cfg.Tenant
+	if cfg.TenantOf != nil {
+		if tenant, err = cfg.TenantOf(ctx, in); err != nil {
+			// Keep the cause: the caller and the observer see both.
+			err = errors.Join(idemkit.ErrTenantMissing, fmt.Errorf("event: tenant: %w", err))
+			g.Refuse(ctx, idemkit.Scope{Operation: op, Key: key}, err)
+			return idemkit.Request{}, err
+		}
+	}
+	var payload []byte
+	if cfg.Payload != nil {
+		payload, err = cfg.Payload(in)
+	} else {
+		payload, err = json.Marshal(in)
+	}
+	if err != nil {
+		return idemkit.Request{}, fmt.Errorf("event: payload: %w", err)
+	}
+	fin := fingerprint.Input{ContentType: "application/json", Body: payload}
+	sum, err := fp.Compute(fin)
+	if err != nil {
+		return idemkit.Request{}, fmt.Errorf("event: fingerprint: %w", err)
+	}
+	return idemkit.Request{
+		Scope:         idemkit.Scope{Tenant: tenant, Operation: op, Key: key},
+		Fingerprint:   sum,
+		FingerprintAs: func(v string) (string, error) { return fp.ComputeVersion(v, fin) },
+	}, nil
 }
 
 // checkKey applies the header key rules that fit any key: not empty, not

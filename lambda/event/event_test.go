@@ -106,7 +106,7 @@ func TestSQSRefusals(t *testing.T) {
 		want error
 	}{
 		{name: "zero Config has no key", cfg: func(c *event.Config[events.SQSMessage]) { *c = event.Config[events.SQSMessage]{} }, want: idemkit.ErrInvalidKey},
-		{name: "no tenant", cfg: func(c *event.Config[events.SQSMessage]) { c.TenantOf = nil }, want: idemkit.ErrMissingTenant},
+		{name: "no tenant", cfg: func(c *event.Config[events.SQSMessage]) { c.TenantOf = nil }, want: idemkit.ErrTenantMissing},
 		{name: "empty key", msg: func(m *events.SQSMessage) { m.Body = `{"transferId":"","amount":1}` }, want: idemkit.ErrInvalidKey},
 		{name: "key too long", cfg: func(c *event.Config[events.SQSMessage]) { c.MaxKeyLen = 4 }, want: idemkit.ErrKeyTooLong},
 		{name: "same key, different body", msg: func(m *events.SQSMessage) {
@@ -210,7 +210,7 @@ func TestEventBridgeDetail(t *testing.T) {
 }
 
 // TestTenantError: an error of TenantOf refuses the call without running
-// it; the caller and the observer get it joined with ErrMissingTenant.
+// it; the caller and the observer get it joined with ErrTenantMissing.
 func TestTenantError(t *testing.T) {
 	errDirectory := errors.New("directory down")
 	var observed []idemkit.Event
@@ -224,14 +224,14 @@ func TestTenantError(t *testing.T) {
 	cfg.TenantOf = func(context.Context, events.SQSMessage) (string, error) { return "acme", errDirectory }
 	x := &transfers{}
 	_, err = event.Wrap(g, cfg, x.handle)(context.Background(), load[events.SQSEvent](t, "sqs-event.json").Records[0])
-	if !errors.Is(err, idemkit.ErrMissingTenant) || !errors.Is(err, errDirectory) {
-		t.Errorf("error %v, want ErrMissingTenant and the TenantOf error", err)
+	if !errors.Is(err, idemkit.ErrTenantMissing) || !errors.Is(err, errDirectory) {
+		t.Errorf("error %v, want ErrTenantMissing and the TenantOf error", err)
 	}
 	if x.runs.Load() != 0 {
 		t.Error("handler ran")
 	}
 	if len(observed) != 1 || observed[0].Kind != idemkit.EventRefused || !errors.Is(observed[0].Err, errDirectory) ||
-		!errors.Is(observed[0].Err, idemkit.ErrMissingTenant) || observed[0].Scope.Operation != "transfers.execute" {
+		!errors.Is(observed[0].Err, idemkit.ErrTenantMissing) || observed[0].Scope.Operation != "transfers.execute" {
 		t.Errorf("observed %+v, want one refusal carrying the TenantOf error", observed)
 	}
 }
