@@ -296,7 +296,7 @@ const claimAttempts = 3
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
 	const op = "claim"
 	if rec.ID == "" || rec.Owner == "" || rec.Scope.Tenant == "" {
-		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: claim %q: want a record with an ID, an owner and a tenant", rec.ID)
+		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: claim %q: %w: want a record with an ID, an owner and a tenant", rec.ID, idemkit.ErrRecordInvalid)
 	}
 	client, err := s.client(ctx, op, rec.ID)
 	if err != nil {
@@ -539,9 +539,9 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	const op = "resolve"
 	switch {
 	case res.As == idemkit.StateCompleted && res.Snapshot == nil:
-		return nil, fmt.Errorf("dynamo: resolve %q as completed: no snapshot", id)
+		return nil, fmt.Errorf("dynamo: resolve %q as completed: %w: no snapshot", id, idemkit.ErrRecordInvalid)
 	case res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed:
-		return nil, fmt.Errorf("dynamo: resolve %q as %q: want completed or failed", id, res.As)
+		return nil, fmt.Errorf("dynamo: resolve %q as %q: %w: want completed or failed", id, res.As, idemkit.ErrRecordInvalid)
 	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {

@@ -78,7 +78,7 @@ func TestConformance(t *testing.T) {
 		}
 		s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
 		return s
-	}, storetest.Options{SnapshotLimit: dynamo.DefaultMaxItemSize, UnclassifiedArgumentErrors: true})
+	}, storetest.Options{SnapshotLimit: dynamo.DefaultMaxItemSize})
 }
 
 // Without IndexInFlight, in_flight records are not indexed: ListStale
@@ -93,5 +93,5 @@ func TestConformanceWithoutInFlightIndex(t *testing.T) {
 	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
 		s, _, _ := newStore(t, dynamo.Options{})
 		return s
-	}, storetest.Options{DistinctKeys: 200, Racers: 20, SnapshotLimit: dynamo.DefaultMaxItemSize, UnclassifiedArgumentErrors: true})
+	}, storetest.Options{DistinctKeys: 200, Racers: 20, SnapshotLimit: dynamo.DefaultMaxItemSize})
 }

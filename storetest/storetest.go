@@ -42,11 +42,6 @@ type Options struct {
 	// body, and succeed. Zero: the store keeps bodies of any size, and the
 	// check is skipped.
 	SnapshotLimit int
-	// UnclassifiedArgumentErrors relaxes the bad-argument check for a store
-	// whose errors for a bad argument are not ErrRecordInvalid yet: they
-	// must still be errors, and not ErrStoreUnavailable. Such a store falls
-	// short of the idemkit.Store contract.
-	UnclassifiedArgumentErrors bool
 }
 
 // Run runs the conformance suite against the stores newStore returns.
@@ -90,7 +85,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"CanceledContextEveryMethod", testCanceledEveryMethod},
 		{"NoAliasing", testNoAliasing},
 		{"ResolvedAtDefaultsToNow", testResolvedAtDefault},
-		{"BadArguments", func(t *testing.T, s idemkit.Store) { testBadArguments(t, s, opts.UnclassifiedArgumentErrors) }},
+		{"BadArguments", testBadArguments},
 		{"SnapshotLimit", func(t *testing.T, s idemkit.Store) { testSnapshotLimit(t, s, opts.SnapshotLimit) }},
 		{"LongScope", testLongScope},
 		{"RaceOneKey", func(t *testing.T, s idemkit.Store) { testRace(t, s, opts.Racers) }},
@@ -1288,7 +1283,7 @@ func testResolvedAtDefault(t *testing.T, s idemkit.Store) {
 // testBadArguments: a record or resolution the contract rules out is
 // refused as ErrRecordInvalid (with unclassified, as any error that is not
 // ErrStoreUnavailable), and nothing is stored.
-func testBadArguments(t *testing.T, s idemkit.Store, unclassified bool) {
+func testBadArguments(t *testing.T, s idemkit.Store) {
 	now := base()
 	ctx := context.Background()
 	check := func(what string, err error) {
@@ -1298,7 +1293,7 @@ func testBadArguments(t *testing.T, s idemkit.Store, unclassified bool) {
 			t.Fatalf("%s: no error", what)
 		case errors.Is(err, idemkit.ErrStoreUnavailable):
 			t.Fatalf("%s: %v is ErrStoreUnavailable: a retry cannot help", what, err)
-		case !unclassified && !errors.Is(err, idemkit.ErrRecordInvalid):
+		case !errors.Is(err, idemkit.ErrRecordInvalid):
 			t.Fatalf("%s: %v, want ErrRecordInvalid", what, err)
 		}
 	}
