@@ -3,7 +3,6 @@ package dynamo_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,14 +70,9 @@ func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Clien
 
 func TestConformance(t *testing.T) {
 	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
-		// Races prove nothing on a server whose conditional writes are
-		// not atomic.
-		if strings.HasSuffix(t.Name(), "/RaceOneKey") || strings.HasSuffix(t.Name(), "/LateCompletionRacesResolve") {
-			dynalite.Require(t, dynalite.AtomicConditionalWrites)
-		}
 		s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
 		return s
-	}, storetest.Options{SnapshotLimit: dynamo.DefaultMaxItemSize})
+	}, conformanceOptions(t, storetest.Options{}))
 }
 
 // Without IndexInFlight, in_flight records are not indexed: ListStale
@@ -93,5 +87,14 @@ func TestConformanceWithoutInFlightIndex(t *testing.T) {
 	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
 		s, _, _ := newStore(t, dynamo.Options{})
 		return s
-	}, storetest.Options{DistinctKeys: 200, Racers: 20, SnapshotLimit: dynamo.DefaultMaxItemSize})
+	}, conformanceOptions(t, storetest.Options{DistinctKeys: 200, Racers: 20}))
+}
+
+// conformanceOptions completes opts with the store's limits and the test
+// server's capabilities: races prove nothing on a server whose conditional
+// writes are not atomic.
+func conformanceOptions(t *testing.T, opts storetest.Options) storetest.Options {
+	opts.SnapshotLimit = dynamo.DefaultMaxItemSize
+	opts.NonAtomic = !dynalite.Has(t, dynalite.AtomicConditionalWrites)
+	return opts
 }

@@ -42,6 +42,11 @@ type Options struct {
 	// body, and succeed. Zero: the store keeps bodies of any size, and the
 	// check is skipped.
 	SnapshotLimit int
+	// NonAtomic says the store's conditional writes are not atomic under
+	// concurrency (an emulator that checks and writes in two steps): the
+	// checks that race writers on one record are skipped, since they prove
+	// nothing there. Such a store falls short of the idemkit.Store contract.
+	NonAtomic bool
 }
 
 // Run runs the conformance suite against the stores newStore returns.
@@ -91,8 +96,14 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"RaceOneKey", func(t *testing.T, s idemkit.Store) { testRace(t, s, opts.Racers) }},
 		{"DistinctKeys", func(t *testing.T, s idemkit.Store) { testDistinct(t, s, opts.DistinctKeys) }},
 	}
+	races := map[string]bool{"LateCompletionRacesResolve": true, "RaceOneKey": true}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+		t.Run(tc.name, func(t *testing.T) {
+			if opts.NonAtomic && races[tc.name] {
+				t.Skip("storetest: the store's conditional writes are not atomic under concurrency (Options.NonAtomic)")
+			}
+			tc.fn(t, newStore(t))
+		})
 	}
 }
 
