@@ -479,47 +479,36 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 // fenced on the owner token and state in_flight, that also sets the sparse
 // index keys and ends the lease at now.
 func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-	const op = "mark unknown"
-	client, err := s.client(ctx, op, id)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := s.ctxFor(ctx)
-	defer cancel()
-	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(id),
-		UpdateExpression:          aws.String("SET #st = :indeterminate, #ix = :ix, #it = #tn, #lu = :nowMs"),
-		ConditionExpression:       aws.String(condOwned),
-		ExpressionAttributeNames:  map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": num(ceilMilli(now))},
-		ReturnValues:              types.ReturnValueAllNew,
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
-	if err != nil {
-		return nil, refused(ctx, op, err, idemkit.ErrNotOwner)
-	}
-	usage(ctx, out.ConsumedCapacity, true)
-	return decodeItem(out.Attributes)
+	return s.toIndeterminate(ctx, "mark unknown", id, owner, now, condOwned, num(ceilMilli(now)), true)
 }
 
 // MarkIndeterminate implements idemkit.Store with one conditional
 // UpdateItem that also sets the sparse index keys.
 func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-	const op = "mark indeterminate"
+	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), false)
+}
+
+// toIndeterminate sets the record's state to indeterminate, and its index
+// keys, under cond; endLease also sets its lease end to nowMs (which cond
+// may compare with otherwise).
+func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, endLease bool) (*idemkit.Record, error) {
 	client, err := s.client(ctx, op, id)
 	if err != nil {
 		return nil, err
+	}
+	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn"
+	if endLease {
+		update += ", #lu = :nowMs"
 	}
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(id),
-		UpdateExpression:          aws.String("SET #st = :indeterminate, #ix = :ix, #it = #tn"),
-		ConditionExpression:       aws.String(condMark),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMilli(now)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs},
 		ReturnValues:              types.ReturnValueAllNew,
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.sdkOpts)
