@@ -432,8 +432,8 @@ func targets(w io.Writer, r results) {
 			if z, ok := r.cpu[bench.CPUKey{Adapter: "zstd", Path: "compress", Size: 64 << 10}]; ok {
 				zc := time.Duration(z.CPUNsPerOp)
 				fmt.Fprintf(w, "  gap: compressing the 64 KB body with zstd takes %s cpu-ns/op (BenchmarkCompressBody), the rest of the path %s;\n", dur(zc), dur(best-zc))
-				fmt.Fprintln(w, "  no codec holds 12 write units in 110µs: zstd SpeedFastest is 10-25% faster and makes claim + completion 13,")
-				fmt.Fprintln(w, "  S2 takes a third of zstd's time and 17-18 (dynamo.BenchmarkCodecs; docs/PERFORMANCE.md)")
+				fmt.Fprintln(w, "  no codec holds 12 write units in 110µs: zstd SpeedFastest is 10-30% faster and makes claim + completion 13,")
+				fmt.Fprintln(w, "  S2 takes a third of zstd's time or less and 17-22 (dynamo.BenchmarkCodecs; docs/PERFORMANCE.md)")
 			}
 		}
 	}
