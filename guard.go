@@ -577,44 +577,89 @@ func (g *Guard) keep(ctx context.Context, rec *Record) error {
 // times, to the time of the renewal plus the first lease's length. It
 // stops when the store refuses (the claim is no longer ours) and when stop
 // is called; stop waits for it to end and returns the store usage of the
-// renewals.
+// renewals (on its first call only). Nothing runs before the first
+// interval has passed: a handler that returns within it costs a stopped
+// timer, not a goroutine and a ticker.
 func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time) (stop func() Usage) {
 	length := rec.LeaseUntil.Sub(start)
 	every := pol.heartbeat(ctx, length)
 	if every <= 0 {
 		return func() Usage { return Usage{} }
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every}
+	r.timer = time.AfterFunc(every, r.run)
+	return r.stop
+}
+
+// renewal is the lease renewal of one request, started by its timer.
+type renewal struct {
+	g             *Guard
+	ctx           context.Context
+	rec           *Record
+	max           int
+	length, every time.Duration
+	timer         *time.Timer
+	once          sync.Once
+	mu            sync.Mutex
+	stopped       bool               // stop was called; run must not start
+	cancel        context.CancelFunc // set by run, under mu
+	exited        chan struct{}      // set by run, under mu; closed when it returns
+	usage         *usageAcc          // set by run, under mu
+}
+
+// run renews the lease at once (one interval has passed), then every
+// interval, in the timer's goroutine.
+func (r *renewal) run() {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(r.ctx))
 	rctx, usage := withUsage(rctx)
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for n := 0; n < pol.MaxRenewals; n++ {
+	r.cancel, r.usage, r.exited = cancel, usage, make(chan struct{})
+	r.mu.Unlock()
+	defer close(r.exited)
+	var tick <-chan time.Time
+	for n := 0; n < r.max; n++ {
+		if n > 0 {
+			if tick == nil {
+				t := time.NewTicker(r.every)
+				defer t.Stop()
+				tick = t.C
+			}
 			select {
 			case <-rctx.Done():
 				return
-			case <-t.C:
-			}
-			now := g.now()
-			wctx, wcancel := context.WithTimeout(rctx, g.writeTimeout)
-			err := g.cfg.Store.Extend(wctx, rec.ID, rec.Owner, now.Add(length), now)
-			wcancel()
-			if errors.Is(err, ErrNotOwner) {
-				return
+			case <-tick:
 			}
 		}
-	}()
-	var once sync.Once
-	return func() (u Usage) {
-		once.Do(func() {
+		now := r.g.now()
+		wctx, wcancel := context.WithTimeout(rctx, r.g.writeTimeout)
+		err := r.g.cfg.Store.Extend(wctx, r.rec.ID, r.rec.Owner, now.Add(r.length), now)
+		wcancel()
+		if errors.Is(err, ErrNotOwner) {
+			return
+		}
+	}
+}
+
+// stop ends the renewal (waiting for a running one to return) and
+// returns its usage; later calls return none.
+func (r *renewal) stop() (u Usage) {
+	r.once.Do(func() {
+		r.timer.Stop()
+		r.mu.Lock()
+		r.stopped = true
+		cancel, exited, usage := r.cancel, r.exited, r.usage
+		r.mu.Unlock()
+		if cancel != nil {
 			cancel()
 			<-exited
 			u = usage.load()
-		})
-		return u
-	}
+		}
+	})
+	return u
 }
 
 // writeCtx returns a context for a write made after the handler ran: it

@@ -105,18 +105,26 @@ func ceilSec(t time.Time) int64 {
 }
 
 // baseItem returns the attributes of rec other than its snapshot.
+// The map is made with room for every attribute the item can get (its
+// snapshot's too): filled past its size hint, a map grows and rehashes.
 func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
-	it := map[string]types.AttributeValue{
-		AttrID:          str(rec.ID),
-		AttrState:       str(string(rec.State)),
-		AttrTenant:      str(rec.Scope.Tenant),
-		AttrOperation:   str(rec.Scope.Operation),
-		AttrKey:         str(rec.Scope.Key),
-		AttrFingerprint: str(rec.Fingerprint),
-		AttrOwner:       str(rec.Owner),
-		AttrLeaseUntil:  num(ceilMilli(rec.LeaseUntil)),
-		AttrExpiresAt:   num(ceilSec(rec.ExpiresAt)),
+	n := 12 // the attributes below, the three times and the index keys
+	if rec.Resolution != nil {
+		n += 4
 	}
+	if rec.Snapshot != nil {
+		n += 6
+	}
+	it := make(map[string]types.AttributeValue, n)
+	it[AttrID] = str(rec.ID)
+	it[AttrState] = str(string(rec.State))
+	it[AttrTenant] = str(rec.Scope.Tenant)
+	it[AttrOperation] = str(rec.Scope.Operation)
+	it[AttrKey] = str(rec.Scope.Key)
+	it[AttrFingerprint] = str(rec.Fingerprint)
+	it[AttrOwner] = str(rec.Owner)
+	it[AttrLeaseUntil] = num(ceilMilli(rec.LeaseUntil))
+	it[AttrExpiresAt] = num(ceilSec(rec.ExpiresAt))
 	putTime(it, AttrReplayUntil, rec.ReplayUntil)
 	putTime(it, AttrCreatedAt, rec.CreatedAt)
 	putTime(it, AttrCompletedAt, rec.CompletedAt)

@@ -1,0 +1,70 @@
+package idemkit
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRenewalStartsLazily: a request without a deadline whose handler
+// returns within the first interval starts no goroutine for its lease
+// renewal, and stopping it reports no usage.
+func TestRenewalStartsLazily(t *testing.T) {
+	g := &Guard{}
+	start := time.Now()
+	rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour)}
+	stop := g.renew(context.Background(), rec, Policy{MaxRenewals: 3}, start)
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	if bytes.Contains(buf[:n], []byte("idemkit.(*Guard).renew")) || bytes.Contains(buf[:n], []byte("idemkit.(*renewal).run")) {
+		t.Errorf("a goroutine of the renewal runs before its first interval:\n%s", buf[:n])
+	}
+	if u := stop(); u != (Usage{}) {
+		t.Fatalf("stopped before the first interval: usage %+v, want none", u)
+	}
+}
+
+// extendCounter is a Store whose Extend counts its calls and reports one
+// store call each; no other method is used by a renewal.
+type extendCounter struct {
+	Store
+	n atomic.Int64
+}
+
+func (s *extendCounter) Extend(ctx context.Context, _, _ string, _, _ time.Time) error {
+	s.n.Add(1)
+	AddUsage(ctx, 0, 1)
+	return nil
+}
+
+// TestRenewalStopRaces: stop called around the moment the timer fires
+// either prevents the renewal or waits for it, and reports exactly the
+// renewals made, once (run with -race).
+func TestRenewalStopRaces(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		s := &extendCounter{}
+		g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: time.Second}
+		start := time.Now()
+		rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour)}
+		stop := g.renew(context.Background(), rec, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start)
+		if i%20 == 0 {
+			// Heartbeat 0 and no deadline: a third of the lease.
+			stop()
+			continue
+		}
+		time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
+		u := stop()
+		if got := s.n.Load(); int64(u.Calls) != got {
+			t.Fatalf("round %d: stop reported %d calls, %d renewals were made", i, u.Calls, got)
+		}
+		if u2 := stop(); u2 != (Usage{}) {
+			t.Fatalf("round %d: second stop reported %+v, want none", i, u2)
+		}
+		if got := s.n.Load(); int64(u.Calls) != got {
+			t.Fatalf("round %d: a renewal after stop returned (%d, reported %d)", i, got, u.Calls)
+		}
+	}
+}
