@@ -12,6 +12,7 @@ MODULES  := . integration examples internal/localstack
 
 include mk/dynalite.mk
 
+.PHONY: bench-fingerprint
 .PHONY: all test test-go compat consumer lint vet staticcheck cfn-lint fmt-check run bench fuzz build clean reliability
 
 all: test
@@ -119,8 +120,18 @@ bench: deps
 	@mkdir -p $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkV2$$|BenchmarkMiddleware$$|BenchmarkDynamoPath$$|BenchmarkCompressBody$$' -benchmem -benchtime $(BENCH_TIME) -p 1 \
 		./lambda/apigw ./httpmw ./internal/bench ./dynamo > $(BENCH_OUT)/gobench.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkCanonicalShapes' -benchmem -benchtime 10x ./fingerprint > $(BENCH_OUT)/fingerprint.txt
 	@$(GO) run ./internal/bench/cmd/idembench -gobench $(BENCH_OUT)/gobench.txt $(BENCH_FLAGS) > $(BENCH_OUT)/idembench.txt; \
-		status=$$?; cat $(BENCH_OUT)/idembench.txt; exit $$status
+		status=$$?; cat $(BENCH_OUT)/idembench.txt; $(MAKE) -s bench-fingerprint; exit $$status
+
+# bench-fingerprint: the fingerprint's memory per body shape, from
+# BenchmarkCanonicalShapes (1 MiB bodies): bytes allocated by the first call
+# and per call in steady state, as multiples of the body (budget: 3x).
+bench-fingerprint:
+	@echo; echo "Fingerprint memory per JSON body shape (1 MiB bodies; budget: allocation <= 3x the body, peak heap <= 2x)"
+	@awk '/^BenchmarkCanonicalShapes\// { name=$$1; sub(/^BenchmarkCanonicalShapes\//, "", name); sub(/-[0-9]+$$/, "", name); \
+		for (i = 3; i < NF; i++) { if ($$(i+1) == "first-B/body") first=$$i; if ($$(i+1) == "B/op") bop=$$i; if ($$(i+1) == "allocs/op") al=$$i } \
+		printf "  %-28s first call %6.3fx body   steady %8.4fx body   %s allocs/op\n", name, first, bop/1048576, al }' $(BENCH_OUT)/fingerprint.txt
 
 ## reliability: the reliability scenarios at full size, figures in
 ## bin/reliability.log (docs/RELIABILITY.md quotes them)
