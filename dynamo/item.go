@@ -420,56 +420,79 @@ func (d *decoder) snapshot() *idemkit.Snapshot {
 		d.fail("status %d out of range", status)
 	}
 	s := &idemkit.Snapshot{Status: int(status), Base64: d.bool(AttrBase64), Omitted: d.bool(AttrOmitted)}
-	if v, ok := d.it[AttrHeader]; ok {
-		m, ok := v.(*types.AttributeValueMemberM)
-		if !ok {
-			d.fail("attribute %s is %T, want M", AttrHeader, v)
-			return nil
-		}
-		s.Header = make(http.Header, len(m.Value))
-		for k, v := range m.Value {
-			l, ok := v.(*types.AttributeValueMemberL)
-			if !ok {
-				d.fail("header %q is %T, want L", k, v)
-				return nil
-			}
-			vs := make([]string, len(l.Value))
-			for i, e := range l.Value {
-				es, ok := e.(*types.AttributeValueMemberS)
-				if !ok {
-					d.fail("header %q value is %T, want S", k, e)
-					return nil
-				}
-				vs[i] = es.Value
-			}
-			s.Header[k] = vs
-		}
+	var ok bool
+	if s.Header, ok = d.header(); !ok {
+		return nil
 	}
-	if v, ok := d.it[AttrBody]; ok {
-		b, ok := v.(*types.AttributeValueMemberB)
-		if !ok {
-			d.fail("attribute %s is %T, want B", AttrBody, v)
-			return nil
-		}
-		switch enc := d.str(AttrBodyEncoding, false); enc {
-		case "":
-			s.Body = append([]byte(nil), b.Value...)
-		case encodingZstd:
-			body, err := zdec.DecodeAll(b.Value, nil)
-			if err != nil {
-				d.fail("body: %v", err)
-				return nil
-			}
-			s.Body = body
-		default:
-			d.fail("unknown body encoding %q", enc)
-			return nil
-		}
-	} else if _, ok := d.it[AttrBodyEncoding]; ok {
-		d.fail("body encoding without a body")
+	if s.Body, ok = d.body(); !ok {
+		return nil
 	}
 	if s.Omitted && len(s.Body) > 0 {
 		d.fail("omitted snapshot with a body")
 	}
 	return s
+}
+
+// header decodes the snapshot's header map (nil when absent); ok is false
+// when it is malformed.
+func (d *decoder) header() (h http.Header, ok bool) {
+	v, present := d.it[AttrHeader]
+	if !present {
+		return nil, true
+	}
+	m, isMap := v.(*types.AttributeValueMemberM)
+	if !isMap {
+		d.fail("attribute %s is %T, want M", AttrHeader, v)
+		return nil, false
+	}
+	h = make(http.Header, len(m.Value))
+	for k, v := range m.Value {
+		l, isList := v.(*types.AttributeValueMemberL)
+		if !isList {
+			d.fail("header %q is %T, want L", k, v)
+			return nil, false
+		}
+		vs := make([]string, len(l.Value))
+		for i, e := range l.Value {
+			es, isStr := e.(*types.AttributeValueMemberS)
+			if !isStr {
+				d.fail("header %q value is %T, want S", k, e)
+				return nil, false
+			}
+			vs[i] = es.Value
+		}
+		h[k] = vs
+	}
+	return h, true
+}
+
+// body decodes the snapshot's body (nil when absent), undoing its
+// encoding; ok is false when it is malformed.
+func (d *decoder) body() (body []byte, ok bool) {
+	v, present := d.it[AttrBody]
+	if !present {
+		if _, enc := d.it[AttrBodyEncoding]; enc {
+			d.fail("body encoding without a body")
+		}
+		return nil, true
+	}
+	b, isBin := v.(*types.AttributeValueMemberB)
+	if !isBin {
+		d.fail("attribute %s is %T, want B", AttrBody, v)
+		return nil, false
+	}
+	switch enc := d.str(AttrBodyEncoding, false); enc {
+	case "":
+		return append([]byte(nil), b.Value...), true
+	case encodingZstd:
+		body, err := zdec.DecodeAll(b.Value, nil)
+		if err != nil {
+			d.fail("body: %v", err)
+			return nil, false
+		}
+		return body, true
+	default:
+		d.fail("unknown body encoding %q", enc)
+		return nil, false
+	}
 }
