@@ -17,12 +17,13 @@ import (
 	"github.com/idemkit/idemkit/internal/faults"
 )
 
-// repos returns each Repo implementation, fresh; the DynamoDB one sends its
-// calls through rt (nil: straight to the server).
-func repos(t *testing.T) map[string]func(rt http.RoundTripper) orders.Repo {
-	return map[string]func(rt http.RoundTripper) orders.Repo{
-		"memory": func(http.RoundTripper) orders.Repo { return &orders.MemRepo{} },
-		"dynamodb": func(rt http.RoundTripper) orders.Repo {
+// repos returns each Repo implementation, fresh for the test t given; the
+// DynamoDB one sends its calls through rt (nil: straight to the server) and
+// skips t when no server can be had.
+func repos() map[string]func(t *testing.T, rt http.RoundTripper) orders.Repo {
+	return map[string]func(t *testing.T, rt http.RoundTripper) orders.Repo{
+		"memory": func(*testing.T, http.RoundTripper) orders.Repo { return &orders.MemRepo{} },
+		"dynamodb": func(t *testing.T, rt http.RoundTripper) orders.Repo {
 			raw := dynalite.Client(t)
 			table := dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("orders"))
 			return &orders.DynamoRepo{Client: faultyClient(t, rt), Table: table}
@@ -57,10 +58,10 @@ var (
 // (a retried execution: its CreatedAt is later, the stored one wins), and
 // ErrIDConflict when it is another; nothing is stored twice.
 func TestRepoWritesAreIdempotent(t *testing.T) {
-	for name, newRepo := range repos(t) {
+	for name, newRepo := range repos() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			r := newRepo(nil)
+			r := newRepo(t, nil)
 			o, err := r.CreateOrder(ctx, "alice", testOrder)
 			if err != nil || !o.CreatedAt.Equal(fixedNow) {
 				t.Fatalf("create: %+v %v", o, err)
