@@ -64,6 +64,39 @@ func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, lim
 	if err := ctx.Err(); err != nil {
 		return nil, "", fail(q.op, err)
 	}
+	in, err := s.queryInput(q, tenant, page, limit, now)
+	if err != nil {
+		return nil, "", err
+	}
+	client, err := s.list(tenant)
+	if err != nil {
+		return nil, "", fail(q.op, err)
+	}
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.Query(cctx, in, s.sdkOpts)
+	if err != nil {
+		usage(ctx, nil, false)
+		return nil, "", fail(q.op, err)
+	}
+	usage(ctx, out.ConsumedCapacity, false)
+	recs, err := q.records(out.Items, now)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out.LastEvaluatedKey) > 0 {
+		if next, err = encodePageOf(out.LastEvaluatedKey, q.kind, tenant); err != nil {
+			return nil, "", fail(q.op, err)
+		}
+	}
+	return recs, next, nil
+}
+
+// queryInput returns the Query of one page of q: limit records at most
+// (DefaultListLimit when not positive, capped at MaxListLimit), starting
+// after the page token, if any.
+func (s *Store) queryInput(q listQuery, tenant, page string, limit int, now time.Time) (*dynamodb.QueryInput, error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
@@ -96,42 +129,31 @@ func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, lim
 	if page != "" {
 		pk, lu, err := decodePageOf(page, q.kind, tenant)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		in.ExclusiveStartKey = map[string]types.AttributeValue{AttrID: str(pk), AttrLeaseUntil: num(lu), q.hashAttr: str(q.hashValue)}
 	}
-	client, err := s.list(tenant)
-	if err != nil {
-		return nil, "", fail(q.op, err)
-	}
-	cctx, cancel := s.ctxFor(ctx)
-	defer cancel()
-	out, err := client.Query(cctx, in, s.sdkOpts)
-	if err != nil {
-		usage(ctx, nil, false)
-		return nil, "", fail(q.op, err)
-	}
-	usage(ctx, out.ConsumedCapacity, false)
-	recs := make([]*idemkit.Record, 0, len(out.Items))
-	for _, it := range out.Items {
+	return in, nil
+}
+
+// records decodes the items of a page and keeps the records q lists at
+// now: live, in q's state, with an ended lease and of q's tenant when q
+// asks for them (the index and the filter may lag).
+func (q listQuery) records(items []map[string]types.AttributeValue, now time.Time) ([]*idemkit.Record, error) {
+	recs := make([]*idemkit.Record, 0, len(items))
+	for _, it := range items {
 		if expired(it, now) {
 			continue
 		}
 		r, err := decodeItem(it)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		if r.State == q.state && (!q.leaseEnded || r.LeaseExpired(now)) && (q.tenantFilter == "" || r.Scope.Tenant == q.tenantFilter) {
 			recs = append(recs, r)
 		}
 	}
-	next := ""
-	if len(out.LastEvaluatedKey) > 0 {
-		if next, err = encodePageOf(out.LastEvaluatedKey, q.kind, tenant); err != nil {
-			return nil, "", fail(q.op, err)
-		}
-	}
-	return recs, next, nil
+	return recs, nil
 }
 
 // pageToken is a LastEvaluatedKey of a listing, base64url JSON. The hash

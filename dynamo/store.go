@@ -302,15 +302,51 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	if err != nil {
 		return idemkit.ClaimResult{}, err
 	}
+	in, err := s.claimInput(rec, now, opts)
+	if err != nil {
+		return idemkit.ClaimResult{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := s.ctxFor(ctx)
+		out, err := client.PutItem(cctx, in, s.sdkOpts)
+		cancel()
+		if err == nil {
+			usage(ctx, out.ConsumedCapacity, true)
+			return claimWon(out), nil
+		}
+		cf, ok := conditionFailed(err)
+		if !ok {
+			usage(ctx, nil, true)
+			return idemkit.ClaimResult{}, fail(op, err)
+		}
+		cur, blocked, err := s.blocker(ctx, client, cf, rec, now, opts)
+		if err != nil {
+			return idemkit.ClaimResult{}, err
+		}
+		if blocked {
+			return idemkit.ClaimResult{Existing: cur}, nil
+		}
+		// The record that failed the condition is gone or changed: the
+		// claim may succeed now.
+		if attempt == claimAttempts {
+			return idemkit.ClaimResult{}, nil
+		}
+	}
+}
+
+// claimInput returns the conditional PutItem of a claim of rec, or an
+// error wrapping idemkit.ErrRecordInvalid when its item would exceed
+// MaxItemSize even without the body.
+func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (*dynamodb.PutItemInput, error) {
 	item := baseItem(rec)
 	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
 		item[AttrIndeterminate] = str(InFlightValue)
 	}
 	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
-		return idemkit.ClaimResult{}, s.tooLarge(rec.ID, item)
+		return nil, s.tooLarge(rec.ID, item)
 	}
 	if n := itemSize(item); n > s.opts.MaxItemSize {
-		return idemkit.ClaimResult{}, s.tooLarge(rec.ID, item)
+		return nil, s.tooLarge(rec.ID, item)
 	}
 	cond := condClaim
 	names := map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
@@ -320,7 +356,7 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 		names["#lu"] = AttrLeaseUntil
 		values[":nowMs"] = nowMilli(now)
 	}
-	in := &dynamodb.PutItemInput{
+	return &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
 		ConditionExpression:                 aws.String(cond),
@@ -329,48 +365,43 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	}, nil
+}
+
+// claimWon returns the result of a claim whose PutItem succeeded, with the
+// record it replaced, if any.
+func claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
+	res := idemkit.ClaimResult{Won: true}
+	if len(out.Attributes) > 0 {
+		// The replaced record is informative only: we hold the key
+		// whatever it held, so an undecodable one is not an error.
+		res.Existing, _ = decodeItem(out.Attributes)
 	}
-	for attempt := 1; ; attempt++ {
-		cctx, cancel := s.ctxFor(ctx)
-		out, err := client.PutItem(cctx, in, s.sdkOpts)
-		cancel()
-		if err == nil {
-			usage(ctx, out.ConsumedCapacity, true)
-			res := idemkit.ClaimResult{Won: true}
-			if len(out.Attributes) > 0 {
-				// The replaced record is informative only: we hold the key
-				// whatever it held, so an undecodable one is not an error.
-				res.Existing, _ = decodeItem(out.Attributes)
-			}
-			return res, nil
+	return res
+}
+
+// blocker reports the usage of a claim refused by its condition (cf) and
+// returns the record that blocks it: the item returned with the failure,
+// or else the record read after it. blocked is false when no record blocks
+// the claim any more (released, expired or resolved meanwhile).
+func (s *Store) blocker(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (cur *idemkit.Record, blocked bool, err error) {
+	const op = "claim"
+	failedWriteUsage(ctx, cf.Item)
+	if len(cf.Item) > 0 {
+		// The item that failed the condition: it blocks the claim.
+		if cur, err = decodeItem(cf.Item); err != nil {
+			return nil, false, err
 		}
-		cf, ok := conditionFailed(err)
-		if !ok {
-			usage(ctx, nil, true)
-			return idemkit.ClaimResult{}, fail(op, err)
-		}
-		failedWriteUsage(ctx, cf.Item)
-		var cur *idemkit.Record
-		if len(cf.Item) > 0 {
-			// The item that failed the condition: it blocks the claim.
-			if cur, err = decodeItem(cf.Item); err != nil {
-				return idemkit.ClaimResult{}, err
-			}
-			return idemkit.ClaimResult{Existing: cur}, nil
-		}
-		cur, err = s.get(ctx, client, op, rec.ID, now)
-		if err != nil && !errors.Is(err, idemkit.ErrNotFound) {
-			return idemkit.ClaimResult{}, err
-		}
-		if cur != nil && blocks(cur, rec, now, opts) {
-			return idemkit.ClaimResult{Existing: cur}, nil
-		}
-		// The record that failed the condition is gone or changed: the
-		// claim may succeed now.
-		if attempt == claimAttempts {
-			return idemkit.ClaimResult{}, nil
-		}
+		return cur, true, nil
 	}
+	cur, err = s.get(ctx, client, op, rec.ID, now)
+	if err != nil && !errors.Is(err, idemkit.ErrNotFound) {
+		return nil, false, err
+	}
+	if cur != nil && blocks(cur, rec, now, opts) {
+		return cur, true, nil
+	}
+	return nil, false, nil
 }
 
 // blocks reports whether the live record cur keeps rec from being claimed:

@@ -83,50 +83,9 @@ func (p *parser) validate(body []byte, maxDepth int) error {
 	p.frames = p.frames[:0]
 	p.src = *bytes.NewBuffer(body)
 	p.dec.Reset(&p.src, jsontext.AllowDuplicateNames(true))
-	var need uint32 // stack entries the walk needs: the root's need
-	for {
-		var done uint32 // the need of a value just completed
-		switch k := p.dec.PeekKind(); k {
-		case '{', '[':
-			if p.dec.StackDepth() >= maxDepth {
-				return &bodyError{kind: ErrTooDeep, msg: "more than " + strconv.Itoa(maxDepth) +
-					" nested objects or arrays at " + pointerText(p.dec.StackPointer())}
-			}
-			if _, err := p.dec.ReadToken(); err != nil {
-				return p.wrap(err)
-			}
-			p.frames = append(p.frames, frame{obj: k == '{', wantName: k == '{'})
-			continue
-		case '}', ']', 0:
-			if _, err := p.dec.ReadToken(); err != nil {
-				return p.wrap(err)
-			}
-			f := p.frames[len(p.frames)-1]
-			p.frames = p.frames[:len(p.frames)-1]
-			done = f.members + f.inner
-		default:
-			raw, err := p.dec.ReadValue()
-			if err != nil {
-				return p.wrap(err)
-			}
-			if n := len(p.frames); n > 0 && p.frames[n-1].wantName {
-				p.frames[n-1].wantName = false
-				p.frames[n-1].members++
-				continue
-			}
-			if k == '0' && !inFloat64Range(raw) {
-				return &bodyError{kind: ErrInvalidJSON, msg: "number " + quoteFragment(raw) +
-					" is out of float64 range at " + pointerText(p.dec.StackPointer())}
-			}
-		}
-		n := len(p.frames)
-		if n == 0 {
-			need = done
-			break
-		}
-		f := &p.frames[n-1]
-		f.inner = max(f.inner, done)
-		f.wantName = f.obj
+	need, err := p.topValue(maxDepth)
+	if err != nil {
+		return err
 	}
 	if _, err := p.dec.ReadToken(); err != io.EOF {
 		if err == nil {
@@ -138,6 +97,78 @@ func (p *parser) validate(body []byte, maxDepth int) error {
 		p.stack = make([]uint32, 0, need) // the walk never grows it
 	}
 	return nil
+}
+
+// topValue reads the top-level value token by token, checking the nesting
+// depth and the range of every number, and returns the stack entries the
+// walk needs for it.
+func (p *parser) topValue(maxDepth int) (uint32, error) {
+	for {
+		var done uint32 // the need of a value just completed
+		switch k := p.dec.PeekKind(); k {
+		case '{', '[':
+			if err := p.open(k, maxDepth); err != nil {
+				return 0, err
+			}
+			continue
+		case '}', ']', 0:
+			if _, err := p.dec.ReadToken(); err != nil {
+				return 0, p.wrap(err)
+			}
+			f := p.frames[len(p.frames)-1]
+			p.frames = p.frames[:len(p.frames)-1]
+			done = f.members + f.inner
+		default:
+			name, err := p.scalar(k)
+			if err != nil {
+				return 0, err
+			}
+			if name {
+				continue
+			}
+		}
+		n := len(p.frames)
+		if n == 0 {
+			return done, nil
+		}
+		f := &p.frames[n-1]
+		f.inner = max(f.inner, done)
+		f.wantName = f.obj
+	}
+}
+
+// open reads the start of an object or array (kind k) and pushes its frame,
+// refusing one nested more than maxDepth deep.
+func (p *parser) open(k jsontext.Kind, maxDepth int) error {
+	if p.dec.StackDepth() >= maxDepth {
+		return &bodyError{kind: ErrTooDeep, msg: "more than " + strconv.Itoa(maxDepth) +
+			" nested objects or arrays at " + pointerText(p.dec.StackPointer())}
+	}
+	if _, err := p.dec.ReadToken(); err != nil {
+		return p.wrap(err)
+	}
+	p.frames = append(p.frames, frame{obj: k == '{', wantName: k == '{'})
+	return nil
+}
+
+// scalar reads a string, number or literal of kind k. It reports whether
+// it was a member name, which it counts, and refuses a number beyond the
+// float64 range.
+func (p *parser) scalar(k jsontext.Kind) (bool, error) {
+	raw, err := p.dec.ReadValue()
+	if err != nil {
+		return false, p.wrap(err)
+	}
+	if n := len(p.frames); n > 0 && p.frames[n-1].wantName {
+		p.frames[n-1].wantName = false
+		p.frames[n-1].members++
+		return true, nil
+	}
+	if k == '0' && !inFloat64Range(raw) {
+		return false, &bodyError{kind: ErrInvalidJSON, msg: "number " + quoteFragment(raw) +
+			" is out of float64 range at " + pointerText(p.dec.StackPointer())}
+	}
+	return false, nil
 }
 
 func (p *parser) wrap(err error) error {
@@ -406,8 +437,29 @@ func (p *parser) value(e *emitter, i int, ex *trie, emit bool) (int, error) {
 }
 
 func (p *parser) object(e *emitter, i int, ex *trie, emit bool) (int, error) {
-	b := p.body
 	base := len(p.stack)
+	end := p.pushMembers(i)
+	if err := p.sortMembers(base); err != nil {
+		return 0, err
+	}
+	if emit {
+		e.byte('{')
+	}
+	if err := p.walkMembers(e, base, ex, emit); err != nil {
+		return 0, err
+	}
+	p.stack = p.stack[:base]
+	if emit {
+		e.byte('}')
+		e.maybeFlush()
+	}
+	return end, nil
+}
+
+// pushMembers pushes a stack entry for each member name of the object that
+// starts at p.body[i] and returns the offset after the object.
+func (p *parser) pushMembers(i int) int {
+	b := p.body
 	j := skipWS(b, i+1)
 	for b[j] != '}' {
 		nameEnd := stringEnd(b, j)
@@ -418,27 +470,36 @@ func (p *parser) object(e *emitter, i int, ex *trie, emit bool) (int, error) {
 			j = skipWS(b, j+1)
 		}
 	}
-	end := j + 1
+	return j + 1
+}
+
+// sortMembers sorts the stack entries from base on by name, in UTF-16 code
+// units, and returns a *dupError for a name that occurs twice.
+func (p *parser) sortMembers(base int) error {
+	ms := p.stack[base:]
+	n := len(ms)
+	sorted := true
+	for k := 1; k < n && sorted; k++ {
+		sorted = compareNames(p.name(ms[k-1]), p.name(ms[k])) < 0
+	}
+	if sorted { // strictly increasing names are also free of duplicates
+		return nil
+	}
+	slices.SortFunc(ms, func(x, y uint32) int { return compareNames(p.name(x), p.name(y)) })
+	for k := 1; k < n; k++ {
+		if compareNames(p.name(ms[k-1]), p.name(ms[k])) == 0 {
+			return &dupError{name: string(p.unescape(p.name(ms[k]))),
+				off: max(p.offset(ms[k-1]), p.offset(ms[k]))}
+		}
+	}
+	return nil
+}
+
+// walkMembers walks the values of the sorted members on the stack from base on,
+// writing each member that ex does not cut when emit is set.
+func (p *parser) walkMembers(e *emitter, base int, ex *trie, emit bool) error {
+	b := p.body
 	n := len(p.stack) - base
-	if n > 1 {
-		ms := p.stack[base:]
-		sorted := true
-		for k := 1; k < n && sorted; k++ {
-			sorted = compareNames(p.name(ms[k-1]), p.name(ms[k])) < 0
-		}
-		if !sorted { // strictly increasing names are also free of duplicates
-			slices.SortFunc(ms, func(x, y uint32) int { return compareNames(p.name(x), p.name(y)) })
-			for k := 1; k < n; k++ {
-				if compareNames(p.name(ms[k-1]), p.name(ms[k])) == 0 {
-					return 0, &dupError{name: string(p.unescape(p.name(ms[k]))),
-						off: max(p.offset(ms[k-1]), p.offset(ms[k]))}
-				}
-			}
-		}
-	}
-	if emit {
-		e.byte('{')
-	}
 	first := true
 	for k := 0; k < n; k++ {
 		en := p.stack[base+k] // p.stack may move as nested objects push
@@ -458,15 +519,10 @@ func (p *parser) object(e *emitter, i int, ex *trie, emit bool) (int, error) {
 			e.byte(':')
 		}
 		if _, err := p.value(e, skipWS(b, nameEnd)+1, sub, emit && !cut); err != nil {
-			return 0, under(err, string(p.unescape(name)))
+			return under(err, string(p.unescape(name)))
 		}
 	}
-	p.stack = p.stack[:base]
-	if emit {
-		e.byte('}')
-		e.maybeFlush()
-	}
-	return end, nil
+	return nil
 }
 
 func (p *parser) array(e *emitter, i int, ex *trie, emit bool) (int, error) {
@@ -534,46 +590,59 @@ func (p *parser) lookup(ptr pointer, ex *trie) (int, *trie, bool) {
 				return 0, nil, false
 			}
 		}
+		var ok bool
 		switch b[i] {
 		case '{':
-			k := skipWS(b, i+1)
-			found := false
-			for b[k] != '}' {
-				nameEnd := stringEnd(b, k)
-				v := skipWS(b, skipWS(b, nameEnd)+1)
-				if bytes.Equal(p.unescape(b[k+1:nameEnd-1]), ptr.btoks[j]) {
-					i, found = v, true
-					break
-				}
-				k = skipWS(b, skipValue(b, v))
-				if b[k] == ',' {
-					k = skipWS(b, k+1)
-				}
-			}
-			if !found {
-				return 0, nil, false
-			}
+			i, ok = p.memberValue(i, ptr.btoks[j])
 		case '[':
-			n, ok := arrayIndex(tok)
-			if !ok {
-				return 0, nil, false
-			}
-			k := skipWS(b, i+1)
-			for ; n > 0 && b[k] != ']'; n-- {
-				k = skipWS(b, skipValue(b, k))
-				if b[k] == ',' {
-					k = skipWS(b, k+1)
-				}
-			}
-			if b[k] == ']' {
-				return 0, nil, false
-			}
-			i = k
-		default:
+			i, ok = p.element(i, tok)
+		}
+		if !ok {
 			return 0, nil, false
 		}
 	}
 	return i, ex, true
+}
+
+// memberValue returns the offset of the value of the member named name in
+// the object that starts at p.body[i], or false when it has none.
+func (p *parser) memberValue(i int, name []byte) (int, bool) {
+	b := p.body
+	k := skipWS(b, i+1)
+	for b[k] != '}' {
+		nameEnd := stringEnd(b, k)
+		v := skipWS(b, skipWS(b, nameEnd)+1)
+		if bytes.Equal(p.unescape(b[k+1:nameEnd-1]), name) {
+			return v, true
+		}
+		k = skipWS(b, skipValue(b, v))
+		if b[k] == ',' {
+			k = skipWS(b, k+1)
+		}
+	}
+	return 0, false
+}
+
+// element returns the offset of the element that the reference token tok
+// indexes in the array that starts at p.body[i], or false when tok is not
+// a valid index or is out of range.
+func (p *parser) element(i int, tok string) (int, bool) {
+	b := p.body
+	n, ok := arrayIndex(tok)
+	if !ok {
+		return 0, false
+	}
+	k := skipWS(b, i+1)
+	for ; n > 0 && b[k] != ']'; n-- {
+		k = skipWS(b, skipValue(b, k))
+		if b[k] == ',' {
+			k = skipWS(b, k+1)
+		}
+	}
+	if b[k] == ']' {
+		return 0, false
+	}
+	return k, true
 }
 
 // unescape returns the unescaped content of a string, in p.key unless it

@@ -151,22 +151,47 @@ func New(opts Options) (*Fingerprinter, error) {
 	case f.maxDepth < 0 || f.maxDepth > maxMaxDepth:
 		return nil, fmt.Errorf("%w: MaxDepth %d is outside 0..%d", ErrInvalidOptions, opts.MaxDepth, maxMaxDepth)
 	}
-	for _, s := range opts.Include {
+	if err := f.setInclude(opts.Include); err != nil {
+		return nil, err
+	}
+	if err := f.setExclude(opts.Exclude); err != nil {
+		return nil, err
+	}
+	if opts.IgnoreQuery && len(opts.Query) > 0 {
+		return nil, fmt.Errorf("%w: IgnoreQuery with Query %q", ErrInvalidOptions, opts.Query)
+	}
+	f.query = slices.Compact(slices.Sorted(slices.Values(opts.Query)))
+	if err := f.setHeaders(opts.Headers); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// setInclude parses the Include pointers into f.include, sorted by text
+// and without duplicates.
+func (f *Fingerprinter) setInclude(include []string) error {
+	for _, s := range include {
 		p, err := parsePointer(s)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		f.include = append(f.include, p)
 	}
 	slices.SortFunc(f.include, func(a, b pointer) int { return strings.Compare(a.text, b.text) })
 	f.include = slices.CompactFunc(f.include, func(a, b pointer) bool { return a.text == b.text })
-	for _, s := range opts.Exclude {
+	return nil
+}
+
+// setExclude parses the Exclude pointers into the f.exclude trie, and the
+// one-token ones into f.formCuts. The whole body cannot be excluded.
+func (f *Fingerprinter) setExclude(exclude []string) error {
+	for _, s := range exclude {
 		p, err := parsePointer(s)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(p.toks) == 0 {
-			return nil, &PointerError{Pointer: s, Reason: "the whole body cannot be excluded"}
+			return &PointerError{Pointer: s, Reason: "the whole body cannot be excluded"}
 		}
 		if f.exclude == nil {
 			f.exclude = new(trie)
@@ -179,19 +204,21 @@ func New(opts Options) (*Fingerprinter, error) {
 			f.formCuts[p.toks[0]] = true
 		}
 	}
-	if opts.IgnoreQuery && len(opts.Query) > 0 {
-		return nil, fmt.Errorf("%w: IgnoreQuery with Query %q", ErrInvalidOptions, opts.Query)
-	}
-	f.query = slices.Compact(slices.Sorted(slices.Values(opts.Query)))
-	for _, h := range opts.Headers {
+	return nil
+}
+
+// setHeaders sets f.headers to the header names in lower case, sorted and
+// without duplicates, refusing an empty name.
+func (f *Fingerprinter) setHeaders(headers []string) error {
+	for _, h := range headers {
 		if h == "" {
-			return nil, fmt.Errorf("%w: empty header name", ErrInvalidOptions)
+			return fmt.Errorf("%w: empty header name", ErrInvalidOptions)
 		}
 		f.headers = append(f.headers, strings.ToLower(h))
 	}
 	slices.Sort(f.headers)
 	f.headers = slices.Compact(f.headers)
-	return f, nil
+	return nil
 }
 
 // Compute returns the fingerprint of in under opts with the current

@@ -47,6 +47,36 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 	defer putState(st)
 	e := &st.e
 	e.out = append(e.out, v1Magic...)
+	f.v1Request(e, in)
+
+	body, err := st.decodeBody(in)
+	if err != nil {
+		return "", err
+	}
+	e.byte('B')
+	mode, sniffed := f.resolveMode(contentType(in), body)
+	switch mode {
+	case ModeJSON:
+		if err := f.v1JSON(st, body, sniffed); err != nil {
+			return "", err
+		}
+	case ModeForm:
+		vals, err := url.ParseQuery(string(body))
+		if err != nil {
+			return "", &bodyError{kind: ErrInvalidForm, cause: err, msg: err.Error()}
+		}
+		e.byte('f')
+		f.v1Form(e, vals)
+	default:
+		e.byte('r')
+		e.bytes(body)
+	}
+	return st.finish("v1:sha256:"), nil
+}
+
+// v1Request writes the optional parts of the v1 input before the body:
+// method, path, query and headers, as the Options select them.
+func (f *Fingerprinter) v1Request(e *emitter, in *Input) {
 	if f.method {
 		e.byte('M')
 		e.str(in.Method)
@@ -67,43 +97,26 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 			writeHeaderValues(e, in.Header, name)
 		}
 	}
+}
 
-	body, err := st.decodeBody(in)
-	if err != nil {
-		return "", err
+// v1JSON writes a JSON body under v1: 'j' and its JSON, or, when the body
+// was only sniffed as JSON and is not valid JSON, 'r' and its bytes.
+func (f *Fingerprinter) v1JSON(st *state, body []byte, sniffed bool) error {
+	e := &st.e
+	err := st.p.validate(body, f.maxDepth)
+	if err == nil && sniffed {
+		err = st.p.checkNames()
 	}
-	e.byte('B')
-	mode, sniffed := f.resolveMode(contentType(in), body)
-	switch mode {
-	case ModeJSON:
-		err := st.p.validate(body, f.maxDepth)
-		if err == nil && sniffed {
-			err = st.p.checkNames()
+	if err != nil {
+		if !sniffed {
+			return err
 		}
-		if err != nil {
-			if !sniffed {
-				return "", err
-			}
-			e.byte('r')
-			e.bytes(body)
-			break
-		}
-		e.byte('j')
-		if err := f.writeJSON(st); err != nil {
-			return "", err
-		}
-	case ModeForm:
-		vals, err := url.ParseQuery(string(body))
-		if err != nil {
-			return "", &bodyError{kind: ErrInvalidForm, cause: err, msg: err.Error()}
-		}
-		e.byte('f')
-		f.v1Form(e, vals)
-	default:
 		e.byte('r')
 		e.bytes(body)
+		return nil
 	}
-	return st.finish("v1:sha256:"), nil
+	e.byte('j')
+	return f.writeJSON(st)
 }
 
 // finish flushes the emitter and returns prefix ("vN:sha256:") followed

@@ -71,17 +71,7 @@ func runList(ctx context.Context, c *cli, args []string) int {
 	if code, done := c.parse(fs, args, helpFor(fs, listHelp)); done {
 		return code
 	}
-	err := o.check()
-	switch {
-	case err != nil:
-	case state != string(idemkit.StateIndeterminate) && state != stateStale:
-		err = usagef("--state %q: want indeterminate or stale (the other states are not indexed)", state)
-	case limit < 1 || limit > 1000:
-		err = usagef("--limit %d: want 1 to 1000", limit)
-	case all && page != "":
-		err = usagef("--all and --page exclude each other")
-	}
-	if err != nil {
+	if err := checkList(&o, state, limit, all, page); err != nil {
 		return c.fail("list", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -95,27 +85,12 @@ func runList(ctx context.Context, c *cli, args []string) int {
 	if state == stateStale {
 		list = store.ListStale
 	}
-	var recs []*idemkit.Record
-	for {
-		got, next, err := list(ctx, tenant, page, limit, now)
-		if errors.Is(err, errors.ErrUnsupported) {
-			err = fmt.Errorf("%w\nStale records are listed only when the application's stores set dynamo.Options.IndexInFlight", err)
-		}
-		if err != nil {
-			return c.fail("list", err)
-		}
-		recs = append(recs, got...)
-		page = next
-		if !all || next == "" {
-			break
-		}
+	recs, page, err := listPages(ctx, list, tenant, page, limit, all, now)
+	if err != nil {
+		return c.fail("list", err)
 	}
 	if o.output == "json" {
-		out := listJSON{Records: make([]recordJSON, 0, len(recs)), NextPage: page}
-		for _, r := range recs {
-			out.Records = append(out.Records, toJSON(r, now, false))
-		}
-		err = writeJSON(c.stdout, out)
+		err = writeListJSON(c, recs, page, now)
 	} else {
 		err = writeList(c, recs, page, now, state)
 	}
@@ -123,6 +98,55 @@ func runList(ctx context.Context, c *cli, args []string) int {
 		return c.fail("list", err)
 	}
 	return exitOK
+}
+
+// checkList checks the flags of list.
+func checkList(o *common, state string, limit int, all bool, page string) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	switch {
+	case state != string(idemkit.StateIndeterminate) && state != stateStale:
+		return usagef("--state %q: want indeterminate or stale (the other states are not indexed)", state)
+	case limit < 1 || limit > 1000:
+		return usagef("--limit %d: want 1 to 1000", limit)
+	case all && page != "":
+		return usagef("--all and --page exclude each other")
+	}
+	return nil
+}
+
+// listFunc is a listing of a store: ListIndeterminate or ListStale.
+type listFunc func(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error)
+
+// listPages returns the records of the page with token page, or with all
+// of it and every page after it, and the token of the page that follows
+// what it returns ("" at the end).
+func listPages(ctx context.Context, list listFunc, tenant, page string, limit int, all bool, now time.Time) ([]*idemkit.Record, string, error) {
+	var recs []*idemkit.Record
+	for {
+		got, next, err := list(ctx, tenant, page, limit, now)
+		if errors.Is(err, errors.ErrUnsupported) {
+			err = fmt.Errorf("%w\nStale records are listed only when the application's stores set dynamo.Options.IndexInFlight", err)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		recs = append(recs, got...)
+		page = next
+		if !all || next == "" {
+			return recs, page, nil
+		}
+	}
+}
+
+// writeListJSON writes a listing as --output json.
+func writeListJSON(c *cli, recs []*idemkit.Record, next string, now time.Time) error {
+	out := listJSON{Records: make([]recordJSON, 0, len(recs)), NextPage: next}
+	for _, r := range recs {
+		out.Records = append(out.Records, toJSON(r, now, false))
+	}
+	return writeJSON(c.stdout, out)
 }
 
 func writeList(c *cli, recs []*idemkit.Record, next string, now time.Time, state string) error {

@@ -213,29 +213,41 @@ func (c *cli) resolution(rf *resolveFlags) (idemkit.Resolution, string, error) {
 			return res, "", usagef("--status, --body-file, --body-base64 and --header go with --as completed only")
 		}
 	case idemkit.StateCompleted:
-		if status < 100 || status > 599 {
-			return res, "", usagef("--as completed needs --status, 100 to 599 (got %d)", status)
+		if res.Snapshot, err = c.answer(rf); err != nil {
+			return res, "", err
 		}
-		snap := &idemkit.Snapshot{Status: status, Header: header, Base64: bodyBase64}
-		if bodyFile != "" {
-			if snap.Body, err = c.readBody(bodyFile); err != nil {
-				return res, "", usagef("--body-file: %v", err)
-			}
-			if bodyBase64 {
-				if _, err := base64.StdEncoding.DecodeString(string(snap.Body)); err != nil {
-					return res, "", usagef("--body-base64: the body file is not base64: %v", err)
-				}
-			}
-		} else if bodyBase64 {
-			return res, "", usagef("--body-base64 needs --body-file")
-		}
-		res.Snapshot = snap
 	case "":
 		return res, "", usagef("--as is required: completed or failed")
 	default:
 		return res, "", usagef("--as %q: want completed or failed", as)
 	}
 	return res, id, nil
+}
+
+// answer returns the answer that --as completed resolves with, from
+// --status, --header, --body-file and --body-base64.
+func (c *cli) answer(rf *resolveFlags) (*idemkit.Snapshot, error) {
+	status, bodyFile, bodyBase64 := rf.status, rf.bodyFile, rf.bodyBase64
+	if status < 100 || status > 599 {
+		return nil, usagef("--as completed needs --status, 100 to 599 (got %d)", status)
+	}
+	snap := &idemkit.Snapshot{Status: status, Header: rf.header.h, Base64: bodyBase64}
+	if bodyFile == "" {
+		if bodyBase64 {
+			return nil, usagef("--body-base64 needs --body-file")
+		}
+		return snap, nil
+	}
+	var err error
+	if snap.Body, err = c.readBody(bodyFile); err != nil {
+		return nil, usagef("--body-file: %v", err)
+	}
+	if bodyBase64 {
+		if _, err := base64.StdEncoding.DecodeString(string(snap.Body)); err != nil {
+			return nil, usagef("--body-base64: the body file is not base64: %v", err)
+		}
+	}
+	return snap, nil
 }
 
 func (c *cli) readBody(name string) ([]byte, error) {

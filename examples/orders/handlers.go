@@ -100,24 +100,7 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 	if resp, ok := decode(ev, &req); !ok {
 		return resp, nil
 	}
-	var bad []InvalidParam
-	switch {
-	case req.OrderID == nil:
-		bad = append(bad, InvalidParam{"order_id", "is required"})
-	case !validUUID(*req.OrderID):
-		bad = append(bad, InvalidParam{"order_id", "must be an order id (a UUID in lower case)"})
-	}
-	bad = positive(bad, "amount_cents", req.AmountCents)
-	switch {
-	case req.Card == nil:
-		bad = append(bad, InvalidParam{"card", "is required"})
-	case !validCard(*req.Card):
-		bad = append(bad, InvalidParam{"card", "must be a card number: 12 to 19 digits with a valid check digit"})
-	}
-	if req.DelayMS != nil && (*req.DelayMS < 0 || time.Duration(*req.DelayMS)*time.Millisecond > MaxDelay) {
-		bad = append(bad, InvalidParam{"delay_ms", fmt.Sprintf("must be between 0 and %d", MaxDelay.Milliseconds())})
-	}
-	if len(bad) > 0 {
+	if bad := req.check(); len(bad) > 0 {
 		return invalid(bad), nil
 	}
 	o, err := a.repo.GetOrder(ctx, tenant, *req.OrderID)
@@ -156,6 +139,29 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	return jsonResponse(201, body, nil), nil
+}
+
+// check returns the invalid members of a payment request, in the order of
+// its fields; none when it is valid.
+func (req *createPaymentRequest) check() []InvalidParam {
+	var bad []InvalidParam
+	switch {
+	case req.OrderID == nil:
+		bad = append(bad, InvalidParam{"order_id", "is required"})
+	case !validUUID(*req.OrderID):
+		bad = append(bad, InvalidParam{"order_id", "must be an order id (a UUID in lower case)"})
+	}
+	bad = positive(bad, "amount_cents", req.AmountCents)
+	switch {
+	case req.Card == nil:
+		bad = append(bad, InvalidParam{"card", "is required"})
+	case !validCard(*req.Card):
+		bad = append(bad, InvalidParam{"card", "must be a card number: 12 to 19 digits with a valid check digit"})
+	}
+	if req.DelayMS != nil && (*req.DelayMS < 0 || time.Duration(*req.DelayMS)*time.Millisecond > MaxDelay) {
+		bad = append(bad, InvalidParam{"delay_ms", fmt.Sprintf("must be between 0 and %d", MaxDelay.Milliseconds())})
+	}
+	return bad
 }
 
 // idNamespace is the UUID namespace of the IDs executionBased derives.

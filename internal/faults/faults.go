@@ -171,17 +171,9 @@ func Op(req *http.Request) string {
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	op := Op(req)
-	var body []byte
-	if req.Body != nil && req.Body != http.NoBody {
-		b, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		body = b
-		req = req.Clone(req.Context())
-		req.Body = io.NopCloser(bytes.NewReader(b))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	req, body, err := readBody(req)
+	if err != nil {
+		return nil, err
 	}
 	kind, call := t.pick(op, body)
 	base := t.Base
@@ -204,7 +196,29 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		<-req.Context().Done()
 		return nil, req.Context().Err()
 	}
-	// The faults that let the server apply the request.
+	return applied(base, req, kind, op, call)
+}
+
+// readBody reads the body of req, if any, and returns a clone of req that
+// sends it again, with the body.
+func readBody(req *http.Request) (*http.Request, []byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, nil, nil
+	}
+	b, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	req = req.Clone(req.Context())
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return req, b, nil
+}
+
+// applied sends req through base and then spoils the answer with kind, one
+// of the faults that let the server apply the request, for call of op.
+func applied(base http.RoundTripper, req *http.Request, kind Kind, op string, call int) (*http.Response, error) {
 	resp, err := base.RoundTrip(req)
 	if err != nil {
 		return nil, err
