@@ -102,66 +102,53 @@ func Event(key string) events.APIGatewayV2HTTPRequest {
 
 var errDownstream = errors.New("bench: downstream failed")
 
+// handler is the shape of the wrapped and the bare handler.
+type handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// rig is one path's wrapped handler and its baselines.
+type rig struct {
+	path    string
+	want    int // the wrapped handler's status; unused for the error path
+	bare    handler
+	wrapped handler
+	capture *capturing     // the store's client
+	store   *dynamo.Store  // the store under the wrapped handler's guard
+	obs     *usageObserver // the usage of the last guarded request
+	raw     *raw
+	sent    []call // the requests of the latest wrapped invocation
+}
+
+// samples are the measured rounds' durations, one slice per contender.
+type samples struct {
+	wrapped, bare, min, same []time.Duration
+}
+
+// timing is one round's duration of each contender.
+type timing struct {
+	wrapped, bare, min, same time.Duration
+}
+
+// measure measures path at size: n rounds after warm-up, each running the
+// wrapped handler and its baselines interleaved.
 func measure(ctx context.Context, client *dynamodb.Client, table, path string, size, n int) (Row, error) {
 	row := Row{Path: path, Size: size}
 	body := string(JSON(size))
-	bare := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		return events.APIGatewayV2HTTPResponse{StatusCode: 201,
-			Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1", "X-Request-Id": "r"}, Body: body}, nil
-	}
-	next := bare
-	if path == "error" {
-		next = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			return events.APIGatewayV2HTTPResponse{}, errDownstream
-		}
-	}
-	capture := &capturing{Client: client}
-	ds, err := dynamo.New(capture, table, dynamo.Options{})
+	rg, err := newRig(client, table, path, body)
 	if err != nil {
 		return row, err
 	}
-	var store idemkit.Store = ds
-	if path == "replay+cache" {
-		store = warmcache.New(ds, warmcache.Config{})
-	}
-	obs := &usageObserver{}
-	g, err := idemkit.New(idemkit.Config{Store: store, Observer: obs})
-	if err != nil {
-		return row, err
-	}
-	wrapped := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, next)
-
 	prefix := fmt.Sprintf("%s-%d-%d-", path, size, time.Now().UnixNano())
 	fixed := Event(prefix + "fixed")
-	want := 201
-	switch path {
-	case "replay", "replay+cache":
-		if _, err := wrapped(ctx, fixed); err != nil {
-			return row, err
-		}
-	case "conflict":
-		want = 409
-		now := time.Now()
-		sc := idemkit.Scope{Tenant: "bench", Operation: "POST /orders", Key: prefix + "fixed"}
-		// Hold the key as another request would, with the same body.
-		fp, err := fingerprintOf(fixed)
-		if err != nil {
-			return row, err
-		}
-		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other",
-			LeaseUntil: now.Add(time.Hour), ReplayUntil: now.Add(2 * time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-		if res, err := ds.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
-			return row, fmt.Errorf("hold the key: %+v %v", res, err)
-		}
+	if err := rg.seed(ctx, fixed, prefix+"fixed"); err != nil {
+		return row, err
 	}
-	raw := newRaw(client, table, path, size, body, prefix)
-	if err := raw.setup(ctx); err != nil {
+	rg.raw = newRaw(client, table, path, size, body, prefix)
+	if err := rg.raw.setup(ctx); err != nil {
 		return row, err
 	}
 
 	const warm = 30
-	var tw, tb, tr, ts []time.Duration
-	var sent []call
+	var s samples
 	for i := -warm; i < n; i++ {
 		ev := fixed
 		rekey := ""
@@ -169,58 +156,136 @@ func measure(ctx context.Context, client *dynamodb.Client, table, path string, s
 			ev = Event(prefix + strconv.Itoa(i+warm))
 			rekey = "same-" + prefix + strconv.Itoa(i+warm)
 		}
-		var dw, db, dr, ds time.Duration
-		for k := 0; k < 4; k++ {
-			switch (i + warm + k) % 4 {
-			case 0:
-				capture.calls = capture.calls[:0]
-				start := time.Now()
-				resp, err := wrapped(ctx, ev)
-				dw = time.Since(start)
-				sent = append(sent[:0], capture.calls...)
-				if path == "error" {
-					if !errors.Is(err, errDownstream) {
-						return row, fmt.Errorf("wrapped: %v, want the handler's error", err)
-					}
-				} else if err != nil || resp.StatusCode != want {
-					return row, fmt.Errorf("wrapped: status %d %v, want %d (%s)", resp.StatusCode, err, want, resp.Body)
-				}
-			case 1:
-				start := time.Now()
-				_, _ = bare(ctx, ev)
-				db = time.Since(start)
-			case 2:
-				start := time.Now()
-				err := raw.run(ctx, i+warm)
-				dr = time.Since(start)
-				if err != nil {
-					return row, fmt.Errorf("raw: %w", err)
-				}
-			case 3:
-				start := time.Now()
-				for _, c := range sent {
-					if err := c(ctx, rekey); err != nil {
-						return row, fmt.Errorf("same requests: %w", err)
-					}
-				}
-				ds = time.Since(start)
-			}
+		t, err := rg.round(ctx, i+warm, ev, rekey)
+		if err != nil {
+			return row, err
 		}
 		if i >= 0 {
-			tw, tb, tr, ts = append(tw, dw), append(tb, db), append(tr, dr), append(ts, ds)
+			s.wrapped, s.bare, s.min, s.same = append(s.wrapped, t.wrapped), append(s.bare, t.bare), append(s.min, t.min), append(s.same, t.same)
 		}
 	}
-	u := obs.Last().Usage
+	rg.summarise(&row, s)
+	return row, nil
+}
+
+// newRig builds path's wrapped handler: the guard over the DynamoDB store
+// (behind the warm cache for replay+cache) on a capturing client, around a
+// handler answering a body-sized 201, or failing for the error path.
+func newRig(client *dynamodb.Client, table, path, body string) (*rig, error) {
+	rg := &rig{path: path, want: 201, capture: &capturing{Client: client}, obs: &usageObserver{}}
+	rg.bare = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201,
+			Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1", "X-Request-Id": "r"}, Body: body}, nil
+	}
+	next := rg.bare
+	if path == "error" {
+		next = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{}, errDownstream
+		}
+	}
+	ds, err := dynamo.New(rg.capture, table, dynamo.Options{})
+	if err != nil {
+		return nil, err
+	}
+	rg.store = ds
+	var store idemkit.Store = ds
+	if path == "replay+cache" {
+		store = warmcache.New(ds, warmcache.Config{})
+	}
+	g, err := idemkit.New(idemkit.Config{Store: store, Observer: rg.obs})
+	if err != nil {
+		return nil, err
+	}
+	rg.wrapped = apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, next)
+	if path == "conflict" {
+		rg.want = 409
+	}
+	return rg, nil
+}
+
+// seed stores the record the path finds under key, fixed's key: a
+// completed one for the replays (by a first wrapped request), one held in
+// flight by another owner with fixed's body for the conflict.
+func (rg *rig) seed(ctx context.Context, fixed events.APIGatewayV2HTTPRequest, key string) error {
+	switch rg.path {
+	case "replay", "replay+cache":
+		_, err := rg.wrapped(ctx, fixed)
+		return err
+	case "conflict":
+		now := time.Now()
+		sc := idemkit.Scope{Tenant: "bench", Operation: "POST /orders", Key: key}
+		// Hold the key as another request would, with the same body.
+		fp, err := fingerprintOf(fixed)
+		if err != nil {
+			return err
+		}
+		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other",
+			LeaseUntil: now.Add(time.Hour), ReplayUntil: now.Add(2 * time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+		if res, err := rg.store.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			return fmt.Errorf("hold the key: %+v %v", res, err)
+		}
+	}
+	return nil
+}
+
+// round runs round j once: the wrapped handler on ev, the bare handler,
+// the raw calls and the wrapped handler's latest requests re-sent under
+// rekey, starting with the (j mod 4)th so that each takes each place in
+// turn.
+func (rg *rig) round(ctx context.Context, j int, ev events.APIGatewayV2HTTPRequest, rekey string) (timing, error) {
+	var t timing
+	for k := 0; k < 4; k++ {
+		switch (j + k) % 4 {
+		case 0:
+			rg.capture.calls = rg.capture.calls[:0]
+			start := time.Now()
+			resp, err := rg.wrapped(ctx, ev)
+			t.wrapped = time.Since(start)
+			rg.sent = append(rg.sent[:0], rg.capture.calls...)
+			if rg.path == "error" {
+				if !errors.Is(err, errDownstream) {
+					return t, fmt.Errorf("wrapped: %v, want the handler's error", err)
+				}
+			} else if err != nil || resp.StatusCode != rg.want {
+				return t, fmt.Errorf("wrapped: status %d %v, want %d (%s)", resp.StatusCode, err, rg.want, resp.Body)
+			}
+		case 1:
+			start := time.Now()
+			_, _ = rg.bare(ctx, ev)
+			t.bare = time.Since(start)
+		case 2:
+			start := time.Now()
+			err := rg.raw.run(ctx, j)
+			t.min = time.Since(start)
+			if err != nil {
+				return t, fmt.Errorf("raw: %w", err)
+			}
+		case 3:
+			start := time.Now()
+			for _, c := range rg.sent {
+				if err := c(ctx, rekey); err != nil {
+					return t, fmt.Errorf("same requests: %w", err)
+				}
+			}
+			t.same = time.Since(start)
+		}
+	}
+	return t, nil
+}
+
+// summarise puts into row the last guarded request's usage and the
+// quantiles of s, with the ratios where the path has raw calls.
+func (rg *rig) summarise(row *Row, s samples) {
+	u := rg.obs.Last().Usage
 	row.Calls, row.ReadUnits, row.WriteUnits = u.Calls, u.ReadUnits, u.WriteUnits
-	row.P50, row.P99 = quantile(tw, 0.50), quantile(tw, 0.99)
-	row.BareP50, row.BareP99 = quantile(tb, 0.50), quantile(tb, 0.99)
-	if raw.calls > 0 {
-		row.MinP50, row.MinP99 = quantile(tr, 0.50), quantile(tr, 0.99)
+	row.P50, row.P99 = quantile(s.wrapped, 0.50), quantile(s.wrapped, 0.99)
+	row.BareP50, row.BareP99 = quantile(s.bare, 0.50), quantile(s.bare, 0.99)
+	if rg.raw.calls > 0 {
+		row.MinP50, row.MinP99 = quantile(s.min, 0.50), quantile(s.min, 0.99)
 		row.RatioMin = float64(row.P50) / float64(row.BareP50+row.MinP50)
-		row.SameP50, row.SameP99 = quantile(ts, 0.50), quantile(ts, 0.99)
+		row.SameP50, row.SameP99 = quantile(s.same, 0.50), quantile(s.same, 0.99)
 		row.Ratio = float64(row.P50) / float64(row.BareP50+row.SameP50)
 	}
-	return row, nil
 }
 
 // fingerprintOf returns the fingerprint the wrapper computes for ev, read

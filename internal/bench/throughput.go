@@ -54,6 +54,35 @@ func Throughput(ctx context.Context, client *dynamodb.Client, table string, size
 		w.WriteHeader(http.StatusCreated)
 		w.Write(body)
 	})
+	reqBody := []byte(Event("").Body)
+	kitReq, err := kitRequest(ctx, client, table, handler, reqBody, size)
+	if err != nil {
+		return nil, err
+	}
+	prefix := fmt.Sprintf("tp-%d-%d-", size, time.Now().UnixNano())
+	rawReq, err := rawRequest(ctx, client, table, handler, reqBody, prefix+"capture")
+	if err != nil {
+		return nil, err
+	}
+
+	var rows []ThroughputRow
+	for _, c := range Clients {
+		row, err := throughputAt(c, size, perPhase, rounds, prefix, kitReq, rawReq)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// benchTenant is the tenant of every request Throughput makes.
+func benchTenant(*http.Request) (string, error) { return "bench", nil }
+
+// kitRequest returns a request through httpmw over the DynamoDB store
+// around handler, under a given key, that fails unless it answers 201
+// with a size-byte body.
+func kitRequest(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, size int) (func(key string) error, error) {
 	s, err := dynamo.New(client, table, dynamo.Options{})
 	if err != nil {
 		return nil, err
@@ -62,11 +91,8 @@ func Throughput(ctx context.Context, client *dynamodb.Client, table string, size
 	if err != nil {
 		return nil, err
 	}
-	kit := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "bench", nil }})(handler)
-	reqBody := []byte(Event("").Body)
-	prefix := fmt.Sprintf("tp-%d-%d-", size, time.Now().UnixNano())
-
-	kitReq := func(key string) error {
+	kit := httpmw.New(g, httpmw.Config{Tenant: benchTenant})(handler)
+	return func(key string) error {
 		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/orders", bytes.NewReader(reqBody))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Idempotency-Key", key)
@@ -76,8 +102,13 @@ func Throughput(ctx context.Context, client *dynamodb.Client, table string, size
 			return fmt.Errorf("kit: status %d, %d-byte body: %s", w.Code, w.Body.Len(), w.Body.Bytes()[:min(w.Body.Len(), 200)])
 		}
 		return nil
-	}
-	// Capture the requests of one fresh request to re-send them as Raw.
+	}, nil
+}
+
+// rawRequest captures the DynamoDB requests of one fresh request under
+// key through httpmw, and returns the bare handler followed by those
+// requests re-sent under a given key.
+func rawRequest(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, key string) (func(key string) error, error) {
 	capture := &capturing{Client: client}
 	cs, err := dynamo.New(capture, table, dynamo.Options{})
 	if err != nil {
@@ -89,14 +120,14 @@ func Throughput(ctx context.Context, client *dynamodb.Client, table string, size
 	}
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/orders", bytes.NewReader(reqBody))
 	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Idempotency-Key", prefix+"capture")
+	r.Header.Set("Idempotency-Key", key)
 	w := httptest.NewRecorder()
-	httpmw.New(cg, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "bench", nil }})(handler).ServeHTTP(w, r)
+	httpmw.New(cg, httpmw.Config{Tenant: benchTenant})(handler).ServeHTTP(w, r)
 	if w.Code != http.StatusCreated || len(capture.calls) != 2 {
 		return nil, fmt.Errorf("capture: status %d, %d calls, want 201 and 2", w.Code, len(capture.calls))
 	}
 	sent := capture.calls
-	rawReq := func(key string) error {
+	return func(key string) error {
 		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/orders", bytes.NewReader(reqBody))
 		w := httptest.NewRecorder()
 		if _, err := io.ReadAll(r.Body); err != nil {
@@ -109,29 +140,29 @@ func Throughput(ctx context.Context, client *dynamodb.Client, table string, size
 			}
 		}
 		return nil
-	}
+	}, nil
+}
 
-	var rows []ThroughputRow
-	for _, c := range Clients {
-		row := ThroughputRow{Size: size}
-		for round := 0; round < rounds; round++ {
-			for _, v := range []struct {
-				name string
-				do   func(string) error
-				into *Load
-			}{{"kit", kitReq, &row.Kit}, {"raw", rawReq, &row.Raw}} {
-				l, err := phase(c, max(1, perPhase/c), fmt.Sprintf("%s%s-%d-%d-", prefix, v.name, c, round), v.do)
-				if err != nil {
-					return nil, fmt.Errorf("%d clients, %s: %w", c, v.name, err)
-				}
-				if l.PerSec > v.into.PerSec {
-					*v.into = l
-				}
+// throughputAt runs rounds alternated kit and raw phases with clients
+// concurrent clients and keeps each one's phase with the higher rate.
+func throughputAt(clients, size, perPhase, rounds int, prefix string, kitReq, rawReq func(string) error) (ThroughputRow, error) {
+	row := ThroughputRow{Size: size}
+	for round := 0; round < rounds; round++ {
+		for _, v := range []struct {
+			name string
+			do   func(string) error
+			into *Load
+		}{{"kit", kitReq, &row.Kit}, {"raw", rawReq, &row.Raw}} {
+			l, err := phase(clients, max(1, perPhase/clients), fmt.Sprintf("%s%s-%d-%d-", prefix, v.name, clients, round), v.do)
+			if err != nil {
+				return row, fmt.Errorf("%d clients, %s: %w", clients, v.name, err)
+			}
+			if l.PerSec > v.into.PerSec {
+				*v.into = l
 			}
 		}
-		rows = append(rows, row)
 	}
-	return rows, nil
+	return row, nil
 }
 
 // phase runs clients goroutines making perClient requests each.

@@ -32,6 +32,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/dynalite"
@@ -69,6 +71,10 @@ var opts struct {
 // tpSize is the response size of the throughput rows.
 const tpSize = 4 << 10
 
+// run prints the report to w, measured on the server at
+// IDEMKIT_DYNAMODB_ENDPOINT or else on a dynalite it starts: the
+// per-request table, the overhead ratio runs, throughput and moto as opts
+// say, the targets, then cold start when cold is set.
 func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) error {
 	ctx := context.Background()
 	dl := machine(w)
@@ -94,74 +100,29 @@ func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) er
 		return err
 	}
 
-	var cpu map[bench.CPUKey]bench.CPU
-	if gobench != "" {
-		f, err := os.Open(gobench)
-		if err != nil {
-			return err
-		}
-		cpu, err = bench.ParseGoBench(f)
-		f.Close()
-		if err != nil {
-			return err
-		}
-	}
-
-	allOld, err := bench.ReturnsItemOnConditionFailure(ctx, client, table)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "idembench: measuring each path and size on %s...\n", server)
-	start := time.Now()
-	rows, err := bench.Latency(ctx, client, table, n, paths)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\n## Per request (%s, %s; %d interleaved rounds per row, %s)\n\n", server, allOldNote(allOld), n, time.Since(start).Round(time.Second))
-	table1(w, rows, cpu)
 	var res results
-	res.cpu = cpu
-
-	runsOf := [][]bench.Row{rows}
-	for i := 1; i < opts.ratioRuns; i++ {
-		fmt.Fprintf(os.Stderr, "idembench: overhead ratio, run %d of %d...\n", i+1, opts.ratioRuns)
-		more, err := bench.Latency(ctx, client, table, n, []string{"fresh", "replay"})
-		if err != nil {
-			return err
-		}
-		runsOf = append(runsOf, more)
+	if res.cpu, err = readGoBench(gobench); err != nil {
+		return err
 	}
-	res.worstRatio = ratios(w, runsOf)
-
-	if opts.throughput {
-		fmt.Fprintf(os.Stderr, "idembench: throughput with %v concurrent clients...\n", bench.Clients)
-		start := time.Now()
-		tp, err := bench.Throughput(ctx, client, table, tpSize, opts.tpRequests, 2)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "\n## Throughput (%s; fresh requests with a %s response through httpmw; %d requests per phase, kit and raw phases alternated twice, the faster kept; %s)\n\n",
-			server, size(tpSize), opts.tpRequests, time.Since(start).Round(time.Second))
-		res.tp = throughputTable(w, tp)
-	}
-
-	if opts.moto {
-		res.moto, err = motoReplay(ctx, w, min(n/2, 60))
-		if err != nil {
-			return err
-		}
-	}
-	if !allOld {
-		res.replayCalls = -1
-	} else {
-		for _, r := range rows {
-			if r.Path == "replay" {
-				res.replayCalls = max(res.replayCalls, r.Calls)
-			}
-		}
-		res.replayServer = server
+	rows, allOld, err := perRequest(ctx, w, client, table, server, n, paths, res.cpu)
+	if err != nil {
+		return err
 	}
 	res.rows = rows
+	if res.worstRatio, err = worstRatio(ctx, w, client, table, n, res.rows); err != nil {
+		return err
+	}
+	if opts.throughput {
+		if res.tp, err = throughput(ctx, w, client, table, server); err != nil {
+			return err
+		}
+	}
+	if opts.moto {
+		if res.moto, err = motoReplay(ctx, w, min(n/2, 60)); err != nil {
+			return err
+		}
+	}
+	res.replayCalls, res.replayServer = replayCalls(res.rows, allOld, server)
 	targets(w, res)
 
 	if cold {
@@ -171,6 +132,85 @@ func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) er
 		}
 	}
 	return nil
+}
+
+// readGoBench reads the adapter benchmarks' figures from the file named
+// gobench; it returns nil for no file.
+func readGoBench(gobench string) (map[bench.CPUKey]bench.CPU, error) {
+	if gobench == "" {
+		return nil, nil
+	}
+	f, err := os.Open(gobench)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return bench.ParseGoBench(f)
+}
+
+// perRequest measures every path and size on the server and prints them
+// with the adapter benchmarks' cpu in the per-request table; it returns
+// the rows and whether the server returns the item with a failed
+// conditional write.
+func perRequest(ctx context.Context, w io.Writer, client *dynamodb.Client, table, server string, n int, paths []string, cpu map[bench.CPUKey]bench.CPU) ([]bench.Row, bool, error) {
+	allOld, err := bench.ReturnsItemOnConditionFailure(ctx, client, table)
+	if err != nil {
+		return nil, false, err
+	}
+	fmt.Fprintf(os.Stderr, "idembench: measuring each path and size on %s...\n", server)
+	start := time.Now()
+	rows, err := bench.Latency(ctx, client, table, n, paths)
+	if err != nil {
+		return nil, false, err
+	}
+	fmt.Fprintf(w, "\n## Per request (%s, %s; %d interleaved rounds per row, %s)\n\n", server, allOldNote(allOld), n, time.Since(start).Round(time.Second))
+	table1(w, rows, cpu)
+	return rows, allOld, nil
+}
+
+// worstRatio measures the fresh and replay rows again until there are
+// opts.ratioRuns runs with rows the first, prints the ratios of every run
+// and returns the worst.
+func worstRatio(ctx context.Context, w io.Writer, client *dynamodb.Client, table string, n int, rows []bench.Row) (ratioAt, error) {
+	runsOf := [][]bench.Row{rows}
+	for i := 1; i < opts.ratioRuns; i++ {
+		fmt.Fprintf(os.Stderr, "idembench: overhead ratio, run %d of %d...\n", i+1, opts.ratioRuns)
+		more, err := bench.Latency(ctx, client, table, n, []string{"fresh", "replay"})
+		if err != nil {
+			return ratioAt{}, err
+		}
+		runsOf = append(runsOf, more)
+	}
+	return ratios(w, runsOf), nil
+}
+
+// throughput measures and prints the throughput rows.
+func throughput(ctx context.Context, w io.Writer, client *dynamodb.Client, table, server string) ([]bench.ThroughputRow, error) {
+	fmt.Fprintf(os.Stderr, "idembench: throughput with %v concurrent clients...\n", bench.Clients)
+	start := time.Now()
+	tp, err := bench.Throughput(ctx, client, table, tpSize, opts.tpRequests, 2)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "\n## Throughput (%s; fresh requests with a %s response through httpmw; %d requests per phase, kit and raw phases alternated twice, the faster kept; %s)\n\n",
+		server, size(tpSize), opts.tpRequests, time.Since(start).Round(time.Second))
+	return throughputTable(w, tp), nil
+}
+
+// replayCalls returns the most calls of a replay row and the server, or
+// -1 and "" where the server does not return the item with a failed
+// conditional write (allOld false).
+func replayCalls(rows []bench.Row, allOld bool, server string) (int, string) {
+	if !allOld {
+		return -1, ""
+	}
+	calls := 0
+	for _, r := range rows {
+		if r.Path == "replay" {
+			calls = max(calls, r.Calls)
+		}
+	}
+	return calls, server
 }
 
 // machine prints the commit and the machine; it returns dynalite's version.
@@ -394,51 +434,72 @@ const cpuTarget = 110 * time.Microsecond
 // targets prints every target with its verdict and, where one is not
 // met, the figure that names the gap.
 func targets(w io.Writer, r results) {
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "NOT met"
-	}
 	fmt.Fprintln(w, "\n## Targets")
 	fmt.Fprintln(w)
+	ratioVerdict(w, r)
+	cpuVerdict(w, r)
+	writeUnitsVerdict(w, r)
+	throughputVerdict(w, r)
+	replayCallsVerdict(w, r)
+}
 
-	// Overhead ratio.
+// verdict is "met" when ok, "NOT met" otherwise.
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// ratioVerdict prints the worst overhead ratio of fresh and replay against
+// 1.10 and, above it, what the kit adds beyond its DynamoDB calls.
+func ratioVerdict(w io.Writer, r results) {
 	wr := r.worstRatio
 	fmt.Fprintf(w, "overhead ratio <= 1.10, fresh and replay, 3 sizes, worst of %d runs: %.3f (%s %s, run %d): %s\n",
 		wr.runs, wr.ratio, wr.path, size(wr.size), wr.run, verdict(wr.ratio <= 1.10))
-	if wr.ratio > 1.10 {
-		gap := wr.p50 - wr.bare - wr.same
-		fmt.Fprintf(w, "  gap: wrapped p50 %s vs bare + same requests %s: the kit adds %s beyond its DynamoDB calls there", dur(wr.p50), dur(wr.bare+wr.same), dur(gap))
-		if c, ok := r.cpu[bench.CPUKey{Adapter: "ddb", Path: wr.path, Size: wr.size}]; ok {
-			fmt.Fprintf(w, ", of which %s is its own CPU (BenchmarkDynamoPath cpu-ns/op)", dur(time.Duration(c.CPUNsPerOp)))
-			if z, ok := r.cpu[bench.CPUKey{Adapter: "zstd", Path: "compress", Size: wr.size}]; ok && wr.path == "fresh" {
-				fmt.Fprintf(w, ", %s of that compressing the body (BenchmarkCompressBody)", dur(time.Duration(z.CPUNsPerOp)))
-			}
-			fmt.Fprintf(w, "; the rest is the same CPU delaying the server on a shared 2-core machine (see docs/PERFORMANCE.md)")
-		}
-		fmt.Fprintln(w)
+	if wr.ratio <= 1.10 {
+		return
 	}
-
-	// CPU of the 64 KB fresh path.
-	if c, ok := r.cpu[bench.CPUKey{Adapter: "ddb", Path: "fresh", Size: 64 << 10}]; ok {
-		ns, cpu := time.Duration(c.NsPerOp), time.Duration(c.CPUNsPerOp)
-		best := ns
-		if cpu > 0 && cpu < best {
-			best = cpu
+	gap := wr.p50 - wr.bare - wr.same
+	fmt.Fprintf(w, "  gap: wrapped p50 %s vs bare + same requests %s: the kit adds %s beyond its DynamoDB calls there", dur(wr.p50), dur(wr.bare+wr.same), dur(gap))
+	if c, ok := r.cpu[bench.CPUKey{Adapter: "ddb", Path: wr.path, Size: wr.size}]; ok {
+		fmt.Fprintf(w, ", of which %s is its own CPU (BenchmarkDynamoPath cpu-ns/op)", dur(time.Duration(c.CPUNsPerOp)))
+		if z, ok := r.cpu[bench.CPUKey{Adapter: "zstd", Path: "compress", Size: wr.size}]; ok && wr.path == "fresh" {
+			fmt.Fprintf(w, ", %s of that compressing the body (BenchmarkCompressBody)", dur(time.Duration(z.CPUNsPerOp)))
 		}
-		fmt.Fprintf(w, "kit CPU, 64 KB fresh <= %s: %s ns/op, %s cpu-ns/op (BenchmarkDynamoPath): %s\n", dur(cpuTarget), dur(ns), dur(cpu), verdict(best <= cpuTarget))
-		if best > cpuTarget {
-			if z, ok := r.cpu[bench.CPUKey{Adapter: "zstd", Path: "compress", Size: 64 << 10}]; ok {
-				zc := time.Duration(z.CPUNsPerOp)
-				fmt.Fprintf(w, "  gap: compressing the 64 KB body with zstd takes %s cpu-ns/op (BenchmarkCompressBody), the rest of the path %s;\n", dur(zc), dur(best-zc))
-				fmt.Fprintln(w, "  no codec holds 12 write units in 110µs: zstd SpeedFastest is 10-30% faster and makes claim + completion 13,")
-				fmt.Fprintln(w, "  S2 takes a third of zstd's time or less and 17-22 (dynamo.BenchmarkCodecs; docs/PERFORMANCE.md)")
-			}
-		}
+		fmt.Fprintf(w, "; the rest is the same CPU delaying the server on a shared 2-core machine (see docs/PERFORMANCE.md)")
 	}
+	fmt.Fprintln(w)
+}
 
-	// Write units.
+// cpuVerdict prints the kit's CPU on the 64 KB fresh path against
+// cpuTarget, when the adapter benchmarks were read, and, above it, the
+// share of compressing the body.
+func cpuVerdict(w io.Writer, r results) {
+	c, ok := r.cpu[bench.CPUKey{Adapter: "ddb", Path: "fresh", Size: 64 << 10}]
+	if !ok {
+		return
+	}
+	ns, cpu := time.Duration(c.NsPerOp), time.Duration(c.CPUNsPerOp)
+	best := ns
+	if cpu > 0 && cpu < best {
+		best = cpu
+	}
+	fmt.Fprintf(w, "kit CPU, 64 KB fresh <= %s: %s ns/op, %s cpu-ns/op (BenchmarkDynamoPath): %s\n", dur(cpuTarget), dur(ns), dur(cpu), verdict(best <= cpuTarget))
+	if best <= cpuTarget {
+		return
+	}
+	if z, ok := r.cpu[bench.CPUKey{Adapter: "zstd", Path: "compress", Size: 64 << 10}]; ok {
+		zc := time.Duration(z.CPUNsPerOp)
+		fmt.Fprintf(w, "  gap: compressing the 64 KB body with zstd takes %s cpu-ns/op (BenchmarkCompressBody), the rest of the path %s;\n", dur(zc), dur(best-zc))
+		fmt.Fprintln(w, "  no codec holds 12 write units in 110µs: zstd SpeedFastest is 10-30% faster and makes claim + completion 13,")
+		fmt.Fprintln(w, "  S2 takes a third of zstd's time or less and 17-22 (dynamo.BenchmarkCodecs; docs/PERFORMANCE.md)")
+	}
+}
+
+// writeUnitsVerdict prints the fresh rows' write units at 4 and 64 KB
+// against 3 and 12, when the 4 KB row was measured.
+func writeUnitsVerdict(w io.Writer, r results) {
 	wcu := map[int]float64{}
 	for _, row := range r.rows {
 		if row.Path == "fresh" {
@@ -449,21 +510,29 @@ func targets(w io.Writer, r results) {
 		u64 := wcu[64<<10]
 		fmt.Fprintf(w, "write units, fresh: 4 KB <= 3, 64 KB <= 12: %g and %g: %s\n", u4, u64, verdict(u4 <= 3 && u64 <= 12))
 	}
+}
 
-	// Throughput.
+// throughputVerdict prints the kit's request rate at 32 clients against
+// 0.9 times raw's and, below it, the CPU per request that names the gap.
+func throughputVerdict(w io.Writer, r results) {
 	for _, t := range r.tp {
-		if t.Kit.Clients == 32 {
-			ratio := t.Kit.PerSec / t.Raw.PerSec
-			fmt.Fprintf(w, "throughput at 32 clients >= 0.9 x raw: %.0f vs %.0f req/s = %.3f: %s\n", t.Kit.PerSec, t.Raw.PerSec, ratio, verdict(ratio >= 0.9))
-			if ratio < 0.9 {
-				fmt.Fprintf(w, "  gap: the kit uses %s more CPU per request in this process (%s vs %s, x%.2f; raw/kit CPU = %.3f) on %d cores\n",
-					dur(t.Kit.CPU-t.Raw.CPU), dur(t.Kit.CPU), dur(t.Raw.CPU), float64(t.Kit.CPU)/float64(t.Raw.CPU), float64(t.Raw.CPU)/float64(t.Kit.CPU), runtime.NumCPU())
-				fmt.Fprintf(w, "  shared with the server (load average now %s): where the cores are saturated, requests per second follow CPU per request\n", loadAvg())
-			}
+		if t.Kit.Clients != 32 {
+			continue
+		}
+		ratio := t.Kit.PerSec / t.Raw.PerSec
+		fmt.Fprintf(w, "throughput at 32 clients >= 0.9 x raw: %.0f vs %.0f req/s = %.3f: %s\n", t.Kit.PerSec, t.Raw.PerSec, ratio, verdict(ratio >= 0.9))
+		if ratio < 0.9 {
+			fmt.Fprintf(w, "  gap: the kit uses %s more CPU per request in this process (%s vs %s, x%.2f; raw/kit CPU = %.3f) on %d cores\n",
+				dur(t.Kit.CPU-t.Raw.CPU), dur(t.Kit.CPU), dur(t.Raw.CPU), float64(t.Kit.CPU)/float64(t.Raw.CPU), float64(t.Raw.CPU)/float64(t.Kit.CPU), runtime.NumCPU())
+			fmt.Fprintf(w, "  shared with the server (load average now %s): where the cores are saturated, requests per second follow CPU per request\n", loadAvg())
 		}
 	}
+}
 
-	// Replay calls where the server returns the item.
+// replayCallsVerdict prints the replay's calls against 1 on the main
+// server where it returns the item with a failed write, else on moto,
+// else why it was not measured.
+func replayCallsVerdict(w io.Writer, r results) {
 	switch {
 	case r.replayCalls > 0:
 		fmt.Fprintf(w, "replay = 1 call where the server returns the item with a failed write: %d on %s: %s\n", r.replayCalls, r.replayServer, verdict(r.replayCalls == 1))
