@@ -456,7 +456,7 @@ func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	hstart := c.g.now()
 	returned := false
 	defer func() {
-		c.stopRenewal(stop)
+		stop()
 		if !returned {
 			c.ev.Handler = c.g.now().Sub(hstart)
 			c.emit(EventReleased, 0, errors.Join(errHandlerAborted, c.g.release(c.ctx, rec)))
@@ -465,15 +465,8 @@ func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	snap, herr := h(hctx)
 	returned = true
 	c.ev.Handler = c.g.now().Sub(hstart)
-	c.stopRenewal(stop)
+	stop()
 	return c.settle(rec, snap, herr)
-}
-
-// stopRenewal stops the lease renewal and counts its store usage (once:
-// stop returns it only on its first call).
-func (c *call) stopRenewal(stop func() Usage) {
-	u := stop()
-	c.usage.add(u.Calls, u.ReadUnits, u.WriteUnits)
 }
 
 // settle stores the handler's outcome, or frees or keeps the claim.
@@ -576,15 +569,16 @@ func (g *Guard) keep(ctx context.Context, rec *Record) error {
 // deadline or pol.Heartbeat is set: every interval, up to pol.MaxRenewals
 // times, to the time of the renewal plus the first lease's length. It
 // stops when the store refuses (the claim is no longer ours) and when stop
-// is called; stop waits for it to end and returns the store usage of the
-// renewals (on its first call only). Nothing runs before the first
+// is called; stop waits for it to end, so that the renewals' store usage,
+// added to ctx's request like any other call's, is complete when it
+// returns. stop may be called more than once. Nothing runs before the first
 // interval has passed: a handler that returns within it costs a stopped
 // timer, not a goroutine and a ticker.
-func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time) (stop func() Usage) {
+func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time) (stop func()) {
 	length := rec.LeaseUntil.Sub(start)
 	every := pol.heartbeat(ctx, length)
 	if every <= 0 {
-		return func() Usage { return Usage{} }
+		return func() {}
 	}
 	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every}
 	r.timer = time.AfterFunc(every, r.run)
@@ -604,7 +598,6 @@ type renewal struct {
 	stopped       bool               // stop was called; run must not start
 	cancel        context.CancelFunc // set by run, under mu
 	exited        chan struct{}      // set by run, under mu; closed when it returns
-	usage         *usageAcc          // set by run, under mu
 }
 
 // run renews the lease at once (one interval has passed), then every
@@ -615,9 +608,9 @@ func (r *renewal) run() {
 		r.mu.Unlock()
 		return
 	}
+	// The request's context values stay: Extend's usage is the request's.
 	rctx, cancel := context.WithCancel(context.WithoutCancel(r.ctx))
-	rctx, usage := withUsage(rctx)
-	r.cancel, r.usage, r.exited = cancel, usage, make(chan struct{})
+	r.cancel, r.exited = cancel, make(chan struct{})
 	r.mu.Unlock()
 	defer close(r.exited)
 	var tick <-chan time.Time
@@ -644,22 +637,19 @@ func (r *renewal) run() {
 	}
 }
 
-// stop ends the renewal (waiting for a running one to return) and
-// returns its usage; later calls return none.
-func (r *renewal) stop() (u Usage) {
+// stop ends the renewal, waiting for a running one to return.
+func (r *renewal) stop() {
 	r.once.Do(func() {
 		r.timer.Stop()
 		r.mu.Lock()
 		r.stopped = true
-		cancel, exited, usage := r.cancel, r.exited, r.usage
+		cancel, exited := r.cancel, r.exited
 		r.mu.Unlock()
 		if cancel != nil {
 			cancel()
 			<-exited
-			u = usage.load()
 		}
 	})
-	return u
 }
 
 // writeCtx returns a context for a write made after the handler ran: it

@@ -11,18 +11,20 @@ import (
 
 // TestRenewalStartsLazily: a request without a deadline whose handler
 // returns within the first interval starts no goroutine for its lease
-// renewal, and stopping it reports no usage.
+// renewal, and stopping it adds no usage to the request.
 func TestRenewalStartsLazily(t *testing.T) {
 	g := &Guard{}
 	start := time.Now()
 	rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour)}
-	stop := g.renew(context.Background(), rec, Policy{MaxRenewals: 3}, start)
+	ctx, acc := withUsage(context.Background())
+	stop := g.renew(ctx, rec, Policy{MaxRenewals: 3}, start)
 	buf := make([]byte, 1<<20)
 	n := runtime.Stack(buf, true)
 	if bytes.Contains(buf[:n], []byte("idemkit.(*Guard).renew")) || bytes.Contains(buf[:n], []byte("idemkit.(*renewal).run")) {
 		t.Errorf("a goroutine of the renewal runs before its first interval:\n%s", buf[:n])
 	}
-	if u := stop(); u != (Usage{}) {
+	stop()
+	if u := acc.load(); u != (Usage{}) {
 		t.Fatalf("stopped before the first interval: usage %+v, want none", u)
 	}
 }
@@ -41,27 +43,31 @@ func (s *extendCounter) Extend(ctx context.Context, _, _ string, _, _ time.Time)
 }
 
 // TestRenewalStopRaces: stop called around the moment the timer fires
-// either prevents the renewal or waits for it, and reports exactly the
-// renewals made, once (run with -race).
+// either prevents the renewal or waits for it: when it returns, the
+// request's usage counts exactly the renewals made, and none follow (run
+// with -race).
 func TestRenewalStopRaces(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		s := &extendCounter{}
 		g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: time.Second}
 		start := time.Now()
 		rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour)}
-		stop := g.renew(context.Background(), rec, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start)
+		ctx, acc := withUsage(context.Background())
+		stop := g.renew(ctx, rec, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start)
 		if i%20 == 0 {
 			// Heartbeat 0 and no deadline: a third of the lease.
 			stop()
 			continue
 		}
 		time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
-		u := stop()
+		stop()
+		u := acc.load()
 		if got := s.n.Load(); int64(u.Calls) != got {
-			t.Fatalf("round %d: stop reported %d calls, %d renewals were made", i, u.Calls, got)
+			t.Fatalf("round %d: the request counts %d calls, %d renewals were made", i, u.Calls, got)
 		}
-		if u2 := stop(); u2 != (Usage{}) {
-			t.Fatalf("round %d: second stop reported %+v, want none", i, u2)
+		stop()
+		if u2 := acc.load(); u2 != u {
+			t.Fatalf("round %d: a second stop changed the usage from %+v to %+v", i, u, u2)
 		}
 		if got := s.n.Load(); int64(u.Calls) != got {
 			t.Fatalf("round %d: a renewal after stop returned (%d, reported %d)", i, got, u.Calls)
