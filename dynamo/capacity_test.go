@@ -224,6 +224,22 @@ func TestCapacityUnits(t *testing.T) {
 			t.Errorf("completion of a 64 KB JSON response: %v write units compressed, %v uncompressed; want at most a third", zipped, raw)
 		}
 	})
+	// CodecS2 trades write units for CPU: at 64 KB it writes about half
+	// again as many bytes as zstd, still under a third of the raw body.
+	t.Run("S2", func(t *testing.T) {
+		s2 := dynamo.Options{Codec: dynamo.CodecS2}
+		claim, small := units(t, s2, bench.JSON(4<<10))
+		if claim+small > 3 {
+			t.Errorf("S2: claim and completion of a 4 KB JSON response: %v write units, want at most 3", claim+small)
+		}
+		body := bench.JSON(64 << 10)
+		_, fast := units(t, s2, body)
+		_, zipped := units(t, dynamo.Options{}, body)
+		_, raw := units(t, dynamo.Options{CompressAbove: -1}, body)
+		if fast*3 > raw || fast <= zipped || claim+fast > 18 {
+			t.Errorf("S2: completion of a 64 KB JSON response: %v write units (zstd %v, raw %v); want more than zstd, at most 18 with the claim, at most a third of raw", fast, zipped, raw)
+		}
+	})
 	// A payment-list response has more random ids than the orders body
 	// and compresses less (5.7x against 6.1x): one write unit more at any
 	// zstd level up to SpeedBetterCompression (docs/PERFORMANCE.md).

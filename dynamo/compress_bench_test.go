@@ -30,12 +30,12 @@ func BenchmarkCompress(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			var out []byte
 			for i := 0; i < b.N; i++ {
-				out, _ = compressBody(body)
+				out, _ = compressBody(body, CodecZstd)
 			}
 			b.ReportMetric(100*float64(len(out))/float64(len(body)), "ratio%")
 		})
 		b.Run(fmt.Sprintf("zstd-decode/%dKB", size>>10), func(b *testing.B) {
-			z, _ := compressBody(body)
+			z, _ := compressBody(body, CodecZstd)
 			b.SetBytes(int64(len(body)))
 			var out []byte
 			for i := 0; i < b.N; i++ {

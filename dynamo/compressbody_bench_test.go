@@ -9,8 +9,9 @@ import (
 )
 
 // BenchmarkCompressBody measures the body compression of a completion on
-// the bench's JSON responses: the part of BenchmarkDynamoPath's fresh
-// path that grows with the body. make bench reports it next to that.
+// the bench's JSON responses, with the default codec (zstd) and with S2
+// ("s2/..."): the part of BenchmarkDynamoPath's fresh path that grows
+// with the body. make bench reports it next to that.
 // The random bodies are what compression cannot shrink (an encrypted or
 // already compressed payload): what a body that is stored as is costs.
 func BenchmarkCompressBody(b *testing.B) {
@@ -23,19 +24,21 @@ func BenchmarkCompressBody(b *testing.B) {
 			x ^= x << 17
 			random[i] = byte(x)
 		}
-		benchCompress(b, strconv.Itoa(size)+"B", bench.JSON(size))
-		benchCompress(b, "random/"+strconv.Itoa(size)+"B", random)
+		benchCompress(b, strconv.Itoa(size)+"B", bench.JSON(size), dynamo.CodecZstd)
+		benchCompress(b, "random/"+strconv.Itoa(size)+"B", random, dynamo.CodecZstd)
+		benchCompress(b, "s2/"+strconv.Itoa(size)+"B", bench.JSON(size), dynamo.CodecS2)
+		benchCompress(b, "s2/random/"+strconv.Itoa(size)+"B", random, dynamo.CodecS2)
 	}
 }
 
-func benchCompress(b *testing.B, name string, body []byte) {
+func benchCompress(b *testing.B, name string, body []byte, codec dynamo.Codec) {
 	b.Run(name, func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		cpu0 := bench.ProcessCPU()
 		var z []byte
 		for i := 0; i < b.N; i++ {
-			z, _ = dynamo.CompressBody(body)
+			z, _ = dynamo.CompressBody(body, codec)
 		}
 		b.ReportMetric(float64(bench.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		b.ReportMetric(float64(len(z)), "out-bytes")

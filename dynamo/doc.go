@@ -35,7 +35,7 @@
 //	tn   S     Scope.Tenant                   sc   N  snapshot status
 //	op   S     Scope.Operation                sh   M  snapshot header: name -> L of S
 //	ik   S     Scope.Key                      sb   B  snapshot body
-//	fp   S     Fingerprint                    se   S  body encoding: "zstd"; absent: raw
+//	fp   S     Fingerprint                    se   S  body encoding: "zstd" or "s2"; absent: raw
 //	ow   S     Owner token (fencing)          s64  BOOL  Snapshot.Base64, when true
 //	lu   N     LeaseUntil (ms, rounded up)    som  BOOL  Snapshot.Omitted, when true
 //	ru   N     ReplayUntil (ms)               ra, ro, rr, rt  Resolution: As, Operator,
@@ -74,11 +74,14 @@
 //
 // # Snapshot size
 //
-// Bodies of at least Options.CompressAbove bytes are compressed with zstd
-// when that makes them smaller. Concurrent completions compress in
-// parallel: the package makes a zstd encoder per completion compressing
-// at once, up to GOMAXPROCS, and keeps them (about 1 MB each) for the
-// life of the process. The item size is computed by DynamoDB's
+// Bodies of at least Options.CompressAbove bytes are compressed with
+// Options.Codec when that makes them smaller: zstd (the default, the
+// fewest write units) or S2 (about a quarter of zstd's CPU, about half
+// again as many bytes). Both formats carry a checksum, and every store
+// reads both, whatever its own codec. Concurrent completions compress in
+// parallel: the package makes an encoder per completion compressing at
+// once, up to GOMAXPROCS, and keeps them (about 1 MB each for zstd) for
+// the life of the process. The item size is computed by DynamoDB's
 // rules before any write; a completion that would exceed
 // Options.MaxItemSize (default 350 KB, under DynamoDB's 400 KB) is stored
 // without its body and with Snapshot.Omitted set, so replays answer

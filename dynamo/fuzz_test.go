@@ -27,6 +27,9 @@ func FuzzDecodeItem(f *testing.F) {
 	f.Add([]byte(strings.Repeat("z", 100)), true, []byte{0x0d, 0x05, 0x0d, 0x40})
 	f.Add([]byte("ok"), false, []byte{0x01, 0x00, 0x0b, 0x02})
 	f.Add([]byte(strings.Repeat("q", 64)), true, []byte{0x0e, 0x01})
+	// An odd number of op bytes selects CodecS2.
+	f.Add([]byte(strings.Repeat(`{"line":"ab"},`, 8)), true, []byte{0x00})
+	f.Add([]byte(strings.Repeat(`{"line":"cd"},`, 8)), true, []byte{0x0d, 0x03, 0x00})
 	f.Fuzz(func(t *testing.T, body []byte, compress bool, ops []byte) {
 		now := time.UnixMilli(1_700_000_000_000)
 		rec := &idemkit.Record{
@@ -42,7 +45,11 @@ func FuzzDecodeItem(f *testing.F) {
 		if compress {
 			min = 1
 		}
-		if !snapshotAttrs(it, rec.Snapshot, MaxItemSizeLimit, min) {
+		codec := CodecZstd
+		if len(ops)%2 == 1 {
+			codec = CodecS2
+		}
+		if !snapshotAttrs(it, rec.Snapshot, MaxItemSizeLimit, min, codec) {
 			return
 		}
 		_, zipped := it[AttrBodyEncoding]

@@ -108,24 +108,29 @@ func TestSnapshotCodec(t *testing.T) {
 		"compressed":                         {Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(strings.Repeat(`{"a":1},`, 1000))},
 		"incompressible above the threshold": {Status: 200, Body: []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&()*+,-./:;<=>?@[]^_`{|}~")},
 	} {
-		t.Run(name, func(t *testing.T) {
-			r := *rec
-			r.Snapshot = snap
-			it := baseItem(&r)
-			if !snapshotAttrs(it, snap, DefaultMaxItemSize, 64) {
-				t.Fatal("did not fit")
-			}
-			_, z := it[AttrBodyEncoding]
-			if want := name == "compressed"; z != want {
-				t.Fatalf("compressed %v, want %v", z, want)
-			}
-			got, err := decodeItem(it)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got.Snapshot.Body) != string(snap.Body) || got.Snapshot.Status != snap.Status || len(got.Snapshot.Header) != len(snap.Header) {
-				t.Fatalf("decoded %+v", got.Snapshot)
-			}
-		})
+		for _, codec := range codecs {
+			t.Run(string(codec)+"/"+name, func(t *testing.T) {
+				snapshotRoundTrip(t, rec, snap, codec, name == "compressed")
+			})
+		}
+	}
+}
+
+func snapshotRoundTrip(t *testing.T, rec *idemkit.Record, snap *idemkit.Snapshot, codec Codec, compressed bool) {
+	r := *rec
+	r.Snapshot = snap
+	it := baseItem(&r)
+	if !snapshotAttrs(it, snap, DefaultMaxItemSize, 64, codec) {
+		t.Fatal("did not fit")
+	}
+	if enc, z := it[AttrBodyEncoding]; z != compressed || z && enc.(*types.AttributeValueMemberS).Value != string(codec) {
+		t.Fatalf("encoding %v, want compressed %v with %s", enc, compressed, codec)
+	}
+	got, err := decodeItem(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Snapshot.Body) != string(snap.Body) || got.Snapshot.Status != snap.Status || len(got.Snapshot.Header) != len(snap.Header) {
+		t.Fatalf("decoded %+v", got.Snapshot)
 	}
 }

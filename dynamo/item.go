@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/idemkit/idemkit"
 )
@@ -33,7 +32,7 @@ const (
 	AttrStatus       = "sc"  // N  snapshot status code
 	AttrHeader       = "sh"  // M  snapshot header: canonical name -> L of S
 	AttrBody         = "sb"  // B  snapshot body, encoded as AttrBodyEncoding says
-	AttrBodyEncoding = "se"  // S  "zstd"; absent: the body is stored as is
+	AttrBodyEncoding = "se"  // S  the Codec: "zstd" or "s2"; absent: the body is stored as is
 	AttrBase64       = "s64" // BOOL snapshot IsBase64Encoded flag; absent: false
 	AttrOmitted      = "som" // BOOL snapshot body too large to store; absent: false
 	AttrResolvedAs   = "ra"  // S  resolution: completed or failed
@@ -68,13 +67,6 @@ const (
 	// hash AttrIndeterminateTenant, range AttrLeaseUntil.
 	IndexIndeterminateTenant = "it-lease"
 )
-
-// encodingZstd marks a zstd-compressed body.
-const encodingZstd = "zstd"
-
-// The zstd decoder is safe for concurrent DecodeAll calls and reused by
-// every store; encoders are pooled (compress.go).
-var zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxDecodedBody))
 
 // maxDecodedBody bounds a decompressed body: the largest response a Lambda
 // behind API Gateway can return is 6 MB (10 MB for a Function URL stream),
@@ -152,11 +144,11 @@ func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
 }
 
 // snapshotAttrs adds snap to it, within max bytes for the whole item. The
-// body is compressed when it is at least compressMin bytes long and that
-// makes it smaller. A body that does not fit is left out and the snapshot
+// body is compressed with codec when it is at least compressMin bytes long
+// and that makes it smaller. A body that does not fit is left out and the snapshot
 // marked omitted; then, if still needed, every header but Location. It
 // reports false when even that does not fit.
-func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, max, compressMin int) bool {
+func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, max, compressMin int, codec Codec) bool {
 	it[AttrStatus] = num(int64(snap.Status))
 	if snap.Base64 {
 		it[AttrBase64] = &types.AttributeValueMemberBOOL{Value: true}
@@ -174,9 +166,9 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 	} else if len(snap.Body) > 0 {
 		body := snap.Body
 		if compressMin >= 0 && len(body) >= compressMin {
-			if z, ok := compressBody(body); ok {
+			if z, ok := compressBody(body, codec); ok {
 				body = z
-				it[AttrBodyEncoding] = str(encodingZstd)
+				it[AttrBodyEncoding] = str(string(codec))
 			}
 		}
 		it[AttrBody] = &types.AttributeValueMemberB{Value: body}
@@ -484,15 +476,12 @@ func (d *decoder) body() (body []byte, ok bool) {
 	switch enc := d.str(AttrBodyEncoding, false); enc {
 	case "":
 		return append([]byte(nil), b.Value...), true
-	case encodingZstd:
-		body, err := zdec.DecodeAll(b.Value, nil)
+	default:
+		body, err := decompressBody(b.Value, Codec(enc))
 		if err != nil {
 			d.fail("body: %v", err)
 			return nil, false
 		}
 		return body, true
-	default:
-		d.fail("unknown body encoding %q", enc)
-		return nil, false
 	}
 }

@@ -37,6 +37,9 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 	if table == "" {
 		return nil, errors.New("dynamo: empty table name")
 	}
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	clients := make(map[string]Client, len(r.Clients))
 	for name, c := range r.Clients {
 		if c == nil {

@@ -52,9 +52,13 @@ type Options struct {
 	// MaxItemSizeLimit are lowered to it.
 	MaxItemSize int
 	// CompressAbove is the body size from which bodies are compressed
-	// (zstd) when that makes them smaller. Zero: DefaultCompressAbove
+	// (with Codec) when that makes them smaller. Zero: DefaultCompressAbove
 	// (1 KB); negative: never.
 	CompressAbove int
+	// Codec compresses bodies: CodecZstd for the fewest write units,
+	// CodecS2 for the least CPU. Zero: CodecZstd. Bodies stored with
+	// either are read by every store, so it can change at any time.
+	Codec Codec
 	// CallTimeout bounds one DynamoDB call, SDK retries included.
 	// Zero: DefaultCallTimeout (2 s).
 	CallTimeout time.Duration
@@ -86,6 +90,14 @@ type Options struct {
 	IndexInFlight bool
 }
 
+// check refuses options no default can mend.
+func (o Options) check() error {
+	if o.Codec != "" && !o.Codec.valid() {
+		return fmt.Errorf("dynamo: Options.Codec %q: %w", o.Codec, idemkit.ErrInvalidConfig)
+	}
+	return nil
+}
+
 func (o Options) withDefaults() Options {
 	if o.MaxItemSize <= 0 {
 		o.MaxItemSize = DefaultMaxItemSize
@@ -95,6 +107,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CompressAbove == 0 {
 		o.CompressAbove = DefaultCompressAbove
+	}
+	if o.Codec == "" {
+		o.Codec = CodecZstd
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = DefaultCallTimeout
@@ -138,6 +153,9 @@ func New(client Client, table string, opts Options) (*Store, error) {
 	}
 	if table == "" {
 		return nil, errors.New("dynamo: empty table name")
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	one := func(string) (Client, error) { return client, nil }
 	return newStore(table, opts, one, one), nil
@@ -342,7 +360,7 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
 		item[AttrIndeterminate] = str(InFlightValue)
 	}
-	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
+	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove, s.opts.Codec) {
 		return nil, s.tooLarge(rec.ID, item)
 	}
 	if n := itemSize(item); n > s.opts.MaxItemSize {
@@ -433,7 +451,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		return err
 	}
 	item := baseItem(rec)
-	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
+	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove, s.opts.Codec) {
 		return s.tooLarge(rec.ID, item)
 	}
 	if itemSize(item) > s.opts.MaxItemSize {
@@ -583,7 +601,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		// holds tenant, operation and key) plus small fields; budget the
 		// snapshot against that estimate.
 		rest := 2*len(id) + 512
-		if !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove) {
+		if !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
 			return nil, s.tooLarge(id, set)
 		}
 	}
