@@ -20,8 +20,10 @@ import (
 // one written.
 //
 // Ownership: a *Record or *Snapshot passed in belongs to the caller: a
-// store must not retain it, nor any slice or map it holds (Header, Body),
-// past the call; it copies what it keeps. A record returned is the
+// store must not modify it, nor any slice or map it holds (Header, Body),
+// not even for a moment (a Snapshot's Body may be the bytes of the
+// handler's response string), and must not retain them past the call; it
+// copies what it keeps. A record returned is the
 // caller's own, shared with nothing: changing it changes nothing stored.
 //
 // Usage: a store reports each round trip it makes to its backend with

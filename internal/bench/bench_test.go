@@ -41,18 +41,31 @@ func (c *nullClient) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...
 
 // BenchmarkDynamoPath measures the v2 wrapper over the DynamoDB store on
 // a client that answers at once: the kit's CPU and allocations on the
-// path a Lambda takes, without the SDK and the network.
+// path a Lambda takes, without the SDK and the network. The "s2/" rows
+// are the store with dynamo.CodecS2, at the sizes it compresses.
 func BenchmarkDynamoPath(b *testing.B) {
-	for _, size := range Sizes {
+	for _, codec := range []dynamo.Codec{dynamo.CodecZstd, dynamo.CodecS2} {
+		sizes, prefix := Sizes, ""
+		if codec != dynamo.CodecZstd {
+			sizes, prefix = Sizes[1:], string(codec)+"/"
+		}
+		for _, size := range sizes {
+			benchDynamoPath(b, prefix, size, dynamo.Options{Codec: codec})
+		}
+	}
+}
+
+func benchDynamoPath(b *testing.B, prefix string, size int, opts dynamo.Options) {
+	{
 		body := string(JSON(size))
 		next := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{StatusCode: 201,
 				Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
 		}
 		for _, path := range []string{"fresh", "replay"} {
-			b.Run(path+"/"+strconv.Itoa(size)+"B", func(b *testing.B) {
+			b.Run(prefix+path+"/"+strconv.Itoa(size)+"B", func(b *testing.B) {
 				c := &nullClient{items: map[string]map[string]types.AttributeValue{}}
-				s, err := dynamo.New(c, "idem", dynamo.Options{})
+				s, err := dynamo.New(c, "idem", opts)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -20,14 +20,15 @@ type CPU struct {
 
 // CPUKey names a benchmark result: adapter ("v2", "http", "ddb" for the
 // v2 wrapper over the DynamoDB store on a client that answers at once,
-// or "zstd" for the body compression alone), path ("fresh", "replay";
-// "compress" for zstd) and body size.
+// "ddb-s2" for the same with dynamo.CodecS2, or "zstd" and "s2" for the
+// body compression alone), path ("fresh", "replay"; "compress" for the
+// compression) and body size.
 type CPUKey struct {
 	Adapter, Path string
 	Size          int
 }
 
-var benchName = regexp.MustCompile(`^Benchmark(V2|Middleware|DynamoPath|CompressBody)/(?:(fresh|replay)/)?(\d+)B(?:-\d+)?$`)
+var benchName = regexp.MustCompile(`^Benchmark(V2|Middleware|DynamoPath|CompressBody)/(?:(s2)/)?(?:(fresh|replay)/)?(\d+)B(?:-\d+)?$`)
 
 // ParseGoBench reads `go test -bench -benchmem` output of
 // lambda/apigw.BenchmarkV2, httpmw.BenchmarkMiddleware,
@@ -47,11 +48,16 @@ func ParseGoBench(r io.Reader) (map[CPUKey]CPU, error) {
 			continue
 		}
 		adapter := map[string]string{"V2": "v2", "Middleware": "http", "DynamoPath": "ddb", "CompressBody": "zstd"}[m[1]]
-		path := m[2]
-		if adapter == "zstd" {
+		path := m[3]
+		switch {
+		case adapter == "zstd" && m[2] != "":
+			adapter, path = m[2], "compress"
+		case adapter == "zstd":
 			path = "compress"
+		case m[2] != "":
+			adapter += "-" + m[2]
 		}
-		size, _ := strconv.Atoi(m[3])
+		size, _ := strconv.Atoi(m[4])
 		var c CPU
 		for i := 2; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
