@@ -198,10 +198,12 @@ func SnapshotBody(body string, isBase64 bool) []byte {
 // LambdaBody returns a snapshot's body as a Lambda proxy response carries
 // it. A body stored without the base64 flag that is not valid UTF-8 (a
 // binary body captured by the net/http middleware) is base64-encoded, as a
-// JSON string could not carry it intact.
+// JSON string could not carry it intact. A body returned as it is shares
+// s.Body's bytes, without a copy: s must be the replay's own snapshot (as
+// a store returns it, shared with nothing), never written to afterwards.
 func LambdaBody(s *idemkit.Snapshot) (body string, isBase64 bool) {
 	if s.Base64 || utf8.Valid(s.Body) {
-		return string(s.Body), s.Base64
+		return unsafe.String(unsafe.SliceData(s.Body), len(s.Body)), s.Base64
 	}
 	return base64.StdEncoding.EncodeToString(s.Body), true
 }

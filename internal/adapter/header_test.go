@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/idemkit/idemkit"
 )
 
 // TestSnapshotBody: a body without the base64 flag is stored as a JSON
@@ -70,6 +72,23 @@ func TestMultiOr(t *testing.T) {
 	} {
 		if got := MultiOr(tc.single, tc.multi); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: MultiOr = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestLambdaBodyAllocs: a replayed body that travels as it is (valid
+// UTF-8, or flagged base64) is the snapshot's bytes, not a copy of them.
+func TestLambdaBodyAllocs(t *testing.T) {
+	for _, s := range []*idemkit.Snapshot{
+		{Body: []byte(strings.Repeat("ok", 1<<15))},
+		{Body: []byte("aGk="), Base64: true},
+	} {
+		var body string
+		if n := testing.AllocsPerRun(10, func() { body, _ = LambdaBody(s) }); n != 0 {
+			t.Errorf("%d allocations for a %d-byte body, want none", int(n), len(s.Body))
+		}
+		if body != string(s.Body) {
+			t.Errorf("LambdaBody = %.20q, want the snapshot's body", body)
 		}
 	}
 }
