@@ -103,7 +103,7 @@ func TestAllocBudget(t *testing.T) {
 // call for "fresh", the same completed key for "replay".
 func newRequester(t *testing.T, adapterName, path string, body []byte) func() {
 	t.Helper()
-	c := &nullClient{items: map[string]map[string]types.AttributeValue{}}
+	c := &nullClient{items: map[string]map[string]types.AttributeValue{}, forget: path == "fresh"}
 	s, err := dynamo.New(c, "idem", dynamo.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,8 @@ var Paths = []string{"fresh", "replay", "replay+cache", "conflict", "error"}
 type Row struct {
 	Path string // fresh, replay, replay+cache, conflict, error
 	Size int
+	// Codec is the store's dynamo.Options.Codec; empty for the default.
+	Codec dynamo.Codec
 	// Calls, ReadUnits and WriteUnits are what one request used, as the
 	// store reported them to the guard.
 	Calls                 int
@@ -54,13 +56,19 @@ type Row struct {
 // the wrapped handler, the bare handler and the raw SDK calls in a
 // rotating order, so that drift and ordering cost the three alike.
 func Latency(ctx context.Context, client *dynamodb.Client, table string, n int, paths []string) ([]Row, error) {
+	return LatencyWith(ctx, client, table, n, paths, Sizes, "")
+}
+
+// LatencyWith is Latency at the given sizes, over a store compressing
+// with codec ("": the default).
+func LatencyWith(ctx context.Context, client *dynamodb.Client, table string, n int, paths []string, sizes []int, codec dynamo.Codec) ([]Row, error) {
 	if len(paths) == 0 {
 		paths = Paths
 	}
 	var rows []Row
-	for _, size := range Sizes {
+	for _, size := range sizes {
 		for _, path := range paths {
-			r, err := measure(ctx, client, table, path, size, n)
+			r, err := measure(ctx, client, table, path, size, n, codec)
 			if err != nil {
 				return nil, fmt.Errorf("%s %d B: %w", path, size, err)
 			}
@@ -130,14 +138,14 @@ type timing struct {
 
 // measure measures path at size: n rounds after warm-up, each running the
 // wrapped handler and its baselines interleaved.
-func measure(ctx context.Context, client *dynamodb.Client, table, path string, size, n int) (Row, error) {
-	row := Row{Path: path, Size: size}
+func measure(ctx context.Context, client *dynamodb.Client, table, path string, size, n int, codec dynamo.Codec) (Row, error) {
+	row := Row{Path: path, Size: size, Codec: codec}
 	body := string(JSON(size))
-	rg, err := newRig(client, table, path, body)
+	rg, err := newRig(client, table, path, body, codec)
 	if err != nil {
 		return row, err
 	}
-	prefix := fmt.Sprintf("%s-%d-%d-", path, size, time.Now().UnixNano())
+	prefix := fmt.Sprintf("%s-%s-%d-%d-", path, codec, size, time.Now().UnixNano())
 	fixed := Event(prefix + "fixed")
 	if err := rg.seed(ctx, fixed, prefix+"fixed"); err != nil {
 		return row, err
@@ -171,7 +179,7 @@ func measure(ctx context.Context, client *dynamodb.Client, table, path string, s
 // newRig builds path's wrapped handler: the guard over the DynamoDB store
 // (behind the warm cache for replay+cache) on a capturing client, around a
 // handler answering a body-sized 201, or failing for the error path.
-func newRig(client *dynamodb.Client, table, path, body string) (*rig, error) {
+func newRig(client *dynamodb.Client, table, path, body string, codec dynamo.Codec) (*rig, error) {
 	rg := &rig{path: path, want: 201, capture: &capturing{Client: client}, obs: &usageObserver{}}
 	rg.bare = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201,
@@ -183,7 +191,7 @@ func newRig(client *dynamodb.Client, table, path, body string) (*rig, error) {
 			return events.APIGatewayV2HTTPResponse{}, errDownstream
 		}
 	}
-	ds, err := dynamo.New(rg.capture, table, dynamo.Options{})
+	ds, err := dynamo.New(rg.capture, table, dynamo.Options{Codec: codec})
 	if err != nil {
 		return nil, err
 	}
