@@ -99,6 +99,10 @@ func ceilSec(t time.Time) int64 {
 // baseItem returns the attributes of rec other than its snapshot.
 // The map is made with room for every attribute the item can get (its
 // snapshot's too): filled past its size hint, a map grows and rehashes.
+//
+// Its string and number values are allocated together (one block of
+// strings, one of numbers and one string of all their digits), not one
+// by one: an item has about twenty, and a fresh request builds two items.
 func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 	n := 12 // the attributes below, the three times and the index keys
 	if rec.Resolution != nil {
@@ -108,18 +112,23 @@ func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 		n += 6
 	}
 	it := make(map[string]types.AttributeValue, n)
-	it[AttrID] = str(rec.ID)
-	it[AttrState] = str(string(rec.State))
-	it[AttrTenant] = str(rec.Scope.Tenant)
-	it[AttrOperation] = str(rec.Scope.Operation)
-	it[AttrKey] = str(rec.Scope.Key)
-	it[AttrFingerprint] = str(rec.Fingerprint)
-	it[AttrOwner] = str(rec.Owner)
-	it[AttrLeaseUntil] = num(ceilMilli(rec.LeaseUntil))
-	it[AttrExpiresAt] = num(ceilSec(rec.ExpiresAt))
-	putTime(it, AttrReplayUntil, rec.ReplayUntil)
-	putTime(it, AttrCreatedAt, rec.CreatedAt)
-	putTime(it, AttrCompletedAt, rec.CompletedAt)
+	strs := [...]struct{ name, v string }{
+		{AttrID, rec.ID}, {AttrState, string(rec.State)}, {AttrTenant, rec.Scope.Tenant},
+		{AttrOperation, rec.Scope.Operation}, {AttrKey, rec.Scope.Key},
+		{AttrFingerprint, rec.Fingerprint}, {AttrOwner, rec.Owner},
+	}
+	ss := new([len(strs)]types.AttributeValueMemberS)
+	for i, a := range strs {
+		ss[i].Value = a.v
+		it[a.name] = &ss[i]
+	}
+	var nums numbers
+	nums.add(AttrLeaseUntil, ceilMilli(rec.LeaseUntil))
+	nums.add(AttrExpiresAt, ceilSec(rec.ExpiresAt))
+	nums.time(AttrReplayUntil, rec.ReplayUntil)
+	nums.time(AttrCreatedAt, rec.CreatedAt)
+	nums.time(AttrCompletedAt, rec.CompletedAt)
+	nums.put(it)
 	if rec.State == idemkit.StateIndeterminate {
 		it[AttrIndeterminate] = str(IndeterminateValue)
 		it[AttrIndeterminateTenant] = str(rec.Scope.Tenant)
@@ -128,6 +137,45 @@ func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 		resolutionAttrs(it, r, r.ResolvedAt)
 	}
 	return it
+}
+
+// numbers gathers an item's number attributes, to be allocated together.
+type numbers struct {
+	names  [5]string
+	vs     [5]int64
+	n      int
+	digits [5 * 20]byte
+}
+
+func (ns *numbers) add(name string, v int64) {
+	ns.names[ns.n], ns.vs[ns.n] = name, v
+	ns.n++
+}
+
+// time adds t in epoch milliseconds, unless it is zero.
+func (ns *numbers) time(name string, t time.Time) {
+	if !t.IsZero() {
+		ns.add(name, t.UnixMilli())
+	}
+}
+
+// put adds the numbers to it: one allocation for their values and one
+// for their digits.
+func (ns *numbers) put(it map[string]types.AttributeValue) {
+	var ends [len(ns.vs)]int
+	d := ns.digits[:0]
+	for i := range ns.n {
+		d = strconv.AppendInt(d, ns.vs[i], 10)
+		ends[i] = len(d)
+	}
+	all := string(d)
+	vs := make([]types.AttributeValueMemberN, ns.n)
+	start := 0
+	for i := range ns.n {
+		vs[i].Value = all[start:ends[i]]
+		it[ns.names[i]] = &vs[i]
+		start = ends[i]
+	}
 }
 
 func resolutionAttrs(it map[string]types.AttributeValue, r *idemkit.Resolution, at time.Time) {
@@ -187,17 +235,30 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 	return itemSize(it) <= max
 }
 
+// headerAttr returns h as a map of lists of strings, its values
+// allocated together, or nil for no header.
 func headerAttr(h http.Header) types.AttributeValue {
 	if len(h) == 0 {
 		return nil
 	}
+	n := 0
+	for _, vs := range h {
+		n += len(vs)
+	}
 	m := make(map[string]types.AttributeValue, len(h))
+	lists := make([]types.AttributeValueMemberL, 0, len(h))
+	strs := make([]types.AttributeValueMemberS, n)
+	elems := make([]types.AttributeValue, n)
 	for k, vs := range h {
-		l := make([]types.AttributeValue, len(vs))
+		l := elems[:len(vs):len(vs)]
+		elems = elems[len(vs):]
 		for i, v := range vs {
-			l[i] = str(v)
+			strs[i].Value = v
+			l[i] = &strs[i]
 		}
-		m[k] = &types.AttributeValueMemberL{Value: l}
+		strs = strs[len(vs):]
+		lists = append(lists, types.AttributeValueMemberL{Value: l})
+		m[k] = &lists[len(lists)-1]
 	}
 	return &types.AttributeValueMemberM{Value: m}
 }

@@ -116,7 +116,7 @@ func (s *Store) queryInput(q listQuery, tenant, page string, limit int, now time
 		values[":tn"] = str(q.tenantFilter)
 	}
 	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		IndexName:                 aws.String(q.index),
 		KeyConditionExpression:    aws.String(keyCond),
 		FilterExpression:          aws.String(filter),

@@ -134,7 +134,9 @@ var ErrInvalidPage = fmt.Errorf("dynamo: %w", idemkit.ErrInvalidPage)
 // documentation describes. It is safe for concurrent use.
 type Store struct {
 	table string
-	opts  Options
+	// tableName is table for the SDK's inputs, which only read it.
+	tableName *string
+	opts      Options
 	// route returns the client for a record ID; list the client for a
 	// tenant's listing ("" for all tenants).
 	route func(id string) (Client, error)
@@ -162,7 +164,7 @@ func New(client Client, table string, opts Options) (*Store, error) {
 }
 
 func newStore(table string, opts Options, route func(string) (Client, error), list func(string) (Client, error)) *Store {
-	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list}
+	s := &Store{table: table, tableName: aws.String(table), opts: opts.withDefaults(), route: route, list: list}
 	if !s.opts.KeepRetryQuota {
 		s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = s.opts.MaxAttempts
@@ -294,6 +296,13 @@ const (
 	condResolve  = "#st = :indeterminate AND #exp > :nowS"
 )
 
+// The expressions of every request, made once: the SDK only reads them.
+var (
+	condClaimExpr    = aws.String(condClaim)
+	condTakeoverExpr = aws.String(condClaim + condTakeover)
+	condCompleteExpr = aws.String(condComplete)
+)
+
 var (
 	vInFlight      = str(string(idemkit.StateInFlight))
 	vCompleted     = str(string(idemkit.StateCompleted))
@@ -366,18 +375,18 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	if n := itemSize(item); n > s.opts.MaxItemSize {
 		return nil, s.tooLarge(rec.ID, item)
 	}
-	cond := condClaim
+	cond := condClaimExpr
 	names := map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": str(rec.Owner)}
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner]}
 	if opts.Takeover {
-		cond += condTakeover
+		cond = condTakeoverExpr
 		names["#lu"] = AttrLeaseUntil
 		values[":nowMs"] = nowMilli(now)
 	}
 	return &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
+		TableName:                           s.tableName,
 		Item:                                item,
-		ConditionExpression:                 aws.String(cond),
+		ConditionExpression:                 cond,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllOld,
@@ -460,11 +469,11 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.PutItem(cctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Item:                      item,
-		ConditionExpression:       aws.String(condComplete),
+		ConditionExpression:       condCompleteExpr,
 		ExpressionAttributeNames:  map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": str(rec.Owner), ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[AttrOwner], ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.sdkOpts)
 	if err != nil {
@@ -484,7 +493,7 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.DeleteItem(cctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Key:                       key(id),
 		ConditionExpression:       aws.String(condRelease),
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState},
@@ -509,7 +518,7 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Key:                       key(id),
 		UpdateExpression:          aws.String("SET #lu = :lu"),
 		ConditionExpression:       aws.String(condOwned),
@@ -552,7 +561,7 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Key:                       key(id),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String(cond),
@@ -623,7 +632,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Key:                       key(id),
 		UpdateExpression:          aws.String(upd),
 		ConditionExpression:       aws.String(condResolve),
@@ -653,7 +662,7 @@ func (s *Store) get(ctx context.Context, client Client, op, id string, now time.
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.GetItem(cctx, &dynamodb.GetItemInput{
-		TableName:              aws.String(s.table),
+		TableName:              s.tableName,
 		Key:                    key(id),
 		ConsistentRead:         aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
