@@ -296,11 +296,16 @@ const (
 	condResolve  = "#st = :indeterminate AND #exp > :nowS"
 )
 
-// The expressions of every request, made once: the SDK only reads them.
+// The expressions and attribute names of every request, made once: the
+// SDK only reads them, and nothing here writes to them.
 var (
 	condClaimExpr    = aws.String(condClaim)
 	condTakeoverExpr = aws.String(condClaim + condTakeover)
 	condCompleteExpr = aws.String(condComplete)
+	claimNames       = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
+	takeoverNames    = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
+	completeNames    = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
+	releaseNames     = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
 )
 
 var (
@@ -376,11 +381,10 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 		return nil, s.tooLarge(rec.ID, item)
 	}
 	cond := condClaimExpr
-	names := map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
+	names := claimNames
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner]}
 	if opts.Takeover {
-		cond = condTakeoverExpr
-		names["#lu"] = AttrLeaseUntil
+		cond, names = condTakeoverExpr, takeoverNames
 		values[":nowMs"] = nowMilli(now)
 	}
 	return &dynamodb.PutItemInput{
@@ -472,7 +476,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		TableName:                 s.tableName,
 		Item:                      item,
 		ConditionExpression:       condCompleteExpr,
-		ExpressionAttributeNames:  map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs},
+		ExpressionAttributeNames:  completeNames,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[AttrOwner], ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.sdkOpts)
@@ -496,7 +500,7 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 		TableName:                 s.tableName,
 		Key:                       key(id),
 		ConditionExpression:       aws.String(condRelease),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState},
+		ExpressionAttributeNames:  releaseNames,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.sdkOpts)
