@@ -127,6 +127,10 @@ type Store struct {
 	// retryer replaces the client's for the store's calls, unless
 	// Options.KeepRetryQuota.
 	retryer aws.Retryer
+	// tableName is table for the inputs, and optFns the SDK options of
+	// every call (sdkOpts): made once, not per call.
+	tableName *string
+	optFns    []func(*dynamodb.Options)
 }
 
 var _ idemkit.Store = (*Store)(nil)
@@ -144,7 +148,8 @@ func New(client Client, table string, opts Options) (*Store, error) {
 }
 
 func newStore(table string, opts Options, route func(string) (Client, error), list func(string) (Client, error)) *Store {
-	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list}
+	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, tableName: aws.String(table)}
+	s.optFns = []func(*dynamodb.Options){s.sdkOpts}
 	if !s.opts.KeepRetryQuota {
 		s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = s.opts.MaxAttempts
@@ -173,13 +178,15 @@ func (s *Store) ctxFor(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithDeadline(ctx, end)
 }
 
-// sdkOpts bounds the SDK's retries.
+// sdkOpts bounds the SDK's retries. The store's own retryer already makes
+// at most MaxAttempts attempts: setting RetryMaxAttempts too would only
+// make the SDK wrap it again on every call.
 func (s *Store) sdkOpts(o *dynamodb.Options) {
-	o.RetryMaxAttempts = s.opts.MaxAttempts
 	if s.retryer != nil {
 		o.Retryer = s.retryer
 		return
 	}
+	o.RetryMaxAttempts = s.opts.MaxAttempts
 	if o.Retryer != nil {
 		o.Retryer = retry.AddWithMaxBackoffDelay(o.Retryer, s.opts.MaxBackoff)
 	}
@@ -276,6 +283,23 @@ const (
 	condResolve  = "#st = :indeterminate AND #exp > :nowS"
 )
 
+// The condition expressions and attribute names of the frequent calls,
+// made once: inputs only read them (a Client must not modify its input).
+var (
+	pCondClaim         = aws.String(condClaim)
+	pCondClaimTakeover = aws.String(condClaim + condTakeover)
+	pCondComplete      = aws.String(condComplete)
+	pCondRelease       = aws.String(condRelease)
+	pCondOwned         = aws.String(condOwned)
+	pUpdateLease       = aws.String("SET #lu = :lu")
+
+	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
+	namesClaimTakeover = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
+	namesComplete      = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
+	namesRelease       = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
+	namesExtend        = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
+)
+
 var (
 	vInFlight      = str(string(idemkit.StateInFlight))
 	vCompleted     = str(string(idemkit.StateCompleted))
@@ -308,7 +332,7 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	}
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := s.ctxFor(ctx)
-		out, err := client.PutItem(cctx, in, s.sdkOpts)
+		out, err := client.PutItem(cctx, in, s.optFns...)
 		cancel()
 		if err == nil {
 			usage(ctx, out.ConsumedCapacity, true)
@@ -348,18 +372,16 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	if n := itemSize(item); n > s.opts.MaxItemSize {
 		return nil, s.tooLarge(rec.ID, item)
 	}
-	cond := condClaim
-	names := map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
+	cond, names := pCondClaim, namesClaim
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": str(rec.Owner)}
 	if opts.Takeover {
-		cond += condTakeover
-		names["#lu"] = AttrLeaseUntil
+		cond, names = pCondClaimTakeover, namesClaimTakeover
 		values[":nowMs"] = nowMilli(now)
 	}
 	return &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
+		TableName:                           s.tableName,
 		Item:                                item,
-		ConditionExpression:                 aws.String(cond),
+		ConditionExpression:                 cond,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllOld,
@@ -442,13 +464,13 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.PutItem(cctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Item:                      item,
-		ConditionExpression:       aws.String(condComplete),
-		ExpressionAttributeNames:  map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs},
+		ConditionExpression:       pCondComplete,
+		ExpressionAttributeNames:  namesComplete,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": str(rec.Owner), ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
@@ -466,13 +488,13 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.DeleteItem(cctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Key:                       key(id),
-		ConditionExpression:       aws.String(condRelease),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState},
+		ConditionExpression:       pCondRelease,
+		ExpressionAttributeNames:  namesRelease,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
@@ -491,14 +513,14 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Key:                       key(id),
-		UpdateExpression:          aws.String("SET #lu = :lu"),
-		ConditionExpression:       aws.String(condOwned),
-		ExpressionAttributeNames:  map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt},
+		UpdateExpression:          pUpdateLease,
+		ConditionExpression:       pCondOwned,
+		ExpressionAttributeNames:  namesExtend,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":lu": num(ceilMilli(leaseUntil)), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now)},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
@@ -534,7 +556,7 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Key:                       key(id),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String(cond),
@@ -542,7 +564,7 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 		ExpressionAttributeValues: map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs},
 		ReturnValues:              types.ReturnValueAllNew,
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return nil, refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
@@ -605,7 +627,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 s.tableName,
 		Key:                       key(id),
 		UpdateExpression:          aws.String(upd),
 		ConditionExpression:       aws.String(condResolve),
@@ -613,7 +635,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return nil, refused(ctx, op, err, idemkit.ErrNotIndeterminate)
 	}
@@ -635,11 +657,11 @@ func (s *Store) get(ctx context.Context, client Client, op, id string, now time.
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.GetItem(cctx, &dynamodb.GetItemInput{
-		TableName:              aws.String(s.table),
+		TableName:              s.tableName,
 		Key:                    key(id),
 		ConsistentRead:         aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		usage(ctx, nil, false)
 		return nil, fail(op, err)

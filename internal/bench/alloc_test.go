@@ -35,14 +35,14 @@ var allocBudgets = map[string]allocBudget{
 	// (at most a quarter of a JSON body), the items and the SDK inputs.
 	// (A renewal started with every request, not only after its first
 	// interval, would add 8: TestRenewalStartsLazily holds that.)
-	"v2/fresh": {allocs: 140, bodyCopies: 1.25, fixed: 16 << 10},
+	"v2/fresh": {allocs: 128, bodyCopies: 1.25, fixed: 16 << 10},
 	// replay: the decompressed body and the Lambda response's string.
-	"v2/replay": {allocs: 80, bodyCopies: 2, fixed: 16 << 10},
+	"v2/replay": {allocs: 74, bodyCopies: 2, fixed: 16 << 10},
 	// httpmw: the recorder's buffer is the snapshot body, so fresh keeps
 	// one copy (with room for the buffer's growth) and the compressed
 	// form; replay writes the decoded body straight from the snapshot.
-	"http/fresh":  {allocs: 156, bodyCopies: 1.5, fixed: 20 << 10},
-	"http/replay": {allocs: 100, bodyCopies: 1, fixed: 20 << 10},
+	"http/fresh":  {allocs: 144, bodyCopies: 1.5, fixed: 20 << 10},
+	"http/replay": {allocs: 94, bodyCopies: 1, fixed: 20 << 10},
 }
 
 // perRequest runs do n times after one warm-up call and returns the
