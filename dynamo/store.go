@@ -366,10 +366,7 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
 		item[AttrIndeterminate] = str(InFlightValue)
 	}
-	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
-		return nil, s.tooLarge(rec.ID, item)
-	}
-	if n := itemSize(item); n > s.opts.MaxItemSize {
+	if !s.fits(item, rec.Snapshot) {
 		return nil, s.tooLarge(rec.ID, item)
 	}
 	cond, names := pCondClaim, namesClaim
@@ -440,6 +437,16 @@ func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) 
 	return true
 }
 
+// fits adds snap, if any, to item (snapshotAttrs) and reports whether the
+// item is within MaxItemSize. snapshotAttrs checks the size of the item it
+// completes, so the item is measured once more only without a snapshot.
+func (s *Store) fits(item map[string]types.AttributeValue, snap *idemkit.Snapshot) bool {
+	if snap != nil {
+		return snapshotAttrs(item, snap, s.opts.MaxItemSize, s.opts.CompressAbove)
+	}
+	return itemSize(item) <= s.opts.MaxItemSize
+}
+
 func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error {
 	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap: %w", id, itemSize(item), s.opts.MaxItemSize, idemkit.ErrRecordInvalid)
 }
@@ -455,10 +462,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		return err
 	}
 	item := baseItem(rec)
-	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove) {
-		return s.tooLarge(rec.ID, item)
-	}
-	if itemSize(item) > s.opts.MaxItemSize {
+	if !s.fits(item, rec.Snapshot) {
 		return s.tooLarge(rec.ID, item)
 	}
 	cctx, cancel := s.ctxFor(ctx)
