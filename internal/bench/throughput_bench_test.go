@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -123,11 +124,12 @@ func interleave(b *testing.B, clients int, variants []variant) {
 	}
 	b.StopTimer()
 	n := float64(rounds * chunk)
+	raw := slices.IndexFunc(variants, func(v variant) bool { return v.name == "raw" })
 	for i, v := range variants {
 		b.ReportMetric(float64(cpu[i])/n, v.name+"-cpu-ns/op")
 		b.ReportMetric(float64(allocs[i])/n, v.name+"-allocs/op")
-		if v.name != "raw" && len(variants) > 1 {
-			b.ReportMetric(float64(cpu[i]-cpu[1])/n, v.name+"-gap-ns/op")
+		if raw >= 0 && i != raw {
+			b.ReportMetric(float64(cpu[i]-cpu[raw])/n, v.name+"-gap-ns/op")
 		}
 	}
 }
