@@ -41,8 +41,8 @@ var allocBudgets = map[string]allocBudget{
 	// httpmw: the recorder's buffer is the snapshot body, so fresh keeps
 	// one copy (with room for the buffer's growth) and the compressed
 	// form; replay writes the decoded body straight from the snapshot.
-	"http/fresh":  {allocs: 144, bodyCopies: 1.5, fixed: 20 << 10},
-	"http/replay": {allocs: 94, bodyCopies: 1, fixed: 20 << 10},
+	"http/fresh":  {allocs: 142, bodyCopies: 1.5, fixed: 20 << 10},
+	"http/replay": {allocs: 92, bodyCopies: 1, fixed: 20 << 10},
 }
 
 // perRequest runs do n times after one warm-up call and returns the
