@@ -38,9 +38,14 @@ func TestReadBodyAllocations(t *testing.T) {
 			}
 			runtime.ReadMemStats(&after)
 			perRead := (after.TotalAlloc - before.TotalAlloc) / n
-			t.Logf("%d bytes allocated per read of a %d-byte body", perRead, size)
-			if perRead > uint64(size+readBodySlack) {
-				t.Errorf("%d bytes allocated per read of a %d-byte body, budget %d", perRead, size, size+readBodySlack)
+			budget := uint64(size + readBodySlack)
+			if raceEnabled {
+				// Measured under -race: the buffer is allocated twice.
+				budget *= 2
+			}
+			t.Logf("%d bytes allocated per read of a %d-byte body (budget %d)", perRead, size, budget)
+			if perRead > budget {
+				t.Errorf("%d bytes allocated per read of a %d-byte body, budget %d", perRead, size, budget)
 			}
 		})
 	}
