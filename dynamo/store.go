@@ -17,7 +17,10 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-// Client is the part of *dynamodb.Client the store uses.
+// Client is the part of *dynamodb.Client the store uses. Inputs share
+// some of their parts (condition expressions, attribute-name maps) between
+// calls, so an implementation wrapping the SDK client must not modify an
+// input it is given.
 type Client interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
