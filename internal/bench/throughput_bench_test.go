@@ -25,7 +25,9 @@ import (
 // of each, and the kit's CPU minus the raw's (gap-ns/op). nozstd is the
 // kit with body compression off (Options.CompressAbove -1), measured
 // against the same raw requests: its gap is the kit's without the
-// compression. b.N requests per variant; profile one variant alone with
+// compression. Each variant makes b.N requests, rounded up to whole
+// chunks of 10 per client: set them with -benchtime Nx (ns/op, the wall
+// time of all variants, is not reported). Profile one variant alone with
 // -cpuprofile and -run '^$' -bench 'BenchmarkThroughputCPU/kit/32'.
 func BenchmarkThroughputCPU(b *testing.B) {
 	srv := dynalite.NewServer(b)
@@ -123,6 +125,7 @@ func interleave(b *testing.B, clients int, variants []variant) {
 		}
 	}
 	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
 	n := float64(rounds * chunk)
 	raw := slices.IndexFunc(variants, func(v variant) bool { return v.name == "raw" })
 	for i, v := range variants {
