@@ -74,7 +74,7 @@ func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, lim
 	}
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
-	out, err := client.Query(cctx, in, s.sdkOpts)
+	out, err := client.Query(cctx, in, s.optFns...)
 	if err != nil {
 		usage(ctx, nil, false)
 		return nil, "", fail(q.op, err)

@@ -17,7 +17,10 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-// Client is the part of *dynamodb.Client the store uses.
+// Client is the part of *dynamodb.Client the store uses. Inputs share
+// some of their parts (condition expressions, attribute-name maps) between
+// calls, so an implementation wrapping the SDK client must not modify an
+// input it is given.
 type Client interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
@@ -134,9 +137,7 @@ var ErrInvalidPage = fmt.Errorf("dynamo: %w", idemkit.ErrInvalidPage)
 // documentation describes. It is safe for concurrent use.
 type Store struct {
 	table string
-	// tableName is table for the SDK's inputs, which only read it.
-	tableName *string
-	opts      Options
+	opts  Options
 	// route returns the client for a record ID; list the client for a
 	// tenant's listing ("" for all tenants).
 	route func(id string) (Client, error)
@@ -144,6 +145,10 @@ type Store struct {
 	// retryer replaces the client's for the store's calls, unless
 	// Options.KeepRetryQuota.
 	retryer aws.Retryer
+	// tableName is table for the inputs, and optFns the SDK options of
+	// every call (sdkOpts): made once, not per call.
+	tableName *string
+	optFns    []func(*dynamodb.Options)
 }
 
 var _ idemkit.Store = (*Store)(nil)
@@ -164,7 +169,8 @@ func New(client Client, table string, opts Options) (*Store, error) {
 }
 
 func newStore(table string, opts Options, route func(string) (Client, error), list func(string) (Client, error)) *Store {
-	s := &Store{table: table, tableName: aws.String(table), opts: opts.withDefaults(), route: route, list: list}
+	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, tableName: aws.String(table)}
+	s.optFns = []func(*dynamodb.Options){s.sdkOpts}
 	if !s.opts.KeepRetryQuota {
 		s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = s.opts.MaxAttempts
@@ -193,13 +199,15 @@ func (s *Store) ctxFor(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithDeadline(ctx, end)
 }
 
-// sdkOpts bounds the SDK's retries.
+// sdkOpts bounds the SDK's retries. The store's own retryer already makes
+// at most MaxAttempts attempts: setting RetryMaxAttempts too would only
+// make the SDK wrap it again on every call.
 func (s *Store) sdkOpts(o *dynamodb.Options) {
-	o.RetryMaxAttempts = s.opts.MaxAttempts
 	if s.retryer != nil {
 		o.Retryer = s.retryer
 		return
 	}
+	o.RetryMaxAttempts = s.opts.MaxAttempts
 	if o.Retryer != nil {
 		o.Retryer = retry.AddWithMaxBackoffDelay(o.Retryer, s.opts.MaxBackoff)
 	}
@@ -296,16 +304,21 @@ const (
 	condResolve  = "#st = :indeterminate AND #exp > :nowS"
 )
 
-// The expressions and attribute names of every request, made once: the
-// SDK only reads them, and nothing here writes to them.
+// The condition expressions and attribute names of the frequent calls,
+// made once: inputs only read them (a Client must not modify its input).
 var (
-	condClaimExpr    = aws.String(condClaim)
-	condTakeoverExpr = aws.String(condClaim + condTakeover)
-	condCompleteExpr = aws.String(condComplete)
-	claimNames       = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
-	takeoverNames    = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
-	completeNames    = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
-	releaseNames     = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
+	pCondClaim         = aws.String(condClaim)
+	pCondClaimTakeover = aws.String(condClaim + condTakeover)
+	pCondComplete      = aws.String(condComplete)
+	pCondRelease       = aws.String(condRelease)
+	pCondOwned         = aws.String(condOwned)
+	pUpdateLease       = aws.String("SET #lu = :lu")
+
+	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
+	namesClaimTakeover = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
+	namesComplete      = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
+	namesRelease       = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
+	namesExtend        = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
 )
 
 var (
@@ -340,7 +353,7 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	}
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := s.ctxFor(ctx)
-		out, err := client.PutItem(cctx, in, s.sdkOpts)
+		out, err := client.PutItem(cctx, in, s.optFns...)
 		cancel()
 		if err == nil {
 			usage(ctx, out.ConsumedCapacity, true)
@@ -374,17 +387,13 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
 		item[AttrIndeterminate] = str(InFlightValue)
 	}
-	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove, s.opts.Codec) {
+	if !s.fits(item, rec.Snapshot) {
 		return nil, s.tooLarge(rec.ID, item)
 	}
-	if n := itemSize(item); n > s.opts.MaxItemSize {
-		return nil, s.tooLarge(rec.ID, item)
-	}
-	cond := condClaimExpr
-	names := claimNames
+	cond, names := pCondClaim, namesClaim
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner]}
 	if opts.Takeover {
-		cond, names = condTakeoverExpr, takeoverNames
+		cond, names = pCondClaimTakeover, namesClaimTakeover
 		values[":nowMs"] = nowMilli(now)
 	}
 	return &dynamodb.PutItemInput{
@@ -449,6 +458,16 @@ func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) 
 	return true
 }
 
+// fits adds snap, if any, to item (snapshotAttrs) and reports whether the
+// item is within MaxItemSize. snapshotAttrs checks the size of the item it
+// completes, so the item is measured once more only without a snapshot.
+func (s *Store) fits(item map[string]types.AttributeValue, snap *idemkit.Snapshot) bool {
+	if snap != nil {
+		return snapshotAttrs(item, snap, s.opts.MaxItemSize, s.opts.CompressAbove, s.opts.Codec)
+	}
+	return itemSize(item) <= s.opts.MaxItemSize
+}
+
 func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error {
 	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap: %w", id, itemSize(item), s.opts.MaxItemSize, idemkit.ErrRecordInvalid)
 }
@@ -464,10 +483,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		return err
 	}
 	item := baseItem(rec)
-	if rec.Snapshot != nil && !snapshotAttrs(item, rec.Snapshot, s.opts.MaxItemSize, s.opts.CompressAbove, s.opts.Codec) {
-		return s.tooLarge(rec.ID, item)
-	}
-	if itemSize(item) > s.opts.MaxItemSize {
+	if !s.fits(item, rec.Snapshot) {
 		return s.tooLarge(rec.ID, item)
 	}
 	cctx, cancel := s.ctxFor(ctx)
@@ -475,11 +491,11 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 	out, err := client.PutItem(cctx, &dynamodb.PutItemInput{
 		TableName:                 s.tableName,
 		Item:                      item,
-		ConditionExpression:       condCompleteExpr,
-		ExpressionAttributeNames:  completeNames,
+		ConditionExpression:       pCondComplete,
+		ExpressionAttributeNames:  namesComplete,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[AttrOwner], ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
@@ -499,11 +515,11 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 	out, err := client.DeleteItem(cctx, &dynamodb.DeleteItemInput{
 		TableName:                 s.tableName,
 		Key:                       key(id),
-		ConditionExpression:       aws.String(condRelease),
-		ExpressionAttributeNames:  releaseNames,
+		ConditionExpression:       pCondRelease,
+		ExpressionAttributeNames:  namesRelease,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
@@ -524,12 +540,12 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
 		TableName:                 s.tableName,
 		Key:                       key(id),
-		UpdateExpression:          aws.String("SET #lu = :lu"),
-		ConditionExpression:       aws.String(condOwned),
-		ExpressionAttributeNames:  map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt},
+		UpdateExpression:          pUpdateLease,
+		ConditionExpression:       pCondOwned,
+		ExpressionAttributeNames:  namesExtend,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":lu": num(ceilMilli(leaseUntil)), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now)},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
@@ -573,7 +589,7 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 		ExpressionAttributeValues: map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs},
 		ReturnValues:              types.ReturnValueAllNew,
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return nil, refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
@@ -644,7 +660,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		return nil, refused(ctx, op, err, idemkit.ErrNotIndeterminate)
 	}
@@ -670,7 +686,7 @@ func (s *Store) get(ctx context.Context, client Client, op, id string, now time.
 		Key:                    key(id),
 		ConsistentRead:         aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	}, s.sdkOpts)
+	}, s.optFns...)
 	if err != nil {
 		usage(ctx, nil, false)
 		return nil, fail(op, err)

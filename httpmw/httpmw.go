@@ -229,7 +229,10 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// ReadFrom wants MinRead bytes free before each read: with only
+		// the declared length free it would grow the buffer to twice
+		// the body before seeing the end.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
 	r.Body.Close()

@@ -47,20 +47,8 @@ type ThroughputRow struct {
 // requests per phase split among them, alternating kit and raw phases
 // rounds times; each Load is the phase with the higher request rate.
 func Throughput(ctx context.Context, client *dynamodb.Client, table string, size, perPhase, rounds int) ([]ThroughputRow, error) {
-	body := JSON(size)
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Location", "/orders/ord_1")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(body)
-	})
-	reqBody := []byte(Event("").Body)
-	kitReq, err := kitRequest(ctx, client, table, handler, reqBody, size)
-	if err != nil {
-		return nil, err
-	}
 	prefix := fmt.Sprintf("tp-%d-%d-", size, time.Now().UnixNano())
-	rawReq, err := rawRequest(ctx, client, table, handler, reqBody, prefix+"capture")
+	kitReq, rawReq, err := throughputRequests(ctx, client, table, size, prefix+"capture")
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +64,27 @@ func Throughput(ctx context.Context, client *dynamodb.Client, table string, size
 	return rows, nil
 }
 
+// throughputRequests returns the kit's and the raw request of Throughput
+// for a size-byte response; the raw one re-sends the DynamoDB requests of
+// a fresh request made under captureKey.
+func throughputRequests(ctx context.Context, client *dynamodb.Client, table string, size int, captureKey string) (kitReq, rawReq func(key string) error, err error) {
+	body := JSON(size)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Location", "/orders/ord_1")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	})
+	reqBody := []byte(Event("").Body)
+	if kitReq, err = kitRequest(ctx, client, table, handler, reqBody, size); err != nil {
+		return nil, nil, err
+	}
+	if rawReq, err = rawRequest(ctx, client, table, handler, reqBody, captureKey); err != nil {
+		return nil, nil, err
+	}
+	return kitReq, rawReq, nil
+}
+
 // benchTenant is the tenant of every request Throughput makes.
 func benchTenant(*http.Request) (string, error) { return "bench", nil }
 
@@ -83,7 +92,12 @@ func benchTenant(*http.Request) (string, error) { return "bench", nil }
 // around handler, under a given key, that fails unless it answers 201
 // with a size-byte body.
 func kitRequest(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, size int) (func(key string) error, error) {
-	s, err := dynamo.New(client, table, dynamo.Options{})
+	return kitRequestOpts(ctx, client, table, handler, reqBody, size, dynamo.Options{})
+}
+
+// kitRequestOpts is kitRequest over a store with opts.
+func kitRequestOpts(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, size int, opts dynamo.Options) (func(key string) error, error) {
+	s, err := dynamo.New(client, table, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package httpmw
+
+const raceEnabled = false

@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/dynalite"
+)
+
+// BenchmarkThroughputCPU runs Throughput's kit and raw requests (4 KB
+// responses) on a private dynalite with 1 and 32 concurrent clients, in
+// interleaved chunks so that the load of a shared machine costs them
+// alike, and reports this process's CPU time and allocations per request
+// of each, and the kit's CPU minus the raw's (gap-ns/op). nozstd is the
+// kit with body compression off (Options.CompressAbove -1), measured
+// against the same raw requests: its gap is the kit's without the
+// compression. Each variant makes b.N requests, rounded up to whole
+// chunks of 10 per client: set them with -benchtime Nx (ns/op, the wall
+// time of all variants, is not reported). Profile one variant alone with
+// -cpuprofile and -run '^$' -bench 'BenchmarkThroughputCPU/kit/32'.
+func BenchmarkThroughputCPU(b *testing.B) {
+	srv := dynalite.NewServer(b)
+	ctx := context.Background()
+	client, err := dynalite.NewClient(ctx, srv.Endpoint())
+	if err != nil {
+		b.Fatal(err)
+	}
+	table := fmt.Sprintf("tpcpu-%d", time.Now().UnixNano())
+	if err := dynamo.CreateTable(ctx, client, table); err != nil {
+		b.Fatal(err)
+	}
+	const size = 4 << 10
+	kitReq, rawReq, err := throughputRequests(ctx, client, table, size, fmt.Sprintf("tpcpu-capture-%d", time.Now().UnixNano()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	nozstd, err := uncompressedKit(ctx, client, table, size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	variants := []variant{{"kit", kitReq}, {"raw", rawReq}, {"nozstd", nozstd}}
+	for _, clients := range []int{1, 32} {
+		b.Run("all/"+strconv.Itoa(clients), func(b *testing.B) {
+			interleave(b, clients, variants)
+		})
+		// One variant alone, to profile it.
+		for _, v := range variants {
+			b.Run(v.name+"/"+strconv.Itoa(clients), func(b *testing.B) {
+				interleave(b, clients, []variant{v})
+			})
+		}
+	}
+}
+
+// variant is a request of BenchmarkThroughputCPU.
+type variant struct {
+	name string
+	do   func(key string) error
+}
+
+// uncompressedKit is kitRequest over a store that never compresses.
+func uncompressedKit(ctx context.Context, client *dynamodb.Client, table string, size int) (func(string) error, error) {
+	body := JSON(size)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Location", "/orders/ord_1")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	})
+	return kitRequestOpts(ctx, client, table, handler, []byte(Event("").Body), size, dynamo.Options{CompressAbove: -1})
+}
+
+// interleave runs b.N requests of each variant with clients concurrent
+// clients, in rounds of chunks that rotate the variants' order, and
+// reports each one's CPU time and allocations per request.
+func interleave(b *testing.B, clients int, variants []variant) {
+	chunk := 10 * clients
+	rounds := max(1, (b.N+chunk-1)/chunk)
+	cpu := make([]time.Duration, len(variants))
+	allocs := make([]uint64, len(variants))
+	prefix := fmt.Sprintf("tpcpu-%d-%d-", clients, time.Now().UnixNano())
+	var seq atomic.Int64
+	var ms runtime.MemStats
+	b.ResetTimer()
+	for r := 0; r < rounds; r++ {
+		for k := range variants {
+			i := (k + r) % len(variants)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			runtime.ReadMemStats(&ms)
+			m0, c0 := ms.Mallocs, ProcessCPU()
+			for c := 0; c < clients; c++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(chunk) {
+						if err := variants[i].do(prefix + strconv.FormatInt(seq.Add(1), 10)); err != nil {
+							errs <- fmt.Errorf("%s: %w", variants[i].name, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			cpu[i] += ProcessCPU() - c0
+			runtime.ReadMemStats(&ms)
+			allocs[i] += ms.Mallocs - m0
+			select {
+			case err := <-errs:
+				b.Fatal(err)
+			default:
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	n := float64(rounds * chunk)
+	raw := slices.IndexFunc(variants, func(v variant) bool { return v.name == "raw" })
+	for i, v := range variants {
+		b.ReportMetric(float64(cpu[i])/n, v.name+"-cpu-ns/op")
+		b.ReportMetric(float64(allocs[i])/n, v.name+"-allocs/op")
+		if raw >= 0 && i != raw {
+			b.ReportMetric(float64(cpu[i]-cpu[raw])/n, v.name+"-gap-ns/op")
+		}
+	}
+}
