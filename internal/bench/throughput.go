@@ -45,7 +45,9 @@ type ThroughputRow struct {
 // Throughput runs fresh requests of a size-byte response through httpmw
 // on client's server with each of Clients concurrent clients, perPhase
 // requests per phase split among them, alternating kit and raw phases
-// rounds times; each Load is the phase with the higher request rate.
+// rounds times; each Load pools its variant's phases (all their requests
+// over all their time), so that drift and a slow phase count for both
+// variants alike instead of deciding a best-of.
 func Throughput(ctx context.Context, client *dynamodb.Client, table string, size, perPhase, rounds int) ([]ThroughputRow, error) {
 	prefix := fmt.Sprintf("tp-%d-%d-", size, time.Now().UnixNano())
 	kitReq, rawReq, err := throughputRequests(ctx, client, table, size, prefix+"capture")
@@ -158,29 +160,59 @@ func rawRequest(ctx context.Context, client *dynamodb.Client, table string, hand
 }
 
 // throughputAt runs rounds alternated kit and raw phases with clients
-// concurrent clients and keeps each one's phase with the higher rate.
+// concurrent clients, starting with kit and raw in turn, and pools each
+// variant's phases.
 func throughputAt(clients, size, perPhase, rounds int, prefix string, kitReq, rawReq func(string) error) (ThroughputRow, error) {
-	row := ThroughputRow{Size: size}
+	type variant struct {
+		name   string
+		do     func(string) error
+		phases []phaseRun
+	}
+	kit, raw := &variant{name: "kit", do: kitReq}, &variant{name: "raw", do: rawReq}
 	for round := 0; round < rounds; round++ {
-		for _, v := range []struct {
-			name string
-			do   func(string) error
-			into *Load
-		}{{"kit", kitReq, &row.Kit}, {"raw", rawReq, &row.Raw}} {
-			l, err := phase(clients, max(1, perPhase/clients), fmt.Sprintf("%s%s-%d-%d-", prefix, v.name, clients, round), v.do)
+		order := []*variant{kit, raw}
+		if round%2 == 1 {
+			order = []*variant{raw, kit}
+		}
+		for _, v := range order {
+			p, err := phase(clients, max(1, perPhase/clients), fmt.Sprintf("%s%s-%d-%d-", prefix, v.name, clients, round), v.do)
 			if err != nil {
-				return row, fmt.Errorf("%d clients, %s: %w", clients, v.name, err)
+				return ThroughputRow{}, fmt.Errorf("%d clients, %s: %w", clients, v.name, err)
 			}
-			if l.PerSec > v.into.PerSec {
-				*v.into = l
-			}
+			v.phases = append(v.phases, p)
 		}
 	}
-	return row, nil
+	return ThroughputRow{Size: size, Kit: pool(clients, kit.phases), Raw: pool(clients, raw.phases)}, nil
+}
+
+// phaseRun is what one phase measured: every request's latency, the
+// phase's wall time and this process's CPU time over it.
+type phaseRun struct {
+	lat       []time.Duration
+	wall, cpu time.Duration
+}
+
+// pool is the Load of phases taken together: their requests over their
+// summed wall time, latency quantiles over all their requests, CPU per
+// request over all of them.
+func pool(clients int, phases []phaseRun) Load {
+	var all []time.Duration
+	var wall, cpu time.Duration
+	for _, p := range phases {
+		all = append(all, p.lat...)
+		wall += p.wall
+		cpu += p.cpu
+	}
+	n := len(all)
+	if n == 0 {
+		return Load{Clients: clients}
+	}
+	return Load{Clients: clients, Requests: n, PerSec: float64(n) / wall.Seconds(),
+		P50: quantile(all, 0.5), P99: quantile(all, 0.99), CPU: cpu / time.Duration(n)}
 }
 
 // phase runs clients goroutines making perClient requests each.
-func phase(clients, perClient int, prefix string, do func(key string) error) (Load, error) {
+func phase(clients, perClient int, prefix string, do func(key string) error) (phaseRun, error) {
 	lat := make([][]time.Duration, clients)
 	errs := make([]error, clients)
 	var wg sync.WaitGroup
@@ -201,15 +233,12 @@ func phase(clients, perClient int, prefix string, do func(key string) error) (Lo
 		}()
 	}
 	wg.Wait()
-	wall, cpu := time.Since(start), ProcessCPU()-cpu0
-	var all []time.Duration
+	run := phaseRun{wall: time.Since(start), cpu: ProcessCPU() - cpu0}
 	for c := range lat {
 		if errs[c] != nil {
-			return Load{}, errs[c]
+			return phaseRun{}, errs[c]
 		}
-		all = append(all, lat[c]...)
+		run.lat = append(run.lat, lat[c]...)
 	}
-	n := len(all)
-	return Load{Clients: clients, Requests: n, PerSec: float64(n) / wall.Seconds(),
-		P50: quantile(all, 0.5), P99: quantile(all, 0.99), CPU: cpu / time.Duration(n)}, nil
+	return run, nil
 }

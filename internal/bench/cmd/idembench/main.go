@@ -49,6 +49,7 @@ func main() {
 	flag.IntVar(&opts.ratioRuns, "ratio-runs", 3, "runs of the fresh and replay rows; the overhead ratio judged is the worst")
 	flag.BoolVar(&opts.throughput, "throughput", true, "measure throughput with 1, 8 and 32 concurrent clients")
 	flag.IntVar(&opts.tpRequests, "tp-requests", 320, "requests per throughput phase (split among the clients)")
+	flag.IntVar(&opts.tpRounds, "tp-rounds", 4, "kit and raw throughput phases per concurrency, alternated; each variant's are pooled")
 	flag.BoolVar(&opts.moto, "moto", true, "when moto_server is on PATH, measure the replay on it too")
 	flag.Parse()
 	var only []string
@@ -66,6 +67,7 @@ var opts struct {
 	ratioRuns  int
 	throughput bool
 	tpRequests int
+	tpRounds   int
 	moto       bool
 }
 
@@ -218,12 +220,12 @@ func worstRatio(ctx context.Context, w io.Writer, client *dynamodb.Client, table
 func throughput(ctx context.Context, w io.Writer, client *dynamodb.Client, table, server string) ([]bench.ThroughputRow, error) {
 	fmt.Fprintf(os.Stderr, "idembench: throughput with %v concurrent clients...\n", bench.Clients)
 	start := time.Now()
-	tp, err := bench.Throughput(ctx, client, table, tpSize, opts.tpRequests, 2)
+	tp, err := bench.Throughput(ctx, client, table, tpSize, opts.tpRequests, opts.tpRounds)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "\n## Throughput (%s; fresh requests with a %s response through httpmw; %d requests per phase, kit and raw phases alternated twice, the faster kept; %s)\n\n",
-		server, size(tpSize), opts.tpRequests, time.Since(start).Round(time.Second))
+	fmt.Fprintf(w, "\n## Throughput (%s; fresh requests with a %s response through httpmw; %d requests per phase, kit and raw phases alternated %d times, each variant's phases pooled; %s)\n\n",
+		server, size(tpSize), opts.tpRequests, opts.tpRounds, time.Since(start).Round(time.Second))
 	return throughputTable(w, tp), nil
 }
 
