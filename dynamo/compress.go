@@ -117,8 +117,8 @@ const maxKeptBuf = 256 << 10
 // compressBody returns body compressed with codec in a new slice of
 // exactly the compressed length, and true; or nil and false when that is
 // not smaller than body. It compresses into the compressor's buffer and
-// copies the (much smaller) result out, so that a completion allocates only what
-// its item keeps.
+// copies the (much smaller) result out, so that a completion allocates
+// only what its item keeps.
 func compressBody(body []byte, codec Codec) ([]byte, bool) {
 	p := pools[codec]
 	c := p.get()

@@ -192,10 +192,10 @@ func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
 }
 
 // snapshotAttrs adds snap to it, within max bytes for the whole item. The
-// body is compressed with codec when it is at least compressMin bytes long
-// and that makes it smaller. A body that does not fit is left out and the snapshot
-// marked omitted; then, if still needed, every header but Location. It
-// reports false when even that does not fit.
+// body is compressed with codec when it is at least compressMin bytes
+// long and that makes it smaller. A body that does not fit is left out
+// and the snapshot marked omitted; then, if still needed, every header
+// but Location. It reports false when even that does not fit.
 func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, max, compressMin int, codec Codec) bool {
 	it[AttrStatus] = num(int64(snap.Status))
 	if snap.Base64 {
