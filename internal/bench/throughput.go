@@ -70,13 +70,7 @@ func Throughput(ctx context.Context, client *dynamodb.Client, table string, size
 // for a size-byte response; the raw one re-sends the DynamoDB requests of
 // a fresh request made under captureKey.
 func throughputRequests(ctx context.Context, client *dynamodb.Client, table string, size int, captureKey string) (kitReq, rawReq func(key string) error, err error) {
-	body := JSON(size)
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Location", "/orders/ord_1")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(body)
-	})
+	handler := orderHandler(size)
 	reqBody := []byte(Event("").Body)
 	if kitReq, err = kitRequest(ctx, client, table, handler, reqBody, size); err != nil {
 		return nil, nil, err
@@ -85,6 +79,18 @@ func throughputRequests(ctx context.Context, client *dynamodb.Client, table stri
 		return nil, nil, err
 	}
 	return kitReq, rawReq, nil
+}
+
+// orderHandler answers 201 with a size-byte order JSON, as the handler
+// of every throughput request.
+func orderHandler(size int) http.Handler {
+	body := JSON(size)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Location", "/orders/ord_1")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	})
 }
 
 // benchTenant is the tenant of every request Throughput makes.

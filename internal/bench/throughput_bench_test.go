@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
@@ -71,14 +70,7 @@ type variant struct {
 
 // uncompressedKit is kitRequest over a store that never compresses.
 func uncompressedKit(ctx context.Context, client *dynamodb.Client, table string, size int) (func(string) error, error) {
-	body := JSON(size)
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Location", "/orders/ord_1")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(body)
-	})
-	return kitRequestOpts(ctx, client, table, handler, []byte(Event("").Body), size, dynamo.Options{CompressAbove: -1})
+	return kitRequestOpts(ctx, client, table, orderHandler(size), []byte(Event("").Body), size, dynamo.Options{CompressAbove: -1})
 }
 
 // interleave runs b.N requests of each variant with clients concurrent
