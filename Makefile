@@ -18,8 +18,9 @@ include mk/dynalite.mk
 all: test
 
 ## test: lint, the Go-version and consumer-graph checks, then every test
-## of every module with the race detector (starts dynalite)
-test: deps lint compat consumer test-go
+## of every module with the race detector (starts dynalite); then, where
+## moto_server is installed, the DynamoDB tests again on it (test-moto)
+test: deps lint compat consumer test-go test-moto-if-installed
 
 ## test-go: every test of every module with the race detector
 test-go:
@@ -160,9 +161,18 @@ fuzz:
 ## test-moto: the DynamoDB tests against moto_server, a second server
 ## (optional: pip install 'moto[server]'); prints the capability skips,
 ## full output in bin/test-moto.log
-.PHONY: test-moto
+.PHONY: test-moto test-moto-if-installed
 test-moto: deps
 	@GO=$(GO) ./.ci/test-moto.sh $(MODULES)
+
+# test-moto-if-installed: test-moto where moto_server is on PATH, else a
+# line saying it was not run (make test needs only dynalite).
+test-moto-if-installed:
+	@if command -v moto_server >/dev/null 2>&1; then \
+		$(MAKE) -s test-moto; \
+	else \
+		echo "test-moto: moto_server is not on PATH; the second server's run is skipped (pip install 'moto[server]')"; \
+	fi
 
 clean:
 	rm -rf bin dist .aws-sam
