@@ -49,6 +49,15 @@ type Row struct {
 	SameP50, SameP99 time.Duration
 	MinP50, MinP99   time.Duration
 	Ratio, RatioMin  float64
+	// Added is the median over rounds of what the wrapped handler took
+	// beyond the bare handler and the same requests of its own round: a
+	// paired estimate of the kit's added latency, which the server's
+	// latency, drifting from round to round, moves far less than it moves
+	// the difference of two independent medians (Ratio). Paired is
+	// 1 + Added / (BareP50 + SameP50). Both 0 where the path has no
+	// baseline.
+	Added  time.Duration
+	Paired float64
 }
 
 // Latency measures every path at every size against the DynamoDB server
@@ -293,7 +302,19 @@ func (rg *rig) summarise(row *Row, s samples) {
 		row.RatioMin = float64(row.P50) / float64(row.BareP50+row.MinP50)
 		row.SameP50, row.SameP99 = quantile(s.same, 0.50), quantile(s.same, 0.99)
 		row.Ratio = float64(row.P50) / float64(row.BareP50+row.SameP50)
+		row.Added = quantile(added(s), 0.50)
+		row.Paired = 1 + float64(row.Added)/float64(row.BareP50+row.SameP50)
 	}
+}
+
+// added returns, for each round of s, the wrapped handler's time minus
+// the bare handler's and the same requests'.
+func added(s samples) []time.Duration {
+	d := make([]time.Duration, len(s.wrapped))
+	for i := range d {
+		d[i] = s.wrapped[i] - s.bare[i] - s.same[i]
+	}
+	return d
 }
 
 // fingerprintOf returns the fingerprint the wrapper computes for ev, read

@@ -20,8 +20,8 @@ import (
 // BenchmarkThroughputCPU runs Throughput's kit and raw requests (4 KB
 // responses) on a private dynalite with 1 and 32 concurrent clients, in
 // interleaved chunks so that the load of a shared machine costs them
-// alike, and reports this process's CPU time and allocations per request
-// of each, and the kit's CPU minus the raw's (gap-ns/op). nozstd is the
+// alike, and reports this process's CPU time, allocations and allocated
+// bytes per request of each, and the kit's CPU minus the raw's (gap-ns/op). nozstd is the
 // kit with body compression off (Options.CompressAbove -1), measured
 // against the same raw requests: its gap is the kit's without the
 // compression. Each variant makes b.N requests, rounded up to whole
@@ -75,12 +75,13 @@ func uncompressedKit(ctx context.Context, client *dynamodb.Client, table string,
 
 // interleave runs b.N requests of each variant with clients concurrent
 // clients, in rounds of chunks that rotate the variants' order, and
-// reports each one's CPU time and allocations per request.
+// reports each one's CPU time, allocations and bytes per request.
 func interleave(b *testing.B, clients int, variants []variant) {
 	chunk := 10 * clients
 	rounds := max(1, (b.N+chunk-1)/chunk)
 	cpu := make([]time.Duration, len(variants))
 	allocs := make([]uint64, len(variants))
+	bytes := make([]uint64, len(variants))
 	prefix := fmt.Sprintf("tpcpu-%d-%d-", clients, time.Now().UnixNano())
 	var seq atomic.Int64
 	var ms runtime.MemStats
@@ -92,7 +93,7 @@ func interleave(b *testing.B, clients int, variants []variant) {
 			var wg sync.WaitGroup
 			errs := make(chan error, clients)
 			runtime.ReadMemStats(&ms)
-			m0, c0 := ms.Mallocs, ProcessCPU()
+			m0, b0, c0 := ms.Mallocs, ms.TotalAlloc, ProcessCPU()
 			for c := 0; c < clients; c++ {
 				wg.Add(1)
 				go func() {
@@ -109,6 +110,7 @@ func interleave(b *testing.B, clients int, variants []variant) {
 			cpu[i] += ProcessCPU() - c0
 			runtime.ReadMemStats(&ms)
 			allocs[i] += ms.Mallocs - m0
+			bytes[i] += ms.TotalAlloc - b0
 			select {
 			case err := <-errs:
 				b.Fatal(err)
@@ -123,6 +125,7 @@ func interleave(b *testing.B, clients int, variants []variant) {
 	for i, v := range variants {
 		b.ReportMetric(float64(cpu[i])/n, v.name+"-cpu-ns/op")
 		b.ReportMetric(float64(allocs[i])/n, v.name+"-allocs/op")
+		b.ReportMetric(float64(bytes[i])/n, v.name+"-B/op")
 		if raw >= 0 && i != raw {
 			b.ReportMetric(float64(cpu[i]-cpu[raw])/n, v.name+"-gap-ns/op")
 		}
