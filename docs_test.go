@@ -1,7 +1,9 @@
 package idemkit_test
 
 import (
+	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -39,4 +41,84 @@ func TestNeverStoredListMatchesDefaultCacheable(t *testing.T) {
 	if !slices.Equal(documented, refused) {
 		t.Errorf("docs/DESIGN.md never stores %v; DefaultCacheable refuses %v", documented, refused)
 	}
+}
+
+// TestTranscriptContentLengths: every HTTP response a document shows (a
+// "HTTP/1.1" status line in a code block, its headers, a blank line, its
+// body) has the Content-Length of the body it shows, so a body edited
+// without its header, or a header copied from another run, is caught.
+func TestTranscriptContentLengths(t *testing.T) {
+	files, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, name := range append(files, "README.md") {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range transcriptResponses(string(b)) {
+			cl := r.header.Get("Content-Length")
+			if cl == "" {
+				continue
+			}
+			checked++
+			if n, err := strconv.Atoi(cl); err != nil || n != len(r.body) {
+				t.Errorf("%s:%d: %s with Content-Length %s shows a body of %d bytes", name, r.line, r.status, cl, len(r.body))
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no response with a Content-Length found in docs/*.md or README.md")
+	}
+}
+
+type transcriptResponse struct {
+	line   int // of the status line, 1-based
+	status string
+	header http.Header
+	body   string
+}
+
+// transcriptResponses returns the HTTP responses shown in the code blocks
+// of a Markdown document: a status line, header lines, a blank line and
+// the body, which runs to the next status line or the end of the block.
+func transcriptResponses(doc string) []transcriptResponse {
+	var (
+		out     []transcriptResponse
+		cur     *transcriptResponse
+		inBlock bool
+		inBody  bool
+		body    []string
+	)
+	flush := func() {
+		if cur != nil {
+			cur.body = strings.Join(body, "\n")
+			out = append(out, *cur)
+		}
+		cur, inBody, body = nil, false, nil
+	}
+	for i, line := range strings.Split(doc, "\n") {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			flush()
+			inBlock = !inBlock
+		case !inBlock:
+		case strings.HasPrefix(line, "HTTP/1.1 "):
+			flush()
+			cur = &transcriptResponse{line: i + 1, status: line, header: http.Header{}}
+		case cur == nil:
+		case inBody:
+			body = append(body, line)
+		case line == "":
+			inBody = true
+		default:
+			if k, v, ok := strings.Cut(line, ": "); ok {
+				cur.header.Add(k, v)
+			}
+		}
+	}
+	flush()
+	return out
 }
