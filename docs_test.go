@@ -122,3 +122,30 @@ func transcriptResponses(doc string) []transcriptResponse {
 	flush()
 	return out
 }
+
+// TestReadmeNamesEveryProblemType: README.md's table of what clients get
+// names every problem type the adapters answer with.
+func TestReadmeNamesEveryProblemType(t *testing.T) {
+	src, err := os.ReadFile("internal/adapter/problem.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := regexp.MustCompile(`ProblemBase \+ "([a-z-]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(types) < 10 {
+		t.Fatalf("found only %d problem types in internal/adapter/problem.go", len(types))
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## What clients get\n")
+	if !ok {
+		t.Fatal(`README.md has no "## What clients get" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, m := range types {
+		if !strings.Contains(section, "`"+m[1]+"`") {
+			t.Errorf("README.md's problem table does not name %s", m[1])
+		}
+	}
+}
