@@ -26,7 +26,7 @@ func TestHelp(t *testing.T) {
 		usage string
 		flags []string
 	}{
-		{"top --help", []string{"--help"}, "idemkit <command> [flags]", []string{"inspect", "list", "resolve"}},
+		{"top --help", []string{"--help"}, "idemkit <command> [flags]", []string{"inspect", "list", "resolve", "--state stale", "stale in-flight"}},
 		{"top -h", []string{"-h"}, "idemkit <command> [flags]", nil},
 		{"top help", []string{"help"}, "idemkit <command> [flags]", nil},
 		{"inspect --help", []string{"inspect", "--help"}, "Usage: idemkit inspect", append(append([]string{"-body"}, common...), scope...)},

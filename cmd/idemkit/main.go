@@ -107,8 +107,8 @@ type command struct {
 
 var commands = []command{
 	{"inspect", "show one record: state, timings, owner, fingerprint, stored response, resolution", runInspect},
-	{"list", "list indeterminate records, oldest lease first (reads the sparse index)", runList},
-	{"resolve", "record an operator's decision on an indeterminate record", runResolve},
+	{"list", "list indeterminate records, or with --state stale in-flight ones whose lease ended; oldest lease first (reads an index)", runList},
+	{"resolve", "record an operator's decision on an indeterminate record, or on a stale in-flight one", runResolve},
 }
 
 // cli carries a run's writers and environment to the commands.
