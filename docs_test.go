@@ -149,3 +149,47 @@ func TestReadmeNamesEveryProblemType(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageCostTable: docs/OPERATIONS.md's storage costs per million
+// requests are what its stated assumptions give: $0.25 per GB-month, a
+// month of 30.4 days, GB = 2^30 bytes, KB = 1024 bytes, each item kept
+// for the column's retention; every figure rounded as printed.
+func TestStorageCostTable(t *testing.T) {
+	b, err := os.ReadFile("docs/OPERATIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "| Body size | Item | 24 h | 7 days (default) | 30 days |\n")
+	if !ok {
+		t.Fatal("docs/OPERATIONS.md has no storage cost table")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	days := []float64{1, 7, 30}
+	rows := 0
+	for _, line := range strings.Split(table, "\n")[1:] {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 5 {
+			t.Fatalf("row %q: want 5 cells", line)
+		}
+		rows++
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(cells[1], " KB"), 64)
+		if err != nil {
+			t.Fatalf("row %q: item %q", line, cells[1])
+		}
+		perMonth := kb * 1024 * 1e6 / (1 << 30) * 0.25
+		for i, d := range days {
+			shown := strings.TrimPrefix(cells[2+i], "$")
+			decimals := 0
+			if _, frac, ok := strings.Cut(shown, "."); ok {
+				decimals = len(frac)
+			}
+			want := strconv.FormatFloat(perMonth*d/30.4, 'f', decimals, 64)
+			if shown != want {
+				t.Errorf("%s item, %v days: $%s, want $%s", cells[1], d, shown, want)
+			}
+		}
+	}
+	if rows < 5 {
+		t.Fatalf("storage cost table has %d rows", rows)
+	}
+}
