@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -221,6 +222,34 @@ func TestExitCodesDocumented(t *testing.T) {
 		line := fmt.Sprintf("  %d  %s", code, word)
 		if !strings.Contains(exitCodesHelp, line) {
 			t.Errorf("--help lacks %q", line)
+		}
+	}
+}
+
+// The runbook's command reference names every flag each command's --help
+// lists.
+func TestFlagsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ref, ok := strings.Cut(string(doc), "## 5. Command reference")
+	if !ok {
+		t.Fatal(`docs/OPERATIONS.md has no "## 5. Command reference"`)
+	}
+	ref, _, _ = strings.Cut(ref, "\n## ")
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+	for _, cmd := range commands {
+		code, stdout, stderr := runWith(t, Env{Getenv: func(string) string { return "" }}, cmd.name, "--help")
+		wantCode(t, code, exitOK, stdout, stderr)
+		flags := flagLine.FindAllStringSubmatch(stdout, -1)
+		if len(flags) == 0 {
+			t.Fatalf("%s --help lists no flags:\n%s", cmd.name, stdout)
+		}
+		for _, f := range flags {
+			if !regexp.MustCompile(`--` + regexp.QuoteMeta(f[1]) + `\b`).MatchString(ref) {
+				t.Errorf("docs/OPERATIONS.md's command reference does not name %s --%s", cmd.name, f[1])
+			}
 		}
 	}
 }
