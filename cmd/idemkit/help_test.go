@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -251,5 +252,32 @@ func TestFlagsDocumented(t *testing.T) {
 				t.Errorf("docs/OPERATIONS.md's command reference does not name %s --%s", cmd.name, f[1])
 			}
 		}
+	}
+}
+
+// The runbook names every field of --output json.
+func TestJSONFieldsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(string(doc), "JSON fields:")
+	if !ok {
+		t.Fatal(`docs/OPERATIONS.md has no "JSON fields:" paragraph`)
+	}
+	para, _, _ = strings.Cut(para, "\n\n")
+	n := 0
+	for _, v := range []any{recordJSON{}, snapshotJSON{}, resolutionJSON{}, listJSON{}, resolveJSON{}} {
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			n++
+			if !strings.Contains(para, "`"+name+"`") && !strings.Contains(para, `"`+name+`"`) {
+				t.Errorf("docs/OPERATIONS.md's JSON fields do not name %s (%s)", name, typ.Name())
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d JSON fields found", n)
 	}
 }
