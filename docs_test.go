@@ -1,6 +1,7 @@
 package idemkit_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/memstore"
 )
 
 // TestNeverStoredListMatchesDefaultCacheable: docs/DESIGN.md is the one
@@ -191,5 +194,53 @@ func TestStorageCostTable(t *testing.T) {
 	}
 	if rows < 5 {
 		t.Fatalf("storage cost table has %d rows", rows)
+	}
+}
+
+// TestPolicyDefaultsDocumented: the tables of Policy defaults in
+// docs/DESIGN.md and docs/OPERATIONS.md give the defaults New applies.
+func TestPolicyDefaultsDocumented(t *testing.T) {
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := g.Policy("POST /orders")
+	human := func(d time.Duration) string {
+		switch {
+		case d%(24*time.Hour) == 0 && d > 24*time.Hour:
+			return fmt.Sprintf("%d days", d/(24*time.Hour))
+		case d%time.Hour == 0:
+			return fmt.Sprintf("%d h", d/time.Hour)
+		case d%time.Minute == 0:
+			return fmt.Sprintf("%d min", d/time.Minute)
+		}
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	if p.OnStaleLease != idemkit.FailClosed {
+		t.Fatalf("default OnStaleLease %v", p.OnStaleLease)
+	}
+	rows := map[string][]string{
+		"docs/DESIGN.md": {
+			"| `ReplayWindow` | " + human(p.ReplayWindow) + " |",
+			"| `RecordRetention` | " + human(p.RecordRetention) + " |",
+			"| `Lease` | the Lambda deadline + " + human(p.LeaseMargin) + " (" + human(idemkit.DefaultLease) + " without a deadline) |",
+			"| `OnStaleLease` | `FailClosed` |",
+			"| `KeyClockSkew` | " + human(p.KeyClockSkew) + " |",
+		},
+		"docs/OPERATIONS.md": {
+			"| `ReplayWindow` | " + human(p.ReplayWindow) + " |",
+			"| `RecordRetention` | " + human(p.RecordRetention) + " |",
+		},
+	}
+	for name, want := range rows {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range want {
+			if !strings.Contains(string(b), row) {
+				t.Errorf("%s lacks the row %q", name, row)
+			}
+		}
 	}
 }
