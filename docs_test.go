@@ -244,3 +244,49 @@ func TestPolicyDefaultsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestDesignListsEveryPackage: docs/DESIGN.md's package table names every
+// public package of the module (not internal/, not the nested modules).
+func TestDesignListsEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("docs/DESIGN.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "| Package | For |\n")
+	if !ok {
+		t.Fatal("docs/DESIGN.md has no package table")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	nested := map[string]bool{}
+	for _, m := range []string{"integration", "examples", "internal", "node_modules", "testdata", "bin"} {
+		nested[m] = true
+	}
+	pkgs := map[string]bool{}
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (nested[d.Name()] || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			pkgs[filepath.ToSlash(filepath.Dir(path))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("found only %d packages: %v", len(pkgs), pkgs)
+	}
+	for p := range pkgs {
+		name := p
+		if p == "." {
+			name = "idemkit"
+		}
+		if !strings.Contains(table, "| `"+name+"` |") {
+			t.Errorf("docs/DESIGN.md's package table does not list %s", name)
+		}
+	}
+}
