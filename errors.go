@@ -94,8 +94,8 @@ var (
 	ErrNotOwner = errors.New("idemkit: record is not owned by this token")
 	// ErrNotIndeterminate: Resolve found no indeterminate record.
 	ErrNotIndeterminate = errors.New("idemkit: record is not indeterminate")
-	// ErrInvalidPage: ListIndeterminate was given a page token it did not
-	// issue.
+	// ErrInvalidPage: ListIndeterminate or ListStale was given a page
+	// token the store did not issue.
 	ErrInvalidPage = errors.New("idemkit: invalid page token")
 )
 

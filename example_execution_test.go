@@ -43,7 +43,7 @@ func ExampleExecutionID() {
 		}
 		return &idemkit.Snapshot{Status: http.StatusCreated, Body: []byte(`{"id":"` + id + `"}`)}, nil
 	}
-	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k1"}, Fingerprint: "v1:sha256:…"}
+	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k1"}, Fingerprint: "v2:sha256:…"}
 	_, _, err := guard.Do(context.Background(), req, create)
 	fmt.Println("first attempt:", err)
 	snap, _, err := guard.Do(context.Background(), req, create)

@@ -27,7 +27,7 @@ func ExampleGuard_Do() {
 	key, _ := idemkit.ParseKey([]string{`"8e03978e-40d5-43e8-bc93-6894a57f9324"`}, idemkit.KeyOptions{})
 	req := idemkit.Request{
 		Scope:       idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key},
-		Fingerprint: "v1:sha256:…", // from package fingerprint
+		Fingerprint: "v2:sha256:…", // from package fingerprint
 	}
 	for i := 0; i < 2; i++ {
 		snap, replayed, err := guard.Do(context.Background(), req, charge)

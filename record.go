@@ -10,6 +10,9 @@ import (
 //	in_flight --complete--> completed
 //	in_flight --release---> (deleted)
 //	in_flight --lease expired, FailClosed--> indeterminate
+//	in_flight --lease expired, Takeover----> in_flight (new owner)
+//	in_flight --handler: ErrOutcomeUnknown--> indeterminate
+//	indeterminate --owner's late completion--> completed
 //	indeterminate --resolve as completed--> completed
 //	indeterminate --resolve as failed-----> failed (claimable again)
 //

@@ -18,8 +18,8 @@
 // Claim answers from the cache with ClaimResult{Won: false, Existing: a
 // copy of the cached record}, without a store call. The cache fills when
 // Complete succeeds and when a claim is lost to a completed record.
-// Release, MarkIndeterminate and Resolve pass through and drop the ID;
-// Get and ListIndeterminate pass through.
+// Release, MarkIndeterminate, MarkUnknown and Resolve pass through and drop
+// the ID; Extend, Get, ListIndeterminate and ListStale pass through.
 //
 // This is sound because a completed record is final in the store contract:
 // no method changes a live completed record except a retried completion

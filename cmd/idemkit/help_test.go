@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,7 @@ func TestHelp(t *testing.T) {
 		usage string
 		flags []string
 	}{
-		{"top --help", []string{"--help"}, "idemkit <command> [flags]", []string{"inspect", "list", "resolve"}},
+		{"top --help", []string{"--help"}, "idemkit <command> [flags]", []string{"inspect", "list", "resolve", "--state stale", "stale in-flight"}},
 		{"top -h", []string{"-h"}, "idemkit <command> [flags]", nil},
 		{"top help", []string{"help"}, "idemkit <command> [flags]", nil},
 		{"inspect --help", []string{"inspect", "--help"}, "Usage: idemkit inspect", append(append([]string{"-body"}, common...), scope...)},
@@ -222,5 +224,60 @@ func TestExitCodesDocumented(t *testing.T) {
 		if !strings.Contains(exitCodesHelp, line) {
 			t.Errorf("--help lacks %q", line)
 		}
+	}
+}
+
+// The runbook's command reference names every flag each command's --help
+// lists.
+func TestFlagsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ref, ok := strings.Cut(string(doc), "## 5. Command reference")
+	if !ok {
+		t.Fatal(`docs/OPERATIONS.md has no "## 5. Command reference"`)
+	}
+	ref, _, _ = strings.Cut(ref, "\n## ")
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+	for _, cmd := range commands {
+		code, stdout, stderr := runWith(t, Env{Getenv: func(string) string { return "" }}, cmd.name, "--help")
+		wantCode(t, code, exitOK, stdout, stderr)
+		flags := flagLine.FindAllStringSubmatch(stdout, -1)
+		if len(flags) == 0 {
+			t.Fatalf("%s --help lists no flags:\n%s", cmd.name, stdout)
+		}
+		for _, f := range flags {
+			if !regexp.MustCompile(`--` + regexp.QuoteMeta(f[1]) + `\b`).MatchString(ref) {
+				t.Errorf("docs/OPERATIONS.md's command reference does not name %s --%s", cmd.name, f[1])
+			}
+		}
+	}
+}
+
+// The runbook names every field of --output json.
+func TestJSONFieldsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(string(doc), "JSON fields:")
+	if !ok {
+		t.Fatal(`docs/OPERATIONS.md has no "JSON fields:" paragraph`)
+	}
+	para, _, _ = strings.Cut(para, "\n\n")
+	n := 0
+	for _, v := range []any{recordJSON{}, snapshotJSON{}, resolutionJSON{}, listJSON{}, resolveJSON{}} {
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			n++
+			if !strings.Contains(para, "`"+name+"`") && !strings.Contains(para, `"`+name+`"`) {
+				t.Errorf("docs/OPERATIONS.md's JSON fields do not name %s (%s)", name, typ.Name())
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d JSON fields found", n)
 	}
 }

@@ -152,6 +152,11 @@ func writeListJSON(c *cli, recs []*idemkit.Record, next string, now time.Time) e
 func writeList(c *cli, recs []*idemkit.Record, next string, now time.Time, state string) error {
 	if len(recs) == 0 {
 		fmt.Fprintf(c.stdout, "No %s records on this page.\n", state)
+		if state == stateStale {
+			// The command cannot tell whether the service's stores index
+			// in_flight records: without them, empty is not an all-clear.
+			fmt.Fprintln(c.stdout, "Only records claimed by a store with dynamo.Options.IndexInFlight set are listed.")
+		}
 	} else {
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TENANT\tOPERATION\tKEY\tAGE\tLEASE ENDED\tCREATED")

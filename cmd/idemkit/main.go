@@ -2,16 +2,17 @@
 // idemkit keeps in DynamoDB. When an execution's lease ends without an
 // outcome under the fail-closed policy, the record becomes indeterminate
 // and every retry of that request is refused until a person decides what
-// happened downstream. idemkit lists those records, shows one, and records
-// the decision:
+// happened downstream. idemkit lists those records (and, with --state
+// stale, in-flight ones whose lease ended that no retry has marked yet),
+// shows one, and records the decision:
 //
-//	idemkit list    --table T [--tenant X] [--limit N] [--all | --page TOKEN]
+//	idemkit list    --table T [--state indeterminate|stale] [--tenant X] [--limit N] [--all | --page TOKEN]
 //	idemkit inspect --table T --tenant X --operation "POST /orders" --key K [--body]
 //	idemkit resolve --table T --tenant X --operation "POST /orders" --key K \
 //	        --as completed|failed --reason "..." [--status 201 --body-file f --header 'Name: value' ...]
 //
-// Every command takes --help, --output table|json, --home-region and
-// --timeout. AWS access uses the SDK's standard configuration (AWS_REGION,
+// Every command takes --help, --output table|json, --home-region, --profile
+// and --timeout. AWS access uses the SDK's standard configuration (AWS_REGION,
 // AWS_PROFILE or --profile, AWS_ENDPOINT_URL_DYNAMODB, ...). Listing reads
 // the table's sparse indexes; no command scans the table.
 //
@@ -107,8 +108,8 @@ type command struct {
 
 var commands = []command{
 	{"inspect", "show one record: state, timings, owner, fingerprint, stored response, resolution", runInspect},
-	{"list", "list indeterminate records, oldest lease first (reads the sparse index)", runList},
-	{"resolve", "record an operator's decision on an indeterminate record", runResolve},
+	{"list", "list indeterminate records, or with --state stale in-flight ones whose lease ended; oldest lease first (reads an index)", runList},
+	{"resolve", "record an operator's decision on an indeterminate record, or on a stale in-flight one", runResolve},
 }
 
 // cli carries a run's writers and environment to the commands.

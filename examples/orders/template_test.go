@@ -464,3 +464,33 @@ func TestTemplateLogRetentionDays(t *testing.T) {
 		t.Errorf("LogRetentionDays default %s is not a retention CloudWatch Logs accepts", d)
 	}
 }
+
+// TestDeployDocMatchesTemplate: docs/DEPLOY.md names every parameter of
+// template.yaml, each one that has a default followed by it in
+// parentheses ("`Name` (default; ..."), and every output.
+func TestDeployDocMatchesTemplate(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	b, err := os.ReadFile("../../docs/DEPLOY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	for name, p := range tpl.Parameters {
+		if !strings.Contains(doc, "`"+name+"`") {
+			t.Errorf("docs/DEPLOY.md does not name parameter %s", name)
+			continue
+		}
+		if p.Default == nil {
+			continue
+		}
+		def := regexp.QuoteMeta(fmt.Sprint(p.Default))
+		if !regexp.MustCompile("`" + name + "` \\(`?" + def + "`?[;:)]").MatchString(doc) {
+			t.Errorf("docs/DEPLOY.md does not give parameter %s its default %v as \"`%s` (%v...\"", name, p.Default, name, p.Default)
+		}
+	}
+	for name := range tpl.Outputs {
+		if !strings.Contains(doc, "`"+name+"`") {
+			t.Errorf("docs/DEPLOY.md does not name output %s", name)
+		}
+	}
+}
