@@ -17,17 +17,22 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 )
 
-// BenchmarkThroughputCPU runs Throughput's kit and raw requests (4 KB
-// responses) on a private dynalite with 1 and 32 concurrent clients, in
-// interleaved chunks so that the load of a shared machine costs them
-// alike, and reports this process's CPU time, allocations and allocated
-// bytes per request of each, and the kit's CPU minus the raw's (gap-ns/op). nozstd is the
-// kit with body compression off (Options.CompressAbove -1), measured
-// against the same raw requests: its gap is the kit's without the
-// compression. Each variant makes b.N requests, rounded up to whole
-// chunks of 10 per client: set them with -benchtime Nx (ns/op, the wall
-// time of all variants, is not reported). Profile one variant alone with
-// -cpuprofile and -run '^$' -bench 'BenchmarkThroughputCPU/kit/32'.
+// BenchmarkThroughputCPU runs Throughput's kit and raw requests, with
+// 4 KB and 64 KB responses, on a private dynalite with 1 and 32 concurrent
+// clients, in interleaved chunks so that the load of a shared machine
+// costs them alike, and reports this process's CPU time, allocations and
+// allocated bytes per request of each, and each variant's CPU minus the
+// raw's (gap-ns/op). kit is the default store (zstd); s2 the store with
+// CodecS2; nozstd the store with body compression off (CompressAbove
+// -1). raw re-sends the kit's requests, so s2's and nozstd's gaps also
+// hold what sending their larger items costs the SDK. Unlike
+// BenchmarkDynamoPath, this is the kit's CPU on the real path, where the
+// SDK, the network and the collector run between its steps and evict
+// what it keeps in the CPU's caches. Each variant makes b.N requests,
+// rounded up to whole chunks of 10 per client: set them with -benchtime
+// Nx (ns/op, the wall time of all variants, is not reported). Profile
+// one variant alone with -cpuprofile and -run '^$' -bench
+// 'BenchmarkThroughputCPU/4096B/kit/32'.
 func BenchmarkThroughputCPU(b *testing.B) {
 	srv := dynalite.NewServer(b)
 	ctx := context.Background()
@@ -39,38 +44,50 @@ func BenchmarkThroughputCPU(b *testing.B) {
 	if err := dynamo.CreateTable(ctx, client, table); err != nil {
 		b.Fatal(err)
 	}
-	const size = 4 << 10
-	kitReq, rawReq, err := throughputRequests(ctx, client, table, size, fmt.Sprintf("tpcpu-capture-%d", time.Now().UnixNano()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	nozstd, err := uncompressedKit(ctx, client, table, size)
-	if err != nil {
-		b.Fatal(err)
-	}
-	variants := []variant{{"kit", kitReq}, {"raw", rawReq}, {"nozstd", nozstd}}
-	for _, clients := range []int{1, 32} {
-		b.Run("all/"+strconv.Itoa(clients), func(b *testing.B) {
-			interleave(b, clients, variants)
-		})
-		// One variant alone, to profile it.
-		for _, v := range variants {
-			b.Run(v.name+"/"+strconv.Itoa(clients), func(b *testing.B) {
-				interleave(b, clients, []variant{v})
+	for _, size := range Sizes[1:] {
+		variants, err := cpuVariants(ctx, client, table, size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, clients := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%dB/all/%d", size, clients), func(b *testing.B) {
+				interleave(b, clients, variants)
 			})
+			// One variant alone, to profile it.
+			for _, v := range variants {
+				b.Run(fmt.Sprintf("%dB/%s/%d", size, v.name, clients), func(b *testing.B) {
+					interleave(b, clients, []variant{v})
+				})
+			}
 		}
 	}
+}
+
+// cpuVariants returns BenchmarkThroughputCPU's requests for a size-byte
+// response.
+func cpuVariants(ctx context.Context, client *dynamodb.Client, table string, size int) ([]variant, error) {
+	kitReq, rawReq, err := throughputRequests(ctx, client, table, size, fmt.Sprintf("tpcpu-capture-%d-%d", size, time.Now().UnixNano()))
+	if err != nil {
+		return nil, err
+	}
+	vs := []variant{{"kit", kitReq}, {"raw", rawReq}}
+	for _, o := range []struct {
+		name string
+		opts dynamo.Options
+	}{{"s2", dynamo.Options{Codec: dynamo.CodecS2}}, {"nozstd", dynamo.Options{CompressAbove: -1}}} {
+		do, err := kitRequestOpts(ctx, client, table, orderHandler(size), []byte(Event("").Body), size, o.opts)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, variant{o.name, do})
+	}
+	return vs, nil
 }
 
 // variant is a request of BenchmarkThroughputCPU.
 type variant struct {
 	name string
 	do   func(key string) error
-}
-
-// uncompressedKit is kitRequest over a store that never compresses.
-func uncompressedKit(ctx context.Context, client *dynamodb.Client, table string, size int) (func(string) error, error) {
-	return kitRequestOpts(ctx, client, table, orderHandler(size), []byte(Event("").Body), size, dynamo.Options{CompressAbove: -1})
 }
 
 // interleave runs b.N requests of each variant with clients concurrent
