@@ -23,6 +23,11 @@ import (
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
+// ErrNoMethod is reported to the Observer for an event without an HTTP
+// method (an event of another source, such as an HTTP API's), refused with
+// a 500 guard-failure problem, never run unguarded.
+var ErrNoMethod = adapter.ErrNoMethod
+
 // Config configures Wrap. Its zero value and the settings it shares with
 // [github.com/idemkit/idemkit/lambda/apigw.Config] are documented there:
 // they mean the same here. ALB events carry no route template, so records
