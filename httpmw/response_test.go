@@ -1,0 +1,96 @@
+package httpmw_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+// sendTwice sends the same guarded POST to h over a real server twice and
+// returns both responses with their bodies read (so trailers are in).
+func sendTwice(t *testing.T, h http.Handler) [2]*http.Response {
+	t.Helper()
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "tenant-a", nil }})(h))
+	defer srv.Close()
+	var out [2]*http.Response
+	for i := range out {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/orders", strings.NewReader(`{"amount":1000}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "order-1")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body = io.NopCloser(strings.NewReader(string(b)))
+		out[i] = resp
+	}
+	return out
+}
+
+// TestMiddlewareTrailers: trailers a guarded handler sets after its body
+// (declared in a Trailer header, or named with http.TrailerPrefix) reach
+// the first response, as without the middleware. Snapshots keep headers
+// only, so a replay has neither the trailers nor their announcement.
+func TestMiddlewareTrailers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    http.HandlerFunc
+	}{
+		{"declared", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Trailer", "X-Checksum")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, `{"id":"ord_1"}`)
+			w.Header().Set("X-Checksum", "c1")
+		}},
+		{"prefixed", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, `{"id":"ord_1"}`)
+			w.Header().Set(http.TrailerPrefix+"X-Checksum", "c1")
+		}},
+		{"declared, implicit WriteHeader", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Trailer", "X-Checksum")
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"ord_1"}`)
+			w.Header().Set("X-Checksum", "c1")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sendTwice(t, tc.h)
+			fresh, replay := r[0], r[1]
+			if got := fresh.Trailer.Get("X-Checksum"); got != "c1" {
+				t.Errorf("fresh response trailer X-Checksum %q, want c1 (trailers %v, headers %v)", got, fresh.Trailer, fresh.Header)
+			}
+			if fresh.Header.Get("X-Checksum") != "" {
+				t.Errorf("trailer sent as a header: %v", fresh.Header)
+			}
+			if replay.Header.Get("Idempotent-Replayed") != "true" || len(replay.Trailer) != 0 || replay.Header.Get("Trailer") != "" {
+				t.Errorf("replay headers %v trailers %v: want a replay without trailers", replay.Header, replay.Trailer)
+			}
+			fb, _ := io.ReadAll(fresh.Body)
+			rb, _ := io.ReadAll(replay.Body)
+			if string(fb) != `{"id":"ord_1"}` || string(rb) != string(fb) || fresh.StatusCode != replay.StatusCode {
+				t.Errorf("fresh %d %q, replay %d %q", fresh.StatusCode, fb, replay.StatusCode, rb)
+			}
+		})
+	}
+}
