@@ -76,7 +76,8 @@ type Config struct {
 	StoreRetryAfter time.Duration
 
 	// MaxBodyBytes bounds a guarded request's body; a larger one gets a 413
-	// problem, reported to the Observer as ErrBodyTooLarge. A request that
+	// problem, reported to the Observer as ErrBodyTooLarge (as does a body
+	// cut by an outer http.MaxBytesReader). A request that
 	// is not guarded (its method, or no key on a key-optional route) is
 	// passed on with its body unread, whatever its size. Zero:
 	// DefaultMaxBodyBytes.
@@ -154,9 +155,13 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 			}
 			body, err := readBody(req, limit)
 			if err != nil {
-				p := adapter.BodyTooLarge(limit)
-				if !errors.Is(err, ErrBodyTooLarge) {
-					p = adapter.BodyInvalid(err)
+				p := adapter.BodyInvalid(err)
+				var mbe *http.MaxBytesError
+				switch {
+				case errors.As(err, &mbe):
+					p = adapter.BodyTooLarge(mbe.Limit) // an outer http.MaxBytesReader's
+				case errors.Is(err, ErrBodyTooLarge):
+					p = adapter.BodyTooLarge(limit)
 				}
 				a.Refuse(req.Context(), &r, err)
 				problem(p).writeTo(w)
@@ -218,7 +223,8 @@ func Fail(ctx context.Context, err error) bool {
 }
 
 // ErrBodyTooLarge is the error reported to the Observer for a guarded
-// request whose body is over MaxBodyBytes (answered 413 body-too-large).
+// request whose body is over MaxBodyBytes, or over the limit of an outer
+// http.MaxBytesReader (answered 413 body-too-large).
 var ErrBodyTooLarge = errors.New("httpmw: request body too large")
 
 // readBody reads the whole body, at most limit bytes.
@@ -239,6 +245,11 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
 	r.Body.Close()
 	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			// An outer http.MaxBytesReader with a lower limit.
+			return nil, fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
+		}
 		return nil, err
 	}
 	if n > limit {

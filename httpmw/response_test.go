@@ -1,6 +1,8 @@
 package httpmw_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -90,6 +92,43 @@ func TestMiddlewareTrailers(t *testing.T) {
 			rb, _ := io.ReadAll(replay.Body)
 			if string(fb) != `{"id":"ord_1"}` || string(rb) != string(fb) || fresh.StatusCode != replay.StatusCode {
 				t.Errorf("fresh %d %q, replay %d %q", fresh.StatusCode, fb, replay.StatusCode, rb)
+			}
+		})
+	}
+}
+
+// TestMiddlewareOuterBodyLimit: a body cut by an outer http.MaxBytesHandler
+// (a lower limit than MaxBodyBytes) is a 413 body-too-large naming that
+// limit, reported as ErrBodyTooLarge, like a body over MaxBodyBytes; the
+// handler does not run.
+func TestMiddlewareOuterBodyLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		length int64
+	}{{"declared length", 100}, {"chunked", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var evs []idemkit.Event
+			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+				evs = append(evs, e)
+			})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := &orders{}
+			h := http.MaxBytesHandler(auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf})(o)), 10)
+			w := serve(h, request(t, func(r *http.Request) {
+				r.Body = io.NopCloser(strings.NewReader(strings.Repeat("x", 100)))
+				r.ContentLength = tc.length
+			}))
+			p := checkProblem(t, w, 413, "body-too-large")
+			if d, _ := p["detail"].(string); !strings.Contains(d, " 10 bytes") {
+				t.Errorf("detail %q, want the 10-byte limit", d)
+			}
+			if o.runs.Load() != 0 {
+				t.Error("handler ran")
+			}
+			if len(evs) != 1 || !errors.Is(evs[0].Err, httpmw.ErrBodyTooLarge) {
+				t.Errorf("events %+v, want one refusal with ErrBodyTooLarge", evs)
 			}
 		})
 	}
