@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/idemkit/idemkit"
@@ -131,5 +132,68 @@ func TestMiddlewareOuterBodyLimit(t *testing.T) {
 				t.Errorf("events %+v, want one refusal with ErrBodyTooLarge", evs)
 			}
 		})
+	}
+}
+
+// TestMiddlewareClientGone: a client that disconnects while its request
+// runs cancels the request's context, but the handler's outcome is still
+// stored: its retry is replayed, never run again.
+func TestMiddlewareClientGone(t *testing.T) {
+	settled := make(chan idemkit.Event, 1)
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+		if e.Kind != idemkit.EventReplayed {
+			settled <- e
+		}
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	started := make(chan struct{})
+	h := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "tenant-a", nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-r.Context().Done() // the client is gone
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"id":"ord_1"}`)
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	send := func(ctx context.Context) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/orders", strings.NewReader(`{"amount":1000}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "order-1")
+		return srv.Client().Do(req)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := send(ctx)
+		errc <- err
+	}()
+	<-started
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the first request was not cancelled")
+	}
+	if e := <-settled; e.Kind != idemkit.EventExecuted {
+		t.Fatalf("first request settled as %v (%v), want executed and stored", e.Kind, e.Err)
+	}
+	resp, err := send(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Idempotent-Replayed") != "true" || string(b) != `{"id":"ord_1"}` {
+		t.Fatalf("retry: %d %v %s, want the stored 201 replayed", resp.StatusCode, resp.Header, b)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
 	}
 }
