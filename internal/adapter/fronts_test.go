@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -19,11 +20,11 @@ import (
 )
 
 // front sends one guarded POST /orders?expand=items, with the given key
-// header value, content type and body, to one adapter over a shared guard,
+// header lines, content type and body, to one adapter over a shared guard,
 // and returns the response's status, whether it was replayed, and its
 // problem type (if any). b64 asks a Lambda front to deliver the body
 // base64-encoded, as API Gateway does for binary media types.
-type front func(t *testing.T, key, contentType string, body []byte, b64 bool) (status int, replayed bool, problem string)
+type front func(t *testing.T, key []string, contentType string, body []byte, b64 bool) (status int, replayed bool, problem string)
 
 // fronts returns every adapter wrapped around one handler over g, all in
 // tenant "tenant-a" and operation "POST /orders".
@@ -72,13 +73,17 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 		io.WriteString(w, `{"id":"ord_1"}`)
 	}))
 	return map[string]front{
-		"v1": func(t *testing.T, key, ct string, body []byte, b64 bool) (int, bool, string) {
+		"v1": func(t *testing.T, key []string, ct string, body []byte, b64 bool) (int, bool, string) {
+			// REST APIs give the last line in headers, all in multiValueHeaders.
 			ev := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/orders", Resource: "/orders",
-				Headers:                         map[string]string{"Idempotency-Key": key, "Content-Type": ct},
-				MultiValueHeaders:               map[string][]string{"Idempotency-Key": {key}, "Content-Type": {ct}},
+				Headers:                         map[string]string{"Content-Type": ct},
+				MultiValueHeaders:               map[string][]string{"Content-Type": {ct}},
 				QueryStringParameters:           map[string]string{"expand": "items"},
 				MultiValueQueryStringParameters: map[string][]string{"expand": {"items"}},
 				Body:                            enc(body, b64), IsBase64Encoded: b64}
+			if len(key) > 0 {
+				ev.Headers["Idempotency-Key"], ev.MultiValueHeaders["Idempotency-Key"] = key[len(key)-1], key
+			}
 			r, err := v1(context.Background(), ev)
 			if err != nil {
 				t.Fatal(err)
@@ -86,9 +91,9 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
-		"v2": func(t *testing.T, key, ct string, body []byte, b64 bool) (int, bool, string) {
+		"v2": func(t *testing.T, key []string, ct string, body []byte, b64 bool) (int, bool, string) {
 			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders", RawQueryString: "expand=items",
-				Headers: map[string]string{"idempotency-key": key, "content-type": ct}, Body: enc(body, b64), IsBase64Encoded: b64}
+				Headers: joined(key, ct), Body: enc(body, b64), IsBase64Encoded: b64}
 			ev.RequestContext.HTTP.Method = "POST"
 			r, err := v2(context.Background(), ev)
 			if err != nil {
@@ -97,9 +102,9 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
-		"url": func(t *testing.T, key, ct string, body []byte, b64 bool) (int, bool, string) {
+		"url": func(t *testing.T, key []string, ct string, body []byte, b64 bool) (int, bool, string) {
 			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", RawQueryString: "expand=items",
-				Headers: map[string]string{"idempotency-key": key, "content-type": ct}, Body: enc(body, b64), IsBase64Encoded: b64}
+				Headers: joined(key, ct), Body: enc(body, b64), IsBase64Encoded: b64}
 			ev.RequestContext.HTTP.Method = "POST"
 			r, err := url(context.Background(), ev)
 			if err != nil {
@@ -108,11 +113,14 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
-		"alb": func(t *testing.T, key, ct string, body []byte, b64 bool) (int, bool, string) {
+		"alb": func(t *testing.T, key []string, ct string, body []byte, b64 bool) (int, bool, string) {
 			ev := events.ALBTargetGroupRequest{HTTPMethod: "POST", Path: "/orders",
-				MultiValueHeaders:               map[string][]string{"idempotency-key": {key}, "content-type": {ct}},
+				MultiValueHeaders:               map[string][]string{"content-type": {ct}},
 				MultiValueQueryStringParameters: map[string][]string{"expand": {"items"}},
 				Body:                            enc(body, b64), IsBase64Encoded: b64}
+			if len(key) > 0 {
+				ev.MultiValueHeaders["idempotency-key"] = key
+			}
 			r, err := lb(context.Background(), ev)
 			if err != nil {
 				t.Fatal(err)
@@ -120,9 +128,11 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			rep, p := out(r.MultiValueHeaders)
 			return r.StatusCode, rep, p
 		},
-		"httpmw": func(t *testing.T, key, ct string, body []byte, _ bool) (int, bool, string) {
+		"httpmw": func(t *testing.T, key []string, ct string, body []byte, _ bool) (int, bool, string) {
 			r := httptest.NewRequest(http.MethodPost, "/orders?expand=items", bytes.NewReader(body))
-			r.Header.Set("Idempotency-Key", key)
+			for _, k := range key {
+				r.Header.Add("Idempotency-Key", k)
+			}
 			r.Header.Set("Content-Type", ct)
 			w := httptest.NewRecorder()
 			mw.ServeHTTP(w, r)
@@ -158,7 +168,7 @@ func TestFrontsAgree(t *testing.T) {
 				fs := fronts(g, &runs)
 				// Binary bodies reach a Lambda front only base64 encoded.
 				binary := tc.name == "binary"
-				if st, rep, p := fs[first](t, "order-1", tc.contentType, tc.body, binary); st != 201 || rep || p != "" {
+				if st, rep, p := fs[first](t, []string{"order-1"}, tc.contentType, tc.body, binary); st != 201 || rep || p != "" {
 					t.Fatalf("first through %s: %d replayed=%v %s", first, st, rep, p)
 				}
 				for _, name := range names {
@@ -166,7 +176,7 @@ func TestFrontsAgree(t *testing.T) {
 						if !b64 && binary || b64 && name == "httpmw" {
 							continue
 						}
-						for _, key := range []string{"order-1", `"order-1"`} {
+						for _, key := range [][]string{{"order-1"}, {`"order-1"`}} {
 							what := fmt.Sprintf("%s base64=%v key %s", name, b64, key)
 							if st, rep, p := fs[name](t, key, tc.contentType, tc.body, b64); st != 201 || !rep || p != "" {
 								t.Errorf("%s: %d replayed=%v %s, want a replay", what, st, rep, p)
@@ -179,6 +189,82 @@ func TestFrontsAgree(t *testing.T) {
 				}
 				if runs != 1 {
 					t.Errorf("handler ran %d times, want 1", runs)
+				}
+			})
+		}
+	}
+}
+
+// joined returns an HTTP API event's headers: lines of one field joined by
+// commas, as API Gateway joins them.
+func joined(key []string, contentType string) map[string]string {
+	h := map[string]string{"content-type": contentType}
+	if len(key) > 0 {
+		h["idempotency-key"] = strings.Join(key, ",")
+	}
+	return h
+}
+
+// TestFrontsAgreeOnKeys: every front reads the key header alike: the same
+// key however it is spelled (quoted, padded, repeated on several lines)
+// replays the record the first request made; an invalid one is the same
+// 400 problem through every front, and the handler never runs for it.
+func TestFrontsAgreeOnKeys(t *testing.T) {
+	names := []string{"v2", "v1", "url", "alb", "httpmw"}
+	for _, tc := range []struct {
+		name   string
+		lines  []string
+		status int // 201: a replay of "order-1"
+	}{
+		{"bare", []string{"order-1"}, 201},
+		{"quoted", []string{`"order-1"`}, 201},
+		{"padded", []string{" \torder-1 "}, 201},
+		{"quoted and padded", []string{` "order-1"` + "\t"}, 201},
+		{"two lines, bare and quoted", []string{"order-1", `"order-1"`}, 201},
+		{"one line listing it twice", []string{`order-1, "order-1"`}, 201},
+		{"two lines, two keys", []string{"order-1", "order-2"}, 400},
+		{"one line, two keys", []string{"order-1,order-2"}, 400},
+		{"empty", []string{""}, 400},
+		{"blank", []string{"  "}, 400},
+		{"empty quoted", []string{`""`}, 400},
+		{"empty list member", []string{"order-1,"}, 400},
+		{"non-ASCII", []string{"ordér-1"}, 400},
+		{"control byte", []string{"order\x7f1"}, 400},
+		{"space inside a bare key", []string{"order 1"}, 400},
+		{"unterminated quote", []string{`"order-1`}, 400},
+		{"quote inside a bare key", []string{`order"1`}, 400},
+		{"parameters", []string{`"order-1";v=1`}, 400},
+		{"token, not a string", []string{`"order-1"x`}, 400},
+		{"over 255 bytes", []string{strings.Repeat("k", 256)}, 400},
+		{"255 bytes quoted", []string{`"` + strings.Repeat("k", 255) + `"`}, 0},
+		{"missing", nil, 400},
+	} {
+		for _, name := range names {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs := 0
+				fs := fronts(g, &runs)
+				body := []byte(`{"amount":1000}`)
+				if st, _, _ := fs[name](t, []string{"order-1"}, "application/json", body, false); st != 201 {
+					t.Fatalf("first: %d", st)
+				}
+				st, rep, p := fs[name](t, tc.lines, "application/json", body, false)
+				switch tc.status {
+				case 201:
+					if st != 201 || !rep || runs != 1 {
+						t.Errorf("%d replayed=%v after %d runs, want a replay", st, rep, runs)
+					}
+				case 0: // a valid key of its own: it runs
+					if st != 201 || rep || runs != 2 {
+						t.Errorf("%d replayed=%v after %d runs, want a second run", st, rep, runs)
+					}
+				default:
+					if st != tc.status || p == "" || runs != 1 {
+						t.Errorf("%d problem=%q after %d runs, want a %d problem", st, p, runs, tc.status)
+					}
 				}
 			})
 		}
