@@ -55,7 +55,6 @@ package apigw
 
 import (
 	"context"
-	"net/url"
 	"time"
 
 	"github.com/idemkit/idemkit/fingerprint"
@@ -147,11 +146,5 @@ func multi(h map[string]string) func() map[string][]string {
 }
 
 func rawQuery(q string) func() map[string][]string {
-	return func() map[string][]string {
-		if q == "" {
-			return nil
-		}
-		v, _ := url.ParseQuery(q)
-		return v
-	}
+	return func() map[string][]string { return adapter.ParseQuery(q) }
 }
