@@ -10,9 +10,10 @@ import (
 )
 
 // TestALBReplayAsDelivered: a replay follows the target group's header
-// mode, keeps every value of an allow-listed multi-value header, never
-// the cookies, and replays binary and empty bodies, 204 and a status
-// description, as they were.
+// mode, keeps only the headers the load balancer delivered (it reads
+// multiValueHeaders or headers, by that mode), every value of an
+// allow-listed multi-value header, never the cookies, and replays binary
+// and empty bodies, 204 and a status description, as they were.
 func TestALBReplayAsDelivered(t *testing.T) {
 	for _, tc := range []struct {
 		name, file string
@@ -28,6 +29,18 @@ func TestALBReplayAsDelivered(t *testing.T) {
 			Headers: map[string]string{"content-type": "application/json", "link": "</orders/ord_1>; rel=self", "set-cookie": "AWSALB=abc"},
 			Body:    `{"id":"ord_1"}`},
 			"map[Content-Type:application/json Link:</orders/ord_1>; rel=self]"},
+		// The load balancer reads one field, by the target group's mode, and
+		// ignores the other: what it never delivered is never replayed.
+		{"multi-value: headers are not delivered, not replayed", "alb-multivalue.json", events.ALBTargetGroupResponse{StatusCode: 201,
+			Headers:           map[string]string{"Location": "/never-sent", "Content-Type": "text/plain"},
+			MultiValueHeaders: map[string][]string{"Content-Type": {"application/json"}},
+			Body:              `{"id":"ord_1"}`},
+			"map[Content-Type:[application/json]]"},
+		{"single-value: multiValueHeaders are not delivered, not replayed", "alb-headers.json", events.ALBTargetGroupResponse{StatusCode: 201,
+			Headers:           map[string]string{"Content-Type": "application/json"},
+			MultiValueHeaders: map[string][]string{"Content-Type": {"text/plain"}, "Location": {"/never-sent"}},
+			Body:              `{"id":"ord_1"}`},
+			"map[Content-Type:application/json]"},
 		{"multi-value: binary body", "alb-multivalue.json", events.ALBTargetGroupResponse{StatusCode: 200,
 			MultiValueHeaders: map[string][]string{"Content-Type": {"application/pdf"}}, Body: "JVBERi0xLjcKJcfsj6IK", IsBase64Encoded: true},
 			"map[Content-Type:[application/pdf]]"},
