@@ -77,10 +77,9 @@ type Config struct {
 
 	// MaxBodyBytes bounds a guarded request's body; a larger one gets a 413
 	// problem, reported to the Observer as ErrBodyTooLarge (as does a body
-	// cut by an outer http.MaxBytesReader). A request that
-	// is not guarded (its method, or no key on a key-optional route) is
-	// passed on with its body unread, whatever its size. Zero:
-	// DefaultMaxBodyBytes.
+	// cut by an outer http.MaxBytesReader). A request that is not guarded
+	// (its method, or no key on a key-optional route) is passed on with its
+	// body unread, whatever its size. Zero: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 }
 

@@ -286,9 +286,9 @@ type Codec[R any] struct {
 }
 
 // Serve answers r: it refuses r when it has no method (ErrNoMethod), runs
-// next unguarded when r's method is not guarded
-// or its route makes the key optional and r has none, and otherwise runs
-// next at most once per (tenant, operation, key) through the idemkit.Guard.
+// next unguarded when r's method is not guarded or its route makes the key
+// optional and r has none, and otherwise runs next at most once per
+// (tenant, operation, key) through the idemkit.Guard.
 // A fresh execution returns next's response untouched; a replay returns
 // c.Replay of the stored snapshot; a refusal returns c.Problem. An error
 // returned by next is returned as is, after the claim was released.
