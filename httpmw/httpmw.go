@@ -13,8 +13,10 @@
 // Place it after authentication and rate limiting, before business logic.
 // A guarded response is buffered and sent once its outcome is stored, so a
 // client that got it and retries is always replayed; guarded handlers
-// therefore cannot stream (the writer is not an http.Flusher). Requests
-// that are not guarded reach the handler with the original writer.
+// therefore cannot stream (the writer is not an http.Flusher). Trailers
+// reach the first response, after its body, but are not stored: a replay
+// has none. Requests that are not guarded reach the handler with the
+// original writer.
 package httpmw
 
 import (
@@ -74,10 +76,10 @@ type Config struct {
 	StoreRetryAfter time.Duration
 
 	// MaxBodyBytes bounds a guarded request's body; a larger one gets a 413
-	// problem, reported to the Observer as ErrBodyTooLarge. A request that
-	// is not guarded (its method, or no key on a key-optional route) is
-	// passed on with its body unread, whatever its size. Zero:
-	// DefaultMaxBodyBytes.
+	// problem, reported to the Observer as ErrBodyTooLarge (as does a body
+	// cut by an outer http.MaxBytesReader). A request that is not guarded
+	// (its method, or no key on a key-optional route) is passed on with its
+	// body unread, whatever its size. Zero: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 }
 
@@ -138,7 +140,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				Template:    template(req.Pattern),
 				Key:         req.Header.Values(a.Header()),
 				ContentType: req.Header.Get("Content-Type"),
-				Query:       func() map[string][]string { return req.URL.Query() },
+				Query:       func() map[string][]string { return adapter.ParseQuery(req.URL.RawQuery) },
 				Header:      func() map[string][]string { return req.Header },
 			}
 			if cfg.Tenant != nil {
@@ -152,9 +154,13 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 			}
 			body, err := readBody(req, limit)
 			if err != nil {
-				p := adapter.BodyTooLarge(limit)
-				if !errors.Is(err, ErrBodyTooLarge) {
-					p = adapter.BodyInvalid(err)
+				p := adapter.BodyInvalid(err)
+				var mbe *http.MaxBytesError
+				switch {
+				case errors.As(err, &mbe):
+					p = adapter.BodyTooLarge(mbe.Limit) // an outer http.MaxBytesReader's
+				case errors.Is(err, ErrBodyTooLarge):
+					p = adapter.BodyTooLarge(limit)
 				}
 				a.Refuse(req.Context(), &r, err)
 				problem(p).writeTo(w)
@@ -216,7 +222,8 @@ func Fail(ctx context.Context, err error) bool {
 }
 
 // ErrBodyTooLarge is the error reported to the Observer for a guarded
-// request whose body is over MaxBodyBytes (answered 413 body-too-large).
+// request whose body is over MaxBodyBytes, or over the limit of an outer
+// http.MaxBytesReader (answered 413 body-too-large).
 var ErrBodyTooLarge = errors.New("httpmw: request body too large")
 
 // readBody reads the whole body, at most limit bytes.
@@ -237,6 +244,11 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
 	r.Body.Close()
 	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			// An outer http.MaxBytesReader with a lower limit.
+			return nil, fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
+		}
 		return nil, err
 	}
 	if n > limit {
@@ -269,10 +281,11 @@ func problem(p *adapter.Problem) *response {
 
 // response records a guarded handler's response.
 type response struct {
-	header http.Header // what the handler sets
-	sent   http.Header // header at WriteHeader
-	status int
-	body   bytes.Buffer
+	header  http.Header // what the handler sets
+	sent    http.Header // header at WriteHeader
+	status  int
+	body    bytes.Buffer
+	trailer http.Header // trailers, canonical names; never stored
 }
 
 func (r *response) Header() http.Header { return r.header }
@@ -298,11 +311,33 @@ func (r *response) Write(p []byte) (int, error) {
 	return r.body.Write(p)
 }
 
-// finish records an implicit 200 for a handler that wrote nothing.
+// finish records an implicit 200 for a handler that wrote nothing, and the
+// trailers the handler set: the names its Trailer header declared and
+// those with http.TrailerPrefix, as net/http sends them after the body.
 func (r *response) finish() {
 	if r.sent == nil {
 		r.WriteHeader(http.StatusOK)
 	}
+	for _, v := range r.sent["Trailer"] {
+		for _, name := range strings.Split(v, ",") {
+			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
+			if vs, ok := r.header[name]; ok && name != "" {
+				r.addTrailer(name, vs)
+			}
+		}
+	}
+	for k, vs := range r.header {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && name != "" {
+			r.addTrailer(http.CanonicalHeaderKey(name), vs)
+		}
+	}
+}
+
+func (r *response) addTrailer(name string, vs []string) {
+	if r.trailer == nil {
+		r.trailer = http.Header{}
+	}
+	r.trailer[name] = vs
 }
 
 func (r *response) writeTo(w http.ResponseWriter) {
@@ -310,9 +345,31 @@ func (r *response) writeTo(w http.ResponseWriter) {
 	for k, vs := range r.sent {
 		h[k] = vs
 	}
-	if r.body.Len() > 0 && h.Get("Content-Length") == "" && h.Get("Transfer-Encoding") == "" {
+	// Trailers are declared, so that the body is sent chunked with them
+	// after it, and then without a Content-Length.
+	for name := range r.trailer {
+		if !declared(h, name) {
+			h.Add("Trailer", name)
+		}
+	}
+	if r.body.Len() > 0 && h.Get("Trailer") == "" && h.Get("Content-Length") == "" && h.Get("Transfer-Encoding") == "" {
 		h.Set("Content-Length", strconv.Itoa(r.body.Len()))
 	}
 	w.WriteHeader(r.status)
 	w.Write(r.body.Bytes())
+	for name, vs := range r.trailer {
+		h[name] = vs
+	}
+}
+
+// declared reports whether h's Trailer header names name.
+func declared(h http.Header, name string) bool {
+	for _, v := range h["Trailer"] {
+		for _, n := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(n), name) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -22,6 +22,13 @@ const DefaultHeader = "Idempotency-Key"
 // DefaultStoreRetryAfter is the Retry-After sent when the store is unavailable.
 const DefaultStoreRetryAfter = time.Second
 
+// ErrNoMethod is reported to the observer for an event without an HTTP
+// method: an event of another shape than its wrapper's (a REST API event
+// given to the HTTP API wrapper, a payload format version that does not
+// match). It is refused with a 500 guard-failure problem, never run
+// unguarded.
+var ErrNoMethod = errors.New("idemkit: event has no HTTP method: the wrapper does not match the event source or its payload format version")
+
 // Options are the settings shared by every adapter; each adapter's Config
 // documents them for its users.
 type Options struct {
@@ -278,9 +285,10 @@ type Codec[R any] struct {
 	Pass func(context.Context) (R, error)
 }
 
-// Serve answers r: it runs next unguarded when r's method is not guarded
-// or its route makes the key optional and r has none, and otherwise runs
-// next at most once per (tenant, operation, key) through the idemkit.Guard.
+// Serve answers r: it refuses r when it has no method (ErrNoMethod), runs
+// next unguarded when r's method is not guarded or its route makes the key
+// optional and r has none, and otherwise runs next at most once per
+// (tenant, operation, key) through the idemkit.Guard.
 // A fresh execution returns next's response untouched; a replay returns
 // c.Replay of the stored snapshot; a refusal returns c.Problem. An error
 // returned by next is returned as is, after the claim was released.
@@ -288,6 +296,13 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 	pass := next
 	if c.Pass != nil {
 		pass = c.Pass
+	}
+	if r.Method == "" {
+		// Every HTTP event names its method; one that does not is of
+		// another shape, its key and tenant unread. Passed on unguarded,
+		// a retried POST would run twice.
+		a.Refuse(ctx, r, ErrNoMethod)
+		return c.Problem(NoMethod()), nil
 	}
 	if a.Unguarded(r) {
 		return pass(ctx)

@@ -115,6 +115,13 @@ func (p *Problem) Body() []byte {
 	return b
 }
 
+// NoMethod is the problem for an event without an HTTP method
+// (ErrNoMethod): a misconfiguration, so the request fails closed.
+func NoMethod() *Problem {
+	return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
+		Detail: "The request was not run because its event names no HTTP method: the function's wrapper does not match the event source or the payload format version of its integration."}
+}
+
 // KeyMissing is the problem for a guarded request without a key.
 func KeyMissing(header string) *Problem {
 	return &Problem{Type: TypeKeyMissing, Title: "Idempotency key required", Status: 400,

@@ -8,7 +8,9 @@
 // Responses follow the target group's header mode: when the event carries
 // multiValueHeaders (multi-value headers enabled), replays and problems set
 // only multiValueHeaders, otherwise only headers, as the load balancer
-// reads one or the other.
+// reads one or the other. For the same reason a snapshot keeps the
+// handler's headers from that field only: the other one never reached
+// the client.
 package alb
 
 import (
@@ -22,6 +24,11 @@ import (
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
+
+// ErrNoMethod is reported to the Observer for an event without an HTTP
+// method (an event of another source, such as an HTTP API's), refused with
+// a 500 guard-failure problem, never run unguarded.
+var ErrNoMethod = adapter.ErrNoMethod
 
 // Config configures Wrap. Its zero value and the settings it shares with
 // [github.com/idemkit/idemkit/lambda/apigw.Config] are documented there:
@@ -101,7 +108,12 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 		}
 		codec := adapter.Codec[events.ALBTargetGroupResponse]{
 			Snapshot: func(r events.ALBTargetGroupResponse) *idemkit.Snapshot {
-				return a.LambdaSnapshot(r.StatusCode, r.Headers, r.MultiValueHeaders, r.Body, r.IsBase64Encoded)
+				// The load balancer reads the one header field of its mode
+				// and ignores the other: only what it delivers is stored.
+				if multi {
+					return a.LambdaSnapshot(r.StatusCode, nil, r.MultiValueHeaders, r.Body, r.IsBase64Encoded)
+				}
+				return a.LambdaSnapshot(r.StatusCode, r.Headers, nil, r.Body, r.IsBase64Encoded)
 			},
 			Replay: func(s *idemkit.Snapshot) events.ALBTargetGroupResponse {
 				h := s.Header.Clone()

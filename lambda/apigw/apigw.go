@@ -33,7 +33,7 @@
 //	outcome-unknown                  503  the handler returned idemkit.ErrOutcomeUnknown; the key is kept, never run again
 //	record-corrupt                   500  the stored record is unreadable; nothing ran or replayed
 //	tenant-missing                   500  no authenticated caller: the Tenant setting is misconfigured; nothing ran
-//	guard-failure                    500  an unexpected guard error, or a record the store refuses; nothing ran
+//	guard-failure                    500  an unexpected guard error, a record the store refuses, or an event without an HTTP method (ErrNoMethod); nothing ran
 //	handler-failed                   500  httpmw only: the handler called httpmw.Fail; the key was freed
 //
 // A replay is the first response as the caller received it: a body
@@ -42,6 +42,12 @@
 // string), and it is stored and replayed so. Return binary bodies base64
 // encoded, with IsBase64Encoded set.
 //
+// An event of another shape than the wrapper's (a REST API event given to
+// WrapV2, an integration whose payload format version does not match) has
+// no HTTP method where the wrapper reads it: it is refused with a 500
+// guard-failure problem, reported to the Observer as [ErrNoMethod], and
+// never passed on unguarded.
+//
 // A handler's Go error is returned as the wrapper's error after the claim
 // was released, so a retry runs again; a panic is released and re-raised.
 // Pass the Lambda context through: the claim's lease ends at its deadline.
@@ -49,12 +55,15 @@ package apigw
 
 import (
 	"context"
-	"net/url"
 	"time"
 
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
+
+// ErrNoMethod is reported to the Observer for an event without an HTTP
+// method, refused with a 500 guard-failure problem.
+var ErrNoMethod = adapter.ErrNoMethod
 
 // Config configures a wrapper. Its documentation is the reference for the
 // settings every adapter shares (lambda/alb and httpmw refer to it). The
@@ -137,11 +146,5 @@ func multi(h map[string]string) func() map[string][]string {
 }
 
 func rawQuery(q string) func() map[string][]string {
-	return func() map[string][]string {
-		if q == "" {
-			return nil
-		}
-		v, _ := url.ParseQuery(q)
-		return v
-	}
+	return func() map[string][]string { return adapter.ParseQuery(q) }
 }

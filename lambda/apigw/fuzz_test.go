@@ -12,7 +12,8 @@ import (
 
 // FuzzAPIGatewayV2 feeds random methods, headers and bodies to a guarded
 // HTTP API handler: it never panics, never answers 500 (the tenant is
-// configured), and answers every refusal with a problem body.
+// configured) except 500 guard-failure to an event without a method, which
+// never runs, and answers every refusal with a problem body.
 func FuzzAPIGatewayV2(f *testing.F) {
 	base := load[events.APIGatewayV2HTTPRequest](f, "v2-jwt.json")
 	f.Add("POST", "idempotency-key", base.Headers["idempotency-key"], "application/json", base.Body, false)
@@ -21,6 +22,7 @@ func FuzzAPIGatewayV2(f *testing.F) {
 	f.Add("POST", "idempotency-key", "k", "application/x-www-form-urlencoded", "a=%zz", false)
 	f.Add("GET", "idempotency-key", "k", "text/plain", "\xff\xfe", false)
 	f.Add("DELETE", "x", "", "", "", true)
+	f.Add("", "idempotency-key", "k", "application/json", `{}`, false)
 	f.Add("POST", "idempotency-key", `"unterminated`, "application/merge-patch+json", `[[[[[[[[`, false)
 	f.Add("POST", "idempotency-key", "0190a4b2-7c3d-7e4f-8a1b-2c3d4e5f6a7b", "application/json", `{"n":1e400}`, false)
 	f.Fuzz(func(t *testing.T, method, name, key, contentType, body string, b64 bool) {
@@ -39,6 +41,11 @@ func FuzzAPIGatewayV2(f *testing.F) {
 			if err != nil {
 				t.Fatalf("error %v", err)
 			}
+			if method == "" {
+				// An event without a method is of another shape: refused.
+				checkProblem(t, r.StatusCode, r.Headers, r.Body, 500, "guard-failure")
+				continue
+			}
 			switch r.StatusCode {
 			case 201:
 			case 400, 409, 422:
@@ -53,8 +60,8 @@ func FuzzAPIGatewayV2(f *testing.F) {
 				t.Fatalf("status %d: %s", r.StatusCode, r.Body)
 			}
 		}
-		if runs > 2 {
-			t.Fatalf("ran %d times", runs)
+		if runs > 2 || method == "" && runs != 0 {
+			t.Fatalf("%q ran %d times", method, runs)
 		}
 	})
 }
@@ -62,7 +69,8 @@ func FuzzAPIGatewayV2(f *testing.F) {
 // FuzzAPIGatewayV1 does the same for a REST API handler, whose key may
 // arrive in Headers, in MultiValueHeaders, or in both with different
 // values: it never panics, never answers 500, answers every refusal with a
-// problem body, and runs the handler at most once for a guarded request.
+// problem body, and runs the handler at most once for a guarded request
+// and never for an event without a method (refused 500 guard-failure).
 func FuzzAPIGatewayV1(f *testing.F) {
 	base := load[events.APIGatewayProxyRequest](f, "v1-cognito.json")
 	f.Add("POST", "Idempotency-Key", base.Headers["Idempotency-Key"], "", "application/json", base.Body, false)
@@ -71,6 +79,7 @@ func FuzzAPIGatewayV1(f *testing.F) {
 	f.Add("PATCH", "IDEMPOTENCY-KEY", `"a"`, "a", "", "eyJhIjoxfQ==", true)
 	f.Add("POST", "Idempotency-Key", "", `"unterminated`, "application/json", `{"a":1,"a":2}`, false)
 	f.Add("OPTIONS", "Idempotency-Key", "k", "k", "text/plain", "\xff", false)
+	f.Add("", "Idempotency-Key", "k", "", "application/json", `{}`, false)
 	f.Fuzz(func(t *testing.T, method, name, single, multi, contentType, body string, b64 bool) {
 		e := newEnv(t, nil)
 		runs := 0
@@ -92,6 +101,11 @@ func FuzzAPIGatewayV1(f *testing.F) {
 			if err != nil {
 				t.Fatalf("error %v", err)
 			}
+			if method == "" {
+				// An event without a method is of another shape: refused.
+				checkProblem(t, r.StatusCode, r.Headers, r.Body, 500, "guard-failure")
+				continue
+			}
 			switch r.StatusCode {
 			case 201:
 				created++
@@ -108,7 +122,7 @@ func FuzzAPIGatewayV1(f *testing.F) {
 		}
 		// Methods are matched in any case: "PoST" is guarded too.
 		guarded := strings.EqualFold(method, "POST") || strings.EqualFold(method, "PATCH")
-		if guarded && runs > 1 || !guarded && runs != 2 {
+		if guarded && runs > 1 || method == "" && runs != 0 || !guarded && method != "" && runs != 2 {
 			t.Fatalf("%s ran %d times (%d created)", method, runs, created)
 		}
 	})

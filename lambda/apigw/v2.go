@@ -10,14 +10,17 @@ import (
 )
 
 // WrapV2 guards an HTTP API (payload 2.0) handler and returns a handler of
-// the same signature. Response cookies are never stored or replayed. It
+// the same signature. Response cookies are never stored or replayed, nor
+// MultiValueHeaders, which payload format 2.0 does not deliver. It
 // panics when cfg cannot be used (see Config) or g is nil, when it is
 // called, so that a bad setup stops the function at init.
 func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	a := adapter.MustNew("apigw", g, cfg.options())
 	codec := adapter.Codec[events.APIGatewayV2HTTPResponse]{
 		Snapshot: func(r events.APIGatewayV2HTTPResponse) *idemkit.Snapshot {
-			return a.LambdaSnapshot(r.StatusCode, r.Headers, r.MultiValueHeaders, r.Body, r.IsBase64Encoded)
+			// Payload format 2.0 responses have no multiValueHeaders: API
+			// Gateway never delivers them, so they are not replayed either.
+			return a.LambdaSnapshot(r.StatusCode, r.Headers, nil, r.Body, r.IsBase64Encoded)
 		},
 		Replay: func(s *idemkit.Snapshot) events.APIGatewayV2HTTPResponse {
 			hdr := adapter.Single(s.Header, 1)
