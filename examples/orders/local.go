@@ -286,9 +286,9 @@ func isText(contentType string) bool {
 }
 
 // WriteResponse writes a payload 2.0 response as API Gateway does:
-// Headers, then MultiValueHeaders joined with commas, Cookies as
-// Set-Cookie lines, and a base64 body decoded. A response without a
-// status is API Gateway's 500.
+// Headers, Cookies as Set-Cookie lines, and a base64 body decoded.
+// MultiValueHeaders is not part of payload 2.0 and is ignored, as API
+// Gateway ignores it. A response without a status is API Gateway's 500.
 func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, logger *slog.Logger) {
 	h := w.Header()
 	names := make([]string, 0, len(resp.Headers))
@@ -298,11 +298,6 @@ func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, 
 	sort.Strings(names)
 	for _, k := range names {
 		h.Set(k, resp.Headers[k])
-	}
-	for k, vs := range resp.MultiValueHeaders {
-		if len(vs) > 0 {
-			h.Set(k, strings.Join(vs, ","))
-		}
 	}
 	for _, c := range resp.Cookies {
 		h.Add("Set-Cookie", c)

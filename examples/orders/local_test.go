@@ -116,7 +116,8 @@ func TestWriteResponse(t *testing.T) {
 		Body:              base64.StdEncoding.EncodeToString([]byte{0, 1, 2}),
 		IsBase64Encoded:   true,
 	}, nil)
-	if w.Code != 202 || w.Header().Get("X-Multi") != "a,b" || len(w.Header().Values("Set-Cookie")) != 2 || w.Body.String() != "\x00\x01\x02" {
+	// HTTP API payload 2.0 has no multiValueHeaders: API Gateway drops them.
+	if w.Code != 202 || w.Header().Values("X-Multi") != nil || len(w.Header().Values("Set-Cookie")) != 2 || w.Body.String() != "\x00\x01\x02" {
 		t.Errorf("got %d %v %q", w.Code, w.Header(), w.Body.Bytes())
 	}
 	w = httptest.NewRecorder()
