@@ -23,6 +23,7 @@
 //	key-invalid                      400  empty, too long, not printable ASCII, two values
 //	key-expired                      400  a UUIDv7 key older than the record retention
 //	body-invalid                     400  the body cannot be fingerprinted (bad JSON, duplicate keys, too deep)
+//	body-too-large                   413  httpmw only: the body is over MaxBodyBytes or an outer http.MaxBytesReader's limit
 //	fingerprint-mismatch             422  the key was used with a different request (body, query, resource)
 //	operation-mismatch               422  account-wide keys: the key was used for another operation
 //	in-flight                        409  a request with the key is running; Retry-After says when to retry
