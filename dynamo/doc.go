@@ -98,8 +98,11 @@
 // Options.MaxAttempts attempts within Options.CallTimeout, ending
 // Options.DeadlineGap before the context's deadline. An item that cannot
 // be decoded gives an error wrapping idemkit.ErrCorruptRecord. A request
-// DynamoDB refuses as invalid (ValidationException) and a record over the
-// item cap even without its body give an error wrapping
+// DynamoDB refuses as invalid (ValidationException), a record over the
+// item cap even without its body, and a record whose ID, scope,
+// fingerprint or owner is not UTF-8 (DynamoDB strings are; the SDK would
+// send each bad byte as U+FFFD, and two scopes would name one item) give
+// an error wrapping
 // idemkit.ErrRecordInvalid, never ErrStoreUnavailable: sent again, they
 // would be refused again.
 //
