@@ -44,6 +44,10 @@
 //	           flight, with Options.IndexInFlight; else absent
 //	it   S     tenant, only while indeterminate
 //
+// A header value that is not UTF-8 (HTTP allows bytes 0x80-0xFF) is a B
+// in its list, so that it is replayed byte for byte; a store of an older
+// version reads such a record as corrupt, never as another value.
+//
 // The Attr* and Index* constants name them. A completed resolution's
 // snapshot is the record's snapshot (sc, sh, sb, ...), not stored twice.
 //

@@ -886,6 +886,13 @@ func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
 		"omitted":   {Status: 201, Header: http.Header{"Location": {"/orders/9"}}, Omitted: true},
 		"problem":   {Status: 402, Header: http.Header{"Content-Type": {"application/problem+json"}}, Body: []byte(`{"title":"declined"}`)},
 		"no-header": {Status: 500, Body: []byte("x")},
+		// HTTP allows bytes 0x80-0xFF in a field value (obs-text, often
+		// Latin-1): they are replayed as they were, not as U+FFFD.
+		"latin-1-header": {Status: 201, Header: http.Header{
+			"Content-Disposition": {"attachment; filename=\"caf\xe9.pdf\""},
+			"Location":            {"/files/caf\xe9", "/files/\xff\xfe"},
+			"X-Empty":             {""},
+		}, Body: []byte("x")},
 	}
 	for name, snap := range snaps {
 		t.Run(name, func(t *testing.T) {
