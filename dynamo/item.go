@@ -195,7 +195,8 @@ func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
 // body is compressed with codec when it is at least compressMin bytes
 // long and that makes it smaller. A body that does not fit is left out
 // and the snapshot marked omitted; then, if still needed, every header
-// but Location. It reports false when even that does not fit.
+// but Location, and the snapshot is marked omitted even when it had no
+// body. It reports false when even that does not fit.
 func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, max, compressMin int, codec Codec) bool {
 	it[AttrStatus] = num(int64(snap.Status))
 	if snap.Base64 {
@@ -227,6 +228,9 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 	if itemSize(it) <= max {
 		return true
 	}
+	// Without its headers the response is not stored either, even when it
+	// has no body: a replay must not answer the status alone.
+	omit()
 	if loc := snap.Header.Values("Location"); len(loc) > 0 {
 		it[AttrHeader] = headerAttr(http.Header{"Location": loc})
 	} else {
