@@ -110,3 +110,42 @@ func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
 		t.Fatalf("ran %d times", f.runs)
 	}
 }
+
+// TestPanicStopsRenewals: a handler that panics while its lease is being
+// renewed frees the key, and no renewal is sent after the panic has left
+// Do (a late renewal of a freed key could not land, but it would be a
+// write for nothing and a goroutine outliving the request).
+func TestPanicStopsRenewals(t *testing.T) {
+	fs := &flaky{extended: make(chan struct{}, 1)}
+	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond })
+	func() {
+		defer func() {
+			fs.afterDo.Store(true)
+			if p := recover(); p != "renewing" {
+				t.Fatalf("recovered %v, want the handler's panic", p)
+			}
+		}()
+		f.do(t, req("panic"), func(context.Context) (*idemkit.Snapshot, error) {
+			for i := 0; i < 2; i++ {
+				<-fs.extended
+			}
+			panic("renewing")
+		})
+	}()
+	_, releases, _ := fs.counts()
+	if releases != 1 {
+		t.Fatalf("%d releases after the panic, want 1", releases)
+	}
+	// A bounded wait for a renewal, which must not come.
+	select {
+	case <-fs.extended:
+		t.Error("a renewal after Do returned")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if n := fs.extendAfterDo.Load(); n != 0 {
+		t.Fatalf("%d renewals after the panic left Do", n)
+	}
+	if _, replayed, err := f.do(t, req("panic"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
+		t.Fatalf("retry after the panic: replayed %v err %v runs %d, want a second run", replayed, err, f.runs)
+	}
+}
