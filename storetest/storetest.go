@@ -69,6 +69,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"FirstClaim", testFirstClaim},
 		{"ClaimLiveRecord", testClaimLive},
 		{"ClaimAfterExpiry", testClaimAfterExpiry},
+		{"ExpiredInFlightIsAbsent", testExpiredInFlight},
 		{"StaleLeaseTakeover", testStaleLeaseTakeover},
 		{"FencingRefusesStaleToken", testFencing},
 		{"RetriedClaimIsOurs", testRetriedClaim},
@@ -237,6 +238,39 @@ func testClaimAfterExpiry(t *testing.T, s idemkit.Store) {
 	got := mustGet(t, s, r.ID, later)
 	if got.Owner != "b" || got.State != idemkit.StateInFlight || got.Snapshot != nil {
 		t.Fatalf("after re-claim: owner %q state %q snapshot %v", got.Owner, got.State, got.Snapshot)
+	}
+}
+
+// testExpiredInFlight: an in_flight record past its ExpiresAt is absent to
+// its own owner too, even under a lease that runs past it: renewing,
+// marking or completing it is refused and does not bring it back, and its
+// release is the no-op of an absent record.
+func testExpiredInFlight(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	r := newRecord(now, "a")
+	r.LeaseUntil = now.Add(5 * time.Second)
+	r.ExpiresAt = now.Add(10 * time.Second)
+	claim(t, s, r, now, false)
+	// A lease that outlives the record: the store must not honour it.
+	if err := s.Extend(ctx, r.ID, "a", now.Add(time.Minute), now.Add(time.Second)); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	later := now.Add(11 * time.Second) // expired, inside the renewed lease
+	wantErr(t, "Extend of an expired record", s.Extend(ctx, r.ID, "a", later.Add(time.Minute), later), idemkit.ErrNotOwner)
+	_, err := s.MarkUnknown(ctx, r.ID, "a", later)
+	wantErr(t, "MarkUnknown of an expired record", err, idemkit.ErrNotOwner)
+	_, err = s.MarkIndeterminate(ctx, r.ID, "a", later.Add(time.Minute))
+	wantErr(t, "MarkIndeterminate of an expired record", err, idemkit.ErrNotOwner)
+	wantErr(t, "Complete of an expired record", s.Complete(ctx, completed(r, later, sampleSnapshot()), later), idemkit.ErrNotOwner)
+	if _, err := s.Get(ctx, r.ID, later); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get of an expired in_flight record after refused writes: %v, want ErrNotFound", err)
+	}
+	if err := s.Release(ctx, r.ID, "a", later); err != nil {
+		t.Fatalf("Release of an expired record: %v, want nil (absent)", err)
+	}
+	if res := claim(t, s, withOwner(r, "b"), later, false); !res.Won {
+		t.Fatalf("claim over an expired in_flight record lost to %+v", res.Existing)
 	}
 }
 
