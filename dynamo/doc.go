@@ -89,8 +89,9 @@
 // rules before any write; a completion that would exceed
 // Options.MaxItemSize (default 350 KB, under DynamoDB's 400 KB) is stored
 // without its body and with Snapshot.Omitted set, so replays answer
-// idemkit.ErrSnapshotOmitted instead of running the request again. No
-// write larger than the cap is sent.
+// idemkit.ErrSnapshotOmitted instead of running the request again; so is
+// a body over 16 MB, however well it compresses, since a stored body is
+// never decoded to more than that. No write larger than the cap is sent.
 //
 // # Errors
 //

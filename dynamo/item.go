@@ -193,10 +193,11 @@ func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
 
 // snapshotAttrs adds snap to it, within max bytes for the whole item. The
 // body is compressed with codec when it is at least compressMin bytes
-// long and that makes it smaller. A body that does not fit is left out
-// and the snapshot marked omitted; then, if still needed, every header
-// but Location, and the snapshot is marked omitted even when it had no
-// body. It reports false when even that does not fit.
+// long and that makes it smaller. A body that does not fit, or is longer
+// than maxDecodedBody (which decodeItem refuses), is left out and the
+// snapshot marked omitted; then, if still needed, every header but
+// Location, and the snapshot is marked omitted even when it had no body.
+// It reports false when even that does not fit.
 func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, max, compressMin int, codec Codec) bool {
 	it[AttrStatus] = num(int64(snap.Status))
 	if snap.Base64 {
@@ -210,7 +211,9 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 		delete(it, AttrBodyEncoding)
 		it[AttrOmitted] = &types.AttributeValueMemberBOOL{Value: true}
 	}
-	if snap.Omitted {
+	if snap.Omitted || len(snap.Body) > maxDecodedBody {
+		// A body over maxDecodedBody could fit compressed, but would never
+		// be decoded: every replay would find the record corrupt.
 		omit()
 	} else if len(snap.Body) > 0 {
 		body := snap.Body
