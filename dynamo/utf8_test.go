@@ -106,3 +106,61 @@ func TestInvalidUTF8RecordRefused(t *testing.T) {
 		t.Errorf("Get of the replaced ID: %v, want ErrNotFound", err)
 	}
 }
+
+// TestInvalidUTF8IDNamesNoRecord: no stored record has an ID or tenant
+// that is not UTF-8 (Claim refuses them), so every method given one
+// answers as for an absent record, never with the record of the scope the
+// SDK would turn it into (U+FFFD in place of each bad byte). An ID keeps
+// apart by its length prefixes (U+FFFD is three bytes); a tenant listing
+// has none, and listed the other tenant's records.
+func TestInvalidUTF8IDNamesNoRecord(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
+	ctx := context.Background()
+	now := time.Now()
+	// The record the bad bytes would be mangled into: indeterminate, of
+	// tenant "acme\uFFFD", owner "o".
+	sc := idemkit.Scope{Tenant: "acme\uFFFD", Operation: "POST /orders", Key: "k\uFFFD"}
+	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v2:sha256:x", Owner: "o",
+		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+	if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(2 * time.Second)
+	if _, err := s.MarkIndeterminate(ctx, rec.ID, "o", later); err != nil {
+		t.Fatal(err)
+	}
+	bad := idemkit.Scope{Tenant: "acme\xff", Operation: sc.Operation, Key: "k\xfe"}.ID(false)
+
+	if _, err := s.Get(ctx, bad, later); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Errorf("Get: %v, want ErrNotFound", err)
+	}
+	if err := s.Release(ctx, bad, "o", later); err != nil {
+		t.Errorf("Release: %v, want nil (no such record)", err)
+	}
+	if err := s.Extend(ctx, bad, "o", later.Add(time.Minute), later); !errors.Is(err, idemkit.ErrNotOwner) {
+		t.Errorf("Extend: %v, want ErrNotOwner", err)
+	}
+	if _, err := s.MarkUnknown(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
+		t.Errorf("MarkUnknown: %v, want ErrNotOwner", err)
+	}
+	if _, err := s.MarkIndeterminate(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
+		t.Errorf("MarkIndeterminate: %v, want ErrNotOwner", err)
+	}
+	res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "wrong record"}
+	if _, err := s.Resolve(ctx, bad, res, later); !errors.Is(err, idemkit.ErrNotIndeterminate) {
+		t.Errorf("Resolve: %v, want ErrNotIndeterminate", err)
+	}
+	for name, list := range map[string]func(tenant string) ([]*idemkit.Record, string, error){
+		"ListIndeterminate": func(tn string) ([]*idemkit.Record, string, error) { return s.ListIndeterminate(ctx, tn, "", 0, later) },
+		"ListStale":         func(tn string) ([]*idemkit.Record, string, error) { return s.ListStale(ctx, tn, "", 0, later) },
+	} {
+		if recs, _, err := list("acme\xff"); err != nil || len(recs) != 0 {
+			t.Errorf("%s of tenant \"acme\\xff\": %d records, %v; want none", name, len(recs), err)
+		}
+	}
+	// The record itself is untouched.
+	got, err := s.Get(ctx, rec.ID, later)
+	if err != nil || got.State != idemkit.StateIndeterminate || got.Resolution != nil {
+		t.Fatalf("the record of the mangled ID: %+v, %v; want it indeterminate, unresolved", got, err)
+	}
+}
