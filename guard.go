@@ -104,6 +104,10 @@ const (
 	writeBackoff = 50 * time.Millisecond
 )
 
+// maxRenewalSpan bounds the time a record is kept for the renewals of its
+// lease beyond the record retention.
+const maxRenewalSpan = 10 * 365 * 24 * time.Hour
+
 // reclaims bounds how many times a lost claim is made again when the
 // record that blocked it changed under it (completed, released or marked
 // between the claim and a follow-up write). Past it the client is told to
@@ -281,9 +285,12 @@ func (c *call) record() *Record {
 	}
 	// The record outlives every lease it can hold, the renewed ones too: an
 	// in_flight record that expired would free the key while its handler
-	// still runs.
+	// still runs. A renewal span over maxRenewalSpan (a MaxRenewals meant
+	// as "no bound") is not added: the renewals then stop short of the
+	// record's expiry instead.
 	last := rec.LeaseUntil
-	if every := c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start)); every > 0 {
+	every := c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start))
+	if every > 0 && int64(c.policy.MaxRenewals) <= int64(maxRenewalSpan/every) {
 		last = last.Add(time.Duration(c.policy.MaxRenewals) * every)
 	}
 	if !rec.ExpiresAt.After(last) {
@@ -579,9 +586,10 @@ func (g *Guard) keep(ctx context.Context, rec *Record) error {
 // enough for every renewal made on time). It stops when the store refuses
 // (the claim is no longer ours) and when stop is called; stop waits for it
 // to end, so that the renewals' store usage, added to ctx's request like
-// any other call's, is complete when it returns. stop may be called more than once. Nothing runs before the first
-// interval has passed: a handler that returns within it costs a stopped
-// timer, not a goroutine and a ticker.
+// any other call's, is complete when it returns. stop may be called more
+// than once. Nothing runs before the first interval has passed: a handler
+// that returns within it costs a stopped timer, not a goroutine and a
+// ticker.
 func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time) (stop func()) {
 	length := rec.LeaseUntil.Sub(start)
 	every := pol.heartbeat(ctx, length)

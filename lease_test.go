@@ -149,3 +149,28 @@ func TestPanicStopsRenewals(t *testing.T) {
 		t.Fatalf("retry after the panic: replayed %v err %v runs %d, want a second run", replayed, err, f.runs)
 	}
 }
+
+// TestUnboundedRenewalsKeepASaneExpiry: a MaxRenewals that means "no
+// bound" must not overflow the renewal span into a record that expires at
+// once or never: the record keeps its retention, and its renewals stop
+// short of its expiry.
+func TestUnboundedRenewalsKeepASaneExpiry(t *testing.T) {
+	// 1e8 renewals every 10 s span 31 years; 2044674408 of them overflow
+	// to 63 years; the others overflow to a negative span.
+	for _, n := range []int{100_000_000, 2044674408, 1 << 30, int(^uint(0) >> 1)} {
+		f := newFixture(t, func(c *idemkit.Config) {
+			c.Policy = idemkit.Policy{Heartbeat: 10 * time.Second, MaxRenewals: n}
+		})
+		start := f.clock.Now()
+		f.do(t, req("unbounded"), func(context.Context) (*idemkit.Snapshot, error) {
+			rec, err := f.store.Get(context.Background(), req("unbounded").Scope.ID(false), f.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if life := rec.ExpiresAt.Sub(start); life < idemkit.DefaultRecordRetention || life > 11*365*24*time.Hour {
+				t.Errorf("MaxRenewals %d: the record expires %s after the request", n, life)
+			}
+			return &idemkit.Snapshot{Status: 201}, nil
+		})
+	}
+}
