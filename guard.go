@@ -104,6 +104,10 @@ const (
 	writeBackoff = 50 * time.Millisecond
 )
 
+// maxRenewalSpan bounds the time a record is kept for the renewals of its
+// lease beyond the record retention.
+const maxRenewalSpan = 10 * 365 * 24 * time.Hour
+
 // reclaims bounds how many times a lost claim is made again when the
 // record that blocked it changed under it (completed, released or marked
 // between the claim and a follow-up write). Past it the client is told to
@@ -279,8 +283,18 @@ func (c *call) record() *Record {
 		ExpiresAt:   c.start.Add(c.policy.RecordRetention),
 		CreatedAt:   c.start,
 	}
-	if !rec.ExpiresAt.After(rec.LeaseUntil) {
-		rec.ExpiresAt = rec.LeaseUntil.Add(time.Second)
+	// The record outlives every lease it can hold, the renewed ones too: an
+	// in_flight record that expired would free the key while its handler
+	// still runs. A renewal span over maxRenewalSpan (a MaxRenewals meant
+	// as "no bound") is not added: the renewals then stop short of the
+	// record's expiry instead.
+	last := rec.LeaseUntil
+	every := c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start))
+	if every > 0 && int64(c.policy.MaxRenewals) <= int64(maxRenewalSpan/every) {
+		last = last.Add(time.Duration(c.policy.MaxRenewals) * every)
+	}
+	if !rec.ExpiresAt.After(last) {
+		rec.ExpiresAt = last.Add(time.Second)
 	}
 	return rec
 }
@@ -567,13 +581,15 @@ func (g *Guard) keep(ctx context.Context, rec *Record) error {
 
 // renew extends rec's lease while the handler runs, when the request has no
 // deadline or pol.Heartbeat is set: every interval, up to pol.MaxRenewals
-// times, to the time of the renewal plus the first lease's length. It
-// stops when the store refuses (the claim is no longer ours) and when stop
-// is called; stop waits for it to end, so that the renewals' store usage,
-// added to ctx's request like any other call's, is complete when it
-// returns. stop may be called more than once. Nothing runs before the first
-// interval has passed: a handler that returns within it costs a stopped
-// timer, not a goroutine and a ticker.
+// times, to the time of the renewal plus the first lease's length, but
+// never past a second before the record expires (record makes it live long
+// enough for every renewal made on time). It stops when the store refuses
+// (the claim is no longer ours) and when stop is called; stop waits for it
+// to end, so that the renewals' store usage, added to ctx's request like
+// any other call's, is complete when it returns. stop may be called more
+// than once. Nothing runs before the first interval has passed: a handler
+// that returns within it costs a stopped timer, not a goroutine and a
+// ticker.
 func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time) (stop func()) {
 	length := rec.LeaseUntil.Sub(start)
 	every := pol.heartbeat(ctx, length)
@@ -628,8 +644,15 @@ func (r *renewal) run() {
 			}
 		}
 		now := r.g.now()
+		// A late renewal must not extend the lease past the record's
+		// life: the lease then ends first, and the outcome counts as
+		// unknown, instead of the key being freed while the handler runs.
+		until := now.Add(r.length)
+		if end := r.rec.ExpiresAt.Add(-time.Second); until.After(end) {
+			until = end
+		}
 		wctx, wcancel := context.WithTimeout(rctx, r.g.writeTimeout)
-		err := r.g.cfg.Store.Extend(wctx, r.rec.ID, r.rec.Owner, now.Add(r.length), now)
+		err := r.g.cfg.Store.Extend(wctx, r.rec.ID, r.rec.Owner, until, now)
 		wcancel()
 		if errors.Is(err, ErrNotOwner) {
 			return

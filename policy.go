@@ -59,7 +59,10 @@ type Policy struct {
 	// again: it gets an *OutcomeError naming the first outcome. Zero:
 	// DefaultRecordRetention, or ReplayWindow when that is longer. A value
 	// below ReplayWindow is refused by New: a record must outlive the
-	// replay of its response.
+	// replay of its response. A record is also kept at least until a
+	// second after the last lease its renewals can reach (MaxRenewals
+	// intervals after the first lease ends), so that it never expires
+	// while its handler may still run.
 	RecordRetention time.Duration
 	// OnStaleLease chooses FailClosed (zero) or Takeover.
 	OnStaleLease StalePolicy

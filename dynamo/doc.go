@@ -44,6 +44,10 @@
 //	           flight, with Options.IndexInFlight; else absent
 //	it   S     tenant, only while indeterminate
 //
+// A header value that is not UTF-8 (HTTP allows bytes 0x80-0xFF) is a B
+// in its list, so that it is replayed byte for byte; a store of an older
+// version reads such a record as corrupt, never as another value.
+//
 // The Attr* and Index* constants name them. A completed resolution's
 // snapshot is the record's snapshot (sc, sh, sb, ...), not stored twice.
 //
@@ -85,8 +89,9 @@
 // rules before any write; a completion that would exceed
 // Options.MaxItemSize (default 350 KB, under DynamoDB's 400 KB) is stored
 // without its body and with Snapshot.Omitted set, so replays answer
-// idemkit.ErrSnapshotOmitted instead of running the request again. No
-// write larger than the cap is sent.
+// idemkit.ErrSnapshotOmitted instead of running the request again; so is
+// a body over 16 MB, however well it compresses, since a stored body is
+// never decoded to more than that. No write larger than the cap is sent.
 //
 // # Errors
 //
@@ -98,8 +103,11 @@
 // Options.MaxAttempts attempts within Options.CallTimeout, ending
 // Options.DeadlineGap before the context's deadline. An item that cannot
 // be decoded gives an error wrapping idemkit.ErrCorruptRecord. A request
-// DynamoDB refuses as invalid (ValidationException) and a record over the
-// item cap even without its body give an error wrapping
+// DynamoDB refuses as invalid (ValidationException), a record over the
+// item cap even without its body, and a record whose ID, scope,
+// fingerprint or owner is not UTF-8 (DynamoDB strings are; the SDK would
+// send each bad byte as U+FFFD, and two scopes would name one item) give
+// an error wrapping
 // idemkit.ErrRecordInvalid, never ErrStoreUnavailable: sent again, they
 // would be refused again.
 //

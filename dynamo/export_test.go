@@ -2,3 +2,6 @@ package dynamo
 
 // CompressBody is compressBody, for the external benchmarks.
 var CompressBody = compressBody
+
+// MaxDecodedBody is maxDecodedBody, the largest body a stored item decodes to.
+const MaxDecodedBody = maxDecodedBody

@@ -30,7 +30,7 @@ const (
 	AttrCreatedAt    = "ca"  // N  epoch milliseconds
 	AttrCompletedAt  = "da"  // N  epoch milliseconds
 	AttrStatus       = "sc"  // N  snapshot status code
-	AttrHeader       = "sh"  // M  snapshot header: canonical name -> L of S
+	AttrHeader       = "sh"  // M  snapshot header: canonical name -> L of S (B for a value that is not UTF-8)
 	AttrBody         = "sb"  // B  snapshot body, encoded as AttrBodyEncoding says
 	AttrBodyEncoding = "se"  // S  the Codec: "zstd" or "s2"; absent: the body is stored as is
 	AttrBase64       = "s64" // BOOL snapshot IsBase64Encoded flag; absent: false
@@ -193,9 +193,11 @@ func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
 
 // snapshotAttrs adds snap to it, within max bytes for the whole item. The
 // body is compressed with codec when it is at least compressMin bytes
-// long and that makes it smaller. A body that does not fit is left out
-// and the snapshot marked omitted; then, if still needed, every header
-// but Location. It reports false when even that does not fit.
+// long and that makes it smaller. A body that does not fit, or is longer
+// than maxDecodedBody (which decodeItem refuses), is left out and the
+// snapshot marked omitted; then, if still needed, every header but
+// Location, and the snapshot is marked omitted even when it had no body.
+// It reports false when even that does not fit.
 func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, max, compressMin int, codec Codec) bool {
 	it[AttrStatus] = num(int64(snap.Status))
 	if snap.Base64 {
@@ -209,7 +211,9 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 		delete(it, AttrBodyEncoding)
 		it[AttrOmitted] = &types.AttributeValueMemberBOOL{Value: true}
 	}
-	if snap.Omitted {
+	if snap.Omitted || len(snap.Body) > maxDecodedBody {
+		// A body over maxDecodedBody could fit compressed, but would never
+		// be decoded: every replay would find the record corrupt.
 		omit()
 	} else if len(snap.Body) > 0 {
 		body := snap.Body
@@ -227,6 +231,9 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 	if itemSize(it) <= max {
 		return true
 	}
+	// Without its headers the response is not stored either, even when it
+	// has no body: a replay must not answer the status alone.
+	omit()
 	if loc := snap.Header.Values("Location"); len(loc) > 0 {
 		it[AttrHeader] = headerAttr(http.Header{"Location": loc})
 	} else {
@@ -236,7 +243,9 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 }
 
 // headerAttr returns h as a map of lists of strings, its values
-// allocated together, or nil for no header.
+// allocated together, or nil for no header. A value that is not UTF-8
+// (HTTP allows bytes 0x80-0xFF) is stored as binary: as a string, the SDK
+// would send each such byte as U+FFFD, and the replay would differ.
 func headerAttr(h http.Header) types.AttributeValue {
 	if len(h) == 0 {
 		return nil
@@ -253,6 +262,10 @@ func headerAttr(h http.Header) types.AttributeValue {
 		l := elems[:len(vs):len(vs)]
 		elems = elems[len(vs):]
 		for i, v := range vs {
+			if !utf8.ValidString(v) {
+				l[i] = &types.AttributeValueMemberB{Value: []byte(v)}
+				continue
+			}
 			strs[i].Value = v
 			l[i] = &strs[i]
 		}
@@ -507,12 +520,15 @@ func (d *decoder) header() (h http.Header, ok bool) {
 		}
 		vs := make([]string, len(l.Value))
 		for i, e := range l.Value {
-			es, isStr := e.(*types.AttributeValueMemberS)
-			if !isStr {
-				d.fail("header %q value is %T, want S", k, e)
+			switch e := e.(type) {
+			case *types.AttributeValueMemberS:
+				vs[i] = e.Value
+			case *types.AttributeValueMemberB: // a value that is not UTF-8
+				vs[i] = string(e.Value)
+			default:
+				d.fail("header %q value is %T, want S or B", k, e)
 				return nil, false
 			}
-			vs[i] = es.Value
 		}
 		h[k] = vs
 	}

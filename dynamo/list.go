@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -63,6 +64,11 @@ type listQuery struct {
 func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", fail(q.op, err)
+	}
+	if !utf8.ValidString(tenant) {
+		// No record has such a tenant (Claim refuses it); sent as is, the
+		// SDK would query the tenant with U+FFFD in place of its bad bytes.
+		return nil, "", nil
 	}
 	in, err := s.queryInput(q, tenant, page, limit, now)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -343,6 +344,9 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	if rec.ID == "" || rec.Owner == "" || rec.Scope.Tenant == "" {
 		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: claim %q: %w: want a record with an ID, an owner and a tenant", rec.ID, idemkit.ErrRecordInvalid)
 	}
+	if err := checkUTF8(op, rec); err != nil {
+		return idemkit.ClaimResult{}, err
+	}
 	client, err := s.client(ctx, op, rec.ID)
 	if err != nil {
 		return idemkit.ClaimResult{}, err
@@ -377,6 +381,23 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 			return idemkit.ClaimResult{}, nil
 		}
 	}
+}
+
+// checkUTF8 refuses a record whose ID, scope, fingerprint or owner is not
+// UTF-8 with an error wrapping idemkit.ErrRecordInvalid. DynamoDB strings
+// are UTF-8 and the SDK sends each invalid byte as U+FFFD, so two scopes
+// differing only in such bytes would name one item: one would replay the
+// other's response.
+func checkUTF8(op string, rec *idemkit.Record) error {
+	for _, f := range [...]struct{ name, v string }{
+		{"ID", rec.ID}, {"tenant", rec.Scope.Tenant}, {"operation", rec.Scope.Operation},
+		{"key", rec.Scope.Key}, {"fingerprint", rec.Fingerprint}, {"owner", rec.Owner},
+	} {
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("dynamo: %s %q: %w: its %s is not UTF-8", op, rec.ID, idemkit.ErrRecordInvalid, f.name)
+		}
+	}
+	return nil
 }
 
 // claimInput returns the conditional PutItem of a claim of rec, or an
@@ -478,6 +499,9 @@ func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error 
 // MaxItemSize is stored without its body, Snapshot.Omitted set.
 func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
 	const op = "complete"
+	if err := checkUTF8(op, rec); err != nil {
+		return err
+	}
 	client, err := s.client(ctx, op, rec.ID)
 	if err != nil {
 		return err

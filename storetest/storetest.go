@@ -69,6 +69,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"FirstClaim", testFirstClaim},
 		{"ClaimLiveRecord", testClaimLive},
 		{"ClaimAfterExpiry", testClaimAfterExpiry},
+		{"ExpiredInFlightIsAbsent", testExpiredInFlight},
 		{"StaleLeaseTakeover", testStaleLeaseTakeover},
 		{"FencingRefusesStaleToken", testFencing},
 		{"RetriedClaimIsOurs", testRetriedClaim},
@@ -94,9 +95,11 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"SnapshotLimit", func(t *testing.T, s idemkit.Store) { testSnapshotLimit(t, s, opts.SnapshotLimit) }},
 		{"LongScope", testLongScope},
 		{"RaceOneKey", func(t *testing.T, s idemkit.Store) { testRace(t, s, opts.Racers) }},
+		{"RaceTakeover", func(t *testing.T, s idemkit.Store) { testRaceOver(t, s, opts.Racers, staleRecord) }},
+		{"RaceResolvedFailed", func(t *testing.T, s idemkit.Store) { testRaceOver(t, s, opts.Racers, failedRecord) }},
 		{"DistinctKeys", func(t *testing.T, s idemkit.Store) { testDistinct(t, s, opts.DistinctKeys) }},
 	}
-	races := map[string]bool{"LateCompletionRacesResolve": true, "RaceOneKey": true}
+	races := map[string]bool{"LateCompletionRacesResolve": true, "RaceOneKey": true, "RaceTakeover": true, "RaceResolvedFailed": true}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if opts.NonAtomic && races[tc.name] {
@@ -237,6 +240,39 @@ func testClaimAfterExpiry(t *testing.T, s idemkit.Store) {
 	got := mustGet(t, s, r.ID, later)
 	if got.Owner != "b" || got.State != idemkit.StateInFlight || got.Snapshot != nil {
 		t.Fatalf("after re-claim: owner %q state %q snapshot %v", got.Owner, got.State, got.Snapshot)
+	}
+}
+
+// testExpiredInFlight: an in_flight record past its ExpiresAt is absent to
+// its own owner too, even under a lease that runs past it: renewing,
+// marking or completing it is refused and does not bring it back, and its
+// release is the no-op of an absent record.
+func testExpiredInFlight(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	r := newRecord(now, "a")
+	r.LeaseUntil = now.Add(5 * time.Second)
+	r.ExpiresAt = now.Add(10 * time.Second)
+	claim(t, s, r, now, false)
+	// A lease that outlives the record: the store must not honour it.
+	if err := s.Extend(ctx, r.ID, "a", now.Add(time.Minute), now.Add(time.Second)); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	later := now.Add(11 * time.Second) // expired, inside the renewed lease
+	wantErr(t, "Extend of an expired record", s.Extend(ctx, r.ID, "a", later.Add(time.Minute), later), idemkit.ErrNotOwner)
+	_, err := s.MarkUnknown(ctx, r.ID, "a", later)
+	wantErr(t, "MarkUnknown of an expired record", err, idemkit.ErrNotOwner)
+	_, err = s.MarkIndeterminate(ctx, r.ID, "a", later.Add(time.Minute))
+	wantErr(t, "MarkIndeterminate of an expired record", err, idemkit.ErrNotOwner)
+	wantErr(t, "Complete of an expired record", s.Complete(ctx, completed(r, later, sampleSnapshot()), later), idemkit.ErrNotOwner)
+	if _, err := s.Get(ctx, r.ID, later); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get of an expired in_flight record after refused writes: %v, want ErrNotFound", err)
+	}
+	if err := s.Release(ctx, r.ID, "a", later); err != nil {
+		t.Fatalf("Release of an expired record: %v, want nil (absent)", err)
+	}
+	if res := claim(t, s, withOwner(r, "b"), later, false); !res.Won {
+		t.Fatalf("claim over an expired in_flight record lost to %+v", res.Existing)
 	}
 }
 
@@ -886,6 +922,13 @@ func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
 		"omitted":   {Status: 201, Header: http.Header{"Location": {"/orders/9"}}, Omitted: true},
 		"problem":   {Status: 402, Header: http.Header{"Content-Type": {"application/problem+json"}}, Body: []byte(`{"title":"declined"}`)},
 		"no-header": {Status: 500, Body: []byte("x")},
+		// HTTP allows bytes 0x80-0xFF in a field value (obs-text, often
+		// Latin-1): they are replayed as they were, not as U+FFFD.
+		"latin-1-header": {Status: 201, Header: http.Header{
+			"Content-Disposition": {"attachment; filename=\"caf\xe9.pdf\""},
+			"Location":            {"/files/caf\xe9", "/files/\xff\xfe"},
+			"X-Empty":             {""},
+		}, Body: []byte("x")},
 	}
 	for name, snap := range snaps {
 		t.Run(name, func(t *testing.T) {
@@ -1039,6 +1082,82 @@ func testRace(t *testing.T, s idemkit.Store, n int) {
 	owner := mustGet(t, s, r.ID, now).Owner
 	if len(seen) > 1 || (len(seen) == 1 && seen[owner] == 0) {
 		t.Fatalf("losers saw owners %v, want only the winner %q", seen, owner)
+	}
+}
+
+// staleRecord stores an in_flight record whose lease has ended at the
+// time it returns, by owner "crashed".
+func staleRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
+	now := base()
+	r := newRecord(now, "crashed")
+	r.LeaseUntil = now.Add(time.Second)
+	claim(t, s, r, now, false)
+	return r, now.Add(2 * time.Second)
+}
+
+// failedRecord stores an indeterminate record an operator resolved as
+// failed (claimable again), and returns it with a time it is live.
+func failedRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
+	m := markedRecord(t, s, base())
+	at := m.LeaseUntil.Add(time.Second)
+	if _, err := s.Resolve(context.Background(), m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "not charged"}, at); err != nil {
+		t.Fatalf("Resolve as failed: %v", err)
+	}
+	return m, at
+}
+
+// testRaceOver: n racers claim, with Takeover and each its own owner, a
+// key whose live record may be replaced (a stale lease, a failed
+// resolution): exactly one wins, and every loser is shown the winner's
+// record. A store that checked and wrote in two steps would let several
+// replace it, and each would run the handler.
+func testRaceOver(t *testing.T, s idemkit.Store, n int, setup func(*testing.T, idemkit.Store) (*idemkit.Record, time.Time)) {
+	old, now := setup(t, s)
+	var (
+		wg      sync.WaitGroup
+		winners atomic.Int64
+		mu      sync.Mutex
+		seen    = map[string]int{}
+		errs    = make(chan error, n)
+		start   = make(chan struct{})
+	)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r := newRecord(now, fmt.Sprintf("racer-%d", i))
+			r.ID, r.Scope, r.Fingerprint = old.ID, old.Scope, old.Fingerprint
+			<-start
+			res, err := s.Claim(context.Background(), r, now, idemkit.ClaimOptions{Takeover: true})
+			switch {
+			case err != nil:
+				errs <- err
+			case res.Won:
+				winners.Add(1)
+			case res.Existing == nil:
+				errs <- errors.New("lost claim without the existing record")
+			default:
+				mu.Lock()
+				seen[res.Existing.Owner]++
+				mu.Unlock()
+			}
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if w := winners.Load(); w != 1 {
+		t.Fatalf("%d of %d racers replaced the record, want exactly 1", w, n)
+	}
+	got := mustGet(t, s, old.ID, now)
+	if got.State != idemkit.StateInFlight || got.Owner == old.Owner {
+		t.Fatalf("after the race: state %q owner %q, want in_flight by a racer", got.State, got.Owner)
+	}
+	if len(seen) > 1 || (len(seen) == 1 && seen[got.Owner] == 0) {
+		t.Fatalf("losers saw owners %v, want only the winner %q", seen, got.Owner)
 	}
 }
 

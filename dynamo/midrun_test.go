@@ -1,0 +1,204 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+)
+
+// TestContextEndsMidHandler: the request's context is cancelled, or its
+// deadline (the Lambda's) passes, while the handler runs. The writes made
+// after the handler do not use that context: an answer is stored and
+// replayed, an error frees the key, ErrOutcomeUnknown keeps it. The
+// handler's runs are counted by the handler.
+func TestContextEndsMidHandler(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	g, err := idemkit.New(idemkit.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ending func(t *testing.T) (ctx context.Context, end func())
+	cancelled := func(t *testing.T) (context.Context, func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		return ctx, cancel
+	}
+	deadline := func(t *testing.T) (context.Context, func()) {
+		// The handler waits for the deadline itself: end does nothing.
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx, func() {}
+	}
+	for _, end := range []struct {
+		name string
+		make ending
+	}{{"cancelled", cancelled}, {"deadline", deadline}} {
+		for _, tc := range []struct {
+			name   string
+			answer func(ctx context.Context) (*idemkit.Snapshot, error)
+			// then is what the retry gets: "replay", "run" or "indeterminate".
+			then string
+		}{
+			{"answers", func(context.Context) (*idemkit.Snapshot, error) {
+				return &idemkit.Snapshot{Status: 201, Body: []byte("charged")}, nil
+			}, "replay"},
+			{"returns the context's error", func(ctx context.Context) (*idemkit.Snapshot, error) {
+				return nil, ctx.Err()
+			}, "run"},
+			{"reports the outcome unknown", func(ctx context.Context) (*idemkit.Snapshot, error) {
+				return nil, fmt.Errorf("charge: %w: %w", idemkit.ErrOutcomeUnknown, ctx.Err())
+			}, "indeterminate"},
+		} {
+			t.Run(end.name+"/"+tc.name, func(t *testing.T) {
+				req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: "mid-" + end.name + "-" + tc.name},
+					Fingerprint: "v2:sha256:m"}
+				var runs atomic.Int32
+				ctx, stop := end.make(t)
+				snap, _, err := g.Do(ctx, req, func(hctx context.Context) (*idemkit.Snapshot, error) {
+					runs.Add(1)
+					stop()
+					<-hctx.Done()
+					return tc.answer(hctx)
+				})
+				if tc.then == "replay" && (err != nil || string(snap.Body) != "charged") {
+					t.Fatalf("first Do: %v, %v; the caller must get its response", snap, err)
+				}
+				if tc.then != "replay" && err == nil {
+					t.Fatalf("first Do: %v, want the handler's error", snap)
+				}
+				snap, replayed, err := g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+					runs.Add(1)
+					return &idemkit.Snapshot{Status: 201, Body: []byte("retry")}, nil
+				})
+				switch tc.then {
+				case "replay":
+					if err != nil || !replayed || string(snap.Body) != "charged" {
+						t.Fatalf("retry: %v replayed %v err %v, want the replay of the first answer", snap, replayed, err)
+					}
+					if n := runs.Load(); n != 1 {
+						t.Fatalf("the handler ran %d times, want once", n)
+					}
+				case "run":
+					if err != nil || replayed || string(snap.Body) != "retry" {
+						t.Fatalf("retry: %v replayed %v err %v, want a run (the key was freed)", snap, replayed, err)
+					}
+				case "indeterminate":
+					if !errors.Is(err, idemkit.ErrIndeterminate) {
+						t.Fatalf("retry: %v, want ErrIndeterminate (the key is kept)", err)
+					}
+					if n := runs.Load(); n != 1 {
+						t.Fatalf("the handler ran %d times, want once", n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// extendCount wraps a store, counting Extend calls and their refusals.
+type extendCount struct {
+	idemkit.Store
+	calls, refused atomic.Int32
+	renewed        chan struct{} // a value per successful Extend, when there is room
+}
+
+func (s *extendCount) Extend(ctx context.Context, id, owner string, lease, now time.Time) error {
+	s.calls.Add(1)
+	err := s.Store.Extend(ctx, id, owner, lease, now)
+	switch {
+	case errors.Is(err, idemkit.ErrNotOwner):
+		s.refused.Add(1)
+	case err == nil:
+		select {
+		case s.renewed <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// TestClockSkewDuringRenewals: two instances share the table; the second's
+// clock is ahead of the first's by more than a lease. The first runs a
+// handler without a deadline, renewing its lease; to the second the lease
+// has ended, so under FailClosed it marks the record indeterminate instead
+// of running the handler. The first's renewals are then refused and stop,
+// and its completion (a known outcome) replaces the indeterminate record:
+// later requests through either instance replay it. The handler runs once.
+func TestClockSkewDuringRenewals(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	ec := &extendCount{Store: s, renewed: make(chan struct{}, 1)}
+	pol := idemkit.Policy{Lease: 2 * time.Second, Heartbeat: 20 * time.Millisecond}
+	a, err := idemkit.New(idemkit.Config{Store: ec, Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := &clock{}
+	ahead.Advance(pol.Lease + time.Minute)
+	b, err := idemkit.New(idemkit.Config{Store: s, Policy: pol, Now: ahead.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /shipments", Key: "skew-1"}, Fingerprint: "v2:sha256:k"}
+	var runs atomic.Int32
+	started, finish := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		snap, _, err := a.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+			runs.Add(1)
+			close(started)
+			<-finish
+			return &idemkit.Snapshot{Status: 201, Body: []byte("shipped")}, nil
+		})
+		if err == nil && string(snap.Body) != "shipped" {
+			err = fmt.Errorf("first caller got %q", snap.Body)
+		}
+		done <- err
+	}()
+	<-started
+	select {
+	case <-ec.renewed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no renewal")
+	}
+	_, _, err = b.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+		runs.Add(1)
+		return &idemkit.Snapshot{Status: 201, Body: []byte("again")}, nil
+	})
+	if !errors.Is(err, idemkit.ErrIndeterminate) {
+		t.Fatalf("request seeing the lease ended: %v, want ErrIndeterminate", err)
+	}
+	// The next renewal is refused; none follows it.
+	deadline := time.Now().Add(10 * time.Second)
+	for ec.refused.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("renewals of a record marked indeterminate were not refused")
+		}
+		time.Sleep(5 * time.Millisecond) // poll for the refused renewal
+	}
+	calls := ec.calls.Load()
+	close(finish)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := ec.calls.Load(); n != calls {
+		t.Errorf("%d renewals after one was refused", n-calls)
+	}
+	for name, g := range map[string]*idemkit.Guard{"first": a, "second": b} {
+		snap, replayed, err := g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+			runs.Add(1)
+			return &idemkit.Snapshot{Status: 201, Body: []byte("again")}, nil
+		})
+		if err != nil || !replayed || string(snap.Body) != "shipped" {
+			t.Errorf("retry through the %s instance: %v replayed %v err %v, want the late completion replayed", name, snap, replayed, err)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want once", n)
+	}
+}

@@ -1,0 +1,176 @@
+package idemkit_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+// TestRenewedLeaseOutlivesRetention: a handler whose lease is renewed
+// (no deadline) may run longer than a short record retention. The record
+// must outlive every lease its renewals can reach: a retry while the
+// first execution still runs, after the retention but within the renewed
+// lease, must not find the key free and run the handler a second time.
+//
+// Real time, because renewals run on real timers: the retention is 300 ms,
+// the lease 200 ms renewed every 20 ms, and the retry comes 400 ms after
+// the handler started.
+func TestRenewedLeaseOutlivesRetention(t *testing.T) {
+	fs := &flaky{Store: memstore.New(), extended: make(chan struct{}, 1)}
+	pol := idemkit.Policy{Lease: 200 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
+		ReplayWindow: 300 * time.Millisecond, RecordRetention: 300 * time.Millisecond}
+	g, err := idemkit.New(idemkit.Config{Store: fs, Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	started, finish := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := g.Do(context.Background(), req("long"), func(context.Context) (*idemkit.Snapshot, error) {
+			runs.Add(1)
+			close(started)
+			<-finish
+			return &idemkit.Snapshot{Status: 201, Body: []byte("first")}, nil
+		})
+		done <- err
+	}()
+	<-started
+	// Wait past the retention, following the renewals; a renewal refused
+	// (the record gone) stops them, and then the bounded wait ends it.
+	begin := time.Now()
+	for time.Since(begin) < pol.RecordRetention+pol.Lease/2 {
+		select {
+		case <-fs.extended:
+		case <-time.After(time.Second):
+			t.Logf("no renewal for 1s after %s: the renewals stopped", time.Since(begin).Round(time.Millisecond))
+		}
+	}
+	_, _, err = g.Do(context.Background(), req("long"), func(context.Context) (*idemkit.Snapshot, error) {
+		runs.Add(1)
+		return &idemkit.Snapshot{Status: 201, Body: []byte("second")}, nil
+	})
+	if !errors.Is(err, idemkit.ErrInFlight) && !errors.Is(err, idemkit.ErrIndeterminate) {
+		t.Errorf("retry while the first execution runs on a renewed lease: %v, want in flight", err)
+	}
+	close(finish)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times", n)
+	}
+}
+
+// TestLateRenewalStaysWithinTheRecord: a renewal made late (here the clock
+// jumps 31.5 s past a 2 ms heartbeat) never sets a lease that ends after the
+// record expires: the lease would claim to protect a key the store has
+// already forgotten. The record is also made to live through every
+// renewal made on time.
+func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
+	fs := &flaky{extended: make(chan struct{}, 1)}
+	f := flakyFixture(t, fs, func(c *idemkit.Config) {
+		c.Policy = idemkit.Policy{Heartbeat: 2 * time.Millisecond, MaxRenewals: 1000,
+			ReplayWindow: 10 * time.Second, RecordRetention: 10 * time.Second}
+	})
+	start := f.clock.Now()
+	f.do(t, req("late"), func(context.Context) (*idemkit.Snapshot, error) {
+		rec, err := f.store.Get(context.Background(), req("late").Scope.ID(false), f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first lease is the default 30 s; 1000 renewals every 2 ms
+		// can reach 2 s past it.
+		if want := start.Add(idemkit.DefaultLease + 2*time.Second); rec.ExpiresAt.Before(want) {
+			t.Errorf("record expires at +%s, before the last renewal can end (+%s)", rec.ExpiresAt.Sub(start), want.Sub(start))
+		}
+		f.clock.Advance(31*time.Second + 500*time.Millisecond)
+		for i := 0; i < 2; i++ { // the second one began after the jump
+			select {
+			case <-fs.extended:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no renewal after the clock jumped: the record expired under its lease")
+			}
+		}
+		rec, err = f.store.Get(context.Background(), rec.ID, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rec.LeaseUntil.Before(rec.ExpiresAt) {
+			t.Errorf("renewed lease ends at +%s, not before the record expires (+%s)", rec.LeaseUntil.Sub(start), rec.ExpiresAt.Sub(start))
+		}
+		return &idemkit.Snapshot{Status: 201}, nil
+	})
+	if f.runs != 1 {
+		t.Fatalf("ran %d times", f.runs)
+	}
+}
+
+// TestPanicStopsRenewals: a handler that panics while its lease is being
+// renewed frees the key, and no renewal is sent after the panic has left
+// Do (a late renewal of a freed key could not land, but it would be a
+// write for nothing and a goroutine outliving the request).
+func TestPanicStopsRenewals(t *testing.T) {
+	fs := &flaky{extended: make(chan struct{}, 1)}
+	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond })
+	func() {
+		defer func() {
+			fs.afterDo.Store(true)
+			if p := recover(); p != "renewing" {
+				t.Fatalf("recovered %v, want the handler's panic", p)
+			}
+		}()
+		f.do(t, req("panic"), func(context.Context) (*idemkit.Snapshot, error) {
+			for i := 0; i < 2; i++ {
+				<-fs.extended
+			}
+			panic("renewing")
+		})
+	}()
+	_, releases, _ := fs.counts()
+	if releases != 1 {
+		t.Fatalf("%d releases after the panic, want 1", releases)
+	}
+	// A bounded wait for a renewal, which must not come.
+	select {
+	case <-fs.extended:
+		t.Error("a renewal after Do returned")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if n := fs.extendAfterDo.Load(); n != 0 {
+		t.Fatalf("%d renewals after the panic left Do", n)
+	}
+	if _, replayed, err := f.do(t, req("panic"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
+		t.Fatalf("retry after the panic: replayed %v err %v runs %d, want a second run", replayed, err, f.runs)
+	}
+}
+
+// TestUnboundedRenewalsKeepASaneExpiry: a MaxRenewals that means "no
+// bound" must not overflow the renewal span into a record that expires at
+// once or never: the record keeps its retention, and its renewals stop
+// short of its expiry.
+func TestUnboundedRenewalsKeepASaneExpiry(t *testing.T) {
+	// 1e8 renewals every 10 s span 31 years; 2044674408 of them overflow
+	// to 63 years; the others overflow to a negative span.
+	for _, n := range []int{100_000_000, 2044674408, 1 << 30, int(^uint(0) >> 1)} {
+		f := newFixture(t, func(c *idemkit.Config) {
+			c.Policy = idemkit.Policy{Heartbeat: 10 * time.Second, MaxRenewals: n}
+		})
+		start := f.clock.Now()
+		f.do(t, req("unbounded"), func(context.Context) (*idemkit.Snapshot, error) {
+			rec, err := f.store.Get(context.Background(), req("unbounded").Scope.ID(false), f.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if life := rec.ExpiresAt.Sub(start); life < idemkit.DefaultRecordRetention || life > 11*365*24*time.Hour {
+				t.Errorf("MaxRenewals %d: the record expires %s after the request", n, life)
+			}
+			return &idemkit.Snapshot{Status: 201}, nil
+		})
+	}
+}
