@@ -71,7 +71,7 @@ type Handler func(ctx context.Context) (*Snapshot, error)
 // Request identifies a guarded request.
 type Request struct {
 	Scope Scope
-	// Fingerprint is the request's versioned fingerprint ("v1:sha256:…").
+	// Fingerprint is the request's versioned fingerprint ("v2:sha256:…").
 	Fingerprint string
 	// FingerprintAs, when set, computes the request's fingerprint under an
 	// older version, for records stored before a version change. Without it
@@ -117,7 +117,7 @@ const reclaims = 2
 // New returns a Guard for cfg.
 func New(cfg Config) (*Guard, error) {
 	if cfg.Store == nil {
-		return nil, errors.New("idemkit: Config.Store is nil")
+		return nil, fmt.Errorf("%w: Config.Store is nil", ErrInvalidConfig)
 	}
 	writes := cfg.WriteAttempts
 	if writes <= 0 {

@@ -3,6 +3,7 @@ package idemkit_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"fmt"
 	"net/http"
 	"sync"
@@ -780,5 +781,14 @@ func TestWriteAttempts(t *testing.T) {
 func TestMissingTenantAlias(t *testing.T) {
 	if idemkit.ErrMissingTenant != idemkit.ErrTenantMissing {
 		t.Fatal("ErrMissingTenant is not the value of ErrTenantMissing")
+	}
+}
+
+// TestNewNilStore: a Config without a Store is an invalid configuration,
+// testable with errors.Is like every other one New refuses.
+func TestNewNilStore(t *testing.T) {
+	g, err := idemkit.New(idemkit.Config{})
+	if g != nil || !errors.Is(err, idemkit.ErrInvalidConfig) || !strings.Contains(err.Error(), "Store") {
+		t.Fatalf("New(Config{}) = %v, %v; want nil and an ErrInvalidConfig naming Store", g, err)
 	}
 }

@@ -60,8 +60,9 @@ const (
 // carry their hash keys, and in_flight ones carry AttrIndeterminate under
 // Options.IndexInFlight), ordered by AttrLeaseUntil, and project ALL.
 const (
-	// IndexIndeterminate lists all indeterminate records:
-	// hash AttrIndeterminate, range AttrLeaseUntil.
+	// IndexIndeterminate lists all indeterminate records, and in_flight
+	// ones under Options.IndexInFlight: hash AttrIndeterminate, range
+	// AttrLeaseUntil.
 	IndexIndeterminate = "ix-lease"
 	// IndexIndeterminateTenant lists one tenant's indeterminate records:
 	// hash AttrIndeterminateTenant, range AttrLeaseUntil.

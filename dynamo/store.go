@@ -44,7 +44,8 @@ const (
 	DefaultMaxAttempts   = 3
 	DefaultMaxBackoff    = 200 * time.Millisecond
 	DefaultListLimit     = 100
-	// MaxListLimit bounds the records of one ListIndeterminate page.
+	// MaxListLimit bounds the records of one ListIndeterminate or
+	// ListStale page.
 	MaxListLimit = 1000
 )
 
