@@ -3,9 +3,9 @@ package idemkit_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
