@@ -501,7 +501,7 @@ func (c *call) settle(rec *Record, snap *Snapshot, herr error) (*Snapshot, bool,
 		}
 		c.emit(EventReleased, 0, herr)
 		return nil, false, herr
-	case !c.policy.Cacheable(snap.Status):
+	case snap.Status < 100 || snap.Status > 999 || !c.policy.Cacheable(snap.Status):
 		relErr := c.g.release(c.ctx, rec)
 		c.emit(EventReleased, snap.Status, relErr)
 		return snap, false, nil

@@ -792,3 +792,32 @@ func TestNewNilStore(t *testing.T) {
 		t.Fatalf("New(Config{}) = %v, %v; want nil and an ErrInvalidConfig naming Store", g, err)
 	}
 }
+
+// TestStatusOutsideHTTPNeverStored: a Cacheable that accepts every status
+// still cannot make the guard store one outside 100-999, which no store
+// is bound to read back: the key is freed and a retry runs.
+func TestStatusOutsideHTTPNeverStored(t *testing.T) {
+	for _, status := range []int{0, 99, 1000, 1 << 20, -1} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Policy: idemkit.Policy{Cacheable: func(int) bool { return true }}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k-status"}, Fingerprint: "v2:sha256:a"}
+			runs := 0
+			h := func(context.Context) (*idemkit.Snapshot, error) {
+				runs++
+				return &idemkit.Snapshot{Status: status}, nil
+			}
+			for i := 0; i < 2; i++ {
+				snap, replayed, err := g.Do(context.Background(), req, h)
+				if err != nil || replayed || snap.Status != status {
+					t.Fatalf("Do %d: %+v replayed %v err %v; want the handler's response, not stored", i, snap, replayed, err)
+				}
+			}
+			if runs != 2 {
+				t.Fatalf("the handler ran %d times, want 2: the status must not be stored", runs)
+			}
+		})
+	}
+}

@@ -67,7 +67,9 @@ type Policy struct {
 	// OnStaleLease chooses FailClosed (zero) or Takeover.
 	OnStaleLease StalePolicy
 	// Cacheable reports whether a response status is a deterministic
-	// outcome to store and replay. Nil: DefaultCacheable.
+	// outcome to store and replay. Nil: DefaultCacheable. A status outside
+	// 100-999 is not an HTTP status and is never stored, whatever
+	// Cacheable says: the key is freed, as for a status it refuses.
 	Cacheable func(status int) bool
 	// KeyClockSkew is the clock skew tolerated when a key is a UUIDv7: a key
 	// whose embedded time is older than RecordRetention plus this skew is
