@@ -32,7 +32,9 @@ type Config struct {
 	Observer Observer
 	// Now returns the current time. Nil: time.Now.
 	Now func() time.Time
-	// NewToken returns a fresh owner token. Nil: a random UUID.
+	// NewToken returns a fresh owner token. Nil: a random UUID. Tokens
+	// must never repeat: two requests given the same token both own the
+	// key, and both run.
 	NewToken func() string
 	// WriteAttempts bounds the attempts of each write made after the
 	// handler ran: storing its outcome, freeing the key or keeping it
