@@ -1039,35 +1039,50 @@ func testCanceled(t *testing.T, s idemkit.Store) {
 func testRace(t *testing.T, s idemkit.Store, n int) {
 	now := base()
 	r := newRecord(now, "")
+	winners, seen := race(t, n, func(i int) (idemkit.ClaimResult, error) {
+		return s.Claim(context.Background(), withOwner(r, fmt.Sprintf("owner-%d", i)), now, idemkit.ClaimOptions{Takeover: true})
+	})
+	if winners != 1 {
+		t.Fatalf("%d of %d racers won the claim, want exactly 1", winners, n)
+	}
+	owner := mustGet(t, s, r.ID, now).Owner
+	if len(seen) > 1 || (len(seen) == 1 && seen[owner] == 0) {
+		t.Fatalf("losers saw owners %v, want only the winner %q", seen, owner)
+	}
+}
+
+// race runs claim(i) for i in [0, n) from n goroutines released together,
+// and returns how many won and, of the losers, how many saw each owner in
+// the existing record. An error, or a loss without the existing record,
+// fails the test.
+func race(t *testing.T, n int, claim func(i int) (idemkit.ClaimResult, error)) (winners int, seen map[string]int) {
+	t.Helper()
 	var (
-		wg      sync.WaitGroup
-		winners atomic.Int64
-		mu      sync.Mutex
-		seen    = map[string]int{}
-		errs    = make(chan error, n)
-		start   = make(chan struct{})
+		wg    sync.WaitGroup
+		won   atomic.Int64
+		mu    sync.Mutex
+		errs  = make(chan error, n)
+		start = make(chan struct{})
 	)
+	seen = map[string]int{}
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			<-start
-			res, err := s.Claim(context.Background(), withOwner(r, fmt.Sprintf("owner-%d", i)), now, idemkit.ClaimOptions{Takeover: true})
-			if err != nil {
+			res, err := claim(i)
+			switch {
+			case err != nil:
 				errs <- err
-				return
-			}
-			if res.Won {
-				winners.Add(1)
-				return
-			}
-			if res.Existing == nil {
+			case res.Won:
+				won.Add(1)
+			case res.Existing == nil:
 				errs <- errors.New("lost claim without the existing record")
-				return
+			default:
+				mu.Lock()
+				seen[res.Existing.Owner]++
+				mu.Unlock()
 			}
-			mu.Lock()
-			seen[res.Existing.Owner]++
-			mu.Unlock()
 		}(i)
 	}
 	close(start)
@@ -1076,13 +1091,7 @@ func testRace(t *testing.T, s idemkit.Store, n int) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if w := winners.Load(); w != 1 {
-		t.Fatalf("%d of %d racers won the claim, want exactly 1", w, n)
-	}
-	owner := mustGet(t, s, r.ID, now).Owner
-	if len(seen) > 1 || (len(seen) == 1 && seen[owner] == 0) {
-		t.Fatalf("losers saw owners %v, want only the winner %q", seen, owner)
-	}
+	return int(won.Load()), seen
 }
 
 // staleRecord stores an in_flight record whose lease has ended at the
@@ -1113,44 +1122,17 @@ func failedRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
 // replace it, and each would run the handler.
 func testRaceOver(t *testing.T, s idemkit.Store, n int, setup func(*testing.T, idemkit.Store) (*idemkit.Record, time.Time)) {
 	old, now := setup(t, s)
-	var (
-		wg      sync.WaitGroup
-		winners atomic.Int64
-		mu      sync.Mutex
-		seen    = map[string]int{}
-		errs    = make(chan error, n)
-		start   = make(chan struct{})
-	)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			r := newRecord(now, fmt.Sprintf("racer-%d", i))
-			r.ID, r.Scope, r.Fingerprint = old.ID, old.Scope, old.Fingerprint
-			<-start
-			res, err := s.Claim(context.Background(), r, now, idemkit.ClaimOptions{Takeover: true})
-			switch {
-			case err != nil:
-				errs <- err
-			case res.Won:
-				winners.Add(1)
-			case res.Existing == nil:
-				errs <- errors.New("lost claim without the existing record")
-			default:
-				mu.Lock()
-				seen[res.Existing.Owner]++
-				mu.Unlock()
-			}
-		}(i)
+	racers := make([]*idemkit.Record, n)
+	for i := range racers {
+		r := newRecord(now, fmt.Sprintf("racer-%d", i))
+		r.ID, r.Scope, r.Fingerprint = old.ID, old.Scope, old.Fingerprint
+		racers[i] = r
 	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if w := winners.Load(); w != 1 {
-		t.Fatalf("%d of %d racers replaced the record, want exactly 1", w, n)
+	winners, seen := race(t, n, func(i int) (idemkit.ClaimResult, error) {
+		return s.Claim(context.Background(), racers[i], now, idemkit.ClaimOptions{Takeover: true})
+	})
+	if winners != 1 {
+		t.Fatalf("%d of %d racers replaced the record, want exactly 1", winners, n)
 	}
 	got := mustGet(t, s, old.ID, now)
 	if got.State != idemkit.StateInFlight || got.Owner == old.Owner {
