@@ -126,6 +126,15 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 			r.body = *bytes.NewBuffer(body)
 			return r
 		},
+		Fresh: func(r *response) *response {
+			// sent is the recorder's own copy of the handler's header.
+			for k := range r.sent {
+				if strings.EqualFold(k, adapter.ReplayedHeader) {
+					delete(r.sent, k)
+				}
+			}
+			return r
+		},
 		Problem: problem,
 	}
 	return func(next http.Handler) http.Handler {

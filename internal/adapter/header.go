@@ -3,6 +3,7 @@ package adapter
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,8 +13,29 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-// ReplayedHeader marks a replayed response.
+// ReplayedHeader marks a replayed response. Only replays carry it: a
+// handler's own (any spelling) is removed from its fresh response and is
+// never stored.
 const ReplayedHeader = "Idempotent-Replayed"
+
+// WithoutReplayed returns m without the ReplayedHeader in any spelling:
+// m itself when it has none, otherwise a copy, so that a map the handler
+// shares (a package-level one) is never written to.
+func WithoutReplayed[V any](m map[string]V) map[string]V {
+	var out map[string]V
+	for k := range m {
+		if strings.EqualFold(k, ReplayedHeader) {
+			if out == nil {
+				out = maps.Clone(m)
+			}
+			delete(out, k)
+		}
+	}
+	if out == nil {
+		return m
+	}
+	return out
+}
 
 // DefaultReplayHeaders are the response headers a snapshot keeps.
 var DefaultReplayHeaders = []string{"Content-Type", "Content-Encoding", "Location"}

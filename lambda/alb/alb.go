@@ -124,6 +124,10 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 				body, b64 := adapter.LambdaBody(s)
 				return respond(s.Status, h, body, b64)
 			},
+			Fresh: func(r events.ALBTargetGroupResponse) events.ALBTargetGroupResponse {
+				r.Headers, r.MultiValueHeaders = adapter.WithoutReplayed(r.Headers), adapter.WithoutReplayed(r.MultiValueHeaders)
+				return r
+			},
 			Problem: func(p *adapter.Problem) events.ALBTargetGroupResponse {
 				h := http.Header{}
 				for k, v := range p.Header() {

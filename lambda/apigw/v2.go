@@ -28,6 +28,10 @@ func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			body, b64 := adapter.LambdaBody(s)
 			return events.APIGatewayV2HTTPResponse{StatusCode: s.Status, Headers: hdr, Body: body, IsBase64Encoded: b64}
 		},
+		Fresh: func(r events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
+			r.Headers = adapter.WithoutReplayed(r.Headers)
+			return r
+		},
 		Problem: func(p *adapter.Problem) events.APIGatewayV2HTTPResponse {
 			return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}
 		},
