@@ -108,7 +108,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 	}
 	codec := adapter.Codec[*response]{
 		Snapshot: func(r *response) *idemkit.Snapshot {
-			return &idemkit.Snapshot{Status: r.status, Header: a.FilterHeader(nil, r.sent), Body: r.body.Bytes()}
+			return &idemkit.Snapshot{Status: r.status, Header: a.FilterSent(r.sent), Body: r.body.Bytes()}
 		},
 		Replay: func(s *idemkit.Snapshot) *response {
 			r := &response{status: s.Status, sent: s.Header.Clone()}

@@ -78,37 +78,84 @@ func allowList(extra []string) ([]string, error) {
 
 // allowed returns the canonical allow-listed spelling of name, or "".
 func (a *Front) allowed(name string) string {
-	for _, n := range a.replay {
-		if strings.EqualFold(n, name) {
-			return n
-		}
+	if i := a.allowedIndex(name); i >= 0 {
+		return a.replay[i]
 	}
 	return ""
 }
 
-// FilterHeader returns the allow-listed headers among a response's
-// single-value and multi-value headers, canonical names. Values of a name
-// in multi replace its value in single, as API Gateway merges them.
+// allowedIndex returns the index of name in the allow-list, or -1.
+func (a *Front) allowedIndex(name string) int {
+	for i, n := range a.replay {
+		if strings.EqualFold(n, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// FilterHeader returns the allow-listed headers among a Lambda proxy
+// response's single-value and multi-value headers, canonical names. Values
+// of a name in multi replace its value in single, as API Gateway merges
+// them. A name set under several spellings in one map (Content-Type and
+// content-type) keeps the values of the spelling that sorts first
+// bytewise: the Lambda runtime serializes map keys in that order, and API
+// Gateway delivers the first. The result never depends on map order.
 func (a *Front) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
-	var h http.Header
+	var (
+		h     http.Header
+		spell []struct {
+			key   string // the spelling whose values h holds
+			multi bool
+		}
+	)
+	take := func(i int, k string, multi bool) bool {
+		if h == nil {
+			h = make(http.Header, len(a.replay))
+			spell = make([]struct {
+				key   string
+				multi bool
+			}, len(a.replay))
+		}
+		s := &spell[i]
+		if s.key != "" && (s.multi && !multi || s.multi == multi && s.key < k) {
+			return false
+		}
+		s.key, s.multi = k, multi
+		return true
+	}
 	for k, vs := range multi {
-		if c := a.allowed(k); c != "" && len(vs) > 0 {
-			if h == nil {
-				h = make(http.Header, len(a.replay))
-			}
-			h[c] = append(h[c], vs...)
+		if i := a.allowedIndex(k); i >= 0 && len(vs) > 0 && take(i, k, true) {
+			h[a.replay[i]] = slices.Clone(vs)
 		}
 	}
 	for k, v := range single {
-		if c := a.allowed(k); c != "" {
-			if _, ok := h[c]; ok {
-				continue
-			}
-			if h == nil {
-				h = make(http.Header, len(a.replay))
-			}
-			h[c] = []string{v}
+		if i := a.allowedIndex(k); i >= 0 && take(i, k, false) {
+			h[a.replay[i]] = []string{v}
 		}
+	}
+	return h
+}
+
+// FilterSent returns the allow-listed headers of a net/http response,
+// canonical names. A name set under several spellings (a handler writing
+// to the map directly) keeps every spelling's values, spellings in
+// bytewise order, as net/http writes their lines.
+func (a *Front) FilterSent(sent http.Header) http.Header {
+	var keys []string
+	for k, vs := range sent {
+		if a.allowedIndex(k) >= 0 && len(vs) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	h := make(http.Header, len(keys))
+	for _, k := range keys {
+		c := a.allowed(k)
+		h[c] = append(h[c], sent[k]...)
 	}
 	return h
 }
