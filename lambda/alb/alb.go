@@ -11,6 +11,12 @@
 // reads one or the other. For the same reason a snapshot keeps the
 // handler's headers from that field only: the other one never reached
 // the client.
+//
+// The load balancer passes query parameters as sent, percent-encoded,
+// where API Gateway decodes them: the fingerprint reads them decoded ("+"
+// a space, an invalid escape as sent), so a retry that encodes a value
+// another way (a%20b, a+b) is replayed, as through the other fronts. The
+// handler still gets the event as the load balancer sent it.
 package alb
 
 import (
@@ -144,7 +150,8 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 			BodyString:  ev.Body,
 			Base64:      ev.IsBase64Encoded,
 			Query: func() map[string][]string {
-				return adapter.MultiOr(ev.QueryStringParameters, ev.MultiValueQueryStringParameters)
+				// The load balancer passes them percent-encoded, as sent.
+				return adapter.DecodeQuery(adapter.MultiOr(ev.QueryStringParameters, ev.MultiValueQueryStringParameters))
 			},
 			Header: func() map[string][]string {
 				return adapter.MultiOr(ev.Headers, ev.MultiValueHeaders)
