@@ -209,7 +209,9 @@ type Request struct {
 // with RouteTemplate its route template. A greedy template ("{proxy+}",
 // "$default") names no single operation, so the concrete path is used.
 // Paths are compared byte for byte: "/orders/" and "/orders", or "/Orders"
-// and "/orders", are distinct operations, as the routers see them.
+// and "/orders", are distinct operations, as the routers see them. A front
+// whose event carries the path as sent gives it through NormalizePath, so
+// its percent-encoding spellings ("/orders/%31", "/orders/1") are one.
 func (a *Front) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
 		return strings.ToUpper(r.Method) + " " + t

@@ -144,7 +144,7 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 		}
 		r := adapter.Request{
 			Method:      ev.HTTPMethod,
-			Path:        ev.Path,
+			Path:        adapter.NormalizePath(ev.Path),
 			Key:         adapter.Values(ev.Headers, ev.MultiValueHeaders, a.Header()),
 			ContentType: adapter.First(ev.Headers, ev.MultiValueHeaders, "Content-Type"),
 			BodyString:  ev.Body,

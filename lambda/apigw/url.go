@@ -37,7 +37,7 @@ func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, event
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		r := adapter.Request{
 			Method:      ev.RequestContext.HTTP.Method,
-			Path:        ev.RawPath,
+			Path:        adapter.NormalizePath(ev.RawPath),
 			Key:         adapter.Values(ev.Headers, nil, a.Header()),
 			ContentType: adapter.First(ev.Headers, nil, "Content-Type"),
 			BodyString:  ev.Body,

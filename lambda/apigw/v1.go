@@ -36,7 +36,7 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		r := adapter.Request{
 			Method:      ev.HTTPMethod,
-			Path:        ev.Path,
+			Path:        adapter.NormalizePath(ev.Path),
 			Template:    ev.Resource,
 			Key:         adapter.Values(ev.Headers, ev.MultiValueHeaders, a.Header()),
 			ContentType: adapter.First(ev.Headers, ev.MultiValueHeaders, "Content-Type"),

@@ -10,7 +10,8 @@ import (
 )
 
 // WrapV2 guards an HTTP API (payload 2.0) handler and returns a handler of
-// the same signature. Response cookies are never stored or replayed, nor
+// the same signature. HTTP API delivers rawPath decoded already, so the
+// operation uses it as it is. Response cookies are never stored or replayed, nor
 // MultiValueHeaders, which payload format 2.0 does not deliver. It
 // panics when cfg cannot be used (see Config) or g is nil, when it is
 // called, so that a bad setup stops the function at init.
