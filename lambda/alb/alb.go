@@ -17,6 +17,15 @@
 // a space, an invalid escape as sent), so a retry that encodes a value
 // another way (a%20b, a+b) is replayed, as through the other fronts. The
 // handler still gets the event as the load balancer sent it.
+//
+// A replay's StatusDescription is the standard one for its status ("201
+// Created"), not the handler's own: a snapshot keeps the status code, not
+// the reason phrase. The phrase is no part of the response's meaning:
+// clients must ignore it (RFC 9112, section 4), HTTP/2 and HTTP/3, which
+// the load balancer speaks to clients that offer them, do not carry it,
+// and a snapshot stored through one front may be replayed through another.
+// The standard phrase is also always in the "code reason" form the load
+// balancer requires. Do not put meaning in a custom StatusDescription.
 package alb
 
 import (
