@@ -103,36 +103,40 @@ func (a *Front) allowedIndex(name string) int {
 // Gateway delivers the first. The result never depends on map order.
 func (a *Front) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
 	var (
-		h     http.Header
-		spell []struct {
-			key   string // the spelling whose values h holds
-			multi bool
-		}
+		h http.Header
+		// spell[i] is the spelling whose values h holds for a.replay[i];
+		// fromMulti[i] says it came from multi, which wins.
+		spellBuf [8]string
+		multiBuf [8]bool
+		spell    = spellBuf[:0]
+		multiSrc = multiBuf[:0]
 	)
-	take := func(i int, k string, multi bool) bool {
-		if h == nil {
-			h = make(http.Header, len(a.replay))
-			spell = make([]struct {
-				key   string
-				multi bool
-			}, len(a.replay))
-		}
-		s := &spell[i]
-		if s.key != "" && (s.multi && !multi || s.multi == multi && s.key < k) {
-			return false
-		}
-		s.key, s.multi = k, multi
-		return true
+	if n := len(a.replay); n <= len(spellBuf) {
+		spell, multiSrc = spellBuf[:n], multiBuf[:n]
+	} else {
+		spell, multiSrc = make([]string, n), make([]bool, n)
 	}
 	for k, vs := range multi {
-		if i := a.allowedIndex(k); i >= 0 && len(vs) > 0 && take(i, k, true) {
-			h[a.replay[i]] = slices.Clone(vs)
+		i := a.allowedIndex(k)
+		if i < 0 || len(vs) == 0 || spell[i] != "" && spell[i] < k {
+			continue
 		}
+		if h == nil {
+			h = make(http.Header, len(a.replay))
+		}
+		spell[i], multiSrc[i] = k, true
+		h[a.replay[i]] = slices.Clone(vs)
 	}
 	for k, v := range single {
-		if i := a.allowedIndex(k); i >= 0 && take(i, k, false) {
-			h[a.replay[i]] = []string{v}
+		i := a.allowedIndex(k)
+		if i < 0 || multiSrc[i] || spell[i] != "" && spell[i] < k {
+			continue
 		}
+		if h == nil {
+			h = make(http.Header, len(a.replay))
+		}
+		spell[i] = k
+		h[a.replay[i]] = []string{v}
 	}
 	return h
 }
@@ -142,7 +146,8 @@ func (a *Front) FilterHeader(single map[string]string, multi map[string][]string
 // to the map directly) keeps every spelling's values, spellings in
 // bytewise order, as net/http writes their lines.
 func (a *Front) FilterSent(sent http.Header) http.Header {
-	var keys []string
+	var buf [8]string
+	keys := buf[:0]
 	for k, vs := range sent {
 		if a.allowedIndex(k) >= 0 && len(vs) > 0 {
 			keys = append(keys, k)
