@@ -43,7 +43,8 @@ const DefaultMaxBodyBytes = 6 << 20
 // Config configures New. Its zero value and the settings it shares with
 // [github.com/idemkit/idemkit/lambda/apigw.Config] are documented there:
 // they mean the same here, except where a field below says otherwise (a
-// request's operation uses its escaped path).
+// request's operation uses its escaped path, normalized as
+// docs/FINGERPRINT.md says: "/orders/%31" and "/orders/1" are one).
 type Config struct {
 	// Tenant returns the authenticated caller of r (from the session or
 	// token your authentication middleware verified, never from the body).
@@ -66,7 +67,7 @@ type Config struct {
 	// RouteTemplate scopes records by the ServeMux pattern that matched
 	// (Request.Pattern) instead of the path. It applies when the middleware
 	// wraps a handler registered on the mux, not the mux itself. The
-	// escaped path is then part of the fingerprint: a key reused for
+	// escaped path (normalized) is then part of the fingerprint: a key reused for
 	// another resource of the pattern is a 422 fingerprint-mismatch.
 	RouteTemplate bool
 
@@ -108,7 +109,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 	}
 	codec := adapter.Codec[*response]{
 		Snapshot: func(r *response) *idemkit.Snapshot {
-			return &idemkit.Snapshot{Status: r.status, Header: a.FilterHeader(nil, r.sent), Body: r.body.Bytes()}
+			return &idemkit.Snapshot{Status: r.status, Header: a.FilterSent(r.sent), Body: r.body.Bytes()}
 		},
 		Replay: func(s *idemkit.Snapshot) *response {
 			r := &response{status: s.Status, sent: s.Header.Clone()}
@@ -126,6 +127,15 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 			r.body = *bytes.NewBuffer(body)
 			return r
 		},
+		Fresh: func(r *response) *response {
+			// sent is the recorder's own copy of the handler's header.
+			for k := range r.sent {
+				if strings.EqualFold(k, adapter.ReplayedHeader) {
+					delete(r.sent, k)
+				}
+			}
+			return r
+		},
 		Problem: problem,
 	}
 	return func(next http.Handler) http.Handler {
@@ -136,7 +146,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 			}
 			r := adapter.Request{
 				Method:      req.Method,
-				Path:        req.URL.EscapedPath(),
+				Path:        adapter.NormalizePath(req.URL.EscapedPath()),
 				Template:    template(req.Pattern),
 				Key:         req.Header.Values(a.Header()),
 				ContentType: req.Header.Get("Content-Type"),

@@ -209,7 +209,9 @@ type Request struct {
 // with RouteTemplate its route template. A greedy template ("{proxy+}",
 // "$default") names no single operation, so the concrete path is used.
 // Paths are compared byte for byte: "/orders/" and "/orders", or "/Orders"
-// and "/orders", are distinct operations, as the routers see them.
+// and "/orders", are distinct operations, as the routers see them. A front
+// whose event carries the path as sent gives it through NormalizePath, so
+// its percent-encoding spellings ("/orders/%31", "/orders/1") are one.
 func (a *Front) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
 		return strings.ToUpper(r.Method) + " " + t
@@ -278,6 +280,10 @@ type Codec[R any] struct {
 	// Replay returns the response for a stored snapshot, with the
 	// ReplayedHeader set to "true".
 	Replay func(*idemkit.Snapshot) R
+	// Fresh returns a handler's fresh response as the client gets it:
+	// without the ReplayedHeader in any spelling, which only a replay
+	// carries. Nil: the response as it is.
+	Fresh func(R) R
 	// Problem returns the response for a problem.
 	Problem func(*Problem) R
 	// Pass, when set, runs the handler of a request that is not guarded
@@ -289,7 +295,8 @@ type Codec[R any] struct {
 // next unguarded when r's method is not guarded or its route makes the key
 // optional and r has none, and otherwise runs next at most once per
 // (tenant, operation, key) through the idemkit.Guard.
-// A fresh execution returns next's response untouched; a replay returns
+// A fresh execution returns next's response, through c.Fresh (without
+// the ReplayedHeader a handler may have set); a replay returns
 // c.Replay of the stored snapshot; a refusal returns c.Problem. An error
 // returned by next is returned as is, after the claim was released.
 func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
@@ -337,6 +344,9 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 		return c.Problem(ProblemFor(err, a.storeRetry)), nil
 	case replayed:
 		return c.Replay(snap), nil
+	}
+	if c.Fresh != nil {
+		fresh = c.Fresh(fresh)
 	}
 	return fresh, nil
 }

@@ -3,6 +3,7 @@ package adapter
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,8 +13,29 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-// ReplayedHeader marks a replayed response.
+// ReplayedHeader marks a replayed response. Only replays carry it: a
+// handler's own (any spelling) is removed from its fresh response and is
+// never stored.
 const ReplayedHeader = "Idempotent-Replayed"
+
+// WithoutReplayed returns m without the ReplayedHeader in any spelling:
+// m itself when it has none, otherwise a copy, so that a map the handler
+// shares (a package-level one) is never written to.
+func WithoutReplayed[V any](m map[string]V) map[string]V {
+	var out map[string]V
+	for k := range m {
+		if strings.EqualFold(k, ReplayedHeader) {
+			if out == nil {
+				out = maps.Clone(m)
+			}
+			delete(out, k)
+		}
+	}
+	if out == nil {
+		return m
+	}
+	return out
+}
 
 // DefaultReplayHeaders are the response headers a snapshot keeps.
 var DefaultReplayHeaders = []string{"Content-Type", "Content-Encoding", "Location"}
@@ -56,37 +78,89 @@ func allowList(extra []string) ([]string, error) {
 
 // allowed returns the canonical allow-listed spelling of name, or "".
 func (a *Front) allowed(name string) string {
-	for _, n := range a.replay {
-		if strings.EqualFold(n, name) {
-			return n
-		}
+	if i := a.allowedIndex(name); i >= 0 {
+		return a.replay[i]
 	}
 	return ""
 }
 
-// FilterHeader returns the allow-listed headers among a response's
-// single-value and multi-value headers, canonical names. Values of a name
-// in multi replace its value in single, as API Gateway merges them.
-func (a *Front) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
-	var h http.Header
-	for k, vs := range multi {
-		if c := a.allowed(k); c != "" && len(vs) > 0 {
-			if h == nil {
-				h = make(http.Header, len(a.replay))
-			}
-			h[c] = append(h[c], vs...)
+// allowedIndex returns the index of name in the allow-list, or -1.
+func (a *Front) allowedIndex(name string) int {
+	for i, n := range a.replay {
+		if strings.EqualFold(n, name) {
+			return i
 		}
 	}
-	for k, v := range single {
-		if c := a.allowed(k); c != "" {
-			if _, ok := h[c]; ok {
-				continue
-			}
-			if h == nil {
-				h = make(http.Header, len(a.replay))
-			}
-			h[c] = []string{v}
+	return -1
+}
+
+// FilterHeader returns the allow-listed headers among a Lambda proxy
+// response's single-value and multi-value headers, canonical names. Values
+// of a name in multi replace its value in single, as API Gateway merges
+// them. A name set under several spellings in one map (Content-Type and
+// content-type) keeps the values of the spelling that sorts first
+// bytewise: the Lambda runtime serializes map keys in that order, and API
+// Gateway delivers the first. The result never depends on map order.
+func (a *Front) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
+	var (
+		h http.Header
+		// spell[i] is the spelling whose values h holds for a.replay[i];
+		// fromMulti[i] says it came from multi, which wins.
+		spellBuf [8]string
+		multiBuf [8]bool
+		spell    = spellBuf[:0]
+		multiSrc = multiBuf[:0]
+	)
+	if n := len(a.replay); n <= len(spellBuf) {
+		spell, multiSrc = spellBuf[:n], multiBuf[:n]
+	} else {
+		spell, multiSrc = make([]string, n), make([]bool, n)
+	}
+	for k, vs := range multi {
+		i := a.allowedIndex(k)
+		if i < 0 || len(vs) == 0 || spell[i] != "" && spell[i] < k {
+			continue
 		}
+		if h == nil {
+			h = make(http.Header, len(a.replay))
+		}
+		spell[i], multiSrc[i] = k, true
+		h[a.replay[i]] = slices.Clone(vs)
+	}
+	for k, v := range single {
+		i := a.allowedIndex(k)
+		if i < 0 || multiSrc[i] || spell[i] != "" && spell[i] < k {
+			continue
+		}
+		if h == nil {
+			h = make(http.Header, len(a.replay))
+		}
+		spell[i] = k
+		h[a.replay[i]] = []string{v}
+	}
+	return h
+}
+
+// FilterSent returns the allow-listed headers of a net/http response,
+// canonical names. A name set under several spellings (a handler writing
+// to the map directly) keeps every spelling's values, spellings in
+// bytewise order, as net/http writes their lines.
+func (a *Front) FilterSent(sent http.Header) http.Header {
+	var buf [8]string
+	keys := buf[:0]
+	for k, vs := range sent {
+		if a.allowedIndex(k) >= 0 && len(vs) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	h := make(http.Header, len(keys))
+	for _, k := range keys {
+		c := a.allowed(k)
+		h[c] = append(h[c], sent[k]...)
 	}
 	return h
 }

@@ -1,7 +1,9 @@
 package adapter
 
 import (
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -39,4 +41,37 @@ func unescape(s string) string {
 		return u
 	}
 	return s
+}
+
+// DecodeQuery returns query parameters that arrive as sent, still
+// percent-encoded (an ALB event's), decoded as API Gateway delivers them
+// and as ParseQuery reads a raw query: "+" is a space, and a name or
+// value with an invalid escape is kept as sent. A name or value without
+// "%" or "+" is unchanged, so is the fingerprint of a query of such
+// parameters; m itself is returned when it has none. Names that decode
+// alike are merged, their values in the bytewise order of the names as
+// sent, so the result never depends on map order.
+func DecodeQuery(m map[string][]string) map[string][]string {
+	encoded := false
+	for k, vs := range m {
+		encoded = encoded || strings.ContainsAny(k, "%+")
+		for _, v := range vs {
+			encoded = encoded || strings.ContainsAny(v, "%+")
+		}
+		if encoded {
+			break
+		}
+	}
+	if !encoded {
+		return m
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	out := make(map[string][]string, len(m))
+	for _, k := range keys {
+		d := unescape(k)
+		for _, v := range m[k] {
+			out[d] = append(out[d], unescape(v))
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package adapter
 import (
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,26 @@ func TestParseQueryAllocs(t *testing.T) {
 	raw := strings.Repeat("k=v&", 100) + "e=%7A"
 	if n := testing.AllocsPerRun(20, func() { ParseQuery(raw) }); n > 14 {
 		t.Errorf("%v allocations, want at most 14", n)
+	}
+}
+
+// TestDecodeQuery: encoded names and values are decoded as a raw query's
+// are; a query without "%" or "+" is returned as it is, allocating
+// nothing; names that decode alike merge in the order of their encoded
+// names, whatever the map order.
+func TestDecodeQuery(t *testing.T) {
+	plain := map[string][]string{"expand": {"items", "lines"}, "dryRun": {"true"}}
+	if n := testing.AllocsPerRun(10, func() { DecodeQuery(plain) }); n != 0 {
+		t.Errorf("%v allocations for a plain query, want none", n)
+	}
+	if got := DecodeQuery(plain); !reflect.DeepEqual(got, plain) {
+		t.Errorf("plain query changed: %v", got)
+	}
+	for range 20 {
+		got := DecodeQuery(map[string][]string{"n%6Fte": {"c"}, "note": {"a+b", "x%zz"}, "%41": {"%e2%82%ac"}, "tag": {"1"}})
+		want := map[string][]string{"note": {"c", "a b", "x%zz"}, "A": {"€"}, "tag": {"1"}}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("DecodeQuery = %q, want %q", got, want)
+		}
 	}
 }

@@ -11,6 +11,21 @@
 // reads one or the other. For the same reason a snapshot keeps the
 // handler's headers from that field only: the other one never reached
 // the client.
+//
+// The load balancer passes query parameters as sent, percent-encoded,
+// where API Gateway decodes them: the fingerprint reads them decoded ("+"
+// a space, an invalid escape as sent), so a retry that encodes a value
+// another way (a%20b, a+b) is replayed, as through the other fronts. The
+// handler still gets the event as the load balancer sent it.
+//
+// A replay's StatusDescription is the standard one for its status ("201
+// Created"), not the handler's own: a snapshot keeps the status code, not
+// the reason phrase. The phrase is no part of the response's meaning:
+// clients must ignore it (RFC 9112, section 4), HTTP/2 and HTTP/3, which
+// the load balancer speaks to clients that offer them, do not carry it,
+// and a snapshot stored through one front may be replayed through another.
+// The standard phrase is also always in the "code reason" form the load
+// balancer requires. Do not put meaning in a custom StatusDescription.
 package alb
 
 import (
@@ -124,6 +139,10 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 				body, b64 := adapter.LambdaBody(s)
 				return respond(s.Status, h, body, b64)
 			},
+			Fresh: func(r events.ALBTargetGroupResponse) events.ALBTargetGroupResponse {
+				r.Headers, r.MultiValueHeaders = adapter.WithoutReplayed(r.Headers), adapter.WithoutReplayed(r.MultiValueHeaders)
+				return r
+			},
 			Problem: func(p *adapter.Problem) events.ALBTargetGroupResponse {
 				h := http.Header{}
 				for k, v := range p.Header() {
@@ -134,13 +153,14 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 		}
 		r := adapter.Request{
 			Method:      ev.HTTPMethod,
-			Path:        ev.Path,
+			Path:        adapter.NormalizePath(ev.Path),
 			Key:         adapter.Values(ev.Headers, ev.MultiValueHeaders, a.Header()),
 			ContentType: adapter.First(ev.Headers, ev.MultiValueHeaders, "Content-Type"),
 			BodyString:  ev.Body,
 			Base64:      ev.IsBase64Encoded,
 			Query: func() map[string][]string {
-				return adapter.MultiOr(ev.QueryStringParameters, ev.MultiValueQueryStringParameters)
+				// The load balancer passes them percent-encoded, as sent.
+				return adapter.DecodeQuery(adapter.MultiOr(ev.QueryStringParameters, ev.MultiValueQueryStringParameters))
 			},
 			Header: func() map[string][]string {
 				return adapter.MultiOr(ev.Headers, ev.MultiValueHeaders)

@@ -212,3 +212,49 @@ func TestALBQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestALBQueryDecoded: the load balancer passes query parameters as sent,
+// percent-encoded, where API Gateway decodes them; the fingerprint reads
+// them decoded, so a retry that encodes the same value another way
+// (a%20b, a+b, %61%20b) is a replay, not a false 422, while another value
+// (a%2Bb is "a+b") is still a mismatch, in both header modes.
+func TestALBQueryDecoded(t *testing.T) {
+	for _, file := range []string{"alb-headers.json", "alb-multivalue.json"} {
+		set := func(ev *events.ALBTargetGroupRequest, name, value string) {
+			if ev.MultiValueHeaders != nil {
+				ev.MultiValueQueryStringParameters = map[string][]string{name: {value}}
+			} else {
+				ev.QueryStringParameters = map[string]string{name: value}
+			}
+		}
+		for _, tc := range []struct {
+			name, value string
+			status      int
+		}{
+			{"note", "a+b", 201},
+			{"note", "%61%20b", 201},
+			{"%6Eote", "a b", 201},
+			{"note", "a%2Bb", 422},
+			{"note", "a%2520b", 422},
+			{"note+", "a b", 422},
+		} {
+			t.Run(file+"/"+tc.name+"="+tc.value, func(t *testing.T) {
+				o := &orders{status: 201}
+				h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+				ev := load(t, file)
+				set(&ev, "note", "a%20b")
+				if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
+					t.Fatalf("first: %d %v", r.StatusCode, err)
+				}
+				set(&ev, tc.name, tc.value)
+				r, err := h(context.Background(), ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.StatusCode != tc.status || o.runs != 1 {
+					t.Errorf("retry: %d %s after %d runs, want %d", r.StatusCode, r.Body, o.runs, tc.status)
+				}
+			})
+		}
+	}
+}

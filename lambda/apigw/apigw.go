@@ -96,7 +96,9 @@ type Config struct {
 	KeyOptional bool
 	// Routes overrides KeyOptional and Fingerprint per route, keyed by
 	// "METHOD /template" ("POST /orders/{id}/capture") or, where the event
-	// has no template, "METHOD /concrete/path".
+	// has no template, "METHOD /concrete/path" (a percent-encoded path in
+	// its normal form, as docs/FINGERPRINT.md says: "/orders/~ann", not
+	// "/orders/%7Eann").
 	Routes map[string]Route
 	// RouteTemplate scopes records by the route template (v1 resource, v2
 	// routeKey) instead of the concrete path. A greedy route ("{proxy+}",

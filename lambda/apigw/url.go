@@ -26,6 +26,10 @@ func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, event
 			body, b64 := adapter.LambdaBody(s)
 			return events.LambdaFunctionURLResponse{StatusCode: s.Status, Headers: hdr, Body: body, IsBase64Encoded: b64}
 		},
+		Fresh: func(r events.LambdaFunctionURLResponse) events.LambdaFunctionURLResponse {
+			r.Headers = adapter.WithoutReplayed(r.Headers)
+			return r
+		},
 		Problem: func(p *adapter.Problem) events.LambdaFunctionURLResponse {
 			return events.LambdaFunctionURLResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}
 		},
@@ -33,7 +37,7 @@ func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, event
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		r := adapter.Request{
 			Method:      ev.RequestContext.HTTP.Method,
-			Path:        ev.RawPath,
+			Path:        adapter.NormalizePath(ev.RawPath),
 			Key:         adapter.Values(ev.Headers, nil, a.Header()),
 			ContentType: adapter.First(ev.Headers, nil, "Content-Type"),
 			BodyString:  ev.Body,

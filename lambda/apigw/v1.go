@@ -25,6 +25,10 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			return events.APIGatewayProxyResponse{StatusCode: s.Status, Headers: single, MultiValueHeaders: multi,
 				Body: body, IsBase64Encoded: b64}
 		},
+		Fresh: func(r events.APIGatewayProxyResponse) events.APIGatewayProxyResponse {
+			r.Headers, r.MultiValueHeaders = adapter.WithoutReplayed(r.Headers), adapter.WithoutReplayed(r.MultiValueHeaders)
+			return r
+		},
 		Problem: func(p *adapter.Problem) events.APIGatewayProxyResponse {
 			return events.APIGatewayProxyResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}
 		},
@@ -32,7 +36,7 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		r := adapter.Request{
 			Method:      ev.HTTPMethod,
-			Path:        ev.Path,
+			Path:        adapter.NormalizePath(ev.Path),
 			Template:    ev.Resource,
 			Key:         adapter.Values(ev.Headers, ev.MultiValueHeaders, a.Header()),
 			ContentType: adapter.First(ev.Headers, ev.MultiValueHeaders, "Content-Type"),

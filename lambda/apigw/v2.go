@@ -10,7 +10,8 @@ import (
 )
 
 // WrapV2 guards an HTTP API (payload 2.0) handler and returns a handler of
-// the same signature. Response cookies are never stored or replayed, nor
+// the same signature. HTTP API delivers rawPath decoded already, so the
+// operation uses it as it is. Response cookies are never stored or replayed, nor
 // MultiValueHeaders, which payload format 2.0 does not deliver. It
 // panics when cfg cannot be used (see Config) or g is nil, when it is
 // called, so that a bad setup stops the function at init.
@@ -27,6 +28,10 @@ func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			hdr[adapter.ReplayedHeader] = "true"
 			body, b64 := adapter.LambdaBody(s)
 			return events.APIGatewayV2HTTPResponse{StatusCode: s.Status, Headers: hdr, Body: body, IsBase64Encoded: b64}
+		},
+		Fresh: func(r events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
+			r.Headers = adapter.WithoutReplayed(r.Headers)
+			return r
 		},
 		Problem: func(p *adapter.Problem) events.APIGatewayV2HTTPResponse {
 			return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}

@@ -1,0 +1,64 @@
+package adapter
+
+import "strings"
+
+// NormalizePath returns a request path that arrives as sent, still
+// percent-encoded, in the normal form of RFC 3986 section 6.2.2: an escape
+// of an unreserved character (ALPHA, DIGIT, "-", ".", "_", "~") is
+// decoded, and the hex digits of every other escape are upper case. Both
+// spellings name one resource, and a client or proxy may send either on a
+// retry. An escaped reserved character ("%2F") stays escaped: it is
+// another resource than its literal. A path without "%" is returned as it
+// is, so the operation of such a path is unchanged.
+func NormalizePath(p string) string {
+	i := strings.IndexByte(p, '%')
+	if i < 0 {
+		return p
+	}
+	var b strings.Builder
+	b.Grow(len(p))
+	b.WriteString(p[:i])
+	for ; i < len(p); i++ {
+		c := p[i]
+		if c != '%' || i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+			b.WriteByte(c)
+			continue
+		}
+		d := unhex(p[i+1])<<4 | unhex(p[i+2])
+		if unreserved(d) {
+			b.WriteByte(d)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(upper(p[i+1]))
+			b.WriteByte(upper(p[i+2]))
+		}
+		i += 2
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+func upper(c byte) byte {
+	if 'a' <= c && c <= 'f' {
+		return c - 'a' + 'A'
+	}
+	return c
+}
+
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
