@@ -258,3 +258,37 @@ func TestALBQueryDecoded(t *testing.T) {
 		}
 	}
 }
+
+// TestALBQueryInvalidEscape: a parameter with an invalid escape matches
+// only the very same parameters, never a valid escape of its text (which
+// a handler decodes to "x%zz").
+func TestALBQueryInvalidEscape(t *testing.T) {
+	for _, file := range []string{"alb-headers.json", "alb-multivalue.json"} {
+		for _, tc := range []struct {
+			value  string
+			status int
+		}{{"x%zz", 201}, {"x%25zz", 422}} {
+			t.Run(file+"/"+tc.value, func(t *testing.T) {
+				o := &orders{status: 201}
+				h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+				ev := load(t, file)
+				set := func(v string) {
+					if ev.MultiValueHeaders != nil {
+						ev.MultiValueQueryStringParameters = map[string][]string{"note": {v}}
+					} else {
+						ev.QueryStringParameters = map[string]string{"note": v}
+					}
+				}
+				set("x%zz")
+				if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
+					t.Fatalf("first: %d %v", r.StatusCode, err)
+				}
+				set(tc.value)
+				r, err := h(context.Background(), ev)
+				if err != nil || r.StatusCode != tc.status || o.runs != 1 {
+					t.Errorf("retry: %d %s %v after %d runs, want %d", r.StatusCode, r.Body, err, o.runs, tc.status)
+				}
+			})
+		}
+	}
+}

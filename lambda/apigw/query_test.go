@@ -21,6 +21,8 @@ var queryCases = []struct {
 	{name: "bad escape changed", first: "a=%zz&b=1", second: "a=%yy&b=1"},
 	{name: "bad escape added", first: "b=1", second: "a=%zz&b=1"},
 	{name: "semicolon pair added", first: "b=1", second: "b=1&a=1;2"},
+	{name: "bad escape, then its text escaped", first: "a=%zz&b=1", second: "a=%25zz&b=1"},
+	{name: "semicolon, then escaped", first: "account=1;x", second: "account=1%3Bx"},
 	{name: "same query with a bad escape", first: "a=%zz&b=1", second: "a=%zz&b=1", replay: true},
 	{name: "same query with a semicolon", first: "account=1;x", second: "account=1;x", replay: true},
 	{name: "space spelled two ways", first: "note=a%20b", second: "note=a+b", replay: true},
