@@ -155,13 +155,15 @@ type Store struct {
 
 var _ idemkit.Store = (*Store)(nil)
 
-// New returns a Store keeping records in table through client.
+// New returns a Store keeping records in table through client. It refuses
+// a nil client, an empty table and invalid Options with an error wrapping
+// idemkit.ErrInvalidConfig.
 func New(client Client, table string, opts Options) (*Store, error) {
 	if client == nil {
-		return nil, errors.New("dynamo: nil client")
+		return nil, fmt.Errorf("dynamo: nil client: %w", idemkit.ErrInvalidConfig)
 	}
 	if table == "" {
-		return nil, errors.New("dynamo: empty table name")
+		return nil, fmt.Errorf("dynamo: empty table name: %w", idemkit.ErrInvalidConfig)
 	}
 	if err := opts.check(); err != nil {
 		return nil, err
