@@ -11,7 +11,9 @@ import (
 // would both run the request. A regional Store sends every call for a
 // record to its tenant's home region, whichever region it runs in, and
 // fails closed (idemkit.ErrStoreUnavailable) when that region cannot be
-// reached; it never falls back to another region on its own.
+// reached; it never falls back to another region on its own. An ID whose
+// tenant cannot be read (see TenantOf) is refused with
+// idemkit.ErrRecordInvalid, without a call.
 type Regions struct {
 	// Clients holds one client per region name. Required.
 	Clients map[string]Client
@@ -66,7 +68,8 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 	route := func(id string) (Client, error) {
 		tenant, err := TenantOf(id)
 		if err != nil {
-			return nil, err
+			// No record has such an ID: a bad argument, not an outage.
+			return nil, fmt.Errorf("%w: %w", idemkit.ErrRecordInvalid, err)
 		}
 		return home(tenant)
 	}

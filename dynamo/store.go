@@ -242,12 +242,17 @@ func refused(ctx context.Context, op string, err, refusal error) error {
 }
 
 // client returns the client of id's home region, or a StoreError when ctx
-// is done or the region cannot be had.
+// is done or the region cannot be had, or an error wrapping
+// idemkit.ErrRecordInvalid when id names no region (a regional store
+// cannot read its tenant).
 func (s *Store) client(ctx context.Context, op, id string) (Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fail(op, err)
 	}
 	c, err := s.route(id)
+	if errors.Is(err, idemkit.ErrRecordInvalid) {
+		return nil, fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	if err != nil {
 		return nil, fail(op, err)
 	}
