@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// lateCompletion is a store on which the record's own execution completes
+// (a late completion) just before a resolution reaches the store: between
+// the command's read and its write.
+type lateCompletion struct {
+	idemkit.Store
+	t   *testing.T
+	rec *idemkit.Record
+}
+
+func (s *lateCompletion) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+	done := *s.rec
+	done.State, done.CompletedAt = idemkit.StateCompleted, now
+	done.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/orders/from-owner"}}, Body: []byte(`{"id":"owner"}`)}
+	if err := s.Store.Complete(ctx, &done, now); err != nil {
+		s.t.Errorf("late completion: %v", err)
+	}
+	return s.Store.Resolve(ctx, id, res, now)
+}
+
+// TestResolveCompletedMeanwhile: a record whose execution completes after
+// resolve read it as indeterminate keeps the execution's answer: resolve
+// exits 4 saying nothing was changed, and a retry replays the answer
+// without running the handler.
+func TestResolveCompletedMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	for _, decision := range [][]string{
+		{"--as", "failed"},
+		{"--as", "completed", "--status", "200", "--header", "Location: /orders/from-operator"},
+	} {
+		t.Run(decision[1], func(t *testing.T) {
+			s := scopeOf("meanwhile-" + decision[1])
+			rec := f.seedIndeterminate(s, time.Now().Add(-time.Hour))
+			env := f.env
+			env.OpenStore = func(context.Context, StoreOptions) (idemkit.Store, error) {
+				return &lateCompletion{Store: f.store, t: t, rec: rec}, nil
+			}
+			args := append(append([]string{"resolve", "--table", f.table, "--reason", "checked the processor"}, decision...), scopeArgs(s)...)
+			code, stdout, stderr := runWith(t, env, args...)
+			wantCode(t, code, exitConflict, stdout, stderr)
+			if !strings.Contains(stderr, "nothing was changed") || stdout != "" {
+				t.Errorf("stdout %q, stderr %q", stdout, stderr)
+			}
+			got := f.get(s)
+			if got.State != idemkit.StateCompleted || got.Resolution != nil || got.Snapshot.Header.Get("Location") != "/orders/from-owner" {
+				t.Fatalf("record %s, resolution %+v, snapshot %+v; want the owner's completion untouched", got.State, got.Resolution, got.Snapshot)
+			}
+			var runs atomic.Int32
+			snap, replayed, err := f.guard(idemkit.FailClosed).Do(t.Context(), request(s), handler(&runs))
+			if err != nil || !replayed || runs.Load() != 0 || string(snap.Body) != `{"id":"owner"}` {
+				t.Fatalf("retry: replayed %v, err %v, runs %d; want the owner's answer replayed", replayed, err, runs.Load())
+			}
+		})
+	}
+}
