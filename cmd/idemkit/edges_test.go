@@ -65,3 +65,30 @@ func TestResolveCompletedMeanwhile(t *testing.T) {
 		})
 	}
 }
+
+// TestTenantTooLong: with the real environment, a tenant over
+// idemkit.MaxTenantLen, which no record can have (the guard refuses it),
+// is a usage error naming the bound, before any call; not an outage
+// (exit 5) nor an unexplained refusal.
+func TestTenantTooLong(t *testing.T) {
+	f := newFixture(t)
+	var rec regionRecorder
+	awsEnv(t, rec.server(t).URL, fakeSTS(t).URL)
+	env := Env{Getenv: func(string) string { return "" }}
+	for _, op := range []string{"POST /orders", "POST /" + strings.Repeat("o", 1100)} {
+		long := idemkit.Scope{Tenant: strings.Repeat("t", idemkit.MaxTenantLen+1), Operation: op, Key: "k"}
+		for _, args := range [][]string{
+			append([]string{"inspect"}, scopeArgs(long)...),
+			append([]string{"resolve", "--as", "failed", "--reason", "r"}, scopeArgs(long)...),
+		} {
+			code, stdout, stderr := runWith(t, env, append([]string{args[0], "--table", f.table}, args[1:]...)...)
+			wantCode(t, code, exitUsage, stdout, stderr)
+			if !strings.Contains(stderr, "--tenant") || !strings.Contains(stderr, "at most 1024") {
+				t.Errorf("%s: stderr %q", args[0], stderr)
+			}
+		}
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Errorf("%d requests reached the store for a tenant no record can have", len(got))
+	}
+}
