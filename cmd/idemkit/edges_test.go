@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
+	"math/rand"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
 )
 
 // lateCompletion is a store on which the record's own execution completes
@@ -90,5 +95,37 @@ func TestTenantTooLong(t *testing.T) {
 	}
 	if got := rec.take(); len(got) != 0 {
 		t.Errorf("%d requests reached the store for a tenant no record can have", len(got))
+	}
+}
+
+// TestResolveLargeAnswerLongScope: an answer too large for the item of a
+// record whose scope is too long for a readable ID (its ID is short, its
+// scope attributes are not) is stored without its body, with a warning;
+// the resolution is not refused, and retries get the outcome without the
+// handler running.
+func TestResolveLargeAnswerLongScope(t *testing.T) {
+	f := newFixtureWith(t, dynamo.Options{IndexInFlight: true, MaxItemSize: dynamo.MaxItemSizeLimit})
+	s := idemkit.Scope{Tenant: "acme", Operation: "POST /orders/" + strings.Repeat("x", 3000), Key: "big-1"}
+	f.seedIndeterminate(s, time.Now().Add(-time.Hour))
+	body := make([]byte, dynamo.MaxItemSizeLimit-2000)
+	rand.New(rand.NewSource(1)).Read(body) // incompressible
+	file := filepath.Join(t.TempDir(), "answer.bin")
+	if err := os.WriteFile(file, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := f.run(append([]string{"resolve", "--as", "completed", "--status", "201", "--header", "Location: /orders/1",
+		"--body-file", file, "--reason", "charged, PSP ref ch_3"}, scopeArgs(s)...)...)
+	wantCode(t, code, exitOK, stdout, stderr)
+	if !strings.Contains(stderr, "too large to store") {
+		t.Errorf("stderr %q lacks the warning", stderr)
+	}
+	if got := f.get(s); got.State != idemkit.StateCompleted || !got.Snapshot.Omitted {
+		t.Fatalf("record %s, omitted %v; want completed without its body", got.State, got.Snapshot.Omitted)
+	}
+	var runs atomic.Int32
+	_, _, err := f.guard(idemkit.FailClosed).Do(t.Context(), request(s), handler(&runs))
+	var oe *idemkit.OutcomeError
+	if !errors.Is(err, idemkit.ErrSnapshotOmitted) || !errors.As(err, &oe) || oe.Status != 201 || oe.Location != "/orders/1" || runs.Load() != 0 {
+		t.Fatalf("retry: %v, runs %d; want ErrSnapshotOmitted naming 201 and the Location, not run", err, runs.Load())
 	}
 }
