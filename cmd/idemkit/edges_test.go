@@ -129,3 +129,31 @@ func TestResolveLargeAnswerLongScope(t *testing.T) {
 		t.Fatalf("retry: %v, runs %d; want ErrSnapshotOmitted naming 201 and the Location, not run", err, runs.Load())
 	}
 }
+
+// TestListAccountWideHashed: a record of account-wide keys whose scope is
+// too long for a readable ID is listed marked (account-wide) too, so that
+// the operator passes --account-wide to inspect and resolve it.
+func TestListAccountWideHashed(t *testing.T) {
+	f := newFixture(t)
+	s := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: strings.Repeat("k", 2100)}
+	id := s.ID(true)
+	if !strings.HasPrefix(id, "a1h|") {
+		t.Fatalf("ID %.8q..., want a hashed account-wide ID", id)
+	}
+	now := time.Now()
+	rec := &idemkit.Record{ID: id, Scope: s, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-acct",
+		LeaseUntil: now, ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
+	if res, err := f.store.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		t.Fatalf("seed: %+v %v", res, err)
+	}
+	if _, err := f.store.MarkUnknown(t.Context(), id, rec.Owner, now); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := f.run("list", "--tenant", "acme")
+	wantCode(t, code, exitOK, stdout, stderr)
+	if !strings.Contains(stdout, "POST /orders (account-wide)") {
+		t.Fatalf("list does not mark the record account-wide:\n%.300s", stdout)
+	}
+	code, stdout, stderr = f.run("inspect", "--tenant", "acme", "--key", s.Key, "--account-wide")
+	wantCode(t, code, exitOK, stdout, stderr)
+}

@@ -140,6 +140,12 @@ func listPages(ctx context.Context, list listFunc, tenant, page string, limit in
 	}
 }
 
+// isAccountWide reports whether a record ID is of account-wide keys:
+// readable ("a1|") or hashed ("a1h|", "a1x|"), as idemkit.Scope.ID makes it.
+func isAccountWide(id string) bool {
+	return strings.HasPrefix(id, "a1|") || strings.HasPrefix(id, "a1h|") || strings.HasPrefix(id, "a1x|")
+}
+
 // writeListJSON writes a listing as --output json.
 func writeListJSON(c *cli, recs []*idemkit.Record, next string, now time.Time) error {
 	out := listJSON{Records: make([]recordJSON, 0, len(recs)), NextPage: next}
@@ -162,7 +168,7 @@ func writeList(c *cli, recs []*idemkit.Record, next string, now time.Time, state
 		fmt.Fprintln(tw, "TENANT\tOPERATION\tKEY\tAGE\tLEASE ENDED\tCREATED")
 		for _, r := range recs {
 			op := r.Scope.Operation
-			if strings.HasPrefix(r.ID, "a1|") {
+			if isAccountWide(r.ID) {
 				op += " (account-wide)"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scope.Tenant, op, displayKey(r.Scope.Key),
