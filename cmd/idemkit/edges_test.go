@@ -71,11 +71,11 @@ func TestResolveCompletedMeanwhile(t *testing.T) {
 	}
 }
 
-// TestTenantTooLong: with the real environment, a tenant over
+// TestTenantOverMaxLen: with the real environment, a tenant over
 // idemkit.MaxTenantLen, which no record can have (the guard refuses it),
 // is a usage error naming the bound, before any call; not an outage
 // (exit 5) nor an unexplained refusal.
-func TestTenantTooLong(t *testing.T) {
+func TestTenantOverMaxLen(t *testing.T) {
 	f := newFixture(t)
 	var rec regionRecorder
 	awsEnv(t, rec.server(t).URL, fakeSTS(t).URL)
