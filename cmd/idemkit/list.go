@@ -167,11 +167,11 @@ func writeList(c *cli, recs []*idemkit.Record, next string, now time.Time, state
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TENANT\tOPERATION\tKEY\tAGE\tLEASE ENDED\tCREATED")
 		for _, r := range recs {
-			op := r.Scope.Operation
+			op := displayText(r.Scope.Operation)
 			if isAccountWide(r.ID) {
 				op += " (account-wide)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scope.Tenant, op, displayKey(r.Scope.Key),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", displayText(r.Scope.Tenant), op, displayKey(r.Scope.Key),
 				age(now.Sub(r.LeaseUntil)), r.LeaseUntil.UTC().Format(time.RFC3339), r.CreatedAt.UTC().Format(time.RFC3339))
 		}
 		if err := tw.Flush(); err != nil {
