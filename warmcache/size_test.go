@@ -66,3 +66,40 @@ func TestResolvedRecordWithinMaxEntryBytes(t *testing.T) {
 		t.Fatalf("a resolved record holding 20 KiB of bodies was cached under a 16 KiB MaxEntryBytes: %+v", st)
 	}
 }
+
+// TestNoStaleReplayAfterReuse: a record cached here expires; meanwhile
+// another instance reuses the key, crashes, and an operator resolves the
+// new record elsewhere (the store is shared, the cache is not). Requests
+// here get the operator's answer, never the expired one the cache held,
+// and the handler does not run.
+func TestNoStaleReplayAfterReuse(t *testing.T) {
+	e := newEnv(t, warmcache.Config{}, idemkit.Policy{ReplayWindow: time.Minute, RecordRetention: time.Hour})
+	ctx := context.Background()
+	if _, _, err := e.g.Do(ctx, req("k", "v1:a"), respond("first")); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.cache.Stats(); st.Entries != 1 {
+		t.Fatalf("stats %+v, want the first answer cached", st)
+	}
+	e.clock.Add(time.Hour + time.Second)
+	// Another instance, on the store itself, reuses the key and its
+	// execution's outcome is unknown; an operator resolves it.
+	now := e.clock.Now()
+	rec := resolvedRecord(t, e.mem, "k", []byte("resolved"), now)
+	if rec.State != idemkit.StateCompleted {
+		t.Fatalf("state %s", rec.State)
+	}
+	for i := 0; i < 2; i++ {
+		snap, replayed, err := e.g.Do(ctx, req("k", "v1:a"), mustNotRun(t))
+		if err != nil || !replayed || string(snap.Body) != "resolved" {
+			t.Fatalf("request %d: %q replayed %v, %v; want the operator's answer", i, snapBody(snap), replayed, err)
+		}
+	}
+}
+
+func snapBody(s *idemkit.Snapshot) string {
+	if s == nil {
+		return ""
+	}
+	return string(s.Body)
+}
