@@ -13,6 +13,7 @@
 //	MarkUnknown        UpdateItem ow = :owner AND st = in_flight AND exp > :nowS
 //	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
 //	Resolve            UpdateItem st = indeterminate AND exp > :nowS
+//	                              (as completed: after a consistent GetItem sizing the answer)
 //	Get                GetItem, consistent
 //	ListIndeterminate  Query of a sparse index
 //	ListStale          Query of the ix index (Options.IndexInFlight)

@@ -5,3 +5,6 @@ var CompressBody = compressBody
 
 // MaxDecodedBody is maxDecodedBody, the largest body a stored item decodes to.
 const MaxDecodedBody = maxDecodedBody
+
+// ItemSize is itemSize, the size of an item by DynamoDB's rules.
+var ItemSize = itemSize

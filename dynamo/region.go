@@ -1,7 +1,6 @@
 package dynamo
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/idemkit/idemkit"
@@ -12,7 +11,9 @@ import (
 // would both run the request. A regional Store sends every call for a
 // record to its tenant's home region, whichever region it runs in, and
 // fails closed (idemkit.ErrStoreUnavailable) when that region cannot be
-// reached; it never falls back to another region on its own.
+// reached; it never falls back to another region on its own. An ID whose
+// tenant cannot be read (see TenantOf) is refused with
+// idemkit.ErrRecordInvalid, without a call.
 type Regions struct {
 	// Clients holds one client per region name. Required.
 	Clients map[string]Client
@@ -21,21 +22,24 @@ type Regions struct {
 	// Override, when set, is consulted before Home: an operator fails a
 	// tenant over by returning its new region and true.
 	Override func(tenant string) (region string, ok bool)
-	// Local is the region this process runs in. ListIndeterminate across
-	// all tenants reads it (a global table replicates every record to it);
-	// without it that listing fails.
+	// Local is the region this process runs in. ListIndeterminate and
+	// ListStale across all tenants read it (a global table replicates
+	// every record to it); without it, or without a client for it, those
+	// listings fail (claims and completions do not need it).
 	Local string
 }
 
 // NewRegional returns a Store that keeps each record in table in its
 // tenant's home region. The tenant is read from the record ID, whose
-// encoding is idemkit.Scope.ID's (see TenantOf).
+// encoding is idemkit.Scope.ID's (see TenantOf). It refuses Regions
+// without Clients or Home, a nil client and an empty table with an error
+// wrapping idemkit.ErrInvalidConfig.
 func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 	if len(r.Clients) == 0 || r.Home == nil {
-		return nil, errors.New("dynamo: Regions needs Clients and Home")
+		return nil, fmt.Errorf("dynamo: Regions needs Clients and Home: %w", idemkit.ErrInvalidConfig)
 	}
 	if table == "" {
-		return nil, errors.New("dynamo: empty table name")
+		return nil, fmt.Errorf("dynamo: empty table name: %w", idemkit.ErrInvalidConfig)
 	}
 	if err := opts.check(); err != nil {
 		return nil, err
@@ -43,7 +47,7 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 	clients := make(map[string]Client, len(r.Clients))
 	for name, c := range r.Clients {
 		if c == nil {
-			return nil, fmt.Errorf("dynamo: nil client for region %q", name)
+			return nil, fmt.Errorf("dynamo: nil client for region %q: %w", name, idemkit.ErrInvalidConfig)
 		}
 		clients[name] = c
 	}
@@ -64,7 +68,8 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 	route := func(id string) (Client, error) {
 		tenant, err := TenantOf(id)
 		if err != nil {
-			return nil, err
+			// No record has such an ID: a bad argument, not an outage.
+			return nil, fmt.Errorf("%w: %w", idemkit.ErrRecordInvalid, err)
 		}
 		return home(tenant)
 	}

@@ -155,13 +155,15 @@ type Store struct {
 
 var _ idemkit.Store = (*Store)(nil)
 
-// New returns a Store keeping records in table through client.
+// New returns a Store keeping records in table through client. It refuses
+// a nil client, an empty table and invalid Options with an error wrapping
+// idemkit.ErrInvalidConfig.
 func New(client Client, table string, opts Options) (*Store, error) {
 	if client == nil {
-		return nil, errors.New("dynamo: nil client")
+		return nil, fmt.Errorf("dynamo: nil client: %w", idemkit.ErrInvalidConfig)
 	}
 	if table == "" {
-		return nil, errors.New("dynamo: empty table name")
+		return nil, fmt.Errorf("dynamo: empty table name: %w", idemkit.ErrInvalidConfig)
 	}
 	if err := opts.check(); err != nil {
 		return nil, err
@@ -240,12 +242,17 @@ func refused(ctx context.Context, op string, err, refusal error) error {
 }
 
 // client returns the client of id's home region, or a StoreError when ctx
-// is done or the region cannot be had.
+// is done or the region cannot be had, or an error wrapping
+// idemkit.ErrRecordInvalid when id names no region (a regional store
+// cannot read its tenant).
 func (s *Store) client(ctx context.Context, op, id string) (Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fail(op, err)
 	}
 	c, err := s.route(id)
+	if errors.Is(err, idemkit.ErrRecordInvalid) {
+		return nil, fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	if err != nil {
 		return nil, fail(op, err)
 	}
@@ -625,7 +632,10 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 // Resolve implements idemkit.Store with one conditional UpdateItem. A zero
 // res.ResolvedAt is stored as now; a completed resolution's snapshot
 // follows the same size rules as Complete and is the record's Snapshot
-// (Resolution.Snapshot is not stored twice). res.Snapshot is required
+// (Resolution.Snapshot is not stored twice). A completed resolution first
+// reads the item (one consistent GetItem) to budget the snapshot against
+// the rest of it, so that an answer too large for the item is stored
+// without its body instead of being refused. res.Snapshot is required
 // when res.As is completed and ignored when it is failed.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	const op = "resolve"
@@ -651,10 +661,13 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	}
 	if res.As == idemkit.StateCompleted {
 		set[AttrCompletedAt] = num(at.UnixMilli())
-		// The rest of an indeterminate item is bounded by its ID (which
-		// holds tenant, operation and key) plus small fields; budget the
-		// snapshot against that estimate.
-		rest := 2*len(id) + 512
+		// The snapshot is budgeted against the rest of the item as stored:
+		// the ID alone does not bound it (a hashed ID is short whatever
+		// the scope, and the fingerprint has no fixed length).
+		rest, err := s.rest(ctx, client, op, id, set, now)
+		if err != nil {
+			return nil, err
+		}
 		if !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
 			return nil, s.tooLarge(id, set)
 		}
@@ -691,6 +704,37 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return decodeItem(out.Attributes)
+}
+
+// rest returns the size of what a resolution of the item with id keeps:
+// every attribute but those set replaces and the index keys it removes,
+// read with one consistent GetItem. A missing, expired or not
+// indeterminate item is ErrNotIndeterminate, as the update would be.
+func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[string]types.AttributeValue, now time.Time) (int, error) {
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.GetItem(cctx, &dynamodb.GetItemInput{
+		TableName:              s.tableName,
+		Key:                    key(id),
+		ConsistentRead:         aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	}, s.optFns...)
+	if err != nil {
+		usage(ctx, nil, false)
+		return 0, fail(op, err)
+	}
+	usage(ctx, out.ConsumedCapacity, false)
+	if st, _ := out.Item[AttrState].(*types.AttributeValueMemberS); st == nil || st.Value != string(idemkit.StateIndeterminate) || expired(out.Item, now) {
+		return 0, idemkit.ErrNotIndeterminate
+	}
+	n := 0
+	for name, v := range out.Item {
+		if _, replaced := set[name]; replaced || name == AttrIndeterminate || name == AttrIndeterminateTenant {
+			continue
+		}
+		n += len(name) + valueSize(v)
+	}
+	return n, nil
 }
 
 // Get implements idemkit.Store with one consistent GetItem.

@@ -42,8 +42,9 @@
 // # Bounds
 //
 // The cache holds at most Config.MaxEntries records and Config.MaxBytes
-// bytes (an estimate: body, headers, identifiers and a fixed overhead per
-// entry), evicting the least recently used. A record larger than
+// bytes (an estimate: body, headers, identifiers, an operator's resolution
+// with its own copy of the answer, and a fixed overhead per entry),
+// evicting the least recently used. A record larger than
 // Config.MaxEntryBytes is not cached; keep that below the store's item cap
 // (dynamo.Options.MaxItemSize) so that a response the store keeps without
 // its body (Snapshot.Omitted) is never replayed with one from the cache.
@@ -138,19 +139,34 @@ func New(next idemkit.Store, cfg Config) *Store {
 	return s
 }
 
-// Size is the estimate of a record's memory that the byte bounds count.
+// Size is the estimate of a record's memory that the byte bounds count:
+// its strings, its snapshot and, for a record an operator resolved, the
+// resolution's own copy of the answer, operator and reason.
 func Size(r *idemkit.Record) int64 {
 	n := entryOverhead + len(r.ID) + len(r.Scope.Tenant) + len(r.Scope.Operation) + len(r.Scope.Key) + len(r.Fingerprint) + len(r.Owner)
-	if s := r.Snapshot; s != nil {
-		n += len(s.Body)
-		for k, vs := range s.Header {
-			n += len(k) + 16
-			for _, v := range vs {
-				n += len(v) + 16
-			}
-		}
+	n += snapshotSize(r.Snapshot)
+	if res := r.Resolution; res != nil {
+		n += resolutionOverhead + len(res.As) + len(res.Operator) + len(res.Reason) + snapshotSize(res.Snapshot)
 	}
 	return int64(n)
+}
+
+// resolutionOverhead is what a Resolution is counted beyond its strings
+// and snapshot.
+const resolutionOverhead = 128
+
+func snapshotSize(s *idemkit.Snapshot) int {
+	if s == nil {
+		return 0
+	}
+	n := len(s.Body)
+	for k, vs := range s.Header {
+		n += len(k) + 16
+		for _, v := range vs {
+			n += len(v) + 16
+		}
+	}
+	return n
 }
 
 // cacheable reports whether r may be cached at now.

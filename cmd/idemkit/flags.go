@@ -65,6 +65,10 @@ func (s *scopeFlags) scope() (idemkit.Scope, string, error) {
 	if s.tenant == "" {
 		return idemkit.Scope{}, "", usagef("--tenant is required")
 	}
+	if len(s.tenant) > idemkit.MaxTenantLen {
+		// The guard refuses such a tenant: no record has it.
+		return idemkit.Scope{}, "", usagef("--tenant is %d bytes, at most %d (a longer tenant is refused, so no record has it)", len(s.tenant), idemkit.MaxTenantLen)
+	}
 	if s.operation == "" && !s.accountWide {
 		return idemkit.Scope{}, "", usagef("--operation is required (unless --account-wide)")
 	}

@@ -140,6 +140,12 @@ func listPages(ctx context.Context, list listFunc, tenant, page string, limit in
 	}
 }
 
+// isAccountWide reports whether a record ID is of account-wide keys:
+// readable ("a1|") or hashed ("a1h|", "a1x|"), as idemkit.Scope.ID makes it.
+func isAccountWide(id string) bool {
+	return strings.HasPrefix(id, "a1|") || strings.HasPrefix(id, "a1h|") || strings.HasPrefix(id, "a1x|")
+}
+
 // writeListJSON writes a listing as --output json.
 func writeListJSON(c *cli, recs []*idemkit.Record, next string, now time.Time) error {
 	out := listJSON{Records: make([]recordJSON, 0, len(recs)), NextPage: next}
@@ -161,11 +167,11 @@ func writeList(c *cli, recs []*idemkit.Record, next string, now time.Time, state
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TENANT\tOPERATION\tKEY\tAGE\tLEASE ENDED\tCREATED")
 		for _, r := range recs {
-			op := r.Scope.Operation
-			if strings.HasPrefix(r.ID, "a1|") {
+			op := displayText(r.Scope.Operation)
+			if isAccountWide(r.ID) {
 				op += " (account-wide)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scope.Tenant, op, displayKey(r.Scope.Key),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", displayText(r.Scope.Tenant), op, displayKey(r.Scope.Key),
 				age(now.Sub(r.LeaseUntil)), r.LeaseUntil.UTC().Format(time.RFC3339), r.CreatedAt.UTC().Format(time.RFC3339))
 		}
 		if err := tw.Flush(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -134,9 +135,9 @@ func writeJSON(w io.Writer, v any) error {
 func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("ID", r.ID)
-	row("Tenant", r.Scope.Tenant)
-	row("Operation", r.Scope.Operation)
+	row("ID", displayText(r.ID))
+	row("Tenant", displayText(r.Scope.Tenant))
+	row("Operation", displayText(r.Scope.Operation))
 	row("Key", displayKey(r.Scope.Key))
 	row("State", string(r.State))
 	row("Created", stamp(r.CreatedAt, now))
@@ -147,8 +148,8 @@ func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) e
 	row("Replay until", stamp(r.ReplayUntil, now))
 	row("Expires", stamp(r.ExpiresAt, now))
 	row("Completed", stamp(r.CompletedAt, now))
-	row("Owner", r.Owner)
-	row("Fingerprint", r.Fingerprint)
+	row("Owner", displayText(r.Owner))
+	row("Fingerprint", displayText(r.Fingerprint))
 	var body []byte
 	if s := r.Snapshot; s != nil {
 		row("Status", fmt.Sprint(s.Status))
@@ -159,7 +160,7 @@ func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) e
 		sort.Strings(names)
 		for _, name := range names {
 			for _, v := range s.Header[name] {
-				row("Header", name+": "+v)
+				row("Header", displayText(name)+": "+displayText(v))
 			}
 		}
 		switch {
@@ -185,9 +186,9 @@ func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) e
 	}
 	if res := r.Resolution; res != nil {
 		row("Resolved as", string(res.As))
-		row("Resolved by", res.Operator)
+		row("Resolved by", displayText(res.Operator))
 		row("Resolved at", stamp(res.ResolvedAt, now))
-		row("Reason", res.Reason)
+		row("Reason", displayText(res.Reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -235,9 +236,27 @@ func age(d time.Duration) string {
 	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
+// displayText returns stored text (a request's path, a tenant, a header
+// value, an operator's reason) as the table output prints it: as is when
+// it holds no control character, else quoted as a Go string, so that it
+// can neither send escape sequences to the terminal nor forge a line or a
+// column. JSON output escapes such text itself.
+func displayText(s string) string {
+	for _, r := range s {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
 // displayKey returns a key as --key accepts it back: bare when it can be,
-// else as a structured-field string.
+// else as a structured-field string. A key no header could carry (with a
+// control character) is quoted by displayText instead.
 func displayKey(k string) string {
+	if q := displayText(k); q != k {
+		return q
+	}
 	if !strings.ContainsAny(k, " \"\\,") {
 		return k
 	}

@@ -321,7 +321,7 @@ func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Re
 	default:
 		msg := fmt.Sprintf("record is %s, not indeterminate", rec.State)
 		if r := rec.Resolution; r != nil {
-			msg += fmt.Sprintf(" (resolved as %s by %s at %s)", r.As, r.Operator, r.ResolvedAt.UTC().Format(time.RFC3339))
+			msg += fmt.Sprintf(" (resolved as %s by %s at %s)", r.As, displayText(r.Operator), r.ResolvedAt.UTC().Format(time.RFC3339))
 		}
 		return prev, nil, conflictf("%s; nothing was changed", msg)
 	}
