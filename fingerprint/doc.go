@@ -42,8 +42,11 @@
 //     Options.MaxDepth ([ErrTooDeep]). A body without a content type is
 //     read as JSON when it starts with "{" or "[", and must then be
 //     I-JSON too.
-//   - Form (application/x-www-form-urlencoded): fields are decoded and
-//     sorted by name; the values of a repeated field keep their order.
+//   - Form (application/x-www-form-urlencoded): fields are decoded as
+//     url.ParseQuery decodes them and sorted by name; the values of a
+//     repeated field keep their order. A field with ";" or a malformed
+//     escape is an error ([ErrInvalidForm]); the number of fields is not
+//     limited.
 //   - Raw: the bytes as they are, for any other content type.
 //
 // Bodies that API Gateway delivers base64-encoded (Input.IsBase64Encoded)

@@ -283,6 +283,7 @@ type state struct {
 	h     hash.Hash
 	b64   []byte
 	names []string
+	pairs []uint32 // form fields
 	sum   [sha256.Size]byte
 }
 
@@ -304,7 +305,7 @@ func putState(st *state) {
 	clear(st.names)
 	st.names = st.names[:0]
 	if cap(st.b64) > maxPooled || cap(st.e.out) > maxPooled || cap(st.p.key) > maxPooled ||
-		cap(st.p.stack) > maxPooled/4 || cap(st.names) > maxPooled/16 {
+		cap(st.p.stack) > maxPooled/4 || cap(st.pairs) > maxPooled/4 || cap(st.names) > maxPooled/16 {
 		return
 	}
 	statePool.Put(st)
