@@ -331,7 +331,9 @@ func (st *state) decodeBody(in *Input) ([]byte, error) {
 }
 
 // contentType returns in.ContentType, or else the first Content-Type
-// header value.
+// header value: under the key "Content-Type", else "content-type", else
+// the first other spelling of the name in byte order that has a value,
+// so that the choice never depends on map iteration order.
 func contentType(in *Input) string {
 	if in.ContentType != "" || len(in.Header) == 0 {
 		return in.ContentType
@@ -341,12 +343,16 @@ func contentType(in *Input) string {
 			return v[0]
 		}
 	}
+	key, found := "", false
 	for k, v := range in.Header {
-		if len(v) > 0 && strings.EqualFold(k, "content-type") {
-			return v[0]
+		if len(v) > 0 && strings.EqualFold(k, "content-type") && (!found || k < key) {
+			key, found = k, true
 		}
 	}
-	return ""
+	if !found {
+		return ""
+	}
+	return in.Header[key][0]
 }
 
 // resolveMode applies the ModeAuto rules. sniffed reports a JSON guess made

@@ -343,3 +343,28 @@ func TestInputNotModified(t *testing.T) {
 		t.Error("input body modified")
 	}
 }
+
+// TestContentTypeFromHeaderKeys: when Input.ContentType is empty and
+// Header holds the content type under several spellings of its name, the
+// same one is always used: "Content-Type", else "content-type", else the
+// first spelling in byte order. A fingerprint that depended on map
+// iteration order would refuse faithful retries at random.
+func TestContentTypeFromHeaderKeys(t *testing.T) {
+	body := []byte(`{"b":1,"a":2}`)
+	for _, tc := range []struct {
+		header map[string][]string
+		want   string // the content type that must be used
+	}{
+		{map[string][]string{"Content-Type": {"application/json"}, "content-type": {"text/plain"}, "CONTENT-TYPE": {"text/plain"}}, "application/json"},
+		{map[string][]string{"content-type": {"application/json"}, "CONTENT-TYPE": {"text/plain"}, "Content-type": {"text/plain"}}, "application/json"},
+		{map[string][]string{"CONTENT-TYPE": {"application/json"}, "Content-type": {"text/plain"}, "content-Type": {"text/plain"}}, "application/json"},
+		{map[string][]string{"Content-type": {"text/plain"}, "CONTENT-TYPE": {}, "content-TYPE": {"application/json"}}, "text/plain"},
+	} {
+		want := mustCompute(t, Input{ContentType: tc.want, Body: body}, Options{})
+		for range 50 {
+			if got := mustCompute(t, Input{Header: tc.header, Body: body}, Options{}); got != want {
+				t.Fatalf("%v: got %s, want the fingerprint under %q", tc.header, got, tc.want)
+			}
+		}
+	}
+}
