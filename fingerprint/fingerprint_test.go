@@ -160,6 +160,10 @@ func TestSameOrDifferent(t *testing.T) {
 		{"path with '?' vs query", Input{Path: "/a?b=1"}, Input{Path: "/a", Query: url.Values{"b": {"1"}}}, Options{Path: true}, false},
 		{"multipart boundary counts", Input{ContentType: "multipart/form-data; boundary=x", Body: []byte("--x\r\n\r\n1\r\n--x--")},
 			Input{ContentType: "multipart/form-data; boundary=y", Body: []byte("--y\r\n\r\n1\r\n--y--")}, Options{}, false},
+		{"media type not hashed", Input{ContentType: "text/plain", Body: []byte("# x")}, Input{ContentType: "text/markdown", Body: []byte("# x")}, Options{}, true},
+		{"JSON media types not hashed", jsonIn(`{"a":null}`), Input{ContentType: "application/merge-patch+json", Body: []byte(`{"a":null}`)}, Options{}, true},
+		{"media type hashed when listed", Input{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"a":null}`)},
+			Input{Header: http.Header{"Content-Type": {"application/merge-patch+json"}}, Body: []byte(`{"a":null}`)}, Options{Headers: []string{"Content-Type"}}, false},
 		{"charset parameter ignored for raw bytes", Input{ContentType: "text/plain; charset=utf-8", Body: []byte("x")}, Input{ContentType: "text/plain", Body: []byte("x")}, Options{}, true},
 		{"path vs body boundary", Input{Path: "/x", ContentType: "text/plain", Body: []byte("y")}, Input{Path: "/", ContentType: "text/plain", Body: []byte("xy")}, Options{Path: true}, false},
 
