@@ -43,7 +43,7 @@ func TestBase64MemoryBudget(t *testing.T) {
 				runtime.ReadMemStats(&after)
 				alloc := after.TotalAlloc - before.TotalAlloc
 				t.Logf("%d-byte base64 body: %d bytes allocated (%.3fx)", len(enc), alloc, float64(alloc)/float64(len(enc)))
-				if float64(alloc) > tc.budget*float64(len(enc))+2*formFixed {
+				if float64(alloc) > tc.budget*float64(len(enc))+formFixed {
 					t.Errorf("allocated %d bytes for a %d-byte base64 body (%.2fx), budget %.2fx", alloc, len(enc), float64(alloc)/float64(len(enc)), tc.budget)
 				}
 			})
