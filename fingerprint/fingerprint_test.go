@@ -135,6 +135,7 @@ func TestSameOrDifferent(t *testing.T) {
 		{"json content type with parameters", jsonIn(`{"a":1}`), Input{ContentType: "Application/JSON; charset=utf-8", Body: []byte(`{ "a": 1 }`)}, Options{}, true},
 		{"+json suffix", jsonIn(`{"a":1}`), Input{ContentType: "application/merge-patch+json", Body: []byte(`{ "a": 1 }`)}, Options{}, true},
 		{"no content type sniffed as JSON", jsonIn(`{"a":1}`), Input{Body: []byte(` {"a":1}`)}, Options{}, true},
+		{"no content type, BOM before JSON is raw", Input{Body: []byte("\ufeff{\"a\":1}")}, Input{ContentType: "text/plain", Body: []byte("\ufeff{\"a\":1}")}, Options{}, true},
 		{"no content type, not JSON-looking", Input{Body: []byte(`a=1`)}, Input{ContentType: "text/plain", Body: []byte(`a=1`)}, Options{}, true},
 		{"content type from Header", jsonIn(`{"a":1}`), Input{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{ "a":1}`)}, Options{}, true},
 		{"content type from lower-case Header", formIn(`a=1&b=2`), Input{Header: map[string][]string{"content-type": {"application/x-www-form-urlencoded"}}, Body: []byte(`b=2&a=1`)}, Options{}, true},
