@@ -42,8 +42,11 @@
 //     Options.MaxDepth ([ErrTooDeep]). A body without a content type is
 //     read as JSON when it starts with "{" or "[", and must then be
 //     I-JSON too.
-//   - Form (application/x-www-form-urlencoded): fields are decoded and
-//     sorted by name; the values of a repeated field keep their order.
+//   - Form (application/x-www-form-urlencoded): fields are decoded as
+//     url.ParseQuery decodes them and sorted by name; the values of a
+//     repeated field keep their order. A field with ";" or a malformed
+//     escape is an error ([ErrInvalidForm]); the number of fields is not
+//     limited.
 //   - Raw: the bytes as they are, for any other content type.
 //
 // Bodies that API Gateway delivers base64-encoded (Input.IsBase64Encoded)
@@ -86,7 +89,9 @@
 // with the body is 4 bytes per member of the objects being read (an object
 // and its ancestors), so one call allocates less than the body's size for
 // every shape of body; the figures per shape are in docs/FINGERPRINT.md and
-// BenchmarkCanonicalShapes. Input.BodyString is read in place.
+// BenchmarkCanonicalShapes. A form body is read in place too, with 4 bytes
+// per field (at most twice the body; BenchmarkFormShapes), and a base64
+// body is decoded into one buffer first. Input.BodyString is read in place.
 //
 // # Versions
 //

@@ -283,6 +283,7 @@ type state struct {
 	h     hash.Hash
 	b64   []byte
 	names []string
+	pairs []uint32 // form fields
 	sum   [sha256.Size]byte
 }
 
@@ -304,7 +305,7 @@ func putState(st *state) {
 	clear(st.names)
 	st.names = st.names[:0]
 	if cap(st.b64) > maxPooled || cap(st.e.out) > maxPooled || cap(st.p.key) > maxPooled ||
-		cap(st.p.stack) > maxPooled/4 || cap(st.names) > maxPooled/16 {
+		cap(st.p.stack) > maxPooled/4 || cap(st.pairs) > maxPooled/4 || cap(st.names) > maxPooled/16 {
 		return
 	}
 	statePool.Put(st)
@@ -321,7 +322,10 @@ func (st *state) decodeBody(in *Input) ([]byte, error) {
 		return body, nil
 	}
 	n := base64.StdEncoding.DecodedLen(len(body))
-	st.b64 = slices.Grow(st.b64[:0], n)[:n]
+	if cap(st.b64) < n {
+		st.b64 = make([]byte, n) // not slices.Grow: under -race it allocates twice
+	}
+	st.b64 = st.b64[:n]
 	m, err := base64.StdEncoding.Decode(st.b64, body)
 	if err != nil {
 		return nil, &bodyError{kind: ErrInvalidBase64, cause: err, msg: err.Error()}
@@ -330,7 +334,9 @@ func (st *state) decodeBody(in *Input) ([]byte, error) {
 }
 
 // contentType returns in.ContentType, or else the first Content-Type
-// header value.
+// header value: under the key "Content-Type", else "content-type", else
+// the first other spelling of the name in byte order that has a value,
+// so that the choice never depends on map iteration order.
 func contentType(in *Input) string {
 	if in.ContentType != "" || len(in.Header) == 0 {
 		return in.ContentType
@@ -340,12 +346,16 @@ func contentType(in *Input) string {
 			return v[0]
 		}
 	}
+	key, found := "", false
 	for k, v := range in.Header {
-		if len(v) > 0 && strings.EqualFold(k, "content-type") {
-			return v[0]
+		if len(v) > 0 && strings.EqualFold(k, "content-type") && (!found || k < key) {
+			key, found = k, true
 		}
 	}
-	return ""
+	if !found {
+		return ""
+	}
+	return in.Header[key][0]
 }
 
 // resolveMode applies the ModeAuto rules. sniffed reports a JSON guess made

@@ -42,6 +42,13 @@ func TestSameOrDifferent(t *testing.T) {
 		{"key order and whitespace", jsonIn(`{"a":1,"b":[1,2],"c":{"y":null,"x":true}}`),
 			jsonIn("{ \"c\" : {\"x\":true,\n\"y\":null} ,\t\"b\":[ 1,2 ], \"a\" : 1 }\r\n"), Options{}, true},
 		{"string escapes", jsonIn(`{"s":"A/é😀"}`), jsonIn(`{"\u0073":"\u0041\/\u00e9\ud83d\ude00"}`), Options{}, true},
+		{"escaped control characters", jsonIn(`["\u0000\u001F\b\f\n\r\t\u007f"]`), jsonIn("[\"\\u0000\\u001f\\u0008\\u000C\\u000a\\u000D\\u0009\x7f\"]"), Options{}, true},
+		{"NUL vs empty string", jsonIn(`["\u0000"]`), jsonIn(`[""]`), Options{}, false},
+		{"surrogate pair vs raw", jsonIn(`["\ud800\udc00"]`), jsonIn(`["𐀀"]`), Options{}, true},
+		{"top-level scalars", jsonIn(`1`), jsonIn(`"1"`), Options{}, false},
+		{"null body vs empty object", jsonIn(`null`), jsonIn(`{}`), Options{}, false},
+		{"empty body vs empty object", Input{ContentType: "application/json"}, jsonIn(`{}`), Options{}, false},
+		{"key that differs after unescaping", jsonIn(`{"a\"b":1}`), jsonIn(`{"a\\b":1}`), Options{}, false},
 		{"amount changed", jsonIn(order), jsonIn(replace(order, `1000`, `1001`)), Options{}, false},
 		{"currency changed", jsonIn(order), jsonIn(replace(order, `"EUR"`, `"USD"`)), Options{}, false},
 		{"nested quantity changed", jsonIn(order), jsonIn(replace(order, `"qty":2`, `"qty":3`)), Options{}, false},
@@ -67,6 +74,15 @@ func TestSameOrDifferent(t *testing.T) {
 		{"above 2^53, float prints the same digits", jsonIn(`[9007199254740994]`), jsonIn(`[9007199254740994.0]`), Options{}, true},
 		{"integer 10^21 vs 1e21", jsonIn(`[1000000000000000000000]`), jsonIn(`[1e21]`), Options{}, false},
 		{"2^53 as integer and float", jsonIn(`[9007199254740992]`), jsonIn(`[9007199254740992.0]`), Options{}, true},
+		// Known limits of float64 numbers (RFC 8785), documented: literals
+		// with a fraction or exponent that round to one float64 are one value.
+		{"decimals beyond float64 precision round together", jsonIn(`[0.123456789012345678]`), jsonIn(`[0.123456789012345679]`), Options{}, true},
+		{"non-integer literal above 2^53 rounds", jsonIn(`[9007199254740993.0]`), jsonIn(`[9007199254740992]`), Options{}, true},
+		{"integer literal vs the same value as a float above 2^53", jsonIn(`[9007199254740993]`), jsonIn(`[9007199254740993.0]`), Options{}, false},
+		{"2^60 as integer and float", jsonIn(`[1152921504606846976]`), jsonIn(`[1152921504606846976.0]`), Options{}, false},
+		{"underflow is zero", jsonIn(`[1e-400]`), jsonIn(`[0]`), Options{}, true},
+		{"decimals within float64 precision", jsonIn(`[0.12345678901234567]`), jsonIn(`[0.12345678901234568]`), Options{}, false},
+		{"small amounts", jsonIn(`{"amount":0.1}`), jsonIn(`{"amount":0.2}`), Options{}, false},
 
 		// Exclude.
 		{"excluded field changed", jsonIn(order), jsonIn(replace(order, `10:00:00Z`, `10:00:05Z`)),
@@ -119,6 +135,7 @@ func TestSameOrDifferent(t *testing.T) {
 		{"json content type with parameters", jsonIn(`{"a":1}`), Input{ContentType: "Application/JSON; charset=utf-8", Body: []byte(`{ "a": 1 }`)}, Options{}, true},
 		{"+json suffix", jsonIn(`{"a":1}`), Input{ContentType: "application/merge-patch+json", Body: []byte(`{ "a": 1 }`)}, Options{}, true},
 		{"no content type sniffed as JSON", jsonIn(`{"a":1}`), Input{Body: []byte(` {"a":1}`)}, Options{}, true},
+		{"no content type, BOM before JSON is raw", Input{Body: []byte("\ufeff{\"a\":1}")}, Input{ContentType: "text/plain", Body: []byte("\ufeff{\"a\":1}")}, Options{}, true},
 		{"no content type, not JSON-looking", Input{Body: []byte(`a=1`)}, Input{ContentType: "text/plain", Body: []byte(`a=1`)}, Options{}, true},
 		{"content type from Header", jsonIn(`{"a":1}`), Input{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{ "a":1}`)}, Options{}, true},
 		{"content type from lower-case Header", formIn(`a=1&b=2`), Input{Header: map[string][]string{"content-type": {"application/x-www-form-urlencoded"}}, Body: []byte(`b=2&a=1`)}, Options{}, true},
@@ -140,6 +157,15 @@ func TestSameOrDifferent(t *testing.T) {
 		{"method opted in", Input{Method: "POST", Body: []byte(`{}`)}, Input{Method: "PUT", Body: []byte(`{}`)}, Options{Method: true}, false},
 		{"path opted in", Input{Path: "/orders/1", Body: []byte(`{}`)}, Input{Path: "/orders/2", Body: []byte(`{}`)}, Options{Path: true}, false},
 		{"method/path boundary", Input{Method: "AB", Path: "C"}, Input{Method: "A", Path: "BC"}, Options{Method: true, Path: true}, false},
+		{"path/query boundary", Input{Path: "/a", Query: url.Values{"b": {""}}}, Input{Path: "/ab"}, Options{Path: true}, false},
+		{"path with '?' vs query", Input{Path: "/a?b=1"}, Input{Path: "/a", Query: url.Values{"b": {"1"}}}, Options{Path: true}, false},
+		{"multipart boundary counts", Input{ContentType: "multipart/form-data; boundary=x", Body: []byte("--x\r\n\r\n1\r\n--x--")},
+			Input{ContentType: "multipart/form-data; boundary=y", Body: []byte("--y\r\n\r\n1\r\n--y--")}, Options{}, false},
+		{"media type not hashed", Input{ContentType: "text/plain", Body: []byte("# x")}, Input{ContentType: "text/markdown", Body: []byte("# x")}, Options{}, true},
+		{"JSON media types not hashed", jsonIn(`{"a":null}`), Input{ContentType: "application/merge-patch+json", Body: []byte(`{"a":null}`)}, Options{}, true},
+		{"media type hashed when listed", Input{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"a":null}`)},
+			Input{Header: http.Header{"Content-Type": {"application/merge-patch+json"}}, Body: []byte(`{"a":null}`)}, Options{Headers: []string{"Content-Type"}}, false},
+		{"charset parameter ignored for raw bytes", Input{ContentType: "text/plain; charset=utf-8", Body: []byte("x")}, Input{ContentType: "text/plain", Body: []byte("x")}, Options{}, true},
 		{"path vs body boundary", Input{Path: "/x", ContentType: "text/plain", Body: []byte("y")}, Input{Path: "/", ContentType: "text/plain", Body: []byte("xy")}, Options{Path: true}, false},
 
 		// Query.
@@ -341,5 +367,30 @@ func TestInputNotModified(t *testing.T) {
 	mustCompute(t, Input{Body: form}, Options{Mode: ModeForm, Exclude: []string{"/b"}})
 	if string(body) != orig || string(form) != "b=2&a=1" {
 		t.Error("input body modified")
+	}
+}
+
+// TestContentTypeFromHeaderKeys: when Input.ContentType is empty and
+// Header holds the content type under several spellings of its name, the
+// same one is always used: "Content-Type", else "content-type", else the
+// first spelling in byte order. A fingerprint that depended on map
+// iteration order would refuse faithful retries at random.
+func TestContentTypeFromHeaderKeys(t *testing.T) {
+	body := []byte(`{"b":1,"a":2}`)
+	for _, tc := range []struct {
+		header map[string][]string
+		want   string // the content type that must be used
+	}{
+		{map[string][]string{"Content-Type": {"application/json"}, "content-type": {"text/plain"}, "CONTENT-TYPE": {"text/plain"}}, "application/json"},
+		{map[string][]string{"content-type": {"application/json"}, "CONTENT-TYPE": {"text/plain"}, "Content-type": {"text/plain"}}, "application/json"},
+		{map[string][]string{"CONTENT-TYPE": {"application/json"}, "Content-type": {"text/plain"}, "content-Type": {"text/plain"}}, "application/json"},
+		{map[string][]string{"Content-type": {"text/plain"}, "CONTENT-TYPE": {}, "content-TYPE": {"application/json"}}, "text/plain"},
+	} {
+		want := mustCompute(t, Input{ContentType: tc.want, Body: body}, Options{})
+		for range 50 {
+			if got := mustCompute(t, Input{Header: tc.header, Body: body}, Options{}); got != want {
+				t.Fatalf("%v: got %s, want the fingerprint under %q", tc.header, got, tc.want)
+			}
+		}
 	}
 }

@@ -3,7 +3,6 @@ package fingerprint
 import (
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 )
@@ -61,12 +60,9 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 			return "", err
 		}
 	case ModeForm:
-		vals, err := url.ParseQuery(string(body))
-		if err != nil {
-			return "", &bodyError{kind: ErrInvalidForm, cause: err, msg: err.Error()}
+		if err := f.writeFormBody(st, body); err != nil {
+			return "", err
 		}
-		e.byte('f')
-		f.v1Form(e, vals)
 	default:
 		e.byte('r')
 		e.bytes(body)
@@ -173,51 +169,46 @@ func (f *Fingerprinter) writeJSON(st *state) error {
 	return nil
 }
 
-// v1Form hashes a form body. A form is read as an object whose members are
-// the field names and whose values are the lists of values, so the pointer
-// "/name" denotes field name; longer pointers select nothing.
-func (f *Fingerprinter) v1Form(e *emitter, vals url.Values) {
-	for name := range f.formCuts {
-		delete(vals, name)
+// writeFormBody writes a form body: 'f' and, without Include, 'a' form;
+// with Include, 's' uvarint(n) n*( str(ptr) sel-form ). A form is read as
+// an object whose members are the field names and whose values are the
+// lists of values, so the pointer "/name" denotes field name; longer
+// pointers select nothing. Both versions share it.
+func (f *Fingerprinter) writeFormBody(st *state, body []byte) error {
+	pairs, err := formPairs(body, st.pairs)
+	if err != nil {
+		return err
 	}
+	st.pairs = pairs
+	fm := form{body: body, pairs: pairs, cuts: f.formCuts}
+	e := &st.e
+	e.byte('f')
 	if len(f.include) == 0 {
 		e.byte('a')
-		writeForm(e, vals)
-		return
+		fm.writeAll(e)
+		return nil
 	}
 	e.byte('s')
 	e.uvarint(len(f.include))
 	for _, ptr := range f.include {
 		e.str(ptr.text)
-		switch {
-		case len(ptr.toks) == 0:
+		switch len(ptr.toks) {
+		case 0:
 			e.byte(1)
-			writeForm(e, vals)
-		case len(ptr.toks) == 1:
-			v, ok := vals[ptr.toks[0]]
+			fm.writeAll(e)
+		case 1:
+			k, j, ok := fm.field(ptr.toks[0])
 			if !ok {
 				e.byte(0)
 				continue
 			}
 			e.byte(1)
-			writeList(e, v)
+			fm.writeList(e, k, j)
 		default:
 			e.byte(0)
 		}
 	}
-}
-
-func writeForm(e *emitter, vals url.Values) {
-	names := make([]string, 0, len(vals))
-	for name := range vals {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	e.uvarint(len(names))
-	for _, name := range names {
-		e.str(name)
-		writeList(e, vals[name])
-	}
+	return nil
 }
 
 func writeList(e *emitter, vals []string) {

@@ -2,9 +2,7 @@ package fingerprint
 
 import (
 	"maps"
-	"net/url"
 	"slices"
-	"unsafe"
 )
 
 // Version 2, the current one. Like v1, its output must never change once
@@ -77,12 +75,9 @@ func (f *Fingerprinter) v2(in *Input) (string, error) {
 			return "", err
 		}
 	case ModeForm:
-		vals, err := url.ParseQuery(unsafe.String(unsafe.SliceData(body), len(body)))
-		if err != nil {
-			return "", &bodyError{kind: ErrInvalidForm, cause: err, msg: err.Error()}
+		if err := f.writeFormBody(st, body); err != nil {
+			return "", err
 		}
-		e.byte('f')
-		f.v1Form(e, vals)
 	default:
 		e.byte('r')
 		e.bytes(body)
