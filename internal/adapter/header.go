@@ -218,17 +218,28 @@ func Values(single map[string]string, multi map[string][]string, name string) []
 	return out
 }
 
-// First returns the first value of header name (any case), or "".
+// First returns the first value of header name (any case), or "": from
+// multi when it has the header, else from single. Where the map holds the
+// name under several spellings, the bytewise-first spelling's value is
+// returned, the same on every call whatever the map's order.
 func First(single map[string]string, multi map[string][]string, name string) string {
+	var key string
+	found := false
 	for k, vs := range multi {
-		if strings.EqualFold(k, name) && len(vs) > 0 {
-			return vs[0]
+		if strings.EqualFold(k, name) && len(vs) > 0 && (!found || k < key) {
+			key, found = k, true
 		}
 	}
-	for k, v := range single {
-		if strings.EqualFold(k, name) {
-			return v
+	if found {
+		return multi[key][0]
+	}
+	for k := range single {
+		if strings.EqualFold(k, name) && (!found || k < key) {
+			key, found = k, true
 		}
+	}
+	if found {
+		return single[key]
 	}
 	return ""
 }

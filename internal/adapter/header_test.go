@@ -112,3 +112,25 @@ func TestWithoutReplayed(t *testing.T) {
 		t.Error("nil map not kept nil")
 	}
 }
+
+// TestFirstDeterministic: a header present under several spellings gives
+// the same value on every call, whatever the map's order: the
+// bytewise-first spelling's.
+func TestFirstDeterministic(t *testing.T) {
+	single := map[string]string{"content-type": "text/plain", "CONTENT-TYPE": "application/json", "Content-type": "application/x-www-form-urlencoded"}
+	multi := map[string][]string{"content-type": {"text/plain"}, "Content-Type": {"application/json"}, "CONTENT-TYPE": {}}
+	for range 50 {
+		if got := First(single, nil, "Content-Type"); got != "application/json" {
+			t.Fatalf("First(single) = %q, want CONTENT-TYPE's value", got)
+		}
+		if got := First(nil, multi, "content-type"); got != "application/json" {
+			t.Fatalf("First(multi) = %q, want Content-Type's value (CONTENT-TYPE has none)", got)
+		}
+		if got := First(single, multi, "Content-Type"); got != "application/json" {
+			t.Fatalf("First(single, multi) = %q, want multi's", got)
+		}
+	}
+	if got := First(single, nil, "Accept"); got != "" {
+		t.Errorf("First of a missing header = %q", got)
+	}
+}
