@@ -200,7 +200,7 @@ func (fm *form) cut(name []byte) bool {
 	if len(fm.cuts) == 0 {
 		return false
 	}
-	if bytes.IndexAny(name, "%+") < 0 {
+	if !bytes.ContainsAny(name, "%+") {
 		return fm.cuts[string(name)]
 	}
 	for c := range fm.cuts {
