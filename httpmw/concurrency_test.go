@@ -63,6 +63,7 @@ func (s *renewStore) wait(t *testing.T) time.Time {
 // probe is a guarded handler behind a real HTTP server, with the guard's
 // clock under the test's control.
 type probe struct {
+	h      http.Handler // the guarded handler, counted
 	srv    *httptest.Server
 	client *http.Client
 	clk    *testclock.Clock
@@ -96,18 +97,25 @@ func newProbe(t *testing.T, store idemkit.Store, pol idemkit.Policy, h http.Hand
 		t.Fatal(err)
 	}
 	mw := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "tenant-a", nil }})
-	p.srv = httptest.NewUnstartedServer(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.h = mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.runs.Add(1)
 		h(w, r)
-	})))
-	p.srv.Config.ErrorLog = log.New(&p.log, "", 0)
-	p.srv.Start()
-	t.Cleanup(p.srv.Close)
+	}))
+	p.restart(t)
 	// No connection is reused: a request on a reused connection that
 	// breaks would be sent again by the transport (it carries an
 	// Idempotency-Key), and the test counts runs.
 	p.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	return p
+}
+
+// restart serves the guarded handler from a new server, as a new process
+// of the same service would (with the same store).
+func (p *probe) restart(t *testing.T) {
+	p.srv = httptest.NewUnstartedServer(p.h)
+	p.srv.Config.ErrorLog = log.New(&p.log, "", 0)
+	p.srv.Start()
+	t.Cleanup(p.srv.Close)
 }
 
 type answer struct {
@@ -402,6 +410,106 @@ func TestMiddlewarePanicOverHTTP(t *testing.T) {
 			}
 			if got := p.runs.Load(); got != 2 {
 				t.Fatalf("handler ran %d times, want 2", got)
+			}
+		})
+	}
+}
+
+// TestMiddlewareShutdownMidHandler: a server shut down while a guarded
+// handler runs. A graceful Shutdown waits for the handler: its client gets
+// the fresh response and the retry, on the next server, is replayed. A
+// Shutdown cut short by closing the connections cancels the request: a
+// handler that goes on stores its outcome (replayed); one that stops with
+// Fail frees the key (the retry runs). Never a second run of a stored
+// outcome, never a key left held.
+func TestMiddlewareShutdownMidHandler(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		force    bool // Shutdown's deadline passes: the connections are closed
+		obeyCtx  bool // the handler stops with Fail when its request is cancelled
+		wantRuns int32
+	}{
+		{name: "graceful", wantRuns: 1},
+		{name: "forced, handler goes on", force: true, wantRuns: 1},
+		{name: "forced, handler stops", force: true, obeyCtx: true, wantRuns: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered, release := make(chan struct{}), make(chan struct{})
+			var p *probe
+			p = newProbe(t, memstore.New(), idemkit.Policy{}, func(w http.ResponseWriter, r *http.Request) {
+				run := p.runs.Load()
+				if run == 1 {
+					close(entered)
+					select {
+					case <-release:
+					case <-r.Context().Done():
+						if tc.obeyCtx {
+							httpmw.Fail(r.Context(), r.Context().Err())
+							return
+						}
+						<-release
+					}
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusCreated)
+				fmt.Fprintf(w, `{"id":"ord_%d"}`, run)
+			})
+			type result struct {
+				a   answer
+				err error
+			}
+			firstc := make(chan result, 1)
+			go func() {
+				a, err := p.post(context.Background(), "order-1")
+				firstc <- result{a, err}
+			}()
+			<-entered
+			old := p.srv.Config
+			shutdownStarted := make(chan struct{})
+			old.RegisterOnShutdown(func() { close(shutdownStarted) })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			shutdown := make(chan error, 1)
+			go func() { shutdown <- old.Shutdown(ctx) }()
+			<-shutdownStarted
+			if tc.force {
+				cancel()
+				if err := <-shutdown; !errors.Is(err, context.Canceled) {
+					t.Fatalf("Shutdown: %v, want it cut short", err)
+				}
+				old.Close() // the connections close; the request is cancelled
+				if r := <-firstc; r.err == nil {
+					t.Fatalf("the request on a closed connection got %d", r.a.status)
+				}
+			}
+			close(release)
+			if !tc.force {
+				r := <-firstc
+				if r.err != nil || r.a.status != http.StatusCreated || r.a.body != `{"id":"ord_1"}` {
+					t.Fatalf("first during a graceful shutdown: %+v %v", r.a, r.err)
+				}
+				if err := <-shutdown; err != nil {
+					t.Fatalf("Shutdown: %v", err)
+				}
+			}
+			p.restart(t)
+			// The retry may come while the cancelled handler still runs.
+			var retry answer
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				retry = p.mustPost(t, "order-1")
+				if retry.status != http.StatusConflict || time.Now().After(deadline) {
+					break
+				}
+				inFlight(t, retry, 30)
+				time.Sleep(time.Millisecond)
+			}
+			wantReplay := tc.wantRuns == 1
+			if retry.status != http.StatusCreated || (retry.header.Get("Idempotent-Replayed") == "true") != wantReplay ||
+				retry.body != fmt.Sprintf(`{"id":"ord_%d"}`, tc.wantRuns) {
+				t.Fatalf("retry: %d %v %s, want ord_%d (replayed %v)", retry.status, retry.header, retry.body, tc.wantRuns, wantReplay)
+			}
+			if got := p.runs.Load(); got != tc.wantRuns {
+				t.Fatalf("handler ran %d times, want %d", got, tc.wantRuns)
 			}
 		})
 	}
