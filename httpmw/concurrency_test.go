@@ -515,3 +515,56 @@ func TestMiddlewareShutdownMidHandler(t *testing.T) {
 		})
 	}
 }
+
+// TestMiddlewareRenewalsRunOut: a handler that outlasts all its renewals
+// (MaxRenewals) loses its lease while it still runs: the renewal goroutine
+// ends, a retry then finds the outcome unknown (409
+// indeterminate-operator-required, never a second run), and the handler's
+// late completion still wins: its client gets the response and later
+// retries the replay.
+func TestMiddlewareRenewalsRunOut(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	store := newRenewStore()
+	release := make(chan struct{})
+	p := newProbe(t, store, idemkit.Policy{Lease: lease, MaxRenewals: 2}, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"id":"ord_1"}`)
+	})
+	type result struct {
+		a   answer
+		err error
+	}
+	firstc := make(chan result, 1)
+	go func() {
+		a, err := p.post(context.Background(), "order-1")
+		firstc <- result{a, err}
+	}()
+	var last time.Time
+	for i := 0; i < 2; i++ {
+		last = store.wait(t)
+		p.clk.Advance(lease / 3)
+	}
+	noRenewalLeft(t) // the handler still runs
+	p.clk.Advance(last.Add(lease).Sub(p.clk.Now()))
+	a := p.mustPost(t, "order-1")
+	if a.status != http.StatusConflict || !strings.Contains(a.body, "indeterminate-operator-required") {
+		t.Fatalf("retry after the last lease: %d %s, want 409 indeterminate-operator-required", a.status, a.body)
+	}
+	close(release)
+	r := <-firstc
+	if r.err != nil || r.a.status != http.StatusCreated || r.a.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %+v %v, want its own 201", r.a, r.err)
+	}
+	a = p.mustPost(t, "order-1")
+	if a.status != http.StatusCreated || a.header.Get("Idempotent-Replayed") != "true" || a.body != r.a.body {
+		t.Fatalf("retry after the late completion: %d %v %s, want the replay", a.status, a.header, a.body)
+	}
+	if got := p.runs.Load(); got != 1 {
+		t.Fatalf("handler ran %d times, want 1", got)
+	}
+	if got := store.extends.Load(); got != 2 {
+		t.Fatalf("%d renewals, want MaxRenewals (2)", got)
+	}
+}
