@@ -17,6 +17,20 @@
 // reach the first response, after its body, but are not stored: a replay
 // has none. Requests that are not guarded reach the handler with the
 // original writer.
+//
+// A net/http request has no deadline, so its lease is renewed while its
+// handler runs, and a client that hangs up (or a Shutdown cut short)
+// cancels its context without freeing the key: a handler that goes on
+// stores its outcome; one that stops should end with Fail. A handler that
+// panics frees its key, and its panic reaches net/http unchanged
+// (http.ErrAbortHandler included), which closes the connection without a
+// response.
+//
+// A guarded request's body is read whole before the handler runs, into a
+// buffer of its declared Content-Length (up to MaxBodyBytes) allocated
+// before the first byte is read: give the server a ReadTimeout, so that a
+// client that declares a large body and sends it slowly cannot hold that
+// memory for long.
 package httpmw
 
 import (

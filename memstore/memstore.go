@@ -3,6 +3,12 @@
 // in one process only, so it does not protect a fleet of Lambda instances;
 // use package dynamo for that. It passes the same conformance suite
 // (package storetest) as the DynamoDB store.
+//
+// Expired records are dropped as new ones are written, so that a
+// long-running process holds about its live records, not every record it
+// ever stored. Like DynamoDB's TTL deletion, a record that a write has
+// seen expired (at the time that write was given) is gone for good, even
+// to a later call given an earlier time.
 package memstore
 
 import (
@@ -19,9 +25,13 @@ import (
 // Store is an in-memory idemkit.Store. The zero value is ready to use and
 // safe for concurrent use.
 type Store struct {
-	mu   sync.Mutex
-	recs map[string]*idemkit.Record // guarded by mu; values are never shared with callers
+	mu      sync.Mutex
+	recs    map[string]*idemkit.Record // guarded by mu; values are never shared with callers
+	sweepAt int                        // guarded by mu; the size at which put drops expired records
 }
+
+// minSweep is the number of records below which put drops no expired ones.
+const minSweep = 64
 
 // New returns an empty Store.
 func New() *Store { return &Store{} }
@@ -37,11 +47,34 @@ func (s *Store) live(id string, now time.Time) *idemkit.Record {
 	return r
 }
 
-func (s *Store) put(r *idemkit.Record) {
+// put stores a copy of r; the caller holds s.mu. When the store has
+// doubled since the last sweep, it drops the records expired at now, so a
+// sweep of n records follows at least n/2 writes of new ones.
+func (s *Store) put(r *idemkit.Record, now time.Time) {
 	if s.recs == nil {
 		s.recs = make(map[string]*idemkit.Record)
 	}
 	s.recs[r.ID] = r.Clone()
+	if len(s.recs) < s.sweepAt {
+		return
+	}
+	live := 0
+	for _, rec := range s.recs {
+		if rec.Live(now) {
+			live++
+		}
+	}
+	if live < len(s.recs) {
+		// A new map: deleting would keep the old one's buckets.
+		m := make(map[string]*idemkit.Record, live)
+		for id, rec := range s.recs {
+			if rec.Live(now) {
+				m[id] = rec
+			}
+		}
+		s.recs = m
+	}
+	s.sweepAt = max(2*len(s.recs), minSweep)
 }
 
 // Claim implements idemkit.Store.
@@ -64,7 +97,7 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	if !ok {
 		return idemkit.ClaimResult{Existing: cur.Clone()}, nil
 	}
-	s.put(rec)
+	s.put(rec, now)
 	return idemkit.ClaimResult{Won: true, Existing: prev.Clone()}, nil
 }
 
@@ -80,7 +113,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 	if cur == nil || cur.Owner != rec.Owner || !completable(cur) {
 		return idemkit.ErrNotOwner
 	}
-	s.put(rec)
+	s.put(rec, now)
 	return nil
 }
 
@@ -205,7 +238,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	if !res.ExpiresAt.IsZero() {
 		r.ExpiresAt = res.ExpiresAt
 	}
-	s.put(r)
+	s.put(r, now)
 	return r, nil
 }
 

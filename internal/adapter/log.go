@@ -11,9 +11,14 @@ import (
 // logUnobserved logs a store failure through slog.Default when g has no
 // Observer. A wrong table name or a missing IAM permission answers every
 // request 503 (or 500 for an unreadable record); without an observer
-// nothing else would say why.
+// nothing else would say why. A request whose caller cancelled it (a
+// net/http client that hung up) before its claim was made is no store
+// failure, unless its claim could not be freed either.
 func logUnobserved(ctx context.Context, g *idemkit.Guard, scope idemkit.Scope, err error) {
 	if g.Observed() || !(errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrCorruptRecord)) {
+		return
+	}
+	if errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, idemkit.ErrClaimUnknown) {
 		return
 	}
 	slog.Default().LogAttrs(ctx, slog.LevelError, "idemkit: store failure (set an Observer, e.g. lambda/observe, to log every outcome instead)",
