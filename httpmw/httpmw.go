@@ -26,11 +26,12 @@
 // (http.ErrAbortHandler included), which closes the connection without a
 // response.
 //
-// A guarded request's body is read whole before the handler runs, into a
-// buffer of its declared Content-Length (up to MaxBodyBytes) allocated
-// before the first byte is read: give the server a ReadTimeout, so that a
-// client that declares a large body and sends it slowly cannot hold that
-// memory for long.
+// A guarded request's body is read whole before the handler runs, into
+// one buffer of its declared Content-Length (up to MaxBodyBytes); for a
+// body over 64 KB, that buffer is set aside only once the first 64 KB
+// have arrived, so a client that declares a large body and sends little
+// holds 64 KB, not the declared length. Give the server a ReadTimeout all
+// the same, so that a slow sender cannot hold even that for long.
 package httpmw
 
 import (
@@ -250,35 +251,56 @@ func Fail(ctx context.Context, err error) bool {
 // http.MaxBytesReader (answered 413 body-too-large).
 var ErrBodyTooLarge = errors.New("httpmw: request body too large")
 
+// bodyFirstRead bounds what readBody sets aside before a body's bytes
+// arrive: a request that declares a large length and sends little holds
+// this much at most, not the declared length. A body up to it is read
+// into one buffer of its size; a longer one into this much first, then
+// one buffer of the declared length.
+const bodyFirstRead = 64 << 10
+
 // readBody reads the whole body, at most limit bytes.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return []byte{}, nil
 	}
+	defer r.Body.Close()
 	if r.ContentLength > limit {
 		return nil, ErrBodyTooLarge
 	}
 	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		// ReadFrom wants MinRead bytes free before each read: with only
-		// the declared length free it would grow the buffer to twice
-		// the body before seeing the end.
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
-	}
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	r.Body.Close()
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			// An outer http.MaxBytesReader with a lower limit.
-			return nil, fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
+	src := io.LimitReader(r.Body, limit+1)
+	// ReadFrom wants MinRead bytes free before each read: with only the
+	// expected length free it would grow the buffer to twice the body
+	// before seeing the end.
+	if n := r.ContentLength; n > 0 {
+		first := min(n, bodyFirstRead)
+		buf.Grow(int(first) + bytes.MinRead)
+		if n > first {
+			if _, err := buf.ReadFrom(io.LimitReader(src, first)); err != nil {
+				return nil, bodyError(err)
+			}
+			if int64(buf.Len()) == first {
+				buf.Grow(int(n-first) + bytes.MinRead)
+			}
 		}
-		return nil, err
 	}
-	if n > limit {
+	if _, err := buf.ReadFrom(src); err != nil {
+		return nil, bodyError(err)
+	}
+	if int64(buf.Len()) > limit {
 		return nil, ErrBodyTooLarge
 	}
 	return buf.Bytes(), nil
+}
+
+// bodyError is the error of a failed body read: ErrBodyTooLarge for the
+// limit of an outer http.MaxBytesReader.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
+	}
+	return err
 }
 
 // template returns the path of a ServeMux pattern ("POST /orders/{id}" ->

@@ -11,12 +11,15 @@ import (
 	"testing"
 )
 
+// readBodySlack is what readBody may allocate besides its buffers.
+const readBodySlack = 9 << 10
+
 // TestReadBodyAllocations holds readBody to one buffer of about the body's
 // size when the request declares its length: the bytes allocated per read
 // are at most the body plus readBodySlack (a large allocation is rounded
-// up to whole 8 KB pages, plus bytes.MinRead and the readers).
+// up to whole 8 KB pages, plus bytes.MinRead and the readers), and for a
+// body over bodyFirstRead, the first buffer of that size too.
 func TestReadBodyAllocations(t *testing.T) {
-	const readBodySlack = 9 << 10
 	for _, size := range []int{100, 4 << 10, 64 << 10, 1 << 20} {
 		t.Run(strconv.Itoa(size)+"B", func(t *testing.T) {
 			body := bytes.Repeat([]byte("x"), size)
@@ -39,6 +42,11 @@ func TestReadBodyAllocations(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			perRead := (after.TotalAlloc - before.TotalAlloc) / n
 			budget := uint64(size + readBodySlack)
+			if size > bodyFirstRead {
+				// The first buffer, bytes.MinRead over bodyFirstRead,
+				// rounded up to whole 8 KB pages.
+				budget += bodyFirstRead + 8<<10
+			}
 			if raceEnabled {
 				// Measured under -race: the buffer is allocated twice.
 				budget *= 2
@@ -84,5 +92,36 @@ func TestReadBodyLengths(t *testing.T) {
 				t.Fatalf("readBody: %d bytes, %v; want the %d-byte body", len(got), err, tc.size)
 			}
 		})
+	}
+}
+
+// TestReadBodyDeclaredNotSent: a request that declares a body of the
+// largest length allowed and sends one byte makes readBody set aside
+// bodyFirstRead, not the declared length: slow senders cannot make the
+// server hold memory they do not send.
+func TestReadBodyDeclaredNotSent(t *testing.T) {
+	r := &http.Request{ContentLength: DefaultMaxBodyBytes}
+	read := func() {
+		r.Body = io.NopCloser(strings.NewReader("x"))
+		if got, err := readBody(r, DefaultMaxBodyBytes); err != nil || len(got) != 1 {
+			t.Fatalf("readBody: %q, %v", got, err)
+		}
+	}
+	read()
+	const n = 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		read()
+	}
+	runtime.ReadMemStats(&after)
+	perRead := (after.TotalAlloc - before.TotalAlloc) / n
+	budget := uint64(bodyFirstRead + 8<<10 + readBodySlack)
+	if raceEnabled {
+		budget *= 2
+	}
+	if perRead > budget {
+		t.Errorf("%d bytes allocated for a 1-byte body declared as %d, budget %d", perRead, DefaultMaxBodyBytes, budget)
 	}
 }
