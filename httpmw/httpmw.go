@@ -22,9 +22,10 @@
 // handler runs, and a client that hangs up (or a Shutdown cut short)
 // cancels its context without freeing the key: a handler that goes on
 // stores its outcome; one that stops should end with Fail. A handler that
-// panics frees its key, and its panic reaches net/http unchanged
-// (http.ErrAbortHandler included), which closes the connection without a
-// response.
+// panics frees its key, unless it had called Fail with
+// idemkit.ErrOutcomeUnknown, which keeps it; either way its panic reaches
+// net/http unchanged (http.ErrAbortHandler included), which closes the
+// connection without a response.
 //
 // A guarded request's body is read whole before the handler runs, into
 // one buffer of its declared Content-Length (up to MaxBodyBytes); for a
@@ -198,9 +199,21 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, req)
 				return nil, nil
 			}
-			resp, err := adapter.Serve(req.Context(), a, &r, c, func(ctx context.Context) (*response, error) {
+			var panicked any
+			resp, err := adapter.Serve(req.Context(), a, &r, c, func(ctx context.Context) (resp *response, err error) {
 				rec := &response{header: http.Header{}}
 				failed := &failure{}
+				defer func() {
+					// A handler that said its outcome is unknown (Fail with
+					// ErrOutcomeUnknown) and then panicked keeps its key:
+					// the panic must not free it for a second run. It
+					// reaches net/http once the key is kept.
+					if errors.Is(failed.err, idemkit.ErrOutcomeUnknown) {
+						if p := recover(); p != nil {
+							panicked, resp, err = p, nil, failed.err
+						}
+					}
+				}()
 				next.ServeHTTP(rec, req.WithContext(context.WithValue(ctx, failureKey{}, failed)))
 				if failed.err != nil {
 					return nil, failed.err
@@ -208,6 +221,9 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				rec.finish()
 				return rec, nil
 			})
+			if panicked != nil {
+				panic(panicked)
+			}
 			if resp == nil && err != nil {
 				// The handler failed (Fail) and its key was freed: what it
 				// wrote is dropped, so a retry runs it again.

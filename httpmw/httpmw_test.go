@@ -244,6 +244,63 @@ func TestMiddlewarePanic(t *testing.T) {
 	}
 }
 
+// TestMiddlewarePanicAfterOutcomeUnknown: a handler that said its outcome
+// is unknown (Fail with ErrOutcomeUnknown) and then panicked keeps its
+// key, the panic reaching net/http all the same: a retry never runs it
+// again. A panic after Fail with another error frees the key, as any
+// panic does.
+func TestMiddlewarePanicAfterOutcomeUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		kept bool
+	}{
+		{"outcome unknown", fmt.Errorf("charge sent, answer lost: %w", idemkit.ErrOutcomeUnknown), true},
+		{"other error", errors.New("downstream refused"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs atomic.Int32
+			h, _ := setup(t, httpmw.Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				runs.Add(1)
+				httpmw.Fail(r.Context(), tc.err)
+				panic("crashed after the charge")
+			}))
+			// serveOrPanic returns the response, or nil when the
+			// handler's panic reached the caller.
+			serveOrPanic := func() (w *httptest.ResponseRecorder) {
+				defer func() {
+					if p := recover(); p != nil {
+						if p != "crashed after the charge" {
+							t.Fatalf("panic %v, want the handler's", p)
+						}
+						w = nil
+					}
+				}()
+				return serve(h, request(t, nil))
+			}
+			if w := serveOrPanic(); w != nil {
+				t.Fatalf("first request: %d, want the handler's panic", w.Code)
+			}
+			w := serveOrPanic()
+			switch {
+			case tc.kept && w == nil:
+				t.Fatalf("retry ran the handler again (%d runs)", runs.Load())
+			case tc.kept:
+				checkProblem(t, w, 409, "indeterminate-operator-required")
+			case w != nil:
+				t.Fatalf("retry: %d, want the handler run again", w.Code)
+			}
+			want := int32(2)
+			if tc.kept {
+				want = 1
+			}
+			if n := runs.Load(); n != want {
+				t.Fatalf("the handler ran %d times, want %d", n, want)
+			}
+		})
+	}
+}
+
 // TestMiddlewareConcurrentDuplicate: a duplicate of a running request gets
 // 409 with Retry-After at once.
 func TestMiddlewareConcurrentDuplicate(t *testing.T) {
