@@ -128,3 +128,41 @@ func TestFromEnvRefusesMemoryInLambda(t *testing.T) {
 		t.Errorf("retention under the replay window accepted")
 	}
 }
+
+// The replay window and retention are refused unless they are a positive,
+// finite number of hours a time.Duration can hold: a NaN, an infinity or
+// an overflow would otherwise become a policy that depends on the CPU
+// (float-to-int conversion of such values is implementation-defined: the
+// minimum int64 on amd64, 0 or the maximum on arm64) and is silently
+// replaced by a default or set to centuries.
+func TestFromEnvRefusesBadHours(t *testing.T) {
+	for _, env := range []string{orders.EnvReplayHours, orders.EnvRetentionHours} {
+		for _, v := range []string{"0", "-1", "x", "NaN", "nan", "Inf", "+Inf", "-Inf", "1e300", "3000000", "1e-30"} {
+			getenv := func(k string) string {
+				if k == env {
+					return v
+				}
+				return ""
+			}
+			if o, _, err := orders.FromEnv(context.Background(), getenv, nil); err == nil {
+				t.Errorf("%s=%s accepted: policy %+v", env, v, o.Policy)
+			}
+		}
+		for v, want := range map[string]time.Duration{"1": time.Hour, "0.5": 30 * time.Minute, "168": 168 * time.Hour, "2562047": 2562047 * time.Hour} {
+			getenv := func(k string) string {
+				if k == env {
+					return v
+				}
+				return ""
+			}
+			o, _, err := orders.FromEnv(context.Background(), getenv, nil)
+			got := o.Policy.ReplayWindow
+			if env == orders.EnvRetentionHours {
+				got = o.Policy.RecordRetention
+			}
+			if err != nil || got != want {
+				t.Errorf("%s=%s: %v, %v; want %v", env, v, got, err, want)
+			}
+		}
+	}
+}
