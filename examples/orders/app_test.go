@@ -166,3 +166,24 @@ func TestFromEnvRefusesBadHours(t *testing.T) {
 		}
 	}
 }
+
+// Every answer of the function says nosniff, its own JSON included, so
+// that what the local server shows is what API Gateway delivers.
+func TestHandlerSaysNosniff(t *testing.T) {
+	h := newHandler(t)
+	create := event("POST", "POST /orders", "/orders", orderBody)
+	for _, tc := range []struct {
+		what   string
+		ev     events.APIGatewayV2HTTPRequest
+		status int
+	}{
+		{"created", create, 201},
+		{"replayed", create, 201},
+		{"unknown order", event("GET", "GET /orders/{id}", "/orders/x", ""), 404},
+	} {
+		resp, err := h(context.Background(), tc.ev)
+		if err != nil || resp.StatusCode != tc.status || resp.Headers["X-Content-Type-Options"] != "nosniff" {
+			t.Errorf("%s: %d %v %v, want %d with X-Content-Type-Options: nosniff", tc.what, resp.StatusCode, err, resp.Headers, tc.status)
+		}
+	}
+}
