@@ -50,6 +50,14 @@
 // (dynamo.Options.IndexInFlight), so a crashed run is listed by
 // idemkit list --state stale.
 //
+// A payment is looked for before the processor is called: when the
+// order already holds the payment this key's ID names, an earlier run
+// captured it and its record is gone (expired after the retention, or
+// freed by an operator), so the stored payment is answered and nothing is
+// captured again; the processor's own idempotency window may be over by
+// then. A key whose first run stored another order or payment than the
+// request asks for gets 422 key-reused, stored like any outcome.
+//
 // Paying requires the order to exist for the caller: otherwise 404, stored
 // like any outcome, so a client that pays before its order exists must
 // use a new key once it does. Amounts are not checked against the order's
