@@ -101,16 +101,28 @@ func TestDeadlineReleasesTheKey(t *testing.T) {
 	if err := json.Unmarshal([]byte(resp.Body), &o); err != nil {
 		t.Fatal(err)
 	}
-	pay := event("POST", "POST /payments", "/payments", `{"order_id":"`+o.ID+`","amount_cents":1,"card":"4242424242424242","delay_ms":10000}`)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	// The processor takes 1.5 s; the invocation has 0.5 s: the handler
+	// runs and fails at its deadline (a cancelled context would fail the
+	// claim instead, before the handler).
+	pay := event("POST", "POST /payments", "/payments", `{"order_id":"`+o.ID+`","amount_cents":1,"card":"4242424242424242","delay_ms":1500}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
 	resp, err := h(ctx, pay)
-	if err != nil || resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" {
-		t.Fatalf("cancelled payment: %d %v %s", resp.StatusCode, err, resp.Body)
+	if err != nil || resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" || !strings.Contains(resp.Body, orders.TypeTemporarilyDown) {
+		t.Fatalf("payment past its deadline: %d %v %s, want 503 %s", resp.StatusCode, err, resp.Body, orders.TypeTemporarilyDown)
 	}
 	resp, _ = h(context.Background(), event("GET", "GET /orders/{id}", "/orders/"+o.ID, ""))
 	if !strings.Contains(resp.Body, `"payments":[]`) {
-		t.Errorf("a cancelled payment was recorded: %s", resp.Body)
+		t.Errorf("a payment past its deadline was recorded: %s", resp.Body)
+	}
+	// The key was released: the retry runs, and pays once.
+	resp, _ = h(context.Background(), pay)
+	if resp.StatusCode != 201 || resp.Headers["Idempotent-Replayed"] != "" {
+		t.Fatalf("retry: %d %v %s, want a fresh 201", resp.StatusCode, resp.Headers, resp.Body)
+	}
+	resp, _ = h(context.Background(), event("GET", "GET /orders/{id}", "/orders/"+o.ID, ""))
+	if !strings.Contains(resp.Body, `"paid_cents":1,`) {
+		t.Errorf("after the retry: %s, want one payment of 1", resp.Body)
 	}
 }
 
