@@ -16,10 +16,13 @@
 //
 // The tenant is the caller: the JWT authorizer's sub claim
 // (apigw.JWTClaim("sub")). Both POST routes require an Idempotency-Key;
-// their records are scoped by (tenant, route, key). Every error is an RFC
-// 9457 problem (application/problem+json): the kit's under
-// https://idemkit.dev/problems/, the example's under ProblemBase, with the
-// same members.
+// their records are scoped by (tenant, route, key). Every error of the
+// function is an RFC 9457 problem (application/problem+json): the kit's
+// under https://idemkit.dev/problems/, the example's under ProblemBase,
+// with the same members. What API Gateway answers itself, without
+// invoking the function (401 without a valid token, 404 for an unknown
+// route, 429), is its own {"message": ...}; the local server answers the
+// same.
 //
 // # What is stored, what is not
 //
@@ -67,7 +70,8 @@
 //
 // # Request ids
 //
-// Every response, replays and refusals included, carries X-Request-Id:
+// Every response of the function, replays and refusals included, carries
+// X-Request-Id:
 // API Gateway's requestContext.requestId (the local server makes one per
 // request). The outer layer of Handler sets it after the guard, and the
 // kit never replays it, so a replay has its own id, never the original's.

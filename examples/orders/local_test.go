@@ -207,3 +207,34 @@ func TestLocalUnmatchedRouteIsAPIGateways404(t *testing.T) {
 		t.Errorf("the function was invoked for an unmatched route")
 	}
 }
+
+// Without a bearer token the development authorizer answers what API
+// Gateway's JWT authorizer answers, 401 {"message":"Unauthorized"} with
+// WWW-Authenticate, and nothing API Gateway does not send: the function
+// never runs, so neither its problem body nor its X-Request-Id and
+// Cache-Control.
+func TestDevAuthorizer401IsAPIGateways(t *testing.T) {
+	invoked := false
+	h := orders.DevAuthorizer(func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		invoked = true
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+	})
+	for _, auth := range []string{"", "Basic YTpi", "Bearer ", "Bearer a b"} {
+		ev := events.APIGatewayV2HTTPRequest{Headers: map[string]string{"authorization": auth}}
+		resp, err := h(context.Background(), ev)
+		if err != nil || resp.StatusCode != 401 || resp.Body != `{"message":"Unauthorized"}` || resp.Headers["Content-Type"] != "application/json" {
+			t.Errorf("Authorization %q: %d %v %v %s, want 401 {\"message\":\"Unauthorized\"}", auth, resp.StatusCode, err, resp.Headers, resp.Body)
+		}
+		if !strings.HasPrefix(resp.Headers["WWW-Authenticate"], "Bearer") {
+			t.Errorf("Authorization %q: WWW-Authenticate %q, want a Bearer challenge", auth, resp.Headers["WWW-Authenticate"])
+		}
+		for k := range resp.Headers {
+			if k != "Content-Type" && k != "WWW-Authenticate" {
+				t.Errorf("Authorization %q: header %s: %q; API Gateway's 401 has none", auth, k, resp.Headers[k])
+			}
+		}
+	}
+	if invoked {
+		t.Errorf("the function was invoked without a token")
+	}
+}

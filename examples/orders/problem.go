@@ -23,7 +23,6 @@ const (
 	TypeCardDeclined     = ProblemBase + "card-declined"           // 402: the processor declined the card
 	TypeKeyReused        = ProblemBase + "key-reused"              // 422: the key's first run, whose record is gone, stored another order or payment
 	TypeProcessorDown    = ProblemBase + "processor-unavailable"   // 503: the processor did not answer; retry with the same key
-	TypeUnauthorized     = ProblemBase + "unauthorized"            // 401: no bearer token (local authorizer only)
 	TypeTemporarilyDown  = ProblemBase + "temporarily-unavailable" // 503: a dependency failed; retry with the same key
 	TypeInternal         = ProblemBase + "internal"                // 500: a bug; retry with the same key
 	TypeTenantMissing    = ProblemBase + "tenant-missing"          // 500: no authenticated caller (misconfiguration)
