@@ -62,8 +62,8 @@ type app struct {
 
 // Handler returns the example's Lambda handler: the routes guarded by
 // idemkit (apigw.WrapV2, tenant = the JWT authorizer's sub claim), wrapped
-// by an outer layer that sets X-Request-Id and Cache-Control on every
-// response and turns handler errors and panics (after the guard released
+// by an outer layer that sets X-Request-Id, Cache-Control and
+// X-Content-Type-Options: nosniff on every response and turns handler errors and panics (after the guard released
 // the key) into problem responses. cmd/lambda passes it to lambda.Start;
 // cmd/local calls it for each HTTP request.
 func Handler(o Options) (HandlerFunc, error) {
@@ -101,6 +101,8 @@ func Handler(o Options) (HandlerFunc, error) {
 			if _, ok := resp.Headers["Cache-Control"]; !ok {
 				resp.Headers["Cache-Control"] = "no-store"
 			}
+			// No answer is to be sniffed into HTML by a browser.
+			resp.Headers["X-Content-Type-Options"] = "nosniff"
 			a.log.InfoContext(ctx, "request", "request_id", rid, "route", ev.RouteKey, "path", ev.RawPath,
 				"status", resp.StatusCode, "replayed", resp.Headers["Idempotent-Replayed"] == "true",
 				"duration_ms", a.now().Sub(start).Milliseconds())

@@ -101,16 +101,28 @@ func TestDeadlineReleasesTheKey(t *testing.T) {
 	if err := json.Unmarshal([]byte(resp.Body), &o); err != nil {
 		t.Fatal(err)
 	}
-	pay := event("POST", "POST /payments", "/payments", `{"order_id":"`+o.ID+`","amount_cents":1,"card":"4242424242424242","delay_ms":10000}`)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	// The processor takes 1.5 s; the invocation has 0.5 s: the handler
+	// runs and fails at its deadline (a cancelled context would fail the
+	// claim instead, before the handler).
+	pay := event("POST", "POST /payments", "/payments", `{"order_id":"`+o.ID+`","amount_cents":1,"card":"4242424242424242","delay_ms":1500}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
 	resp, err := h(ctx, pay)
-	if err != nil || resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" {
-		t.Fatalf("cancelled payment: %d %v %s", resp.StatusCode, err, resp.Body)
+	if err != nil || resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" || !strings.Contains(resp.Body, orders.TypeTemporarilyDown) {
+		t.Fatalf("payment past its deadline: %d %v %s, want 503 %s", resp.StatusCode, err, resp.Body, orders.TypeTemporarilyDown)
 	}
 	resp, _ = h(context.Background(), event("GET", "GET /orders/{id}", "/orders/"+o.ID, ""))
 	if !strings.Contains(resp.Body, `"payments":[]`) {
-		t.Errorf("a cancelled payment was recorded: %s", resp.Body)
+		t.Errorf("a payment past its deadline was recorded: %s", resp.Body)
+	}
+	// The key was released: the retry runs, and pays once.
+	resp, _ = h(context.Background(), pay)
+	if resp.StatusCode != 201 || resp.Headers["Idempotent-Replayed"] != "" {
+		t.Fatalf("retry: %d %v %s, want a fresh 201", resp.StatusCode, resp.Headers, resp.Body)
+	}
+	resp, _ = h(context.Background(), event("GET", "GET /orders/{id}", "/orders/"+o.ID, ""))
+	if !strings.Contains(resp.Body, `"paid_cents":1,`) {
+		t.Errorf("after the retry: %s, want one payment of 1", resp.Body)
 	}
 }
 
@@ -126,5 +138,64 @@ func TestFromEnvRefusesMemoryInLambda(t *testing.T) {
 	env = map[string]string{orders.EnvReplayHours: "48", orders.EnvRetentionHours: "24"}
 	if _, _, err := orders.FromEnv(context.Background(), func(k string) string { return env[k] }, nil); err == nil {
 		t.Errorf("retention under the replay window accepted")
+	}
+}
+
+// The replay window and retention are refused unless they are a positive,
+// finite number of hours a time.Duration can hold: a NaN, an infinity or
+// an overflow would otherwise become a policy that depends on the CPU
+// (float-to-int conversion of such values is implementation-defined: the
+// minimum int64 on amd64, 0 or the maximum on arm64) and is silently
+// replaced by a default or set to centuries.
+func TestFromEnvRefusesBadHours(t *testing.T) {
+	for _, env := range []string{orders.EnvReplayHours, orders.EnvRetentionHours} {
+		for _, v := range []string{"0", "-1", "x", "NaN", "nan", "Inf", "+Inf", "-Inf", "1e300", "3000000", "1e-30"} {
+			getenv := func(k string) string {
+				if k == env {
+					return v
+				}
+				return ""
+			}
+			if o, _, err := orders.FromEnv(context.Background(), getenv, nil); err == nil {
+				t.Errorf("%s=%s accepted: policy %+v", env, v, o.Policy)
+			}
+		}
+		for v, want := range map[string]time.Duration{"1": time.Hour, "0.5": 30 * time.Minute, "168": 168 * time.Hour, "2562047": 2562047 * time.Hour} {
+			getenv := func(k string) string {
+				if k == env {
+					return v
+				}
+				return ""
+			}
+			o, _, err := orders.FromEnv(context.Background(), getenv, nil)
+			got := o.Policy.ReplayWindow
+			if env == orders.EnvRetentionHours {
+				got = o.Policy.RecordRetention
+			}
+			if err != nil || got != want {
+				t.Errorf("%s=%s: %v, %v; want %v", env, v, got, err, want)
+			}
+		}
+	}
+}
+
+// Every answer of the function says nosniff, its own JSON included, so
+// that what the local server shows is what API Gateway delivers.
+func TestHandlerSaysNosniff(t *testing.T) {
+	h := newHandler(t)
+	create := event("POST", "POST /orders", "/orders", orderBody)
+	for _, tc := range []struct {
+		what   string
+		ev     events.APIGatewayV2HTTPRequest
+		status int
+	}{
+		{"created", create, 201},
+		{"replayed", create, 201},
+		{"unknown order", event("GET", "GET /orders/{id}", "/orders/x", ""), 404},
+	} {
+		resp, err := h(context.Background(), tc.ev)
+		if err != nil || resp.StatusCode != tc.status || resp.Headers["X-Content-Type-Options"] != "nosniff" {
+			t.Errorf("%s: %d %v %v, want %d with X-Content-Type-Options: nosniff", tc.what, resp.StatusCode, err, resp.Headers, tc.status)
+		}
 	}
 }

@@ -5,17 +5,21 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/google/uuid"
 )
 
 // DevIssuer is the iss claim DevAuthorizer sets.
 const DevIssuer = "idemkit-orders-dev"
 
+// DevChallenge is the WWW-Authenticate of DevAuthorizer's 401. API
+// Gateway's JWT authorizer, too, says in this header why it refused.
+const DevChallenge = `Bearer error_description="send Authorization: Bearer <caller>; locally the token is the caller (the JWT sub claim), e.g. Bearer alice"`
+
 // DevAuthorizer stands in for API Gateway's JWT authorizer where none runs
 // (make run; sam local start-api, which does not emulate JWT authorizers).
 // It verifies nothing: "Authorization: Bearer <token>" becomes the claim
 // sub = <token> in requestContext.authorizer.jwt, so the token names the
-// caller (the tenant). A request without a bearer token gets a 401 problem
+// caller (the tenant). A request without a bearer token gets API
+// Gateway's answer, 401 {"message":"Unauthorized"} (with DevChallenge),
 // before h runs, as API Gateway refuses it before invoking the function:
 // a 401 never reaches idemkit and is never stored. Never deploy it: behind
 // API Gateway the real authorizer sets the claims.
@@ -23,16 +27,10 @@ func DevAuthorizer(h HandlerFunc) HandlerFunc {
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		token, ok := bearer(header(ev.Headers, "Authorization"))
 		if !ok {
-			resp := (&Problem{Type: TypeUnauthorized, Title: "Unauthorized", Status: 401,
-				Detail: "Send an Authorization: Bearer header; locally the token is your caller identity (the JWT sub claim), e.g. Bearer alice."}).Response()
-			resp.Headers["WWW-Authenticate"] = `Bearer realm="orders"`
-			resp.Headers["Cache-Control"] = "no-store"
-			rid := ev.RequestContext.RequestID
-			if rid == "" {
-				rid = uuid.NewString()
-			}
-			resp.Headers[RequestIDHeader] = rid
-			return resp, nil
+			// API Gateway's own 401: the function never runs, so none of
+			// its headers. The challenge says what the token is locally.
+			return events.APIGatewayV2HTTPResponse{StatusCode: 401, Body: `{"message":"Unauthorized"}`,
+				Headers: map[string]string{"Content-Type": "application/json", "WWW-Authenticate": DevChallenge}}, nil
 		}
 		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{

@@ -16,10 +16,13 @@
 //
 // The tenant is the caller: the JWT authorizer's sub claim
 // (apigw.JWTClaim("sub")). Both POST routes require an Idempotency-Key;
-// their records are scoped by (tenant, route, key). Every error is an RFC
-// 9457 problem (application/problem+json): the kit's under
-// https://idemkit.dev/problems/, the example's under ProblemBase, with the
-// same members.
+// their records are scoped by (tenant, route, key). Every error of the
+// function is an RFC 9457 problem (application/problem+json): the kit's
+// under https://idemkit.dev/problems/, the example's under ProblemBase,
+// with the same members. What API Gateway answers itself, without
+// invoking the function (401 without a valid token, 404 for an unknown
+// route, 429), is its own {"message": ...}; the local server answers the
+// same.
 //
 // # What is stored, what is not
 //
@@ -50,6 +53,14 @@
 // (dynamo.Options.IndexInFlight), so a crashed run is listed by
 // idemkit list --state stale.
 //
+// A payment is looked for before the processor is called: when the
+// order already holds the payment this key's ID names, an earlier run
+// captured it and its record is gone (expired after the retention, or
+// freed by an operator), so the stored payment is answered and nothing is
+// captured again; the processor's own idempotency window may be over by
+// then. A key whose first run stored another order or payment than the
+// request asks for gets 422 key-reused, stored like any outcome.
+//
 // Paying requires the order to exist for the caller: otherwise 404, stored
 // like any outcome, so a client that pays before its order exists must
 // use a new key once it does. Amounts are not checked against the order's
@@ -59,7 +70,8 @@
 //
 // # Request ids
 //
-// Every response, replays and refusals included, carries X-Request-Id:
+// Every response of the function, replays and refusals included, carries
+// X-Request-Id:
 // API Gateway's requestContext.requestId (the local server makes one per
 // request). The outer layer of Handler sets it after the guard, and the
 // kit never replays it, so a replay has its own id, never the original's.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 
@@ -116,6 +117,9 @@ func createTables(ctx context.Context, c *dynamodb.Client, table, orders string)
 	return CreateOrdersTable(ctx, c, orders)
 }
 
+// maxHours is the most hours a time.Duration holds, whole hours only.
+const maxHours = float64(math.MaxInt64 / int64(time.Hour))
+
 func policyFromEnv(getenv func(string) string) (idemkit.Policy, error) {
 	var p idemkit.Policy
 	for _, f := range []struct {
@@ -126,11 +130,19 @@ func policyFromEnv(getenv func(string) string) (idemkit.Policy, error) {
 		if v == "" {
 			continue
 		}
+		// NaN, infinities and overflows are refused here: converting them
+		// to a Duration is implementation-defined (it differs between
+		// amd64 and arm64), and a result of 0 or less would silently
+		// become the default.
 		h, err := strconv.ParseFloat(v, 64)
-		if err != nil || h <= 0 {
-			return p, fmt.Errorf("orders: %s=%q: want a positive number of hours", f.env, v)
+		if err != nil || math.IsNaN(h) || h <= 0 || h > maxHours {
+			return p, fmt.Errorf("orders: %s=%q: want a positive number of hours, at most %d", f.env, v, int64(maxHours))
 		}
-		*f.dst = time.Duration(h * float64(time.Hour))
+		d := time.Duration(h * float64(time.Hour))
+		if d <= 0 {
+			return p, fmt.Errorf("orders: %s=%q: want a positive number of hours, at most %d", f.env, v, int64(maxHours))
+		}
+		*f.dst = d
 	}
 	if p.ReplayWindow > 0 && p.RecordRetention > 0 && p.RecordRetention < p.ReplayWindow {
 		return p, fmt.Errorf("orders: %s must be at least %s", EnvRetentionHours, EnvReplayHours)

@@ -67,6 +67,9 @@ func (a *app) createOrder(ctx context.Context, tenant string, ev events.APIGatew
 	// A retry whose earlier run stored the order (its answer was lost)
 	// gets the stored order back.
 	o, err = a.repo.CreateOrder(ctx, tenant, o)
+	if errors.Is(err, ErrIDConflict) {
+		return keyReused("order"), nil
+	}
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, writeFailed(err)
 	}
@@ -118,6 +121,25 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
+	p := Payment{ID: payID, OrderID: o.ID, AmountCents: *req.AmountCents, Currency: o.Currency,
+		CardLast4: (*req.Card)[len(*req.Card)-4:], Status: "captured"}
+	// Look before charging: a payment stored under payID was captured by
+	// an earlier run of this key, whose record is gone (expired, or freed
+	// by an operator). Answer it; never capture again, as the processor's
+	// own idempotency window may be over.
+	for _, old := range o.Payments {
+		if old.ID != payID {
+			continue
+		}
+		if !samePayment(old, p) {
+			return keyReused("payment"), nil
+		}
+		body, err := json.Marshal(old)
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+		return jsonResponse(201, body, nil), nil
+	}
 	switch err := capture(ctx, payID, *req.Card, delay); {
 	case errors.Is(err, errDeclined):
 		return (&Problem{Type: TypeCardDeclined, Title: "Card declined", Status: 402,
@@ -128,9 +150,11 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 	case err != nil:
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	p := Payment{ID: payID, OrderID: o.ID, AmountCents: *req.AmountCents, Currency: o.Currency,
-		CardLast4: (*req.Card)[len(*req.Card)-4:], Status: "captured", CreatedAt: a.now().UTC().Truncate(time.Millisecond)}
+	p.CreatedAt = a.now().UTC().Truncate(time.Millisecond)
 	p, err = a.repo.AddPayment(ctx, tenant, p)
+	if errors.Is(err, ErrIDConflict) {
+		return keyReused("payment"), nil
+	}
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, writeFailed(err)
 	}

@@ -120,8 +120,6 @@ func (l *Local) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if l.Now != nil {
 		now = l.Now
 	}
-	// Local answers are never to be sniffed into HTML by a browser.
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if !l.acquire() {
 		// What API Gateway answers when it throttles a request.
 		WriteResponse(w, events.APIGatewayV2HTTPResponse{StatusCode: http.StatusTooManyRequests,
@@ -133,11 +131,9 @@ func (l *Local) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rawPath := r.URL.EscapedPath()
 	routeKey, params, ok := MatchRoute(r.Method, rawPath)
 	if !ok {
-		// API Gateway answers an unmatched route itself (404).
-		resp := notFound("No route " + r.Method + " " + rawPath + ".")
-		resp.Headers[RequestIDHeader] = rid
-		resp.Headers["Cache-Control"] = "no-store"
-		WriteResponse(w, resp, l.Logger)
+		// What API Gateway answers, itself, for an unmatched route.
+		WriteResponse(w, events.APIGatewayV2HTTPResponse{StatusCode: http.StatusNotFound,
+			Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"message":"Not Found"}`}, l.Logger)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxLocalBody+1))

@@ -3,6 +3,7 @@ package orders_test
 import (
 	"context"
 	"encoding/base64"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -145,5 +146,95 @@ func TestMatchRoute(t *testing.T) {
 		if key != tc.key || ok != tc.ok || p["id"] != tc.id {
 			t.Errorf("%s %s: %q %v %v", tc.method, tc.path, key, p, ok)
 		}
+	}
+}
+
+// The local server adds to a function's response only what API Gateway
+// adds (Content-Length, Date): a header API Gateway does not add, seen
+// locally, would be missing once deployed.
+func TestLocalAddsNoHeaders(t *testing.T) {
+	h := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: "{}"}, nil
+	}
+	srv := httptest.NewServer(&orders.Local{Handler: h})
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/orders", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for name := range resp.Header {
+		switch name {
+		case "Content-Type", "Content-Length", "Date":
+		default:
+			t.Errorf("the local server added %s: %q; API Gateway does not", name, resp.Header.Get(name))
+		}
+	}
+}
+
+// A request no route matches is answered as API Gateway answers it, 404
+// {"message":"Not Found"}, without invoking the function: the function's
+// own problems, X-Request-Id and Cache-Control never appear there.
+func TestLocalUnmatchedRouteIsAPIGateways404(t *testing.T) {
+	invoked := false
+	h := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		invoked = true
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+	}
+	srv := httptest.NewServer(&orders.Local{Handler: h})
+	defer srv.Close()
+	for _, tc := range []struct{ method, path string }{{"DELETE", "/orders/x"}, {"GET", "/nope"}, {"GET", "/orders/"}, {"POST", "/orders/x"}} {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		req.Header.Set("Authorization", "Bearer alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 404 || string(body) != `{"message":"Not Found"}` || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s %s: %d %s %q, want 404 application/json {\"message\":\"Not Found\"}", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+		for _, name := range []string{"X-Request-Id", "Cache-Control", "X-Content-Type-Options"} {
+			if v := resp.Header.Get(name); v != "" {
+				t.Errorf("%s %s: %s: %q; API Gateway's 404 has none", tc.method, tc.path, name, v)
+			}
+		}
+	}
+	if invoked {
+		t.Errorf("the function was invoked for an unmatched route")
+	}
+}
+
+// Without a bearer token the development authorizer answers what API
+// Gateway's JWT authorizer answers, 401 {"message":"Unauthorized"} with
+// WWW-Authenticate, and nothing API Gateway does not send: the function
+// never runs, so neither its problem body nor its X-Request-Id and
+// Cache-Control.
+func TestDevAuthorizer401IsAPIGateways(t *testing.T) {
+	invoked := false
+	h := orders.DevAuthorizer(func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		invoked = true
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+	})
+	for _, auth := range []string{"", "Basic YTpi", "Bearer ", "Bearer a b"} {
+		ev := events.APIGatewayV2HTTPRequest{Headers: map[string]string{"authorization": auth}}
+		resp, err := h(context.Background(), ev)
+		if err != nil || resp.StatusCode != 401 || resp.Body != `{"message":"Unauthorized"}` || resp.Headers["Content-Type"] != "application/json" {
+			t.Errorf("Authorization %q: %d %v %v %s, want 401 {\"message\":\"Unauthorized\"}", auth, resp.StatusCode, err, resp.Headers, resp.Body)
+		}
+		if !strings.HasPrefix(resp.Headers["WWW-Authenticate"], "Bearer") {
+			t.Errorf("Authorization %q: WWW-Authenticate %q, want a Bearer challenge", auth, resp.Headers["WWW-Authenticate"])
+		}
+		for k := range resp.Headers {
+			if k != "Content-Type" && k != "WWW-Authenticate" {
+				t.Errorf("Authorization %q: header %s: %q; API Gateway's 401 has none", auth, k, resp.Headers[k])
+			}
+		}
+	}
+	if invoked {
+		t.Errorf("the function was invoked without a token")
 	}
 }

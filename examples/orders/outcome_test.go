@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -201,3 +203,96 @@ func TestHandlerOutcomeUnknownOnDynamoDB(t *testing.T) {
 // kitOutcomeUnknown is the problem type the guard answers for a handler
 // error wrapping idemkit.ErrOutcomeUnknown.
 const kitOutcomeUnknown = "https://idemkit.dev/problems/outcome-unknown"
+
+// lateHandler returns a handler on repo whose idempotency records are
+// gone: the state of a retry that arrives after the record's retention
+// (its DynamoDB TTL), or after an operator freed an indeterminate key. The
+// orders and payments of repo are kept for good.
+func lateHandler(t *testing.T, repo orders.Repo) orders.HandlerFunc {
+	t.Helper()
+	h, err := orders.Handler(orders.Options{Store: memstore.New(), Repo: repo, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return orders.DevAuthorizer(h)
+}
+
+// A payment key retried after its record is gone finds the payment its
+// first run captured and stored, and answers it without calling the
+// processor again: a processor's own idempotency window (often a day) may
+// be over by then, and a second capture would be a second charge that no
+// payment records. Here the processor is slow (delay_ms: 10 s) and the
+// invocation has 1 s, so a handler that calls it fails (503) at its
+// deadline; one that looks first answers the stored payment.
+func TestLatePaymentRetryIsNotCapturedAgain(t *testing.T) {
+	repo := &orders.MemRepo{}
+	h := lateHandler(t, repo)
+	resp, _ := h(context.Background(), event("POST", "POST /orders", "/orders", orderBody))
+	var o orders.Order
+	if err := json.Unmarshal([]byte(resp.Body), &o); err != nil {
+		t.Fatal(err)
+	}
+	pay := event("POST", "POST /payments", "/payments", `{"order_id":"`+o.ID+`","amount_cents":500,"card":"4242424242424242"}`)
+	first, _ := h(context.Background(), pay)
+	if first.StatusCode != 201 {
+		t.Fatalf("payment: %d %s", first.StatusCode, first.Body)
+	}
+	var p orders.Payment
+	if err := json.Unmarshal([]byte(first.Body), &p); err != nil {
+		t.Fatal(err)
+	}
+
+	late := event("POST", "POST /payments", "/payments", `{"order_id":"`+o.ID+`","amount_cents":500,"card":"4242424242424242","delay_ms":10000}`)
+	late.Headers["idempotency-key"] = pay.Headers["idempotency-key"]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	again, _ := lateHandler(t, repo)(ctx, late)
+	var q orders.Payment
+	if again.StatusCode != 201 || json.Unmarshal([]byte(again.Body), &q) != nil || q.ID != p.ID {
+		t.Fatalf("late retry: %d %s; want 201 with payment %s, the processor not called", again.StatusCode, again.Body, p.ID)
+	}
+	got, _ := repo.GetOrder(context.Background(), "alice", o.ID)
+	if len(got.Payments) != 1 || got.PaidCents != 500 {
+		t.Fatalf("payments %+v, want the one of 500", got.Payments)
+	}
+}
+
+// A key reused, after its record is gone, for another order or payment
+// than its first run stored is refused with a stored 422, never a 503
+// that tells the client to retry a request that can never succeed, and
+// nothing is charged or stored.
+func TestLateKeyReuseIsRefused(t *testing.T) {
+	repo := &orders.MemRepo{}
+	h := lateHandler(t, repo)
+	create := event("POST", "POST /orders", "/orders", orderBody)
+	resp, _ := h(context.Background(), create)
+	var o orders.Order
+	if err := json.Unmarshal([]byte(resp.Body), &o); err != nil {
+		t.Fatal(err)
+	}
+	pay := event("POST", "POST /payments", "/payments", `{"order_id":"`+o.ID+`","amount_cents":500,"card":"4242424242424242"}`)
+	if resp, _ := h(context.Background(), pay); resp.StatusCode != 201 {
+		t.Fatalf("payment: %d %s", resp.StatusCode, resp.Body)
+	}
+
+	otherOrder := event("POST", "POST /orders", "/orders", `{"sku":"b","quantity":2,"amount_cents":7,"currency":"USD"}`)
+	otherOrder.Headers["idempotency-key"] = create.Headers["idempotency-key"]
+	otherPay := event("POST", "POST /payments", "/payments", `{"order_id":"`+o.ID+`","amount_cents":900,"card":"4242424242424242"}`)
+	otherPay.Headers["idempotency-key"] = pay.Headers["idempotency-key"]
+	for _, tc := range []struct {
+		what string
+		ev   events.APIGatewayV2HTTPRequest
+	}{{"order", otherOrder}, {"payment", otherPay}} {
+		late := lateHandler(t, repo)
+		for i, replayed := range []string{"", "true"} {
+			resp, _ := late(context.Background(), tc.ev)
+			if resp.StatusCode != 422 || problemOf(t, resp.Body).Type != orders.TypeKeyReused || resp.Headers["Idempotent-Replayed"] != replayed {
+				t.Errorf("%s, late reuse #%d: %d %v %s; want 422 %s (stored)", tc.what, i+1, resp.StatusCode, resp.Headers, resp.Body, orders.TypeKeyReused)
+			}
+		}
+	}
+	got, _ := repo.GetOrder(context.Background(), "alice", o.ID)
+	if got.SKU != "a" || len(got.Payments) != 1 || got.PaidCents != 500 {
+		t.Fatalf("order %+v: want the first order with its one payment of 500", got)
+	}
+}

@@ -21,8 +21,8 @@ const (
 	TypeUnsupportedMedia = ProblemBase + "unsupported-media"       // 415: the body is not JSON
 	TypeNotFound         = ProblemBase + "not-found"               // 404: no such order for this caller, or no such route
 	TypeCardDeclined     = ProblemBase + "card-declined"           // 402: the processor declined the card
+	TypeKeyReused        = ProblemBase + "key-reused"              // 422: the key's first run, whose record is gone, stored another order or payment
 	TypeProcessorDown    = ProblemBase + "processor-unavailable"   // 503: the processor did not answer; retry with the same key
-	TypeUnauthorized     = ProblemBase + "unauthorized"            // 401: no bearer token (local authorizer only)
 	TypeTemporarilyDown  = ProblemBase + "temporarily-unavailable" // 503: a dependency failed; retry with the same key
 	TypeInternal         = ProblemBase + "internal"                // 500: a bug; retry with the same key
 	TypeTenantMissing    = ProblemBase + "tenant-missing"          // 500: no authenticated caller (misconfiguration)
@@ -111,4 +111,11 @@ func invalid(params []InvalidParam) events.APIGatewayV2HTTPResponse {
 	return (&Problem{Type: TypeValidation, Title: "Invalid request body", Status: 400,
 		Detail:        "The request body is not valid; see invalidParams. Fix it and send it with a new Idempotency-Key: this key keeps this answer.",
 		InvalidParams: params}).Response()
+}
+
+// keyReused is the answer to a key whose first run, its record gone,
+// stored another order or payment (kind) under the ID the key derives.
+func keyReused(kind string) events.APIGatewayV2HTTPResponse {
+	return (&Problem{Type: TypeKeyReused, Title: "Idempotency key reused", Status: 422,
+		Detail: "This Idempotency-Key was first used, longer ago than its record is kept, for another " + kind + ". Use a new key for a new request."}).Response()
 }
