@@ -1,0 +1,389 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/examples/orders"
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/warmcache"
+)
+
+// The example API's own writes under faults, alone and combined with faults
+// on the kit's claim, completion and mark, under both stale-lease
+// policies. Executions are counted from the rows the handler wrote (its
+// orders and payments), never from the kit's answers.
+
+// hwTables are the tables of one run: the kit's records and the example's
+// orders.
+type hwTables struct {
+	endpoint, records, orders string
+	raw                       *dynamodb.Client
+}
+
+func newHWTables(t *testing.T) hwTables {
+	t.Helper()
+	raw := dynalite.Client(t)
+	return hwTables{
+		endpoint: dynalite.Endpoint(t),
+		raw:      raw,
+		records:  dynalite.CreateTable(t, raw, dynamo.TableDefinition("hw")),
+		orders:   dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("hworders")),
+	}
+}
+
+// hwInstance is one instance of the example API: its own SDK clients (both
+// through ft), store and handler, its own clock.
+type hwInstance struct {
+	h     v2Handler
+	store *dynamo.Store
+	cache *warmcache.Store
+}
+
+type hwOptions struct {
+	policy   idemkit.Policy
+	now      func() time.Time
+	callTime time.Duration
+	cache    bool // put a warmcache.Store in front of the store
+}
+
+func newHWInstance(t *testing.T, tb hwTables, ft *faults.Transport, o hwOptions) *hwInstance {
+	t.Helper()
+	store, err := dynamo.New(newSDKClient(t, tb.endpoint, ft), tb.records,
+		dynamo.Options{CallTimeout: o.callTime, MaxBackoff: 10 * time.Millisecond, IndexInFlight: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &hwInstance{store: store}
+	var s idemkit.Store = store
+	if o.cache {
+		in.cache = warmcache.New(store, warmcache.Config{})
+		s = in.cache
+	}
+	repoClient := dynamodb.New(newSDKClient(t, tb.endpoint, ft).Options(), orders.ClientOptions)
+	h, err := orders.Handler(orders.Options{
+		Store:  s,
+		Repo:   &orders.DynamoRepo{Client: repoClient, Table: tb.orders, CallTimeout: o.callTime},
+		Policy: o.policy,
+		Now:    o.now,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.h = h
+	return in
+}
+
+// rows returns the IDs of the tenant's orders (payments false) or payments
+// (payments true) in the orders table, read consistently.
+func (tb hwTables) rows(t *testing.T, tenant string, payments bool) []string {
+	t.Helper()
+	out, err := tb.raw.Query(context.Background(), &dynamodb.QueryInput{
+		TableName:                 aws.String(tb.orders),
+		KeyConditionExpression:    aws.String("#t = :t"),
+		ExpressionAttributeNames:  map[string]string{"#t": orders.OrdersAttrTenant},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberS{Value: tenant}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatalf("query orders of %s: %v", tenant, err)
+	}
+	var ids []string
+	for _, it := range out.Items {
+		if strings.Contains(attrS(it[orders.OrdersAttrSK]), "#payment#") == payments {
+			ids = append(ids, attrS(it["id"]))
+		}
+	}
+	return ids
+}
+
+// Fault rules on one tenant's calls (each case has a tenant of its own).
+func hwOn(table, tenant string, extra ...string) func([]byte) bool {
+	return func(b []byte) bool {
+		if !bytes.Contains(b, []byte(`"TableName":"`+table+`"`)) || !bytes.Contains(b, []byte(tenant)) {
+			return false
+		}
+		for _, e := range extra {
+			if !bytes.Contains(b, []byte(e)) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// hwRule builds the rules of a case from the case's tables and tenant.
+type hwRule func(tb hwTables, tenant string) faults.Rule
+
+func ordersPut(k faults.Kind, times int) hwRule {
+	return func(tb hwTables, tenant string) faults.Rule {
+		return faults.Rule{Op: "PutItem", Match: hwOn(tb.orders, tenant), Times: times, Kind: k}
+	}
+}
+
+func ordersQuery(k faults.Kind, times int) hwRule {
+	return func(tb hwTables, tenant string) faults.Rule {
+		return faults.Rule{Op: "Query", Match: hwOn(tb.orders, tenant), Times: times, Kind: k}
+	}
+}
+
+func kitCall(op, state string) func(k faults.Kind, times int) hwRule {
+	return func(k faults.Kind, times int) hwRule {
+		return func(tb hwTables, tenant string) faults.Rule {
+			var extra []string
+			if state != "" {
+				extra = append(extra, `"st":{"S":"`+state+`"}`)
+			}
+			return faults.Rule{Op: op, Match: hwOn(tb.records, tenant, extra...), Times: times, Kind: k}
+		}
+	}
+}
+
+var (
+	kitClaim    = kitCall("PutItem", "in_flight")
+	kitComplete = kitCall("PutItem", "completed")
+	kitMark     = kitCall("UpdateItem", "")
+)
+
+type hwCase struct {
+	name    string
+	payment bool // POST /payments on an order made beforehand, else POST /orders
+	rules   []hwRule
+	// first is what the first request gets: "run" (a fresh 201), "unknown"
+	// (503 outcome-unknown) or "failed" (the example's 503
+	// temporarily-unavailable: the key was freed).
+	first string
+	// final is what retries converge to once the faults clear, under
+	// FailClosed and under Takeover: "replay" or "indeterminate".
+	final [2]string
+	// rows is the number of the handler's rows (orders or payments) the
+	// key leaves.
+	rows int
+}
+
+func hwCases() []hwCase {
+	const (
+		lost     = faults.LostAck
+		lostBody = faults.LostAckBody
+		thr      = faults.Throttle
+		e500     = faults.ServerError
+		reset    = faults.Reset
+		tmo      = faults.Timeout
+		tmoA     = faults.TimeoutApplied
+	)
+	r := func(rs ...hwRule) []hwRule { return rs }
+	replay := [2]string{"replay", "replay"}
+	indet := [2]string{"indeterminate", "indeterminate"}
+	return []hwCase{
+		// The order's PutItem alone.
+		{name: "order-put/lost-ack/x1", rules: r(ordersPut(lost, 1)), first: "run", final: replay, rows: 1},
+		{name: "order-put/lost-ack-body/x1", rules: r(ordersPut(lostBody, 1)), first: "run", final: replay, rows: 1},
+		{name: "order-put/timeout-applied/x1", rules: r(ordersPut(tmoA, 1)), first: "run", final: replay, rows: 1},
+		{name: "order-put/timeout/x1", rules: r(ordersPut(tmo, 1)), first: "run", final: replay, rows: 1},
+		{name: "order-put/5xx/x4", rules: r(ordersPut(e500, 4)), first: "run", final: replay, rows: 1},
+		{name: "order-put/reset/x4", rules: r(ordersPut(reset, 4)), first: "run", final: replay, rows: 1},
+		{name: "order-put/lost-ack/never", rules: r(ordersPut(lost, never)), first: "unknown", final: indet, rows: 1},
+		{name: "order-put/throttle/never", rules: r(ordersPut(thr, never)), first: "unknown", final: indet, rows: 0},
+		// The read-back of a write refused because it had landed.
+		{name: "order-put/lost-ack/x1+order-query/5xx/x3", rules: r(ordersPut(lost, 1), ordersQuery(e500, 3)), first: "run", final: replay, rows: 1},
+		{name: "order-put/lost-ack/x1+order-query/5xx/never", rules: r(ordersPut(lost, 1), ordersQuery(e500, never)), first: "unknown", final: indet, rows: 1},
+		// Combined with the kit's own faults.
+		{name: "claim/lost-ack/x1+order-put/lost-ack/x1", rules: r(kitClaim(lost, 1), ordersPut(lost, 1)), first: "run", final: replay, rows: 1},
+		{name: "claim/timeout-applied/x1+order-put/lost-ack-body/x1", rules: r(kitClaim(tmoA, 1), ordersPut(lostBody, 1)), first: "run", final: replay, rows: 1},
+		{name: "order-put/lost-ack/x1+complete/lost-ack/never", rules: r(ordersPut(lost, 1), kitComplete(lost, never)), first: "run", final: replay, rows: 1},
+		// The completion never lands: under Takeover the retry after the
+		// lease runs the handler again, which finds its own order.
+		{name: "order-put/lost-ack/x1+complete/5xx/never", rules: r(ordersPut(lost, 1), kitComplete(e500, never)), first: "run", final: [2]string{"indeterminate", "replay"}, rows: 1},
+		{name: "order-put/timeout-applied/x1+complete/timeout/never", rules: r(ordersPut(tmoA, 1), kitComplete(tmo, never)), first: "run", final: [2]string{"indeterminate", "replay"}, rows: 1},
+		// The outcome is unknown and keeping the claim fails or loses its
+		// answer.
+		{name: "order-put/lost-ack/never+mark/lost-ack/x1", rules: r(ordersPut(lost, never), kitMark(lost, 1)), first: "unknown", final: indet, rows: 1},
+		{name: "order-put/lost-ack/never+mark/5xx/never", rules: r(ordersPut(lost, never), kitMark(e500, never)), first: "unknown", final: [2]string{"indeterminate", "replay"}, rows: 1},
+		// Payments: the order is read first (a failed read frees the key),
+		// then the payment is written.
+		{name: "payment/order-query/5xx/never", payment: true, rules: r(ordersQuery(e500, never)), first: "failed", final: replay, rows: 1},
+		{name: "payment/payment-put/lost-ack/x1", payment: true, rules: r(ordersPut(lost, 1)), first: "run", final: replay, rows: 1},
+		{name: "payment/payment-put/lost-ack/never", payment: true, rules: r(ordersPut(lost, never)), first: "unknown", final: indet, rows: 1},
+		{name: "payment/payment-put/lost-ack/x1+complete/5xx/never", payment: true, rules: r(ordersPut(lost, 1), kitComplete(e500, never)), first: "run", final: [2]string{"indeterminate", "replay"}, rows: 1},
+	}
+}
+
+// hwID returns the "id" of a 201 body (an order or a payment).
+func hwID(t *testing.T, a answer) string {
+	t.Helper()
+	var v struct{ ID string }
+	if err := json.Unmarshal([]byte(a.Body), &v); err != nil || v.ID == "" {
+		t.Fatalf("201 body without an id: %v", a)
+	}
+	return v.ID
+}
+
+// TestHandlerWritesUnderFaults drives the example API (POST /orders, POST
+// /payments) through one instance whose SDK clients inject faults into
+// the handler's own calls on the orders table, alone and together with
+// faults on the kit's calls, under FailClosed and Takeover. Per case: the
+// first request and its immediate retry under the faults; then the faults
+// clear and the client retries until the answer is stable, moving the
+// clock past the lease on a 409 in-flight. Asserted from the orders table:
+// never more than one row for the key; every 201, fresh or replayed, names
+// that row; and what the key converges to (a replay, or an indeterminate
+// record an operator lists). Under Takeover only the cases in which a lease
+// ends without an outcome run (in the others the policies agree).
+func TestHandlerWritesUnderFaults(t *testing.T) {
+	tb := newHWTables(t)
+	run := token()
+	var cases, requests, injected, doubles int
+	for pi, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		for ci, tc := range hwCases() {
+			if pol == idemkit.Takeover && tc.final[0] == tc.final[1] {
+				// No lease ends without an outcome: the policies agree.
+				continue
+			}
+			tenant := fmt.Sprintf("hw%sp%dc%02dz", run, pi, ci)
+			name := fmt.Sprintf("%s/%s", map[idemkit.StalePolicy]string{idemkit.FailClosed: "fail-closed", idemkit.Takeover: "takeover"}[pol], tc.name)
+			t.Run(name, func(t *testing.T) {
+				cases++
+				clk := testclock.New()
+				ft := faults.New(baseTransport())
+				in := newHWInstance(t, tb, ft, hwOptions{
+					policy: idemkit.Policy{OnStaleLease: pol}, now: clk.Now, callTime: dynalite.Scale(300 * time.Millisecond),
+				})
+				const invocation = 3 * time.Second
+				lease := invocation + idemkit.DefaultLeaseMargin
+				path, body := "/orders", `{"sku":"hw","quantity":1,"amount_cents":1999,"currency":"EUR"}`
+				if tc.payment {
+					// The order to pay, made without faults under its own key.
+					a := call(clk.Deadline(t, context.Background(), invocation), in.h, event(tenant, "/orders", "order-"+tenant, body))
+					if a.Status != 201 {
+						t.Fatalf("creating the order to pay: %v", a)
+					}
+					path = "/payments"
+					body = fmt.Sprintf(`{"order_id":%q,"amount_cents":1999,"card":"4242424242424242"}`, hwID(t, a))
+				}
+				for _, rule := range tc.rules {
+					ft.Add(rule(tb, tenant))
+				}
+				key := "k-" + tenant
+				ev := func() events.APIGatewayV2HTTPRequest { return event(tenant, path, key, body) }
+				var seen []answer
+				var id string // the row every 201 must name
+				send := func() answer {
+					t.Helper()
+					a := call(clk.Deadline(t, context.Background(), invocation), in.h, ev())
+					seen = append(seen, a)
+					rows := tb.rows(t, tenant, tc.payment)
+					if len(rows) > 1 {
+						doubles++
+						t.Fatalf("%d rows for one key: %v; answers %v", len(rows), rows, seen)
+					}
+					switch {
+					case a.Status == 201:
+						got := hwID(t, a)
+						if len(rows) != 1 || rows[0] != got {
+							t.Fatalf("answered %s, the table holds %v", got, rows)
+						}
+						if id != "" && got != id {
+							t.Fatalf("answered %s, earlier %s", got, id)
+						}
+						id = got
+					case a.Status == 409 && (a.Problem == "in-flight" || a.Problem == "indeterminate-operator-required"):
+					case a.Status == 503 && a.Problem == "outcome-unknown":
+						// The key is kept: a retry gets 409, whenever it comes.
+					case a.Status == 503 && (a.Problem == "store-unavailable" || a.Problem == "temporarily-unavailable"):
+						if !a.retryAfter() {
+							t.Fatalf("503 without Retry-After: %v", a)
+						}
+					default:
+						t.Fatalf("answer %v: not a response, a replay or a retryable problem", a)
+					}
+					return a
+				}
+				kind := func(a answer) string {
+					switch {
+					case a.Status == 201 && a.Replay:
+						return "replay"
+					case a.Status == 201:
+						return "run"
+					case a.Problem == "outcome-unknown":
+						return "unknown"
+					case a.Problem == "temporarily-unavailable":
+						return "failed"
+					case a.Problem == "in-flight":
+						return "in-flight"
+					case a.Problem == "indeterminate-operator-required":
+						return "indeterminate"
+					}
+					return a.String()
+				}
+
+				if got := kind(send()); got != tc.first {
+					t.Fatalf("first answer %s, want %s", got, tc.first)
+				}
+				send()
+				if len(ft.Events()) == 0 {
+					t.Fatal("no fault was injected")
+				}
+				injected += len(ft.Events())
+				ft.Clear()
+				var final answer
+				for i := 0; ; i++ {
+					if i == 6 {
+						t.Fatalf("no convergence after 6 retries: %v", seen)
+					}
+					final = send()
+					if final.Problem == "in-flight" {
+						clk.Advance(lease + time.Second)
+						continue
+					}
+					if k := kind(final); k == "run" || k == "failed" {
+						continue // a run: its retry must replay it
+					}
+					break
+				}
+				want := tc.final[pi]
+				if got := kind(final); got != want {
+					t.Fatalf("converged to %v, want %s; answers %v", final, want, seen)
+				}
+				if again := send(); kind(again) != want {
+					t.Fatalf("after convergence %v, then %v", final, again)
+				}
+				if n := len(tb.rows(t, tenant, tc.payment)); n != tc.rows {
+					t.Fatalf("%d rows, want %d; answers %v", n, tc.rows, seen)
+				}
+				if want == "indeterminate" {
+					clean, err := dynamo.New(tb.raw, tb.records, dynamo.Options{IndexInFlight: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					recs, _, err := clean.ListIndeterminate(context.Background(), tenant, "", 0, clk.Now())
+					if err != nil || len(recs) != 1 || recs[0].Scope.Key != key {
+						t.Fatalf("ListIndeterminate(%s): %v, %v; want the key's record", tenant, recs, err)
+					}
+				}
+				requests += len(seen)
+				var kinds []string
+				for _, a := range seen {
+					kinds = append(kinds, kind(a))
+				}
+				t.Logf("answers %s; %d faults injected; %d rows", strings.Join(kinds, ", "), len(ft.Events()), tc.rows)
+			})
+		}
+	}
+	summary(t, "cases=%d requests=%d faults_injected=%d double_rows=%d", cases, requests, injected, doubles)
+}
