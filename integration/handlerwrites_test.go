@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +65,7 @@ type hwOptions struct {
 	cache    bool // put a warmcache.Store in front of the store
 }
 
-func newHWInstance(t *testing.T, tb hwTables, ft *faults.Transport, o hwOptions) *hwInstance {
+func newHWInstance(t *testing.T, tb hwTables, ft http.RoundTripper, o hwOptions) *hwInstance {
 	t.Helper()
 	store, err := dynamo.New(newSDKClient(t, tb.endpoint, ft), tb.records,
 		dynamo.Options{CallTimeout: o.callTime, MaxBackoff: 10 * time.Millisecond, IndexInFlight: true})
@@ -367,11 +370,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 					t.Fatalf("%d rows, want %d; answers %v", n, tc.rows, seen)
 				}
 				if want == "indeterminate" {
-					clean, err := dynamo.New(tb.raw, tb.records, dynamo.Options{IndexInFlight: true})
-					if err != nil {
-						t.Fatal(err)
-					}
-					recs, _, err := clean.ListIndeterminate(context.Background(), tenant, "", 0, clk.Now())
+					recs, _, err := tb.clean(t).ListIndeterminate(context.Background(), tenant, "", 0, clk.Now())
 					if err != nil || len(recs) != 1 || recs[0].Scope.Key != key {
 						t.Fatalf("ListIndeterminate(%s): %v, %v; want the key's record", tenant, recs, err)
 					}
@@ -386,4 +385,154 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 		}
 	}
 	summary(t, "cases=%d requests=%d faults_injected=%d double_rows=%d", cases, requests, injected, doubles)
+}
+
+// killSwitch fails every call once its invocation is abandoned: the Lambda
+// deadline passed and the runtime froze or ended the process, so nothing
+// it sends after that reaches the server.
+type killSwitch struct {
+	base     http.RoundTripper
+	deadline time.Time
+}
+
+func (k *killSwitch) dead() bool { return !time.Now().Before(k.deadline) }
+
+func (k *killSwitch) RoundTrip(req *http.Request) (*http.Response, error) {
+	if k.dead() {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("invocation abandoned")}
+	}
+	return k.base.RoundTrip(req)
+}
+
+// TestAbandonedInvocation: the Lambda deadline passes mid-handler and the
+// invocation is abandoned: from its deadline on, nothing it sends reaches
+// DynamoDB (the handler's error, the release, the completion or the mark
+// never land). Three points of abandonment: the order's PutItem landed
+// and its answer never came; the PutItem never landed; the order landed
+// and the completion never did. Another instance retries: inside the
+// lease 409 in-flight, and the record is listed as stale once the lease
+// has ended; after it, under FailClosed 409
+// indeterminate-operator-required (and listed), under Takeover a run that
+// finds the abandoned run's order, if any. Counted from the orders table:
+// never more than one order, and every 201 names it.
+func TestAbandonedInvocation(t *testing.T) {
+	tb := newHWTables(t)
+	run := token()
+	const invocation = 800 * time.Millisecond
+	lease := invocation + idemkit.DefaultLeaseMargin
+	type variant struct {
+		name  string
+		rules []hwRule
+		rows  int // orders the abandoned run leaves
+	}
+	variants := []variant{
+		{"order-landed-answer-lost", []hwRule{ordersPut(faults.TimeoutApplied, 1)}, 1},
+		{"order-not-landed", []hwRule{ordersPut(faults.Timeout, 1)}, 0},
+		{"order-landed-completion-not", []hwRule{kitComplete(faults.Timeout, never)}, 1},
+	}
+	for pi, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		for vi, v := range variants {
+			name := map[idemkit.StalePolicy]string{idemkit.FailClosed: "fail-closed", idemkit.Takeover: "takeover"}[pol] + "/" + v.name
+			t.Run(name, func(t *testing.T) {
+				t.Parallel() // each waits for its own deadline
+				tenant := fmt.Sprintf("ab%sp%dv%dz", run, pi, vi)
+				key := "k-" + tenant
+				body := `{"sku":"ab","quantity":1,"amount_cents":1999,"currency":"EUR"}`
+				opts := hwOptions{policy: idemkit.Policy{OnStaleLease: pol}, callTime: dynalite.Scale(time.Second)}
+
+				// The abandoned invocation.
+				clkA := testclock.New()
+				// The clock starts at the second; the deadline is invocation
+				// from the real now.
+				ctx := clkA.Deadline(t, context.Background(), time.Since(clkA.Now())+invocation)
+				dl, _ := ctx.Deadline()
+				ftA := faults.New(baseTransport())
+				for _, r := range v.rules {
+					ftA.Add(r(tb, tenant))
+				}
+				kill := &killSwitch{base: ftA, deadline: dl}
+				opts.now = clkA.Now
+				a := newHWInstance(t, tb, kill, opts)
+				first := call(ctx, a.h, event(tenant, "/orders", key, body))
+				if !kill.dead() {
+					t.Fatalf("the invocation ended before its deadline: %v", first)
+				}
+				if len(ftA.Events()) == 0 {
+					t.Fatal("no fault was injected")
+				}
+				// Its answer never reaches the client (API Gateway times out).
+				if rec, err := tb.clean(t).Get(context.Background(), idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: key}.ID(false), clkA.Now()); err != nil || rec.State != idemkit.StateInFlight {
+					t.Fatalf("after the abandoned run: %+v, %v; first answer %v", rec, err, first)
+				}
+				if n := len(tb.rows(t, tenant, false)); n != v.rows {
+					t.Fatalf("the abandoned run left %d orders, want %d", n, v.rows)
+				}
+
+				// Another instance retries.
+				clkB := testclock.New()
+				opts.now = clkB.Now
+				b := newHWInstance(t, tb, faults.New(baseTransport()), opts)
+				send := func() answer {
+					t.Helper()
+					ans := call(clkB.Deadline(t, context.Background(), 3*time.Second), b.h, event(tenant, "/orders", key, body))
+					rows := tb.rows(t, tenant, false)
+					if len(rows) > 1 {
+						t.Fatalf("%d orders for one key: %v", len(rows), rows)
+					}
+					if ans.Status == 201 && (len(rows) != 1 || rows[0] != hwID(t, ans)) {
+						t.Fatalf("answered %v, the table holds %v", ans, rows)
+					}
+					return ans
+				}
+				if ans := send(); ans.Status != 409 || ans.Problem != "in-flight" || !ans.retryAfter() {
+					t.Fatalf("retry inside the lease: %v, want 409 in-flight with Retry-After", ans)
+				}
+				clkB.Advance(lease + time.Second)
+				clean := tb.clean(t)
+				stale, _, err := clean.ListStale(context.Background(), tenant, "", 0, clkB.Now())
+				if err != nil || len(stale) != 1 || stale[0].Scope.Key != key {
+					t.Fatalf("ListStale after the lease: %v, %v; want the abandoned record", stale, err)
+				}
+				after := send()
+				switch pol {
+				case idemkit.FailClosed:
+					if after.Status != 409 || after.Problem != "indeterminate-operator-required" {
+						t.Fatalf("retry after the lease: %v, want 409 indeterminate-operator-required", after)
+					}
+					recs, _, err := clean.ListIndeterminate(context.Background(), tenant, "", 0, clkB.Now())
+					if err != nil || len(recs) != 1 || recs[0].Scope.Key != key {
+						t.Fatalf("ListIndeterminate: %v, %v; want the record", recs, err)
+					}
+				case idemkit.Takeover:
+					if after.Status != 201 || after.Replay {
+						t.Fatalf("retry after the lease: %v, want a fresh 201", after)
+					}
+					if again := send(); again.Status != 201 || !again.Replay || again.Body != after.Body {
+						t.Fatalf("retry after the takeover: %v, want the replay of %v", again, after)
+					}
+				}
+				rows := tb.rows(t, tenant, false)
+				want := v.rows
+				if pol == idemkit.Takeover {
+					want = 1
+				}
+				if len(rows) != want {
+					t.Fatalf("%d orders at the end, want %d", len(rows), want)
+				}
+				summary(t, "abandoned at its %s deadline (%d faults, then every call dropped): orders left %d; retry inside the lease 409 in-flight; listed stale after it; then %d %s replay=%v; orders %d",
+					invocation, len(ftA.Events()), v.rows, after.Status, after.Problem, after.Replay, len(rows))
+			})
+		}
+	}
+}
+
+// clean returns a store on the records table without faults, the one an
+// operator's listing uses.
+func (tb hwTables) clean(t *testing.T) *dynamo.Store {
+	t.Helper()
+	s, err := dynamo.New(tb.raw, tb.records, dynamo.Options{IndexInFlight: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
