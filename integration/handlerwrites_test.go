@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -535,4 +537,135 @@ func (tb hwTables) clean(t *testing.T) *dynamo.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// freezer holds every call of an invocation from its deadline on, as a
+// frozen Lambda process does, until thaw is closed (the process runs
+// again) or the call's own context ends. frozen is closed when the first
+// call is held.
+type freezer struct {
+	base     http.RoundTripper
+	deadline time.Time
+	thaw     chan struct{}
+	frozen   chan struct{}
+	once     sync.Once
+	late     atomic.Int32 // held calls sent after the thaw
+}
+
+func (f *freezer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if time.Now().Before(f.deadline) {
+		return f.base.RoundTrip(req)
+	}
+	select {
+	case <-f.thaw:
+	default:
+		f.once.Do(func() { close(f.frozen) })
+		select {
+		case <-f.thaw:
+			f.late.Add(1)
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+	return f.base.RoundTrip(req)
+}
+
+// TestThawedInvocation: an invocation's deadline passes between its order
+// write and its completion; the process freezes with the completion
+// unsent; another instance retries past the lease; then the process thaws
+// and its completion is sent late. Under FailClosed the retry marked the
+// record indeterminate and the late completion replaces it (a known
+// outcome beats an unknown one): retries replay the frozen run's answer.
+// Under Takeover the retry ran again, found the frozen run's order and
+// completed; the late completion is refused (fenced on the owner token):
+// retries replay the taking-over run's answer. One order either way.
+func TestThawedInvocation(t *testing.T) {
+	tb := newHWTables(t)
+	run := token()
+	const invocation = 800 * time.Millisecond
+	lease := invocation + idemkit.DefaultLeaseMargin
+	for pi, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		name := map[idemkit.StalePolicy]string{idemkit.FailClosed: "fail-closed", idemkit.Takeover: "takeover"}[pol]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tenant := fmt.Sprintf("th%sp%dz", run, pi)
+			key := "k-" + tenant
+			body := `{"sku":"th","quantity":1,"amount_cents":1999,"currency":"EUR"}`
+			opts := hwOptions{policy: idemkit.Policy{OnStaleLease: pol}, callTime: dynalite.Scale(time.Second)}
+
+			clkA := testclock.New()
+			ctx := clkA.Deadline(t, context.Background(), time.Since(clkA.Now())+invocation)
+			dl, _ := ctx.Deadline()
+			// The first completion waits out its call timeout, past the
+			// deadline; the next one is frozen.
+			ftA := faults.New(baseTransport(), kitComplete(faults.Timeout, 1)(tb, tenant))
+			frz := &freezer{base: ftA, deadline: dl, thaw: make(chan struct{}), frozen: make(chan struct{})}
+			opts.now = clkA.Now
+			a := newHWInstance(t, tb, frz, opts)
+			firstDone := make(chan answer, 1)
+			go func() { firstDone <- call(ctx, a.h, event(tenant, "/orders", key, body)) }()
+			select {
+			case <-frz.frozen:
+			case ans := <-firstDone:
+				t.Fatalf("the invocation ended without freezing: %v", ans)
+			}
+
+			clkB := testclock.New()
+			opts.now = clkB.Now
+			b := newHWInstance(t, tb, faults.New(baseTransport()), opts)
+			send := func() answer {
+				t.Helper()
+				ans := call(clkB.Deadline(t, context.Background(), 3*time.Second), b.h, event(tenant, "/orders", key, body))
+				rows := tb.rows(t, tenant, false)
+				if len(rows) != 1 {
+					t.Fatalf("%d orders, want the frozen run's one: %v", len(rows), rows)
+				}
+				if ans.Status == 201 && rows[0] != hwID(t, ans) {
+					t.Fatalf("answered %v, the table holds %v", ans, rows)
+				}
+				return ans
+			}
+			clkB.Advance(lease + time.Second)
+			after := send()
+			close(frz.thaw)
+			first := <-firstDone
+			if first.Status != 201 || first.Replay {
+				t.Fatalf("the frozen run's own answer: %v, want its 201", first)
+			}
+			if frz.late.Load() == 0 {
+				t.Fatal("no held call was sent after the thaw")
+			}
+			final := send()
+			// Whose completion the record holds: each instance's clock
+			// stands still, the retrying one's a lease ahead.
+			rec, err := tb.clean(t).Get(context.Background(), idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: key}.ID(false), clkB.Now())
+			if err != nil || rec.State != idemkit.StateCompleted {
+				t.Fatalf("record after the thaw: %+v, %v; want completed", rec, err)
+			}
+			completedBy := map[bool]string{true: "frozen", false: "taking-over"}[rec.CompletedAt.Equal(clkA.Now())]
+			want := map[idemkit.StalePolicy]string{idemkit.FailClosed: "frozen", idemkit.Takeover: "taking-over"}[pol]
+			if completedBy != want {
+				t.Fatalf("the record holds the %s run's completion (completed at %s; clocks %s and %s), want the %s run's",
+					completedBy, rec.CompletedAt, clkA.Now(), clkB.Now(), want)
+			}
+			switch pol {
+			case idemkit.FailClosed:
+				if after.Status != 409 || after.Problem != "indeterminate-operator-required" {
+					t.Fatalf("retry after the lease: %v, want 409 indeterminate-operator-required", after)
+				}
+				if final.Status != 201 || !final.Replay || final.Body != first.Body {
+					t.Fatalf("after the thaw: %v, want the replay of the frozen run's answer %v", final, first)
+				}
+			case idemkit.Takeover:
+				if after.Status != 201 || after.Replay {
+					t.Fatalf("retry after the lease: %v, want a fresh 201", after)
+				}
+				if final.Status != 201 || !final.Replay || final.Body != after.Body {
+					t.Fatalf("after the thaw: %v, want the replay of the taking-over run's answer %v", final, after)
+				}
+			}
+			summary(t, "deadline %s passed before the completion; frozen, retried by another instance after the lease: %d %s replay=%v; thawed, the late completion sent; then %d replay=%v, the record holding the %s run's completion; orders 1",
+				invocation, after.Status, after.Problem, after.Replay, final.Status, final.Replay, completedBy)
+		})
+	}
 }

@@ -35,7 +35,7 @@ func TestWarmCacheSkewStorm(t *testing.T) {
 		name := map[idemkit.StalePolicy]string{idemkit.FailClosed: "fail-closed", idemkit.Takeover: "takeover"}[pol]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			warmSkewStorm(t, pol, 0.1, size(15, 300))
+			warmSkewStorm(t, pol, 0.2, size(15, 300))
 		})
 	}
 }
