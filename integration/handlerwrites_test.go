@@ -669,3 +669,51 @@ func TestThawedInvocation(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyReusedAfterRetention: a key reused after its record expired (a
+// key that embeds no time, so the kit takes the request as new). The
+// example derives its order ID from the execution identity, which is the
+// key's, so the same order finds the stored one (201, one order), and a
+// different order under the old key cannot be stored. That must end in
+// an answer that stays, not in a 503 that tells the client to retry the
+// same key forever: once retried, it is replayed or the same refusal.
+// Counted from the orders table: one order, the first.
+func TestKeyReusedAfterRetention(t *testing.T) {
+	tb := newHWTables(t)
+	tenant := "rr" + token() + "z"
+	clk := testclock.New()
+	const retention = 20 * time.Second
+	in := newHWInstance(t, tb, faults.New(baseTransport()), hwOptions{
+		policy: idemkit.Policy{ReplayWindow: retention / 2, RecordRetention: retention},
+		now:    clk.Now, callTime: callTimeout,
+	})
+	send := func(key, sku string) answer {
+		t.Helper()
+		body := fmt.Sprintf(`{"sku":%q,"quantity":1,"amount_cents":1999,"currency":"EUR"}`, sku)
+		return call(clk.Deadline(t, context.Background(), 3*time.Second), in.h, event(tenant, "/orders", key, body))
+	}
+	first := send("reused-1", "first")
+	if first.Status != 201 {
+		t.Fatalf("first order: %v", first)
+	}
+	clk.Advance(retention + 10*time.Second) // the record has expired
+
+	same := send("reused-1", "first")
+	if same.Status != 201 || hwID(t, same) != hwID(t, first) {
+		t.Fatalf("the same order under the expired key: %v, want 201 naming %s", same, hwID(t, first))
+	}
+	clk.Advance(retention + 10*time.Second)
+	other := send("reused-1", "second")
+	again := send("reused-1", "second")
+	if other.Status >= 500 || again.Status >= 500 {
+		t.Fatalf("another order under the expired key: %v, then %v; want a final answer, not a 5xx to retry forever", other, again)
+	}
+	if again.Status != other.Status || again.Body != other.Body {
+		t.Fatalf("another order under the expired key: %v, then %v; want the same answer", other, again)
+	}
+	if rows := tb.rows(t, tenant, false); len(rows) != 1 || rows[0] != hwID(t, first) {
+		t.Fatalf("orders %v, want only the first %s", rows, hwID(t, first))
+	}
+	summary(t, "same order under the expired key: %d naming the stored order; another order: %d %s, then %d replay=%v; orders 1",
+		same.Status, other.Status, other.Problem, again.Status, again.Replay)
+}

@@ -50,6 +50,11 @@
 // (dynamo.Options.IndexInFlight), so a crashed run is listed by
 // idemkit list --state stale.
 //
+// A key reused after its record expired is new to the kit but not to the
+// orders table: the same order gets the stored one back (201), another
+// order or payment under the old key gets 422 key-reused, stored and
+// replayed like any outcome, and nothing is stored for it.
+//
 // Paying requires the order to exist for the caller: otherwise 404, stored
 // like any outcome, so a client that pays before its order exists must
 // use a new key once it does. Amounts are not checked against the order's

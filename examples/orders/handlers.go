@@ -67,6 +67,9 @@ func (a *app) createOrder(ctx context.Context, tenant string, ev events.APIGatew
 	// A retry whose earlier run stored the order (its answer was lost)
 	// gets the stored order back.
 	o, err = a.repo.CreateOrder(ctx, tenant, o)
+	if errors.Is(err, ErrIDConflict) {
+		return keyReused("order"), nil
+	}
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, writeFailed(err)
 	}
@@ -131,6 +134,9 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 	p := Payment{ID: payID, OrderID: o.ID, AmountCents: *req.AmountCents, Currency: o.Currency,
 		CardLast4: (*req.Card)[len(*req.Card)-4:], Status: "captured", CreatedAt: a.now().UTC().Truncate(time.Millisecond)}
 	p, err = a.repo.AddPayment(ctx, tenant, p)
+	if errors.Is(err, ErrIDConflict) {
+		return keyReused("payment"), nil
+	}
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, writeFailed(err)
 	}
@@ -178,6 +184,17 @@ func executionBased(ctx context.Context, kind string) (string, error) {
 		return "", errors.New("orders: no execution identity: the handler runs outside idemkit's guard")
 	}
 	return uuid.NewSHA1(idNamespace, []byte(kind+":"+x)).String(), nil
+}
+
+// keyReused is the answer to a request whose order or payment (what)
+// cannot be stored because its ID, derived from the Idempotency-Key, holds
+// another one: the key was used for another request whose record has
+// expired (the kit then takes the key as new). It is a deterministic
+// outcome, stored and replayed like any 422; an error instead would free
+// the key and tell the client to retry it forever.
+func keyReused(what string) events.APIGatewayV2HTTPResponse {
+	return (&Problem{Type: TypeKeyReused, Title: "Idempotency key reused", Status: 422,
+		Detail: "This Idempotency-Key was used for another " + what + " before. Nothing was stored for this request; send it under a new Idempotency-Key."}).Response()
 }
 
 // writeFailed returns the handler's error for a failed write: one whose

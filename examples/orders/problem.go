@@ -24,6 +24,7 @@ const (
 	TypeProcessorDown    = ProblemBase + "processor-unavailable"   // 503: the processor did not answer; retry with the same key
 	TypeUnauthorized     = ProblemBase + "unauthorized"            // 401: no bearer token (local authorizer only)
 	TypeTemporarilyDown  = ProblemBase + "temporarily-unavailable" // 503: a dependency failed; retry with the same key
+	TypeKeyReused        = ProblemBase + "key-reused"              // 422: the key's order or payment ID holds another one (the key was reused after its record expired)
 	TypeInternal         = ProblemBase + "internal"                // 500: a bug; retry with the same key
 	TypeTenantMissing    = ProblemBase + "tenant-missing"          // 500: no authenticated caller (misconfiguration)
 	TypePayloadTooLarge  = ProblemBase + "payload-too-large"       // 413: body over 10 MB (local server only)
