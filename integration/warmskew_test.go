@@ -114,6 +114,7 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 		}
 		return a
 	}
+	clean := tb.clean(t)
 	budget := invocation + idemkit.DefaultLeaseMargin + 3*time.Second
 	var unexpected []string
 	work := make(chan *wsKey)
@@ -125,7 +126,13 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 				for i := range instances {
 					cw.Go(func() {
 						if k.doomed && i != owner {
-							time.Sleep(300 * time.Millisecond) // the owner claims first
+							// The owner claims first: wait for its record.
+							id := idemkit.Scope{Tenant: k.tenant, Operation: "POST /orders", Key: k.key}.ID(false)
+							for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+								if _, err := clean.Get(context.Background(), id, time.Now()); err == nil {
+									break
+								}
+							}
 						}
 						end := time.Now().Add(budget)
 						for {
@@ -191,7 +198,6 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 	}
 
 	ordersOf := scanOrders(t, tb.raw, tb.orders)
-	clean := tb.clean(t)
 	ctx := context.Background()
 	later := time.Now().Add(2 * idemkit.DefaultLeaseMargin) // past every instance's skew
 	indeterminate := listAll(t, func(page string) ([]*idemkit.Record, string, error) {
