@@ -65,6 +65,8 @@ type hwOptions struct {
 	now      func() time.Time
 	callTime time.Duration
 	cache    bool // put a warmcache.Store in front of the store
+	// repo, when set, wraps the instance's orders repository.
+	repo func(orders.Repo) orders.Repo
 }
 
 func newHWInstance(t *testing.T, tb hwTables, ft http.RoundTripper, o hwOptions) *hwInstance {
@@ -81,9 +83,13 @@ func newHWInstance(t *testing.T, tb hwTables, ft http.RoundTripper, o hwOptions)
 		s = in.cache
 	}
 	repoClient := dynamodb.New(newSDKClient(t, tb.endpoint, ft).Options(), orders.ClientOptions)
+	var repo orders.Repo = &orders.DynamoRepo{Client: repoClient, Table: tb.orders, CallTimeout: o.callTime}
+	if o.repo != nil {
+		repo = o.repo(repo)
+	}
 	h, err := orders.Handler(orders.Options{
 		Store:  s,
-		Repo:   &orders.DynamoRepo{Client: repoClient, Table: tb.orders, CallTimeout: o.callTime},
+		Repo:   repo,
 		Policy: o.policy,
 		Now:    o.now,
 		Logger: slog.New(slog.DiscardHandler),
@@ -726,4 +732,84 @@ func TestKeyReusedAfterRetention(t *testing.T) {
 	}
 	summary(t, "same order under the expired key: %d naming the stored order; another order: %d %s, then %d replay=%v; orders 1",
 		same.Status, other.Status, other.Problem, again.Status, again.Replay)
+}
+
+// failAfterWrite stores orders through Repo, then fails the first fail
+// of them with a plain error although they were stored: a handler that
+// returns an error after its own write landed.
+type failAfterWrite struct {
+	orders.Repo
+	fail atomic.Int32
+}
+
+func (r *failAfterWrite) CreateOrder(ctx context.Context, tenant string, o orders.Order) (orders.Order, error) {
+	stored, err := r.Repo.CreateOrder(ctx, tenant, o)
+	if err == nil && r.fail.Add(-1) >= 0 {
+		return orders.Order{}, errors.New("connection reset after the order was stored")
+	}
+	return stored, err
+}
+
+// TestHandlerErrorAfterItsWriteLanded: the handler's order lands and the
+// handler then returns a plain error, so the guard frees the key; with the
+// kit's release or the retry's claim losing its answer too. The retry
+// runs again and finds the order by its execution-derived ID: one order,
+// and the retry's 201 and every replay name it.
+func TestHandlerErrorAfterItsWriteLanded(t *testing.T) {
+	tb := newHWTables(t)
+	run := token()
+	for ci, tc := range []struct {
+		name  string
+		rules []hwRule
+	}{
+		{"alone", nil},
+		{"release/lost-ack/x1", []hwRule{kitRelease(faults.LostAck, 1)}},
+		{"release/timeout-applied/x1", []hwRule{kitRelease(faults.TimeoutApplied, 1)}},
+		{"retry-claim/lost-ack/x1", []hwRule{func(tb hwTables, tenant string) faults.Rule {
+			r := kitClaim(faults.LostAck, 1)(tb, tenant)
+			r.Skip = 1 // the retry's claim
+			return r
+		}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tenant := fmt.Sprintf("ea%sc%dz", run, ci)
+			ft := faults.New(baseTransport())
+			for _, r := range tc.rules {
+				ft.Add(r(tb, tenant))
+			}
+			clk := testclock.New()
+			in := newHWInstance(t, tb, ft, hwOptions{now: clk.Now, callTime: dynalite.Scale(300 * time.Millisecond),
+				repo: func(r orders.Repo) orders.Repo {
+					f := &failAfterWrite{Repo: r}
+					f.fail.Store(1)
+					return f
+				}})
+			body := `{"sku":"ea","quantity":1,"amount_cents":1999,"currency":"EUR"}`
+			var kinds []string
+			var id string
+			for i := range 3 {
+				a := call(clk.Deadline(t, context.Background(), time.Since(clk.Now())+3*time.Second), in.h, event(tenant, "/orders", "k-"+tenant, body))
+				rows := tb.rows(t, tenant, false)
+				if len(rows) != 1 {
+					t.Fatalf("answer %d: %v; %d orders, want the one stored", i+1, a, len(rows))
+				}
+				switch {
+				case i == 0 && a.Status == 503 && a.Problem == "temporarily-unavailable":
+					kinds = append(kinds, "failed")
+				case i == 1 && a.Status == 201 && !a.Replay, i == 2 && a.Status == 201 && a.Replay:
+					if hwID(t, a) != rows[0] || (id != "" && hwID(t, a) != id) {
+						t.Fatalf("answer %d names %s, the table holds %v", i+1, hwID(t, a), rows)
+					}
+					id = hwID(t, a)
+					kinds = append(kinds, map[bool]string{false: "run", true: "replay"}[a.Replay])
+				default:
+					t.Fatalf("answer %d: %v; want the handler's 503, then a run, then a replay", i+1, a)
+				}
+			}
+			if len(tc.rules) > 0 && len(ft.Events()) == 0 {
+				t.Fatal("no fault was injected")
+			}
+			summary(t, "answers %s; %d faults injected; orders 1", strings.Join(kinds, ", "), len(ft.Events()))
+		})
+	}
 }
