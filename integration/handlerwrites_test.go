@@ -124,6 +124,14 @@ func (tb hwTables) rows(t *testing.T, tenant string, payments bool) []string {
 	return ids
 }
 
+// invocationCtx returns the context of an invocation whose deadline is d
+// from the real now (clk stands still or runs ahead of the wall clock;
+// its drift is bounded by testclock).
+func invocationCtx(t *testing.T, clk *testclock.Clock, d time.Duration) context.Context {
+	t.Helper()
+	return clk.Deadline(t, context.Background(), time.Since(clk.Now())+d)
+}
+
 // Fault rules on one tenant's calls (each case has a tenant of its own).
 func hwOn(table, tenant string, extra ...string) func([]byte) bool {
 	return func(b []byte) bool {
@@ -285,7 +293,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 				path, body := "/orders", `{"sku":"hw","quantity":1,"amount_cents":1999,"currency":"EUR"}`
 				if tc.payment {
 					// The order to pay, made without faults under its own key.
-					a := call(clk.Deadline(t, context.Background(), invocation), in.h, event(tenant, "/orders", "order-"+tenant, body))
+					a := call(invocationCtx(t, clk, invocation), in.h, event(tenant, "/orders", "order-"+tenant, body))
 					if a.Status != 201 {
 						t.Fatalf("creating the order to pay: %v", a)
 					}
@@ -301,7 +309,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 				var id string // the row every 201 must name
 				send := func() answer {
 					t.Helper()
-					a := call(clk.Deadline(t, context.Background(), invocation), in.h, ev())
+					a := call(invocationCtx(t, clk, invocation), in.h, ev())
 					seen = append(seen, a)
 					rows := tb.rows(t, tenant, tc.payment)
 					if len(rows) > 1 {
@@ -459,9 +467,7 @@ func TestAbandonedInvocation(t *testing.T) {
 
 				// The abandoned invocation.
 				clkA := testclock.New()
-				// The clock starts at the second; the deadline is invocation
-				// from the real now.
-				ctx := clkA.Deadline(t, context.Background(), time.Since(clkA.Now())+invocation)
+				ctx := invocationCtx(t, clkA, invocation)
 				dl, _ := ctx.Deadline()
 				ftA := faults.New(baseTransport())
 				for _, r := range v.rules {
@@ -492,7 +498,7 @@ func TestAbandonedInvocation(t *testing.T) {
 				b := newHWInstance(t, tb, faults.New(baseTransport()), opts)
 				send := func() answer {
 					t.Helper()
-					ans := call(clkB.Deadline(t, context.Background(), time.Since(clkB.Now())+3*time.Second), b.h, event(tenant, "/orders", key, body))
+					ans := call(invocationCtx(t, clkB, 3*time.Second), b.h, event(tenant, "/orders", key, body))
 					rows := tb.rows(t, tenant, false)
 					if len(rows) > 1 {
 						t.Fatalf("%d orders for one key: %v", len(rows), rows)
@@ -610,7 +616,7 @@ func TestThawedInvocation(t *testing.T) {
 			opts := hwOptions{policy: idemkit.Policy{OnStaleLease: pol}, callTime: dynalite.Scale(time.Second)}
 
 			clkA := testclock.New()
-			ctx := clkA.Deadline(t, context.Background(), time.Since(clkA.Now())+invocation)
+			ctx := invocationCtx(t, clkA, invocation)
 			dl, _ := ctx.Deadline()
 			// The first completion waits out its call timeout, past the
 			// deadline; the next one is frozen.
@@ -631,7 +637,7 @@ func TestThawedInvocation(t *testing.T) {
 			b := newHWInstance(t, tb, faults.New(baseTransport()), opts)
 			send := func() answer {
 				t.Helper()
-				ans := call(clkB.Deadline(t, context.Background(), 3*time.Second), b.h, event(tenant, "/orders", key, body))
+				ans := call(invocationCtx(t, clkB, 3*time.Second), b.h, event(tenant, "/orders", key, body))
 				rows := tb.rows(t, tenant, false)
 				if len(rows) != 1 {
 					t.Fatalf("%d orders, want the frozen run's one: %v", len(rows), rows)
@@ -698,7 +704,7 @@ func TestKeyReusedAfterRetention(t *testing.T) {
 	tb := newHWTables(t)
 	tenant := "rr" + token() + "z"
 	clk := testclock.New()
-	const retention = 20 * time.Second
+	const retention = 10 * time.Second
 	in := newHWInstance(t, tb, faults.New(baseTransport()), hwOptions{
 		policy: idemkit.Policy{ReplayWindow: retention / 2, RecordRetention: retention},
 		now:    clk.Now, callTime: callTimeout,
@@ -706,7 +712,7 @@ func TestKeyReusedAfterRetention(t *testing.T) {
 	send := func(key, sku string) answer {
 		t.Helper()
 		body := fmt.Sprintf(`{"sku":%q,"quantity":1,"amount_cents":1999,"currency":"EUR"}`, sku)
-		return call(clk.Deadline(t, context.Background(), 3*time.Second), in.h, event(tenant, "/orders", key, body))
+		return call(invocationCtx(t, clk, 3*time.Second), in.h, event(tenant, "/orders", key, body))
 	}
 	first := send("reused-1", "first")
 	if first.Status != 201 {
@@ -788,7 +794,7 @@ func TestHandlerErrorAfterItsWriteLanded(t *testing.T) {
 			var kinds []string
 			var id string
 			for i := range 3 {
-				a := call(clk.Deadline(t, context.Background(), time.Since(clk.Now())+3*time.Second), in.h, event(tenant, "/orders", "k-"+tenant, body))
+				a := call(invocationCtx(t, clk, 3*time.Second), in.h, event(tenant, "/orders", "k-"+tenant, body))
 				rows := tb.rows(t, tenant, false)
 				if len(rows) != 1 {
 					t.Fatalf("answer %d: %v; %d orders, want the one stored", i+1, a, len(rows))
