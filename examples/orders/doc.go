@@ -29,7 +29,8 @@
 // stored, so a retry with the same key runs again: 503 (processor
 // unavailable), and any handler error (a store or repository failure, the
 // deadline passing during a slow payment), which the outer layer of
-// Handler answers with a 503 problem after the guard released the key;
+// Handler answers with a 503 problem after the guard released the key
+// (one that says the key is held when the release failed);
 // a write whose outcome is unknown is the exception (see below). A
 // body that is not JSON at all is refused by the kit before the handler
 // (400 body-invalid, not stored): it cannot be fingerprinted.
