@@ -192,6 +192,9 @@ type hwCase struct {
 	// final is what retries converge to once the faults clear, under
 	// FailClosed and under Takeover: "replay" or "indeterminate".
 	final [2]string
+	// notKept: the first answer is outcome-unknown although the key could
+	// not be kept; it must not promise that it was.
+	notKept bool
 	// rows is the number of the handler's rows (orders or payments) the
 	// key leaves (under Takeover, 1 when a run follows the lease).
 	rows int
@@ -234,7 +237,7 @@ func hwCases() []hwCase {
 		// The outcome is unknown and keeping the claim fails or loses its
 		// answer.
 		{name: "order-put/lost-ack/never+mark/lost-ack/x1", rules: r(ordersPut(lost, never), kitMark(lost, 1)), first: "unknown", final: indet, rows: 1},
-		{name: "order-put/lost-ack/never+mark/5xx/never", rules: r(ordersPut(lost, never), kitMark(e500, never)), first: "unknown", final: [2]string{"indeterminate", "replay"}, rows: 1},
+		{name: "order-put/lost-ack/never+mark/5xx/never", rules: r(ordersPut(lost, never), kitMark(e500, never)), first: "unknown", notKept: true, final: [2]string{"indeterminate", "replay"}, rows: 1},
 		// Payments: the order is read first (a failed read frees the key),
 		// then the payment is written.
 		{name: "payment/order-query/5xx/never", payment: true, rules: r(ordersQuery(e500, never)), first: "failed", final: replay, rows: 1},
@@ -356,8 +359,12 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 					return a.String()
 				}
 
-				if got := kind(send()); got != tc.first {
+				first := send()
+				if got := kind(first); got != tc.first {
 					t.Fatalf("first answer %s, want %s", got, tc.first)
+				}
+				if kept := strings.Contains(first.Body, "its key is kept"); tc.first == "unknown" && kept == tc.notKept {
+					t.Fatalf("first answer %v: says the key is kept %v, want %v", first, kept, !tc.notKept)
 				}
 				send()
 				if len(ft.Events()) == 0 {
