@@ -111,13 +111,25 @@ func Handler(o Options) (HandlerFunc, error) {
 		// An unknown outcome (idemkit.ErrOutcomeUnknown) is answered by the
 		// guard itself: 503 outcome-unknown, the key kept for an operator.
 		if err != nil {
-			// The guard released the key: a retry runs again.
+			// The guard released the key: a retry runs again, unless the
+			// release failed too.
 			a.log.WarnContext(ctx, "orders: request failed", "request_id", rid, "route", ev.RouteKey, "error", err.Error())
-			resp = (&Problem{Type: TypeTemporarilyDown, Title: "Temporarily unavailable", Status: 503, RetryAfter: 1,
-				Detail: "The request did not complete and nothing was recorded for its Idempotency-Key; retry with the same key."}).Response()
+			detail := "The request did not complete and nothing was recorded for its Idempotency-Key; retry with the same key."
+			if keyHeld(err) {
+				detail = "The request did not complete, and its Idempotency-Key could not be freed. Retrying with the same key is safe: until the key's lease ends a retry gets 409 in-flight; after it the request runs again, or, where the operation fails closed, waits for an operator to resolve the key."
+			}
+			resp = (&Problem{Type: TypeTemporarilyDown, Title: "Temporarily unavailable", Status: 503, RetryAfter: 1, Detail: detail}).Response()
 		}
 		return resp, nil
 	}, nil
+}
+
+// keyHeld reports whether the guard failed to free the key after the
+// handler's error err: its release failed, or the key was no longer the
+// run's (taken over after its lease).
+func keyHeld(err error) bool {
+	var se *idemkit.StoreError
+	return (errors.As(err, &se) && se.Op == "release") || errors.Is(err, idemkit.ErrNotOwner)
 }
 
 // route dispatches on the route key; an event without one of ours

@@ -32,7 +32,8 @@
 // stored, so a retry with the same key runs again: 503 (processor
 // unavailable), and any handler error (a store or repository failure, the
 // deadline passing during a slow payment), which the outer layer of
-// Handler answers with a 503 problem after the guard released the key;
+// Handler answers with a 503 problem after the guard released the key
+// (one that says the key is held when the release failed);
 // a write whose outcome is unknown is the exception (see below). A
 // body that is not JSON at all is refused by the kit before the handler
 // (400 body-invalid, not stored): it cannot be fingerprinted.
@@ -60,6 +61,8 @@
 // captured again; the processor's own idempotency window may be over by
 // then. A key whose first run stored another order or payment than the
 // request asks for gets 422 key-reused, stored like any outcome.
+// The same order under a reused key gets the stored one back (201), and
+// nothing is stored for a key-reused answer but the answer itself.
 //
 // Paying requires the order to exist for the caller: otherwise 404, stored
 // like any outcome, so a client that pays before its order exists must

@@ -117,5 +117,5 @@ func invalid(params []InvalidParam) events.APIGatewayV2HTTPResponse {
 // stored another order or payment (kind) under the ID the key derives.
 func keyReused(kind string) events.APIGatewayV2HTTPResponse {
 	return (&Problem{Type: TypeKeyReused, Title: "Idempotency key reused", Status: 422,
-		Detail: "This Idempotency-Key was first used, longer ago than its record is kept, for another " + kind + ". Use a new key for a new request."}).Response()
+		Detail: "This Idempotency-Key was first used, longer ago than its record is kept, for another " + kind + ". Nothing was stored for this request; send it under a new Idempotency-Key."}).Response()
 }

@@ -188,6 +188,12 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 	case errors.Is(err, idemkit.ErrCorruptRecord):
 		return &Problem{Type: TypeCorruptRecord, Title: "Idempotency record unreadable", Status: 500,
 			Detail: "The stored record for this key could not be read; nothing was run or replayed."}
+	case errors.Is(err, idemkit.ErrOutcomeUnknown) && markFailed(err):
+		// The key could not be kept: the record stays in flight until its
+		// lease ends, then follows the operation's stale-lease policy.
+		return &Problem{Type: TypeOutcomeUnknown, Title: "Outcome unknown: the request could not be kept", Status: 503,
+			Detail:     "The request may or may not have taken effect, and the store failed while its key was being kept. Until the key's lease ends a retry gets 409 in-flight; after it, an operation that fails closed waits for an operator (409 indeterminate-operator-required), and one that allows takeover runs again.",
+			RetryAfter: retryafter.Seconds(storeRetry)}
 	case errors.Is(err, idemkit.ErrOutcomeUnknown):
 		return &Problem{Type: TypeOutcomeUnknown, Title: "Outcome unknown: the request is kept", Status: 503,
 			Detail: "The request may or may not have taken effect; its key is kept so that it is never run twice. Retrying with the same key is safe: the answer is 409 indeterminate-operator-required until an operator resolves the key, then the resolved outcome."}
@@ -206,6 +212,13 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 	}
 	return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 		Detail: "The request was not run because the idempotency guard failed."}
+}
+
+// markFailed reports whether err carries the guard's failure to keep a key
+// whose outcome is unknown (Store.MarkUnknown failed on every attempt).
+func markFailed(err error) bool {
+	var se *idemkit.StoreError
+	return errors.As(err, &se) && se.Op == "mark unknown"
 }
 
 // outcomeProblem is the 410 problem of a completed request whose response

@@ -32,3 +32,32 @@ func TestProblemForUnknownOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// An unknown outcome whose key could not be kept (the guard's mark failed)
+// must not promise that the key is kept and never run again: the record
+// stays in flight until its lease ends, and under Takeover a retry then
+// runs the request again.
+func TestProblemForUnknownOutcomeNotKept(t *testing.T) {
+	herr := fmt.Errorf("put order: %w", idemkit.ErrOutcomeUnknown)
+	for _, tc := range []struct {
+		name string
+		err  error
+		kept bool
+	}{
+		{"kept", herr, true},
+		{"mark failed", errors.Join(herr, &idemkit.StoreError{Op: "mark unknown", Err: fmt.Errorf("throttled")}), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ProblemFor(tc.err, time.Second)
+			if p.Type != TypeOutcomeUnknown || p.Status != 503 {
+				t.Fatalf("ProblemFor(%v) = %s %d, want %s 503", tc.err, p.Type, p.Status, TypeOutcomeUnknown)
+			}
+			if promised := strings.Contains(p.Detail, "its key is kept"); promised != tc.kept {
+				t.Fatalf("detail %q: promises the key is kept %v, want %v", p.Detail, promised, tc.kept)
+			}
+			if !tc.kept && p.RetryAfter <= 0 {
+				t.Fatalf("a key that may run again needs Retry-After (the lease): %+v", p)
+			}
+		})
+	}
+}
