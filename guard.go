@@ -285,18 +285,20 @@ func (c *call) record() *Record {
 		ExpiresAt:   c.start.Add(c.policy.RecordRetention),
 		CreatedAt:   c.start,
 	}
-	// The record outlives every lease it can hold, the renewed ones too: an
-	// in_flight record that expired would free the key while its handler
-	// still runs. A renewal span over maxRenewalSpan (a MaxRenewals meant
-	// as "no bound") is not added: the renewals then stop short of the
-	// record's expiry instead.
+	// The record outlives every lease it can hold, the renewed ones too, by
+	// LeaseMargin, the clock skew a lease tolerates: an in_flight record
+	// that expired would free the key while its handler still runs, and an
+	// instance whose clock is ahead must still find the record while the
+	// owner's lease is live to it. A renewal span over maxRenewalSpan (a
+	// MaxRenewals meant as "no bound") is not added: the renewals then stop
+	// short of the record's expiry instead.
 	last := rec.LeaseUntil
 	every := c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start))
 	if every > 0 && int64(c.policy.MaxRenewals) <= int64(maxRenewalSpan/every) {
 		last = last.Add(time.Duration(c.policy.MaxRenewals) * every)
 	}
-	if !rec.ExpiresAt.After(last) {
-		rec.ExpiresAt = last.Add(time.Second)
+	if end := last.Add(c.policy.expiryMargin()); rec.ExpiresAt.Before(end) {
+		rec.ExpiresAt = end
 	}
 	return rec
 }
@@ -598,7 +600,7 @@ func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.T
 	if every <= 0 {
 		return func() {}
 	}
-	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every}
+	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every, margin: pol.expiryMargin()}
 	r.timer = time.AfterFunc(every, r.run)
 	return r.stop
 }
@@ -610,6 +612,7 @@ type renewal struct {
 	rec           *Record
 	max           int
 	length, every time.Duration
+	margin        time.Duration // the record outlives every lease by this much
 	timer         *time.Timer
 	once          sync.Once
 	mu            sync.Mutex
@@ -650,7 +653,7 @@ func (r *renewal) run() {
 		// life: the lease then ends first, and the outcome counts as
 		// unknown, instead of the key being freed while the handler runs.
 		until := now.Add(r.length)
-		if end := r.rec.ExpiresAt.Add(-time.Second); until.After(end) {
+		if end := r.rec.ExpiresAt.Add(-r.margin); until.After(end) {
 			until = end
 		}
 		wctx, wcancel := context.WithTimeout(rctx, r.g.writeTimeout)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -171,6 +172,44 @@ func TestUnboundedRenewalsKeepASaneExpiry(t *testing.T) {
 				t.Errorf("MaxRenewals %d: the record expires %s after the request", n, life)
 			}
 			return &idemkit.Snapshot{Status: 201}, nil
+		})
+	}
+}
+
+// TestRecordOutlivesLeaseByMargin: with a record retention shorter than
+// the lease, the in_flight record still lives LeaseMargin past the lease,
+// the clock skew a lease tolerates: an instance whose clock runs up to
+// that much ahead finds the record, not a free key, while the owner's
+// lease is live.
+func TestRecordOutlivesLeaseByMargin(t *testing.T) {
+	for _, margin := range []time.Duration{0, 5 * time.Second} {
+		t.Run(margin.String(), func(t *testing.T) {
+			clk := testclock.New()
+			store := memstore.New()
+			pol := idemkit.Policy{ReplayWindow: time.Second, RecordRetention: time.Second, LeaseMargin: margin}
+			g, err := idemkit.New(idemkit.Config{Store: store, Policy: pol, Now: clk.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := margin
+			if want == 0 {
+				want = idemkit.DefaultLeaseMargin
+			}
+			r := req("short-retention")
+			ctx := clk.Deadline(t, context.Background(), 10*time.Second)
+			_, _, err = g.Do(ctx, r, func(context.Context) (*idemkit.Snapshot, error) {
+				rec, err := store.Get(context.Background(), r.Scope.ID(false), clk.Now())
+				if err != nil || rec == nil {
+					t.Fatalf("Get: %v %v", rec, err)
+				}
+				if got := rec.ExpiresAt.Sub(rec.LeaseUntil); got < want {
+					t.Errorf("the record expires %s after its lease, want at least %s", got, want)
+				}
+				return &idemkit.Snapshot{Status: 201}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }

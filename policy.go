@@ -59,10 +59,11 @@ type Policy struct {
 	// again: it gets an *OutcomeError naming the first outcome. Zero:
 	// DefaultRecordRetention, or ReplayWindow when that is longer. A value
 	// below ReplayWindow is refused by New: a record must outlive the
-	// replay of its response. A record is also kept at least until a
-	// second after the last lease its renewals can reach (MaxRenewals
-	// intervals after the first lease ends), so that it never expires
-	// while its handler may still run.
+	// replay of its response. A record is also kept at least LeaseMargin
+	// (at least a second) after the last lease its renewals can reach
+	// (MaxRenewals intervals after the first lease ends), so that it never
+	// expires while its handler may still run, by any clock the lease
+	// tolerates.
 	RecordRetention time.Duration
 	// OnStaleLease chooses FailClosed (zero) or Takeover.
 	OnStaleLease StalePolicy
@@ -105,6 +106,10 @@ func DefaultCacheable(status int) bool {
 	}
 	return status >= 100 && status <= 999
 }
+
+// expiryMargin is how long a record outlives the last lease it can hold:
+// LeaseMargin, the clock skew a lease tolerates, and at least a second.
+func (p Policy) expiryMargin() time.Duration { return max(p.LeaseMargin, time.Second) }
 
 // withDefaults returns p with its zero fields filled in.
 func (p Policy) withDefaults() Policy {
