@@ -711,24 +711,15 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 // read with one consistent GetItem. A missing, expired or not
 // indeterminate item is ErrNotIndeterminate, as the update would be.
 func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[string]types.AttributeValue, now time.Time) (int, error) {
-	cctx, cancel := s.ctxFor(ctx)
-	defer cancel()
-	out, err := client.GetItem(cctx, &dynamodb.GetItemInput{
-		TableName:              s.tableName,
-		Key:                    key(id),
-		ConsistentRead:         aws.Bool(true),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	}, s.optFns...)
+	item, err := s.getItem(ctx, client, op, id)
 	if err != nil {
-		usage(ctx, nil, false)
-		return 0, fail(op, err)
+		return 0, err
 	}
-	usage(ctx, out.ConsumedCapacity, false)
-	if st, _ := out.Item[AttrState].(*types.AttributeValueMemberS); st == nil || st.Value != string(idemkit.StateIndeterminate) || expired(out.Item, now) {
+	if st, _ := item[AttrState].(*types.AttributeValueMemberS); st == nil || st.Value != string(idemkit.StateIndeterminate) || expired(item, now) {
 		return 0, idemkit.ErrNotIndeterminate
 	}
 	n := 0
-	for name, v := range out.Item {
+	for name, v := range item {
 		if _, replaced := set[name]; replaced || name == AttrIndeterminate || name == AttrIndeterminateTenant {
 			continue
 		}
@@ -748,6 +739,19 @@ func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Rec
 }
 
 func (s *Store) get(ctx context.Context, client Client, op, id string, now time.Time) (*idemkit.Record, error) {
+	item, err := s.getItem(ctx, client, op, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(item) == 0 || expired(item, now) {
+		return nil, idemkit.ErrNotFound
+	}
+	return decodeItem(item)
+}
+
+// getItem reads the item with id with one consistent GetItem, counted in
+// ctx's usage; nil when there is none.
+func (s *Store) getItem(ctx context.Context, client Client, op, id string) (map[string]types.AttributeValue, error) {
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.GetItem(cctx, &dynamodb.GetItemInput{
@@ -761,10 +765,7 @@ func (s *Store) get(ctx context.Context, client Client, op, id string, now time.
 		return nil, fail(op, err)
 	}
 	usage(ctx, out.ConsumedCapacity, false)
-	if len(out.Item) == 0 || expired(out.Item, now) {
-		return nil, idemkit.ErrNotFound
-	}
-	return decodeItem(out.Item)
+	return out.Item, nil
 }
 
 // expired reports whether an item is past its TTL at now; it is then
