@@ -154,6 +154,21 @@ func (p *probe) mustPost(t *testing.T, key string) answer {
 // the header and the body, is seconds: the lease left rounded up to whole
 // seconds, at least 1, so that a client coming back then finds the lease
 // ended or renewed.
+// postWhileInFlight posts key until the answer is not 409 in-flight (each
+// 409 checked to say retry in seconds), or for at most 10 s, and returns
+// the last answer.
+func (p *probe) postWhileInFlight(t *testing.T, key string, seconds int) answer {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		a := p.mustPost(t, key)
+		if a.status != http.StatusConflict || time.Now().After(deadline) {
+			return a
+		}
+		inFlight(t, a, seconds)
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func inFlight(t *testing.T, a answer, seconds int) {
 	t.Helper()
 	if a.status != http.StatusConflict || a.header.Get("Content-Type") != "application/problem+json" {
@@ -332,15 +347,7 @@ func TestMiddlewareSlowHandlerKeepsItsKey(t *testing.T) {
 			}
 			// The client that hung up has no answer to wait for: its retry
 			// is 409 until the handler's outcome is stored, then replayed.
-			var retry answer
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				retry = p.mustPost(t, "order-1")
-				if retry.status != http.StatusConflict || time.Now().After(deadline) {
-					break
-				}
-				inFlight(t, retry, 1)
-				time.Sleep(time.Millisecond)
-			}
+			retry := p.postWhileInFlight(t, "order-1", 1)
 			if retry.status != http.StatusCreated || retry.header.Get("Idempotent-Replayed") != "true" || retry.body != `{"id":"ord_1"}` {
 				t.Fatalf("retry after completion: %d %v %s, want the stored 201 replayed", retry.status, retry.header, retry.body)
 			}
@@ -495,15 +502,7 @@ func TestMiddlewareShutdownMidHandler(t *testing.T) {
 			}
 			p.restart(t)
 			// The retry may come while the cancelled handler still runs.
-			var retry answer
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				retry = p.mustPost(t, "order-1")
-				if retry.status != http.StatusConflict || time.Now().After(deadline) {
-					break
-				}
-				inFlight(t, retry, 30)
-				time.Sleep(time.Millisecond)
-			}
+			retry := p.postWhileInFlight(t, "order-1", 30)
 			wantReplay := tc.wantRuns == 1
 			if retry.status != http.StatusCreated || (retry.header.Get("Idempotent-Replayed") == "true") != wantReplay ||
 				retry.body != fmt.Sprintf(`{"id":"ord_%d"}`, tc.wantRuns) {
