@@ -217,7 +217,7 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 	rec := c.record()
 	res, err := g.claim(c.ctx, rec, c.opts())
 	if err != nil {
-		c.emit(EventStoreError, 0, err)
+		c.emit(c.storeFailure(err), 0, err)
 		return nil, false, err
 	}
 	if !res.Won {
@@ -316,7 +316,7 @@ func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool
 			res, err = c.g.claim(c.ctx, rec, c.opts())
 			switch {
 			case err != nil:
-				c.emit(EventStoreError, 0, err)
+				c.emit(c.storeFailure(err), 0, err)
 				return nil, false, err
 			case res.Won:
 				return c.execute(rec, h)
@@ -438,7 +438,23 @@ func (c *call) emitRefusal(snap *Snapshot, err error) {
 	case errors.As(err, &oe):
 		status = oe.Status
 	}
-	c.emit(eventFor(err), status, err)
+	kind := eventFor(err)
+	if kind == EventStoreError {
+		kind = c.storeFailure(err)
+	}
+	c.emit(kind, status, err)
+}
+
+// storeFailure returns the event kind of a store call that failed before
+// the handler ran: EventCancelled when the caller cancelled the request
+// and the store's error is that cancellation (nothing of the request is
+// left held), else EventStoreError. A claim that could not be freed
+// (ErrClaimUnknown) is a store failure even then.
+func (c *call) storeFailure(err error) EventKind {
+	if errors.Is(c.ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, ErrClaimUnknown) {
+		return EventCancelled
+	}
+	return EventStoreError
 }
 
 // eventFor returns the event kind of a lost claim's answer: a replay when

@@ -821,3 +821,44 @@ func TestStatusOutsideHTTPNeverStored(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelledClaimIsNoStoreFailure: a claim that fails because the caller
+// cancelled the request (a client that hung up) is observed as
+// EventCancelled, not as a store failure, so that alarms on store failures
+// do not fire on hang-ups. A store that fails, or a claim that cannot be
+// freed, is still a store failure.
+func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		fs           *faulty
+		cancel       bool
+		want         idemkit.EventKind
+		claimUnknown bool
+	}{
+		{name: "cancelled", fs: &faulty{}, cancel: true, want: idemkit.EventCancelled},
+		{name: "store down", fs: &faulty{claimErr: errors.New("connection reset")}, want: idemkit.EventStoreError},
+		{name: "cancelled, store down", fs: &faulty{claimErr: errors.New("connection reset")}, cancel: true, want: idemkit.EventStoreError},
+		{name: "cancelled, claim not freed", fs: &faulty{releaseErr: errors.New("connection reset")}, cancel: true,
+			want: idemkit.EventStoreError, claimUnknown: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := faultyFixture(t, tc.fs)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				cancel()
+			}
+			_, _, err := f.guard.Do(ctx, req("k"), respond(201, "x"))
+			if !errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrClaimUnknown) != tc.claimUnknown {
+				t.Fatalf("err %v, want ErrStoreUnavailable (ErrClaimUnknown %v)", err, tc.claimUnknown)
+			}
+			e := f.obs.last()
+			if e.Kind != tc.want || e.Err != err {
+				t.Fatalf("event %s (err %v), want %s with the returned error", e.Kind, e.Err, tc.want)
+			}
+			if tc.want == idemkit.EventCancelled && !errors.Is(e.Err, context.Canceled) {
+				t.Fatalf("cancelled event's error %v is not context.Canceled", e.Err)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ const (
 	EventIndeterminate    EventKind = "indeterminate"     // the key is held by an indeterminate record
 	EventReleased         EventKind = "released"          // the handler failed or its status is not stored; the key was freed
 	EventStoreError       EventKind = "store_error"       // the store failed before the handler ran
+	EventCancelled        EventKind = "cancelled"         // the caller cancelled the request (a client hung up) before its key was claimed; nothing ran
 	EventCompletionFailed EventKind = "completion_failed" // the handler ran but its outcome could not be stored
 	EventRefused          EventKind = "refused"           // refused before the store: no tenant, expired key
 	EventOutcome          EventKind = "outcome"           // completed, but only the outcome is known (replay window passed, body too large)
