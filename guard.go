@@ -367,11 +367,12 @@ func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Recor
 // (Takeover: look again) or is marked indeterminate (FailClosed).
 func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time) (snap *Snapshot, again bool, err error) {
 	if !ex.LeaseExpired(now) {
-		wait := ex.LeaseUntil.Sub(now)
-		if pol.MaxRetryAfter > 0 && wait > pol.MaxRetryAfter {
-			wait = pol.MaxRetryAfter
+		wait := retryafter.Duration(ex.LeaseUntil.Sub(now))
+		if pol.MaxRetryAfter > 0 {
+			// Whole seconds never above the cap, but at least one.
+			wait = min(wait, max(pol.MaxRetryAfter.Truncate(time.Second), time.Second))
 		}
-		return nil, false, &ConflictError{RetryAfter: retryafter.Duration(wait)}
+		return nil, false, &ConflictError{RetryAfter: wait}
 	}
 	if pol.OnStaleLease == Takeover {
 		// The claim would have taken over; the record changed under us.

@@ -714,6 +714,41 @@ func TestRefuseIsObserved(t *testing.T) {
 	}
 }
 
+// TestMaxRetryAfterWholeSeconds: Retry-After is whole seconds; it never
+// exceeds the cap, and is at least one second.
+func TestMaxRetryAfterWholeSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		lease, max time.Duration
+		want       time.Duration
+	}{
+		{"no cap, rounded up", 5500 * time.Millisecond, 0, 6 * time.Second},
+		{"cap above the lease", 5500 * time.Millisecond, 10 * time.Second, 6 * time.Second},
+		{"lease rounded up past the cap", 5500 * time.Millisecond, 5700 * time.Millisecond, 5 * time.Second},
+		{"whole cap", 15 * time.Minute, 2 * time.Second, 2 * time.Second},
+		{"cap 1.5s", 15 * time.Minute, 1500 * time.Millisecond, time.Second},
+		{"cap 2.999s", 15 * time.Minute, 2999 * time.Millisecond, 2 * time.Second},
+		{"cap below a second", 15 * time.Minute, 500 * time.Millisecond, time.Second},
+		{"cap 1ns", 15 * time.Minute, time.Nanosecond, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(c *idemkit.Config) {
+				c.Policy.Lease = 15 * time.Minute
+				c.Policy.MaxRetryAfter = tc.max
+			})
+			crash(t, f, req("k"), tc.lease)
+			_, _, err := f.do(t, req("k"), respond(201, "x"))
+			var ce *idemkit.ConflictError
+			if !errors.As(err, &ce) || ce.RetryAfter != tc.want {
+				t.Fatalf("err %v, want a conflict with Retry-After %s", err, tc.want)
+			}
+			if tc.max >= time.Second && ce.RetryAfter > tc.max {
+				t.Fatalf("Retry-After %s exceeds the cap %s", ce.RetryAfter, tc.max)
+			}
+		})
+	}
+}
+
 func TestMaxRetryAfter(t *testing.T) {
 	f := newFixture(t, func(c *idemkit.Config) {
 		c.Policy.Lease = 15 * time.Minute

@@ -80,7 +80,10 @@ type Policy struct {
 	IgnoreKeyTime bool
 	// MaxRetryAfter caps the Retry-After told to a request that finds the
 	// key in flight. Zero: no cap, the time until the lease ends (which on
-	// Lambda is the function's remaining time).
+	// Lambda is the function's remaining time), rounded up to whole
+	// seconds. Retry-After is whole seconds, at least one: the cap is
+	// rounded down to whole seconds, so that it is never exceeded, and a
+	// cap below a second gives 1.
 	MaxRetryAfter time.Duration
 	// Heartbeat is the interval at which the lease is renewed while the
 	// handler runs, each renewal ending the lease one first-lease length
