@@ -215,10 +215,24 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 }
 
 // markFailed reports whether err carries the guard's failure to keep a key
-// whose outcome is unknown (Store.MarkUnknown failed on every attempt).
+// whose outcome is unknown (Store.MarkUnknown failed on every attempt). It
+// looks at every *StoreError in err's tree, not only the first: the
+// handler's own error, joined before the guard's, may carry one too.
 func markFailed(err error) bool {
-	var se *idemkit.StoreError
-	return errors.As(err, &se) && se.Op == "mark unknown"
+	if se, ok := err.(*idemkit.StoreError); ok && se.Op == "mark unknown" {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return markFailed(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if markFailed(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // outcomeProblem is the 410 problem of a completed request whose response

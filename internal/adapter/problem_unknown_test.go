@@ -39,6 +39,7 @@ func TestProblemForUnknownOutcomes(t *testing.T) {
 // runs the request again.
 func TestProblemForUnknownOutcomeNotKept(t *testing.T) {
 	herr := fmt.Errorf("put order: %w", idemkit.ErrOutcomeUnknown)
+	ownStoreErr := fmt.Errorf("put order: %w: %w", idemkit.ErrOutcomeUnknown, &idemkit.StoreError{Op: "get", Err: fmt.Errorf("timeout")})
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -46,6 +47,11 @@ func TestProblemForUnknownOutcomeNotKept(t *testing.T) {
 	}{
 		{"kept", herr, true},
 		{"mark failed", errors.Join(herr, &idemkit.StoreError{Op: "mark unknown", Err: fmt.Errorf("throttled")}), false},
+		// The handler's error carries a store error of its own: the
+		// guard's failed mark behind it must still be seen.
+		{"handler store error, kept", ownStoreErr, true},
+		{"handler store error, mark failed", errors.Join(ownStoreErr, &idemkit.StoreError{Op: "mark unknown", Err: fmt.Errorf("throttled")}), false},
+		{"mark failed, wrapped", fmt.Errorf("orders: %w", errors.Join(ownStoreErr, fmt.Errorf("keep: %w", &idemkit.StoreError{Op: "mark unknown", Err: fmt.Errorf("throttled")}))), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ProblemFor(tc.err, time.Second)
