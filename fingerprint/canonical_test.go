@@ -173,7 +173,8 @@ func TestDepthLimit(t *testing.T) {
 		{0, DefaultMaxDepth + 1, false},
 		{3, 3, true},
 		{3, 4, false},
-		{10000, 10000, true},
+		{MaxDepthLimit, MaxDepthLimit, true},
+		{MaxDepthLimit, MaxDepthLimit + 1, false},
 	} {
 		for _, shape := range [][2]string{{"[", "]"}, {`{"k":`, "}"}} {
 			body := nest(shape[0], shape[1], tc.depth)

@@ -18,8 +18,9 @@ const CurrentVersion = "v2"
 // DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero.
 const DefaultMaxDepth = 64
 
-// maxMaxDepth is the decoder's own nesting limit.
-const maxMaxDepth = 10000
+// MaxDepthLimit is the largest Options.MaxDepth [New] accepts: the time a
+// JSON body takes grows with its size times its object nesting depth.
+const MaxDepthLimit = 256
 
 // Mode says how the body is read.
 type Mode int
@@ -95,7 +96,8 @@ type Options struct {
 	Headers []string
 
 	// MaxDepth limits the nesting of objects and arrays in a JSON body;
-	// zero means DefaultMaxDepth. At most 10000.
+	// zero means DefaultMaxDepth. At most MaxDepthLimit (256): the time a
+	// body takes grows with its size times its depth.
 	MaxDepth int
 }
 
@@ -148,8 +150,8 @@ func New(opts Options) (*Fingerprinter, error) {
 	switch {
 	case f.maxDepth == 0:
 		f.maxDepth = DefaultMaxDepth
-	case f.maxDepth < 0 || f.maxDepth > maxMaxDepth:
-		return nil, fmt.Errorf("%w: MaxDepth %d is outside 0..%d", ErrInvalidOptions, opts.MaxDepth, maxMaxDepth)
+	case f.maxDepth < 0 || f.maxDepth > MaxDepthLimit:
+		return nil, fmt.Errorf("%w: MaxDepth %d is outside 0..%d (MaxDepthLimit)", ErrInvalidOptions, opts.MaxDepth, MaxDepthLimit)
 	}
 	if err := f.setInclude(opts.Include); err != nil {
 		return nil, err

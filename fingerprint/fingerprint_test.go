@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -254,6 +256,8 @@ func TestErrors(t *testing.T) {
 		{"exclude whole body", jsonIn(`{}`), Options{Exclude: []string{""}}, []error{ErrInvalidOptions}, nil},
 		{"negative MaxDepth", jsonIn(`{}`), Options{MaxDepth: -1}, []error{ErrInvalidOptions}, nil},
 		{"MaxDepth too large", jsonIn(`{}`), Options{MaxDepth: 10001}, []error{ErrInvalidOptions}, nil},
+		{"MaxDepth above MaxDepthLimit", jsonIn(`{}`), Options{MaxDepth: MaxDepthLimit + 1}, []error{ErrInvalidOptions}, nil},
+		{"MaxDepth at the decoder's limit", jsonIn(`{}`), Options{MaxDepth: 10000}, []error{ErrInvalidOptions}, nil},
 		{"unknown mode", jsonIn(`{}`), Options{Mode: 42}, []error{ErrInvalidOptions}, nil},
 		{"empty header name", jsonIn(`{}`), Options{Headers: []string{""}}, []error{ErrInvalidOptions}, nil},
 	}
@@ -391,6 +395,38 @@ func TestContentTypeFromHeaderKeys(t *testing.T) {
 			if got := mustCompute(t, Input{Header: tc.header, Body: body}, Options{}); got != want {
 				t.Fatalf("%v: got %s, want the fingerprint under %q", tc.header, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestMaxDepthLimit: New accepts MaxDepth up to MaxDepthLimit and names the
+// limit when refusing more; the depth allowed never changes a fingerprint.
+func TestMaxDepthLimit(t *testing.T) {
+	for _, tc := range []struct {
+		max int
+		ok  bool
+	}{
+		{1, true},
+		{MaxDepthLimit, true},
+		{MaxDepthLimit + 1, false},
+		{10000, false},
+	} {
+		_, err := New(Options{MaxDepth: tc.max})
+		if tc.ok != (err == nil) {
+			t.Errorf("New(MaxDepth %d) = %v, want ok %v", tc.max, err, tc.ok)
+		}
+		if !tc.ok && (!errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), strconv.Itoa(MaxDepthLimit))) {
+			t.Errorf("New(MaxDepth %d) = %v, want ErrInvalidOptions naming %d", tc.max, err, MaxDepthLimit)
+		}
+	}
+	for _, depth := range []int{1, DefaultMaxDepth, MaxDepthLimit} {
+		body := []byte(strings.Repeat(`{"b":0,"a":`, depth) + "1" + strings.Repeat("}", depth))
+		want, err := Compute(Input{Body: body}, Options{Mode: ModeJSON, MaxDepth: depth})
+		if err != nil {
+			t.Fatalf("depth %d: %v", depth, err)
+		}
+		if got, err := Compute(Input{Body: body}, Options{Mode: ModeJSON, MaxDepth: MaxDepthLimit}); err != nil || got != want {
+			t.Errorf("depth %d: %s %v under MaxDepthLimit, want %s as under MaxDepth %d", depth, got, err, want, depth)
 		}
 	}
 }
