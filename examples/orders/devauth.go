@@ -2,6 +2,7 @@ package orders
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,7 +23,8 @@ const DevChallenge = `Bearer error_description="send Authorization: Bearer <call
 // Gateway's answer, 401 {"message":"Unauthorized"} (with DevChallenge),
 // before h runs, as API Gateway refuses it before invoking the function:
 // a 401 never reaches idemkit and is never stored. Never deploy it: behind
-// API Gateway the real authorizer sets the claims.
+// API Gateway the real authorizer sets the claims. The Lambda entry point
+// applies it through LambdaHandler only.
 func DevAuthorizer(h HandlerFunc) HandlerFunc {
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		token, ok := bearer(header(ev.Headers, "Authorization"))
@@ -58,4 +60,32 @@ func bearer(v string) (string, bool) {
 		}
 	}
 	return token, true
+}
+
+// ErrDevAuthorizerDeployed is LambdaHandler's error for AWS_SAM_LOCAL=true
+// beside the DynamoDB store: the combination of a deployed function, not
+// of sam local.
+var ErrDevAuthorizerDeployed = errors.New("orders: AWS_SAM_LOCAL=true with " + EnvStore + "=dynamodb: the development authorizer is for sam local only, which keeps records in memory; unset AWS_SAM_LOCAL")
+
+// LambdaHandler returns the handler cmd/lambda starts: h itself, or under
+// sam local start-api, which runs no JWT authorizer (AWS_SAM_LOCAL=true,
+// read from getenv), h behind DevAuthorizer for events no authorizer has
+// seen. AWS_SAM_LOCAL=true set by mistake in a deployed function cannot
+// open it: the template sets IDEMKIT_STORE=dynamodb, with which it is
+// refused (ErrDevAuthorizerDeployed), and claims an authorizer set are
+// never replaced.
+func LambdaHandler(h HandlerFunc, getenv func(string) string) (HandlerFunc, error) {
+	if getenv("AWS_SAM_LOCAL") != "true" {
+		return h, nil
+	}
+	if getenv(EnvStore) == "dynamodb" {
+		return nil, ErrDevAuthorizerDeployed
+	}
+	dev := DevAuthorizer(h)
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		if a := ev.RequestContext.Authorizer; a != nil && (a.JWT != nil || a.Lambda != nil || a.IAM != nil) {
+			return h(ctx, ev)
+		}
+		return dev(ctx, ev)
+	}, nil
 }

@@ -54,6 +54,12 @@
 // (dynamo.Options.IndexInFlight), so a crashed run is listed by
 // idemkit list --state stale.
 //
+// DynamoRepo ends each of its calls DeadlineGap (default 500 ms, twice the
+// store's dynamo.DefaultDeadlineGap) before the invocation's deadline, as
+// the store does its own: an order written at the deadline would leave the
+// guard no time to complete the key, and the key would go indeterminate
+// although the order exists.
+//
 // A payment is looked for before the processor is called: when the
 // order already holds the payment this key's ID names, an earlier run
 // captured it and its record is gone (expired after the retention, or

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/idemkit/idemkit/dynamo"
 )
 
 // The key of the orders table. It is a table of its own, apart from the
@@ -62,18 +64,45 @@ type DynamoRepo struct {
 	// that a server that does not answer leaves time to send again within
 	// the request's deadline. Zero: DefaultCallTimeout.
 	CallTimeout time.Duration
+	// DeadlineGap ends each call this long before the context's deadline
+	// (a call keeps at least half the time left), so that a write never
+	// lands so late that idemkit cannot complete the key: the order would
+	// exist while its key went indeterminate. Zero: DefaultDeadlineGap.
+	DeadlineGap time.Duration
 }
 
 // DefaultCallTimeout is DynamoRepo's CallTimeout when none is set.
 const DefaultCallTimeout = 2 * time.Second
 
-// call returns the context of one send.
+// DefaultDeadlineGap is DynamoRepo's DeadlineGap when none is set: twice
+// the idemkit store's own gap (dynamo.DefaultDeadlineGap), so that after
+// the repository's last call the store's completion still has a whole
+// call before its gap.
+const DefaultDeadlineGap = 2 * dynamo.DefaultDeadlineGap
+
+// call returns the context of one send: it ends after CallTimeout, and
+// DeadlineGap before ctx's deadline, keeping at least half the time left.
 func (r *DynamoRepo) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := r.CallTimeout
 	if d <= 0 {
 		d = DefaultCallTimeout
 	}
-	return context.WithTimeout(ctx, d)
+	gap := r.DeadlineGap
+	if gap <= 0 {
+		gap = DefaultDeadlineGap
+	}
+	now := time.Now()
+	end := now.Add(d)
+	if dl, ok := ctx.Deadline(); ok {
+		e := dl.Add(-gap)
+		if half := now.Add(dl.Sub(now) / 2); e.Before(half) {
+			e = half
+		}
+		if e.Before(end) {
+			end = e
+		}
+	}
+	return context.WithDeadline(ctx, end)
 }
 
 var _ Repo = (*DynamoRepo)(nil)
@@ -176,7 +205,9 @@ func (r *DynamoRepo) AddPayment(ctx context.Context, tenant string, p Payment) (
 	}
 	var stored Payment
 	found, err := r.put(ctx, "payment "+p.ID, in, func(ctx context.Context) error {
-		out, err := r.Client.Query(ctx, &dynamodb.QueryInput{
+		cctx, cancel := r.call(ctx)
+		defer cancel()
+		out, err := r.Client.Query(cctx, &dynamodb.QueryInput{
 			TableName:                aws.String(r.Table),
 			KeyConditionExpression:   aws.String("#t = :t AND #sk = :sk"),
 			ExpressionAttributeNames: map[string]string{"#t": OrdersAttrTenant, "#sk": OrdersAttrSK},
@@ -207,9 +238,10 @@ func (r *DynamoRepo) AddPayment(ctx context.Context, tenant string, p Payment) (
 
 // put sends a conditional PutItem until its outcome is known, at most
 // WriteAttempts times: stored (found false), or refused because the item
-// exists, which find then reads (found true). It fails with
-// ErrWriteUnknown when no send gave a known outcome, and with the error
-// itself when the server refused the write as invalid (nothing stored).
+// exists, which find then reads (found true; find bounds its own calls).
+// It fails with ErrWriteUnknown when no send gave a known outcome, and
+// with the error itself when the server refused the write as invalid
+// (nothing stored).
 func (r *DynamoRepo) put(ctx context.Context, what string, in *dynamodb.PutItemInput, find func(context.Context) error) (found bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("orders: put %s: not sent: %w", what, err)
@@ -233,9 +265,9 @@ func (r *DynamoRepo) put(ctx context.Context, what string, in *dynamodb.PutItemI
 		case err == nil:
 			return false, nil
 		case errors.As(err, &exists):
-			cctx, cancel := r.call(ctx)
-			ferr := find(cctx)
-			cancel()
+			// find bounds its own calls: bounding them here as well would
+			// halve the time left twice.
+			ferr := find(ctx)
 			if ferr == nil {
 				return true, nil
 			}

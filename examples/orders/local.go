@@ -24,7 +24,10 @@ import (
 const (
 	LocalAccountID = "123456789012"
 	LocalAPIID     = "local"
-	// MaxLocalBody is API Gateway's payload limit, 10 MB.
+	// MaxLocalBody is API Gateway's payload limit, 10 MB. A deployed
+	// function receives less: Lambda takes an event of at most 6 MB
+	// (6,291,456 bytes, the whole event JSON, a binary body
+	// base64-encoded), which the local server does not enforce.
 	MaxLocalBody = 10 << 20
 	// DefaultLocalTimeout is the deadline of each local invocation: the
 	// function's Timeout in template.yaml, under API Gateway's 30 s.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit/examples/orders"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // repos returns each Repo implementation, fresh for the test t given; the
@@ -181,5 +184,88 @@ func TestDynamoRepoDefiniteFailures(t *testing.T) {
 	bad := &orders.DynamoRepo{Client: faultyClient(t, ft), Table: "no-such-table"}
 	if _, err := bad.CreateOrder(context.Background(), "alice", testOrder); err == nil || errors.Is(err, orders.ErrWriteUnknown) {
 		t.Errorf("missing table: %v, want a definite failure", err)
+	}
+}
+
+// deadlines is a DynamoClient that sends every call to the server and
+// records the deadline of the context each call was given.
+type deadlines struct {
+	orders.DynamoClient
+	mu   sync.Mutex
+	seen []time.Time
+}
+
+func (d *deadlines) record(ctx context.Context) {
+	dl, _ := ctx.Deadline()
+	d.mu.Lock()
+	d.seen = append(d.seen, dl)
+	d.mu.Unlock()
+}
+
+func (d *deadlines) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	d.record(ctx)
+	return d.DynamoClient.PutItem(ctx, in, optFns...)
+}
+
+func (d *deadlines) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	d.record(ctx)
+	return d.DynamoClient.Query(ctx, in, optFns...)
+}
+
+// Every call of the DynamoDB repo ends DeadlineGap before the request's
+// deadline, or halfway there when less than twice the gap is left: a write
+// never lands so late that idemkit cannot complete the key.
+func TestDynamoRepoStopsBeforeDeadline(t *testing.T) {
+	raw := dynalite.Client(t)
+	table := dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("orders"))
+	clk := testclock.New()
+	for _, tc := range []struct {
+		name      string
+		left, gap time.Duration // time to the deadline; DeadlineGap (0: default)
+		halfway   bool          // the gap is more than half the time left
+	}{
+		{"default gap", 20 * time.Second, 0, false},
+		{"gap set", 20 * time.Second, 3 * time.Second, false},
+		{"little time left", 20 * time.Second, time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &deadlines{DynamoClient: raw}
+			r := &orders.DynamoRepo{Client: rec, Table: table, DeadlineGap: tc.gap, CallTimeout: time.Minute}
+			gap := tc.gap
+			if gap == 0 {
+				gap = orders.DefaultDeadlineGap
+			}
+			ctx := clk.Deadline(t, context.Background(), tc.left)
+			dl, _ := ctx.Deadline()
+			start := time.Now()
+			o := testOrder
+			o.ID = "0194a1b2-0000-7000-8000-00000000dl" + strconv.Itoa(len(tc.name))
+			// The second write of each is refused and reads the stored one.
+			p := testPayment
+			p.OrderID = o.ID
+			for range 2 {
+				if _, err := r.CreateOrder(ctx, "alice", o); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.AddPayment(ctx, "alice", p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.seen) < 6 {
+				t.Fatalf("%d calls recorded, want two puts, two refused puts and their queries", len(rec.seen))
+			}
+			for i, got := range rec.seen {
+				switch {
+				case got.IsZero():
+					t.Errorf("call %d: no deadline", i)
+				case !tc.halfway && got.After(dl.Add(-gap)):
+					t.Errorf("call %d ends %s before the deadline, want at least the gap %s", i, dl.Sub(got), gap)
+				case tc.halfway && (!got.Before(dl) || got.Before(start.Add(dl.Sub(start)/2))):
+					t.Errorf("call %d ends %s before the deadline, want halfway (%s)", i, dl.Sub(got), dl.Sub(start)/2)
+				}
+			}
+		})
 	}
 }

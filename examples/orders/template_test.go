@@ -1,6 +1,7 @@
 package orders_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -491,6 +493,44 @@ func TestDeployDocMatchesTemplate(t *testing.T) {
 	for name := range tpl.Outputs {
 		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("docs/DEPLOY.md does not name output %s", name)
+		}
+	}
+}
+
+// TestTemplateHoursBounds: the hours parameters have a MinValue and a
+// MaxValue the function accepts, and it refuses one hour more (MaxValue is
+// its bound), so CloudFormation refuses at deploy time what the function would refuse
+// at its start.
+func TestTemplateHoursBounds(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	for _, name := range []string{"ReplayWindowHours", "RecordRetentionHours"} {
+		p, ok := tpl.Parameters[name]
+		if !ok {
+			t.Errorf("parameter %s missing", name)
+			continue
+		}
+		if p.MinValue == nil || p.MaxValue == nil {
+			t.Errorf("%s: MinValue set %t, MaxValue set %t; want both", name, p.MinValue != nil, p.MaxValue != nil)
+			continue
+		}
+		fromEnv := func(h float64) error {
+			v := strconv.FormatFloat(h, 'f', -1, 64)
+			_, _, err := orders.FromEnv(context.Background(), func(k string) string {
+				switch k {
+				case orders.EnvReplayHours, orders.EnvRetentionHours:
+					return v // both, so that retention >= replay holds
+				}
+				return ""
+			}, nil)
+			return err
+		}
+		for _, h := range []float64{*p.MinValue, *p.MaxValue} {
+			if err := fromEnv(h); err != nil {
+				t.Errorf("%s=%v allowed by the template, refused by the function: %v", name, h, err)
+			}
+		}
+		if err := fromEnv(*p.MaxValue + 1); err == nil {
+			t.Errorf("%s: MaxValue %v is below the function's bound; the function accepts %v", name, *p.MaxValue, *p.MaxValue+1)
 		}
 	}
 }

@@ -28,9 +28,11 @@ func main() {
 		logger.Error("orders: init", "error", err.Error())
 		os.Exit(1)
 	}
-	if os.Getenv("AWS_SAM_LOCAL") == "true" {
-		// sam local start-api does not run JWT authorizers.
-		h = orders.DevAuthorizer(h)
+	// sam local start-api does not run JWT authorizers: there the
+	// development authorizer stands in (never in a deployed function).
+	if h, err = orders.LambdaHandler(h, os.Getenv); err != nil {
+		logger.Error("orders: init", "error", err.Error())
+		os.Exit(1)
 	}
 	logger.Info("orders: ready", "store", store)
 	lambda.Start(h)

@@ -16,7 +16,9 @@
 // 64 KB, a whole request within 30 s, keep-alive connections closed after
 // 30 s idle, bodies up to 10 MB, and -concurrency requests at a time (more
 // get 429 before their body is read), so at most 80 MB of bodies by
-// default.
+// default. Deployed, Lambda takes events of at most 6 MB, the body
+// included (base64-encoded when binary); the local server does not
+// enforce that (docs/WALKTHROUGH.md, Limits of the local server).
 package main
 
 import (
