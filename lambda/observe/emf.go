@@ -23,6 +23,7 @@ const (
 	MetricIndeterminate    = "Indeterminate"
 	MetricReleased         = "Released"
 	MetricStoreError       = "StoreError"
+	MetricCancelled        = "Cancelled"
 	MetricCompletionFailed = "CompletionFailed"
 	MetricRefused          = "Refused"
 	MetricOutcome          = "OutcomeOnly"
@@ -41,6 +42,7 @@ var kindMetric = map[idemkit.EventKind]string{
 	idemkit.EventIndeterminate:    MetricIndeterminate,
 	idemkit.EventReleased:         MetricReleased,
 	idemkit.EventStoreError:       MetricStoreError,
+	idemkit.EventCancelled:        MetricCancelled,
 	idemkit.EventCompletionFailed: MetricCompletionFailed,
 	idemkit.EventRefused:          MetricRefused,
 	idemkit.EventOutcome:          MetricOutcome,

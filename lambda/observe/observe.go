@@ -60,7 +60,7 @@ func (l Logger) Observe(ctx context.Context, e idemkit.Event) {
 // Level returns the log level of an outcome kind.
 func Level(k idemkit.EventKind) slog.Level {
 	switch k {
-	case idemkit.EventExecuted, idemkit.EventReplayed:
+	case idemkit.EventExecuted, idemkit.EventReplayed, idemkit.EventCancelled:
 		return slog.LevelInfo
 	case idemkit.EventStoreError, idemkit.EventCompletionFailed, idemkit.EventIndeterminate:
 		return slog.LevelError

@@ -34,6 +34,7 @@ func TestEMFShape(t *testing.T) {
 		{idemkit.EventMismatch, "Mismatch"},
 		{idemkit.EventIndeterminate, "Indeterminate"},
 		{idemkit.EventStoreError, "StoreError"},
+		{idemkit.EventCancelled, "Cancelled"},
 		{idemkit.EventCompletionFailed, "CompletionFailed"},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
@@ -116,5 +117,24 @@ func TestMulti(t *testing.T) {
 	observe.Multi(count, nil, count).Observe(context.Background(), sample)
 	if n != 2 {
 		t.Errorf("%d calls", n)
+	}
+}
+
+// TestLevel: a client that hung up is routine (Info), like an execution or
+// a replay; store failures are errors an alarm should see.
+func TestLevel(t *testing.T) {
+	for _, tc := range []struct {
+		kind idemkit.EventKind
+		want slog.Level
+	}{
+		{idemkit.EventExecuted, slog.LevelInfo},
+		{idemkit.EventCancelled, slog.LevelInfo},
+		{idemkit.EventConflict, slog.LevelWarn},
+		{idemkit.EventStoreError, slog.LevelError},
+		{idemkit.EventIndeterminate, slog.LevelError},
+	} {
+		if got := observe.Level(tc.kind); got != tc.want {
+			t.Errorf("Level(%s) = %v, want %v", tc.kind, got, tc.want)
+		}
 	}
 }
