@@ -19,10 +19,13 @@ import (
 // recordJSON is a record in --output json. Field names are stable; times
 // are RFC 3339 in UTC; absent times are left out.
 type recordJSON struct {
-	ID          string     `json:"id"`
-	Tenant      string     `json:"tenant"`
-	Operation   string     `json:"operation"`
-	Key         string     `json:"key"`
+	ID        string `json:"id"`
+	Tenant    string `json:"tenant"`
+	Operation string `json:"operation"`
+	Key       string `json:"key"`
+	// AccountWide: the record is of account-wide keys; inspect and
+	// resolve it with --account-wide.
+	AccountWide bool       `json:"account_wide"`
 	State       string     `json:"state"`
 	CreatedAt   *time.Time `json:"created_at,omitempty"`
 	LeaseUntil  *time.Time `json:"lease_until,omitempty"`
@@ -76,6 +79,7 @@ func toJSON(r *idemkit.Record, now time.Time, withBody bool) recordJSON {
 		Tenant:               r.Scope.Tenant,
 		Operation:            r.Scope.Operation,
 		Key:                  r.Scope.Key,
+		AccountWide:          isAccountWide(r.ID),
 		State:                string(r.State),
 		CreatedAt:            jsonTime(r.CreatedAt),
 		LeaseUntil:           jsonTime(r.LeaseUntil),
