@@ -9,7 +9,8 @@
 //
 // Only completed records, and only while they can be replayed: an entry is
 // used while now is before both the record's ExpiresAt and its
-// ReplayUntil, and dropped afterwards. In-flight, indeterminate and failed
+// ReplayUntil (rounded down to the millisecond, as a store may keep it),
+// and dropped afterwards. In-flight, indeterminate and failed
 // records are never cached, so a conflict, a takeover or an operator's
 // decision always comes from the store. An entry answers a claim only
 // for the same record ID, the same scope (tenant, operation, key) and the
@@ -174,10 +175,16 @@ func cacheable(r *idemkit.Record, now time.Time) bool {
 	return r != nil && r.State == idemkit.StateCompleted && r.Snapshot != nil && usable(r, now)
 }
 
-// usable reports whether a cached record may answer at now.
+// usable reports whether a cached record may answer at now. ReplayUntil
+// counts rounded down to the millisecond, the precision a store may keep
+// it at (the DynamoDB store does), so that the cache never replays in the
+// last millisecond where the store would answer that the window passed.
 func usable(r *idemkit.Record, now time.Time) bool {
-	return now.Before(r.ExpiresAt) && now.Before(r.ReplayUntil)
+	return now.Before(r.ExpiresAt) && now.Before(floorMilli(r.ReplayUntil))
 }
+
+// floorMilli returns t rounded down to the millisecond.
+func floorMilli(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
 
 // lookup returns a copy of the cached record that answers a claim of rec
 // at now, or nil.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/base64"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +48,60 @@ func TestControlCharactersQuoted(t *testing.T) {
 						t.Errorf("%s has a forged line %q:\n%s", name, line, out)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestBodyQuotedInTable: inspect --body in the table output prints a text
+// body holding control characters (a carriage return, an escape sequence,
+// a C1 control) quoted as a Go string, so that it can neither act on the
+// terminal nor forge a line of the record; --output json gives it exact.
+func TestBodyQuotedInTable(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		key, body string
+	}{
+		{"crlf", "{\"id\":1}\r\nStatus        500\r\n"},
+		{"overwrite", "charged\rResolved as   failed"},
+		{"escape", "ok\x1b[2J\x1b]0;pwned\x07"},
+		{"c1", "ok\u009b2J\u2028Resolved as   failed"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			s := scopeOf("body-" + tc.key)
+			f.seedCompleted(s, &idemkit.Snapshot{Status: 200, Body: []byte(tc.body)})
+			code, stdout, stderr := f.run(append([]string{"inspect", "--body"}, scopeArgs(s)...)...)
+			wantCode(t, code, exitOK, stdout, stderr)
+			if strings.ContainsAny(stdout, "\x1b\x07\r\u009b\u2028") {
+				t.Errorf("stdout holds a control character: %q", stdout)
+			}
+			for _, line := range strings.Split(stdout, "\n") {
+				if strings.HasPrefix(line, "Status        500") || strings.HasPrefix(line, "Resolved as") {
+					t.Errorf("forged line %q:\n%s", line, stdout)
+				}
+			}
+			if want := "printed quoted as a Go string"; !strings.Contains(stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, stdout)
+			}
+			if q := strconv.Quote(tc.body); !strings.Contains(stdout, "\n"+q+"\n") {
+				t.Errorf("stdout lacks the quoted body %s:\n%s", q, stdout)
+			}
+			code, stdout, stderr = f.run(append([]string{"inspect", "--body", "--output", "json"}, scopeArgs(s)...)...)
+			wantCode(t, code, exitOK, stdout, stderr)
+			got := decode[recordJSON](t, stdout).Snapshot
+			if got == nil || got.Body == nil {
+				t.Fatalf("json snapshot %+v, want the body", got)
+			}
+			exact := *got.Body
+			if got.BodyEncoding == "base64" {
+				b, err := base64.StdEncoding.DecodeString(exact)
+				if err != nil {
+					t.Fatal(err)
+				}
+				exact = string(b)
+			}
+			if exact != tc.body {
+				t.Errorf("json body %q (%s), want %q exact", *got.Body, got.BodyEncoding, tc.body)
 			}
 		})
 	}

@@ -31,8 +31,8 @@ scans the table. One page is printed at a time, followed by the token of the
 next page, if any; --page TOKEN prints that page and --all prints every page.
 A page may hold fewer than --limit records and still have a next page.
 AGE is the time since the lease ended. An operation marked (account-wide)
-belongs to a record of account-wide keys: pass --account-wide to inspect and
-resolve it. Index reads are eventually
+belongs to a record of account-wide keys ("account_wide": true in --output
+json): pass --account-wide to inspect and resolve it. Index reads are eventually
 consistent: a record marked or resolved a moment ago may be missing or still
 listed; inspect reads the record itself.
 

@@ -190,3 +190,43 @@ func TestListStaleUnindexed(t *testing.T) {
 		t.Errorf("stdout %q, stderr %q", stdout, stderr)
 	}
 }
+
+// TestListJSONAccountWide: --output json says which records are of
+// account-wide keys (the table marks them "(account-wide)"), so that a
+// script passes --account-wide to inspect exactly for those.
+func TestListJSONAccountWide(t *testing.T) {
+	f := newFixture(t)
+	perOp := scopeOf("per-op-1")
+	f.seedIndeterminate(perOp, time.Now().Add(-2*time.Hour))
+	acct := scopeOf("acct-1")
+	now := time.Now()
+	rec := &idemkit.Record{ID: acct.ID(true), Scope: acct, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-acct",
+		LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-2 * time.Hour)}
+	if res, err := f.store.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		t.Fatalf("seed: %+v %v", res, err)
+	}
+	if _, err := f.store.MarkIndeterminate(t.Context(), rec.ID, rec.Owner, now); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := f.run("list", "--tenant", "acme", "--output", "json")
+	wantCode(t, code, exitOK, stdout, stderr)
+	if !strings.Contains(stdout, `"account_wide": false`) || !strings.Contains(stdout, `"account_wide": true`) {
+		t.Errorf("listing lacks account_wide:\n%s", stdout)
+	}
+	got := decode[listJSON](t, stdout)
+	want := map[string]bool{"per-op-1": false, "acct-1": true}
+	if len(got.Records) != len(want) {
+		t.Fatalf("%d records, want %d:\n%s", len(got.Records), len(want), stdout)
+	}
+	for _, r := range got.Records {
+		if w, ok := want[r.Key]; !ok || r.AccountWide != w {
+			t.Errorf("record %s: account_wide %v, want %v", r.Key, r.AccountWide, w)
+		}
+		args := []string{"inspect", "--tenant", r.Tenant, "--operation", r.Operation, "--key", r.Key}
+		if r.AccountWide {
+			args = append(args, "--account-wide")
+		}
+		code, stdout, stderr := f.run(args...)
+		wantCode(t, code, exitOK, stdout, stderr)
+	}
+}

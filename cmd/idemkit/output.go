@@ -19,10 +19,13 @@ import (
 // recordJSON is a record in --output json. Field names are stable; times
 // are RFC 3339 in UTC; absent times are left out.
 type recordJSON struct {
-	ID          string     `json:"id"`
-	Tenant      string     `json:"tenant"`
-	Operation   string     `json:"operation"`
-	Key         string     `json:"key"`
+	ID        string `json:"id"`
+	Tenant    string `json:"tenant"`
+	Operation string `json:"operation"`
+	Key       string `json:"key"`
+	// AccountWide: the record is of account-wide keys; inspect and
+	// resolve it with --account-wide.
+	AccountWide bool       `json:"account_wide"`
 	State       string     `json:"state"`
 	CreatedAt   *time.Time `json:"created_at,omitempty"`
 	LeaseUntil  *time.Time `json:"lease_until,omitempty"`
@@ -76,6 +79,7 @@ func toJSON(r *idemkit.Record, now time.Time, withBody bool) recordJSON {
 		Tenant:               r.Scope.Tenant,
 		Operation:            r.Scope.Operation,
 		Key:                  r.Scope.Key,
+		AccountWide:          isAccountWide(r.ID),
 		State:                string(r.State),
 		CreatedAt:            jsonTime(r.CreatedAt),
 		LeaseUntil:           jsonTime(r.LeaseUntil),
@@ -194,16 +198,45 @@ func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) e
 		return err
 	}
 	if body != nil {
-		text, enc := bodyText(body)
-		if enc == "base64" {
-			fmt.Fprintf(w, "\nBody (binary, %d bytes, printed as base64):\n", len(body))
-		} else {
-			fmt.Fprintf(w, "\nBody:\n")
-		}
-		_, err := io.WriteString(w, strings.TrimRight(text, "\n")+"\n")
-		return err
+		return writeBody(w, body)
 	}
 	return nil
+}
+
+// writeBody prints a stored body for a terminal: text as is; text holding
+// a control character other than tab and line feed quoted as a Go string
+// (like displayText, so that it can neither act on the terminal nor forge
+// a line); anything that is not UTF-8 as base64. --output json gives the
+// body exact.
+func writeBody(w io.Writer, body []byte) error {
+	var text string
+	switch {
+	case !utf8.Valid(body):
+		fmt.Fprintf(w, "\nBody (binary, %d bytes, printed as base64):\n", len(body))
+		text = base64.StdEncoding.EncodeToString(body)
+	case !terminalSafe(body):
+		fmt.Fprintf(w, "\nBody (text with control characters, %d bytes, printed quoted as a Go string; --output json gives it exact):\n", len(body))
+		text = strconv.Quote(string(body))
+	default:
+		fmt.Fprintf(w, "\nBody:\n")
+		text = strings.TrimRight(string(body), "\n")
+	}
+	_, err := io.WriteString(w, text+"\n")
+	return err
+}
+
+// terminalSafe reports whether UTF-8 text holds no character a terminal
+// acts on but tab and line feed (displayText's set, less those two).
+func terminalSafe(b []byte) bool {
+	for _, r := range string(b) {
+		if r == '\t' || r == '\n' {
+			continue
+		}
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
 }
 
 // stamp formats t in RFC 3339 (UTC) with its distance from now.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -168,8 +169,8 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return c.fail("resolve", err)
 	}
-	if s := rec.Snapshot; s != nil && s.Omitted && len(res.Snapshot.Body) > 0 {
-		c.errorf("idemkit resolve: warning: the body was too large to store; replays answer with the outcome only")
+	if w := notStored(res.Snapshot, rec.Snapshot); w != "" {
+		c.errorf("idemkit resolve: warning: %s; replays answer with the outcome only", w)
 	}
 	now := c.env.Now()
 	if o.output == "json" {
@@ -338,4 +339,32 @@ func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Re
 		return prev, nil, err
 	}
 	return prev, out, nil
+}
+
+// notStored says what of the answer given the store left out of the
+// snapshot it kept, or "" when it kept it whole. A store keeps an answer
+// over its item cap without its body and, if still needed, without every
+// header but Location; either way replays answer with the outcome only.
+func notStored(given, stored *idemkit.Snapshot) string {
+	if given == nil || stored == nil || !stored.Omitted {
+		return ""
+	}
+	var dropped []string
+	for name := range given.Header {
+		if len(stored.Header.Values(name)) == 0 {
+			dropped = append(dropped, displayText(name))
+		}
+	}
+	sort.Strings(dropped)
+	switch {
+	case len(dropped) > 0:
+		msg := "the headers were too large to store: " + strings.Join(dropped, ", ") + " left out (Location is kept)"
+		if len(given.Body) > 0 {
+			msg += ", and the body with them"
+		}
+		return msg
+	case len(given.Body) > 0:
+		return "the body was too large to store"
+	}
+	return "the answer was too large to store"
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 )
 
@@ -258,5 +261,65 @@ func TestResolveLateIsReplayed(t *testing.T) {
 	snap, replayed, err := f.guard(idemkit.FailClosed).Do(t.Context(), request(s), handler(&runs))
 	if err != nil || !replayed || snap.Status != 201 || runs.Load() != 0 {
 		t.Fatalf("retry after a late resolution: %+v replayed %v err %v runs %d; want the answer replayed", snap, replayed, err, runs.Load())
+	}
+}
+
+// TestResolveWarnsWhatWasNotStored: an answer the store keeps only as its
+// outcome (its body, or its headers, over the item cap) is resolved with a
+// warning naming what was left out; an answer stored whole gets none.
+func TestResolveWarnsWhatWasNotStored(t *testing.T) {
+	f := newFixtureWith(t, dynamo.Options{IndexInFlight: true, MaxItemSize: 16 << 10})
+	big := strings.Repeat("x", 20<<10)
+	noise := make([]byte, 32<<10)
+	rand.New(rand.NewSource(1)).Read(noise)
+	bigBody := hex.EncodeToString(noise) // does not compress under the cap
+	cases := []struct {
+		name    string
+		body    string
+		headers []string
+		omitted bool
+		want    []string // in the warning; none: no warning
+	}{
+		{"stored whole", `{"id":1}`, []string{"X-Trace: t1"}, false, nil},
+		{"body too large", bigBody, []string{"X-Trace: t1"}, true, []string{"the body was too large to store", "outcome only"}},
+		{"headers too large, no body", "", []string{"X-Big: " + big}, true,
+			[]string{"the headers were too large to store", "X-Big", "Location is kept", "outcome only"}},
+		{"headers too large, small body", `{"id":1}`, []string{"X-Big: " + big, "X-Trace: t1"}, true,
+			[]string{"the headers were too large to store", "X-Big, X-Trace", "and the body with them", "outcome only"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := scopeOf(fmt.Sprintf("warn-%d", i))
+			f.seedIndeterminate(s, time.Now().Add(-time.Hour))
+			env := f.env
+			env.Stdin = strings.NewReader(tc.body)
+			args := append([]string{"resolve", "--table", f.table, "--as", "completed", "--status", "201", "--header", "Location: /orders/1",
+				"--body-file", "-", "--reason", "charged, PSP ref ch_4"}, scopeArgs(s)...)
+			for _, h := range tc.headers {
+				args = append(args, "--header", h)
+			}
+			code, stdout, stderr := runWith(t, env, args...)
+			wantCode(t, code, exitOK, stdout, stderr)
+			if got := f.get(s); got.State != idemkit.StateCompleted || got.Snapshot.Omitted != tc.omitted || got.Snapshot.Header.Get("Location") != "/orders/1" {
+				t.Fatalf("record %s, omitted %v, headers %v; want completed, omitted %v, with its Location", got.State, got.Snapshot.Omitted, got.Snapshot.Header, tc.omitted)
+			}
+			if len(tc.want) == 0 {
+				if strings.Contains(stderr, "warning") {
+					t.Errorf("stderr %q, want no warning", stderr)
+				}
+				return
+			}
+			if !strings.Contains(stderr, "warning") {
+				t.Fatalf("stderr %q lacks a warning", stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("warning %q lacks %q", stderr, w)
+				}
+			}
+			if strings.Contains(stderr, big) {
+				t.Errorf("warning prints the header value")
+			}
+		})
 	}
 }
