@@ -16,11 +16,6 @@ import (
 	"github.com/idemkit/idemkit/memstore"
 )
 
-// fixedNow is a timestamp the tests store in orders and payments and read
-// back; it is data, never a clock: no deadline, timer or lease is built
-// from it.
-var fixedNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-
 func newHandler(t *testing.T) orders.HandlerFunc {
 	t.Helper()
 	h, err := orders.Handler(orders.Options{Store: memstore.New(), Repo: &orders.MemRepo{}, Logger: slog.New(slog.DiscardHandler)})
