@@ -254,19 +254,6 @@ func TestFaultInjection(t *testing.T) {
 					t.Fatalf("the handler took effect %d times", n)
 				}
 			}
-			kind := func(a answer) string {
-				switch {
-				case a.Status == 201 && a.Replay:
-					return "replay"
-				case a.Status == 201:
-					return "run"
-				case a.Problem == "in-flight":
-					return "in-flight"
-				case a.Problem == "indeterminate-operator-required":
-					return "indeterminate"
-				}
-				return a.String()
-			}
 
 			// Under the faults: the first request and its immediate retry.
 			a1 := call(ctx, h, ev)
@@ -276,7 +263,7 @@ func TestFaultInjection(t *testing.T) {
 			}
 			a2 := call(ctx, h, ev)
 			check(a2)
-			if tc.second != "" && kind(a2) != tc.second {
+			if tc.second != "" && a2.kind() != tc.second {
 				t.Errorf("immediate retry: %v, want %s", a2, tc.second)
 			}
 			if tc.late {
@@ -306,7 +293,7 @@ func TestFaultInjection(t *testing.T) {
 				}
 				break
 			}
-			if got := kind(final); got != tc.final {
+			if got := final.kind(); got != tc.final {
 				t.Fatalf("converged to %v, want %s; answers %v", final, tc.final, seen)
 			}
 			// Converged means stable.
@@ -314,7 +301,7 @@ func TestFaultInjection(t *testing.T) {
 			if again.Replay && again.Body != stored {
 				wrongBodies++
 			}
-			if kind(again) != tc.final || (tc.final == "replay" && again.Body != stored) {
+			if again.kind() != tc.final || (tc.final == "replay" && again.Body != stored) {
 				t.Fatalf("after convergence: %v, then %v", final, again)
 			}
 			switch tc.final {
@@ -332,7 +319,7 @@ func TestFaultInjection(t *testing.T) {
 			runs += b.count(sc)
 			injected += injectedHere
 			t.Logf("%s: first %d, retry %s, converged to %s after %d requests; %d faults injected, handler ran %d (took effect %d)",
-				tc.name, a1.Status, kind(a2), tc.final, len(seen)+1, injectedHere, b.count(sc), b.runs.Load())
+				tc.name, a1.Status, a2.kind(), tc.final, len(seen)+1, injectedHere, b.count(sc), b.runs.Load())
 		})
 	}
 	// double_effects: cases whose handler took effect more than once;

@@ -343,26 +343,9 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 					}
 					return a
 				}
-				kind := func(a answer) string {
-					switch {
-					case a.Status == 201 && a.Replay:
-						return "replay"
-					case a.Status == 201:
-						return "run"
-					case a.Problem == "outcome-unknown":
-						return "unknown"
-					case a.Problem == "temporarily-unavailable":
-						return "failed"
-					case a.Problem == "in-flight":
-						return "in-flight"
-					case a.Problem == "indeterminate-operator-required":
-						return "indeterminate"
-					}
-					return a.String()
-				}
 
 				first := send()
-				if got := kind(first); got != tc.first {
+				if got := first.kind(); got != tc.first {
 					t.Fatalf("first answer %s, want %s", got, tc.first)
 				}
 				if kept := strings.Contains(first.Body, "its key is kept"); tc.first == "unknown" && kept == tc.notKept {
@@ -384,16 +367,16 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 						clk.Advance(lease + time.Second)
 						continue
 					}
-					if k := kind(final); k == "run" || k == "failed" {
+					if k := final.kind(); k == "run" || k == "failed" {
 						continue // a run: its retry must replay it
 					}
 					break
 				}
 				want := tc.final[pi]
-				if got := kind(final); got != want {
+				if got := final.kind(); got != want {
 					t.Fatalf("converged to %v, want %s; answers %v", final, want, seen)
 				}
-				if again := send(); kind(again) != want {
+				if again := send(); again.kind() != want {
 					t.Fatalf("after convergence %v, then %v", final, again)
 				}
 				wantRows := tc.rows
@@ -412,7 +395,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 				requests += len(seen)
 				var kinds []string
 				for _, a := range seen {
-					kinds = append(kinds, kind(a))
+					kinds = append(kinds, a.kind())
 				}
 				t.Logf("answers %s; %d faults injected; %d rows", strings.Join(kinds, ", "), len(ft.Events()), wantRows)
 			})

@@ -290,6 +290,26 @@ func call(ctx context.Context, h v2Handler, ev events.APIGatewayV2HTTPRequest) a
 	return a
 }
 
+// kind names what a is for the scenarios' tables: a run, a replay, or
+// the problem a retry meets; anything else is a's own description.
+func (a answer) kind() string {
+	switch {
+	case a.Status == 201 && a.Replay:
+		return "replay"
+	case a.Status == 201:
+		return "run"
+	case a.Problem == "outcome-unknown":
+		return "unknown"
+	case a.Problem == "temporarily-unavailable":
+		return "failed"
+	case a.Problem == "in-flight":
+		return "in-flight"
+	case a.Problem == "indeterminate-operator-required":
+		return "indeterminate"
+	}
+	return a.String()
+}
+
 // retryAfter reports whether a carries a positive Retry-After.
 func (a answer) retryAfter() bool {
 	n, err := strconv.Atoi(a.Header["Retry-After"])
