@@ -105,6 +105,11 @@ func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
 		if !rec.LeaseUntil.Before(rec.ExpiresAt) {
 			t.Errorf("renewed lease ends at +%s, not before the record expires (+%s)", rec.LeaseUntil.Sub(start), rec.ExpiresAt.Sub(start))
 		}
+		// A late renewal stops LeaseMargin short of the record's expiry,
+		// the clock skew a lease tolerates.
+		if gap := rec.ExpiresAt.Sub(rec.LeaseUntil); gap < idemkit.DefaultLeaseMargin {
+			t.Errorf("renewed lease ends %s before the record expires, want at least %s", gap, idemkit.DefaultLeaseMargin)
+		}
 		return &idemkit.Snapshot{Status: 201}, nil
 	})
 	if f.runs != 1 {
