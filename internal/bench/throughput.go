@@ -39,6 +39,7 @@ type Load struct {
 // baseline as Row.SameP50.
 type ThroughputRow struct {
 	Size     int
+	Codec    dynamo.Codec // the store's Options.Codec; "" is the default
 	Kit, Raw Load
 }
 
@@ -47,10 +48,11 @@ type ThroughputRow struct {
 // requests per phase split among them, alternating kit and raw phases
 // rounds times; each Load pools its variant's phases (all their requests
 // over all their time), so that drift and a slow phase count for both
-// variants alike instead of deciding a best-of.
-func Throughput(ctx context.Context, client *dynamodb.Client, table string, size, perPhase, rounds int) ([]ThroughputRow, error) {
-	prefix := fmt.Sprintf("tp-%d-%d-", size, time.Now().UnixNano())
-	kitReq, rawReq, err := throughputRequests(ctx, client, table, size, prefix+"capture")
+// variants alike instead of deciding a best-of. The kit's store, and the
+// one whose requests raw re-sends, have opts.
+func Throughput(ctx context.Context, client *dynamodb.Client, table string, size, perPhase, rounds int, opts dynamo.Options) ([]ThroughputRow, error) {
+	prefix := fmt.Sprintf("tp-%d-%s-%d-", size, opts.Codec, time.Now().UnixNano())
+	kitReq, rawReq, err := throughputRequests(ctx, client, table, size, prefix+"capture", opts)
 	if err != nil {
 		return nil, err
 	}
@@ -61,21 +63,22 @@ func Throughput(ctx context.Context, client *dynamodb.Client, table string, size
 		if err != nil {
 			return nil, err
 		}
+		row.Codec = opts.Codec
 		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
 // throughputRequests returns the kit's and the raw request of Throughput
-// for a size-byte response; the raw one re-sends the DynamoDB requests of
-// a fresh request made under captureKey.
-func throughputRequests(ctx context.Context, client *dynamodb.Client, table string, size int, captureKey string) (kitReq, rawReq func(key string) error, err error) {
+// for a size-byte response over a store with opts; the raw one re-sends
+// the DynamoDB requests of a fresh request made under captureKey.
+func throughputRequests(ctx context.Context, client *dynamodb.Client, table string, size int, captureKey string, opts dynamo.Options) (kitReq, rawReq func(key string) error, err error) {
 	handler := orderHandler(size)
 	reqBody := []byte(Event("").Body)
-	if kitReq, err = kitRequest(ctx, client, table, handler, reqBody, size); err != nil {
+	if kitReq, err = kitRequestOpts(ctx, client, table, handler, reqBody, size, opts); err != nil {
 		return nil, nil, err
 	}
-	if rawReq, err = rawRequest(ctx, client, table, handler, reqBody, captureKey); err != nil {
+	if rawReq, err = rawRequest(ctx, client, table, handler, reqBody, captureKey, opts); err != nil {
 		return nil, nil, err
 	}
 	return kitReq, rawReq, nil
@@ -96,14 +99,9 @@ func orderHandler(size int) http.Handler {
 // benchTenant is the tenant of every request Throughput makes.
 func benchTenant(*http.Request) (string, error) { return "bench", nil }
 
-// kitRequest returns a request through httpmw over the DynamoDB store
-// around handler, under a given key, that fails unless it answers 201
-// with a size-byte body.
-func kitRequest(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, size int) (func(key string) error, error) {
-	return kitRequestOpts(ctx, client, table, handler, reqBody, size, dynamo.Options{})
-}
-
-// kitRequestOpts is kitRequest over a store with opts.
+// kitRequestOpts returns a request through httpmw over a DynamoDB store
+// with opts around handler, under a given key, that fails unless it
+// answers 201 with a size-byte body.
 func kitRequestOpts(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, size int, opts dynamo.Options) (func(key string) error, error) {
 	s, err := dynamo.New(client, table, opts)
 	if err != nil {
@@ -128,11 +126,11 @@ func kitRequestOpts(ctx context.Context, client *dynamodb.Client, table string, 
 }
 
 // rawRequest captures the DynamoDB requests of one fresh request under
-// key through httpmw, and returns the bare handler followed by those
-// requests re-sent under a given key.
-func rawRequest(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, key string) (func(key string) error, error) {
+// key through httpmw over a store with opts, and returns the bare handler
+// followed by those requests re-sent under a given key.
+func rawRequest(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, key string, opts dynamo.Options) (func(key string) error, error) {
 	capture := &capturing{Client: client}
-	cs, err := dynamo.New(capture, table, dynamo.Options{})
+	cs, err := dynamo.New(capture, table, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func BenchmarkThroughputCPU(b *testing.B) {
 // cpuVariants returns BenchmarkThroughputCPU's requests for a size-byte
 // response.
 func cpuVariants(ctx context.Context, client *dynamodb.Client, table string, size int) ([]variant, error) {
-	kitReq, rawReq, err := throughputRequests(ctx, client, table, size, fmt.Sprintf("tpcpu-capture-%d-%d", size, time.Now().UnixNano()))
+	kitReq, rawReq, err := throughputRequests(ctx, client, table, size, fmt.Sprintf("tpcpu-capture-%d-%d", size, time.Now().UnixNano()), dynamo.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -216,17 +216,25 @@ func worstRatio(ctx context.Context, w io.Writer, client *dynamodb.Client, table
 	return ratios(w, runsOf), nil
 }
 
-// throughput measures and prints the throughput rows.
+// tpCodecs are the codecs the throughput rows are measured with: the
+// default, then S2, the codec for CPU.
+var tpCodecs = []dynamo.Codec{"", dynamo.CodecS2}
+
+// throughput measures and prints the throughput rows, a table per codec.
 func throughput(ctx context.Context, w io.Writer, client *dynamodb.Client, table, server string) ([]bench.ThroughputRow, error) {
-	fmt.Fprintf(os.Stderr, "idembench: throughput with %v concurrent clients...\n", bench.Clients)
-	start := time.Now()
-	tp, err := bench.Throughput(ctx, client, table, tpSize, opts.tpRequests, opts.tpRounds)
-	if err != nil {
-		return nil, err
+	var all []bench.ThroughputRow
+	for _, codec := range tpCodecs {
+		fmt.Fprintf(os.Stderr, "idembench: throughput with %v concurrent clients, %s...\n", bench.Clients, codecName(codec))
+		start := time.Now()
+		tp, err := bench.Throughput(ctx, client, table, tpSize, opts.tpRequests, opts.tpRounds, dynamo.Options{Codec: codec})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "\n## Throughput, %s (%s; fresh requests with a %s response through httpmw; %d requests per phase, kit and raw phases alternated %d times, each variant's phases pooled; %s)\n\n",
+			codecName(codec), server, size(tpSize), opts.tpRequests, opts.tpRounds, time.Since(start).Round(time.Second))
+		all = append(all, throughputTable(w, tp)...)
 	}
-	fmt.Fprintf(w, "\n## Throughput (%s; fresh requests with a %s response through httpmw; %d requests per phase, kit and raw phases alternated %d times, each variant's phases pooled; %s)\n\n",
-		server, size(tpSize), opts.tpRequests, opts.tpRounds, time.Since(start).Round(time.Second))
-	return throughputTable(w, tp), nil
+	return all, nil
 }
 
 // replayCalls returns the most calls of a replay row and the server, or
@@ -638,7 +646,7 @@ func throughputVerdict(w io.Writer, r results) {
 			continue
 		}
 		ratio := t.Kit.PerSec / t.Raw.PerSec
-		fmt.Fprintf(w, "throughput at 32 clients >= 0.9 x raw: %.0f vs %.0f req/s = %.3f: %s\n", t.Kit.PerSec, t.Raw.PerSec, ratio, verdict(ratio >= 0.9))
+		fmt.Fprintf(w, "throughput at 32 clients >= 0.9 x raw, %s: %.0f vs %.0f req/s = %.3f: %s\n", codecName(t.Codec), t.Kit.PerSec, t.Raw.PerSec, ratio, verdict(ratio >= 0.9))
 		if ratio < 0.9 {
 			fmt.Fprintf(w, "  gap: the kit uses %s more CPU per request in this process (%s vs %s, x%.2f; raw/kit CPU = %.3f) on %d cores\n",
 				dur(t.Kit.CPU-t.Raw.CPU), dur(t.Kit.CPU), dur(t.Raw.CPU), float64(t.Kit.CPU)/float64(t.Raw.CPU), float64(t.Raw.CPU)/float64(t.Kit.CPU), runtime.NumCPU())
