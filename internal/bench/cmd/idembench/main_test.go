@@ -1,0 +1,78 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/bench"
+)
+
+// TestRatioGap: the difference of the medians is split into what the
+// kit adds round by round and the server's drift, and what the kit adds
+// into its CPU in a loop and the rest; a part that is not there is not
+// printed.
+func TestRatioGap(t *testing.T) {
+	us := time.Microsecond
+	cpu := map[bench.CPUKey]bench.CPU{
+		{Adapter: "ddb", Path: "fresh", Size: 64 << 10}:     {CPUNsPerOp: float64(300 * us)},
+		{Adapter: "zstd", Path: "compress", Size: 64 << 10}: {CPUNsPerOp: float64(200 * us)},
+		{Adapter: "ddb-s2", Path: "fresh", Size: 64 << 10}:  {CPUNsPerOp: float64(100 * us)},
+		{Adapter: "s2", Path: "compress", Size: 64 << 10}:   {CPUNsPerOp: float64(60 * us)},
+		{Adapter: "ddb", Path: "replay", Size: 4 << 10}:     {CPUNsPerOp: float64(30 * us)},
+		{Adapter: "zstd", Path: "compress", Size: 4 << 10}:  {CPUNsPerOp: float64(20 * us)},
+		{Adapter: "ddb-s2", Path: "replay", Size: 64 << 10}: {CPUNsPerOp: float64(500 * us)},
+	}
+	tests := []struct {
+		name  string
+		codec dynamo.Codec
+		at    ratioAt
+		want  []string
+		not   []string
+	}{{
+		name: "drift and cold caches",
+		at:   ratioAt{path: "fresh", size: 64 << 10, p50: 5000 * us, bare: 1 * us, same: 3999 * us, added: 600 * us},
+		want: []string{"1.00ms between the medians", "the kit adds 600.0µs (paired)", "the other 400.0µs is the server's latency moving",
+			"300.0µs is its CPU on a client that answers at once", "200.0µs of that compressing", "and 300.0µs the same code between the SDK's calls"},
+	}, {
+		name:  "no drift: the medians' difference is all the kit's",
+		codec: dynamo.CodecS2,
+		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4500 * us, bare: 1 * us, same: 3999 * us, added: 500 * us},
+		want:  []string{"500.0µs between the medians", "the kit adds 500.0µs", "100.0µs is its CPU", "60.0µs of that compressing", "and 400.0µs the same code"},
+		not:   []string{"moving between rounds"},
+	}, {
+		name: "a replay: nothing compressed",
+		at:   ratioAt{path: "replay", size: 4 << 10, p50: 4400 * us, bare: 1 * us, same: 3999 * us, added: 100 * us},
+		want: []string{"400.0µs between the medians", "the other 300.0µs is the server's", "30.0µs is its CPU", "and 70.0µs the same code"},
+		not:  []string{"compressing"},
+	}, {
+		name:  "the loop's CPU covers what the kit adds",
+		codec: dynamo.CodecS2,
+		at:    ratioAt{path: "replay", size: 64 << 10, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us},
+		want:  []string{"500.0µs is its CPU"},
+		not:   []string{"the same code between"},
+	}, {
+		name: "no CPU figure",
+		at:   ratioAt{path: "fresh", size: 200, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us},
+		want: []string{"the kit adds 450.0µs", "the other 150.0µs"},
+		not:  []string{"its CPU"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			ratioGap(&b, results{cpu: cpu}, tt.at, tt.codec)
+			out := b.String()
+			for _, s := range tt.want {
+				if !strings.Contains(out, s) {
+					t.Errorf("missing %q in:\n%s", s, out)
+				}
+			}
+			for _, s := range tt.not {
+				if strings.Contains(out, s) {
+					t.Errorf("%q should not be in:\n%s", s, out)
+				}
+			}
+		})
+	}
+}
