@@ -76,3 +76,40 @@ func TestRatioGap(t *testing.T) {
 		})
 	}
 }
+
+// TestThroughputVerdict: each codec's 32-client row is judged on its
+// own, and a gap is put down to CPU per request only where the kit's
+// CPU per request is over raw's by more than the target allows.
+func TestThroughputVerdict(t *testing.T) {
+	ms := time.Millisecond
+	row := func(codec dynamo.Codec, clients int, kit, raw float64, kitCPU, rawCPU time.Duration) bench.ThroughputRow {
+		return bench.ThroughputRow{Codec: codec, Kit: bench.Load{Clients: clients, PerSec: kit, CPU: kitCPU}, Raw: bench.Load{Clients: clients, PerSec: raw, CPU: rawCPU}}
+	}
+	var b strings.Builder
+	throughputVerdict(&b, results{tp: []bench.ThroughputRow{
+		row("", 1, 10, 100, ms, ms), // not judged: 1 client
+		row("", 32, 300, 400, 2*ms, ms),
+		row(dynamo.CodecS2, 32, 300, 400, ms, ms*95/100),
+		row(dynamo.CodecS2, 8, 300, 400, ms, ms),
+	}})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	want := []string{
+		"throughput at 32 clients >= 0.9 x raw, zstd (default): 300 vs 400 req/s = 0.750: NOT met",
+		"requests per second follow CPU per request",
+		"throughput at 32 clients >= 0.9 x raw, Codec s2: 300 vs 400 req/s = 0.750: NOT met",
+		"that CPU does not account for the rate",
+	}
+	if len(lines) != 6 {
+		t.Fatalf("%d lines, want 6:\n%s", len(lines), b.String())
+	}
+	for i, l := range []int{0, 2, 3, 5} {
+		if !strings.Contains(lines[l], want[i]) {
+			t.Errorf("line %d: %q, want %q", l, lines[l], want[i])
+		}
+	}
+	b.Reset()
+	throughputVerdict(&b, results{tp: []bench.ThroughputRow{row(dynamo.CodecS2, 32, 360, 400, 2*ms, ms)}})
+	if got := b.String(); !strings.HasSuffix(got, "= 0.900: met\n") {
+		t.Errorf("0.9 x raw: %q, want met with no gap", got)
+	}
+}
