@@ -118,3 +118,43 @@ func TestResolveLostAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveLostAnswerUnreadable: resolve's write lands with its answer
+// lost and the record cannot be read afterwards (every GetItem fails):
+// the command cannot tell whether its decision is stored, so it says so
+// and exits 5 (store unavailable), never "nothing was changed".
+func TestResolveLostAnswerUnreadable(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name  string
+		stale bool
+		rules []faults.Rule
+	}{
+		{"resolution", false, []faults.Rule{
+			{Op: "UpdateItem", Match: resolveUpdate, Times: 1, Kind: faults.LostAck},
+			{Op: "GetItem", Skip: 1, Times: never, Kind: faults.ServerError}}},
+		{"mark", true, []faults.Rule{
+			{Op: "UpdateItem", Match: markUpdate, Times: 1, Kind: faults.LostAck},
+			{Op: "GetItem", Skip: 1, Times: never, Kind: faults.ServerError}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := scopeOf("unreadable-" + tc.name)
+			if tc.stale {
+				f.seedStale(s)
+			} else {
+				f.seedIndeterminate(s, time.Now().Add(-time.Hour))
+			}
+			env, ft := f.faultyEnv(tc.rules...)
+			code, stdout, stderr := runWith(t, env, append([]string{"resolve", "--table", f.table, "--as", "failed", "--reason", "checked"}, scopeArgs(s)...)...)
+			if len(ft.Events()) < 2 {
+				t.Fatalf("faults injected: %v, want the lost answer and the failed read", ft.Events())
+			}
+			wantCode(t, code, exitUnavailable, stdout, stderr)
+			if !strings.Contains(stderr, "could not be read again") || strings.Contains(stderr, "nothing was changed") {
+				t.Errorf("stderr %q", stderr)
+			}
+		})
+	}
+}
+
+const never = -1 // faults.Rule.Times: every matching call
