@@ -8,7 +8,6 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 )
 
@@ -65,7 +64,7 @@ func TestRegionsUnderFaults(t *testing.T) {
 					Clients: map[string]dynamo.Client{"east": r.client(t, "east", wrapE), "west": r.client(t, "west", nil)},
 					Home:    r.homeOf,
 					Local:   local,
-				}, r.table, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
+				}, r.table, dynamo.Options{CallTimeout: callTimeout, MaxBackoff: 10 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -19,7 +19,8 @@ func extendUpdate(b []byte) bool { return bytes.Contains(b, []byte("SET #lu = :l
 // TestRenewalUnderFaults: a handler without a deadline outlives its first
 // lease while its renewals (Store.Extend, a fenced UpdateItem) fail or
 // lose their answers; another instance, whose clock is past the first
-// lease, retries while it still runs; then the handler answers. Executions
+// lease (but inside the renewed ones), retries while it still runs; then
+// the handler answers. Executions
 // are counted from the handler's effects table.
 //
 //   - renewals landing (answers lost or not): the retry gets 409
@@ -37,10 +38,10 @@ func TestRenewalUnderFaults(t *testing.T) {
 		lease     = 2 * time.Second
 		heartbeat = 200 * time.Millisecond
 		// skew puts the retrying instance's clock past the first lease
-		// once three renewal rounds (600 ms) have passed, and inside every
-		// renewed lease.
-		skew   = 1500 * time.Millisecond
-		rounds = 3
+		// once six renewal rounds (1.2 s) have passed, and inside every
+		// lease renewed since: the retry has a second to be sent.
+		skew   = time.Second
+		rounds = 6
 	)
 	sdk := dynamo.DefaultMaxAttempts
 	for _, tc := range []struct {
@@ -65,7 +66,7 @@ func TestRenewalUnderFaults(t *testing.T) {
 				rules = append(rules, faults.Rule{Op: "UpdateItem", Match: extendUpdate, Times: never, Kind: tc.fault})
 			}
 			ft := faults.New(baseTransport(), rules...)
-			opts := dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond}
+			opts := dynamo.Options{CallTimeout: callTimeout, MaxBackoff: 10 * time.Millisecond}
 			storeA, raw, table := newStore(t, ft, opts)
 			storeB, err := dynamo.New(newSDKClient(t, dynalite.Endpoint(t), nil), table, opts)
 			if err != nil {
