@@ -298,7 +298,9 @@ func replayAgain(rec *idemkit.Record, now time.Time) (replayUntil, expiresAt tim
 // resolved; an in_flight record whose lease ended at now is first marked
 // indeterminate, fenced on the owner token read. It returns the state the
 // record had and the resolved record. Every refusal leaves the record as
-// it was and is errConflict, ErrNotIndeterminate or ErrNotOwner.
+// it was and is errConflict, ErrNotIndeterminate or ErrNotOwner. A write
+// of its own whose answer was lost, refused when the SDK retried it, is
+// recognised by reading the record: it is not reported as a refusal.
 func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Resolution, now time.Time) (idemkit.State, *idemkit.Record, error) {
 	res.ResolvedAt = now
 	rec, err := store.Get(ctx, id, now)
@@ -314,10 +316,19 @@ func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Re
 				rec.LeaseUntil.UTC().Format(time.RFC3339), age(rec.LeaseUntil.Sub(now)))
 		}
 		if _, err := store.MarkIndeterminate(ctx, id, rec.Owner, now); err != nil {
-			if errors.Is(err, idemkit.ErrNotOwner) {
+			if !errors.Is(err, idemkit.ErrNotOwner) {
+				return prev, nil, err
+			}
+			// A refusal may be the SDK's retry of a mark that landed with
+			// its answer lost (or a retry's mark): the record is then the
+			// same execution's, indeterminate, and is resolved as read.
+			cur, gerr := store.Get(ctx, id, now)
+			if gerr != nil && !errors.Is(gerr, idemkit.ErrNotFound) {
+				return prev, nil, fmt.Errorf("the mark was refused or its answer lost, and the record could not be read again; inspect it: %w", gerr)
+			}
+			if cur == nil || cur.State != idemkit.StateIndeterminate || cur.Owner != rec.Owner || cur.Resolution != nil {
 				return prev, nil, fmt.Errorf("record changed before it could be marked indeterminate (completed, released, or taken over by a retry); nothing was changed; inspect it: %w", err)
 			}
-			return prev, nil, err
 		}
 	default:
 		msg := fmt.Sprintf("record is %s, not indeterminate", rec.State)
@@ -330,6 +341,11 @@ func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Re
 		res.ReplayUntil, res.ExpiresAt = replayAgain(rec, now)
 	}
 	out, err := store.Resolve(ctx, id, res, now)
+	if errors.Is(err, idemkit.ErrNotIndeterminate) {
+		// The SDK's retry of a resolution that landed with its answer
+		// lost is refused too: the record then holds this resolution.
+		out, err = ownResolution(ctx, store, id, res, now, err)
+	}
 	switch {
 	case errors.Is(err, idemkit.ErrNotIndeterminate):
 		return prev, nil, fmt.Errorf("another writer changed the record first; nothing was changed; inspect it: %w", err)
@@ -339,6 +355,26 @@ func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Re
 		return prev, nil, err
 	}
 	return prev, out, nil
+}
+
+// ownResolution reads the record with id after Resolve refused res
+// (refusal): it returns the record when it holds res itself (same
+// decision, operator, reason and time, to the millisecond a store keeps),
+// else refusal, or the read's error when the record cannot be read.
+func ownResolution(ctx context.Context, store idemkit.Store, id string, res idemkit.Resolution, now time.Time, refusal error) (*idemkit.Record, error) {
+	cur, err := store.Get(ctx, id, now)
+	switch {
+	case errors.Is(err, idemkit.ErrNotFound):
+		return nil, refusal
+	case err != nil:
+		return nil, fmt.Errorf("the resolution was refused or its answer lost, and the record could not be read again; inspect it: %w", err)
+	}
+	r := cur.Resolution
+	if r == nil || cur.State != res.As || r.As != res.As || r.Operator != res.Operator || r.Reason != res.Reason ||
+		r.ResolvedAt.UnixMilli() != res.ResolvedAt.UnixMilli() {
+		return nil, refusal
+	}
+	return cur, nil
 }
 
 // notStored says what of the answer given the store left out of the

@@ -1,0 +1,148 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/faults"
+)
+
+// extendUpdate tells a lease renewal's UpdateItem from the marks'.
+func extendUpdate(b []byte) bool { return bytes.Contains(b, []byte("SET #lu = :lu")) }
+
+// TestRenewalUnderFaults: a handler without a deadline outlives its first
+// lease while its renewals (Store.Extend, a fenced UpdateItem) fail or
+// lose their answers; another instance, whose clock is past the first
+// lease (but inside the renewed ones), retries while it still runs; then
+// the handler answers. Executions
+// are counted from the handler's effects table.
+//
+//   - renewals landing (answers lost or not): the retry gets 409
+//     in-flight, one effect.
+//   - renewals never landing, fail-closed: the retry marks the record
+//     indeterminate; the owner's completion then replaces it (a known
+//     outcome beats an unknown one) and retries replay the owner's answer;
+//     one effect.
+//   - renewals never landing, takeover: the retry takes the key over and
+//     runs while the first run still runs, the price of Takeover, whose
+//     downstream must be idempotent: two effects; the late completion is
+//     refused (fenced) and retries replay the taking-over run's answer.
+func TestRenewalUnderFaults(t *testing.T) {
+	const (
+		lease     = 2 * time.Second
+		heartbeat = 200 * time.Millisecond
+		// skew puts the retrying instance's clock past the first lease
+		// once six renewal rounds (1.2 s) have passed, and inside every
+		// lease renewed since: the retry has a second to be sent.
+		skew   = time.Second
+		rounds = 6
+	)
+	sdk := dynamo.DefaultMaxAttempts
+	for _, tc := range []struct {
+		name    string
+		policy  idemkit.StalePolicy
+		fault   faults.Kind // 0: none
+		calls   int         // renewal calls of rounds rounds
+		retry   string      // what the retry during the run gets
+		after   string      // worker whose answer later retries replay
+		effects int
+	}{
+		{"renewals-land/fail-closed", idemkit.FailClosed, 0, rounds, "in-flight", "a", 1},
+		{"renewals-lost-ack/fail-closed", idemkit.FailClosed, faults.LostAck, rounds * sdk, "in-flight", "a", 1},
+		{"renewals-lost-ack/takeover", idemkit.Takeover, faults.LostAck, rounds * sdk, "in-flight", "a", 1},
+		{"renewals-5xx/fail-closed", idemkit.FailClosed, faults.ServerError, rounds * sdk, "indeterminate", "a", 1},
+		{"renewals-throttle/fail-closed", idemkit.FailClosed, faults.Throttle, rounds * sdk, "indeterminate", "a", 1},
+		{"renewals-5xx/takeover", idemkit.Takeover, faults.ServerError, rounds * sdk, "run", "b", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rules []faults.Rule
+			if tc.fault != 0 {
+				rules = append(rules, faults.Rule{Op: "UpdateItem", Match: extendUpdate, Times: never, Kind: tc.fault})
+			}
+			ft := faults.New(baseTransport(), rules...)
+			opts := dynamo.Options{CallTimeout: callTimeout, MaxBackoff: 10 * time.Millisecond}
+			storeA, raw, table := newStore(t, ft, opts)
+			storeB, err := dynamo.New(newSDKClient(t, dynalite.Endpoint(t), nil), table, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fx := newEffects(t, raw)
+			policy := idemkit.Policy{Lease: lease, Heartbeat: heartbeat, OnStaleLease: tc.policy}
+			// A keeps the real time: its renewals are real timers.
+			gA, err := idemkit.New(idemkit.Config{Store: storeA, Policy: policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gB, err := idemkit.New(idemkit.Config{Store: storeB, Policy: policy, Now: func() time.Time { return time.Now().Add(skew) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			renewed, finish := make(chan struct{}), make(chan struct{})
+			a := newBusiness(fx)
+			a.worker = "a"
+			a.block = func(ctx context.Context, _ idemkit.Scope) {
+				// Wait (polling, with a deadline) for the renewal rounds.
+				end := time.Now().Add(dynalite.Scale(10 * time.Second))
+				for ft.Calls("UpdateItem") < tc.calls {
+					if time.Now().After(end) {
+						t.Errorf("%d renewal calls after 10 s, want %d", ft.Calls("UpdateItem"), tc.calls)
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				close(renewed)
+				<-finish
+			}
+			b := newBusiness(fx)
+			b.worker = "b"
+			hA, hB := wrap(gA, a, "POST /payments"), wrap(gB, b, "POST /payments")
+			key := "renew-" + tc.name
+			ev := event("acme", "/payments", key, `{"amount":1999,"currency":"EUR"}`)
+			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key}
+			ctx := context.Background() // no deadline: the lease is renewed
+
+			first := make(chan answer, 1)
+			go func() { first <- call(ctx, hA, ev) }()
+			<-renewed
+			retry := call(ctx, hB, ev)
+			close(finish)
+			owner := <-first
+
+			if got := retry.kind(); got != tc.retry {
+				t.Errorf("retry during the run: %v, want %s", retry, tc.retry)
+			}
+			if owner.Status != 201 || owner.Replay || workerOf(owner) != "a" {
+				t.Errorf("the owner's client got %v, want its own 201", owner)
+			}
+			for _, h := range []v2Handler{hA, hB} {
+				again := call(ctx, h, ev)
+				if again.kind() != "replay" || workerOf(again) != tc.after {
+					t.Errorf("retry after the run: %v, want the replay of worker %s's answer", again, tc.after)
+				}
+			}
+			if got := fx.counts(t)[scopeName(sc)]; got != tc.effects {
+				t.Errorf("%d effects, want %d", got, tc.effects)
+			}
+			if tc.fault != 0 && len(ft.Events()) == 0 {
+				t.Fatal("no fault was injected")
+			}
+			t.Logf("%s: retry during the run %s; owner %d; later replays of worker %s; effects %d; %d renewal calls, %d spoiled",
+				tc.name, retry.kind(), owner.Status, tc.after, tc.effects, ft.Calls("UpdateItem"), len(ft.Events()))
+		})
+	}
+}
+
+// workerOf returns the worker named by a 201's body.
+func workerOf(a answer) string {
+	var body orderBody
+	if err := json.Unmarshal([]byte(a.Body), &body); err != nil {
+		return ""
+	}
+	return body.Worker
+}
