@@ -79,6 +79,16 @@ var (
 	ErrRecordInvalid = errors.New("idemkit: the store refused the idempotency record as invalid")
 )
 
+// ErrLeaseLost is the cause (context.Cause) of a handler's context
+// cancelled under [Takeover] because its lease can no longer be held: its
+// renewals have not landed and the lease is about to end (less
+// LeaseMargin, as far as the renewal interval allows), its renewals ran
+// out (MaxRenewals), or the key was taken over. Another request may then
+// run the handler again; a handler that stops when its context is done
+// does not run alongside it. Under [FailClosed] nothing is cancelled: no
+// other request runs the handler, and its completion is still stored.
+var ErrLeaseLost = errors.New("idemkit: the lease on the idempotency key was lost")
+
 // ErrTenantTooLong: the tenant is longer than [MaxTenantLen] bytes. It is
 // also ErrTenantMissing under errors.Is: a misconfiguration of the tenant,
 // so the request fails closed.

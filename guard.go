@@ -487,7 +487,16 @@ var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.
 // goes on with the handler's own stack.
 func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope)
-	stop := c.g.renew(c.ctx, rec, c.policy, c.start)
+	var lost func()
+	if c.policy.OnStaleLease == Takeover && c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start)) > 0 {
+		// Another request may take a lost lease over and run the handler
+		// again: this run is told to stop first.
+		var cancel context.CancelCauseFunc
+		hctx, cancel = context.WithCancelCause(hctx)
+		defer cancel(nil)
+		lost = func() { cancel(ErrLeaseLost) }
+	}
+	stop := c.g.renew(c.ctx, rec, c.policy, c.start, lost)
 	hstart := c.g.now()
 	returned := false
 	defer func() {
@@ -611,15 +620,32 @@ func (g *Guard) keep(ctx context.Context, rec *Record) error {
 // than once. Nothing runs before the first interval has passed: a handler
 // that returns within it costs a stopped timer, not a goroutine and a
 // ticker.
-func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time) (stop func()) {
+//
+// A non-nil lost is called when the lease can no longer be held: the store
+// refused a renewal (the key is no longer ours), or no renewal has landed
+// by lostLead before the end of the last lease that did (or of the first).
+func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time, lost func()) (stop func()) {
 	length := rec.LeaseUntil.Sub(start)
 	every := pol.heartbeat(ctx, length)
 	if every <= 0 {
 		return func() {}
 	}
-	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every, margin: pol.expiryMargin()}
+	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every, margin: pol.expiryMargin(), lost: lost}
+	if lost != nil {
+		r.lead = lostLead(pol.LeaseMargin, length, every)
+		r.watch = time.AfterFunc(rec.LeaseUntil.Sub(g.now())-r.lead, lost)
+	}
 	r.timer = time.AfterFunc(every, r.run)
 	return r.stop
+}
+
+// lostLead is how long before its end a lease of length, renewed every
+// interval, is given up when no renewal has landed: margin, the clock skew
+// a lease tolerates, but no more than leaves two renewals (each with an
+// interval to answer) before it, so that one slow renewal does not give
+// up a healthy lease.
+func lostLead(margin, length, every time.Duration) time.Duration {
+	return max(0, min(margin, length-2*every))
 }
 
 // renewal is the lease renewal of one request, started by its timer.
@@ -631,6 +657,9 @@ type renewal struct {
 	length, every time.Duration
 	margin        time.Duration // the record outlives every lease by this much
 	timer         *time.Timer
+	lost          func()      // nil, or called when the lease can no longer be held
+	watch         *time.Timer // calls lost lead before the last lease that landed ends
+	lead          time.Duration
 	once          sync.Once
 	mu            sync.Mutex
 	stopped       bool               // stop was called; run must not start
@@ -677,7 +706,14 @@ func (r *renewal) run() {
 		err := r.g.cfg.Store.Extend(wctx, r.rec.ID, r.rec.Owner, until, now)
 		wcancel()
 		if errors.Is(err, ErrNotOwner) {
+			if r.lost != nil && rctx.Err() == nil {
+				r.lost()
+			}
 			return
+		}
+		// A watch that has fired stays fired: the handler was told.
+		if err == nil && r.watch != nil && r.watch.Stop() {
+			r.watch.Reset(until.Sub(r.g.now()) - r.lead)
 		}
 	}
 }
@@ -693,6 +729,10 @@ func (r *renewal) stop() {
 		if cancel != nil {
 			cancel()
 			<-exited
+		}
+		// After run has returned: it resets the watch.
+		if r.watch != nil {
+			r.watch.Stop()
 		}
 	})
 }

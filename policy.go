@@ -27,7 +27,8 @@ const (
 	FailClosed StalePolicy = iota
 	// Takeover lets the next request claim the key with a new owner token and
 	// run the handler again. Use it only when the downstream is itself
-	// idempotent.
+	// idempotent. A run whose renewed lease can no longer be held has its
+	// context cancelled with the cause ErrLeaseLost before the lease ends.
 	Takeover
 )
 

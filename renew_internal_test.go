@@ -17,7 +17,7 @@ func TestRenewalStartsLazily(t *testing.T) {
 	start := time.Now()
 	rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour)}
 	ctx, acc := withUsage(context.Background())
-	stop := g.renew(ctx, rec, Policy{MaxRenewals: 3}, start)
+	stop := g.renew(ctx, rec, Policy{MaxRenewals: 3}, start, nil)
 	buf := make([]byte, 1<<20)
 	n := runtime.Stack(buf, true)
 	if bytes.Contains(buf[:n], []byte("idemkit.(*Guard).renew")) || bytes.Contains(buf[:n], []byte("idemkit.(*renewal).run")) {
@@ -53,7 +53,7 @@ func TestRenewalStopRaces(t *testing.T) {
 		start := time.Now()
 		rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour)}
 		ctx, acc := withUsage(context.Background())
-		stop := g.renew(ctx, rec, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start)
+		stop := g.renew(ctx, rec, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start, nil)
 		if i%20 == 0 {
 			// Heartbeat 0 and no deadline: a third of the lease.
 			stop()

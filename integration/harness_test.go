@@ -188,6 +188,9 @@ type business struct {
 	pad int
 	// block, when set, is called inside the handler before it answers.
 	block func(ctx context.Context, sc idemkit.Scope)
+	// stop, when set, makes a run whose context is done after block
+	// return the context's error instead of acting.
+	stop bool
 }
 
 func newBusiness(fx *effects) *business { return &business{fx: fx, byKey: map[string]int{}} }
@@ -211,6 +214,9 @@ func (b *business) handler(op string) func(context.Context, events.APIGatewayV2H
 		}
 		if b.block != nil {
 			b.block(ctx, sc)
+		}
+		if b.stop && ctx.Err() != nil {
+			return events.APIGatewayV2HTTPResponse{}, context.Cause(ctx)
 		}
 		if status == 201 {
 			b.runs.Add(1)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -29,10 +30,13 @@ func extendUpdate(b []byte) bool { return bytes.Contains(b, []byte("SET #lu = :l
 //     indeterminate; the owner's completion then replaces it (a known
 //     outcome beats an unknown one) and retries replay the owner's answer;
 //     one effect.
-//   - renewals never landing, takeover: the retry takes the key over and
-//     runs while the first run still runs, the price of Takeover, whose
-//     downstream must be idempotent: two effects; the late completion is
-//     refused (fenced) and retries replay the taking-over run's answer.
+//   - renewals never landing, takeover: the first run's context is
+//     cancelled (idemkit.ErrLeaseLost) before its lease ends. A handler
+//     that stops then has no effect, and the retry runs it once: one
+//     effect. One that goes on runs alongside the retry, which takes the
+//     key over, the price of Takeover, whose downstream must be
+//     idempotent: two effects; the late completion is refused (fenced)
+//     and retries replay the taking-over run's answer.
 func TestRenewalUnderFaults(t *testing.T) {
 	const (
 		lease     = 2 * time.Second
@@ -52,13 +56,15 @@ func TestRenewalUnderFaults(t *testing.T) {
 		retry   string      // what the retry during the run gets
 		after   string      // worker whose answer later retries replay
 		effects int
+		stops   bool // the handler stops when its context is done, before acting
 	}{
-		{"renewals-land/fail-closed", idemkit.FailClosed, 0, rounds, "in-flight", "a", 1},
-		{"renewals-lost-ack/fail-closed", idemkit.FailClosed, faults.LostAck, rounds * sdk, "in-flight", "a", 1},
-		{"renewals-lost-ack/takeover", idemkit.Takeover, faults.LostAck, rounds * sdk, "in-flight", "a", 1},
-		{"renewals-5xx/fail-closed", idemkit.FailClosed, faults.ServerError, rounds * sdk, "indeterminate", "a", 1},
-		{"renewals-throttle/fail-closed", idemkit.FailClosed, faults.Throttle, rounds * sdk, "indeterminate", "a", 1},
-		{"renewals-5xx/takeover", idemkit.Takeover, faults.ServerError, rounds * sdk, "run", "b", 2},
+		{"renewals-land/fail-closed", idemkit.FailClosed, 0, rounds, "in-flight", "a", 1, false},
+		{"renewals-lost-ack/fail-closed", idemkit.FailClosed, faults.LostAck, rounds * sdk, "in-flight", "a", 1, false},
+		{"renewals-lost-ack/takeover", idemkit.Takeover, faults.LostAck, rounds * sdk, "in-flight", "a", 1, false},
+		{"renewals-5xx/fail-closed", idemkit.FailClosed, faults.ServerError, rounds * sdk, "indeterminate", "a", 1, false},
+		{"renewals-throttle/fail-closed", idemkit.FailClosed, faults.Throttle, rounds * sdk, "indeterminate", "a", 1, false},
+		{"renewals-5xx/takeover", idemkit.Takeover, faults.ServerError, rounds * sdk, "run", "b", 2, false},
+		{"renewals-5xx/takeover/handler-stops", idemkit.Takeover, faults.ServerError, rounds * sdk, "run", "b", 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var rules []faults.Rule
@@ -85,11 +91,18 @@ func TestRenewalUnderFaults(t *testing.T) {
 			}
 			renewed, finish := make(chan struct{}), make(chan struct{})
 			a := newBusiness(fx)
-			a.worker = "a"
+			a.worker, a.stop = "a", tc.stops
+			var lost error
 			a.block = func(ctx context.Context, _ idemkit.Scope) {
-				// Wait (polling, with a deadline) for the renewal rounds.
+				// Wait (polling, with a deadline) for the renewal rounds,
+				// or, for a handler that stops, until it is told to.
 				end := time.Now().Add(dynalite.Scale(10 * time.Second))
 				for ft.Calls("UpdateItem") < tc.calls {
+					if tc.stops && ctx.Err() != nil {
+						lost = context.Cause(ctx)
+						close(renewed)
+						return
+					}
 					if time.Now().After(end) {
 						t.Errorf("%d renewal calls after 10 s, want %d", ft.Calls("UpdateItem"), tc.calls)
 						break
@@ -117,7 +130,11 @@ func TestRenewalUnderFaults(t *testing.T) {
 			if got := retry.kind(); got != tc.retry {
 				t.Errorf("retry during the run: %v, want %s", retry, tc.retry)
 			}
-			if owner.Status != 201 || owner.Replay || workerOf(owner) != "a" {
+			if tc.stops {
+				if !errors.Is(lost, idemkit.ErrLeaseLost) || !errors.Is(owner.Err, idemkit.ErrLeaseLost) {
+					t.Errorf("the handler was told %v and its client got %v, want ErrLeaseLost for both", lost, owner)
+				}
+			} else if owner.Status != 201 || owner.Replay || workerOf(owner) != "a" {
 				t.Errorf("the owner's client got %v, want its own 201", owner)
 			}
 			for _, h := range []v2Handler{hA, hB} {

@@ -1,0 +1,116 @@
+package idemkit_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+// extendStore is a memstore whose Extend answers as extend says (nil:
+// the memstore's own answer), counting the calls.
+type extendStore struct {
+	idemkit.Store
+	extend func(n int) error
+	calls  atomic.Int32
+}
+
+func (s *extendStore) Extend(ctx context.Context, id, owner string, until, now time.Time) error {
+	n := int(s.calls.Add(1))
+	if s.extend != nil {
+		if err := s.extend(n); err != nil {
+			return err
+		}
+	}
+	return s.Store.Extend(ctx, id, owner, until, now)
+}
+
+var errStoreDown = &idemkit.StoreError{Op: "extend", Err: errors.New("503 service unavailable")}
+
+// TestLeaseLost: under Takeover, a handler whose lease can no longer be
+// held is told so, through its context, before the lease ends: another
+// request may take the key over then and run the handler again. Under
+// FailClosed, or while the renewals land, it is never cancelled.
+//
+// Real time, because renewals run on real timers: a 2 s lease renewed
+// every 200 ms, LeaseMargin 1 s, so that a lease nobody renewed is given
+// up 1 s before it ends.
+func TestLeaseLost(t *testing.T) {
+	const (
+		lease  = 2 * time.Second
+		every  = 200 * time.Millisecond
+		margin = time.Second
+	)
+	tests := []struct {
+		name     string
+		policy   idemkit.StalePolicy
+		extend   func(n int) error
+		renewals int           // MaxRenewals; 0: the default
+		run      time.Duration // how long the handler runs unless cancelled
+		lost     bool
+	}{
+		{"takeover, renewals fail", idemkit.Takeover, func(int) error { return errStoreDown }, 0, 3 * lease, true},
+		{"takeover, taken over", idemkit.Takeover, func(int) error { return idemkit.ErrNotOwner }, 0, 3 * lease, true},
+		{"takeover, renewals run out", idemkit.Takeover, nil, 3, 3 * lease, true},
+		{"takeover, the second renewal lands after failures", idemkit.Takeover, func(n int) error {
+			if n == 1 {
+				return errStoreDown
+			}
+			return nil
+		}, 0, lease + lease/2, false},
+		{"takeover, renewals land", idemkit.Takeover, nil, 0, lease + lease/2, false},
+		{"fail-closed, renewals fail", idemkit.FailClosed, func(int) error { return errStoreDown }, 0, lease + lease/2, false},
+		{"fail-closed, taken over", idemkit.FailClosed, func(int) error { return idemkit.ErrNotOwner }, 0, lease + lease/2, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := &extendStore{Store: memstore.New(), extend: tt.extend}
+			g, err := idemkit.New(idemkit.Config{Store: s, Policy: idemkit.Policy{
+				Lease: lease, Heartbeat: every, LeaseMargin: margin, MaxRenewals: tt.renewals, OnStaleLease: tt.policy}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lostAt time.Time
+			var cause error
+			start := time.Now()
+			_, _, err = g.Do(context.Background(), req("lost-"+tt.name), func(ctx context.Context) (*idemkit.Snapshot, error) {
+				select {
+				case <-ctx.Done():
+					lostAt, cause = time.Now(), context.Cause(ctx)
+					return nil, ctx.Err()
+				case <-time.After(tt.run):
+					return &idemkit.Snapshot{Status: 201}, nil
+				}
+			})
+			if !tt.lost {
+				if err != nil || !lostAt.IsZero() {
+					t.Fatalf("Do: %v; cancelled after %v (%v), want the handler to run to its end", err, lostAt.Sub(start), cause)
+				}
+				return
+			}
+			if lostAt.IsZero() {
+				t.Fatalf("Do: %v; the handler ran to its end, want it cancelled with ErrLeaseLost", err)
+			}
+			if !errors.Is(cause, idemkit.ErrLeaseLost) {
+				t.Errorf("cause %v, want ErrLeaseLost", cause)
+			}
+			// Told before the lease ends: the first lease where no renewal
+			// landed, else the one the last renewal made.
+			leaseEnd := start.Add(lease)
+			if tt.extend == nil {
+				leaseEnd = start.Add(time.Duration(tt.renewals)*every + lease)
+				if lostAt.Before(start.Add(time.Duration(tt.renewals) * every)) {
+					t.Errorf("cancelled %v after the start, before the last renewal was due", lostAt.Sub(start))
+				}
+			}
+			if !lostAt.Before(leaseEnd) {
+				t.Errorf("cancelled %v after the start, at or after the lease's end (%v)", lostAt.Sub(start), leaseEnd.Sub(start))
+			}
+		})
+	}
+}
