@@ -21,7 +21,12 @@
 // A net/http request has no deadline, so its lease is renewed while its
 // handler runs, and a client that hangs up (or a Shutdown cut short)
 // cancels its context without freeing the key: a handler that goes on
-// stores its outcome; one that stops should end with Fail. A handler that
+// stores its outcome; one that stops should end with Fail. One that
+// returns having written nothing keeps the key as an unknown outcome
+// (ErrWroteNothing): nothing says whether it acted. Under
+// idemkit.Takeover, a handler whose lease is lost has its context
+// cancelled with idemkit.ErrLeaseLost; returning then without writing
+// frees the key. A handler that
 // panics frees its key, unless it had called Fail with
 // idemkit.ErrOutcomeUnknown, which keeps it; either way its panic reaches
 // net/http unchanged (http.ErrAbortHandler included), which closes the
@@ -218,6 +223,9 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				if failed.err != nil {
 					return nil, failed.err
 				}
+				if err := stoppedUnwritten(ctx, rec); err != nil {
+					return nil, err
+				}
 				rec.finish()
 				return rec, nil
 			})
@@ -237,6 +245,30 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 }
 
 type failureKey struct{}
+
+// ErrWroteNothing is wrapped, with idemkit.ErrOutcomeUnknown, by the
+// error reported for a guarded handler that returned without writing
+// anything (and without calling Fail) after its request's context was
+// done: it may have stopped before acting or gone on and meant an
+// implicit 200, so the key is kept rather than either run again or
+// answered with a 200 that may never have been meant.
+var ErrWroteNothing = errors.New("httpmw: the handler wrote nothing after its request's context was done")
+
+// stoppedUnwritten returns the outcome of a handler that wrote nothing,
+// called Fail with nothing, and whose context ctx is done: the lease lost
+// (idemkit.ErrLeaseLost, under Takeover) frees the key; any other end of
+// the context (the client hung up, a Shutdown cut short) keeps it as an
+// unknown outcome. It returns nil for every other handler.
+func stoppedUnwritten(ctx context.Context, rec *response) error {
+	if rec.sent != nil || rec.body.Len() > 0 || ctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	if errors.Is(cause, idemkit.ErrLeaseLost) {
+		return cause
+	}
+	return fmt.Errorf("%w: %w (%w)", idemkit.ErrOutcomeUnknown, ErrWroteNothing, cause)
+}
 
 // failure is where Fail leaves a guarded handler's error.
 type failure struct{ err error }
