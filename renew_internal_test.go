@@ -74,3 +74,25 @@ func TestRenewalStopRaces(t *testing.T) {
 		}
 	}
 }
+
+// TestLostLead: a lease nobody renewed is given up LeaseMargin before
+// its end, but never so early that fewer than two renewals fit before
+// that point, and never after the end.
+func TestLostLead(t *testing.T) {
+	s := time.Second
+	for _, tt := range []struct{ margin, length, every, want time.Duration }{
+		{2 * s, 30 * s, 10 * s, 2 * s},                        // the default lease without a deadline
+		{2 * s, 2 * s, s / 5, 2*s - 2*s/5},                    // a short lease: two renewals before giving up
+		{s, 2 * s, s / 5, s},                                  // the margin fits
+		{2 * s, 2 * s, s, 0},                                  // renewals every half lease: at the end
+		{0, 30 * s, 10 * s, 0},                                // no margin
+		{2 * s, 30 * s, 20 * s, 0},                            // never negative
+		{500 * time.Millisecond, 3 * s, s, s / 2},             // the margin, well inside
+		{5 * s, 3 * s, s, s},                                  // the margin over the room left
+		{time.Minute, 24 * time.Hour, time.Hour, time.Minute}, // a long lease
+	} {
+		if got := lostLead(tt.margin, tt.length, tt.every); got != tt.want {
+			t.Errorf("lostLead(%v, %v, %v) = %v, want %v", tt.margin, tt.length, tt.every, got, tt.want)
+		}
+	}
+}
