@@ -70,6 +70,8 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"ClaimLiveRecord", testClaimLive},
 		{"ClaimAfterExpiry", testClaimAfterExpiry},
 		{"ExpiredInFlightIsAbsent", testExpiredInFlight},
+		{"ExpiryBoundary", testExpiryBoundary},
+		{"LeaseBoundary", testLeaseBoundary},
 		{"StaleLeaseTakeover", testStaleLeaseTakeover},
 		{"FencingRefusesStaleToken", testFencing},
 		{"RetriedClaimIsOurs", testRetriedClaim},
@@ -273,6 +275,107 @@ func testExpiredInFlight(t *testing.T, s idemkit.Store) {
 	}
 	if res := claim(t, s, withOwner(r, "b"), later, false); !res.Won {
 		t.Fatalf("claim over an expired in_flight record lost to %+v", res.Existing)
+	}
+}
+
+// testExpiryBoundary: a record counts as absent from the instant of its
+// ExpiresAt (live means now before ExpiresAt), not a moment later, in
+// every state and to every method; a millisecond before, it is there.
+// The times are whole seconds, exact at any precision a store may keep.
+func testExpiryBoundary(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	exp := now.Add(5 * time.Second)
+	before := exp.Add(-time.Millisecond)
+
+	done := newRecord(now, "a")
+	done.LeaseUntil, done.ExpiresAt = now.Add(2*time.Second), exp
+	claim(t, s, done, now, false)
+	c := completed(done, now, sampleSnapshot())
+	if err := s.Complete(ctx, c, now); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	m := newRecord(now, "a")
+	m.LeaseUntil, m.ExpiresAt = now.Add(time.Second), exp
+	claim(t, s, m, now, false)
+	if _, err := s.MarkIndeterminate(ctx, m.ID, "a", now.Add(2*time.Second)); err != nil {
+		t.Fatalf("MarkIndeterminate: %v", err)
+	}
+
+	sameRecord(t, mustGet(t, s, done.ID, before), c)
+	if res := claim(t, s, withOwner(done, "b"), before, true); res.Won {
+		t.Fatal("a claim won over a completed record a millisecond before it expires")
+	}
+	if !listed(t, s, m.Scope.Tenant, before)[m.ID] {
+		t.Fatal("an indeterminate record is not listed a millisecond before it expires")
+	}
+
+	if _, err := s.Get(ctx, done.ID, exp); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get at ExpiresAt: %v, want ErrNotFound", err)
+	}
+	wantErr(t, "retried Complete at ExpiresAt", s.Complete(ctx, c, exp), idemkit.ErrNotOwner)
+	if listed(t, s, m.Scope.Tenant, exp)[m.ID] {
+		t.Fatal("an indeterminate record is listed at its ExpiresAt")
+	}
+	_, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, exp)
+	wantErr(t, "Resolve at ExpiresAt", err, idemkit.ErrNotIndeterminate)
+	for _, r := range []*idemkit.Record{done, m} {
+		n := withOwner(r, "b")
+		n.State, n.Snapshot, n.CompletedAt = idemkit.StateInFlight, nil, time.Time{}
+		n.LeaseUntil, n.ExpiresAt = exp.Add(30*time.Second), exp.Add(time.Hour)
+		if res := claim(t, s, n, exp, false); !res.Won {
+			t.Fatalf("a claim at the ExpiresAt of a %s record lost to %+v", r.State, res.Existing)
+		}
+		sameRecord(t, mustGet(t, s, r.ID, exp), n)
+	}
+}
+
+// testLeaseBoundary: a lease has ended at its LeaseUntil exactly (ended
+// means now not before LeaseUntil): then a takeover wins, the record can
+// be marked indeterminate and it is listed stale; a millisecond before,
+// none of these. The times are whole seconds.
+func testLeaseBoundary(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	lease := now.Add(5 * time.Second)
+	before := lease.Add(-time.Millisecond)
+	taken, marked := newRecord(now, "a"), newRecord(now, "a")
+	for _, r := range []*idemkit.Record{taken, marked} {
+		r.LeaseUntil = lease
+		claim(t, s, r, now, false)
+	}
+	b := withOwner(taken, "b")
+	b.LeaseUntil = lease.Add(30 * time.Second)
+	_, _, staleErr := s.ListStale(ctx, marked.Scope.Tenant, "", 10, before)
+	stale := func(at time.Time) bool {
+		t.Helper()
+		recs, _, err := s.ListStale(ctx, marked.Scope.Tenant, "", 10, at)
+		if err != nil {
+			t.Fatalf("ListStale: %v", err)
+		}
+		return len(recs) == 1 && recs[0].ID == marked.ID
+	}
+
+	if res := claim(t, s, b, before, true); res.Won {
+		t.Fatal("a takeover won a millisecond before the lease ends")
+	}
+	_, err := s.MarkIndeterminate(ctx, marked.ID, "a", before)
+	wantErr(t, "MarkIndeterminate a millisecond before the lease ends", err, idemkit.ErrNotOwner)
+	if staleErr == nil && stale(before) {
+		t.Fatal("listed stale a millisecond before its lease ends")
+	}
+
+	if staleErr == nil && !stale(lease) {
+		t.Fatal("not listed stale at its LeaseUntil")
+	}
+	if res := claim(t, s, b, lease, true); !res.Won {
+		t.Fatalf("a takeover at LeaseUntil lost to %+v", res.Existing)
+	}
+	if got := mustGet(t, s, taken.ID, lease); got.Owner != "b" {
+		t.Fatalf("after a takeover at LeaseUntil the owner is %q, want b", got.Owner)
+	}
+	if _, err := s.MarkIndeterminate(ctx, marked.ID, "a", lease); err != nil {
+		t.Fatalf("MarkIndeterminate at LeaseUntil: %v", err)
 	}
 }
 
