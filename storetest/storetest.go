@@ -767,8 +767,10 @@ func testListStale(t *testing.T, s idemkit.Store) {
 	}
 	// Before the leases end nothing of ours is listed.
 	noneListed(t, s, tenants[1], now, want[""])
-	if _, _, err := s.ListStale(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
-		t.Fatalf("ListStale with a foreign page token: %v, want ErrInvalidPage", err)
+	for _, page := range foreignPages {
+		if _, _, err := s.ListStale(ctx, "", page, 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+			t.Fatalf("ListStale with the foreign page token %q: %v, want ErrInvalidPage", page, err)
+		}
 	}
 }
 
@@ -921,6 +923,9 @@ func checkResolvedCompleted(t *testing.T, g *idemkit.Record, res idemkit.Resolut
 	if g.Resolution == nil || g.Resolution.Operator != res.Operator || g.Resolution.Reason != res.Reason || g.Resolution.As != idemkit.StateCompleted || !timeEq(g.Resolution.ResolvedAt, at) {
 		t.Fatalf("resolution kept: %+v", g.Resolution)
 	}
+	if !timeEq(g.CompletedAt, at) {
+		t.Fatalf("CompletedAt %v, want the resolution's time %v", g.CompletedAt, at)
+	}
 	if !timeEq(g.ReplayUntil, res.ReplayUntil) || g.ExpiresAt.Before(res.ExpiresAt) || !g.ExpiresAt.Before(res.ExpiresAt.Add(time.Second)) {
 		t.Fatalf("replay until %v, expires %v; want the resolution's %v, %v", g.ReplayUntil, g.ExpiresAt, res.ReplayUntil, res.ExpiresAt)
 	}
@@ -931,12 +936,19 @@ func testResolveFailed(t *testing.T, s idemkit.Store) {
 	ctx := context.Background()
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
-	got, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge", ResolvedAt: at}, at)
+	// A snapshot given with a failed resolution is ignored: a failed
+	// record has no answer to replay.
+	got, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge", ResolvedAt: at, Snapshot: sampleSnapshot()}, at)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
-	if got.State != idemkit.StateFailed || got.Resolution == nil || got.Resolution.Reason != "no charge" {
-		t.Fatalf("resolved record: %+v", got)
+	for _, g := range []*idemkit.Record{got, mustGet(t, s, m.ID, at)} {
+		if g.State != idemkit.StateFailed || g.Resolution == nil || g.Resolution.Reason != "no charge" {
+			t.Fatalf("resolved record: %+v", g)
+		}
+		if g.Snapshot != nil || g.Resolution.Snapshot != nil || !g.CompletedAt.IsZero() {
+			t.Fatalf("a failed resolution kept an answer: snapshot %+v, resolution's %+v, completed at %v", g.Snapshot, g.Resolution.Snapshot, g.CompletedAt)
+		}
 	}
 	if !timeEq(got.ReplayUntil, m.ReplayUntil) || d(got.ExpiresAt, m.ExpiresAt) >= time.Second {
 		t.Fatalf("a resolution without times changed them: replay until %v, expires %v; want %v, %v", got.ReplayUntil, got.ExpiresAt, m.ReplayUntil, m.ExpiresAt)
@@ -1002,10 +1014,17 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 			t.Fatalf("tenant %q: %d records in %d page(s) of 2", tenant, len(got), pages)
 		}
 	}
-	if _, _, err := s.ListIndeterminate(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
-		t.Fatalf("ListIndeterminate with a foreign page token: %v, want ErrInvalidPage", err)
+	for _, page := range foreignPages {
+		if _, _, err := s.ListIndeterminate(ctx, "", page, 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+			t.Fatalf("ListIndeterminate with the foreign page token %q: %v, want ErrInvalidPage", page, err)
+		}
 	}
 }
+
+// foreignPages are page tokens no store issues: an operator's typo, a
+// number out of range. Each must be refused with ErrInvalidPage, never
+// read as a position (nor panic).
+var foreignPages = []string{"not a token we issued", "-1", "-"}
 
 func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
 	now := base()
@@ -1427,11 +1446,18 @@ func testNoAliasing(t *testing.T, s idemkit.Store) {
 	if err := s.Complete(ctx, c, now); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
+	// The caller changes the response it completed with (an adapter
+	// adding headers of its own): a lost claim is shown the response as
+	// stored. A store or cache keeping the caller's snapshot would replay
+	// the changed one.
+	scribbleSnapshot(c.Snapshot)
+	sameRecord(t, claim(t, s, withOwner(want, "b"), now, false).Existing, want)
 	scribble(c)
 	sameRecord(t, mustGet(t, s, want.ID, now), want)
 	scribble(mustGet(t, s, want.ID, now))
 	scribble(claim(t, s, withOwner(want, "b"), now, false).Existing)
 	sameRecord(t, mustGet(t, s, want.ID, now), want)
+	sameRecord(t, claim(t, s, withOwner(want, "b"), now, false).Existing, want)
 
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
@@ -1441,8 +1467,10 @@ func testNoAliasing(t *testing.T, s idemkit.Store) {
 		t.Fatalf("Resolve: %v", err)
 	}
 	resolved := got.Clone()
-	scribble(got)
+	// The record returned shares nothing with the resolution given.
 	scribbleSnapshot(res.Snapshot)
+	sameRecord(t, got, resolved)
+	scribble(got)
 	stored := mustGet(t, s, m.ID, at)
 	sameRecord(t, stored, resolved)
 	if stored.Resolution == nil || stored.Resolution.Operator != "ops" {
