@@ -170,3 +170,96 @@ func TestInvalidRecordIsClaimedOnce(t *testing.T) {
 		t.Fatalf("%d claims and %d releases, want 1 and 0", w.claims, w.releaseCalls)
 	}
 }
+
+// TestExpiredClaimIsNoTakeover: a request after the record of a crashed
+// one has expired (its retention passed) finds the key absent: it runs as
+// a fresh execution, not a takeover, whatever the store returns as the
+// record it replaced.
+func TestExpiredClaimIsNoTakeover(t *testing.T) {
+	f := newFixture(t, nil)
+	crash(t, f, req("k"), time.Second)
+	f.clock.Advance(7*24*time.Hour + time.Second)
+	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
+		t.Fatalf("after the crashed record expired: replayed %v err %v runs %d", replayed, err, f.runs)
+	}
+	if ks := f.obs.kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
+		t.Fatalf("events %v, want [executed]", ks)
+	}
+}
+
+// vanishing is a Store whose first lost claims report no blocking record
+// (it was released or expired before the store could read it), which the
+// Store contract allows and which tells the guard to claim again.
+type vanishing struct {
+	idemkit.Store
+	mu     sync.Mutex
+	vanish int // lost claims to answer without a record
+}
+
+func (s *vanishing) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vanish > 0 {
+		s.vanish--
+		return idemkit.ClaimResult{}, nil
+	}
+	return s.Store.Claim(ctx, r, now, o)
+}
+
+// TestLostClaimWithoutRecordClaimsAgain: a claim lost with no record
+// (Won false, Existing nil) is made again, at most twice more, and then
+// runs; past that the client is told to come back (ErrInFlight), never
+// that the key is indeterminate.
+func TestLostClaimWithoutRecordClaimsAgain(t *testing.T) {
+	for _, tc := range []struct {
+		vanish int
+		runs   int
+	}{{1, 1}, {2, 1}, {3, 0}} {
+		t.Run(fmt.Sprint(tc.vanish), func(t *testing.T) {
+			vs := &vanishing{Store: memstore.New(), vanish: tc.vanish}
+			f := newFixture(t, func(c *idemkit.Config) { c.Store = vs })
+			snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
+			if f.runs != tc.runs {
+				t.Fatalf("ran %d times, want %d", f.runs, tc.runs)
+			}
+			if tc.runs == 1 {
+				if err != nil || replayed || snap.Status != 201 {
+					t.Fatalf("Do: %+v replayed %v err %v", snap, replayed, err)
+				}
+				return
+			}
+			if !errors.Is(err, idemkit.ErrInFlight) || errors.Is(err, idemkit.ErrIndeterminate) {
+				t.Fatalf("Do: %v, want ErrInFlight", err)
+			}
+		})
+	}
+}
+
+// TestRenewalOutlivesCancelledRequest: a handler that goes on after its
+// request's context is cancelled (a client hung up) keeps its lease
+// renewed: were the renewals to stop with the request, the lease would
+// end while the handler runs, and a retry could take the key over and
+// run it a second time.
+func TestRenewalOutlivesCancelledRequest(t *testing.T) {
+	fs := &flaky{extended: make(chan struct{}, 1)}
+	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, _, err := f.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+		<-fs.extended
+		cancel()
+		// Renewals go on: wait for two more (one may have begun before the
+		// cancellation).
+		for i := 0; i < 2; i++ {
+			select {
+			case <-fs.extended:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no renewal after the request's context was cancelled, the handler still running")
+			}
+		}
+		return &idemkit.Snapshot{Status: 201}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
