@@ -926,6 +926,11 @@ func checkResolvedCompleted(t *testing.T, g *idemkit.Record, res idemkit.Resolut
 	if !timeEq(g.CompletedAt, at) {
 		t.Fatalf("CompletedAt %v, want the resolution's time %v", g.CompletedAt, at)
 	}
+	// The resolution names its answer too (Resolution.Snapshot).
+	if g.Resolution.Snapshot == nil {
+		t.Fatal("a completed resolution without its answer")
+	}
+	sameSnapshot(t, g.Resolution.Snapshot, g.Snapshot)
 	if !timeEq(g.ReplayUntil, res.ReplayUntil) || g.ExpiresAt.Before(res.ExpiresAt) || !g.ExpiresAt.Before(res.ExpiresAt.Add(time.Second)) {
 		t.Fatalf("replay until %v, expires %v; want the resolution's %v, %v", g.ReplayUntil, g.ExpiresAt, res.ReplayUntil, res.ExpiresAt)
 	}
@@ -1012,6 +1017,31 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 		}
 		if pages < 2 {
 			t.Fatalf("tenant %q: %d records in %d page(s) of 2", tenant, len(got), pages)
+		}
+	}
+	// A limit of zero or less is the store's default: the listing is
+	// paged as usual and ends with every record listed.
+	for _, limit := range []int{0, -1} {
+		got := map[string]bool{}
+		page := ""
+		for n := 0; ; n++ {
+			recs, next, err := s.ListIndeterminate(ctx, tenants[0], page, limit, at)
+			if err != nil {
+				t.Fatalf("ListIndeterminate(limit %d): %v", limit, err)
+			}
+			for _, r := range recs {
+				got[r.ID] = true
+			}
+			if next == "" {
+				break
+			}
+			if n > 100 {
+				t.Fatalf("ListIndeterminate(limit %d) does not end: %d pages, %d records", limit, n, len(got))
+			}
+			page = next
+		}
+		if len(got) != len(want[tenants[0]]) {
+			t.Fatalf("ListIndeterminate(limit %d) listed %d of %d records", limit, len(got), len(want[tenants[0]]))
 		}
 	}
 	for _, page := range foreignPages {
