@@ -574,6 +574,13 @@ func TestOmittedSnapshot(t *testing.T) {
 	if !errors.As(err, &oe) || !errors.Is(err, idemkit.ErrSnapshotOmitted) || oe.Status != 201 || f.runs != 1 {
 		t.Fatalf("replay of an omitted body: %v runs %d", err, f.runs)
 	}
+	// Once the replay window has passed, the reason is the window, as for
+	// any other response: the body would not be replayed either way.
+	f.clock.Advance(idemkit.DefaultReplayWindow)
+	_, _, err = f.do(t, req("k"), respond(201, "x"))
+	if !errors.As(err, &oe) || !errors.Is(err, idemkit.ErrReplayWindowPassed) || errors.Is(err, idemkit.ErrSnapshotOmitted) || oe.Status != 201 || f.runs != 1 {
+		t.Fatalf("an omitted body after the replay window: %v runs %d, want ErrReplayWindowPassed", err, f.runs)
+	}
 }
 
 func TestUUIDv7KeyAge(t *testing.T) {

@@ -187,7 +187,7 @@ func TestUnboundedRenewalsKeepASaneExpiry(t *testing.T) {
 // that much ahead finds the record, not a free key, while the owner's
 // lease is live.
 func TestRecordOutlivesLeaseByMargin(t *testing.T) {
-	for _, margin := range []time.Duration{0, 5 * time.Second} {
+	for _, margin := range []time.Duration{0, 100 * time.Millisecond, 5 * time.Second} {
 		t.Run(margin.String(), func(t *testing.T) {
 			clk := testclock.New()
 			store := memstore.New()
@@ -196,8 +196,10 @@ func TestRecordOutlivesLeaseByMargin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := margin
-			if want == 0 {
+			// The margin, or its default, and at least a second whatever
+			// the margin (Policy.RecordRetention).
+			want := max(margin, time.Second)
+			if margin == 0 {
 				want = idemkit.DefaultLeaseMargin
 			}
 			r := req("short-retention")

@@ -109,6 +109,10 @@ func TestLostClaimAnswerIsReclaimed(t *testing.T) {
 			if claims, releases, _ := fs.counts(); claims != fails+1 || releases != 0 {
 				t.Fatalf("%d claims, %d releases; want %d and 0", claims, releases, fails+1)
 			}
+			// The record the claim replaced was our own: no takeover.
+			if ks := f.obs.kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
+				t.Fatalf("events %v, want [executed]", ks)
+			}
 			if _, replayed, err := f.do(t, req("k"), respond(201, "y")); err != nil || !replayed || f.runs != 1 {
 				t.Fatalf("retry: replayed %v err %v runs %d", replayed, err, f.runs)
 			}

@@ -96,3 +96,67 @@ func TestLostLead(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatInterval: renewals run every Policy.Heartbeat, never above
+// half the lease (a later renewal would come after the lease ended, and
+// the key could be taken over while the handler runs); without one, every
+// third of the lease for a request without a deadline, and none for one
+// with a deadline.
+func TestHeartbeatInterval(t *testing.T) {
+	const lease = 30 * time.Second
+	withDeadline, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Hour))
+	defer cancel()
+	for _, tc := range []struct {
+		heartbeat time.Duration
+		ctx       context.Context
+		want      time.Duration
+	}{
+		{0, context.Background(), lease / 3},
+		{0, withDeadline, 0},
+		{5 * time.Second, context.Background(), 5 * time.Second},
+		{5 * time.Second, withDeadline, 5 * time.Second},
+		{time.Hour, context.Background(), lease / 2},
+		{time.Hour, withDeadline, lease / 2},
+	} {
+		if got := (Policy{Heartbeat: tc.heartbeat}).heartbeat(tc.ctx, lease); got != tc.want {
+			_, hasDeadline := tc.ctx.Deadline()
+			t.Errorf("Heartbeat %s, deadline %v: every %s, want %s", tc.heartbeat, hasDeadline, got, tc.want)
+		}
+	}
+}
+
+// refusingExtend is a Store whose Extend refuses: the claim is no longer
+// ours. Each call is sent on calls.
+type refusingExtend struct {
+	Store
+	calls chan struct{}
+}
+
+func (s *refusingExtend) Extend(context.Context, string, string, time.Time, time.Time) error {
+	s.calls <- struct{}{}
+	return ErrNotOwner
+}
+
+// TestRenewalStopsWhenRefused: once the store refuses a renewal (the claim
+// was taken over, completed or marked), no further renewal is sent while
+// the handler runs.
+func TestRenewalStopsWhenRefused(t *testing.T) {
+	s := &refusingExtend{calls: make(chan struct{}, 100)}
+	g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: time.Second}
+	start := time.Now()
+	rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
+	stop := g.renew(context.Background(), rec, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
+	defer stop()
+	select {
+	case <-s.calls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no renewal within 10 s of a 1 ms heartbeat")
+	}
+	// A bounded wait for a second renewal, which must not come: at a 1 ms
+	// heartbeat, 50 ms would see dozens.
+	select {
+	case <-s.calls:
+		t.Fatal("a renewal after the store refused one")
+	case <-time.After(50 * time.Millisecond):
+	}
+}

@@ -96,7 +96,8 @@ type Store interface {
 
 	// Resolve records an operator's decision on the live indeterminate
 	// record with this id: State becomes res.As (completed or failed), the
-	// Snapshot becomes res.Snapshot for completed, and Resolution is kept.
+	// Snapshot becomes res.Snapshot and CompletedAt the resolution's time
+	// for completed, and Resolution is kept.
 	// It returns ErrNotIndeterminate, changing nothing, when there is no
 	// live indeterminate record with the id. Non-zero res.ReplayUntil and
 	// res.ExpiresAt replace the record's. A zero res.ResolvedAt is stored

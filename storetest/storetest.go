@@ -70,6 +70,8 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"ClaimLiveRecord", testClaimLive},
 		{"ClaimAfterExpiry", testClaimAfterExpiry},
 		{"ExpiredInFlightIsAbsent", testExpiredInFlight},
+		{"ExpiryBoundary", testExpiryBoundary},
+		{"LeaseBoundary", testLeaseBoundary},
 		{"StaleLeaseTakeover", testStaleLeaseTakeover},
 		{"FencingRefusesStaleToken", testFencing},
 		{"RetriedClaimIsOurs", testRetriedClaim},
@@ -273,6 +275,107 @@ func testExpiredInFlight(t *testing.T, s idemkit.Store) {
 	}
 	if res := claim(t, s, withOwner(r, "b"), later, false); !res.Won {
 		t.Fatalf("claim over an expired in_flight record lost to %+v", res.Existing)
+	}
+}
+
+// testExpiryBoundary: a record counts as absent from the instant of its
+// ExpiresAt (live means now before ExpiresAt), not a moment later, in
+// every state and to every method; a millisecond before, it is there.
+// The times are whole seconds, exact at any precision a store may keep.
+func testExpiryBoundary(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	exp := now.Add(5 * time.Second)
+	before := exp.Add(-time.Millisecond)
+
+	done := newRecord(now, "a")
+	done.LeaseUntil, done.ExpiresAt = now.Add(2*time.Second), exp
+	claim(t, s, done, now, false)
+	c := completed(done, now, sampleSnapshot())
+	if err := s.Complete(ctx, c, now); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	m := newRecord(now, "a")
+	m.LeaseUntil, m.ExpiresAt = now.Add(time.Second), exp
+	claim(t, s, m, now, false)
+	if _, err := s.MarkIndeterminate(ctx, m.ID, "a", now.Add(2*time.Second)); err != nil {
+		t.Fatalf("MarkIndeterminate: %v", err)
+	}
+
+	sameRecord(t, mustGet(t, s, done.ID, before), c)
+	if res := claim(t, s, withOwner(done, "b"), before, true); res.Won {
+		t.Fatal("a claim won over a completed record a millisecond before it expires")
+	}
+	if !listed(t, s, m.Scope.Tenant, before)[m.ID] {
+		t.Fatal("an indeterminate record is not listed a millisecond before it expires")
+	}
+
+	if _, err := s.Get(ctx, done.ID, exp); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get at ExpiresAt: %v, want ErrNotFound", err)
+	}
+	wantErr(t, "retried Complete at ExpiresAt", s.Complete(ctx, c, exp), idemkit.ErrNotOwner)
+	if listed(t, s, m.Scope.Tenant, exp)[m.ID] {
+		t.Fatal("an indeterminate record is listed at its ExpiresAt")
+	}
+	_, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, exp)
+	wantErr(t, "Resolve at ExpiresAt", err, idemkit.ErrNotIndeterminate)
+	for _, r := range []*idemkit.Record{done, m} {
+		n := withOwner(r, "b")
+		n.State, n.Snapshot, n.CompletedAt = idemkit.StateInFlight, nil, time.Time{}
+		n.LeaseUntil, n.ExpiresAt = exp.Add(30*time.Second), exp.Add(time.Hour)
+		if res := claim(t, s, n, exp, false); !res.Won {
+			t.Fatalf("a claim at the ExpiresAt of a %s record lost to %+v", r.State, res.Existing)
+		}
+		sameRecord(t, mustGet(t, s, r.ID, exp), n)
+	}
+}
+
+// testLeaseBoundary: a lease has ended at its LeaseUntil exactly (ended
+// means now not before LeaseUntil): then a takeover wins, the record can
+// be marked indeterminate and it is listed stale; a millisecond before,
+// none of these. The times are whole seconds.
+func testLeaseBoundary(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	lease := now.Add(5 * time.Second)
+	before := lease.Add(-time.Millisecond)
+	taken, marked := newRecord(now, "a"), newRecord(now, "a")
+	for _, r := range []*idemkit.Record{taken, marked} {
+		r.LeaseUntil = lease
+		claim(t, s, r, now, false)
+	}
+	b := withOwner(taken, "b")
+	b.LeaseUntil = lease.Add(30 * time.Second)
+	_, _, staleErr := s.ListStale(ctx, marked.Scope.Tenant, "", 10, before)
+	stale := func(at time.Time) bool {
+		t.Helper()
+		recs, _, err := s.ListStale(ctx, marked.Scope.Tenant, "", 10, at)
+		if err != nil {
+			t.Fatalf("ListStale: %v", err)
+		}
+		return len(recs) == 1 && recs[0].ID == marked.ID
+	}
+
+	if res := claim(t, s, b, before, true); res.Won {
+		t.Fatal("a takeover won a millisecond before the lease ends")
+	}
+	_, err := s.MarkIndeterminate(ctx, marked.ID, "a", before)
+	wantErr(t, "MarkIndeterminate a millisecond before the lease ends", err, idemkit.ErrNotOwner)
+	if staleErr == nil && stale(before) {
+		t.Fatal("listed stale a millisecond before its lease ends")
+	}
+
+	if staleErr == nil && !stale(lease) {
+		t.Fatal("not listed stale at its LeaseUntil")
+	}
+	if res := claim(t, s, b, lease, true); !res.Won {
+		t.Fatalf("a takeover at LeaseUntil lost to %+v", res.Existing)
+	}
+	if got := mustGet(t, s, taken.ID, lease); got.Owner != "b" {
+		t.Fatalf("after a takeover at LeaseUntil the owner is %q, want b", got.Owner)
+	}
+	if _, err := s.MarkIndeterminate(ctx, marked.ID, "a", lease); err != nil {
+		t.Fatalf("MarkIndeterminate at LeaseUntil: %v", err)
 	}
 }
 
@@ -664,8 +767,10 @@ func testListStale(t *testing.T, s idemkit.Store) {
 	}
 	// Before the leases end nothing of ours is listed.
 	noneListed(t, s, tenants[1], now, want[""])
-	if _, _, err := s.ListStale(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
-		t.Fatalf("ListStale with a foreign page token: %v, want ErrInvalidPage", err)
+	for _, page := range foreignPages {
+		if _, _, err := s.ListStale(ctx, "", page, 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+			t.Fatalf("ListStale with the foreign page token %q: %v, want ErrInvalidPage", page, err)
+		}
 	}
 }
 
@@ -818,6 +923,14 @@ func checkResolvedCompleted(t *testing.T, g *idemkit.Record, res idemkit.Resolut
 	if g.Resolution == nil || g.Resolution.Operator != res.Operator || g.Resolution.Reason != res.Reason || g.Resolution.As != idemkit.StateCompleted || !timeEq(g.Resolution.ResolvedAt, at) {
 		t.Fatalf("resolution kept: %+v", g.Resolution)
 	}
+	if !timeEq(g.CompletedAt, at) {
+		t.Fatalf("CompletedAt %v, want the resolution's time %v", g.CompletedAt, at)
+	}
+	// The resolution names its answer too (Resolution.Snapshot).
+	if g.Resolution.Snapshot == nil {
+		t.Fatal("a completed resolution without its answer")
+	}
+	sameSnapshot(t, g.Resolution.Snapshot, g.Snapshot)
 	if !timeEq(g.ReplayUntil, res.ReplayUntil) || g.ExpiresAt.Before(res.ExpiresAt) || !g.ExpiresAt.Before(res.ExpiresAt.Add(time.Second)) {
 		t.Fatalf("replay until %v, expires %v; want the resolution's %v, %v", g.ReplayUntil, g.ExpiresAt, res.ReplayUntil, res.ExpiresAt)
 	}
@@ -828,12 +941,19 @@ func testResolveFailed(t *testing.T, s idemkit.Store) {
 	ctx := context.Background()
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
-	got, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge", ResolvedAt: at}, at)
+	// A snapshot given with a failed resolution is ignored: a failed
+	// record has no answer to replay.
+	got, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge", ResolvedAt: at, Snapshot: sampleSnapshot()}, at)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
-	if got.State != idemkit.StateFailed || got.Resolution == nil || got.Resolution.Reason != "no charge" {
-		t.Fatalf("resolved record: %+v", got)
+	for _, g := range []*idemkit.Record{got, mustGet(t, s, m.ID, at)} {
+		if g.State != idemkit.StateFailed || g.Resolution == nil || g.Resolution.Reason != "no charge" {
+			t.Fatalf("resolved record: %+v", g)
+		}
+		if g.Snapshot != nil || g.Resolution.Snapshot != nil || !g.CompletedAt.IsZero() {
+			t.Fatalf("a failed resolution kept an answer: snapshot %+v, resolution's %+v, completed at %v", g.Snapshot, g.Resolution.Snapshot, g.CompletedAt)
+		}
 	}
 	if !timeEq(got.ReplayUntil, m.ReplayUntil) || d(got.ExpiresAt, m.ExpiresAt) >= time.Second {
 		t.Fatalf("a resolution without times changed them: replay until %v, expires %v; want %v, %v", got.ReplayUntil, got.ExpiresAt, m.ReplayUntil, m.ExpiresAt)
@@ -899,10 +1019,42 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 			t.Fatalf("tenant %q: %d records in %d page(s) of 2", tenant, len(got), pages)
 		}
 	}
-	if _, _, err := s.ListIndeterminate(ctx, "", "not a token we issued", 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
-		t.Fatalf("ListIndeterminate with a foreign page token: %v, want ErrInvalidPage", err)
+	// A limit of zero or less is the store's default: the listing is
+	// paged as usual and ends with every record listed.
+	for _, limit := range []int{0, -1} {
+		got := map[string]bool{}
+		page := ""
+		for n := 0; ; n++ {
+			recs, next, err := s.ListIndeterminate(ctx, tenants[0], page, limit, at)
+			if err != nil {
+				t.Fatalf("ListIndeterminate(limit %d): %v", limit, err)
+			}
+			for _, r := range recs {
+				got[r.ID] = true
+			}
+			if next == "" {
+				break
+			}
+			if n > 100 {
+				t.Fatalf("ListIndeterminate(limit %d) does not end: %d pages, %d records", limit, n, len(got))
+			}
+			page = next
+		}
+		if len(got) != len(want[tenants[0]]) {
+			t.Fatalf("ListIndeterminate(limit %d) listed %d of %d records", limit, len(got), len(want[tenants[0]]))
+		}
+	}
+	for _, page := range foreignPages {
+		if _, _, err := s.ListIndeterminate(ctx, "", page, 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+			t.Fatalf("ListIndeterminate with the foreign page token %q: %v, want ErrInvalidPage", page, err)
+		}
 	}
 }
+
+// foreignPages are page tokens no store issues: an operator's typo, a
+// number out of range. Each must be refused with ErrInvalidPage, never
+// read as a position (nor panic).
+var foreignPages = []string{"not a token we issued", "-1", "-"}
 
 func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
 	now := base()
@@ -1324,11 +1476,18 @@ func testNoAliasing(t *testing.T, s idemkit.Store) {
 	if err := s.Complete(ctx, c, now); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
+	// The caller changes the response it completed with (an adapter
+	// adding headers of its own): a lost claim is shown the response as
+	// stored. A store or cache keeping the caller's snapshot would replay
+	// the changed one.
+	scribbleSnapshot(c.Snapshot)
+	sameRecord(t, claim(t, s, withOwner(want, "b"), now, false).Existing, want)
 	scribble(c)
 	sameRecord(t, mustGet(t, s, want.ID, now), want)
 	scribble(mustGet(t, s, want.ID, now))
 	scribble(claim(t, s, withOwner(want, "b"), now, false).Existing)
 	sameRecord(t, mustGet(t, s, want.ID, now), want)
+	sameRecord(t, claim(t, s, withOwner(want, "b"), now, false).Existing, want)
 
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
@@ -1338,8 +1497,10 @@ func testNoAliasing(t *testing.T, s idemkit.Store) {
 		t.Fatalf("Resolve: %v", err)
 	}
 	resolved := got.Clone()
-	scribble(got)
+	// The record returned shares nothing with the resolution given.
 	scribbleSnapshot(res.Snapshot)
+	sameRecord(t, got, resolved)
+	scribble(got)
 	stored := mustGet(t, s, m.ID, at)
 	sameRecord(t, stored, resolved)
 	if stored.Resolution == nil || stored.Resolution.Operator != "ops" {

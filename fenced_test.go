@@ -1,0 +1,265 @@
+package idemkit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+// writeCounter counts the writes made after a handler ran, by owner.
+type writeCounter struct {
+	idemkit.Store
+	mu                             sync.Mutex
+	completes, releases, unknowns  map[string]int
+	claims, claimErr, releaseCalls int
+	claimFails                     error // returned by every Claim when set
+}
+
+func newWriteCounter(s idemkit.Store) *writeCounter {
+	return &writeCounter{Store: s, completes: map[string]int{}, releases: map[string]int{}, unknowns: map[string]int{}}
+}
+
+func (s *writeCounter) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	s.mu.Lock()
+	s.claims++
+	err := s.claimFails
+	s.mu.Unlock()
+	if err != nil {
+		return idemkit.ClaimResult{}, err
+	}
+	return s.Store.Claim(ctx, r, now, o)
+}
+
+func (s *writeCounter) Complete(ctx context.Context, r *idemkit.Record, now time.Time) error {
+	s.mu.Lock()
+	s.completes[r.Owner]++
+	s.mu.Unlock()
+	return s.Store.Complete(ctx, r, now)
+}
+
+func (s *writeCounter) Release(ctx context.Context, id, owner string, now time.Time) error {
+	s.mu.Lock()
+	s.releases[owner]++
+	s.releaseCalls++
+	s.mu.Unlock()
+	return s.Store.Release(ctx, id, owner, now)
+}
+
+func (s *writeCounter) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+	s.mu.Lock()
+	s.unknowns[owner]++
+	s.mu.Unlock()
+	return s.Store.MarkUnknown(ctx, id, owner, now)
+}
+
+// TestTakenOverWhileRunning: a handler whose stale lease was taken over
+// while it ran (Takeover) ends with one write, refused by the fence, and
+// leaves the new owner's result as it is. The refusal (ErrNotOwner) is
+// final: it is not tried again, and a kept claim (ErrOutcomeUnknown) that
+// is no longer ours is no store failure.
+func TestTakenOverWhileRunning(t *testing.T) {
+	errDeclined := errors.New("card declined by the processor")
+	for _, tc := range []struct {
+		name   string
+		result func() (*idemkit.Snapshot, error)
+		check  func(t *testing.T, w *writeCounter, err error)
+	}{
+		{"response", func() (*idemkit.Snapshot, error) { return &idemkit.Snapshot{Status: 201, Body: []byte("first")}, nil },
+			func(t *testing.T, w *writeCounter, err error) {
+				if err != nil {
+					t.Fatalf("Do: %v, want the handler's response", err)
+				}
+				if n := w.completes["first"]; n != 1 {
+					t.Fatalf("%d completions by the taken-over owner, want 1", n)
+				}
+			}},
+		{"error", func() (*idemkit.Snapshot, error) { return nil, errDeclined },
+			func(t *testing.T, w *writeCounter, err error) {
+				// Joined with the release's refusal, as Do documents.
+				if !errors.Is(err, errDeclined) || errors.Is(err, idemkit.ErrStoreUnavailable) {
+					t.Fatalf("Do: %v, want the handler's error", err)
+				}
+				if n := w.releases["first"]; n != 1 {
+					t.Fatalf("%d releases by the taken-over owner, want 1", n)
+				}
+			}},
+		{"outcome unknown", func() (*idemkit.Snapshot, error) { return nil, fmt.Errorf("charge: %w", idemkit.ErrOutcomeUnknown) },
+			func(t *testing.T, w *writeCounter, err error) {
+				if !errors.Is(err, idemkit.ErrOutcomeUnknown) || errors.Is(err, idemkit.ErrNotOwner) || errors.Is(err, idemkit.ErrStoreUnavailable) {
+					t.Fatalf("Do: %v, want ErrOutcomeUnknown alone", err)
+				}
+				if n := w.unknowns["first"]; n != 1 {
+					t.Fatalf("%d MarkUnknown calls by the taken-over owner, want 1", n)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWriteCounter(memstore.New())
+			tokens := []string{"first", "second"}
+			f := newFixture(t, func(c *idemkit.Config) {
+				c.Store = w
+				c.Policy = idemkit.Policy{Lease: time.Second, OnStaleLease: idemkit.Takeover}
+				c.WriteAttempts = 3
+				c.NewToken = func() string { tok := tokens[0]; tokens = tokens[1:]; return tok }
+			})
+			// A deadline: the lease is not renewed, and ends after 1 s.
+			ctx := f.clock.Deadline(t, context.Background(), time.Minute)
+			_, _, err := f.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+				f.clock.Advance(2 * time.Second)
+				snap, replayed, err := f.guard.Do(ctx, req("k"), respond(201, "second"))
+				if err != nil || replayed || string(snap.Body) != "second" {
+					t.Fatalf("takeover: %+v replayed %v err %v", snap, replayed, err)
+				}
+				return tc.result()
+			})
+			tc.check(t, w, err)
+			got, gerr := w.Store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
+			if gerr != nil || got.Owner != "second" || got.State != idemkit.StateCompleted || string(got.Snapshot.Body) != "second" {
+				t.Fatalf("the new owner's result: %+v %v", got, gerr)
+			}
+		})
+	}
+}
+
+// TestFailedClaimOverAnothersRecord: when every claim attempt fails and
+// the key turns out to be held by another request (the release is
+// refused: nothing stored is ours), the error says the store failed, not
+// that a claim of ours may be left (ErrClaimUnknown).
+func TestFailedClaimOverAnothersRecord(t *testing.T) {
+	w := newWriteCounter(memstore.New())
+	f := newFixture(t, func(c *idemkit.Config) { c.Store = w; c.ClaimBackoff = time.Millisecond })
+	now := f.clock.Now()
+	r := req("k")
+	other := &idemkit.Record{ID: r.Scope.ID(false), Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint,
+		Owner: "other", LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+	if res, err := w.Store.Claim(context.Background(), other, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		t.Fatalf("claim of the other request: %+v %v", res, err)
+	}
+	w.claimFails = errReset
+	_, _, err := f.do(t, r, respond(201, "x"))
+	if !errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrClaimUnknown) || f.runs != 0 {
+		t.Fatalf("Do: %v runs %d, want ErrStoreUnavailable without ErrClaimUnknown", err, f.runs)
+	}
+	if w.releaseCalls != 1 {
+		t.Fatalf("%d releases, want 1 (refused: the key is another's)", w.releaseCalls)
+	}
+	if got, err := w.Store.Get(context.Background(), other.ID, now); err != nil || got.Owner != "other" {
+		t.Fatalf("the other request's record: %+v %v", got, err)
+	}
+}
+
+// TestInvalidRecordIsClaimedOnce: a claim the store refuses as invalid
+// (ErrRecordInvalid: nothing was written, and a retry gets the same
+// answer) is neither tried again nor released, and Do says so without
+// ErrStoreUnavailable.
+func TestInvalidRecordIsClaimedOnce(t *testing.T) {
+	w := newWriteCounter(memstore.New())
+	w.claimFails = fmt.Errorf("test store: item over the size cap: %w", idemkit.ErrRecordInvalid)
+	f := newFixture(t, func(c *idemkit.Config) { c.Store = w; c.ClaimBackoff = time.Millisecond })
+	_, _, err := f.do(t, req("k"), respond(201, "x"))
+	if !errors.Is(err, idemkit.ErrRecordInvalid) || errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
+		t.Fatalf("Do: %v runs %d, want ErrRecordInvalid", err, f.runs)
+	}
+	if w.claims != 1 || w.releaseCalls != 0 {
+		t.Fatalf("%d claims and %d releases, want 1 and 0", w.claims, w.releaseCalls)
+	}
+}
+
+// TestExpiredClaimIsNoTakeover: a request after the record of a crashed
+// one has expired (its retention passed) finds the key absent: it runs as
+// a fresh execution, not a takeover, whatever the store returns as the
+// record it replaced.
+func TestExpiredClaimIsNoTakeover(t *testing.T) {
+	f := newFixture(t, nil)
+	crash(t, f, req("k"), time.Second)
+	f.clock.Advance(7*24*time.Hour + time.Second)
+	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
+		t.Fatalf("after the crashed record expired: replayed %v err %v runs %d", replayed, err, f.runs)
+	}
+	if ks := f.obs.kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
+		t.Fatalf("events %v, want [executed]", ks)
+	}
+}
+
+// vanishing is a Store whose first lost claims report no blocking record
+// (it was released or expired before the store could read it), which the
+// Store contract allows and which tells the guard to claim again.
+type vanishing struct {
+	idemkit.Store
+	mu     sync.Mutex
+	vanish int // lost claims to answer without a record
+}
+
+func (s *vanishing) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vanish > 0 {
+		s.vanish--
+		return idemkit.ClaimResult{}, nil
+	}
+	return s.Store.Claim(ctx, r, now, o)
+}
+
+// TestLostClaimWithoutRecordClaimsAgain: a claim lost with no record
+// (Won false, Existing nil) is made again, at most twice more, and then
+// runs; past that the client is told to come back (ErrInFlight), never
+// that the key is indeterminate.
+func TestLostClaimWithoutRecordClaimsAgain(t *testing.T) {
+	for _, tc := range []struct {
+		vanish int
+		runs   int
+	}{{1, 1}, {2, 1}, {3, 0}} {
+		t.Run(fmt.Sprint(tc.vanish), func(t *testing.T) {
+			vs := &vanishing{Store: memstore.New(), vanish: tc.vanish}
+			f := newFixture(t, func(c *idemkit.Config) { c.Store = vs })
+			snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
+			if f.runs != tc.runs {
+				t.Fatalf("ran %d times, want %d", f.runs, tc.runs)
+			}
+			if tc.runs == 1 {
+				if err != nil || replayed || snap.Status != 201 {
+					t.Fatalf("Do: %+v replayed %v err %v", snap, replayed, err)
+				}
+				return
+			}
+			if !errors.Is(err, idemkit.ErrInFlight) || errors.Is(err, idemkit.ErrIndeterminate) {
+				t.Fatalf("Do: %v, want ErrInFlight", err)
+			}
+		})
+	}
+}
+
+// TestRenewalOutlivesCancelledRequest: a handler that goes on after its
+// request's context is cancelled (a client hung up) keeps its lease
+// renewed: were the renewals to stop with the request, the lease would
+// end while the handler runs, and a retry could take the key over and
+// run it a second time.
+func TestRenewalOutlivesCancelledRequest(t *testing.T) {
+	fs := &flaky{extended: make(chan struct{}, 1)}
+	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, _, err := f.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+		<-fs.extended
+		cancel()
+		// Renewals go on: wait for two more (one may have begun before the
+		// cancellation).
+		for i := 0; i < 2; i++ {
+			select {
+			case <-fs.extended:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no renewal after the request's context was cancelled, the handler still running")
+			}
+		}
+		return &idemkit.Snapshot{Status: 201}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
