@@ -187,3 +187,27 @@ func TestProblemHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesDeterministic: the key header's values under several spellings
+// come in one order whatever the map order, so a request whose lines are
+// invalid in two ways is refused with the same reason on every retry. A
+// name only in multi adds all its values; one only in single its one.
+func TestValuesDeterministic(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		single map[string]string
+		multi  map[string][]string
+		want   []string
+	}{
+		{"single spellings", map[string]string{"Idempotency-Key": `"open`, "idempotency-key": "bad\x01", "IDEMPOTENCY-KEY": "k"}, nil, []string{`"open`, "bad\x01", "k"}},
+		{"multi spellings", nil, map[string][]string{"Idempotency-Key": {"z"}, "idempotency-key": {"b", "a"}}, []string{"a", "b", "z"}},
+		{"one multi name", nil, map[string][]string{"Idempotency-Key": {"z", "a"}}, []string{"z", "a"}},
+		{"multi and single", map[string]string{"idempotency-key": "m"}, map[string][]string{"Idempotency-Key": {"z", "a"}}, []string{"a", "m", "z"}},
+	} {
+		for range 50 {
+			if got := Values(tc.single, tc.multi, "Idempotency-Key"); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("%s: Values = %q, want %q", tc.name, got, tc.want)
+			}
+		}
+	}
+}
