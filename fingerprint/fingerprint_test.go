@@ -194,6 +194,7 @@ func TestSameOrDifferent(t *testing.T) {
 		{"header absent vs empty", Input{Header: http.Header{}}, Input{Header: http.Header{"X-Region": {""}}}, Options{Headers: []string{"x-region"}}, false},
 		{"header other names ignored", Input{Header: http.Header{"X-Region": {"eu"}, "Date": {"1"}}}, Input{Header: http.Header{"X-Region": {"eu"}, "Date": {"2"}}}, Options{Headers: []string{"x-region"}}, true},
 		{"header keys differing in case merge", Input{Header: map[string][]string{"X-A": {"1"}, "x-a": {"2"}}}, Input{Header: map[string][]string{"X-A": {"1", "2"}}}, Options{Headers: []string{"x-a"}}, true},
+		{"merged header keys' values trimmed", Input{Header: map[string][]string{"X-A": {" 1"}, "x-a": {"2\t"}}}, Input{Header: map[string][]string{"X-A": {"1", "2"}}}, Options{Headers: []string{"x-a"}}, true},
 		{"header vs query", Input{Header: http.Header{"A": {"1"}}}, Input{Query: url.Values{"a": {"1"}}}, Options{Headers: []string{"a"}, Query: []string{"a"}}, false},
 	}
 	for _, tc := range tests {
