@@ -135,6 +135,8 @@ func TestSameOrDifferent(t *testing.T) {
 		{"raw same bytes", Input{ContentType: "application/octet-stream", Body: []byte{0, 1, 2}}, Input{ContentType: "application/octet-stream", Body: []byte{0, 1, 2}}, Options{}, true},
 		{"raw ignores include", Input{ContentType: "text/plain", Body: []byte(`{"a":1,"b":1}`)}, Input{ContentType: "text/plain", Body: []byte(`{"a":1,"b":2}`)}, Options{Include: []string{"/a"}}, false},
 		{"json content type with parameters", jsonIn(`{"a":1}`), Input{ContentType: "Application/JSON; charset=utf-8", Body: []byte(`{ "a": 1 }`)}, Options{}, true},
+		{"json content type padded before its parameters", jsonIn(`{"a":1}`), Input{ContentType: " application/json\t; charset=utf-8", Body: []byte(`{ "a": 1 }`)}, Options{}, true},
+		{"form content type padded", formIn(`a=1&b=2`), Input{ContentType: "application/x-www-form-urlencoded ", Body: []byte(`b=2&a=1`)}, Options{}, true},
 		{"+json suffix", jsonIn(`{"a":1}`), Input{ContentType: "application/merge-patch+json", Body: []byte(`{ "a": 1 }`)}, Options{}, true},
 		{"no content type sniffed as JSON", jsonIn(`{"a":1}`), Input{Body: []byte(` {"a":1}`)}, Options{}, true},
 		{"no content type, BOM before JSON is raw", Input{Body: []byte("\ufeff{\"a\":1}")}, Input{ContentType: "text/plain", Body: []byte("\ufeff{\"a\":1}")}, Options{}, true},
@@ -194,6 +196,7 @@ func TestSameOrDifferent(t *testing.T) {
 		{"header absent vs empty", Input{Header: http.Header{}}, Input{Header: http.Header{"X-Region": {""}}}, Options{Headers: []string{"x-region"}}, false},
 		{"header other names ignored", Input{Header: http.Header{"X-Region": {"eu"}, "Date": {"1"}}}, Input{Header: http.Header{"X-Region": {"eu"}, "Date": {"2"}}}, Options{Headers: []string{"x-region"}}, true},
 		{"header keys differing in case merge", Input{Header: map[string][]string{"X-A": {"1"}, "x-a": {"2"}}}, Input{Header: map[string][]string{"X-A": {"1", "2"}}}, Options{Headers: []string{"x-a"}}, true},
+		{"merged header keys' values trimmed", Input{Header: map[string][]string{"X-A": {" 1"}, "x-a": {"2\t"}}}, Input{Header: map[string][]string{"X-A": {"1", "2"}}}, Options{Headers: []string{"x-a"}}, true},
 		{"header vs query", Input{Header: http.Header{"A": {"1"}}}, Input{Query: url.Values{"a": {"1"}}}, Options{Headers: []string{"a"}, Query: []string{"a"}}, false},
 	}
 	for _, tc := range tests {

@@ -64,3 +64,29 @@ func TestFailOutsideGuard(t *testing.T) {
 		t.Fatal("Fail outside a guarded request reported true")
 	}
 }
+
+// TestFailNil: Fail with a nil error reports false and does nothing: it
+// neither fails the request nor clears an earlier Fail, so a handler that
+// said its outcome is unknown cannot have its key freed by a later call.
+func TestFailNil(t *testing.T) {
+	var first, second atomic.Bool
+	h, _ := setup(t, httpmw.Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		first.Store(httpmw.Fail(r.Context(), fmt.Errorf("charge: %w", idemkit.ErrOutcomeUnknown)))
+		second.Store(httpmw.Fail(r.Context(), nil))
+		w.WriteHeader(201)
+	}))
+	w := serve(h, request(t, nil))
+	if !first.Load() || second.Load() {
+		t.Errorf("Fail reported %v, then %v for nil; want true, then false", first.Load(), second.Load())
+	}
+	checkProblem(t, w, 503, "outcome-unknown")
+
+	var failed atomic.Bool
+	h, _ = setup(t, httpmw.Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		failed.Store(httpmw.Fail(r.Context(), nil))
+		w.WriteHeader(201)
+	}))
+	if w := serve(h, request(t, nil)); w.Code != 201 || failed.Load() {
+		t.Errorf("Fail(nil) alone: %d, reported %v; want the handler's 201 and false", w.Code, failed.Load())
+	}
+}

@@ -113,6 +113,13 @@ func TestMiddlewareWriterSemantics(t *testing.T) {
 				replay.h.Get("Content-Type") != want.h.Get("Content-Type") {
 				t.Errorf("replay %d %v %d bytes, want %d %d bytes", replay.status, replay.h, len(replay.body), want.status, len(want.body))
 			}
+			// A header the handler set after its status was never sent:
+			// the replay must not carry it either.
+			for _, name := range []string{"Location", "Link"} {
+				if g, w := replay.h.Get(name), want.h.Get(name); g != w {
+					t.Errorf("replay %s %q, want %q as first sent", name, g, w)
+				}
+			}
 		})
 	}
 }

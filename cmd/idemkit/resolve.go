@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/adapter"
 )
 
 const resolveHelp = `Usage: idemkit resolve --table T --tenant X --operation "POST /orders" --key K
@@ -44,7 +45,8 @@ identity (STS GetCallerIdentity, 5 s timeout). When neither can be had the
 command refuses (exit 2).
 
 Headers that must not be replayed (Date, Set-Cookie, Content-Length,
-hop-by-hop, trace and rate-limit headers) are refused.
+Retry-After, Expires, Age, hop-by-hop, request and trace id, and rate-limit
+headers) are refused, as the adapters refuse them in ReplayHeaders.
 `
 
 // stsTimeout bounds the caller identity lookup.
@@ -99,19 +101,10 @@ func isToken(s string) bool {
 }
 
 // notReplayed reports whether a canonical header name is one a replay
-// must never carry.
+// must never carry: every name the adapters refuse to replay, and any
+// X-Amz-/X-Amzn- header, which AWS services set per exchange.
 func notReplayed(name string) bool {
-	switch name {
-	case "Date", "Set-Cookie", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
-		"Upgrade", "Trailer", "Te", "Idempotent-Replayed", "Traceparent", "Tracestate", "X-Request-Id":
-		return true
-	}
-	for _, p := range []string{"Ratelimit", "X-Amzn-", "X-Amz-"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
+	return adapter.NeverReplayed(name) || strings.HasPrefix(name, "X-Amzn-") || strings.HasPrefix(name, "X-Amz-")
 }
 
 // resolveJSON is the --output json form of a resolution.

@@ -40,10 +40,12 @@ func WithoutReplayed[V any](m map[string]V) map[string]V {
 // DefaultReplayHeaders are the response headers a snapshot keeps.
 var DefaultReplayHeaders = []string{"Content-Type", "Content-Encoding", "Location"}
 
-// refused reports whether name may never be replayed: it describes one
-// exchange (cookies, dates, request and trace ids, rate limits, retry
-// hints, hop-by-hop fields), not the outcome.
-func refused(name string) bool {
+// NeverReplayed reports whether the response header name (any case) may
+// never be stored or replayed: it describes one exchange (cookies, dates,
+// request and trace ids, rate limits, retry hints, hop-by-hop fields), not
+// the outcome. The adapters refuse such a name in ReplayHeaders, and the
+// idemkit command refuses it in an operator's answer.
+func NeverReplayed(name string) bool {
 	n := strings.ToLower(name)
 	switch n {
 	case "set-cookie", "set-cookie2", "date", "retry-after", "age", "expires",
@@ -65,7 +67,7 @@ func allowList(extra []string) ([]string, error) {
 		if n == "" {
 			return nil, fmt.Errorf("empty header name in ReplayHeaders")
 		}
-		if refused(n) {
+		if NeverReplayed(n) {
 			return nil, fmt.Errorf("header %q may never be replayed", n)
 		}
 		c := http.CanonicalHeaderKey(n)

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestHeaderFlagRefusesNeverReplayed: an operator's answer can carry no
+// header that the adapters refuse to replay (retry hints, cache dates,
+// request and trace ids, X-RateLimit-*, hop-by-hop fields), in any case:
+// a replay of it would repeat one exchange's details to every retry.
+func TestHeaderFlagRefusesNeverReplayed(t *testing.T) {
+	for _, name := range []string{
+		"Set-Cookie", "Set-Cookie2", "Date", "Retry-After", "Age", "Expires",
+		"X-Request-Id", "X-Correlation-Id", "Request-Id", "Traceparent", "Tracestate", "Baggage",
+		"X-Amzn-Trace-Id", "X-Amz-Cf-Id", "X-Amzn-Remapped-Content-Length",
+		"RateLimit-Policy", "X-RateLimit-Remaining", "X-Rate-Limit-Limit",
+		"Connection", "Keep-Alive", "Transfer-Encoding", "Upgrade", "Trailer", "TE", "Content-Length",
+		"Idempotent-Replayed",
+	} {
+		for _, spelled := range []string{name, strings.ToLower(name), strings.ToUpper(name)} {
+			var f headerFlags
+			if err := f.Set(spelled + ": 1"); err == nil || !strings.Contains(err.Error(), "never replayed") {
+				t.Errorf("--header %q: %v, want it refused as never replayed", spelled+": 1", err)
+			}
+			if f.h != nil {
+				t.Errorf("--header %q kept %v", spelled, f.h)
+			}
+		}
+	}
+	var f headerFlags
+	for _, v := range []string{"content-type: application/json", "Location: /orders/1", "x-order-id:  ord_1 ", "Link: </a>", "Link: </b>"} {
+		if err := f.Set(v); err != nil {
+			t.Errorf("--header %q: %v", v, err)
+		}
+	}
+	want := http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/1"}, "X-Order-Id": {"ord_1"}, "Link": {"</a>", "</b>"}}
+	if !reflect.DeepEqual(f.h, want) {
+		t.Errorf("headers %v, want %v", f.h, want)
+	}
+}

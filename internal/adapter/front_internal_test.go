@@ -1,0 +1,213 @@
+package adapter
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+func testGuard(t *testing.T) *idemkit.Guard {
+	t.Helper()
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// neverReplayed are the response headers that describe one exchange, not
+// its outcome: a replay must never carry them, so no Config may list them.
+var neverReplayed = []string{
+	"Set-Cookie", "set-cookie2", "Date", "Retry-After", "Age", "Expires",
+	"X-Request-Id", "X-Amzn-RequestId", "x-amz-request-id", "X-Amz-Apigw-Id", "X-Amzn-Trace-Id", "X-Amz-Cf-Id",
+	"X-Correlation-Id", "Traceparent", "Tracestate", "Baggage", "Request-Id",
+	"Connection", "Keep-Alive", "Transfer-Encoding", "Upgrade", "Trailer", "TE", "Content-Length",
+	"Idempotent-Replayed", "RateLimit", "RateLimit-Policy", "ratelimit-reset", "X-RateLimit-Remaining", "X-Rate-Limit-Limit",
+}
+
+// TestNewRefuses: Options that cannot be used are refused when the front
+// is built, never at request time: a nil guard, a negative MaxKeyLen, a
+// method safe by definition (any case), a header that must never be
+// replayed (every one of them, any case), invalid fingerprint options.
+func TestNewRefuses(t *testing.T) {
+	g := testGuard(t)
+	cases := map[string]Options{
+		"negative MaxKeyLen":        {MaxKeyLen: -1},
+		"empty replay header":       {ReplayHeaders: []string{""}},
+		"bad fingerprint":           {Fingerprint: fingerprint.Options{Mode: 9}},
+		"bad route fingerprint":     {Routes: map[string]Route{"POST /orders": {Fingerprint: &fingerprint.Options{MaxDepth: -1}}}},
+		"empty method":              {Methods: []string{"POST", ""}},
+		"Query with IgnoreQuery":    {Fingerprint: fingerprint.Options{Query: []string{"a"}, IgnoreQuery: true}},
+		"fingerprint empty header":  {Fingerprint: fingerprint.Options{Headers: []string{""}}},
+		"route Include bad pointer": {Routes: map[string]Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"amount"}}}}},
+	}
+	for _, m := range []string{"GET", "get", "HEAD", "Head", "OPTIONS", "options", "TRACE", "trace", "CONNECT", "connect"} {
+		cases["method "+m] = Options{Methods: []string{"POST", m}}
+	}
+	for _, h := range neverReplayed {
+		cases["replay "+h] = Options{ReplayHeaders: []string{"X-Order-Id", h}}
+		cases["replay "+strings.ToUpper(h)] = Options{ReplayHeaders: []string{strings.ToUpper(h)}}
+	}
+	for name, o := range cases {
+		if a, err := New(g, o); err == nil {
+			t.Errorf("%s: New accepted %+v: %v", name, o, a.replay)
+		}
+	}
+	if _, err := New(nil, Options{}); err == nil {
+		t.Error("New accepted a nil guard")
+	}
+	a, err := New(g, Options{MaxKeyLen: 0, Methods: []string{"put", "Delete"}, ReplayHeaders: []string{"x-order-id", "ETag"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Guarded("PUT") || !a.Guarded("DELETE") || a.Guarded("POST") {
+		t.Errorf("methods %v: want PUT and DELETE only", a.methods)
+	}
+	if want := []string{"Content-Type", "Content-Encoding", "Location", "X-Order-Id", "Etag"}; !reflect.DeepEqual(a.replay, want) {
+		t.Errorf("replay allow-list %v, want %v", a.replay, want)
+	}
+}
+
+// TestOperation: the operation is the upper-case method and the concrete
+// path, or with RouteTemplate the route template, unless the template is
+// greedy ("{proxy+}", "$default") or absent, which names no single
+// operation: then the concrete path again.
+func TestOperation(t *testing.T) {
+	g := testGuard(t)
+	plain, err := New(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := New(g, Options{RouteTemplate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method, path, template string
+		plain, tmpl            string
+	}{
+		{"POST", "/orders/1", "/orders/{id}", "POST /orders/1", "POST /orders/{id}"},
+		{"post", "/orders/1", "/orders/{id}", "POST /orders/1", "POST /orders/{id}"},
+		{"Patch", "/orders/1", "", "PATCH /orders/1", "PATCH /orders/1"},
+		{"POST", "/orders/1", "/{proxy+}", "POST /orders/1", "POST /orders/1"},
+		{"POST", "/orders/1", "/orders/{rest+}", "POST /orders/1", "POST /orders/1"},
+		{"POST", "/orders/1", "$default", "POST /orders/1", "POST /orders/1"},
+	} {
+		r := &Request{Method: tc.method, Path: tc.path, Template: tc.template}
+		if got := plain.Operation(r); got != tc.plain {
+			t.Errorf("Operation(%s %s, template %q) = %q, want %q", tc.method, tc.path, tc.template, got, tc.plain)
+		}
+		if got := tmpl.Operation(r); got != tc.tmpl {
+			t.Errorf("RouteTemplate: Operation(%s %s, template %q) = %q, want %q", tc.method, tc.path, tc.template, got, tc.tmpl)
+		}
+	}
+}
+
+// TestFilterHeaderEmptyMulti: a name whose multi-value list is empty
+// delivers nothing from it; its single value, which API Gateway delivers,
+// is the one stored.
+func TestFilterHeaderEmptyMulti(t *testing.T) {
+	a, err := New(testGuard(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.FilterHeader(map[string]string{"Location": "/orders/1", "Content-Type": "application/json"},
+		map[string][]string{"Location": {}, "content-type": nil})
+	want := http.Header{"Location": {"/orders/1"}, "Content-Type": {"application/json"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FilterHeader = %v, want %v", got, want)
+	}
+}
+
+// TestLambdaBody: a snapshot body is returned as a Lambda proxy response
+// must carry it: valid UTF-8 as it is, a base64 body as it is with its
+// flag, and binary bytes stored without the flag (by httpmw) base64
+// encoded with the flag, so that the runtime's JSON string does not
+// replace them.
+func TestLambdaBody(t *testing.T) {
+	for _, tc := range []struct {
+		snap    idemkit.Snapshot
+		body    string
+		flagged bool
+	}{
+		{idemkit.Snapshot{Body: []byte(`{"id":"ord_1"}`)}, `{"id":"ord_1"}`, false},
+		{idemkit.Snapshot{Body: []byte("AP/+gA=="), Base64: true}, "AP/+gA==", true},
+		{idemkit.Snapshot{Body: []byte{0x00, 0xff, 0xfe, 0x80}}, "AP/+gA==", true},
+		{idemkit.Snapshot{Body: []byte("caf\xe9")}, "Y2Fm6Q==", true},
+		{idemkit.Snapshot{}, "", false},
+	} {
+		body, flagged := LambdaBody(&tc.snap)
+		if body != tc.body || flagged != tc.flagged {
+			t.Errorf("LambdaBody(%q, base64 %v) = %q, %v; want %q, %v", tc.snap.Body, tc.snap.Base64, body, flagged, tc.body, tc.flagged)
+		}
+	}
+}
+
+// TestSingleSplit: stored headers become a Lambda response's fields: a
+// single-value field joins several values with ", " (as HTTP folds
+// lines), and Split keeps a name with several values only in the
+// multi-value field.
+func TestSingleSplit(t *testing.T) {
+	h := http.Header{"Link": {"</a>; rel=a", "</b>; rel=b"}, "Location": {"/orders/1"}, "Vary": {}}
+	if got, want := Single(h, 0), map[string]string{"Link": "</a>; rel=a, </b>; rel=b", "Location": "/orders/1", "Vary": ""}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Single = %q, want %q", got, want)
+	}
+	single, multi := Split(h, 0)
+	if want := map[string]string{"Location": "/orders/1"}; !reflect.DeepEqual(single, want) {
+		t.Errorf("Split single = %q, want %q", single, want)
+	}
+	if want := map[string][]string{"Link": {"</a>; rel=a", "</b>; rel=b"}}; !reflect.DeepEqual(multi, want) {
+		t.Errorf("Split multi = %q, want %q", multi, want)
+	}
+	if _, multi := Split(http.Header{"Location": {"/x"}}, 0); multi != nil {
+		t.Errorf("Split of single values: multi %v, want nil", multi)
+	}
+}
+
+// TestProblemHeader: every problem response is typed, never cached and
+// never sniffed; Retry-After is sent exactly when the problem names a
+// delay, in the same whole seconds as its retryAfter member.
+func TestProblemHeader(t *testing.T) {
+	base := map[string]string{"Content-Type": "application/problem+json", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+	if got := (&Problem{Status: 422}).Header(); !reflect.DeepEqual(got, base) {
+		t.Errorf("Header = %v, want %v", got, base)
+	}
+	for s, v := range map[int]string{1: "1", 2: "2", 30: "30"} {
+		want := map[string]string{"Retry-After": v}
+		for k, v := range base {
+			want[k] = v
+		}
+		if got := (&Problem{Status: 409, RetryAfter: s}).Header(); !reflect.DeepEqual(got, want) {
+			t.Errorf("RetryAfter %d: Header = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestValuesDeterministic: the key header's values under several spellings
+// come in one order whatever the map order, so a request whose lines are
+// invalid in two ways is refused with the same reason on every retry. A
+// name only in multi adds all its values; one only in single its one.
+func TestValuesDeterministic(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		single map[string]string
+		multi  map[string][]string
+		want   []string
+	}{
+		{"single spellings", map[string]string{"Idempotency-Key": `"open`, "idempotency-key": "bad\x01", "IDEMPOTENCY-KEY": "k"}, nil, []string{`"open`, "bad\x01", "k"}},
+		{"multi spellings", nil, map[string][]string{"Idempotency-Key": {"z"}, "idempotency-key": {"b", "a"}}, []string{"a", "b", "z"}},
+		{"one multi name", nil, map[string][]string{"Idempotency-Key": {"z", "a"}}, []string{"z", "a"}},
+		{"multi and single", map[string]string{"idempotency-key": "m"}, map[string][]string{"Idempotency-Key": {"z", "a"}}, []string{"a", "m", "z"}},
+	} {
+		for range 50 {
+			if got := Values(tc.single, tc.multi, "Idempotency-Key"); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("%s: Values = %q, want %q", tc.name, got, tc.want)
+			}
+		}
+	}
+}
