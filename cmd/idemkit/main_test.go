@@ -115,9 +115,10 @@ func (f *fixture) seed(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
 	return rec
 }
 
-// seedStale stores an in_flight record for s whose lease ended a minute ago.
+// seedStale stores an in_flight record for s whose lease ended two
+// minutes ago, past the grace resolve gives clock skew.
 func (f *fixture) seedStale(s idemkit.Scope) *idemkit.Record {
-	return f.seed(s, time.Now().Add(-time.Minute))
+	return f.seed(s, time.Now().Add(-2*time.Minute))
 }
 
 // seedIndeterminate stores an indeterminate record for s whose lease ended

@@ -287,8 +287,13 @@ func replayAgain(rec *idemkit.Record, now time.Time) (replayUntil, expiresAt tim
 	return replayUntil, expiresAt
 }
 
+// staleGrace is how long after its lease ended, by the operator's clock,
+// an in_flight record may be marked and resolved: the clock skew between
+// the operator and the hosts that run the handler that resolve tolerates.
+const staleGrace = time.Minute
+
 // resolve applies res to the record with id: an indeterminate record is
-// resolved; an in_flight record whose lease ended at now is first marked
+// resolved; an in_flight record whose lease ended staleGrace before now is first marked
 // indeterminate, fenced on the owner token read. It returns the state the
 // record had and the resolved record. Every refusal leaves the record as
 // it was and is errConflict, ErrNotIndeterminate or ErrNotOwner. A write
@@ -307,6 +312,10 @@ func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Re
 		if !rec.LeaseExpired(now) {
 			return prev, nil, conflictf("record is in_flight and its lease runs until %s (in %s): the request may still be running; nothing was changed",
 				rec.LeaseUntil.UTC().Format(time.RFC3339), age(rec.LeaseUntil.Sub(now)))
+		}
+		if !rec.LeaseExpired(now.Add(-staleGrace)) {
+			return prev, nil, conflictf("record is in_flight and its lease ended at %s, only %s ago: the request may still be running on a host whose clock is behind this one; resolve it after %s; nothing was changed",
+				rec.LeaseUntil.UTC().Format(time.RFC3339), age(now.Sub(rec.LeaseUntil)), rec.LeaseUntil.Add(staleGrace).UTC().Format(time.RFC3339))
 		}
 		if _, err := store.MarkIndeterminate(ctx, id, rec.Owner, now); err != nil {
 			if !errors.Is(err, idemkit.ErrNotOwner) {

@@ -323,3 +323,35 @@ func TestResolveWarnsWhatWasNotStored(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveRecentlyEndedLease: an in_flight record whose lease ended
+// less than staleGrace ago by the operator's clock may still be running
+// on a host whose clock is behind: resolve refuses it and changes
+// nothing; past the grace it marks and resolves it.
+func TestResolveRecentlyEndedLease(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name  string
+		ended time.Duration // how long ago the lease ended
+		code  int
+		state idemkit.State
+	}{
+		{"ended 5 s ago", 5 * time.Second, exitConflict, idemkit.StateInFlight},
+		{"ended 50 s ago", 50 * time.Second, exitConflict, idemkit.StateInFlight},
+		{"ended 2 min ago", 2 * time.Minute, exitOK, idemkit.StateCompleted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := scopeOf("recent-" + strings.ReplaceAll(tc.name, " ", "-"))
+			rec := f.seed(s, time.Now().Add(-tc.ended))
+			code, stdout, stderr := f.run(append([]string{"resolve", "--as", "completed", "--status", "201", "--reason", "checked the PSP"}, scopeArgs(s)...)...)
+			wantCode(t, code, tc.code, stdout, stderr)
+			if tc.code == exitConflict && !strings.Contains(stderr, "clock is behind") {
+				t.Errorf("stderr %q, want the clock-skew refusal", stderr)
+			}
+			got, err := f.store.Get(t.Context(), rec.ID, time.Now())
+			if err != nil || got.State != tc.state {
+				t.Fatalf("record %+v, %v; want %s", got, err, tc.state)
+			}
+		})
+	}
+}
