@@ -529,6 +529,22 @@ func TestFingerprintVersionChange(t *testing.T) {
 	if _, _, err := f.do(t, cur, respond(201, "y")); !errors.Is(err, idemkit.ErrFingerprintMismatch) {
 		t.Fatalf("a different request under the old version: %v", err)
 	}
+
+	// A stored fingerprint without a version names no rules to compute
+	// under: a mismatch, and FingerprintAs is not asked.
+	unversioned := req("u")
+	unversioned.Fingerprint = "legacy"
+	if _, _, err := f.do(t, unversioned, respond(201, "x")); err != nil {
+		t.Fatal(err)
+	}
+	cur = req("u")
+	cur.FingerprintAs = func(v string) (string, error) {
+		t.Errorf("FingerprintAs(%q) asked for a stored fingerprint without a version", v)
+		return "legacy", nil
+	}
+	if _, _, err := f.do(t, cur, respond(201, "y")); !errors.Is(err, idemkit.ErrFingerprintMismatch) {
+		t.Fatalf("a stored fingerprint without a version: %v, want a mismatch", err)
+	}
 }
 
 func TestReplayWindowAndRetention(t *testing.T) {
