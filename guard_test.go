@@ -485,6 +485,24 @@ func TestMissingTenant(t *testing.T) {
 	}
 }
 
+// TestEmptyKeyRefused: a request whose scope has no key is refused before
+// the store, like one without a tenant: all such requests of a tenant and
+// operation would share one record, and an identical second request (a
+// second intent) would get the first one's response.
+func TestEmptyKeyRefused(t *testing.T) {
+	f := newFixture(t, nil)
+	r := req("")
+	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkit.ErrKeyEmpty) || f.runs != 0 {
+		t.Fatalf("err %v runs %d, want ErrKeyEmpty", err, f.runs)
+	}
+	if _, err := f.store.Get(context.Background(), r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("a record was stored for a request without a key: %v", err)
+	}
+	if ks := f.obs.kinds(); len(ks) != 1 || ks[0] != idemkit.EventRefused {
+		t.Fatalf("events %v, want [refused]", ks)
+	}
+}
+
 func TestAccountWideKeys(t *testing.T) {
 	f := newFixture(t, func(c *idemkit.Config) { c.AccountWide = true })
 	if _, _, err := f.do(t, req("k"), respond(201, "pay")); err != nil {
@@ -623,6 +641,13 @@ func TestUUIDv7KeyAge(t *testing.T) {
 		{"v7 inside skew", at(now.Add(-idemkit.DefaultRecordRetention - time.Minute)), nil},
 		{"v7 older than retention", at(now.Add(-idemkit.DefaultRecordRetention - time.Hour)), idemkit.ErrKeyExpired},
 		{"v4 is not dated", uuid.NewString(), nil},
+		// Read as a v7 or in the v1 layout, the bits of this v4 name a
+		// time long past: only a v7 key carries a time.
+		{"v4 whose bits read as a past time", "1b4e28ba-2fa1-41d2-883f-0016d3cca427", nil},
+		// Only the canonical 36-character form is dated: 32 hex digits
+		// are a random token to most clients, and one in sixteen has a 7
+		// where a UUID keeps its version.
+		{"old v7 without its dashes", strings.ReplaceAll(at(now.Add(-idemkit.DefaultRecordRetention-time.Hour)), "-", ""), nil},
 		{"not a uuid", "order-1001", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
