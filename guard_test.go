@@ -318,6 +318,21 @@ func TestCacheableStatuses(t *testing.T) {
 	}
 }
 
+// TestDefaultCacheableRange: DefaultCacheable, which a custom Cacheable
+// may call, accepts no value outside 100-999: it is not an HTTP status.
+func TestDefaultCacheableRange(t *testing.T) {
+	for _, status := range []int{-1, 0, 99, 1000, 2010} {
+		if idemkit.DefaultCacheable(status) {
+			t.Errorf("DefaultCacheable(%d) = true, want false", status)
+		}
+	}
+	for _, status := range []int{100, 201, 999} {
+		if !idemkit.DefaultCacheable(status) {
+			t.Errorf("DefaultCacheable(%d) = false, want true", status)
+		}
+	}
+}
+
 func TestHandlerErrorReleases(t *testing.T) {
 	f := newFixture(t, nil)
 	boom := errors.New("processor timeout")
