@@ -15,10 +15,10 @@ import (
 // writeCounter counts the writes made after a handler ran, by owner.
 type writeCounter struct {
 	idemkit.Store
-	mu                             sync.Mutex
-	completes, releases, unknowns  map[string]int
-	claims, claimErr, releaseCalls int
-	claimFails                     error // returned by every Claim when set
+	mu                            sync.Mutex
+	completes, releases, unknowns map[string]int
+	claims, releaseCalls          int
+	claimFails                    error // returned by every Claim when set
 }
 
 func newWriteCounter(s idemkit.Store) *writeCounter {
