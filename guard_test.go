@@ -613,7 +613,12 @@ func TestReplayWindowAndRetention(t *testing.T) {
 
 func TestOmittedSnapshot(t *testing.T) {
 	f := newFixture(t, nil)
+	// The handler takes 3 s: the outcome names when it completed, not
+	// when it started.
+	var done time.Time
 	if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+		f.clock.Advance(3 * time.Second)
+		done = f.clock.Now()
 		return &idemkit.Snapshot{Status: 201, Omitted: true}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -622,6 +627,9 @@ func TestOmittedSnapshot(t *testing.T) {
 	var oe *idemkit.OutcomeError
 	if !errors.As(err, &oe) || !errors.Is(err, idemkit.ErrSnapshotOmitted) || oe.Status != 201 || f.runs != 1 {
 		t.Fatalf("replay of an omitted body: %v runs %d", err, f.runs)
+	}
+	if !oe.CompletedAt.Equal(done) {
+		t.Fatalf("outcome completed at %v, want %v (when the handler returned)", oe.CompletedAt, done)
 	}
 	// Once the replay window has passed, the reason is the window, as for
 	// any other response: the body would not be replayed either way.
