@@ -318,6 +318,21 @@ func TestCacheableStatuses(t *testing.T) {
 	}
 }
 
+// TestDefaultCacheableRange: DefaultCacheable, which a custom Cacheable
+// may call, accepts no value outside 100-999: it is not an HTTP status.
+func TestDefaultCacheableRange(t *testing.T) {
+	for _, status := range []int{-1, 0, 99, 1000, 2010} {
+		if idemkit.DefaultCacheable(status) {
+			t.Errorf("DefaultCacheable(%d) = true, want false", status)
+		}
+	}
+	for _, status := range []int{100, 201, 999} {
+		if !idemkit.DefaultCacheable(status) {
+			t.Errorf("DefaultCacheable(%d) = false, want true", status)
+		}
+	}
+}
+
 func TestHandlerErrorReleases(t *testing.T) {
 	f := newFixture(t, nil)
 	boom := errors.New("processor timeout")
@@ -485,6 +500,24 @@ func TestMissingTenant(t *testing.T) {
 	}
 }
 
+// TestEmptyKeyRefused: a request whose scope has no key is refused before
+// the store, like one without a tenant: all such requests of a tenant and
+// operation would share one record, and an identical second request (a
+// second intent) would get the first one's response.
+func TestEmptyKeyRefused(t *testing.T) {
+	f := newFixture(t, nil)
+	r := req("")
+	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkit.ErrKeyEmpty) || f.runs != 0 {
+		t.Fatalf("err %v runs %d, want ErrKeyEmpty", err, f.runs)
+	}
+	if _, err := f.store.Get(context.Background(), r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("a record was stored for a request without a key: %v", err)
+	}
+	if ks := f.obs.kinds(); len(ks) != 1 || ks[0] != idemkit.EventRefused {
+		t.Fatalf("events %v, want [refused]", ks)
+	}
+}
+
 func TestAccountWideKeys(t *testing.T) {
 	f := newFixture(t, func(c *idemkit.Config) { c.AccountWide = true })
 	if _, _, err := f.do(t, req("k"), respond(201, "pay")); err != nil {
@@ -529,6 +562,22 @@ func TestFingerprintVersionChange(t *testing.T) {
 	if _, _, err := f.do(t, cur, respond(201, "y")); !errors.Is(err, idemkit.ErrFingerprintMismatch) {
 		t.Fatalf("a different request under the old version: %v", err)
 	}
+
+	// A stored fingerprint without a version names no rules to compute
+	// under: a mismatch, and FingerprintAs is not asked.
+	unversioned := req("u")
+	unversioned.Fingerprint = "legacy"
+	if _, _, err := f.do(t, unversioned, respond(201, "x")); err != nil {
+		t.Fatal(err)
+	}
+	cur = req("u")
+	cur.FingerprintAs = func(v string) (string, error) {
+		t.Errorf("FingerprintAs(%q) asked for a stored fingerprint without a version", v)
+		return "legacy", nil
+	}
+	if _, _, err := f.do(t, cur, respond(201, "y")); !errors.Is(err, idemkit.ErrFingerprintMismatch) {
+		t.Fatalf("a stored fingerprint without a version: %v, want a mismatch", err)
+	}
 }
 
 func TestReplayWindowAndRetention(t *testing.T) {
@@ -564,7 +613,12 @@ func TestReplayWindowAndRetention(t *testing.T) {
 
 func TestOmittedSnapshot(t *testing.T) {
 	f := newFixture(t, nil)
+	// The handler takes 3 s: the outcome names when it completed, not
+	// when it started.
+	var done time.Time
 	if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+		f.clock.Advance(3 * time.Second)
+		done = f.clock.Now()
 		return &idemkit.Snapshot{Status: 201, Omitted: true}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -573,6 +627,9 @@ func TestOmittedSnapshot(t *testing.T) {
 	var oe *idemkit.OutcomeError
 	if !errors.As(err, &oe) || !errors.Is(err, idemkit.ErrSnapshotOmitted) || oe.Status != 201 || f.runs != 1 {
 		t.Fatalf("replay of an omitted body: %v runs %d", err, f.runs)
+	}
+	if !oe.CompletedAt.Equal(done) {
+		t.Fatalf("outcome completed at %v, want %v (when the handler returned)", oe.CompletedAt, done)
 	}
 	// Once the replay window has passed, the reason is the window, as for
 	// any other response: the body would not be replayed either way.
@@ -607,6 +664,13 @@ func TestUUIDv7KeyAge(t *testing.T) {
 		{"v7 inside skew", at(now.Add(-idemkit.DefaultRecordRetention - time.Minute)), nil},
 		{"v7 older than retention", at(now.Add(-idemkit.DefaultRecordRetention - time.Hour)), idemkit.ErrKeyExpired},
 		{"v4 is not dated", uuid.NewString(), nil},
+		// Read as a v7 or in the v1 layout, the bits of this v4 name a
+		// time long past: only a v7 key carries a time.
+		{"v4 whose bits read as a past time", "1b4e28ba-2fa1-41d2-883f-0016d3cca427", nil},
+		// Only the canonical 36-character form is dated: 32 hex digits
+		// are a random token to most clients, and one in sixteen has a 7
+		// where a UUID keeps its version.
+		{"old v7 without its dashes", strings.ReplaceAll(at(now.Add(-idemkit.DefaultRecordRetention-time.Hour)), "-", ""), nil},
 		{"not a uuid", "order-1001", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

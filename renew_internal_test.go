@@ -160,3 +160,36 @@ func TestRenewalStopsWhenRefused(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// hangingExtend is a Store whose Extend never answers on its own: it
+// returns when its context is done. Each call is sent on calls.
+type hangingExtend struct {
+	Store
+	calls chan struct{}
+}
+
+func (s *hangingExtend) Extend(ctx context.Context, _, _ string, _, _ time.Time) error {
+	s.calls <- struct{}{}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestRenewalOutlastsAHungWrite: a renewal the store does not answer is
+// given up after the write timeout and the next one is sent: a hung call
+// must not stop the renewals while the handler runs, or the lease would
+// lapse under it.
+func TestRenewalOutlastsAHungWrite(t *testing.T) {
+	s := &hangingExtend{calls: make(chan struct{}, 100)}
+	g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: 5 * time.Millisecond}
+	start := time.Now()
+	rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
+	stop := g.renew(context.Background(), rec, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
+	defer stop()
+	for i := 0; i < 2; i++ {
+		select {
+		case <-s.calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d renewals within 10 s of a 1 ms heartbeat and a 5 ms write timeout, want 2", i)
+		}
+	}
+}

@@ -146,6 +146,42 @@ func TestScopeIDUnambiguous(t *testing.T) {
 	}
 }
 
+// TestHashedIDs: the IDs of scopes too long to be readable are fixed (a
+// change would lose every record stored under the old ones, and their
+// requests would run again), and are as unambiguous as readable ones:
+// moving bytes from one field to the next gives another ID.
+func TestHashedIDs(t *testing.T) {
+	long := strings.Repeat("o", 2100)
+	for _, tc := range []struct {
+		scope       idemkit.Scope
+		accountWide bool
+		want        string
+	}{
+		{idemkit.Scope{Tenant: "acme", Operation: "POST /" + long, Key: "k-1"}, false, "o1h|4:acme729588b090e408c69560cbf650049bb044e72b9b2bd93a2b153a0df8c357f0ef"},
+		{idemkit.Scope{Tenant: "acme", Operation: "POST /o", Key: strings.Repeat("k", 2100)}, true, "a1h|4:acme8e0a25d2fe8c68212a547df55a30def76284ec01b47de5e7af4d673484090835"},
+	} {
+		if got := tc.scope.ID(tc.accountWide); got != tc.want {
+			t.Errorf("ID(%v) of a %d-byte scope = %q, want %q", tc.accountWide, len(tc.scope.Operation)+len(tc.scope.Key), got, tc.want)
+		}
+	}
+	a := idemkit.Scope{Tenant: "acme", Operation: "POST /" + long + "x", Key: "k"}
+	b := idemkit.Scope{Tenant: "acme", Operation: "POST /" + long, Key: "xk"}
+	c := idemkit.Scope{Tenant: "acmeP", Operation: "OST /" + long, Key: "xk"}
+	for _, aw := range []bool{false, true} {
+		ids := map[string]idemkit.Scope{}
+		for _, s := range []idemkit.Scope{a, b, c} {
+			if aw {
+				s.Key += long // long enough to be hashed without its operation
+			}
+			id := s.ID(aw)
+			if prev, ok := ids[id]; ok {
+				t.Fatalf("account-wide %v: scopes %.40q and %.40q share ID %q", aw, prev, s, id)
+			}
+			ids[id] = s
+		}
+	}
+}
+
 func FuzzParseKey(f *testing.F) {
 	for _, s := range []string{"abc", `"abc"`, `"a\"b"`, "a,b", `"a", "a"`, "", `"`, "\x00", "ab\tc"} {
 		f.Add(s)

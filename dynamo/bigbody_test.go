@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -57,5 +59,34 @@ func TestCompressibleBodyOverTheDecodeBound(t *testing.T) {
 				t.Fatalf("the handler ran %d times", n)
 			}
 		})
+	}
+}
+
+// TestMaxItemSizeAboveTheLimit: a MaxItemSize above DynamoDB's 400 KB
+// item limit is lowered to it, so that a body too large for any item is
+// stored omitted and retries get ErrSnapshotOmitted, instead of a
+// completion DynamoDB refuses (the record would stay in flight and end
+// indeterminate).
+func TestMaxItemSizeAboveTheLimit(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{MaxItemSize: 4 << 20})
+	g, err := idemkit.New(idemkit.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, dynamo.MaxItemSizeLimit+1)
+	rand.New(rand.NewSource(3)).Read(body) // incompressible
+	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /exports", Key: "over-the-limit"}, Fingerprint: "v2:sha256:b"}
+	h := func(context.Context) (*idemkit.Snapshot, error) {
+		return &idemkit.Snapshot{Status: 201, Body: body}, nil
+	}
+	if snap, _, err := g.Do(context.Background(), req, h); err != nil || len(snap.Body) != len(body) {
+		t.Fatalf("first Do: %v; the caller must get its response", err)
+	}
+	rec, err := s.Get(context.Background(), req.Scope.ID(false), time.Now())
+	if err != nil || rec.State != idemkit.StateCompleted || rec.Snapshot == nil || !rec.Snapshot.Omitted {
+		t.Fatalf("stored %+v, %v; want completed without its body", rec, err)
+	}
+	if _, _, err := g.Do(context.Background(), req, h); !errors.Is(err, idemkit.ErrSnapshotOmitted) {
+		t.Fatalf("retry: %v, want ErrSnapshotOmitted", err)
 	}
 }

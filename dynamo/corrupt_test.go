@@ -61,6 +61,10 @@ func TestCorruptItems(t *testing.T) {
 		{"completed without a status", func(it map[string]types.AttributeValue) { delete(it, "sc") }},
 		{"status out of range", func(it map[string]types.AttributeValue) { it["sc"] = N(100000) }},
 		{"unknown resolution", func(it map[string]types.AttributeValue) { it["ra"] = S("maybe") }},
+		// The store never writes a body with the omitted flag, nor an
+		// encoding without a body: such an item was edited by hand.
+		{"omitted with a body", func(it map[string]types.AttributeValue) { it["som"] = &types.AttributeValueMemberBOOL{Value: true} }},
+		{"body encoding without a body", func(it map[string]types.AttributeValue) { delete(it, "sb"); it["se"] = S("zstd") }},
 		{"huge number", func(it map[string]types.AttributeValue) {
 			it["ca"] = &types.AttributeValueMemberN{Value: "1e30"}
 		}},

@@ -54,6 +54,34 @@ func TestPageToken(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidPage", name, err)
 		}
 	}
+	// A token of the stale listing is refused by the indeterminate one and
+	// back: read as the other's position, it would skip records.
+	stale, err := encodePageOf(lek, "stale", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := decodePage(stale, "acme"); !errors.Is(err, ErrInvalidPage) {
+		t.Errorf("a stale listing's token in the indeterminate listing: %v, want ErrInvalidPage", err)
+	}
+	if _, _, err := decodePageOf(tok, "stale", "acme"); !errors.Is(err, ErrInvalidPage) {
+		t.Errorf("an indeterminate listing's token in the stale listing: %v, want ErrInvalidPage", err)
+	}
+}
+
+// TestListLimit: a listing's page is at most MaxListLimit records, and a
+// limit of zero or less is DefaultListLimit.
+func TestListLimit(t *testing.T) {
+	s := newStore("t", Options{}, nil, nil)
+	q := listQuery{op: "list indeterminate", state: idemkit.StateIndeterminate, hashAttr: AttrIndeterminate, hashValue: IndeterminateValue, index: IndexIndeterminate}
+	for limit, want := range map[int]int32{-1: DefaultListLimit, 0: DefaultListLimit, 7: 7, MaxListLimit: MaxListLimit, MaxListLimit + 1: MaxListLimit, 1 << 20: MaxListLimit} {
+		in, err := s.queryInput(q, "", "", limit, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *in.Limit != want {
+			t.Errorf("limit %d: Query Limit %d, want %d", limit, *in.Limit, want)
+		}
+	}
 }
 
 func TestItemSize(t *testing.T) {

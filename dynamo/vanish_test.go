@@ -93,6 +93,45 @@ func TestClaimRecordVanishes(t *testing.T) {
 		}
 	})
 
+	// The record read after the failed write no longer blocks the claim,
+	// though it is still there: the claim is tried again and wins.
+	for _, tc := range []struct {
+		name     string
+		takeover bool
+		change   func(holder *idemkit.Record)
+	}{
+		{"resolved as failed between the calls", false, func(holder *idemkit.Record) {
+			if _, err := direct.MarkUnknown(ctx, holder.ID, "holder", now); err != nil {
+				t.Error(err)
+			}
+			if _, err := direct.Resolve(ctx, holder.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, now); err != nil {
+				t.Error(err)
+			}
+		}},
+		{"lease ended between the calls (takeover)", true, func(holder *idemkit.Record) {
+			if err := direct.Extend(ctx, holder.ID, "holder", now.Add(-time.Second), now); err != nil {
+				t.Error(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			holder, mine := rec(tc.name, "holder"), rec(tc.name, "mine")
+			hold(holder)()
+			racy := &racyGets{Client: c, before: func() { tc.change(holder) }}
+			s, _ := dynamo.New(racy, table, testOptions())
+			res, err := s.Claim(ctx, mine, now, idemkit.ClaimOptions{Takeover: tc.takeover})
+			if err != nil || !res.Won {
+				t.Fatalf("claim: %+v, %v; want a win over a record that no longer blocks it", res, err)
+			}
+			if n := racy.puts.Load(); n != 2 {
+				t.Fatalf("%d PutItem calls, want 2", n)
+			}
+			if got, err := direct.Get(ctx, mine.ID, now); err != nil || got.Owner != "mine" {
+				t.Fatalf("stored %+v, %v", got, err)
+			}
+		})
+	}
+
 	t.Run("keeps changing", func(t *testing.T) {
 		// Before each read the holder releases; after it, a holder claims
 		// again: every write of ours fails and every read finds nothing.

@@ -319,6 +319,13 @@ func testExpiryBoundary(t *testing.T, s idemkit.Store) {
 	}
 	_, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, exp)
 	wantErr(t, "Resolve at ExpiresAt", err, idemkit.ErrNotIndeterminate)
+	// Releasing an absent record is the no-op of a retried release, by
+	// any owner, whatever state the expired record was left in.
+	for _, r := range []*idemkit.Record{done, m} {
+		if err := s.Release(ctx, r.ID, "x", exp); err != nil {
+			t.Fatalf("Release of a %s record at its ExpiresAt: %v, want nil (absent)", r.State, err)
+		}
+	}
 	for _, r := range []*idemkit.Record{done, m} {
 		n := withOwner(r, "b")
 		n.State, n.Snapshot, n.CompletedAt = idemkit.StateInFlight, nil, time.Time{}
@@ -1506,6 +1513,54 @@ func testNoAliasing(t *testing.T, s idemkit.Store) {
 	if stored.Resolution == nil || stored.Resolution.Operator != "ops" {
 		t.Fatalf("resolution changed through a returned record: %+v", stored.Resolution)
 	}
+
+	// The records MarkUnknown, MarkIndeterminate and the listings return
+	// are the caller's own too.
+	u := newRecord(now, "a")
+	claim(t, s, u, now, false)
+	ur, err := s.MarkUnknown(ctx, u.ID, "a", now)
+	if err != nil {
+		t.Fatalf("MarkUnknown: %v", err)
+	}
+	wantU := ur.Clone()
+	scribble(ur)
+	sameRecord(t, mustGet(t, s, u.ID, now), wantU)
+	for _, r := range listedRecords(t, s, u.Scope.Tenant, at) {
+		scribble(r)
+	}
+	sameRecord(t, mustGet(t, s, u.ID, at), wantU)
+
+	k := newRecord(now, "a")
+	k.LeaseUntil = now.Add(time.Second)
+	claim(t, s, k, now, false)
+	if recs, _, err := s.ListStale(ctx, k.Scope.Tenant, "", 10, at); err == nil {
+		for _, r := range recs {
+			scribble(r)
+		}
+		sameRecord(t, mustGet(t, s, k.ID, at), k)
+	} else if !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("ListStale: %v", err)
+	}
+	kr, err := s.MarkIndeterminate(ctx, k.ID, "a", at)
+	if err != nil {
+		t.Fatalf("MarkIndeterminate: %v", err)
+	}
+	wantK := kr.Clone()
+	scribble(kr)
+	sameRecord(t, mustGet(t, s, k.ID, at), wantK)
+}
+
+// listedRecords returns the records ListIndeterminate lists for tenant.
+func listedRecords(t *testing.T, s idemkit.Store, tenant string, now time.Time) []*idemkit.Record {
+	t.Helper()
+	recs, _, err := s.ListIndeterminate(context.Background(), tenant, "", 100, now)
+	if err != nil {
+		t.Fatalf("ListIndeterminate: %v", err)
+	}
+	if len(recs) == 0 {
+		t.Fatal("ListIndeterminate listed nothing")
+	}
+	return recs
 }
 
 // scribble changes every part of r a store could share.
