@@ -138,3 +138,23 @@ func TestLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestEMFStatus: an EMF line carries the answer's status, any status, and
+// leaves the member out for an event without one.
+func TestEMFStatus(t *testing.T) {
+	for _, status := range []int{200, 201, 409, 0} {
+		var buf bytes.Buffer
+		m := &observe.EMF{Writer: &buf}
+		e := sample
+		e.Status = status
+		m.Observe(context.Background(), e)
+		var root map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &root); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := root["status"]
+		if ok != (status != 0) || (ok && got != float64(status)) {
+			t.Errorf("status %d: member %v (present %v)", status, got, ok)
+		}
+	}
+}
