@@ -158,3 +158,22 @@ func TestEMFStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestLoggerHandlerTime: a log line gives the handler's own time when the
+// handler ran, however short, and leaves it out when it did not.
+func TestLoggerHandlerTime(t *testing.T) {
+	for _, d := range []time.Duration{250 * time.Millisecond, 1500 * time.Microsecond, 0} {
+		var buf bytes.Buffer
+		e := sample
+		e.Handler = d
+		observe.Logger{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}.Observe(context.Background(), e)
+		var line map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := line["handler_ms"]
+		if ok != (d > 0) || (ok && got != float64(d.Microseconds())/1e3) {
+			t.Errorf("handler %v: handler_ms %v (present %v)", d, got, ok)
+		}
+	}
+}
