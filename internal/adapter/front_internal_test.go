@@ -298,3 +298,20 @@ func TestLogUnobserved(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterSentCanonical: a net/http handler that writes header names in
+// other spellings (into the map directly) has them stored under the
+// canonical name, one entry per name, spellings' values in bytewise
+// order of the spellings.
+func TestFilterSentCanonical(t *testing.T) {
+	a, err := New(testGuard(t), Options{ReplayHeaders: []string{"X-Order-Id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.FilterSent(http.Header{"content-type": {"text/plain"}, "Content-Type": {"application/json"}, "location": {"/orders/1"},
+		"x-order-id": {"ord_1"}, "Date": {"today"}})
+	want := http.Header{"Content-Type": {"application/json", "text/plain"}, "Location": {"/orders/1"}, "X-Order-Id": {"ord_1"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FilterSent = %v, want %v", got, want)
+	}
+}
