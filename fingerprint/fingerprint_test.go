@@ -436,3 +436,21 @@ func TestMaxDepthLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestOptionListsAsSets: Include, Exclude, Query and Headers are sets: the
+// order and repetition of their entries never change a fingerprint.
+func TestOptionListsAsSets(t *testing.T) {
+	in := Input{ContentType: "application/json", Body: []byte(`{"a":1,"b":{"c":2,"d":3},"e":4}`),
+		Query: url.Values{"x": {"1"}, "y": {"2"}}, Header: http.Header{"X-A": {"1"}, "X-B": {"2"}}}
+	for _, pair := range [][2]Options{
+		{{Include: []string{"/a", "/b"}}, {Include: []string{"/b", "/a", "/a", "/b"}}},
+		{{Exclude: []string{"/b/c", "/e"}}, {Exclude: []string{"/e", "/b/c", "/e"}}},
+		{{Query: []string{"x", "y"}}, {Query: []string{"y", "x", "y"}}},
+		{{Headers: []string{"x-a", "x-b"}}, {Headers: []string{"X-B", "x-a", "X-A"}}},
+	} {
+		a, b := mustCompute(t, in, pair[0]), mustCompute(t, in, pair[1])
+		if a != b {
+			t.Errorf("%+v and %+v give different fingerprints", pair[0], pair[1])
+		}
+	}
+}
