@@ -111,6 +111,8 @@ func TestSameOrDifferent(t *testing.T) {
 			Options{Include: []string{"/l/0"}}, true},
 		{"include index out of range vs null", jsonIn(`{"l":[]}`), jsonIn(`{"l":[null]}`), Options{Include: []string{"/l/0"}}, false},
 		{"include through scalar is absent", jsonIn(`{"a":1}`), jsonIn(`{"a":2}`), Options{Include: []string{"/a/b"}}, true},
+		{"include index out of range is absent", jsonIn(`{"l":[1]}`), jsonIn(`{}`), Options{Include: []string{"/l/1"}}, true},
+		{"include index with a leading zero selects nothing", jsonIn(`{"l":[1,2]}`), jsonIn(`{"l":[1,3]}`), Options{Include: []string{"/l/01"}}, true},
 		{"pointers refer to the body as sent", jsonIn(`{"l":[0,1,2]}`), jsonIn(`{"l":[9,1,7]}`),
 			Options{Include: []string{"/l/1"}, Exclude: []string{"/l/0"}}, true},
 		{"include with exclude inside", jsonIn(order), jsonIn(replace(order, `"abc"`, `"zzz"`)),
@@ -122,6 +124,7 @@ func TestSameOrDifferent(t *testing.T) {
 		// Forms.
 		{"form reordered", formIn(`b=2&a=1&c=3`), formIn(`c=3&a=1&b=2`), Options{}, true},
 		{"form escapes", formIn(`name=J%C3%BCrgen+M&x=%41`), formIn(`x=A&name=J%c3%bcrgen%20M`), Options{}, true},
+		{"form escapes with hex letters in either case", formIn(`x=%6a%6A%4a%4f%4F&y=%aa%AF`), formIn(`y=%AA%af&x=jjJOO`), Options{}, true},
 		{"form repeated values keep order", formIn(`a=1&a=2`), formIn(`a=2&a=1`), Options{}, false},
 		{"form value changed", formIn(`a=1&b=2`), formIn(`a=1&b=3`), Options{}, false},
 		{"form empty value vs missing", formIn(`a=1&b=`), formIn(`a=1`), Options{}, false},
@@ -430,6 +433,24 @@ func TestMaxDepthLimit(t *testing.T) {
 		}
 		if got, err := Compute(Input{Body: body}, Options{Mode: ModeJSON, MaxDepth: MaxDepthLimit}); err != nil || got != want {
 			t.Errorf("depth %d: %s %v under MaxDepthLimit, want %s as under MaxDepth %d", depth, got, err, want, depth)
+		}
+	}
+}
+
+// TestOptionListsAsSets: Include, Exclude, Query and Headers are sets: the
+// order and repetition of their entries never change a fingerprint.
+func TestOptionListsAsSets(t *testing.T) {
+	in := Input{ContentType: "application/json", Body: []byte(`{"a":1,"b":{"c":2,"d":3},"e":4}`),
+		Query: url.Values{"x": {"1"}, "y": {"2"}}, Header: http.Header{"X-A": {"1"}, "X-B": {"2"}}}
+	for _, pair := range [][2]Options{
+		{{Include: []string{"/a", "/b"}}, {Include: []string{"/b", "/a", "/a", "/b"}}},
+		{{Exclude: []string{"/b/c", "/e"}}, {Exclude: []string{"/e", "/b/c", "/e"}}},
+		{{Query: []string{"x", "y"}}, {Query: []string{"y", "x", "y"}}},
+		{{Headers: []string{"x-a", "x-b"}}, {Headers: []string{"X-B", "x-a", "X-A"}}},
+	} {
+		a, b := mustCompute(t, in, pair[0]), mustCompute(t, in, pair[1])
+		if a != b {
+			t.Errorf("%+v and %+v give different fingerprints", pair[0], pair[1])
 		}
 	}
 }

@@ -232,3 +232,39 @@ func TestMiddlewareQueryNotDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestMiddlewareContentLength: a buffered response is sent whole, so it
+// goes out with its Content-Length, fresh and replayed, however large,
+// never chunked; a handler's own Content-Length is kept as it set it.
+func TestMiddlewareContentLength(t *testing.T) {
+	big := `{"pad":"` + strings.Repeat("x", 64<<10) + `"}`
+	for _, tc := range []struct {
+		name string
+		h    http.HandlerFunc
+		want int64
+	}{
+		{"large body", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, big)
+		}, int64(len(big))},
+		{"written in pieces", func(w http.ResponseWriter, r *http.Request) {
+			for range 8 {
+				io.WriteString(w, strings.Repeat("y", 1024))
+			}
+		}, 8 << 10},
+		{"handler's own", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "14")
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, `{"id":"ord_1"}`)
+		}, 14},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i, resp := range sendTwice(t, tc.h) {
+				if resp.ContentLength != tc.want || len(resp.TransferEncoding) != 0 {
+					t.Errorf("response %d: Content-Length %d, Transfer-Encoding %v; want %d, not chunked", i, resp.ContentLength, resp.TransferEncoding, tc.want)
+				}
+			}
+		})
+	}
+}

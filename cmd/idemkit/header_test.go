@@ -41,3 +41,19 @@ func TestHeaderFlagRefusesNeverReplayed(t *testing.T) {
 		t.Errorf("headers %v, want %v", f.h, want)
 	}
 }
+
+// TestHeaderFlagRefusesMalformed: a --header that could not be sent as one
+// header line is refused: no colon, a name that is not an HTTP token
+// (empty, a space, DEL, a separator), a value holding CR, LF or NUL, which
+// would split the replayed response's header.
+func TestHeaderFlagRefusesMalformed(t *testing.T) {
+	for _, v := range []string{
+		"no colon", ": value", "X Order: 1", "X-Order\x7f: 1", "X(Order): 1", "X-Ordé: 1",
+		"X-Order: a\r\nSet-Cookie: b=1", "X-Order: a\nb", "X-Order: a\rb", "X-Order: a\x00b",
+	} {
+		var f headerFlags
+		if err := f.Set(v); err == nil || f.h != nil {
+			t.Errorf("--header %q accepted: %v", v, f.h)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package adapter
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strings"
@@ -209,5 +213,105 @@ func TestValuesDeterministic(t *testing.T) {
 				t.Fatalf("%s: Values = %q, want %q", tc.name, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestKeyMissingNamesHeader: a request without the key is told which
+// header to send: the configured one, not the default.
+func TestKeyMissingNamesHeader(t *testing.T) {
+	a, err := New(testGuard(t), Options{Header: "X-Request-Key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := func(context.Context) (string, error) { return "t", nil }
+	_, p := a.request(context.Background(), &Request{Method: "POST", Path: "/orders", Tenant: tenant})
+	if p == nil || p.Type != TypeKeyMissing || !strings.Contains(p.Detail, "X-Request-Key header") {
+		t.Fatalf("problem %+v, want key-missing naming X-Request-Key", p)
+	}
+}
+
+// TestRefuseScope: a request the adapter refuses itself is reported with
+// the scope known so far: its tenant only when Tenant gave one without an
+// error (as a request that reached the guard), its key only when valid.
+func TestRefuseScope(t *testing.T) {
+	var got []idemkit.Event
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+		got = append(got, e)
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusal := errors.New("body too large")
+	for _, tc := range []struct {
+		name   string
+		tenant func(context.Context) (string, error)
+		key    []string
+		want   idemkit.Scope
+	}{
+		{"known", func(context.Context) (string, error) { return "acme", nil }, []string{"k"}, idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k"}},
+		{"tenant error", func(context.Context) (string, error) { return "acme", errors.New("token expired") }, []string{"k"}, idemkit.Scope{Operation: "POST /orders", Key: "k"}},
+		{"invalid key", func(context.Context) (string, error) { return "acme", nil }, []string{"a", "b"}, idemkit.Scope{Tenant: "acme", Operation: "POST /orders"}},
+		{"no Tenant", nil, nil, idemkit.Scope{Operation: "POST /orders"}},
+	} {
+		got = nil
+		a.Refuse(context.Background(), &Request{Method: "post", Path: "/orders", Key: tc.key, Tenant: tc.tenant}, refusal)
+		if len(got) != 1 || got[0].Scope != tc.want || !errors.Is(got[0].Err, refusal) {
+			t.Errorf("%s: events %+v, want one refusal with scope %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestLogUnobserved: without an Observer a store failure is logged, unless
+// the caller had cancelled its request before the claim (no store fault);
+// a cancelled request whose claim may be stored and could not be freed is
+// still logged, as an operator may have to see to its key.
+func TestLogUnobserved(t *testing.T) {
+	var logs strings.Builder
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	g := testGuard(t)
+	live := context.Background()
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	storeErr := &idemkit.StoreError{Op: "claim", Err: context.Canceled}
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		err    error
+		logged bool
+	}{
+		{"store down", live, &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, true},
+		{"corrupt record", live, fmt.Errorf("get: %w", idemkit.ErrCorruptRecord), true},
+		{"refusal", live, idemkit.ErrFingerprintMismatch, false},
+		{"caller gone before the claim", gone, storeErr, false},
+		{"caller gone, claim not freed", gone, &idemkit.ClaimUnknownError{Err: storeErr}, true},
+	} {
+		logs.Reset()
+		logUnobserved(tc.ctx, g, idemkit.Scope{Operation: "POST /orders"}, tc.err)
+		if logged := strings.Contains(logs.String(), "idemkit: store failure"); logged != tc.logged {
+			t.Errorf("%s: logged %v, want %v: %s", tc.name, logged, tc.logged, logs.String())
+		}
+	}
+}
+
+// TestFilterSentCanonical: a net/http handler that writes header names in
+// other spellings (into the map directly) has them stored under the
+// canonical name, one entry per name, spellings' values in bytewise
+// order of the spellings.
+func TestFilterSentCanonical(t *testing.T) {
+	a, err := New(testGuard(t), Options{ReplayHeaders: []string{"X-Order-Id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.FilterSent(http.Header{"content-type": {"text/plain"}, "Content-Type": {"application/json"}, "location": {"/orders/1"},
+		"x-order-id": {"ord_1"}, "Date": {"today"}})
+	want := http.Header{"Content-Type": {"application/json", "text/plain"}, "Location": {"/orders/1"}, "X-Order-Id": {"ord_1"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FilterSent = %v, want %v", got, want)
 	}
 }

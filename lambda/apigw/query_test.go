@@ -100,3 +100,36 @@ func checkV2QueryRetry(t *testing.T, h v2Handler, o *orders, first, second strin
 		t.Error("handler ran")
 	}
 }
+
+// TestV1RepeatedQuery: a REST API event gives a repeated parameter's last
+// value in queryStringParameters and all of them in
+// multiValueQueryStringParameters: the fingerprint reads all, so a retry
+// that changes any but the last value is a mismatch, never a replay.
+func TestV1RepeatedQuery(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &restOrders{}
+	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.APIKeyID()}, o.handle)
+	send := func(values ...string) events.APIGatewayProxyResponse {
+		ev := load[events.APIGatewayProxyRequest](t, "v1-apikey-iam.json")
+		ev.QueryStringParameters = map[string]string{"account": values[len(values)-1]}
+		ev.MultiValueQueryStringParameters = map[string][]string{"account": values}
+		r, err := h(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := send("1", "2"); r.StatusCode != 201 {
+		t.Fatalf("first: %d %s", r.StatusCode, r.Body)
+	}
+	if r := send("1", "2"); r.Headers["Idempotent-Replayed"] != "true" {
+		t.Errorf("same query: %d %v, want a replay", r.StatusCode, r.Headers)
+	}
+	for _, vs := range [][]string{{"3", "2"}, {"2"}, {"2", "1", "2"}} {
+		r := send(vs...)
+		checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
+	}
+	if o.runs != 1 {
+		t.Errorf("handler ran %d times, want 1", o.runs)
+	}
+}

@@ -138,3 +138,42 @@ func TestLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestEMFStatus: an EMF line carries the answer's status, any status, and
+// leaves the member out for an event without one.
+func TestEMFStatus(t *testing.T) {
+	for _, status := range []int{200, 201, 409, 0} {
+		var buf bytes.Buffer
+		m := &observe.EMF{Writer: &buf}
+		e := sample
+		e.Status = status
+		m.Observe(context.Background(), e)
+		var root map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &root); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := root["status"]
+		if ok != (status != 0) || (ok && got != float64(status)) {
+			t.Errorf("status %d: member %v (present %v)", status, got, ok)
+		}
+	}
+}
+
+// TestLoggerHandlerTime: a log line gives the handler's own time when the
+// handler ran, however short, and leaves it out when it did not.
+func TestLoggerHandlerTime(t *testing.T) {
+	for _, d := range []time.Duration{250 * time.Millisecond, 1500 * time.Microsecond, 0} {
+		var buf bytes.Buffer
+		e := sample
+		e.Handler = d
+		observe.Logger{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}.Observe(context.Background(), e)
+		var line map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := line["handler_ms"]
+		if ok != (d > 0) || (ok && got != float64(d.Microseconds())/1e3) {
+			t.Errorf("handler %v: handler_ms %v (present %v)", d, got, ok)
+		}
+	}
+}

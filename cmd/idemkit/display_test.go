@@ -1,0 +1,68 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// TestDisplayText: stored text is printed as it is unless it holds a
+// character a terminal acts on (C0 and C1 controls, DEL, line and
+// paragraph separators, invalid UTF-8), which is quoted instead, so it can
+// neither send escape sequences nor forge a line.
+func TestDisplayText(t *testing.T) {
+	for _, s := range []string{"POST /orders", "acme-é", "€ 10"} {
+		if got := displayText(s); got != s {
+			t.Errorf("displayText(%q) = %q, want it as it is", s, got)
+		}
+	}
+	for _, s := range []string{"a\tb", "a\nb", "\x1b[2J", "a\x7fb", "\u009b2J", "\u0085next", "a\u2028b", "a\u2029b", "bad \xff"} {
+		got := displayText(s)
+		if !strings.HasPrefix(got, `"`) || strings.ContainsAny(got, "\t\n\x1b\x7f\u009b\u0085\u2028\u2029") {
+			t.Errorf("displayText(%q) = %q, want it quoted", s, got)
+		}
+	}
+}
+
+// TestDisplayKey: a key is shown as --key takes it back: bare when it can
+// be, else as a structured-field string, so a key with a space, a quote, a
+// backslash or a comma (which --key would read as a list) round-trips.
+func TestDisplayKey(t *testing.T) {
+	for _, k := range []string{"order-1", "a,b", "a b", `a"b`, `a\b`, ` lead`} {
+		shown := displayKey(k)
+		back, err := idemkit.ParseKey([]string{shown}, idemkit.KeyOptions{MaxLen: maxKeyLen})
+		if err != nil || back != k {
+			t.Errorf("displayKey(%q) = %s, read back as %q, %v", k, shown, back, err)
+		}
+	}
+	if got := displayKey("order-1"); got != "order-1" {
+		t.Errorf("displayKey(order-1) = %s, want it bare", got)
+	}
+}
+
+// TestReplayAgain: an answer resolved late is replayed for the record's
+// own replay window from now, and kept for its retention after that; a
+// record without a window gets the default one; times already later than
+// what now gives (an operator's clock behind the service's) are kept.
+func TestReplayAgain(t *testing.T) {
+	created := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	rec := &idemkit.Record{CreatedAt: created, ReplayUntil: created.Add(time.Hour), ExpiresAt: created.Add(7 * 24 * time.Hour)}
+	for _, tc := range []struct {
+		name                 string
+		rec                  *idemkit.Record
+		now                  time.Time
+		replayUntil, expires time.Time
+	}{
+		{"two days later", rec, created.Add(48 * time.Hour), created.Add(49 * time.Hour), created.Add(49*time.Hour + 7*24*time.Hour - time.Hour)},
+		{"clock behind the record's", rec, created.Add(-time.Minute), time.Time{}, time.Time{}},
+		{"no window", &idemkit.Record{CreatedAt: created, ReplayUntil: created, ExpiresAt: created},
+			created.Add(time.Hour), created.Add(time.Hour + idemkit.DefaultReplayWindow), created.Add(time.Hour + idemkit.DefaultReplayWindow)},
+	} {
+		ru, ea := replayAgain(tc.rec, tc.now)
+		if !ru.Equal(tc.replayUntil) || !ea.Equal(tc.expires) {
+			t.Errorf("%s: replay until %v, expires %v; want %v, %v", tc.name, ru, ea, tc.replayUntil, tc.expires)
+		}
+	}
+}

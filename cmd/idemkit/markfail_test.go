@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+// markFails is a store whose MarkIndeterminate fails as an outage does.
+type markFails struct{ idemkit.Store }
+
+func (markFails) MarkIndeterminate(context.Context, string, string, time.Time) (*idemkit.Record, error) {
+	return nil, &idemkit.StoreError{Op: "mark indeterminate", Err: errors.New("throttled")}
+}
+
+// TestResolveStaleMarkFails: resolving an in_flight record whose lease
+// ended first marks it indeterminate; when that mark fails, resolve stops
+// with the mark's error (an outage: exit 5) and writes nothing, rather
+// than going on to a resolution that then fails for another reason.
+func TestResolveStaleMarkFails(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	mem := memstore.New()
+	s := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k"}
+	id := s.ID(false)
+	rec := &idemkit.Record{ID: id, Scope: s, State: idemkit.StateInFlight, Owner: "owner-1",
+		CreatedAt: now.Add(-time.Hour), LeaseUntil: now.Add(-time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(24 * time.Hour)}
+	if res, err := mem.Claim(ctx, rec, now.Add(-time.Hour), idemkit.ClaimOptions{}); err != nil || !res.Won {
+		t.Fatalf("seed: %+v %v", res, err)
+	}
+	prev, out, err := resolve(ctx, markFails{mem}, id, idemkit.Resolution{As: idemkit.StateFailed, Reason: "r", Operator: "ops"}, now)
+	if prev != idemkit.StateInFlight || out != nil || exitCode(err) != exitUnavailable {
+		t.Errorf("resolve: was %s, %v, %v (exit %d); want in_flight, nothing, exit %d", prev, out, err, exitCode(err), exitUnavailable)
+	}
+	if got, err := mem.Get(ctx, id, now); err != nil || got.State != idemkit.StateInFlight || got.Owner != "owner-1" || got.Resolution != nil {
+		t.Errorf("record after a failed mark: %+v %v; want it unchanged", got, err)
+	}
+}
