@@ -510,6 +510,11 @@ func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	returned = true
 	c.ev.Handler = c.g.now().Sub(hstart)
 	stop()
+	if herr != nil && lost != nil && errors.Is(context.Cause(hctx), ErrLeaseLost) && !errors.Is(herr, ErrLeaseLost) {
+		// A handler that stopped when told returns ctx.Err(), which says
+		// cancelled, not why: the caller and the Observer are told why.
+		herr = fmt.Errorf("%w (%w)", herr, ErrLeaseLost)
+	}
 	return c.settle(rec, snap, herr)
 }
 

@@ -3,6 +3,7 @@ package idemkit_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,6 +111,54 @@ func TestLeaseLost(t *testing.T) {
 			}
 			if !lostAt.Before(leaseEnd) {
 				t.Errorf("cancelled %v after the start, at or after the lease's end (%v)", lostAt.Sub(start), leaseEnd.Sub(start))
+			}
+		})
+	}
+}
+
+// TestLeaseLostIsReported: a handler that stops when told returns
+// ctx.Err(), which says only "cancelled"; Do's error and the Observer's
+// event say the lease was lost. Under FailClosed a cancelled handler is
+// not said to have lost its lease.
+func TestLeaseLostIsReported(t *testing.T) {
+	for _, policy := range []idemkit.StalePolicy{idemkit.Takeover, idemkit.FailClosed} {
+		t.Run(policy.String(), func(t *testing.T) {
+			var events []idemkit.Event
+			var mu sync.Mutex
+			s := &extendStore{Store: memstore.New(), extend: func(int) error { return errStoreDown }}
+			g, err := idemkit.New(idemkit.Config{Store: s,
+				Policy: idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: policy},
+				Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+					mu.Lock()
+					defer mu.Unlock()
+					events = append(events, e)
+				})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, _, err = g.Do(ctx, req("reported-"+policy.String()), func(hctx context.Context) (*idemkit.Snapshot, error) {
+				select {
+				case <-hctx.Done():
+				case <-time.After(2 * time.Second):
+					cancel() // FailClosed: nothing cancels the handler; its caller does
+					<-hctx.Done()
+				}
+				return nil, hctx.Err()
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if len(events) == 0 {
+				t.Fatal("no event")
+			}
+			ev := events[len(events)-1]
+			want := policy == idemkit.Takeover
+			if errors.Is(err, idemkit.ErrLeaseLost) != want || errors.Is(ev.Err, idemkit.ErrLeaseLost) != want {
+				t.Errorf("Do: %v; event %s: %v; want ErrLeaseLost in both: %v", err, ev.Kind, ev.Err, want)
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Do: %v, want the handler's own error kept", err)
 			}
 		})
 	}
