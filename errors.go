@@ -85,8 +85,10 @@ var (
 // LeaseMargin, as far as the renewal interval allows), its renewals ran
 // out (MaxRenewals), or the key was taken over. Another request may then
 // run the handler again; a handler that stops when its context is done
-// does not run alongside it. Under [FailClosed] nothing is cancelled: no
-// other request runs the handler, and its completion is still stored.
+// does not run alongside it. The error Do returns for such a run, and the
+// Observer's event, wrap ErrLeaseLost. Under [FailClosed] nothing is
+// cancelled: no other request runs the handler, and its completion is
+// still stored.
 var ErrLeaseLost = errors.New("idemkit: the lease on the idempotency key was lost")
 
 // ErrTenantTooLong: the tenant is longer than [MaxTenantLen] bytes. It is
