@@ -21,7 +21,7 @@
 // A net/http request has no deadline, so its lease is renewed while its
 // handler runs, and a client that hangs up (or a Shutdown cut short)
 // cancels its context without freeing the key: a handler that goes on
-// stores its outcome; one that stops should end with Fail. One that
+// stores its outcome; one that stops should end with Fail. One that then
 // returns having written nothing keeps the key as an unknown outcome
 // (ErrWroteNothing): nothing says whether it acted. Under
 // idemkit.Takeover, a handler whose lease is lost has its context
