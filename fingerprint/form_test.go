@@ -256,23 +256,4 @@ func TestFormMemoryBudget(t *testing.T) {
 // BenchmarkFormShapes fingerprints a 1 MB form body of each shape;
 // first-B/body is what one call allocates on an empty pool, per body byte
 // (the budget: at most 2).
-func BenchmarkFormShapes(b *testing.B) {
-	f, err := New(Options{Mode: ModeForm})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, s := range formShapes {
-		body := s.body(1 << 20)
-		b.Run(s.name, func(b *testing.B) {
-			first := firstCallAlloc(b, f, body)
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := f.Compute(Input{Body: body}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(first)/float64(len(body)), "first-B/body")
-		})
-	}
-}
+func BenchmarkFormShapes(b *testing.B) { benchShapes(b, ModeForm, formShapes) }

@@ -125,8 +125,12 @@ func TestCanonicalMemoryBudget(t *testing.T) {
 // BenchmarkCanonicalShapes fingerprints a 1 MB body of each shape. B/op is
 // the steady state with pooled buffers; first-B/body is what one call
 // allocates on an empty pool, per body byte (the budget: at most 1).
-func BenchmarkCanonicalShapes(b *testing.B) {
-	f, err := New(Options{Mode: ModeJSON})
+func BenchmarkCanonicalShapes(b *testing.B) { benchShapes(b, ModeJSON, shapes) }
+
+// benchShapes fingerprints, in mode, a 1 MB body of each of shapes,
+// reporting first-B/body next to B/op.
+func benchShapes(b *testing.B, mode Mode, shapes []shape) {
+	f, err := New(Options{Mode: mode})
 	if err != nil {
 		b.Fatal(err)
 	}
