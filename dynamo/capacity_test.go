@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -298,12 +295,10 @@ func TestReplayCallsByServer(t *testing.T) {
 				t.Fatalf("%s: ALL_OLD on condition failure %v, want %v", tc.name, allOld.Has, want)
 			}
 			counter := &callCounter{calls: map[string]int{}}
-			c := dynamodb.New(dynamodb.Options{
-				BaseEndpoint: aws.String(ep),
-				Region:       dynalite.Region,
-				Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-				HTTPClient:   &http.Client{Transport: counter},
-			})
+			c, err := dynalite.NewClientVia(ctx, ep, counter)
+			if err != nil {
+				t.Fatal(err)
+			}
 			table := dynalite.TableName(t)
 			if err := dynamo.CreateTable(ctx, c, table); err != nil {
 				t.Fatal(err)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/idemkit"
@@ -32,12 +30,10 @@ func faultyStore(t *testing.T, opts dynamo.Options, rules ...faults.Rule) (*dyna
 	clean := client(t)
 	table := newTable(t, clean)
 	ft := faults.New(http.DefaultTransport, rules...)
-	c := dynamodb.New(dynamodb.Options{
-		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
-		Region:       dynalite.Region,
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-		HTTPClient:   &http.Client{Transport: ft},
-	})
+	c, err := dynalite.NewClientVia(t.Context(), dynalite.Endpoint(t), ft)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = 30 * time.Second
 	}

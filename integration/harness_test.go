@@ -18,11 +18,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -77,20 +74,11 @@ func newSDKClient(t testing.TB, endpoint string, rt http.RoundTripper) *dynamodb
 	if rt == nil {
 		rt = baseTransport()
 	}
-	cfg, err := config.LoadDefaultConfig(context.Background(),
-		config.WithRegion(dynalite.Region),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		// The SDK's warnings (e.g. "failed to close HTTP response body"
-		// after an injected fault) are noise in test output.
-		config.WithLogger(logging.Nop{}),
-	)
+	c, err := dynalite.NewClientVia(context.Background(), endpoint, rt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-		o.HTTPClient = &http.Client{Transport: rt}
-	})
+	return c
 }
 
 // effects counts the executions of the business handler per scope in a

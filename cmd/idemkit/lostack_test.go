@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
@@ -32,12 +28,10 @@ var (
 func (f *fixture) faultyEnv(rules ...faults.Rule) (Env, *faults.Transport) {
 	f.t.Helper()
 	ft := faults.New(http.DefaultTransport, rules...)
-	c := dynamodb.New(dynamodb.Options{
-		BaseEndpoint: aws.String(dynalite.Endpoint(f.t)),
-		Region:       dynalite.Region,
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-		HTTPClient:   &http.Client{Transport: ft},
-	})
+	c, err := dynalite.NewClientVia(f.t.Context(), dynalite.Endpoint(f.t), ft)
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	s, err := dynamo.New(c, f.table, dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second), MaxBackoff: time.Millisecond})
 	if err != nil {
 		f.t.Fatal(err)

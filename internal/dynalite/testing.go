@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -168,6 +169,17 @@ func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 // NewClientIn is NewClient for another region: on a server whose tables
 // are region-scoped (RegionScopedTables) it sees that region's tables.
 func NewClientIn(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
+	return newClient(ctx, endpoint, region, nil)
+}
+
+// NewClientVia is NewClient with its requests sent through rt (a fault
+// injector, a call counter), with the SDK's standard retryer and retry
+// quota.
+func NewClientVia(ctx context.Context, endpoint string, rt http.RoundTripper) (*dynamodb.Client, error) {
+	return newClient(ctx, endpoint, Region, rt)
+}
+
+func newClient(ctx context.Context, endpoint, region string, rt http.RoundTripper) (*dynamodb.Client, error) {
 	cfg, err := config.LoadDefaultConfig(ctx,
 		config.WithRegion(region),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
@@ -178,6 +190,9 @@ func NewClientIn(ctx context.Context, endpoint, region string) (*dynamodb.Client
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
+		if rt != nil {
+			o.HTTPClient = &http.Client{Transport: rt}
+		}
 	}), nil
 }
 
