@@ -3,14 +3,12 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 )
 
@@ -140,32 +138,16 @@ func TestFaultCombinations(t *testing.T) {
 	var requests, injected, doubleEffects int
 	for _, tc := range comboCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			var base http.RoundTripper = baseTransport()
-			if reads(tc.rules) {
-				base = withoutConditionItem{base}
-			}
-			ft := faults.New(base, tc.rules...)
-			store, raw, _ := newStore(t, ft, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
-			fx := newEffects(t, raw)
-			clk := &clock{now: time.Now().Truncate(time.Millisecond)}
 			const lease = 2 * time.Second
-			g, err := idemkit.New(idemkit.Config{Store: store, Now: clk.Now, Policy: idemkit.Policy{Lease: lease, OnStaleLease: tc.policy}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rig := newFaultRig(t, tc.rules, lease, tc.policy)
+			g, store, clk, ft := rig.g, rig.store, rig.clk, rig.ft
+			fx := newEffects(t, rig.raw)
 			b := newBusiness(fx)
 			if tc.release {
-				b.answer = func(n int) int {
-					if n == 1 {
-						return 503
-					}
-					return 201
-				}
+				b.answer = failFirst
 			}
 			h := wrap(g, b, "POST /payments")
-			key := "combo-" + strings.ReplaceAll(tc.name, "/", "-")
-			ev := event("acme", "/payments", key, `{"amount":1999,"currency":"EUR"}`)
-			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key}
+			ev, sc := payment("combo-" + strings.ReplaceAll(tc.name, "/", "-"))
 			effects := func() int { return fx.counts(t)[scopeName(sc)] }
 
 			ctx := context.Background()

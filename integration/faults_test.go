@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
@@ -48,6 +51,52 @@ func reads(rules []faults.Rule) bool {
 		}
 	}
 	return false
+}
+
+// faultRig is a guard over a store whose SDK calls pass through a fault
+// transport.
+type faultRig struct {
+	g     *idemkit.Guard
+	store *dynamo.Store
+	clk   *clock            // the guard's clock
+	ft    *faults.Transport // under the store's client
+	raw   *dynamodb.Client  // a client of the same table without faults
+}
+
+// newFaultRig returns a guard, with lease and stale policy, over a store
+// on a fresh table whose SDK calls pass through a fault transport with
+// rules (a failed condition's item dropped when rules spoil reads), on a
+// test clock started at the real time.
+func newFaultRig(t testing.TB, rules []faults.Rule, lease time.Duration, policy idemkit.StalePolicy) faultRig {
+	t.Helper()
+	var base http.RoundTripper = baseTransport()
+	if reads(rules) {
+		base = withoutConditionItem{base}
+	}
+	ft := faults.New(base, rules...)
+	store, raw, _ := newStore(t, ft, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
+	clk := &clock{now: time.Now().Truncate(time.Millisecond)}
+	g, err := idemkit.New(idemkit.Config{Store: store, Now: clk.Now, Policy: idemkit.Policy{Lease: lease, OnStaleLease: policy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return faultRig{g: g, store: store, clk: clk, ft: ft, raw: raw}
+}
+
+// payment returns the POST /payments of tenant acme under key, and its
+// scope.
+func payment(key string) (events.APIGatewayV2HTTPRequest, idemkit.Scope) {
+	return event("acme", "/payments", key, `{"amount":1999,"currency":"EUR"}`),
+		idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key}
+}
+
+// failFirst answers a scope's first run with the handler's own 503 (not
+// stored: the key is freed) and later runs with 201.
+func failFirst(n int) int {
+	if n == 1 {
+		return 503
+	}
+	return 201
 }
 
 // withoutConditionItem drops the item a ConditionalCheckFailedException
@@ -188,31 +237,15 @@ func faultCases() []faultCase {
 func TestFaultInjection(t *testing.T) {
 	var requests, runs, injected, doubleEffects, wrongBodies int
 	for _, tc := range faultCases() {
-		var base http.RoundTripper = baseTransport()
-		if reads(tc.rules) {
-			base = withoutConditionItem{base}
-		}
-		ft := faults.New(base, tc.rules...)
-		store, _, _ := newStore(t, ft, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
-		clk := &clock{now: time.Now().Truncate(time.Millisecond)}
 		const lease = 2 * time.Second
-		g, err := idemkit.New(idemkit.Config{Store: store, Now: clk.Now, Policy: idemkit.Policy{Lease: lease}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rig := newFaultRig(t, tc.rules, lease, idemkit.FailClosed)
+		g, store, clk, ft := rig.g, rig.store, rig.clk, rig.ft
 		b := newBusiness(nil)
 		if tc.release {
-			b.answer = func(n int) int {
-				if n == 1 {
-					return 503
-				}
-				return 201
-			}
+			b.answer = failFirst
 		}
 		h := wrap(g, b, "POST /payments")
-		key := "pay-" + strings.ReplaceAll(tc.name, "/", "-")
-		ev := event("acme", "/payments", key, `{"amount":1999,"currency":"EUR"}`)
-		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key}
+		ev, sc := payment("pay-" + strings.ReplaceAll(tc.name, "/", "-"))
 
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

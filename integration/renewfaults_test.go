@@ -117,9 +117,7 @@ func TestRenewalUnderFaults(t *testing.T) {
 			b := newBusiness(fx)
 			b.worker = "b"
 			hA, hB := wrap(gA, a, "POST /payments"), wrap(gB, b, "POST /payments")
-			key := "renew-" + tc.name
-			ev := event("acme", "/payments", key, `{"amount":1999,"currency":"EUR"}`)
-			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key}
+			ev, sc := payment("renew-" + tc.name)
 			ctx := context.Background() // no deadline: the lease is renewed
 
 			first := make(chan answer, 1)
