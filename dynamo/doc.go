@@ -44,6 +44,7 @@
 //	ix   S     "indeterminate" while indeterminate; "in_flight" while in
 //	           flight, with Options.IndexInFlight; else absent
 //	it   S     tenant, only while indeterminate
+//	mk   S     a random token of the last mark or resolution
 //
 // A header value that is not UTF-8 (HTTP allows bytes 0x80-0xFF) is a B
 // in its list, so that it is replayed byte for byte; a store of an older
@@ -70,6 +71,12 @@
 // under sustained errors and would then leave a claim, and the release of
 // a claim whose answer was lost, a single attempt each.
 // Options.KeepRetryQuota keeps the client's own retryer instead.
+//
+// A retried write whose first attempt landed with its answer lost is
+// recognised as ours: a claim and a completion by their conditions (our
+// owner token), a release because the item is gone, and a mark
+// (MarkUnknown, MarkIndeterminate) or a resolution by the token it writes
+// in mk, read from the refused item.
 //
 // # Expiry
 //

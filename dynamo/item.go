@@ -39,6 +39,7 @@ const (
 	AttrOperator     = "ro"  // S  resolution operator
 	AttrReason       = "rr"  // S  resolution reason
 	AttrResolvedAt   = "rt"  // N  resolution time, epoch milliseconds
+	AttrMark         = "mk"  // S  a random token of the last mark or resolution
 
 	// AttrIndeterminate is the hash key of IndexIndeterminate. It is set to
 	// IndeterminateValue while a record is indeterminate and, when the

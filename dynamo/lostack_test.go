@@ -142,3 +142,96 @@ func TestLostClaimNotFreed(t *testing.T) {
 		t.Fatalf("ListStale after the lease: %v %v", recs, err)
 	}
 }
+
+// markUpdate and resolveUpdate tell a mark's UpdateItem (MarkUnknown,
+// MarkIndeterminate) and a resolution's from a lease renewal's.
+func markUpdate(b []byte) bool    { return bytes.Contains(b, []byte("SET #st = :indeterminate")) }
+func resolveUpdate(b []byte) bool { return bytes.Contains(b, []byte("REMOVE #ix, #it")) }
+
+// TestLostStateChangeAnswers: a mark or a resolution whose first attempt
+// lands with its answer lost is refused on the SDK's retry (the record is
+// no longer in the state the condition asks for); the store recognises
+// its own write by the token it wrote and returns the changed record. A
+// later, distinct write of the same kind is still refused.
+func TestLostStateChangeAnswers(t *testing.T) {
+	type change func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error)
+	resolveAs := func(as idemkit.State) change {
+		return func(s *dynamo.Store, ctx context.Context, id, _ string, now time.Time) (*idemkit.Record, error) {
+			res := idemkit.Resolution{As: as, Operator: "ops", Reason: "checked"}
+			if as == idemkit.StateCompleted {
+				res.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)}
+			}
+			return s.Resolve(ctx, id, res, now)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		kind   faults.Kind
+		marked bool // the record is indeterminate before the change
+		match  func([]byte) bool
+		change change
+		want   idemkit.State
+		refuse error
+	}{
+		{"MarkIndeterminate/lost-ack", faults.LostAck, false, markUpdate, (*dynamo.Store).MarkIndeterminate, idemkit.StateIndeterminate, idemkit.ErrNotOwner},
+		{"MarkIndeterminate/lost-ack-body", faults.LostAckBody, false, markUpdate, (*dynamo.Store).MarkIndeterminate, idemkit.StateIndeterminate, idemkit.ErrNotOwner},
+		{"MarkUnknown/lost-ack", faults.LostAck, false, markUpdate, (*dynamo.Store).MarkUnknown, idemkit.StateIndeterminate, idemkit.ErrNotOwner},
+		{"MarkUnknown/lost-ack-body", faults.LostAckBody, false, markUpdate, (*dynamo.Store).MarkUnknown, idemkit.StateIndeterminate, idemkit.ErrNotOwner},
+		{"Resolve-failed/lost-ack", faults.LostAck, true, resolveUpdate, resolveAs(idemkit.StateFailed), idemkit.StateFailed, idemkit.ErrNotIndeterminate},
+		{"Resolve-completed/lost-ack-body", faults.LostAckBody, true, resolveUpdate, resolveAs(idemkit.StateCompleted), idemkit.StateCompleted, idemkit.ErrNotIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ft, clean, table := faultyStore(t, dynamo.Options{MaxBackoff: time.Millisecond},
+				faults.Rule{Op: "UpdateItem", Match: tc.match, Times: 1, Kind: tc.kind})
+			cs, err := dynamo.New(clean, table, dynamo.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			now := time.Now().Truncate(time.Millisecond)
+			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "change-" + tc.name}
+			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:m",
+				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+			if res, err := cs.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+				t.Fatalf("claim: %+v %v", res, err)
+			}
+			at := now.Add(2 * time.Second) // the lease has ended
+			if tc.marked {
+				if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := tc.change(s, ctx, rec.ID, rec.Owner, at)
+			if n := ft.Calls("UpdateItem"); n != 2 || len(ft.Events()) != 1 {
+				t.Fatalf("%d UpdateItem calls, %d faults; want the answer lost once and the SDK's retry", n, len(ft.Events()))
+			}
+			if err != nil {
+				t.Fatalf("a change whose answer was lost: %v, want the changed record", err)
+			}
+			if got.State != tc.want || got.Owner != rec.Owner || got.ID != rec.ID {
+				t.Fatalf("change returned %+v", got)
+			}
+			// The refusal carries the item where the server returns it
+			// (DynamoDB); otherwise one consistent read fetches it.
+			wantGets := 1
+			if dynalite.Has(t, dynalite.AllOldOnConditionFailure) {
+				wantGets = 0
+			}
+			if tc.want == idemkit.StateCompleted {
+				wantGets++ // a completed resolution reads the item to size its answer
+			}
+			if n := ft.Calls("GetItem"); n != wantGets {
+				t.Errorf("%d GetItem calls, want %d", n, wantGets)
+			}
+			stored, err := cs.Get(ctx, rec.ID, at)
+			if err != nil || stored.State != tc.want {
+				t.Fatalf("stored record %+v %v, want %s", stored, err, tc.want)
+			}
+			// The same change made again, by another call: the contract's
+			// refusal.
+			if _, err := tc.change(cs, ctx, rec.ID, rec.Owner, at); !errors.Is(err, tc.refuse) {
+				t.Fatalf("the change made again: %v, want %v", err, tc.refuse)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"math"
@@ -598,35 +599,67 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), false)
 }
 
-// toIndeterminate sets the record's state to indeterminate, and its index
-// keys, under cond; endLease also sets its lease end to nowMs (which cond
-// may compare with otherwise).
+// toIndeterminate sets the record's state to indeterminate, its index
+// keys and a new token (mk) under cond; endLease also sets its lease end
+// to nowMs (which cond may compare with otherwise). Its own mark, refused
+// on the SDK's retry after its answer was lost, is returned as marked
+// (ownRefused); any other mark, earlier or concurrent, is ErrNotOwner.
 func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, endLease bool) (*idemkit.Record, error) {
 	client, err := s.client(ctx, op, id)
 	if err != nil {
 		return nil, err
 	}
-	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn"
+	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn, #mk = :mk"
 	if endLease {
 		update += ", #lu = :nowMs"
 	}
+	mark := str(rand.Text())
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.tableName,
-		Key:                       key(id),
-		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs},
-		ReturnValues:              types.ReturnValueAllNew,
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		TableName:                           s.tableName,
+		Key:                                 key(id),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil, "#mk": AttrMark},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": mark},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
-	if err != nil {
-		return nil, refused(ctx, op, err, idemkit.ErrNotOwner)
+	if err == nil {
+		usage(ctx, out.ConsumedCapacity, true)
+		return decodeItem(out.Attributes)
 	}
-	usage(ctx, out.ConsumedCapacity, true)
-	return decodeItem(out.Attributes)
+	return s.ownRefused(ctx, client, op, id, err, idemkit.StateIndeterminate, mark, now, idemkit.ErrNotOwner)
+}
+
+// ownRefused handles a failed state change of the item with id that wrote
+// the token mark in mk: when err is a refusal and the item (returned with
+// it, or read with one consistent GetItem where the server does not) is
+// live, in state st and holds mark, the change is this very call's, landed
+// by an attempt whose answer was lost and refused on the SDK's retry, and
+// the item is returned. Any other refusal is refusal; any other error, or
+// a failed read, a StoreError.
+func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, err error, st idemkit.State, mark types.AttributeValue, now time.Time, refusal error) (*idemkit.Record, error) {
+	cf, ok := conditionFailed(err)
+	if !ok {
+		return nil, refused(ctx, op, err, refusal)
+	}
+	failedWriteUsage(ctx, cf.Item)
+	old := cf.Item
+	if len(old) == 0 {
+		if old, err = s.getItem(ctx, client, op, id); err != nil {
+			return nil, fmt.Errorf("dynamo: %s was refused, and the record could not be read again to tell whether the write was this call's own, its answer lost: %w", op, err)
+		}
+	}
+	got, _ := old[AttrState].(*types.AttributeValueMemberS)
+	mk, _ := old[AttrMark].(*types.AttributeValueMemberS)
+	want, _ := mark.(*types.AttributeValueMemberS)
+	if got == nil || mk == nil || want == nil || got.Value != string(st) || mk.Value != want.Value || expired(old, now) {
+		return nil, refusal
+	}
+	return decodeItem(old)
 }
 
 // Resolve implements idemkit.Store with one conditional UpdateItem. A zero
@@ -653,7 +686,8 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	if at.IsZero() {
 		at = now
 	}
-	set := map[string]types.AttributeValue{AttrState: str(string(res.As))}
+	mark := str(rand.Text())
+	set := map[string]types.AttributeValue{AttrState: str(string(res.As)), AttrMark: mark}
 	resolutionAttrs(set, &res, at)
 	putTime(set, AttrReplayUntil, res.ReplayUntil)
 	if !res.ExpiresAt.IsZero() {
@@ -690,17 +724,18 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.tableName,
-		Key:                       key(id),
-		UpdateExpression:          aws.String(upd),
-		ConditionExpression:       aws.String(condResolve),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-		ReturnValues:              types.ReturnValueAllNew,
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		TableName:                           s.tableName,
+		Key:                                 key(id),
+		UpdateExpression:                    aws.String(upd),
+		ConditionExpression:                 aws.String(condResolve),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err != nil {
-		return nil, refused(ctx, op, err, idemkit.ErrNotIndeterminate)
+		return s.ownRefused(ctx, client, op, id, err, res.As, mark, now, idemkit.ErrNotIndeterminate)
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return decodeItem(out.Attributes)
