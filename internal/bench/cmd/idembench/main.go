@@ -604,6 +604,9 @@ func ratioGap(w io.Writer, r results, wr ratioAt, codec dynamo.Codec) {
 	switch {
 	case wr.compress != 0:
 		fmt.Fprintf(w, "; of what it adds, %s is compressing the body on the real path (same+z - same)", dur(wr.compress))
+		if wr.compress < 0 {
+			fmt.Fprintf(w, " (below zero: at this many rounds the server's noise is larger than it)")
+		}
 		if zLoop > 0 {
 			fmt.Fprintf(w, ", %s in a loop (BenchmarkCompressBody)", dur(zLoop))
 		}

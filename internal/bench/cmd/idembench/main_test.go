@@ -40,7 +40,7 @@ func TestRatioGap(t *testing.T) {
 		want: []string{"1.00ms between the medians", "the kit adds 700.0µs (paired)", "the other 300.0µs is the server's latency moving",
 			"250.0µs is compressing the body on the real path", "200.0µs in a loop", "100.0µs the rest of its CPU on a client that answers at once",
 			"cpu-ns/op 300.0µs minus", "350.0µs remains unexplained"},
-		not: []string{"cold", "cover"},
+		not: []string{"cold", "cover", "below zero"},
 	}, {
 		// 500 added = 80 + (100 - 60) + 380.
 		name:  "no drift: the medians' difference is all the kit's",
@@ -54,6 +54,13 @@ func TestRatioGap(t *testing.T) {
 		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4500 * us, bare: 1 * us, same: 3999 * us, added: 500 * us, compress: 470 * us},
 		want:  []string{"470.0µs is compressing", "40.0µs the rest of its CPU", "these cover what it adds"},
 		not:   []string{"unexplained"},
+	}, {
+		// A median below zero is noise; it is shown, and counted as
+		// measured: 450 added = -20 + (100 - 60) + 430.
+		name:  "compressing measured below zero",
+		codec: dynamo.CodecS2,
+		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4450 * us, bare: 1 * us, same: 3999 * us, added: 450 * us, compress: -20 * us},
+		want:  []string{"-20.0µs is compressing", "below zero", "40.0µs the rest of its CPU", "430.0µs remains unexplained"},
 	}, {
 		name: "a replay: nothing compressed",
 		at:   ratioAt{path: "replay", size: 4 << 10, p50: 4400 * us, bare: 1 * us, same: 3999 * us, added: 100 * us},
