@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/idemkit/idemkit/internal/compress"
 )
 
 // Codec is how a store compresses snapshot bodies (Options.Codec). Its
@@ -31,110 +31,17 @@ const (
 // valid reports whether c is a codec this package knows.
 func (c Codec) valid() bool { return c == CodecZstd || c == CodecS2 }
 
-// zstdLevel is the level bodies are compressed at. SpeedDefault, not
-// SpeedFastest: on JSON the fastest level writes about 3% more bytes,
-// which at 64 KB costs one more write unit per completion (12 instead of
-// 11, docs/PERFORMANCE.md).
-const zstdLevel = zstd.SpeedDefault
-
-// compressor is one encoder with its output buffer, used by one
-// completion at a time.
-type compressor struct {
-	zenc *zstd.Encoder // CodecZstd
-	senc *s2.Writer    // CodecS2, writing to out
-	out  sliceWriter
-	buf  []byte // the output buffer, kept between completions
-}
-
-// sliceWriter appends what is written to it to b.
-type sliceWriter struct{ b []byte }
-
-func (w *sliceWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
-// encode appends src compressed to dst.
-func (c *compressor) encode(dst, src []byte) []byte {
-	if c.zenc != nil {
-		return c.zenc.EncodeAll(src, dst)
-	}
-	c.out.b = dst
-	c.senc.Reset(&c.out)
-	// Writing to a slice does not fail, and the writer is synchronous
-	// (concurrency 1): its errors are those of the destination.
-	_ = c.senc.EncodeBuffer(src)
-	_ = c.senc.Close()
-	z := c.out.b
-	c.out.b = nil
-	return z
-}
-
-// A pool keeps one codec's compressors. They are made on demand, up to
-// one per processor, and kept for the life of the process: concurrent
-// completions compress in parallel instead of queueing for one shared
-// encoder, and an encoder's tables (about 1 MB for zstd) are not thrown
-// away by a garbage collection as a sync.Pool would do.
-type pool struct {
-	made atomic.Int32
-	free chan *compressor
-	new  func() *compressor
-}
-
-var maxCompressors = int32(max(1, runtime.GOMAXPROCS(0)))
-
-var pools = map[Codec]*pool{
-	CodecZstd: {free: make(chan *compressor, maxCompressors), new: func() *compressor {
-		// The options are constants: NewWriter fails only on a bad one.
-		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstdLevel))
-		if err != nil {
-			panic(err)
-		}
-		return &compressor{zenc: enc}
-	}},
-	CodecS2: {free: make(chan *compressor, maxCompressors), new: func() *compressor {
-		return &compressor{senc: s2.NewWriter(nil, s2.WriterConcurrency(1))}
-	}},
-}
-
-func (p *pool) get() *compressor {
-	select {
-	case c := <-p.free:
-		return c
-	default:
-	}
-	if p.made.Add(1) <= maxCompressors {
-		return p.new()
-	}
-	p.made.Add(-1)
-	return <-p.free
-}
-
-// maxKeptBuf bounds the output buffer a compressor keeps between
-// completions; a larger one (a body of several hundred KB) is dropped.
-const maxKeptBuf = 256 << 10
+// pools are the encoders of each codec, shared with the benchmarks that
+// measure them.
+var pools = map[Codec]*compress.Pool{CodecZstd: compress.Zstd, CodecS2: compress.S2}
 
 // compressBody returns body compressed with codec in a new slice of
 // exactly the compressed length, and true; or nil and false when that is
-// not smaller than body. It compresses into the compressor's buffer and
+// not smaller than body. It compresses into the encoder's buffer and
 // copies the (much smaller) result out, so that a completion allocates
 // only what its item keeps.
 func compressBody(body []byte, codec Codec) ([]byte, bool) {
-	p := pools[codec]
-	c := p.get()
-	z := c.encode(c.buf[:0], body)
-	var out []byte
-	ok := len(z) < len(body)
-	if ok {
-		out = append(make([]byte, 0, len(z)), z...)
-	}
-	if cap(z) <= maxKeptBuf {
-		c.buf = z[:0]
-	} else {
-		c.buf = nil
-	}
-	p.free <- c
-	return out, ok
+	return pools[codec].Body(body)
 }
 
 // The zstd decoder is safe for concurrent DecodeAll calls and reused by

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 var codecs = []Codec{CodecZstd, CodecS2}
@@ -16,12 +15,7 @@ var codecs = []Codec{CodecZstd, CodecS2}
 // compressed another body (the output is never the reused buffer).
 func TestCompressBodyConcurrent(t *testing.T) {
 	for _, codec := range codecs {
-		t.Run(string(codec), func(t *testing.T) {
-			compressConcurrently(t, codec)
-			if n := pools[codec].made.Load(); n > maxCompressors {
-				t.Errorf("%d encoders made, want at most %d", n, maxCompressors)
-			}
-		})
+		t.Run(string(codec), func(t *testing.T) { compressConcurrently(t, codec) })
 	}
 }
 
@@ -75,32 +69,6 @@ func TestCompressBodyIncompressible(t *testing.T) {
 		if z, ok := compressBody(body, codec); ok || z != nil {
 			t.Errorf("%s: random body: compressed to %d bytes, ok %v; want it left as is", codec, len(z), ok)
 		}
-	}
-}
-
-// TestCompressBodyParallel: a completion compresses while another holds
-// an encoder, instead of waiting for it.
-func TestCompressBodyParallel(t *testing.T) {
-	if maxCompressors < 2 {
-		t.Skipf("GOMAXPROCS was %d at start: one encoder", maxCompressors)
-	}
-	for _, codec := range codecs {
-		p := pools[codec]
-		held := p.get()
-		done := make(chan bool, 1)
-		go func() {
-			_, ok := compressBody(bytes.Repeat([]byte(`{"a":1},`), 512), codec)
-			done <- ok
-		}()
-		select {
-		case ok := <-done:
-			if !ok {
-				t.Errorf("%s: repetitive body not compressed", codec)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s: compressBody waited for the encoder another completion holds", codec)
-		}
-		p.free <- held
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/compress"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/warmcache"
 )
@@ -58,12 +59,21 @@ type Row struct {
 	// baseline.
 	Added  time.Duration
 	Paired float64
+	// Compress is, on a fresh path where the store compresses the body,
+	// the median over rounds of what compressing it between the SDK's
+	// calls adds: the same requests re-sent with the response body
+	// compressed by the store's own encoders where the store compresses
+	// it (after the claim's answer, before the completion is sent), minus
+	// the same requests of that round. 0 where nothing is compressed.
+	Compress time.Duration
 }
 
 // Latency measures every path at every size against the DynamoDB server
 // client talks to, n measured rounds each after warm-up. Each round runs
-// the wrapped handler, the bare handler and the raw SDK calls in a
-// rotating order, so that drift and ordering cost the three alike.
+// the wrapped handler, the bare handler and the raw SDK calls (and, where
+// the store compresses the body, the same calls with that compression
+// between them) in a rotating order, so that drift and ordering cost them
+// alike.
 func Latency(ctx context.Context, client *dynamodb.Client, table string, n int, paths []string) ([]Row, error) {
 	return LatencyWith(ctx, client, table, n, paths, Sizes, "")
 }
@@ -133,16 +143,25 @@ type rig struct {
 	obs     *usageObserver // the usage of the last guarded request
 	raw     *raw
 	sent    []call // the requests of the latest wrapped invocation
+	// zAt is the index in sent of the request whose item carries the
+	// body compressed with zPool, -1 when none does; zBody is the body.
+	zAt   int
+	zPool *compress.Pool
+	zBody []byte
+	zOut  []byte // what the last same+z round compressed
 }
 
 // samples are the measured rounds' durations, one slice per contender.
 type samples struct {
 	wrapped, bare, min, same []time.Duration
+	samez                    []time.Duration // where the store compresses
 }
 
-// timing is one round's duration of each contender.
+// timing is one round's duration of each contender; samez is set where
+// z is.
 type timing struct {
-	wrapped, bare, min, same time.Duration
+	wrapped, bare, min, same, samez time.Duration
+	z                               bool
 }
 
 // measure measures path at size: n rounds after warm-up, each running the
@@ -168,17 +187,21 @@ func measure(ctx context.Context, client *dynamodb.Client, table, path string, s
 	var s samples
 	for i := -warm; i < n; i++ {
 		ev := fixed
-		rekey := ""
+		rekey, rekeyZ := "", ""
 		if path == "fresh" || path == "error" {
 			ev = Event(prefix + strconv.Itoa(i+warm))
 			rekey = "same-" + prefix + strconv.Itoa(i+warm)
+			rekeyZ = "samez-" + prefix + strconv.Itoa(i+warm)
 		}
-		t, err := rg.round(ctx, i+warm, ev, rekey)
+		t, err := rg.round(ctx, i+warm, ev, rekey, rekeyZ)
 		if err != nil {
 			return row, err
 		}
 		if i >= 0 {
 			s.wrapped, s.bare, s.min, s.same = append(s.wrapped, t.wrapped), append(s.bare, t.bare), append(s.min, t.min), append(s.same, t.same)
+			if t.z {
+				s.samez = append(s.samez, t.samez)
+			}
 		}
 	}
 	rg.summarise(&row, s)
@@ -189,7 +212,7 @@ func measure(ctx context.Context, client *dynamodb.Client, table, path string, s
 // (behind the warm cache for replay+cache) on a capturing client, around a
 // handler answering a body-sized 201, or failing for the error path.
 func newRig(client *dynamodb.Client, table, path, body string, codec dynamo.Codec) (*rig, error) {
-	rg := &rig{path: path, want: 201, capture: &capturing{Client: client}, obs: &usageObserver{}}
+	rg := &rig{path: path, want: 201, capture: &capturing{Client: client}, obs: &usageObserver{}, zAt: -1, zBody: []byte(body)}
 	rg.bare = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201,
 			Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1", "X-Request-Id": "r"}, Body: body}, nil
@@ -247,18 +270,29 @@ func (rg *rig) seed(ctx context.Context, fixed events.APIGatewayV2HTTPRequest, k
 
 // round runs round j once: the wrapped handler on ev, the bare handler,
 // the raw calls and the wrapped handler's latest requests re-sent under
-// rekey, starting with the (j mod 4)th so that each takes each place in
-// turn.
-func (rg *rig) round(ctx context.Context, j int, ev events.APIGatewayV2HTTPRequest, rekey string) (timing, error) {
-	var t timing
-	for k := 0; k < 4; k++ {
-		switch (j + k) % 4 {
+// rekey, and, where those carry a compressed body, the same requests
+// re-sent under rekeyZ with the body compressed between them where the
+// store compresses it; starting with the (j mod m)th of the m contenders
+// so that each takes each place in turn.
+func (rg *rig) round(ctx context.Context, j int, ev events.APIGatewayV2HTTPRequest, rekey, rekeyZ string) (timing, error) {
+	t := timing{z: rg.zAt >= 0}
+	m := 4
+	if t.z {
+		m = 5
+	}
+	for k := 0; k < m; k++ {
+		switch (j + k) % m {
 		case 0:
-			rg.capture.calls = rg.capture.calls[:0]
+			rg.capture.calls, rg.capture.zAt = rg.capture.calls[:0], -1
 			start := time.Now()
 			resp, err := rg.wrapped(ctx, ev)
 			t.wrapped = time.Since(start)
 			rg.sent = append(rg.sent[:0], rg.capture.calls...)
+			if rg.zAt = rg.capture.zAt; rg.zAt >= 0 {
+				if rg.zPool = encoders[rg.capture.zCodec]; rg.zPool == nil {
+					return t, fmt.Errorf("wrapped: body encoding %q, not a codec the bench knows", rg.capture.zCodec)
+				}
+			}
 			if rg.path == "error" {
 				if !errors.Is(err, errDownstream) {
 					return t, fmt.Errorf("wrapped: %v, want the handler's error", err)
@@ -285,10 +319,30 @@ func (rg *rig) round(ctx context.Context, j int, ev events.APIGatewayV2HTTPReque
 				}
 			}
 			t.same = time.Since(start)
+		case 4:
+			// As the store does: the claim's answer, then the body
+			// compressed by the same encoders, then the completion.
+			var ok bool
+			start := time.Now()
+			for i, c := range rg.sent {
+				if i == rg.zAt {
+					rg.zOut, ok = rg.zPool.Body(rg.zBody)
+				}
+				if err := c(ctx, rekeyZ); err != nil {
+					return t, fmt.Errorf("same requests with compression: %w", err)
+				}
+			}
+			t.samez = time.Since(start)
+			if !ok {
+				return t, fmt.Errorf("same requests with compression: the %d-byte body the store compressed did not compress", len(rg.zBody))
+			}
 		}
 	}
 	return t, nil
 }
+
+// encoders are the store's encoders of each codec a body may be stored in.
+var encoders = map[dynamo.Codec]*compress.Pool{dynamo.CodecZstd: compress.Zstd, dynamo.CodecS2: compress.S2}
 
 // summarise puts into row the last guarded request's usage and the
 // quantiles of s, with the ratios where the path has raw calls.
@@ -304,7 +358,21 @@ func (rg *rig) summarise(row *Row, s samples) {
 		row.Ratio = float64(row.P50) / float64(row.BareP50+row.SameP50)
 		row.Added = quantile(added(s), 0.50)
 		row.Paired = 1 + float64(row.Added)/float64(row.BareP50+row.SameP50)
+		row.Compress = compressed(s)
 	}
+}
+
+// compressed returns the median over rounds of same+z minus same, 0 when
+// not every round measured same+z.
+func compressed(s samples) time.Duration {
+	if len(s.samez) == 0 || len(s.samez) != len(s.same) {
+		return 0
+	}
+	d := make([]time.Duration, len(s.same))
+	for i := range d {
+		d[i] = s.samez[i] - s.same[i]
+	}
+	return quantile(d, 0.50)
 }
 
 // added returns, for each round of s, the wrapped handler's time minus
@@ -474,11 +542,14 @@ func (r *raw) claim(item map[string]types.AttributeValue) *dynamodb.PutItemInput
 type call func(ctx context.Context, pk string) error
 
 // capturing is the store's client; it keeps the requests of the current
-// invocation so that they can be re-sent as the Same baseline. It is used
-// by one goroutine at a time.
+// invocation so that they can be re-sent as the Same baseline, and which
+// of them carries a compressed body in which codec (zAt -1: none). It is
+// used by one goroutine at a time.
 type capturing struct {
 	*dynamodb.Client
-	calls []call
+	calls  []call
+	zAt    int
+	zCodec dynamo.Codec
 }
 
 func rekeyed(m map[string]types.AttributeValue, pk string) map[string]types.AttributeValue {
@@ -499,6 +570,9 @@ func answered(err error) error {
 }
 
 func (c *capturing) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if enc, ok := in.Item[dynamo.AttrBodyEncoding].(*types.AttributeValueMemberS); ok {
+		c.zAt, c.zCodec = len(c.calls), dynamo.Codec(enc.Value)
+	}
 	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
 		cp := *in
 		cp.Item = rekeyed(in.Item, pk)

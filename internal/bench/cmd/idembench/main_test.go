@@ -11,8 +11,9 @@ import (
 
 // TestRatioGap: the difference of the medians is split into what the
 // kit adds round by round and the server's drift, and what the kit adds
-// into its CPU in a loop and the rest; a part that is not there is not
-// printed.
+// into compressing the body on the real path (same+z - same), the rest of
+// its CPU in a loop (BenchmarkDynamoPath less BenchmarkCompressBody) and
+// what remains unexplained; a part that is not there is not printed.
 func TestRatioGap(t *testing.T) {
 	us := time.Microsecond
 	cpu := map[bench.CPUKey]bench.CPU{
@@ -23,6 +24,7 @@ func TestRatioGap(t *testing.T) {
 		{Adapter: "ddb", Path: "replay", Size: 4 << 10}:     {CPUNsPerOp: float64(30 * us)},
 		{Adapter: "zstd", Path: "compress", Size: 4 << 10}:  {CPUNsPerOp: float64(20 * us)},
 		{Adapter: "ddb-s2", Path: "replay", Size: 64 << 10}: {CPUNsPerOp: float64(500 * us)},
+		{Adapter: "ddb-s2", Path: "fresh", Size: 4 << 10}:   {CPUNsPerOp: float64(50 * us)}, // no s2 compress at 4 KB
 	}
 	tests := []struct {
 		name  string
@@ -31,32 +33,63 @@ func TestRatioGap(t *testing.T) {
 		want  []string
 		not   []string
 	}{{
-		name: "drift and cold caches",
-		at:   ratioAt{path: "fresh", size: 64 << 10, p50: 5000 * us, bare: 1 * us, same: 3999 * us, added: 600 * us},
-		want: []string{"1.00ms between the medians", "the kit adds 600.0µs (paired)", "the other 400.0µs is the server's latency moving",
-			"300.0µs is its CPU on a client that answers at once", "200.0µs of that compressing", "and 300.0µs the same code between the SDK's calls"},
+		// 700 added = 250 compressing on the path + (300 - 200) the rest
+		// of the CPU + 350 unexplained.
+		name: "drift, compression measured",
+		at:   ratioAt{path: "fresh", size: 64 << 10, p50: 5000 * us, bare: 1 * us, same: 3999 * us, added: 700 * us, compress: 250 * us},
+		want: []string{"1.00ms between the medians", "the kit adds 700.0µs (paired)", "the other 300.0µs is the server's latency moving",
+			"250.0µs is compressing the body on the real path", "200.0µs in a loop", "100.0µs the rest of its CPU on a client that answers at once",
+			"cpu-ns/op 300.0µs minus", "350.0µs remains unexplained"},
+		not: []string{"cold", "cover", "below zero"},
 	}, {
+		// 500 added = 80 + (100 - 60) + 380.
 		name:  "no drift: the medians' difference is all the kit's",
 		codec: dynamo.CodecS2,
-		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4500 * us, bare: 1 * us, same: 3999 * us, added: 500 * us},
-		want:  []string{"500.0µs between the medians", "the kit adds 500.0µs", "100.0µs is its CPU", "60.0µs of that compressing", "and 400.0µs the same code"},
+		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4500 * us, bare: 1 * us, same: 3999 * us, added: 500 * us, compress: 80 * us},
+		want:  []string{"500.0µs between the medians", "the kit adds 500.0µs", "80.0µs is compressing", "60.0µs in a loop", "40.0µs the rest of its CPU", "380.0µs remains unexplained"},
 		not:   []string{"moving between rounds"},
+	}, {
+		name:  "compressing on the path costs more than the loop leaves",
+		codec: dynamo.CodecS2,
+		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4500 * us, bare: 1 * us, same: 3999 * us, added: 500 * us, compress: 470 * us},
+		want:  []string{"470.0µs is compressing", "40.0µs the rest of its CPU", "these cover what it adds"},
+		not:   []string{"unexplained"},
+	}, {
+		// A median below zero is noise; it is shown, and counted as
+		// measured: 450 added = -20 + (100 - 60) + 430.
+		name:  "compressing measured below zero",
+		codec: dynamo.CodecS2,
+		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4450 * us, bare: 1 * us, same: 3999 * us, added: 450 * us, compress: -20 * us},
+		want:  []string{"-20.0µs is compressing", "below zero", "40.0µs the rest of its CPU", "430.0µs remains unexplained"},
 	}, {
 		name: "a replay: nothing compressed",
 		at:   ratioAt{path: "replay", size: 4 << 10, p50: 4400 * us, bare: 1 * us, same: 3999 * us, added: 100 * us},
-		want: []string{"400.0µs between the medians", "the other 300.0µs is the server's", "30.0µs is its CPU", "and 70.0µs the same code"},
+		want: []string{"400.0µs between the medians", "the other 300.0µs is the server's", "30.0µs is its CPU", "70.0µs remains unexplained"},
 		not:  []string{"compressing"},
 	}, {
 		name:  "the loop's CPU covers what the kit adds",
 		codec: dynamo.CodecS2,
 		at:    ratioAt{path: "replay", size: 64 << 10, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us},
-		want:  []string{"500.0µs is its CPU"},
-		not:   []string{"the same code between"},
+		want:  []string{"500.0µs is its CPU", "these cover what it adds"},
+		not:   []string{"unexplained"},
 	}, {
 		name: "no CPU figure",
 		at:   ratioAt{path: "fresh", size: 200, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us},
 		want: []string{"the kit adds 450.0µs", "the other 150.0µs"},
-		not:  []string{"its CPU"},
+		not:  []string{"its CPU", "unexplained", "cover"},
+	}, {
+		name: "compression measured, no CPU figure",
+		at:   ratioAt{path: "fresh", size: 16 << 10, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us, compress: 30 * us},
+		want: []string{"30.0µs is compressing the body on the real path"},
+		not:  []string{"in a loop", "its CPU", "unexplained", "cover"},
+	}, {
+		// Without BenchmarkCompressBody the loop's CPU cannot be split:
+		// compressing would be counted twice.
+		name:  "compression measured, the loop's CPU not split",
+		codec: dynamo.CodecS2,
+		at:    ratioAt{path: "fresh", size: 4 << 10, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us, compress: 30 * us},
+		want:  []string{"30.0µs is compressing", "compressing included, is 50.0µs"},
+		not:   []string{"in a loop", "unexplained", "cover"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,5 +144,23 @@ func TestThroughputVerdict(t *testing.T) {
 	throughputVerdict(&b, results{tp: []bench.ThroughputRow{row(dynamo.CodecS2, 32, 360, 400, 2*ms, ms)}})
 	if got := b.String(); !strings.HasSuffix(got, "= 0.900: met\n") {
 		t.Errorf("0.9 x raw: %q, want met with no gap", got)
+	}
+}
+
+// TestPairedCell: the paired cell names what compressing costs on the
+// real path where that was measured, and only there.
+func TestPairedCell(t *testing.T) {
+	us := time.Microsecond
+	for _, tt := range []struct {
+		row  bench.Row
+		want string
+	}{
+		{bench.Row{Paired: 1.25, Added: 700 * us, Compress: 250 * us}, "1.250 700.0µs z 250.0µs"},
+		{bench.Row{Paired: 1.25, Added: 700 * us, Compress: -5 * us}, "1.250 700.0µs z -5.0µs"},
+		{bench.Row{Paired: 1.05, Added: 90 * us}, "1.050 90.0µs"},
+	} {
+		if got := pairedCell(tt.row); got != tt.want {
+			t.Errorf("pairedCell(%+v) = %q, want %q", tt.row, got, tt.want)
+		}
 	}
 }

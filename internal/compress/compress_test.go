@@ -1,0 +1,119 @@
+package compress
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+)
+
+var pools = map[string]*Pool{"zstd": Zstd, "s2": S2}
+
+func decode(t *testing.T, name string, z []byte) []byte {
+	t.Helper()
+	var (
+		body []byte
+		err  error
+	)
+	switch name {
+	case "zstd":
+		var d *zstd.Decoder
+		if d, err = zstd.NewReader(nil); err == nil {
+			body, err = d.DecodeAll(z, nil)
+			d.Close()
+		}
+	case "s2":
+		body, err = io.ReadAll(s2.NewReader(bytes.NewReader(z)))
+	}
+	if err != nil {
+		t.Fatalf("%s: decode: %v", name, err)
+	}
+	return body
+}
+
+// TestBodyConcurrent: callers compressing at once each get their own
+// body back, whole, also after the encoder that made it has compressed
+// another body; the pool makes no more than MaxEncoders encoders.
+func TestBodyConcurrent(t *testing.T) {
+	for name, p := range pools {
+		t.Run(name, func(t *testing.T) {
+			const workers, rounds = 8, 20
+			var wg sync.WaitGroup
+			kept := make([][][]byte, workers)
+			bodies := make([][][]byte, workers)
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for r := 0; r < rounds; r++ {
+						body := bytes.Repeat([]byte(fmt.Sprintf(`{"worker":%d,"round":%d},`, w, r)), 64+w*r)
+						z, _ := p.Body(body)
+						kept[w], bodies[w] = append(kept[w], z), append(bodies[w], body)
+					}
+				}()
+			}
+			wg.Wait()
+			for w := range kept {
+				for r, z := range kept[w] {
+					if z == nil {
+						t.Fatalf("worker %d round %d: repetitive body not compressed", w, r)
+					}
+					if got := decode(t, name, z); !bytes.Equal(got, bodies[w][r]) {
+						t.Fatalf("worker %d round %d: decoded %d bytes, want the %d-byte body", w, r, len(got), len(bodies[w][r]))
+					}
+				}
+			}
+			if n := p.made.Load(); n > MaxEncoders {
+				t.Errorf("%d encoders made, want at most %d", n, MaxEncoders)
+			}
+		})
+	}
+}
+
+// TestBodyIncompressible: a body compression does not shrink is
+// refused, with no slice.
+func TestBodyIncompressible(t *testing.T) {
+	body := make([]byte, 4<<10)
+	x := uint64(0x9E3779B97F4A7C15)
+	for i := range body {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		body[i] = byte(x)
+	}
+	for name, p := range pools {
+		if z, ok := p.Body(body); ok || z != nil {
+			t.Errorf("%s: random body: compressed to %d bytes, ok %v; want it refused", name, len(z), ok)
+		}
+	}
+}
+
+// TestBodyParallel: a caller compresses while another holds an encoder,
+// instead of waiting for it.
+func TestBodyParallel(t *testing.T) {
+	if MaxEncoders < 2 {
+		t.Skipf("GOMAXPROCS was %d at start: one encoder", MaxEncoders)
+	}
+	for name, p := range pools {
+		held := p.get()
+		done := make(chan bool, 1)
+		go func() {
+			_, ok := p.Body(bytes.Repeat([]byte(`{"a":1},`), 512))
+			done <- ok
+		}()
+		select {
+		case ok := <-done:
+			if !ok {
+				t.Errorf("%s: repetitive body not compressed", name)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: Body waited for the encoder another caller holds", name)
+		}
+		p.free <- held
+	}
+}
