@@ -46,8 +46,10 @@ type Store interface {
 	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
 	// no record with rec.ID is live, or the live record
 	//   - has State failed, or
-	//   - is in_flight with the same Owner (a retried claim whose first
-	//     attempt was applied: it is ours), or
+	//   - is in_flight with the same Owner and a LeaseUntil not after
+	//     rec.LeaseUntil (a retried claim whose first attempt was applied:
+	//     it is ours; a late copy of it, after the lease was extended, is
+	//     refused, so that it cannot move the lease back), or
 	//   - is in_flight with its lease expired at now, and opts.Takeover is set.
 	// Otherwise it stores nothing and returns Won false with the live record
 	// that blocked it. When Won is true, Existing holds the record that was

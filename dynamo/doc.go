@@ -3,7 +3,7 @@
 // write, so the check and the write are one atomic step on the server:
 //
 //	Claim              PutItem    attribute_not_exists(pk) OR exp <= :nowS
-//	                              OR st = failed OR (st = in_flight AND ow = :owner)
+//	                              OR st = failed OR (st = in_flight AND ow = :owner AND lu <= :lu)
 //	                              [OR (st = in_flight AND lu <= :nowMs), with Takeover]
 //	Complete           PutItem    ow = :owner AND exp > :nowS AND (st IN (in_flight, indeterminate)
 //	                              OR (st = completed AND attribute_not_exists(ra)))
@@ -77,6 +77,11 @@
 // owner token), a release because the item is gone, and a mark
 // (MarkUnknown, MarkIndeterminate) or a resolution by the token it writes
 // in mk, read from the refused item.
+//
+// A copy of a claim that lands late, after its lease was renewed (lu
+// later than its own :lu), is refused: it would move the lease back to an
+// end that may have passed, and a retry would take the running request
+// over or mark it indeterminate.
 //
 // # Expiry
 //

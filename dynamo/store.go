@@ -305,7 +305,7 @@ func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) 
 // has expired when lu <= :nowMs.
 const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
-	condClaim    = condAbsent + " OR #st = :failed OR (#st = :inflight AND #ow = :owner)"
+	condClaim    = condAbsent + " OR #st = :failed OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
 	condTakeover = " OR (#st = :inflight AND #lu <= :nowMs)"
 	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
@@ -324,8 +324,8 @@ var (
 	pCondOwned         = aws.String(condOwned)
 	pUpdateLease       = aws.String("SET #lu = :lu")
 
-	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
-	namesClaimTakeover = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
+	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
+	namesClaimTakeover = namesClaim
 	namesComplete      = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
 	namesRelease       = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
 	namesExtend        = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
@@ -421,7 +421,10 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 		return nil, s.tooLarge(rec.ID, item)
 	}
 	cond, names := pCondClaim, namesClaim
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner]}
+	// Our own in_flight record is ours to claim again only with the lease
+	// this claim writes: a late copy of the claim, landing after the lease
+	// was renewed, must not move it back.
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil]}
 	if opts.Takeover {
 		cond, names = pCondClaimTakeover, namesClaimTakeover
 		values[":nowMs"] = nowMilli(now)
@@ -480,7 +483,7 @@ func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) 
 	switch {
 	case !cur.Live(now), cur.State == idemkit.StateFailed:
 		return false
-	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner:
+	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && cur.LeaseUntil.UnixMilli() <= ceilMilli(rec.LeaseUntil):
 		return false
 	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now):
 		return false

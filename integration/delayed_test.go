@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
@@ -336,4 +337,77 @@ func TestDelayedWrites(t *testing.T) {
 	}
 	summary(t, "cases=%d requests=%d late_writes=%d late_applied=%d double_effects=%d",
 		len(delayedCases()), requests, delivered, applied, doubleEffects)
+}
+
+// TestDelayedClaimAfterRenewal: the claim's first copy lands while its own
+// request's handler still runs, after the lease was renewed (a handler
+// without a deadline renews it) and the first lease's end has passed by
+// the clock. The late copy carries the first lease: were it applied, the
+// record's lease would go back to an end already passed, and a retry
+// would take the running request over (Takeover: a second, concurrent
+// run) or mark it indeterminate (FailClosed). It must be refused: the
+// retry gets 409 in-flight, the run completes, one effect.
+//
+// The renewal is the store's Extend, made by the test inside the run at a
+// moment of its choosing; the engine's own renewals run on the real clock
+// every third of the lease, and the lease is long enough that none comes
+// during the run.
+func TestDelayedClaimAfterRenewal(t *testing.T) {
+	for _, policy := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		t.Run(policy.String(), func(t *testing.T) {
+			lease := dynalite.Scale(30 * time.Second)
+			rig := newFaultRig(t, []faults.Rule{onClaim(faults.DelayedApply, 0, 1)}, lease, policy)
+			g, store, clk, ft := rig.g, rig.store, rig.clk, rig.ft
+			fx := newEffects(t, rig.raw)
+			b := newBusiness(fx)
+			h := wrap(g, b, "POST /payments")
+			ev, sc := payment("late-renewed-" + policy.String())
+			id := sc.ID(false)
+			ctx := context.Background()
+
+			var retry answer
+			var late []faults.Delivery
+			var renewedTo time.Time
+			b.block = func(context.Context, idemkit.Scope) {
+				if b.count(sc) != 1 {
+					return // the retry's run, if any
+				}
+				rec, err := store.Get(ctx, id, clk.Now())
+				if err != nil {
+					t.Errorf("get: %v", err)
+					return
+				}
+				// Half the lease on, the lease is renewed; the first lease's
+				// end then passes.
+				advance(clk, lease/2)
+				renewedTo = clk.Now().Add(lease)
+				if err := store.Extend(ctx, id, rec.Owner, renewedTo, clk.Now()); err != nil {
+					t.Errorf("extend: %v", err)
+				}
+				advance(clk, lease/2+time.Second)
+				late = ft.Deliver()
+				retry = call(ctx, h, ev)
+			}
+			first := call(ctx, h, ev)
+			if first.kind() != "run" {
+				t.Fatalf("first request: %v", first)
+			}
+			if len(late) != 1 || late[0].Applied() || late[0].Type != "ConditionalCheckFailedException" {
+				t.Errorf("late claim: %v, want refused by its condition", late)
+			}
+			if retry.kind() != "in-flight" {
+				t.Errorf("retry during the renewed run: %v, want 409 in-flight", retry)
+			}
+			if n := fx.counts(t)[scopeName(sc)]; n != 1 {
+				t.Errorf("%d effects, want 1", n)
+			}
+			rec, err := store.Get(ctx, id, clk.Now())
+			if err != nil || rec.State != idemkit.StateCompleted || string(rec.Snapshot.Body) != first.Body {
+				t.Fatalf("record %v, %v; want completed with the first answer", rec, err)
+			}
+			if again := call(ctx, h, ev); again.kind() != "replay" || again.Body != first.Body {
+				t.Fatalf("after: %v, want the replay of the first answer", again)
+			}
+		})
+	}
 }
