@@ -78,8 +78,10 @@ type Store interface {
 	Release(ctx context.Context, id, owner string, now time.Time) error
 
 	// Extend sets the LeaseUntil of the live in_flight record with this id
-	// and owner to leaseUntil (a lease renewal while the handler runs). It
-	// returns ErrNotOwner, changing nothing, when there is no such record
+	// and owner to leaseUntil (a lease renewal while the handler runs),
+	// never back: a leaseUntil before the record's (a late copy of an
+	// earlier renewal) changes nothing and returns nil. It returns
+	// ErrNotOwner, changing nothing, when there is no such record
 	// (completed, released, taken over or marked indeterminate).
 	Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error
 

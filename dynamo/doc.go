@@ -9,7 +9,7 @@
 //	                              OR (st = completed AND attribute_not_exists(ra)))
 //	Release            DeleteItem attribute_not_exists(pk) OR exp <= :nowS
 //	                              OR (ow = :owner AND st = in_flight)
-//	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS (SET lu)
+//	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :lu (SET lu)
 //	MarkUnknown        UpdateItem ow = :owner AND st = in_flight AND exp > :nowS
 //	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
 //	Resolve            UpdateItem st = indeterminate AND exp > :nowS
@@ -78,10 +78,11 @@
 // (MarkUnknown, MarkIndeterminate) or a resolution by the token it writes
 // in mk, read from the refused item.
 //
-// A copy of a claim that lands late, after its lease was renewed (lu
-// later than its own :lu), is refused: it would move the lease back to an
-// end that may have passed, and a retry would take the running request
-// over or mark it indeterminate.
+// A copy of a claim or of a renewal that lands late, after a later
+// renewal (lu later than its own :lu), is refused: it would move the lease
+// back to an end that may have passed, and a retry would take the running
+// request over or mark it indeterminate. A renewal so refused reads the
+// item and returns nil while the record is still ours.
 //
 // # Expiry
 //

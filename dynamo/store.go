@@ -309,6 +309,7 @@ const (
 	condTakeover = " OR (#st = :inflight AND #lu <= :nowMs)"
 	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
+	condExtend   = condOwned + " AND #lu <= :lu"
 	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
 	condMark     = "#ow = :owner AND #st = :inflight AND #exp > :nowS AND #lu <= :nowMs"
 	condResolve  = "#st = :indeterminate AND #exp > :nowS"
@@ -321,7 +322,7 @@ var (
 	pCondClaimTakeover = aws.String(condClaim + condTakeover)
 	pCondComplete      = aws.String(condComplete)
 	pCondRelease       = aws.String(condRelease)
-	pCondOwned         = aws.String(condOwned)
+	pCondExtend        = aws.String(condExtend)
 	pUpdateLease       = aws.String("SET #lu = :lu")
 
 	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
@@ -564,7 +565,11 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 }
 
 // Extend implements idemkit.Store with one conditional UpdateItem of the
-// lease, fenced on the owner token and state in_flight.
+// lease, fenced on the owner token and state in_flight, that never moves
+// the lease back: a late copy of an earlier renewal, landing after a
+// later one, is refused by the condition; the item, returned with the
+// failure (read with one consistent GetItem where the server does not),
+// then tells it from a record that is no longer ours.
 func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
 	const op = "extend"
 	client, err := s.client(ctx, op, id)
@@ -574,18 +579,36 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.tableName,
-		Key:                       key(id),
-		UpdateExpression:          pUpdateLease,
-		ConditionExpression:       pCondOwned,
-		ExpressionAttributeNames:  namesExtend,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":lu": num(ceilMilli(leaseUntil)), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now)},
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		TableName:                           s.tableName,
+		Key:                                 key(id),
+		UpdateExpression:                    pUpdateLease,
+		ConditionExpression:                 pCondExtend,
+		ExpressionAttributeNames:            namesExtend,
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":lu": num(ceilMilli(leaseUntil)), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
-	if err != nil {
+	if err == nil {
+		usage(ctx, out.ConsumedCapacity, true)
+		return nil
+	}
+	cf, ok := conditionFailed(err)
+	if !ok {
 		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
-	usage(ctx, out.ConsumedCapacity, true)
+	failedWriteUsage(ctx, cf.Item)
+	cur := cf.Item
+	if len(cur) == 0 {
+		if cur, err = s.getItem(ctx, client, op, id); err != nil {
+			return fmt.Errorf("dynamo: %s was refused, and the record could not be read again to tell whether it is still ours: %w", op, err)
+		}
+	}
+	st, _ := cur[AttrState].(*types.AttributeValueMemberS)
+	ow, _ := cur[AttrOwner].(*types.AttributeValueMemberS)
+	if st == nil || ow == nil || st.Value != string(idemkit.StateInFlight) || ow.Value != owner || expired(cur, now) {
+		return idemkit.ErrNotOwner
+	}
+	// Ours, with a lease already ending at or after leaseUntil.
 	return nil
 }
 

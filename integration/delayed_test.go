@@ -339,75 +339,97 @@ func TestDelayedWrites(t *testing.T) {
 		len(delayedCases()), requests, delivered, applied, doubleEffects)
 }
 
-// TestDelayedClaimAfterRenewal: the claim's first copy lands while its own
-// request's handler still runs, after the lease was renewed (a handler
-// without a deadline renews it) and the first lease's end has passed by
-// the clock. The late copy carries the first lease: were it applied, the
-// record's lease would go back to an end already passed, and a retry
-// would take the running request over (Takeover: a second, concurrent
-// run) or mark it indeterminate (FailClosed). It must be refused: the
-// retry gets 409 in-flight, the run completes, one effect.
+// onExtend spoils the lease renewals (UpdateItem of the lease alone).
+func onExtend(k faults.Kind, skip, times int) faults.Rule {
+	return faults.Rule{Op: "UpdateItem", Match: func(b []byte) bool { return bytes.Contains(b, []byte(`"SET #lu = :lu"`)) },
+		Skip: skip, Times: times, Kind: k}
+}
+
+// TestDelayedLeaseWrites: a write that sets the lease lands late while its
+// own request's handler still runs, after a later write renewed the lease
+// and the lease it carries has ended by the clock: the claim's first copy
+// after a renewal, or a renewal's first copy after the next renewal. The
+// late write carries an older lease end: were it applied, the lease would
+// go back to an end already passed, and a retry would take the running
+// request over (Takeover: a second, concurrent run) or mark it
+// indeterminate (FailClosed). It must be refused: the retry gets 409
+// in-flight, the run completes, one effect, and its answer is the one
+// replayed.
 //
-// The renewal is the store's Extend, made by the test inside the run at a
-// moment of its choosing; the engine's own renewals run on the real clock
+// The renewals are the store's Extend, made by the test inside the run at
+// moments of its choosing; the engine's own renewals run on the real clock
 // every third of the lease, and the lease is long enough that none comes
 // during the run.
-func TestDelayedClaimAfterRenewal(t *testing.T) {
-	for _, policy := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
-		t.Run(policy.String(), func(t *testing.T) {
-			lease := dynalite.Scale(30 * time.Second)
-			rig := newFaultRig(t, []faults.Rule{onClaim(faults.DelayedApply, 0, 1)}, lease, policy)
-			g, store, clk, ft := rig.g, rig.store, rig.clk, rig.ft
-			fx := newEffects(t, rig.raw)
-			b := newBusiness(fx)
-			h := wrap(g, b, "POST /payments")
-			ev, sc := payment("late-renewed-" + policy.String())
-			id := sc.ID(false)
-			ctx := context.Background()
+func TestDelayedLeaseWrites(t *testing.T) {
+	lease := dynalite.Scale(30 * time.Second)
+	cases := []struct {
+		name string
+		rule faults.Rule
+		// renewals are the clock's moves before each renewal; then the
+		// clock moves by last, past the end of the lease the late write
+		// carries, before it is delivered.
+		renewals []time.Duration
+		last     time.Duration
+	}{
+		{name: "claim-after-renewal", rule: onClaim(faults.DelayedApply, 0, 1),
+			renewals: []time.Duration{lease / 2}, last: lease/2 + time.Second},
+		{name: "renewal-after-renewal", rule: onExtend(faults.DelayedApply, 0, 1),
+			renewals: []time.Duration{lease / 3, lease / 3}, last: 2*lease/3 + time.Second},
+	}
+	for _, tc := range cases {
+		for _, policy := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+			t.Run(tc.name+"/"+policy.String(), func(t *testing.T) {
+				rig := newFaultRig(t, []faults.Rule{tc.rule}, lease, policy)
+				g, store, clk, ft := rig.g, rig.store, rig.clk, rig.ft
+				fx := newEffects(t, rig.raw)
+				b := newBusiness(fx)
+				h := wrap(g, b, "POST /payments")
+				ev, sc := payment("late-lease-" + tc.name + "-" + policy.String())
+				id := sc.ID(false)
+				ctx := context.Background()
 
-			var retry answer
-			var late []faults.Delivery
-			var renewedTo time.Time
-			b.block = func(context.Context, idemkit.Scope) {
-				if b.count(sc) != 1 {
-					return // the retry's run, if any
+				var retry answer
+				var late []faults.Delivery
+				b.block = func(context.Context, idemkit.Scope) {
+					if b.count(sc) != 1 {
+						return // the retry's run, if any
+					}
+					rec, err := store.Get(ctx, id, clk.Now())
+					if err != nil {
+						t.Errorf("get: %v", err)
+						return
+					}
+					for _, d := range tc.renewals {
+						advance(clk, d)
+						if err := store.Extend(ctx, id, rec.Owner, clk.Now().Add(lease), clk.Now()); err != nil {
+							t.Errorf("extend: %v", err)
+						}
+					}
+					advance(clk, tc.last)
+					late = ft.Deliver()
+					retry = call(ctx, h, ev)
+				}
+				first := call(ctx, h, ev)
+				if first.kind() != "run" {
+					t.Fatalf("first request: %v", first)
+				}
+				if len(late) != 1 || late[0].Applied() || late[0].Type != "ConditionalCheckFailedException" {
+					t.Errorf("late write: %v, want refused by its condition", late)
+				}
+				if retry.kind() != "in-flight" {
+					t.Errorf("retry during the renewed run: %v, want 409 in-flight", retry)
+				}
+				if n := fx.counts(t)[scopeName(sc)]; n != 1 {
+					t.Errorf("%d effects, want 1", n)
 				}
 				rec, err := store.Get(ctx, id, clk.Now())
-				if err != nil {
-					t.Errorf("get: %v", err)
-					return
+				if err != nil || rec.State != idemkit.StateCompleted || string(rec.Snapshot.Body) != first.Body {
+					t.Fatalf("record %v, %v; want completed with the first answer", rec, err)
 				}
-				// Half the lease on, the lease is renewed; the first lease's
-				// end then passes.
-				advance(clk, lease/2)
-				renewedTo = clk.Now().Add(lease)
-				if err := store.Extend(ctx, id, rec.Owner, renewedTo, clk.Now()); err != nil {
-					t.Errorf("extend: %v", err)
+				if again := call(ctx, h, ev); again.kind() != "replay" || again.Body != first.Body {
+					t.Fatalf("after: %v, want the replay of the first answer", again)
 				}
-				advance(clk, lease/2+time.Second)
-				late = ft.Deliver()
-				retry = call(ctx, h, ev)
-			}
-			first := call(ctx, h, ev)
-			if first.kind() != "run" {
-				t.Fatalf("first request: %v", first)
-			}
-			if len(late) != 1 || late[0].Applied() || late[0].Type != "ConditionalCheckFailedException" {
-				t.Errorf("late claim: %v, want refused by its condition", late)
-			}
-			if retry.kind() != "in-flight" {
-				t.Errorf("retry during the renewed run: %v, want 409 in-flight", retry)
-			}
-			if n := fx.counts(t)[scopeName(sc)]; n != 1 {
-				t.Errorf("%d effects, want 1", n)
-			}
-			rec, err := store.Get(ctx, id, clk.Now())
-			if err != nil || rec.State != idemkit.StateCompleted || string(rec.Snapshot.Body) != first.Body {
-				t.Fatalf("record %v, %v; want completed with the first answer", rec, err)
-			}
-			if again := call(ctx, h, ev); again.kind() != "replay" || again.Body != first.Body {
-				t.Fatalf("after: %v, want the replay of the first answer", again)
-			}
-		})
+			})
+		}
 	}
 }

@@ -142,7 +142,10 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight {
 		return idemkit.ErrNotOwner
 	}
-	cur.LeaseUntil = leaseUntil
+	if leaseUntil.After(cur.LeaseUntil) {
+		// Never back: a late copy of an earlier renewal changes nothing.
+		cur.LeaseUntil = leaseUntil
+	}
 	return nil
 }
 

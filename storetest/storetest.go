@@ -695,6 +695,11 @@ func testExtend(t *testing.T, s idemkit.Store) {
 	if err := s.Extend(ctx, r.ID, "a", now.Add(time.Minute), now.Add(time.Second)); err != nil {
 		t.Fatalf("retried Extend: %v", err)
 	}
+	// A late copy of an earlier renewal, landing after this one, does not
+	// move the lease back.
+	if err := s.Extend(ctx, r.ID, "a", now.Add(30*time.Second), now.Add(time.Second)); err != nil {
+		t.Fatalf("Extend to an earlier end: %v, want nil (the lease is ours and ends later)", err)
+	}
 	got := mustGet(t, s, r.ID, now.Add(time.Second))
 	if !timeEq(got.LeaseUntil, now.Add(time.Minute)) || got.State != idemkit.StateInFlight || got.Owner != "a" {
 		t.Fatalf("after Extend: lease %v state %q owner %q", got.LeaseUntil, got.State, got.Owner)
