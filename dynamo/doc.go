@@ -12,8 +12,9 @@
 //	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :lu (SET lu)
 //	MarkUnknown        UpdateItem ow = :owner AND st = in_flight AND exp > :nowS
 //	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
-//	Resolve            UpdateItem st = indeterminate AND exp > :nowS
-//	                              (as completed: after a consistent GetItem sizing the answer)
+//	Resolve            UpdateItem st = indeterminate AND exp > :nowS AND ow = :owner
+//	                              (after a consistent GetItem reading the owner and, as
+//	                              completed, sizing the answer)
 //	Get                GetItem, consistent
 //	ListIndeterminate  Query of a sparse index
 //	ListStale          Query of the ix index (Options.IndexInFlight)
@@ -82,7 +83,10 @@
 // renewal (lu later than its own :lu), is refused: it would move the lease
 // back to an end that may have passed, and a retry would take the running
 // request over or mark it indeterminate. A renewal so refused reads the
-// item and returns nil while the record is still ours.
+// item and returns nil while the record is still ours. A resolution is
+// fenced on the owner of the indeterminate record it read: a late copy,
+// after the key ran again and another run's outcome became unknown, is
+// refused.
 //
 // # Expiry
 //

@@ -312,7 +312,7 @@ const (
 	condExtend   = condOwned + " AND #lu <= :lu"
 	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
 	condMark     = "#ow = :owner AND #st = :inflight AND #exp > :nowS AND #lu <= :nowMs"
-	condResolve  = "#st = :indeterminate AND #exp > :nowS"
+	condResolve  = "#st = :indeterminate AND #exp > :nowS AND #ow = :owner"
 )
 
 // The condition expressions and attribute names of the frequent calls,
@@ -691,11 +691,14 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 // Resolve implements idemkit.Store with one conditional UpdateItem. A zero
 // res.ResolvedAt is stored as now; a completed resolution's snapshot
 // follows the same size rules as Complete and is the record's Snapshot
-// (Resolution.Snapshot is not stored twice). A completed resolution first
-// reads the item (one consistent GetItem) to budget the snapshot against
-// the rest of it, so that an answer too large for the item is stored
-// without its body instead of being refused. res.Snapshot is required
-// when res.As is completed and ignored when it is failed.
+// (Resolution.Snapshot is not stored twice). A resolution first reads the
+// item (one consistent GetItem): the update is fenced on the owner it
+// reads, so that a copy of it landing late, after the key ran again and
+// that run's outcome became unknown too, is refused instead of deciding
+// an outcome nobody looked at; and a completed resolution's snapshot is
+// budgeted against the rest of the item, so that an answer too large for
+// it is stored without its body instead of being refused. res.Snapshot is
+// required when res.As is completed and ignored when it is failed.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	const op = "resolve"
 	switch {
@@ -721,19 +724,23 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	}
 	if res.As == idemkit.StateCompleted {
 		set[AttrCompletedAt] = num(at.UnixMilli())
-		// The snapshot is budgeted against the rest of the item as stored:
-		// the ID alone does not bound it (a hashed ID is short whatever
-		// the scope, and the fingerprint has no fixed length).
-		rest, err := s.rest(ctx, client, op, id, set, now)
-		if err != nil {
-			return nil, err
-		}
-		if !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
-			return nil, s.tooLarge(id, set)
-		}
 	}
-	names := map[string]string{"#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#exp": AttrExpiresAt}
-	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now)}
+	// The record as it is now: the resolution is of this indeterminate
+	// record, the outcome of its owner's run, and is fenced on its owner.
+	// A copy of the resolution that lands late, after the key was run
+	// again and another run's outcome became unknown, is refused.
+	rest, owner, err := s.rest(ctx, client, op, id, set, now)
+	if err != nil {
+		return nil, err
+	}
+	// The snapshot is budgeted against the rest of the item as stored:
+	// the ID alone does not bound it (a hashed ID is short whatever the
+	// scope, and the fingerprint has no fixed length).
+	if res.As == idemkit.StateCompleted && !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
+		return nil, s.tooLarge(id, set)
+	}
+	names := map[string]string{"#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#exp": AttrExpiresAt, "#ow": AttrOwner}
+	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now), ":owner": owner}
 	upd := "SET "
 	i := 0
 	for name, v := range set {
@@ -767,17 +774,19 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	return decodeItem(out.Attributes)
 }
 
-// rest returns the size of what a resolution of the item with id keeps:
-// every attribute but those set replaces and the index keys it removes,
-// read with one consistent GetItem. A missing, expired or not
-// indeterminate item is ErrNotIndeterminate, as the update would be.
-func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[string]types.AttributeValue, now time.Time) (int, error) {
+// rest reads the item with id with one consistent GetItem and returns its
+// owner and the size of what a resolution of it keeps: every attribute but
+// those set replaces and the index keys it removes. A missing, expired or
+// not indeterminate item is ErrNotIndeterminate, as the update would be.
+func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[string]types.AttributeValue, now time.Time) (int, types.AttributeValue, error) {
 	item, err := s.getItem(ctx, client, op, id)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if st, _ := item[AttrState].(*types.AttributeValueMemberS); st == nil || st.Value != string(idemkit.StateIndeterminate) || expired(item, now) {
-		return 0, idemkit.ErrNotIndeterminate
+	st, _ := item[AttrState].(*types.AttributeValueMemberS)
+	owner, _ := item[AttrOwner].(*types.AttributeValueMemberS)
+	if st == nil || st.Value != string(idemkit.StateIndeterminate) || owner == nil || expired(item, now) {
+		return 0, nil, idemkit.ErrNotIndeterminate
 	}
 	n := 0
 	for name, v := range item {
@@ -786,7 +795,7 @@ func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[
 		}
 		n += len(name) + valueSize(v)
 	}
-	return n, nil
+	return n, owner, nil
 }
 
 // Get implements idemkit.Store with one consistent GetItem.

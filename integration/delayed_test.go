@@ -433,3 +433,67 @@ func TestDelayedLeaseWrites(t *testing.T) {
 		}
 	}
 }
+
+// onResolve spoils Resolve (UpdateItem conditioned on the indeterminate
+// state).
+func onResolve(k faults.Kind, skip, times int) faults.Rule {
+	return faults.Rule{Op: "UpdateItem", Match: func(b []byte) bool { return bytes.Contains(b, []byte(`"#st = :indeterminate AND`)) },
+		Skip: skip, Times: times, Kind: k}
+}
+
+// TestDelayedResolve: an operator's resolution (failed) of an
+// indeterminate record lands late, after the SDK's retry resolved it, a
+// retry ran the key again and that run too ended with its outcome unknown
+// (the provider charged, then timed out): the record is indeterminate
+// again, for another run. The late copy must be refused: applied, it
+// would resolve the second run's outcome as failed, which nobody decided,
+// and the next retry would charge a second time.
+func TestDelayedResolve(t *testing.T) {
+	rig := newFaultRig(t, []faults.Rule{onResolve(faults.DelayedApply, 0, 1)}, 2*time.Second, idemkit.FailClosed)
+	g, store, clk, ft := rig.g, rig.store, rig.clk, rig.ft
+	fx := newEffects(t, rig.raw)
+	b := newBusiness(fx)
+	ev, sc := payment("late-resolve")
+	id := sc.ID(false)
+	ctx := context.Background()
+	var runs int
+	h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("sub")},
+		func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			runs++
+			switch runs {
+			case 1: // nothing charged, outcome unknown
+				return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("payment provider timed out: %w", idemkit.ErrOutcomeUnknown)
+			case 2: // charged, then the answer was lost
+				if _, err := fx.record(ctx, scopeName(sc)); err != nil {
+					return events.APIGatewayV2HTTPResponse{}, err
+				}
+				return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("payment provider timed out: %w", idemkit.ErrOutcomeUnknown)
+			}
+			return b.handler("POST /payments")(ctx, ev)
+		})
+
+	if a := call(ctx, h, ev); a.kind() != "unknown" {
+		t.Fatalf("first: %v, want 503 outcome-unknown", a)
+	}
+	// The operator finds no charge and resolves it failed; the first copy
+	// of the resolution is held, the SDK's retry lands.
+	if rec, err := store.Resolve(ctx, id, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops@example.com", Reason: "no charge at the provider"}, clk.Now()); err != nil || rec.State != idemkit.StateFailed {
+		t.Fatalf("resolve: %v, %v", rec, err)
+	}
+	if a := call(ctx, h, ev); a.kind() != "unknown" {
+		t.Fatalf("second: %v, want 503 outcome-unknown", a)
+	}
+	late := ft.Deliver()
+	if len(late) != 1 || late[0].Applied() || late[0].Type != "ConditionalCheckFailedException" {
+		t.Errorf("late resolution: %v, want refused by its condition", late)
+	}
+	if rec, err := store.Get(ctx, id, clk.Now()); err != nil || rec.State != idemkit.StateIndeterminate {
+		t.Fatalf("record %v, %v; want the second run's indeterminate record", rec, err)
+	}
+	if a := call(ctx, h, ev); a.kind() != "indeterminate" {
+		t.Errorf("third: %v, want 409 indeterminate", a)
+	}
+	if n := fx.counts(t)[scopeName(sc)]; n != 1 {
+		t.Fatalf("%d effects, want 1", n)
+	}
+}
