@@ -87,6 +87,20 @@ func delayedCases() []delayedCase {
 			steps: s(lateCall, "transient", lateDeliver, "applied", lateState, "in_flight",
 				lateCall, "in-flight", lateLeaseEnds, "", lateCall, "run", lateCall, "replay", lateState, "completed"),
 			effects: 1},
+		// Every copy of the claim is held: the engine's claims fail, its
+		// release finds nothing and the client is told 503 (not run, key
+		// not recorded). Then the copies land: as above, the key is held
+		// by a run no one makes.
+		{name: "claim-always/after-release/fail-closed", policy: fc,
+			rules: r(onClaim(delayed, 0, never)),
+			steps: s(lateCall, "unavailable", lateState, "absent", lateClear, "", lateDeliver, "applied", lateState, "in_flight",
+				lateCall, "in-flight", lateLeaseEnds, "", lateCall, "indeterminate", lateState, "indeterminate"),
+			effects: 0},
+		{name: "claim-always/after-release/takeover", policy: to,
+			rules: r(onClaim(delayed, 0, never)),
+			steps: s(lateCall, "unavailable", lateClear, "", lateDeliver, "applied", lateCall, "in-flight",
+				lateLeaseEnds, "", lateCall, "run", lateCall, "replay", lateState, "completed"),
+			effects: 1},
 		// The claim's first copy lands while the retry's run holds the key
 		// under a new owner: refused by the owner token (and, with
 		// Takeover, by the retry's live lease).
