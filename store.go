@@ -46,8 +46,10 @@ type Store interface {
 	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
 	// no record with rec.ID is live, or the live record
 	//   - has State failed, or
-	//   - is in_flight with the same Owner (a retried claim whose first
-	//     attempt was applied: it is ours), or
+	//   - is in_flight with the same Owner and a LeaseUntil not after
+	//     rec.LeaseUntil (a retried claim whose first attempt was applied:
+	//     it is ours; a late copy of it, after the lease was extended, is
+	//     refused, so that it cannot move the lease back), or
 	//   - is in_flight with its lease expired at now, and opts.Takeover is set.
 	// Otherwise it stores nothing and returns Won false with the live record
 	// that blocked it. When Won is true, Existing holds the record that was
@@ -76,8 +78,10 @@ type Store interface {
 	Release(ctx context.Context, id, owner string, now time.Time) error
 
 	// Extend sets the LeaseUntil of the live in_flight record with this id
-	// and owner to leaseUntil (a lease renewal while the handler runs). It
-	// returns ErrNotOwner, changing nothing, when there is no such record
+	// and owner to leaseUntil (a lease renewal while the handler runs),
+	// never back: a leaseUntil before the record's (a late copy of an
+	// earlier renewal) changes nothing and returns nil. It returns
+	// ErrNotOwner, changing nothing, when there is no such record
 	// (completed, released, taken over or marked indeterminate).
 	Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error
 

@@ -3,17 +3,18 @@
 // write, so the check and the write are one atomic step on the server:
 //
 //	Claim              PutItem    attribute_not_exists(pk) OR exp <= :nowS
-//	                              OR st = failed OR (st = in_flight AND ow = :owner)
+//	                              OR st = failed OR (st = in_flight AND ow = :owner AND lu <= :lu)
 //	                              [OR (st = in_flight AND lu <= :nowMs), with Takeover]
 //	Complete           PutItem    ow = :owner AND exp > :nowS AND (st IN (in_flight, indeterminate)
 //	                              OR (st = completed AND attribute_not_exists(ra)))
 //	Release            DeleteItem attribute_not_exists(pk) OR exp <= :nowS
 //	                              OR (ow = :owner AND st = in_flight)
-//	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS (SET lu)
+//	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :lu (SET lu)
 //	MarkUnknown        UpdateItem ow = :owner AND st = in_flight AND exp > :nowS
 //	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
-//	Resolve            UpdateItem st = indeterminate AND exp > :nowS
-//	                              (as completed: after a consistent GetItem sizing the answer)
+//	Resolve            UpdateItem st = indeterminate AND exp > :nowS AND ow = :owner
+//	                              (after a consistent GetItem reading the owner and, as
+//	                              completed, sizing the answer)
 //	Get                GetItem, consistent
 //	ListIndeterminate  Query of a sparse index
 //	ListStale          Query of the ix index (Options.IndexInFlight)
@@ -77,6 +78,15 @@
 // owner token), a release because the item is gone, and a mark
 // (MarkUnknown, MarkIndeterminate) or a resolution by the token it writes
 // in mk, read from the refused item.
+//
+// A copy of a claim or of a renewal that lands late, after a later
+// renewal (lu later than its own :lu), is refused: it would move the lease
+// back to an end that may have passed, and a retry would take the running
+// request over or mark it indeterminate. A renewal so refused reads the
+// item and returns nil while the record is still ours. A resolution is
+// fenced on the owner of the indeterminate record it read: a late copy,
+// after the key ran again and another run's outcome became unknown, is
+// refused.
 //
 // # Expiry
 //

@@ -305,13 +305,14 @@ func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) 
 // has expired when lu <= :nowMs.
 const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
-	condClaim    = condAbsent + " OR #st = :failed OR (#st = :inflight AND #ow = :owner)"
+	condClaim    = condAbsent + " OR #st = :failed OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
 	condTakeover = " OR (#st = :inflight AND #lu <= :nowMs)"
 	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
+	condExtend   = condOwned + " AND #lu <= :lu"
 	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
 	condMark     = "#ow = :owner AND #st = :inflight AND #exp > :nowS AND #lu <= :nowMs"
-	condResolve  = "#st = :indeterminate AND #exp > :nowS"
+	condResolve  = "#st = :indeterminate AND #exp > :nowS AND #ow = :owner"
 )
 
 // The condition expressions and attribute names of the frequent calls,
@@ -321,11 +322,11 @@ var (
 	pCondClaimTakeover = aws.String(condClaim + condTakeover)
 	pCondComplete      = aws.String(condComplete)
 	pCondRelease       = aws.String(condRelease)
-	pCondOwned         = aws.String(condOwned)
+	pCondExtend        = aws.String(condExtend)
 	pUpdateLease       = aws.String("SET #lu = :lu")
 
-	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner}
-	namesClaimTakeover = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
+	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
+	namesClaimTakeover = namesClaim
 	namesComplete      = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
 	namesRelease       = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
 	namesExtend        = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
@@ -421,7 +422,10 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 		return nil, s.tooLarge(rec.ID, item)
 	}
 	cond, names := pCondClaim, namesClaim
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner]}
+	// Our own in_flight record is ours to claim again only with the lease
+	// this claim writes: a late copy of the claim, landing after the lease
+	// was renewed, must not move it back.
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil]}
 	if opts.Takeover {
 		cond, names = pCondClaimTakeover, namesClaimTakeover
 		values[":nowMs"] = nowMilli(now)
@@ -480,7 +484,7 @@ func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) 
 	switch {
 	case !cur.Live(now), cur.State == idemkit.StateFailed:
 		return false
-	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner:
+	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && cur.LeaseUntil.UnixMilli() <= ceilMilli(rec.LeaseUntil):
 		return false
 	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now):
 		return false
@@ -561,7 +565,11 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 }
 
 // Extend implements idemkit.Store with one conditional UpdateItem of the
-// lease, fenced on the owner token and state in_flight.
+// lease, fenced on the owner token and state in_flight, that never moves
+// the lease back: a late copy of an earlier renewal, landing after a
+// later one, is refused by the condition; the item, returned with the
+// failure (read with one consistent GetItem where the server does not),
+// then tells it from a record that is no longer ours.
 func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
 	const op = "extend"
 	client, err := s.client(ctx, op, id)
@@ -571,18 +579,36 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.tableName,
-		Key:                       key(id),
-		UpdateExpression:          pUpdateLease,
-		ConditionExpression:       pCondOwned,
-		ExpressionAttributeNames:  namesExtend,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":lu": num(ceilMilli(leaseUntil)), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now)},
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		TableName:                           s.tableName,
+		Key:                                 key(id),
+		UpdateExpression:                    pUpdateLease,
+		ConditionExpression:                 pCondExtend,
+		ExpressionAttributeNames:            namesExtend,
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":lu": num(ceilMilli(leaseUntil)), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
-	if err != nil {
+	if err == nil {
+		usage(ctx, out.ConsumedCapacity, true)
+		return nil
+	}
+	cf, ok := conditionFailed(err)
+	if !ok {
 		return refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
-	usage(ctx, out.ConsumedCapacity, true)
+	failedWriteUsage(ctx, cf.Item)
+	cur := cf.Item
+	if len(cur) == 0 {
+		if cur, err = s.getItem(ctx, client, op, id); err != nil {
+			return fmt.Errorf("dynamo: %s was refused, and the record could not be read again to tell whether it is still ours: %w", op, err)
+		}
+	}
+	st, _ := cur[AttrState].(*types.AttributeValueMemberS)
+	ow, _ := cur[AttrOwner].(*types.AttributeValueMemberS)
+	if st == nil || ow == nil || st.Value != string(idemkit.StateInFlight) || ow.Value != owner || expired(cur, now) {
+		return idemkit.ErrNotOwner
+	}
+	// Ours, with a lease already ending at or after leaseUntil.
 	return nil
 }
 
@@ -665,11 +691,14 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 // Resolve implements idemkit.Store with one conditional UpdateItem. A zero
 // res.ResolvedAt is stored as now; a completed resolution's snapshot
 // follows the same size rules as Complete and is the record's Snapshot
-// (Resolution.Snapshot is not stored twice). A completed resolution first
-// reads the item (one consistent GetItem) to budget the snapshot against
-// the rest of it, so that an answer too large for the item is stored
-// without its body instead of being refused. res.Snapshot is required
-// when res.As is completed and ignored when it is failed.
+// (Resolution.Snapshot is not stored twice). A resolution first reads the
+// item (one consistent GetItem): the update is fenced on the owner it
+// reads, so that a copy of it landing late, after the key ran again and
+// that run's outcome became unknown too, is refused instead of deciding
+// an outcome nobody looked at; and a completed resolution's snapshot is
+// budgeted against the rest of the item, so that an answer too large for
+// it is stored without its body instead of being refused. res.Snapshot is
+// required when res.As is completed and ignored when it is failed.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	const op = "resolve"
 	switch {
@@ -695,19 +724,23 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	}
 	if res.As == idemkit.StateCompleted {
 		set[AttrCompletedAt] = num(at.UnixMilli())
-		// The snapshot is budgeted against the rest of the item as stored:
-		// the ID alone does not bound it (a hashed ID is short whatever
-		// the scope, and the fingerprint has no fixed length).
-		rest, err := s.rest(ctx, client, op, id, set, now)
-		if err != nil {
-			return nil, err
-		}
-		if !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
-			return nil, s.tooLarge(id, set)
-		}
 	}
-	names := map[string]string{"#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#exp": AttrExpiresAt}
-	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now)}
+	// The record as it is now: the resolution is of this indeterminate
+	// record, the outcome of its owner's run, and is fenced on its owner.
+	// A copy of the resolution that lands late, after the key was run
+	// again and another run's outcome became unknown, is refused.
+	rest, owner, err := s.rest(ctx, client, op, id, set, now)
+	if err != nil {
+		return nil, err
+	}
+	// The snapshot is budgeted against the rest of the item as stored:
+	// the ID alone does not bound it (a hashed ID is short whatever the
+	// scope, and the fingerprint has no fixed length).
+	if res.As == idemkit.StateCompleted && !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
+		return nil, s.tooLarge(id, set)
+	}
+	names := map[string]string{"#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#exp": AttrExpiresAt, "#ow": AttrOwner}
+	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now), ":owner": owner}
 	upd := "SET "
 	i := 0
 	for name, v := range set {
@@ -741,17 +774,19 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	return decodeItem(out.Attributes)
 }
 
-// rest returns the size of what a resolution of the item with id keeps:
-// every attribute but those set replaces and the index keys it removes,
-// read with one consistent GetItem. A missing, expired or not
-// indeterminate item is ErrNotIndeterminate, as the update would be.
-func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[string]types.AttributeValue, now time.Time) (int, error) {
+// rest reads the item with id with one consistent GetItem and returns its
+// owner and the size of what a resolution of it keeps: every attribute but
+// those set replaces and the index keys it removes. A missing, expired or
+// not indeterminate item is ErrNotIndeterminate, as the update would be.
+func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[string]types.AttributeValue, now time.Time) (int, types.AttributeValue, error) {
 	item, err := s.getItem(ctx, client, op, id)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if st, _ := item[AttrState].(*types.AttributeValueMemberS); st == nil || st.Value != string(idemkit.StateIndeterminate) || expired(item, now) {
-		return 0, idemkit.ErrNotIndeterminate
+	st, _ := item[AttrState].(*types.AttributeValueMemberS)
+	owner, _ := item[AttrOwner].(*types.AttributeValueMemberS)
+	if st == nil || st.Value != string(idemkit.StateIndeterminate) || owner == nil || expired(item, now) {
+		return 0, nil, idemkit.ErrNotIndeterminate
 	}
 	n := 0
 	for name, v := range item {
@@ -760,7 +795,7 @@ func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[
 		}
 		n += len(name) + valueSize(v)
 	}
-	return n, nil
+	return n, owner, nil
 }
 
 // Get implements idemkit.Store with one consistent GetItem.

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,7 +110,15 @@ func TestClaimRecordVanishes(t *testing.T) {
 			}
 		}},
 		{"lease ended between the calls (takeover)", true, func(holder *idemkit.Record) {
-			if err := direct.Extend(ctx, holder.ID, "holder", now.Add(-time.Second), now); err != nil {
+			// The lease's end moved into the past (Extend never moves it
+			// back): as if the holder's lease had ended.
+			_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: aws.String(table), Key: map[string]types.AttributeValue{dynamo.AttrID: S(holder.ID)},
+				UpdateExpression:          aws.String("SET #lu = :lu"),
+				ExpressionAttributeNames:  map[string]string{"#lu": dynamo.AttrLeaseUntil},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":lu": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(-time.Second).UnixMilli(), 10)}},
+			})
+			if err != nil {
 				t.Error(err)
 			}
 		}},

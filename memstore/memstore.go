@@ -92,7 +92,7 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	cur := s.live(rec.ID, now)
 	ok := cur == nil ||
 		cur.State == idemkit.StateFailed ||
-		(cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner) ||
+		(cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && !cur.LeaseUntil.After(rec.LeaseUntil)) ||
 		(cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now))
 	if !ok {
 		return idemkit.ClaimResult{Existing: cur.Clone()}, nil
@@ -142,7 +142,10 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight {
 		return idemkit.ErrNotOwner
 	}
-	cur.LeaseUntil = leaseUntil
+	if leaseUntil.After(cur.LeaseUntil) {
+		// Never back: a late copy of an earlier renewal changes nothing.
+		cur.LeaseUntil = leaseUntil
+	}
 	return nil
 }
 

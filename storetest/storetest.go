@@ -454,11 +454,28 @@ func testRetriedClaim(t *testing.T, s idemkit.Store) {
 	if !res.Won {
 		t.Fatalf("a retried claim with our own token lost to %+v", res.Existing)
 	}
+	// A late copy of the claim, after the lease was extended, is refused:
+	// the lease stays extended.
+	ctx := context.Background()
+	if err := s.Extend(ctx, r.ID, r.Owner, r.LeaseUntil.Add(time.Minute), now.Add(2*time.Second)); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	res = claim(t, s, r, now.Add(3*time.Second), false)
+	if res.Won || res.Existing == nil || res.Existing.Owner != r.Owner || !timeEq(res.Existing.LeaseUntil, r.LeaseUntil.Add(time.Minute)) {
+		t.Fatalf("a late copy of the claim after an Extend: %+v; want lost to our own record, lease extended", res)
+	}
+	late := r.LeaseUntil.Add(time.Second) // after the first lease, inside the extended one
+	if res := claim(t, s, r, late, true); res.Won {
+		t.Fatal("a late copy of the claim with Takeover won after an Extend")
+	}
+	if got := mustGet(t, s, r.ID, late); !timeEq(got.LeaseUntil, r.LeaseUntil.Add(time.Minute)) || got.State != idemkit.StateInFlight {
+		t.Fatalf("after a late copy of the claim: lease %v state %q; want the extended lease", got.LeaseUntil, got.State)
+	}
 	// Once completed, the same token cannot claim again.
-	if err := s.Complete(context.Background(), completed(r, now, sampleSnapshot()), now); err != nil {
+	if err := s.Complete(ctx, completed(r, now, sampleSnapshot()), now.Add(4*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if res := claim(t, s, r, now.Add(2*time.Second), false); res.Won {
+	if res := claim(t, s, r, now.Add(5*time.Second), false); res.Won {
 		t.Fatal("a claim with the owner token won over the completed record")
 	}
 }
@@ -677,6 +694,11 @@ func testExtend(t *testing.T, s idemkit.Store) {
 	}
 	if err := s.Extend(ctx, r.ID, "a", now.Add(time.Minute), now.Add(time.Second)); err != nil {
 		t.Fatalf("retried Extend: %v", err)
+	}
+	// A late copy of an earlier renewal, landing after this one, does not
+	// move the lease back.
+	if err := s.Extend(ctx, r.ID, "a", now.Add(30*time.Second), now.Add(time.Second)); err != nil {
+		t.Fatalf("Extend to an earlier end: %v, want nil (the lease is ours and ends later)", err)
 	}
 	got := mustGet(t, s, r.ID, now.Add(time.Second))
 	if !timeEq(got.LeaseUntil, now.Add(time.Minute)) || got.State != idemkit.StateInFlight || got.Owner != "a" {

@@ -17,6 +17,10 @@
 //	Reset           connection reset before the request is sent, not applied
 //	Timeout         no answer until the request's context ends, not applied
 //	TimeoutApplied  applied at once, then no answer until the context ends
+//	DelayedApply    the call fails at once with a read timeout (the SDK
+//	                retries it); the request is held and reaches the
+//	                server later, when Deliver sends it, on a context of
+//	                its own: a write that lands after its client moved on
 //
 // The responses have the JSON shape DynamoDB sends
 // ({"__type":"com.amazonaws.dynamodb.v20120810#...","message":"..."}).
@@ -24,14 +28,18 @@ package faults
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Kind is a fault.
@@ -47,12 +55,13 @@ const (
 	Reset
 	Timeout
 	TimeoutApplied
+	DelayedApply
 )
 
 var kindNames = map[Kind]string{
 	LostAck: "lost-ack", LostAckBody: "lost-ack-body", Throttle: "throttle",
 	Throttling: "throttling", ServerError: "5xx", Reset: "reset",
-	Timeout: "timeout", TimeoutApplied: "timeout-applied",
+	Timeout: "timeout", TimeoutApplied: "timeout-applied", DelayedApply: "delayed-apply",
 }
 
 func (k Kind) String() string {
@@ -62,8 +71,12 @@ func (k Kind) String() string {
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Applied reports whether the server applies a request spoiled by k.
-func (k Kind) Applied() bool { return k == LostAck || k == LostAckBody || k == TimeoutApplied }
+// Applied reports whether a request spoiled by k reaches the server, which
+// applies it if its condition holds: at once, or for DelayedApply when
+// Deliver sends it.
+func (k Kind) Applied() bool {
+	return k == LostAck || k == LostAckBody || k == TimeoutApplied || k == DelayedApply
+}
 
 // TargetPrefix is the X-Amz-Target prefix of DynamoDB operations.
 const TargetPrefix = "DynamoDB_20120810."
@@ -110,6 +123,15 @@ type Transport struct {
 	rules  []*rule
 	calls  map[string]int
 	events []Event
+	held   []heldCall
+}
+
+// heldCall is a request spoiled by DelayedApply, not yet delivered.
+type heldCall struct {
+	req  *http.Request
+	body []byte
+	op   string
+	call int
 }
 
 // New returns a Transport forwarding to base with the given rules.
@@ -195,6 +217,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case Timeout:
 		<-req.Context().Done()
 		return nil, req.Context().Err()
+	case DelayedApply:
+		t.mu.Lock()
+		t.held = append(t.held, heldCall{req: req, body: body, op: op, call: call})
+		t.mu.Unlock()
+		return nil, timeoutErr(op, call)
 	}
 	return applied(base, req, kind, op, call)
 }
@@ -285,6 +312,13 @@ func jsonError(req *http.Request, status int, typ, msg string) *http.Response {
 	}
 }
 
+// timeoutErr is the error a read deadline gives ("i/o timeout"): a
+// net.Error whose Timeout and Temporary are true, which the SDK's
+// standard retryer retries.
+func timeoutErr(op string, call int) error {
+	return &net.OpError{Op: "read", Net: "tcp", Source: injectedAddr(fmt.Sprintf("injected %s call %d", op, call)), Err: os.ErrDeadlineExceeded}
+}
+
 // resetErr is the error a reset connection gives.
 func resetErr(op string, call int) error {
 	return &net.OpError{Op: "read", Net: "tcp", Source: injectedAddr(fmt.Sprintf("injected %s call %d", op, call)), Err: syscall.ECONNRESET}
@@ -310,3 +344,92 @@ func (b *brokenBody) Read(p []byte) (int, error) {
 }
 
 func (b *brokenBody) Close() error { return nil }
+
+// Delivery is what the server answered a held request when Deliver sent
+// it.
+type Delivery struct {
+	Op   string // the operation ("PutItem")
+	Call int    // the matching call's number for its rule, as in Event
+	// Status is the HTTP status of the answer: 200 when the write was
+	// applied; 0 when it could not be sent (Err).
+	Status int
+	// Type is the DynamoDB error type of a refusal, without its prefix
+	// ("ConditionalCheckFailedException"); empty for a 200.
+	Type string
+	Err  error
+}
+
+// Applied reports whether the server applied the delivered write.
+func (d Delivery) Applied() bool { return d.Err == nil && d.Status == http.StatusOK }
+
+func (d Delivery) String() string {
+	switch {
+	case d.Err != nil:
+		return fmt.Sprintf("%s call %d: %v", d.Op, d.Call, d.Err)
+	case d.Type != "":
+		return fmt.Sprintf("%s call %d: %d %s", d.Op, d.Call, d.Status, d.Type)
+	}
+	return fmt.Sprintf("%s call %d: %d", d.Op, d.Call, d.Status)
+}
+
+// deliverTimeout bounds each held request's delivery.
+const deliverTimeout = 30 * time.Second
+
+// Held returns how many requests DelayedApply holds, not yet delivered.
+func (t *Transport) Held() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.held)
+}
+
+// Deliver sends the requests DelayedApply holds to Base, one after the
+// other in the order they were held, each on a fresh context (the
+// client's gave up long ago), and returns the server's answers. The
+// requests are sent as they were signed: a real DynamoDB refuses a
+// signature older than five minutes, so a delivery models a delay shorter
+// than that. A held request is delivered once; Clear does not drop it.
+func (t *Transport) Deliver() []Delivery {
+	t.mu.Lock()
+	held := t.held
+	t.held = nil
+	t.mu.Unlock()
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	out := make([]Delivery, 0, len(held))
+	for _, h := range held {
+		out = append(out, deliver(base, h))
+	}
+	return out
+}
+
+// deliver sends one held request and reads its answer.
+func deliver(base http.RoundTripper, h heldCall) Delivery {
+	d := Delivery{Op: h.op, Call: h.call}
+	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
+	defer cancel()
+	req := h.req.Clone(ctx)
+	req.Body = io.NopCloser(bytes.NewReader(h.body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(h.body)), nil }
+	resp, err := base.RoundTrip(req)
+	if err != nil {
+		d.Err = err
+		return d
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		d.Err = err
+		return d
+	}
+	d.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Type string `json:"__type"`
+		}
+		_ = json.Unmarshal(b, &e)
+		d.Type = e.Type[strings.LastIndex(e.Type, "#")+1:]
+	}
+	return d
+}

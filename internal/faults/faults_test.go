@@ -1,0 +1,173 @@
+package faults_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/faults"
+)
+
+func TestMain(m *testing.M) { dynalite.Main(m) }
+
+func keyTable() *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:            aws.String("faults"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	}
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// value returns attribute v of item pk, or "" when there is no such item.
+func value(t *testing.T, c *dynamodb.Client, table, pk string) string {
+	t.Helper()
+	out, err := c.GetItem(t.Context(), &dynamodb.GetItemInput{
+		TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": str(pk)}, ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatalf("GetItem: %v", err)
+	}
+	if out.Item == nil {
+		return ""
+	}
+	return out.Item["v"].(*types.AttributeValueMemberS).Value
+}
+
+func put(pk, v string, cond string) *dynamodb.PutItemInput {
+	in := &dynamodb.PutItemInput{Item: map[string]types.AttributeValue{"pk": str(pk), "v": str(v)}}
+	if cond != "" {
+		in.ConditionExpression = aws.String(cond)
+	}
+	return in
+}
+
+// TestDelayedApply: against dynalite through the SDK, a PutItem spoiled by
+// DelayedApply fails at once with an error the SDK's standard retryer
+// retries, is not on the server until Deliver sends it, and is applied
+// then if its condition holds at that time: a late copy undoes a write
+// made after it, and a conditional one is refused.
+func TestDelayedApply(t *testing.T) {
+	cases := []struct {
+		name     string
+		attempts int    // the SDK's attempts; 1: the fault is the call's answer
+		cond     string // the PutItem's condition
+		// later is the value written, unfaulted, after the call and before
+		// the delivery ("": none).
+		later string
+		// before and after are the item's v before and after Deliver.
+		before, after string
+		// applied and typ are what Deliver reports.
+		applied bool
+		typ     string
+	}{
+		{name: "one attempt: the call fails, the write lands later", attempts: 1,
+			before: "", after: "first", applied: true},
+		{name: "retried: the late copy undoes a later write", attempts: 3, later: "second",
+			before: "second", after: "first", applied: true},
+		{name: "retried and conditional: the late copy is refused", attempts: 3, cond: "attribute_not_exists(pk)",
+			before: "first", after: "first", applied: false, typ: "ConditionalCheckFailedException"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			base := &http.Transport{}
+			t.Cleanup(base.CloseIdleConnections)
+			ft := faults.New(base, faults.Rule{Op: "PutItem", Times: 1, Kind: faults.DelayedApply})
+			c, err := dynalite.NewClientVia(ctx, dynalite.Endpoint(t), ft)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw := dynalite.Client(t)
+			table := dynalite.CreateTable(t, raw, keyTable())
+
+			in := put("k", "first", tc.cond)
+			in.TableName = aws.String(table)
+			_, err = c.PutItem(ctx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = tc.attempts })
+			if tc.attempts == 1 {
+				var ne net.Error
+				if !errors.As(err, &ne) || !ne.Timeout() {
+					t.Fatalf("PutItem: %v, want a net.Error timeout", err)
+				}
+				if got := retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err); got != aws.TrueTernary {
+					t.Fatalf("the SDK's retryables say %v for %v, want retryable", got, err)
+				}
+			} else if err != nil {
+				t.Fatalf("PutItem: %v (the SDK's retry should land)", err)
+			}
+			if got, want := ft.Calls("PutItem"), tc.attempts; got != min(want, 2) {
+				t.Fatalf("%d PutItem calls, want %d", got, min(want, 2))
+			}
+			if tc.later != "" {
+				later := put("k", tc.later, "")
+				later.TableName = aws.String(table)
+				if _, err := c.PutItem(ctx, later); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ev := ft.Events()
+			if len(ev) != 1 || ev[0] != (faults.Event{Op: "PutItem", Kind: faults.DelayedApply, Call: 1}) {
+				t.Fatalf("events %v, want one delayed-apply on PutItem call 1", ev)
+			}
+			ft.Clear() // the rules go, the held request stays
+			if ft.Held() != 1 {
+				t.Fatalf("%d held, want 1", ft.Held())
+			}
+			if got := value(t, raw, table, "k"); got != tc.before {
+				t.Fatalf("before delivery v=%q, want %q", got, tc.before)
+			}
+
+			ds := ft.Deliver()
+			if len(ds) != 1 || ds[0].Op != "PutItem" || ds[0].Call != 1 || ds[0].Err != nil || ds[0].Applied() != tc.applied || ds[0].Type != tc.typ {
+				t.Fatalf("deliveries %v, want one PutItem call 1 applied=%v type=%q", ds, tc.applied, tc.typ)
+			}
+			if got := value(t, raw, table, "k"); got != tc.after {
+				t.Fatalf("after delivery v=%q, want %q", got, tc.after)
+			}
+			if ft.Held() != 0 || len(ft.Deliver()) != 0 {
+				t.Fatal("a held request was delivered twice")
+			}
+		})
+	}
+}
+
+// TestDelayedApplyKind: the kind's name, and it reaches the server.
+func TestDelayedApplyKind(t *testing.T) {
+	if got := faults.DelayedApply.String(); got != "delayed-apply" {
+		t.Errorf("String %q", got)
+	}
+	if !faults.DelayedApply.Applied() {
+		t.Error("DelayedApply.Applied() is false: the request reaches the server when delivered")
+	}
+	if faults.Timeout.Applied() {
+		t.Error("Timeout.Applied() is true")
+	}
+}
+
+// TestDeliverUnreachable: a held request that cannot be sent is reported
+// with its error, not dropped silently.
+func TestDeliverUnreachable(t *testing.T) {
+	ft := faults.New(&http.Transport{}, faults.Rule{Times: 1, Kind: faults.DelayedApply})
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Amz-Target", faults.TargetPrefix+"DeleteItem")
+	if _, err := ft.RoundTrip(req); err == nil {
+		t.Fatal("a held call answered")
+	}
+	ds := ft.Deliver()
+	if len(ds) != 1 || ds[0].Op != "DeleteItem" || ds[0].Err == nil || ds[0].Applied() {
+		t.Fatalf("deliveries %v, want one DeleteItem that failed to send", ds)
+	}
+}
