@@ -3,10 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +68,7 @@ func newFaultRig(t testing.TB, rules []faults.Rule, lease time.Duration, policy 
 	t.Helper()
 	var base http.RoundTripper = baseTransport()
 	if reads(rules) {
-		base = withoutConditionItem{base}
+		base = faults.WithoutConditionItem(base)
 	}
 	ft := faults.New(base, rules...)
 	store, raw, _ := newStore(t, ft, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
@@ -97,34 +94,6 @@ func failFirst(n int) int {
 		return 503
 	}
 	return 201
-}
-
-// withoutConditionItem drops the item a ConditionalCheckFailedException
-// carries (ReturnValuesOnConditionCheckFailure=ALL_OLD), as a server
-// without that capability does, so that a lost claim reads the record
-// whatever the test server is: the read cases need that read.
-type withoutConditionItem struct{ base http.RoundTripper }
-
-func (w withoutConditionItem) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := w.base.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusBadRequest {
-		return resp, err
-	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	var e map[string]json.RawMessage
-	if json.Unmarshal(body, &e) == nil && bytes.Contains(e["__type"], []byte("ConditionalCheckFailedException")) && e["Item"] != nil {
-		delete(e, "Item")
-		body, _ = json.Marshal(e)
-		resp.Header.Del("X-Amz-Crc32") // the body changed
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	return resp, nil
 }
 
 const never = -1 // Rule.Times: the fault never clears
@@ -209,7 +178,7 @@ func faultCases() []faultCase {
 
 		// The read of the blocking record by a duplicate's lost claim, on
 		// a server that returns no item with the condition failure
-		// (dynalite; on others withoutConditionItem drops it).
+		// (dynalite; on others faults.WithoutConditionItem drops it).
 		{name: "read/throttle/never", rules: r(onRead(thr, 0, never)), first: 201, final: "replay"},
 		{name: "read/5xx/x1", rules: r(onRead(e500, 0, 1)), first: 201, second: "replay", final: "replay"},
 		{name: "read/timeout/x1", rules: r(onRead(tmo, 0, 1)), first: 201, final: "replay"},

@@ -26,8 +26,14 @@ var (
 // faultyEnv returns f's Env with a store on f's table whose SDK client
 // sends its calls through a fault transport with rules.
 func (f *fixture) faultyEnv(rules ...faults.Rule) (Env, *faults.Transport) {
+	return f.faultyEnvVia(http.DefaultTransport, rules...)
+}
+
+// faultyEnvVia is faultyEnv with the server's answers passing through
+// base.
+func (f *fixture) faultyEnvVia(base http.RoundTripper, rules ...faults.Rule) (Env, *faults.Transport) {
 	f.t.Helper()
-	ft := faults.New(http.DefaultTransport, rules...)
+	ft := faults.New(base, rules...)
 	c, err := dynalite.NewClientVia(f.t.Context(), dynalite.Endpoint(f.t), ft)
 	if err != nil {
 		f.t.Fatal(err)
@@ -140,7 +146,9 @@ func TestResolveLostAnswerUnreadable(t *testing.T) {
 			} else {
 				f.seedIndeterminate(s, time.Now().Add(-time.Hour))
 			}
-			env, ft := f.faultyEnv(tc.rules...)
+			// A refusal carries no item, as on a server that does not
+			// return it: the store must read the record, and cannot.
+			env, ft := f.faultyEnvVia(faults.WithoutConditionItem(http.DefaultTransport), tc.rules...)
 			code, stdout, stderr := runWith(t, env, append([]string{"resolve", "--table", f.table, "--as", "failed", "--reason", "checked"}, scopeArgs(s)...)...)
 			if len(ft.Events()) < 2 {
 				t.Fatalf("faults injected: %v, want the lost answer and the failed read", ft.Events())
