@@ -63,7 +63,7 @@ const (
 // response (httpmw.Fail): its key was freed and a retry runs it again.
 func HandlerFailed() *Problem {
 	return &Problem{Type: TypeHandlerFailed, Title: "Request failed", Status: 500,
-		Detail: "The request failed before it reached an outcome; nothing was stored for its key. Retry with the same key."}
+		Detail: "The request failed before it reached an outcome, and its key was freed. Retry with the same key."}
 }
 
 // MaxEchoBytes bounds every fragment of a request, or of an error about
@@ -208,7 +208,7 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 			Detail: "The request was not run because the idempotency store refused its record as invalid. Retrying the same request cannot succeed."}
 	case errors.Is(err, idemkit.ErrStoreUnavailable):
 		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
-			Detail: "The request was not run because its key could not be recorded. Retry with the same key.", RetryAfter: retryafter.Seconds(storeRetry)}
+			Detail: "The request was not run because the idempotency store did not confirm its key. Retry with the same key.", RetryAfter: retryafter.Seconds(storeRetry)}
 	}
 	return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 		Detail: "The request was not run because the idempotency guard failed."}

@@ -30,7 +30,7 @@
 //	indeterminate-operator-required  409  an earlier run ended without a recorded outcome; an operator must resolve it
 //	replay-window-passed             410  completed; the response is no longer replayed (originalStatus, location, completedAt)
 //	response-not-stored              410  completed; the response was too large to store (originalStatus, location, completedAt)
-//	store-unavailable                503  the key could not be recorded; nothing ran; Retry-After
+//	store-unavailable                503  the store did not confirm the key; nothing ran; Retry-After
 //	outcome-unknown                  503  the handler returned idemkit.ErrOutcomeUnknown; the key is kept, never run again
 //	record-corrupt                   500  the stored record is unreadable; nothing ran or replayed
 //	tenant-missing                   500  no authenticated caller: the Tenant setting is misconfigured; nothing ran
