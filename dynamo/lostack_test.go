@@ -237,3 +237,72 @@ func TestLostStateChangeAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestLostStateChangeErrors: a mark or a resolution that fails is a
+// StoreError, not its refusal, whether the write itself fails or it is
+// refused (its answer lost, then its retry refused) and the record cannot
+// be read again to tell whether the write was its own.
+func TestLostStateChangeErrors(t *testing.T) {
+	resolve := func(s *dynamo.Store, ctx context.Context, id, _ string, now time.Time) (*idemkit.Record, error) {
+		return s.Resolve(ctx, id, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "checked"}, now)
+	}
+	for _, tc := range []struct {
+		name   string
+		marked bool // the record is indeterminate before the change
+		rules  []faults.Rule
+		change func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error)
+		refuse error
+	}{
+		{"MarkUnknown/unavailable", false, []faults.Rule{{Op: "UpdateItem", Times: -1, Kind: faults.ServerError}},
+			(*dynamo.Store).MarkUnknown, idemkit.ErrNotOwner},
+		{"MarkIndeterminate/unreadable", false, []faults.Rule{{Op: "UpdateItem", Match: markUpdate, Times: 1, Kind: faults.LostAck}, {Op: "GetItem", Times: -1, Kind: faults.ServerError}},
+			(*dynamo.Store).MarkIndeterminate, idemkit.ErrNotOwner},
+		{"Resolve/unavailable", true, []faults.Rule{{Op: "UpdateItem", Match: resolveUpdate, Times: -1, Kind: faults.ServerError}},
+			resolve, idemkit.ErrNotIndeterminate},
+		// The first GetItem is the resolution's read before its write.
+		{"Resolve/unreadable", true, []faults.Rule{{Op: "UpdateItem", Match: resolveUpdate, Times: 1, Kind: faults.LostAck}, {Op: "GetItem", Skip: 1, Times: -1, Kind: faults.ServerError}},
+			resolve, idemkit.ErrNotIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clean := client(t)
+			table := newTable(t, clean)
+			// A refusal carries no item, as on a server that does not
+			// return it: the store must read the record.
+			ft := faults.New(faults.WithoutConditionItem(http.DefaultTransport), tc.rules...)
+			c, err := dynalite.NewClientVia(t.Context(), dynalite.Endpoint(t), ft)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := dynamo.New(c, table, dynamo.Options{MaxBackoff: time.Millisecond, CallTimeout: dynalite.Scale(30 * time.Second)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := dynamo.New(clean, table, dynamo.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			now := time.Now().Truncate(time.Millisecond)
+			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "change-err-" + tc.name}
+			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:m",
+				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+			if res, err := cs.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+				t.Fatalf("claim: %+v %v", res, err)
+			}
+			at := now.Add(2 * time.Second) // the lease has ended
+			if tc.marked {
+				if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := tc.change(s, ctx, rec.ID, rec.Owner, at)
+			var se *idemkit.StoreError
+			if !errors.As(err, &se) || errors.Is(err, tc.refuse) || got != nil {
+				t.Fatalf("change: %+v %v; want a StoreError", got, err)
+			}
+			if len(ft.Events()) < 2 {
+				t.Fatalf("faults injected: %v, want the failed write or the lost answer and the failed read", ft.Events())
+			}
+		})
+	}
+}
