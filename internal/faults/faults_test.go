@@ -171,3 +171,32 @@ func TestDeliverUnreachable(t *testing.T) {
 		t.Fatalf("deliveries %v, want one DeleteItem that failed to send", ds)
 	}
 }
+
+// TestDeliverOrder: held requests are delivered in the order they were
+// held, so that the server applies them in the order they were sent.
+func TestDeliverOrder(t *testing.T) {
+	ctx := context.Background()
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	ft := faults.New(base, faults.Rule{Op: "PutItem", Times: 2, Kind: faults.DelayedApply})
+	c, err := dynalite.NewClientVia(ctx, dynalite.Endpoint(t), ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := dynalite.Client(t)
+	table := dynalite.CreateTable(t, raw, keyTable())
+	for _, v := range []string{"first", "second"} {
+		in := put("k", v, "")
+		in.TableName = aws.String(table)
+		if _, err := c.PutItem(ctx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }); err == nil {
+			t.Fatalf("PutItem %q answered, want it held", v)
+		}
+	}
+	ds := ft.Deliver()
+	if len(ds) != 2 || ds[0].Call != 1 || ds[1].Call != 2 || !ds[0].Applied() || !ds[1].Applied() {
+		t.Fatalf("deliveries %v, want calls 1 then 2, applied", ds)
+	}
+	if got := value(t, raw, table, "k"); got != "second" {
+		t.Fatalf("after delivery v=%q, want the later write's", got)
+	}
+}
