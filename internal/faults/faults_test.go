@@ -200,3 +200,37 @@ func TestDeliverOrder(t *testing.T) {
 		t.Fatalf("after delivery v=%q, want the later write's", got)
 	}
 }
+
+// TestWithoutConditionItem: on a server that returns the item with a
+// failed condition, the wrapper drops it, and the SDK still reads the
+// refusal (its checksum and length match the body it gets); other
+// answers pass unchanged.
+func TestWithoutConditionItem(t *testing.T) {
+	dynalite.Require(t, dynalite.AllOldOnConditionFailure)
+	ctx := context.Background()
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	c, err := dynalite.NewClientVia(ctx, dynalite.Endpoint(t), faults.WithoutConditionItem(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := dynalite.Client(t)
+	table := dynalite.CreateTable(t, raw, keyTable())
+	in := put("k", "first", "attribute_not_exists(pk)")
+	in.TableName = aws.String(table)
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	if _, err := c.PutItem(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	// The same write through a client without the wrapper gets the item.
+	var cf *types.ConditionalCheckFailedException
+	if _, err := raw.PutItem(ctx, in); !errors.As(err, &cf) || len(cf.Item) == 0 {
+		t.Fatalf("unwrapped: %v, want a refusal carrying the item", err)
+	}
+	if _, err := c.PutItem(ctx, in); !errors.As(err, &cf) || len(cf.Item) != 0 {
+		t.Fatalf("wrapped: %v (item %v), want a refusal without the item", err, cf)
+	}
+	if got := value(t, raw, table, "k"); got != "first" {
+		t.Fatalf("v=%q, want first", got)
+	}
+}
