@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -115,5 +116,43 @@ func TestBodyParallel(t *testing.T) {
 			t.Errorf("%s: Body waited for the encoder another caller holds", name)
 		}
 		p.free <- held
+	}
+}
+
+// TestPoolReuse: one caller after another reuse one encoder, and its
+// output buffer, which is kept for the next body while it is at most
+// maxKeptBuf and dropped when larger.
+func TestPoolReuse(t *testing.T) {
+	for name, p := range pools {
+		t.Run(name, func(t *testing.T) {
+			// A pool of its own, making the same encoders.
+			q := &Pool{free: make(chan *compressor, MaxEncoders), new: p.new}
+			small := bytes.Repeat([]byte(`{"id":"ord_1","amount":{"value":42}},`), 100)
+			for range 3 {
+				if _, ok := q.Body(small); !ok {
+					t.Fatal("a JSON body did not compress")
+				}
+			}
+			if n := q.made.Load(); n != 1 {
+				t.Fatalf("%d encoders made for one caller at a time, want 1", n)
+			}
+			c := <-q.free
+			if cap(c.buf) == 0 {
+				t.Fatal("the output buffer of a small body was not kept")
+			}
+			q.free <- c
+			// Random bytes do not compress: the output is larger than
+			// maxKeptBuf and is not kept.
+			big := make([]byte, maxKeptBuf+1024)
+			_, _ = rand.NewChaCha8([32]byte{1}).Read(big)
+			if _, ok := q.Body(big); ok {
+				t.Fatal("random bytes compressed")
+			}
+			c = <-q.free
+			if cap(c.buf) > maxKeptBuf {
+				t.Fatalf("an output buffer of %d bytes was kept, over %d", cap(c.buf), maxKeptBuf)
+			}
+			q.free <- c
+		})
 	}
 }
