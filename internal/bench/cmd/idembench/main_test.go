@@ -55,6 +55,13 @@ func TestRatioGap(t *testing.T) {
 		want:  []string{"470.0µs is compressing", "40.0µs the rest of its CPU", "these cover what it adds"},
 		not:   []string{"unexplained"},
 	}, {
+		// 500 added = 460 + (100 - 60): nothing left over.
+		name:  "compressing and the rest of the CPU cover it exactly",
+		codec: dynamo.CodecS2,
+		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4500 * us, bare: 1 * us, same: 3999 * us, added: 500 * us, compress: 460 * us},
+		want:  []string{"460.0µs is compressing", "40.0µs the rest of its CPU", "these cover what it adds"},
+		not:   []string{"unexplained"},
+	}, {
 		// A median below zero is noise; it is shown, and counted as
 		// measured: 450 added = -20 + (100 - 60) + 430.
 		name:  "compressing measured below zero",
@@ -162,5 +169,23 @@ func TestPairedCell(t *testing.T) {
 		if got := pairedCell(tt.row); got != tt.want {
 			t.Errorf("pairedCell(%+v) = %q, want %q", tt.row, got, tt.want)
 		}
+	}
+}
+
+// TestCompressColumns: the compression estimate reaches the table's
+// "z on path" column and the worst ratio's gap split.
+func TestCompressColumns(t *testing.T) {
+	us := time.Microsecond
+	row := bench.Row{Path: "fresh", Size: 64 << 10, Calls: 2, P50: 5000 * us, P99: 6000 * us, BareP50: 1 * us,
+		SameP50: 3999 * us, SameP99: 4321 * us, Compress: 234 * us, Ratio: 1.25, Added: 700 * us, Paired: 1.175}
+	var b strings.Builder
+	table1(&b, []bench.Row{row}, nil)
+	// No other figure of the row is 234µs.
+	if !strings.Contains(b.String(), "234.0µs") {
+		t.Errorf("the table has no z on path of 234.0µs:\n%s", b.String())
+	}
+	worst := ratios(&strings.Builder{}, [][]bench.Row{{row}})
+	if w, ok := worst[""]; !ok || w.compress != row.Compress {
+		t.Errorf("worst ratio %+v, want the row's compression estimate %v", w, row.Compress)
 	}
 }
