@@ -3,8 +3,11 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -51,6 +54,74 @@ func TestResolveRefusedByItsRead(t *testing.T) {
 			}
 			if g, u := ft.Calls("GetItem"), ft.Calls("UpdateItem"); g != 1 || u != 0 {
 				t.Errorf("%d GetItem, %d UpdateItem calls; want the read alone", g, u)
+			}
+		})
+	}
+}
+
+// readHook is the test server's client, running after once, after the
+// first GetItem has its answer.
+type readHook struct {
+	*dynamodb.Client
+	after func()
+	once  sync.Once
+}
+
+func (c *readHook) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	out, err := c.Client.GetItem(ctx, in, optFns...)
+	c.once.Do(c.after)
+	return out, err
+}
+
+// TestResolveConcurrent: of two resolutions of one record, both read
+// while it is indeterminate, the second to write is refused,
+// ErrNotIndeterminate, even when it resolves it the same way: the first's
+// write is not taken for its own.
+func TestResolveConcurrent(t *testing.T) {
+	for _, as := range []idemkit.State{idemkit.StateFailed, idemkit.StateCompleted} {
+		t.Run(string(as), func(t *testing.T) {
+			clean := client(t)
+			table := newTable(t, clean)
+			cs, err := dynamo.New(clean, table, dynamo.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			now := time.Now().Truncate(time.Millisecond)
+			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "resolve-concurrent-" + string(as)}
+			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:r",
+				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+			if res, err := cs.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+				t.Fatalf("claim: %+v %v", res, err)
+			}
+			at := now.Add(2 * time.Second)
+			if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
+				t.Fatal(err)
+			}
+			resolution := func(operator string) idemkit.Resolution {
+				res := idemkit.Resolution{As: as, Operator: operator, Reason: "checked"}
+				if as == idemkit.StateCompleted {
+					res.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)}
+				}
+				return res
+			}
+			// The other operator resolves it between this one's read and
+			// its write.
+			hook := &readHook{Client: clean, after: func() {
+				if _, err := cs.Resolve(ctx, rec.ID, resolution("ops-a"), at); err != nil {
+					t.Errorf("the first resolution: %v", err)
+				}
+			}}
+			s, err := dynamo.New(hook, table, dynamo.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Resolve(ctx, rec.ID, resolution("ops-b"), at); !errors.Is(err, idemkit.ErrNotIndeterminate) {
+				t.Fatalf("the second resolution: %+v %v, want ErrNotIndeterminate", got, err)
+			}
+			stored, err := cs.Get(ctx, rec.ID, at)
+			if err != nil || stored.State != as || stored.Resolution == nil || stored.Resolution.Operator != "ops-a" {
+				t.Fatalf("stored %+v %v, want the first resolution", stored, err)
 			}
 		})
 	}
