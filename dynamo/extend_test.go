@@ -44,23 +44,13 @@ func TestExtendCalls(t *testing.T) {
 		}, lease: time.Minute, want: idemkit.ErrNotOwner, refused: true, absent: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, ft, clean, table := faultyStore(t, dynamo.Options{})
-			cs, err := dynamo.New(clean, table, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, cs, ft := faultyPair(t, http.DefaultTransport, dynamo.Options{})
 			ctx := context.Background()
-			now := time.Now().Truncate(time.Millisecond)
-			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "extend-" + tc.name}
-			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:e",
-				LeaseUntil: now.Add(10 * time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if res, err := cs.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
-				t.Fatalf("claim: %+v %v", res, err)
-			}
+			rec, now := inFlightRecord(t, cs, "extend-"+tc.name, 10*time.Second)
 			if tc.before != nil {
 				tc.before(t, cs, rec, now)
 			}
-			err = s.Extend(ctx, rec.ID, rec.Owner, rec.LeaseUntil.Add(tc.lease), now)
+			err := s.Extend(ctx, rec.ID, rec.Owner, rec.LeaseUntil.Add(tc.lease), now)
 			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 				t.Fatalf("Extend: %v, want %v", err, tc.want)
 			}
@@ -96,32 +86,12 @@ func TestExtendErrors(t *testing.T) {
 		{"refused/unreadable", faults.Rule{Op: "GetItem", Times: -1, Kind: faults.ServerError}, -time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clean := client(t)
-			table := newTable(t, clean)
 			// A refusal carries no item, as on a server that does not
 			// return it: the store must read the record.
-			ft := faults.New(faults.WithoutConditionItem(http.DefaultTransport), tc.rule)
-			c, err := dynalite.NewClientVia(t.Context(), dynalite.Endpoint(t), ft)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := dynamo.New(c, table, dynamo.Options{MaxBackoff: time.Millisecond, CallTimeout: dynalite.Scale(30 * time.Second)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs, err := dynamo.New(clean, table, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, cs, ft := faultyPair(t, faults.WithoutConditionItem(http.DefaultTransport), dynamo.Options{MaxBackoff: time.Millisecond}, tc.rule)
 			ctx := context.Background()
-			now := time.Now().Truncate(time.Millisecond)
-			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "extend-" + tc.name}
-			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:e",
-				LeaseUntil: now.Add(10 * time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if res, err := cs.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
-				t.Fatalf("claim: %+v %v", res, err)
-			}
-			err = s.Extend(ctx, rec.ID, rec.Owner, rec.LeaseUntil.Add(tc.lease), now)
+			rec, now := inFlightRecord(t, cs, "extend-"+tc.name, 10*time.Second)
+			err := s.Extend(ctx, rec.ID, rec.Owner, rec.LeaseUntil.Add(tc.lease), now)
 			var se *idemkit.StoreError
 			if !errors.As(err, &se) || errors.Is(err, idemkit.ErrNotOwner) {
 				t.Fatalf("Extend: %v; want a StoreError", err)

@@ -27,21 +27,59 @@ func claimPut(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"in_fl
 // its standard retryer and retry quota.
 func faultyStore(t *testing.T, opts dynamo.Options, rules ...faults.Rule) (*dynamo.Store, *faults.Transport, *dynamodb.Client, string) {
 	t.Helper()
+	return faultyStoreVia(t, http.DefaultTransport, opts, rules...)
+}
+
+// faultyStoreVia is faultyStore with the server's answers passing through
+// base (faults.WithoutConditionItem: as from a server that does not
+// return the item with a refusal).
+func faultyStoreVia(t *testing.T, base http.RoundTripper, opts dynamo.Options, rules ...faults.Rule) (*dynamo.Store, *faults.Transport, *dynamodb.Client, string) {
+	t.Helper()
 	clean := client(t)
 	table := newTable(t, clean)
-	ft := faults.New(http.DefaultTransport, rules...)
+	ft := faults.New(base, rules...)
 	c, err := dynalite.NewClientVia(t.Context(), dynalite.Endpoint(t), ft)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if opts.CallTimeout == 0 {
-		opts.CallTimeout = 30 * time.Second
+		opts.CallTimeout = dynalite.Scale(30 * time.Second)
 	}
 	s, err := dynamo.New(c, table, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, ft, clean, table
+}
+
+// faultyPair returns a store whose calls go through a fault transport over
+// base (faultyStoreVia), a store on the same table that sees no faults,
+// and the transport.
+func faultyPair(t *testing.T, base http.RoundTripper, opts dynamo.Options, rules ...faults.Rule) (faulty, clean *dynamo.Store, ft *faults.Transport) {
+	t.Helper()
+	s, ft, c, table := faultyStoreVia(t, base, opts, rules...)
+	cs, err := dynamo.New(c, table, dynamo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cs, ft
+}
+
+// inFlightRecord returns an in_flight record of key with owner "o-1",
+// created now (the real time, to the millisecond) with a lease ending
+// lease later, and now; claimed through s unless s is nil.
+func inFlightRecord(t *testing.T, s *dynamo.Store, key string, lease time.Duration) (*idemkit.Record, time.Time) {
+	t.Helper()
+	now := time.Now().Truncate(time.Millisecond)
+	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}
+	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:f",
+		LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+	if s != nil {
+		if res, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			t.Fatalf("claim: %+v %v", res, err)
+		}
+	}
+	return rec, now
 }
 
 // TestRetryQuota measures the SDK's client-side retry quota under
@@ -181,20 +219,10 @@ func TestLostStateChangeAnswers(t *testing.T) {
 		{"Resolve-completed/lost-ack-body", faults.LostAckBody, true, resolveUpdate, resolveAs(idemkit.StateCompleted), idemkit.StateCompleted, idemkit.ErrNotIndeterminate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, ft, clean, table := faultyStore(t, dynamo.Options{MaxBackoff: time.Millisecond},
+			s, cs, ft := faultyPair(t, http.DefaultTransport, dynamo.Options{MaxBackoff: time.Millisecond},
 				faults.Rule{Op: "UpdateItem", Match: tc.match, Times: 1, Kind: tc.kind})
-			cs, err := dynamo.New(clean, table, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx := context.Background()
-			now := time.Now().Truncate(time.Millisecond)
-			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "change-" + tc.name}
-			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:m",
-				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if res, err := cs.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
-				t.Fatalf("claim: %+v %v", res, err)
-			}
+			rec, now := inFlightRecord(t, cs, "change-"+tc.name, time.Second)
 			at := now.Add(2 * time.Second) // the lease has ended
 			if tc.marked {
 				if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
@@ -264,31 +292,11 @@ func TestLostStateChangeErrors(t *testing.T) {
 			resolve, idemkit.ErrNotIndeterminate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clean := client(t)
-			table := newTable(t, clean)
 			// A refusal carries no item, as on a server that does not
 			// return it: the store must read the record.
-			ft := faults.New(faults.WithoutConditionItem(http.DefaultTransport), tc.rules...)
-			c, err := dynalite.NewClientVia(t.Context(), dynalite.Endpoint(t), ft)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := dynamo.New(c, table, dynamo.Options{MaxBackoff: time.Millisecond, CallTimeout: dynalite.Scale(30 * time.Second)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs, err := dynamo.New(clean, table, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, cs, ft := faultyPair(t, faults.WithoutConditionItem(http.DefaultTransport), dynamo.Options{MaxBackoff: time.Millisecond}, tc.rules...)
 			ctx := context.Background()
-			now := time.Now().Truncate(time.Millisecond)
-			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "change-err-" + tc.name}
-			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:m",
-				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if res, err := cs.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
-				t.Fatalf("claim: %+v %v", res, err)
-			}
+			rec, now := inFlightRecord(t, cs, "change-err-"+tc.name, time.Second)
 			at := now.Add(2 * time.Second) // the lease has ended
 			if tc.marked {
 				if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -28,21 +29,13 @@ func TestResolveRefusedByItsRead(t *testing.T) {
 		{name: "indeterminate/expired", seed: true, mark: true, after: 3 * time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, ft, clean, table := faultyStore(t, dynamo.Options{})
-			cs, err := dynamo.New(clean, table, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, cs, ft := faultyPair(t, http.DefaultTransport, dynamo.Options{})
 			ctx := context.Background()
-			now := time.Now().Truncate(time.Millisecond)
-			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "resolve-read-" + tc.name}
-			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:r",
-				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if tc.seed {
-				if res, err := cs.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
-					t.Fatalf("claim: %+v %v", res, err)
-				}
+			seed := cs
+			if !tc.seed {
+				seed = nil
 			}
+			rec, now := inFlightRecord(t, seed, "resolve-read-"+tc.name, time.Second)
 			if tc.mark {
 				if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, now.Add(2*time.Second)); err != nil {
 					t.Fatal(err)
@@ -87,13 +80,7 @@ func TestResolveConcurrent(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			now := time.Now().Truncate(time.Millisecond)
-			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "resolve-concurrent-" + string(as)}
-			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:r",
-				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if res, err := cs.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
-				t.Fatalf("claim: %+v %v", res, err)
-			}
+			rec, now := inFlightRecord(t, cs, "resolve-concurrent-"+string(as), time.Second)
 			at := now.Add(2 * time.Second)
 			if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
 				t.Fatal(err)
