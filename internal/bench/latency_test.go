@@ -24,13 +24,7 @@ import (
 // less its own round's baselines, whose median the rounds' drift leaves
 // alone while it moves the medians of the two series apart.
 func TestSummarisePaired(t *testing.T) {
-	ms := func(v ...int) []time.Duration {
-		d := make([]time.Duration, len(v))
-		for i, x := range v {
-			d[i] = time.Duration(x) * time.Millisecond
-		}
-		return d
-	}
+	ms := func(v ...int) []time.Duration { return durations(time.Millisecond, v...) }
 	tests := []struct {
 		name                string
 		wrapped, bare, same []time.Duration
@@ -61,18 +55,21 @@ func TestSummarisePaired(t *testing.T) {
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
+// durations returns v, each in unit.
+func durations(unit time.Duration, v ...int) []time.Duration {
+	d := make([]time.Duration, len(v))
+	for i, x := range v {
+		d[i] = time.Duration(x) * unit
+	}
+	return d
+}
+
 // TestSummariseCompress holds the compression estimate: the median over
 // rounds of same+z less the same requests of its own round, not the
 // difference of the two medians; 0 where same+z was not measured in every
 // round.
 func TestSummariseCompress(t *testing.T) {
-	us := func(v ...int) []time.Duration {
-		d := make([]time.Duration, len(v))
-		for i, x := range v {
-			d[i] = time.Duration(x) * time.Microsecond
-		}
-		return d
-	}
+	us := func(v ...int) []time.Duration { return durations(time.Microsecond, v...) }
 	tests := []struct {
 		name        string
 		same, samez []time.Duration
