@@ -179,22 +179,30 @@ func TestRoundOrder(t *testing.T) {
 	}
 }
 
+// privateTable returns a client of a dynalite server of the test's own,
+// as make bench measures on, and a fresh table on it.
+func privateTable(t *testing.T) (*dynamodb.Client, string) {
+	t.Helper()
+	srv := dynalite.NewServer(t)
+	client, err := dynalite.NewClient(context.Background(), srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := dynalite.TableName(t)
+	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+		t.Fatal(err)
+	}
+	return client, table
+}
+
 // TestSameZOnDynamoDB: on a real server, same+z runs on the fresh path
 // where the store's completion carries a compressed body, with the
 // store's codec, and its re-sent completion stores that body compressed;
 // where the body is not compressed (too small, or a replay), it does not
 // run.
 func TestSameZOnDynamoDB(t *testing.T) {
-	srv := dynalite.NewServer(t)
 	ctx := context.Background()
-	client, err := dynalite.NewClient(ctx, srv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := dynalite.TableName(t)
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
+	client, table := privateTable(t)
 	for _, tc := range []struct {
 		path  string
 		size  int
@@ -272,16 +280,8 @@ func TestSameZOnDynamoDB(t *testing.T) {
 // its own keys, and a compression estimate; a replay, which compresses
 // nothing, has neither.
 func TestLatencySameZ(t *testing.T) {
-	srv := dynalite.NewServer(t)
 	ctx := context.Background()
-	client, err := dynalite.NewClient(ctx, srv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := dynalite.TableName(t)
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
+	client, table := privateTable(t)
 	const n = 2
 	rows, err := LatencyWith(ctx, client, table, n, []string{"fresh", "replay"}, []int{4 << 10}, "")
 	if err != nil {
