@@ -448,13 +448,18 @@ func TestMiddlewareShutdownMidHandler(t *testing.T) {
 				run := p.runs.Load()
 				if run == 1 {
 					close(entered)
+					if tc.obeyCtx {
+						// Only the cancellation ends it: release, closed
+						// once the client has seen its connection close,
+						// could otherwise win a select against a
+						// cancellation not yet observed.
+						<-r.Context().Done()
+						httpmw.Fail(r.Context(), r.Context().Err())
+						return
+					}
 					select {
 					case <-release:
 					case <-r.Context().Done():
-						if tc.obeyCtx {
-							httpmw.Fail(r.Context(), r.Context().Err())
-							return
-						}
 						<-release
 					}
 				}
