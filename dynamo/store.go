@@ -592,24 +592,48 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 		usage(ctx, out.ConsumedCapacity, true)
 		return nil
 	}
-	cf, ok := conditionFailed(err)
-	if !ok {
-		return refused(ctx, op, err, idemkit.ErrNotOwner)
+	cur, err := s.refusedItem(ctx, client, op, id, err, "whether it is still ours")
+	if err != nil {
+		return err
 	}
-	failedWriteUsage(ctx, cf.Item)
-	cur := cf.Item
-	if len(cur) == 0 {
-		if cur, err = s.getItem(ctx, client, op, id); err != nil {
-			return fmt.Errorf("dynamo: %s was refused, and the record could not be read again to tell whether it is still ours: %w", op, err)
-		}
-	}
-	st, _ := cur[AttrState].(*types.AttributeValueMemberS)
-	ow, _ := cur[AttrOwner].(*types.AttributeValueMemberS)
-	if st == nil || ow == nil || st.Value != string(idemkit.StateInFlight) || ow.Value != owner || expired(cur, now) {
+	if attrS(cur, AttrState) != string(idemkit.StateInFlight) || attrS(cur, AttrOwner) != owner || expired(cur, now) {
 		return idemkit.ErrNotOwner
 	}
 	// Ours, with a lease already ending at or after leaseUntil.
 	return nil
+}
+
+// refusedItem handles the failure err of a conditional write of the item
+// with id, counted in ctx's usage. When err is a refusal it returns the
+// item that failed the condition (returned with it, or read with one
+// consistent GetItem where the server does not; nil when there is none),
+// for the caller to tell whether the write was its own after all. Any
+// other failure, and a failed read (which was to tell what), is a
+// StoreError.
+func (s *Store) refusedItem(ctx context.Context, client Client, op, id string, err error, what string) (map[string]types.AttributeValue, error) {
+	cf, ok := conditionFailed(err)
+	if !ok {
+		usage(ctx, nil, true)
+		return nil, fail(op, err)
+	}
+	failedWriteUsage(ctx, cf.Item)
+	if len(cf.Item) > 0 {
+		return cf.Item, nil
+	}
+	item, err := s.getItem(ctx, client, op, id)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: %s was refused, and the record could not be read again to tell %s: %w", op, what, err)
+	}
+	return item, nil
+}
+
+// attrS returns the string attribute name of item; "" when it has none.
+func attrS(item map[string]types.AttributeValue, name string) string {
+	v, _ := item[name].(*types.AttributeValueMemberS)
+	if v == nil {
+		return ""
+	}
+	return v.Value
 }
 
 // MarkUnknown implements idemkit.Store with one conditional UpdateItem,
@@ -639,7 +663,7 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 	if endLease {
 		update += ", #lu = :nowMs"
 	}
-	mark := str(rand.Text())
+	mark := rand.Text()
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
@@ -648,7 +672,7 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil, "#mk": AttrMark},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": mark},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark)},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
@@ -660,29 +684,19 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 	return s.ownRefused(ctx, client, op, id, err, idemkit.StateIndeterminate, mark, now, idemkit.ErrNotOwner)
 }
 
-// ownRefused handles a failed state change of the item with id that wrote
-// the token mark in mk: when err is a refusal and the item (returned with
-// it, or read with one consistent GetItem where the server does not) is
-// live, in state st and holds mark, the change is this very call's, landed
-// by an attempt whose answer was lost and refused on the SDK's retry, and
-// the item is returned. Any other refusal is refusal; any other error, or
-// a failed read, a StoreError.
-func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, err error, st idemkit.State, mark types.AttributeValue, now time.Time, refusal error) (*idemkit.Record, error) {
-	cf, ok := conditionFailed(err)
-	if !ok {
-		return nil, refused(ctx, op, err, refusal)
+// ownRefused handles the failure err of a state change of the item with
+// id that wrote the token mark in mk: when err is a refusal and the item
+// that failed the condition (refusedItem) is live, in state st and holds
+// mark, the change is this very call's, landed by an attempt whose answer
+// was lost and refused on the SDK's retry, and the item is returned. Any
+// other refusal is refusal; any other error, or a failed read, a
+// StoreError.
+func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, err error, st idemkit.State, mark string, now time.Time, refusal error) (*idemkit.Record, error) {
+	old, err := s.refusedItem(ctx, client, op, id, err, "whether the write was this call's own, its answer lost")
+	if err != nil {
+		return nil, err
 	}
-	failedWriteUsage(ctx, cf.Item)
-	old := cf.Item
-	if len(old) == 0 {
-		if old, err = s.getItem(ctx, client, op, id); err != nil {
-			return nil, fmt.Errorf("dynamo: %s was refused, and the record could not be read again to tell whether the write was this call's own, its answer lost: %w", op, err)
-		}
-	}
-	got, _ := old[AttrState].(*types.AttributeValueMemberS)
-	mk, _ := old[AttrMark].(*types.AttributeValueMemberS)
-	want, _ := mark.(*types.AttributeValueMemberS)
-	if got == nil || mk == nil || want == nil || got.Value != string(st) || mk.Value != want.Value || expired(old, now) {
+	if attrS(old, AttrState) != string(st) || attrS(old, AttrMark) != mark || expired(old, now) {
 		return nil, refusal
 	}
 	return decodeItem(old)
@@ -715,8 +729,8 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	if at.IsZero() {
 		at = now
 	}
-	mark := str(rand.Text())
-	set := map[string]types.AttributeValue{AttrState: str(string(res.As)), AttrMark: mark}
+	mark := rand.Text()
+	set := map[string]types.AttributeValue{AttrState: str(string(res.As)), AttrMark: str(mark)}
 	resolutionAttrs(set, &res, at)
 	putTime(set, AttrReplayUntil, res.ReplayUntil)
 	if !res.ExpiresAt.IsZero() {
@@ -740,7 +754,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		return nil, s.tooLarge(id, set)
 	}
 	names := map[string]string{"#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#exp": AttrExpiresAt, "#ow": AttrOwner}
-	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now), ":owner": owner}
+	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now), ":owner": str(owner)}
 	upd := "SET "
 	i := 0
 	for name, v := range set {
@@ -774,19 +788,19 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	return decodeItem(out.Attributes)
 }
 
-// rest reads the item with id with one consistent GetItem and returns its
-// owner and the size of what a resolution of it keeps: every attribute but
-// those set replaces and the index keys it removes. A missing, expired or
-// not indeterminate item is ErrNotIndeterminate, as the update would be.
-func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[string]types.AttributeValue, now time.Time) (int, types.AttributeValue, error) {
+// rest reads the item with id with one consistent GetItem and returns the
+// size of what a resolution of it keeps (every attribute but those set
+// replaces and the index keys it removes) and its owner. A missing,
+// expired or not indeterminate item is ErrNotIndeterminate, as the update
+// would be.
+func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[string]types.AttributeValue, now time.Time) (int, string, error) {
 	item, err := s.getItem(ctx, client, op, id)
 	if err != nil {
-		return 0, nil, err
+		return 0, "", err
 	}
-	st, _ := item[AttrState].(*types.AttributeValueMemberS)
-	owner, _ := item[AttrOwner].(*types.AttributeValueMemberS)
-	if st == nil || st.Value != string(idemkit.StateIndeterminate) || owner == nil || expired(item, now) {
-		return 0, nil, idemkit.ErrNotIndeterminate
+	owner := attrS(item, AttrOwner)
+	if attrS(item, AttrState) != string(idemkit.StateIndeterminate) || owner == "" || expired(item, now) {
+		return 0, "", idemkit.ErrNotIndeterminate
 	}
 	n := 0
 	for name, v := range item {
