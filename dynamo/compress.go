@@ -29,11 +29,7 @@ const (
 )
 
 // valid reports whether c is a codec this package knows.
-func (c Codec) valid() bool { return c == CodecZstd || c == CodecS2 }
-
-// pools are the encoders of each codec, shared with the benchmarks that
-// measure them.
-var pools = map[Codec]*compress.Pool{CodecZstd: compress.Zstd, CodecS2: compress.S2}
+func (c Codec) valid() bool { return compress.ByName(string(c)) != nil }
 
 // compressBody returns body compressed with codec in a new slice of
 // exactly the compressed length, and true; or nil and false when that is
@@ -41,7 +37,7 @@ var pools = map[Codec]*compress.Pool{CodecZstd: compress.Zstd, CodecS2: compress
 // copies the (much smaller) result out, so that a completion allocates
 // only what its item keeps.
 func compressBody(body []byte, codec Codec) ([]byte, bool) {
-	return pools[codec].Body(body)
+	return compress.ByName(string(codec)).Body(body)
 }
 
 // The zstd decoder is safe for concurrent DecodeAll calls and reused by

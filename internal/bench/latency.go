@@ -289,7 +289,7 @@ func (rg *rig) round(ctx context.Context, j int, ev events.APIGatewayV2HTTPReque
 			t.wrapped = time.Since(start)
 			rg.sent = append(rg.sent[:0], rg.capture.calls...)
 			if rg.zAt = rg.capture.zAt; rg.zAt >= 0 {
-				if rg.zPool = encoders[rg.capture.zCodec]; rg.zPool == nil {
+				if rg.zPool = compress.ByName(string(rg.capture.zCodec)); rg.zPool == nil {
 					return t, fmt.Errorf("wrapped: body encoding %q, not a codec the bench knows", rg.capture.zCodec)
 				}
 			}
@@ -340,9 +340,6 @@ func (rg *rig) round(ctx context.Context, j int, ev events.APIGatewayV2HTTPReque
 	}
 	return t, nil
 }
-
-// encoders are the store's encoders of each codec a body may be stored in.
-var encoders = map[dynamo.Codec]*compress.Pool{dynamo.CodecZstd: compress.Zstd, dynamo.CodecS2: compress.S2}
 
 // summarise puts into row the last guarded request's usage and the
 // quantiles of s, with the ratios where the path has raw calls.

@@ -82,6 +82,12 @@ var S2 = &Pool{free: make(chan *compressor, MaxEncoders), new: func() *compresso
 	return &compressor{senc: s2.NewWriter(nil, s2.WriterConcurrency(1))}
 }}
 
+// ByName returns the pool of the codec a stored body names ("zstd" or
+// "s2", the value of its item's encoding attribute), or nil.
+func ByName(name string) *Pool { return byName[name] }
+
+var byName = map[string]*Pool{"zstd": Zstd, "s2": S2}
+
 func (p *Pool) get() *compressor {
 	select {
 	case c := <-p.free:

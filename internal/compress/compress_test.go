@@ -156,3 +156,16 @@ func TestPoolReuse(t *testing.T) {
 		})
 	}
 }
+
+// TestByName: the pools are found by the names stored bodies carry, and
+// no other name has one.
+func TestByName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want *Pool
+	}{{"zstd", Zstd}, {"s2", S2}, {"", nil}, {"gzip", nil}, {"ZSTD", nil}} {
+		if got := ByName(tc.name); got != tc.want {
+			t.Errorf("ByName(%q) = %p, want %p", tc.name, got, tc.want)
+		}
+	}
+}
