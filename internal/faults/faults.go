@@ -198,10 +198,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	kind, call := t.pick(op, body)
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
-	}
+	base := t.base()
 	switch kind {
 	case 0:
 		return base.RoundTrip(req)
@@ -237,10 +234,24 @@ func readBody(req *http.Request) (*http.Request, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	req = req.Clone(req.Context())
+	return withBody(req.Context(), req, b), b, nil
+}
+
+// withBody returns a clone of req on ctx that sends b as its body, as
+// often as it is sent.
+func withBody(ctx context.Context, req *http.Request, b []byte) *http.Request {
+	req = req.Clone(ctx)
 	req.Body = io.NopCloser(bytes.NewReader(b))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	return req, b, nil
+	return req
+}
+
+// base returns Base, or http.DefaultTransport when it is nil.
+func (t *Transport) base() http.RoundTripper {
+	if t.Base == nil {
+		return http.DefaultTransport
+	}
+	return t.Base
 }
 
 // applied sends req through base and then spoils the answer with kind, one
@@ -393,10 +404,7 @@ func (t *Transport) Deliver() []Delivery {
 	held := t.held
 	t.held = nil
 	t.mu.Unlock()
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
-	}
+	base := t.base()
 	out := make([]Delivery, 0, len(held))
 	for _, h := range held {
 		out = append(out, deliver(base, h))
@@ -409,10 +417,7 @@ func deliver(base http.RoundTripper, h heldCall) Delivery {
 	d := Delivery{Op: h.op, Call: h.call}
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	req := h.req.Clone(ctx)
-	req.Body = io.NopCloser(bytes.NewReader(h.body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(h.body)), nil }
-	resp, err := base.RoundTrip(req)
+	resp, err := base.RoundTrip(withBody(ctx, h.req, h.body))
 	if err != nil {
 		d.Err = err
 		return d
