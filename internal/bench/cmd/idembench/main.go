@@ -401,17 +401,11 @@ type results struct {
 	replayServer string
 }
 
+// ratioAt is the fresh or replay row of the worst overhead ratio, and the
+// run (of runs) it comes from.
 type ratioAt struct {
-	ratio     float64
-	path      string
-	size, run int
-	runs      int
-	p50, same time.Duration
-	bare      time.Duration
-	added     time.Duration // the row's paired estimate (bench.Row.Added)
-	// compress is what compressing the body costs on the real path
-	// (bench.Row.Compress), 0 where not measured.
-	compress time.Duration
+	bench.Row
+	run, runs int
 }
 
 // ratios prints the overhead ratio of the fresh and replay rows of every
@@ -421,8 +415,8 @@ func ratios(w io.Writer, runs [][]bench.Row) map[dynamo.Codec]ratioAt {
 	fmt.Fprintf(w, "\n## Overhead ratio, fresh and replay (p50 / (bare p50 + same p50)), %d runs\n\n", len(runs))
 	worst := map[dynamo.Codec]ratioAt{}
 	ratioTable(w, runs, func(o bench.Row) (string, float64) { return fmt.Sprintf("%.3f", o.Ratio), o.Ratio }, func(i int, o bench.Row) {
-		if wc, ok := worst[o.Codec]; !ok || o.Ratio > wc.ratio {
-			worst[o.Codec] = ratioAt{ratio: o.Ratio, path: o.Path, size: o.Size, run: i + 1, runs: len(runs), p50: o.P50, same: o.SameP50, bare: o.BareP50, added: o.Added, compress: o.Compress}
+		if wc, ok := worst[o.Codec]; !ok || o.Ratio > wc.Ratio {
+			worst[o.Codec] = ratioAt{Row: o, run: i + 1, runs: len(runs)}
 		}
 	})
 	fmt.Fprintf(w, "\nPaired: 1 + the median over rounds of (wrapped - bare - same) / (bare p50 + same p50), and that median\n(what the kit adds to a request, each round against its own baseline); not the target's measure. z: of that,\nwhat compressing the body costs on the real path, the median over rounds of (same+z - same), where the store compresses.\n\n")
@@ -573,8 +567,8 @@ func ratioVerdict(w io.Writer, r results) {
 			sizes = "4 and 64 KB"
 		}
 		fmt.Fprintf(w, "overhead ratio <= 1.10, fresh and replay, %s, %s, worst of %d runs: %.3f (%s %s, run %d): %s\n",
-			codecName(codec), sizes, wr.runs, wr.ratio, wr.path, size(wr.size), wr.run, verdict(wr.ratio <= 1.10))
-		if wr.ratio > 1.10 {
+			codecName(codec), sizes, wr.runs, wr.Ratio, wr.Path, size(wr.Size), wr.run, verdict(wr.Ratio <= 1.10))
+		if wr.Ratio > 1.10 {
 			ratioGap(w, r, wr, codec)
 		}
 	}
@@ -588,23 +582,23 @@ func ratioVerdict(w io.Writer, r results) {
 // CPU on a client that answers at once (BenchmarkDynamoPath less
 // BenchmarkCompressBody), and what these leave unexplained.
 func ratioGap(w io.Writer, r results, wr ratioAt, codec dynamo.Codec) {
-	gap := wr.p50 - wr.bare - wr.same
+	gap := wr.P50 - wr.BareP50 - wr.SameP50
 	fmt.Fprintf(w, "  gap: wrapped p50 %s vs bare + same requests %s: %s between the medians; round by round the kit adds %s (paired)",
-		dur(wr.p50), dur(wr.bare+wr.same), dur(gap), dur(wr.added))
-	if drift := gap - wr.added; drift > 0 {
+		dur(wr.P50), dur(wr.BareP50+wr.SameP50), dur(gap), dur(wr.Added))
+	if drift := gap - wr.Added; drift > 0 {
 		fmt.Fprintf(w, ", the other %s is the server's latency moving between rounds", dur(drift))
 	}
-	c, cpuOK := r.cpu[bench.CPUKey{Adapter: ddbAdapter(codec), Path: wr.path, Size: wr.size}]
+	c, cpuOK := r.cpu[bench.CPUKey{Adapter: ddbAdapter(codec), Path: wr.Path, Size: wr.Size}]
 	cpu := time.Duration(c.CPUNsPerOp)
 	var zLoop time.Duration // compressing in a loop, 0 where not read or not on this path
-	if z, ok := r.cpu[bench.CPUKey{Adapter: compressAdapter(codec), Path: "compress", Size: wr.size}]; ok && wr.path == "fresh" {
+	if z, ok := r.cpu[bench.CPUKey{Adapter: compressAdapter(codec), Path: "compress", Size: wr.Size}]; ok && wr.Path == "fresh" {
 		zLoop = time.Duration(z.CPUNsPerOp)
 	}
 	explained, split := time.Duration(0), false
 	switch {
-	case wr.compress != 0:
-		fmt.Fprintf(w, "; of what it adds, %s is compressing the body on the real path (same+z - same)", dur(wr.compress))
-		if wr.compress < 0 {
+	case wr.Compress != 0:
+		fmt.Fprintf(w, "; of what it adds, %s is compressing the body on the real path (same+z - same)", dur(wr.Compress))
+		if wr.Compress < 0 {
 			fmt.Fprintf(w, " (below zero: at this many rounds the server's noise is larger than it)")
 		}
 		if zLoop > 0 {
@@ -613,7 +607,7 @@ func ratioGap(w io.Writer, r results, wr ratioAt, codec dynamo.Codec) {
 		switch {
 		case cpuOK && zLoop > 0:
 			fmt.Fprintf(w, "; %s the rest of its CPU on a client that answers at once (BenchmarkDynamoPath cpu-ns/op %s minus BenchmarkCompressBody)", dur(cpu-zLoop), dur(cpu))
-			explained, split = wr.compress+cpu-zLoop, true
+			explained, split = wr.Compress+cpu-zLoop, true
 		case cpuOK:
 			fmt.Fprintf(w, "; its CPU on a client that answers at once, compressing included, is %s (BenchmarkDynamoPath cpu-ns/op)", dur(cpu))
 		}
@@ -625,7 +619,7 @@ func ratioGap(w io.Writer, r results, wr ratioAt, codec dynamo.Codec) {
 		explained, split = cpu, true
 	}
 	if split {
-		if rest := wr.added - explained; rest > 0 {
+		if rest := wr.Added - explained; rest > 0 {
 			fmt.Fprintf(w, "; %s remains unexplained", dur(rest))
 		} else {
 			fmt.Fprintf(w, "; these cover what it adds")

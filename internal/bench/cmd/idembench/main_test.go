@@ -36,7 +36,7 @@ func TestRatioGap(t *testing.T) {
 		// 700 added = 250 compressing on the path + (300 - 200) the rest
 		// of the CPU + 350 unexplained.
 		name: "drift, compression measured",
-		at:   ratioAt{path: "fresh", size: 64 << 10, p50: 5000 * us, bare: 1 * us, same: 3999 * us, added: 700 * us, compress: 250 * us},
+		at:   ratioAt{Row: bench.Row{Path: "fresh", Size: 64 << 10, P50: 5000 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 700 * us, Compress: 250 * us}},
 		want: []string{"1.00ms between the medians", "the kit adds 700.0µs (paired)", "the other 300.0µs is the server's latency moving",
 			"250.0µs is compressing the body on the real path", "200.0µs in a loop", "100.0µs the rest of its CPU on a client that answers at once",
 			"cpu-ns/op 300.0µs minus", "350.0µs remains unexplained"},
@@ -45,20 +45,20 @@ func TestRatioGap(t *testing.T) {
 		// 500 added = 80 + (100 - 60) + 380.
 		name:  "no drift: the medians' difference is all the kit's",
 		codec: dynamo.CodecS2,
-		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4500 * us, bare: 1 * us, same: 3999 * us, added: 500 * us, compress: 80 * us},
+		at:    ratioAt{Row: bench.Row{Path: "fresh", Size: 64 << 10, P50: 4500 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 500 * us, Compress: 80 * us}},
 		want:  []string{"500.0µs between the medians", "the kit adds 500.0µs", "80.0µs is compressing", "60.0µs in a loop", "40.0µs the rest of its CPU", "380.0µs remains unexplained"},
 		not:   []string{"moving between rounds"},
 	}, {
 		name:  "compressing on the path costs more than the loop leaves",
 		codec: dynamo.CodecS2,
-		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4500 * us, bare: 1 * us, same: 3999 * us, added: 500 * us, compress: 470 * us},
+		at:    ratioAt{Row: bench.Row{Path: "fresh", Size: 64 << 10, P50: 4500 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 500 * us, Compress: 470 * us}},
 		want:  []string{"470.0µs is compressing", "40.0µs the rest of its CPU", "these cover what it adds"},
 		not:   []string{"unexplained"},
 	}, {
 		// 500 added = 460 + (100 - 60): nothing left over.
 		name:  "compressing and the rest of the CPU cover it exactly",
 		codec: dynamo.CodecS2,
-		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4500 * us, bare: 1 * us, same: 3999 * us, added: 500 * us, compress: 460 * us},
+		at:    ratioAt{Row: bench.Row{Path: "fresh", Size: 64 << 10, P50: 4500 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 500 * us, Compress: 460 * us}},
 		want:  []string{"460.0µs is compressing", "40.0µs the rest of its CPU", "these cover what it adds"},
 		not:   []string{"unexplained"},
 	}, {
@@ -66,27 +66,27 @@ func TestRatioGap(t *testing.T) {
 		// measured: 450 added = -20 + (100 - 60) + 430.
 		name:  "compressing measured below zero",
 		codec: dynamo.CodecS2,
-		at:    ratioAt{path: "fresh", size: 64 << 10, p50: 4450 * us, bare: 1 * us, same: 3999 * us, added: 450 * us, compress: -20 * us},
+		at:    ratioAt{Row: bench.Row{Path: "fresh", Size: 64 << 10, P50: 4450 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 450 * us, Compress: -20 * us}},
 		want:  []string{"-20.0µs is compressing", "below zero", "40.0µs the rest of its CPU", "430.0µs remains unexplained"},
 	}, {
 		name: "a replay: nothing compressed",
-		at:   ratioAt{path: "replay", size: 4 << 10, p50: 4400 * us, bare: 1 * us, same: 3999 * us, added: 100 * us},
+		at:   ratioAt{Row: bench.Row{Path: "replay", Size: 4 << 10, P50: 4400 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 100 * us}},
 		want: []string{"400.0µs between the medians", "the other 300.0µs is the server's", "30.0µs is its CPU", "70.0µs remains unexplained"},
 		not:  []string{"compressing"},
 	}, {
 		name:  "the loop's CPU covers what the kit adds",
 		codec: dynamo.CodecS2,
-		at:    ratioAt{path: "replay", size: 64 << 10, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us},
+		at:    ratioAt{Row: bench.Row{Path: "replay", Size: 64 << 10, P50: 4600 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 450 * us}},
 		want:  []string{"500.0µs is its CPU", "these cover what it adds"},
 		not:   []string{"unexplained"},
 	}, {
 		name: "no CPU figure",
-		at:   ratioAt{path: "fresh", size: 200, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us},
+		at:   ratioAt{Row: bench.Row{Path: "fresh", Size: 200, P50: 4600 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 450 * us}},
 		want: []string{"the kit adds 450.0µs", "the other 150.0µs"},
 		not:  []string{"its CPU", "unexplained", "cover"},
 	}, {
 		name: "compression measured, no CPU figure",
-		at:   ratioAt{path: "fresh", size: 16 << 10, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us, compress: 30 * us},
+		at:   ratioAt{Row: bench.Row{Path: "fresh", Size: 16 << 10, P50: 4600 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 450 * us, Compress: 30 * us}},
 		want: []string{"30.0µs is compressing the body on the real path"},
 		not:  []string{"in a loop", "its CPU", "unexplained", "cover"},
 	}, {
@@ -94,7 +94,7 @@ func TestRatioGap(t *testing.T) {
 		// compressing would be counted twice.
 		name:  "compression measured, the loop's CPU not split",
 		codec: dynamo.CodecS2,
-		at:    ratioAt{path: "fresh", size: 4 << 10, p50: 4600 * us, bare: 1 * us, same: 3999 * us, added: 450 * us, compress: 30 * us},
+		at:    ratioAt{Row: bench.Row{Path: "fresh", Size: 4 << 10, P50: 4600 * us, BareP50: 1 * us, SameP50: 3999 * us, Added: 450 * us, Compress: 30 * us}},
 		want:  []string{"30.0µs is compressing", "compressing included, is 50.0µs"},
 		not:   []string{"in a loop", "unexplained", "cover"},
 	}}
@@ -185,7 +185,7 @@ func TestCompressColumns(t *testing.T) {
 		t.Errorf("the table has no z on path of 234.0µs:\n%s", b.String())
 	}
 	worst := ratios(&strings.Builder{}, [][]bench.Row{{row}})
-	if w, ok := worst[""]; !ok || w.compress != row.Compress {
+	if w, ok := worst[""]; !ok || w.Compress != row.Compress {
 		t.Errorf("worst ratio %+v, want the row's compression estimate %v", w, row.Compress)
 	}
 }
