@@ -79,16 +79,17 @@ var (
 	ErrRecordInvalid = errors.New("idemkit: the store refused the idempotency record as invalid")
 )
 
-// ErrLeaseLost is the cause (context.Cause) of a handler's context
-// cancelled under [Takeover] because its lease can no longer be held: its
-// renewals have not landed and the lease is about to end (less
-// LeaseMargin, as far as the renewal interval allows), its renewals ran
-// out (MaxRenewals), or the key was taken over. Another request may then
-// run the handler again; a handler that stops when its context is done
-// does not run alongside it. The error Do returns for such a run, and the
-// Observer's event, wrap ErrLeaseLost. Under [FailClosed] nothing is
-// cancelled: no other request runs the handler, and its completion is
-// still stored.
+// ErrLeaseLost is the cause (context.Cause) of a renewed handler's
+// context cancelled because the guard can no longer protect the run. Under
+// [Takeover]: its renewals have not landed and the lease is about to end
+// (less LeaseMargin, as far as the renewal interval allows), its renewals
+// ran out (MaxRenewals), or the key was taken over; another request may
+// then run the handler again. Under [FailClosed]: its record is about to
+// expire (a run longer than the renewals and the record retention reach),
+// which would free the key; the key is then kept as an unknown outcome
+// ([ErrOutcomeUnknown]) instead of being freed. A handler that stops when
+// its context is done does not run alongside another run. The error Do
+// returns for such a run, and the Observer's event, wrap ErrLeaseLost.
 var ErrLeaseLost = errors.New("idemkit: the lease on the idempotency key was lost")
 
 // ErrTenantTooLong: the tenant is longer than [MaxTenantLen] bytes. It is

@@ -30,7 +30,11 @@ type Config struct {
 	// Observer receives every outcome. Nil: none, but the adapters still
 	// log store failures through slog.Default (see Guard.Observed).
 	Observer Observer
-	// Now returns the current time. Nil: time.Now.
+	// Clock is the time the guard reads and the timers it sets. Nil: the
+	// system clock, read through Now when that is set.
+	Clock Clock
+	// Now returns the current time, with the system's timers. Nil:
+	// time.Now. It is ignored when Clock is set.
 	Now func() time.Time
 	// NewToken returns a fresh owner token. Nil: a random UUID. Tokens
 	// must never repeat: two requests given the same token both own the
@@ -139,6 +143,9 @@ func New(cfg Config) (*Guard, error) {
 				return nil, fmt.Errorf("%w: Config.Operations[%q]: %v", ErrInvalidConfig, op, err)
 			}
 		}
+	}
+	if cfg.Clock != nil {
+		g.now = cfg.Clock.Now
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -293,6 +300,11 @@ func (c *call) record() *Record {
 	// MaxRenewals meant as "no bound") is not added: the renewals then stop
 	// short of the record's expiry instead.
 	last := rec.LeaseUntil
+	if dl, ok := c.ctx.Deadline(); ok && dl.After(last) {
+		// A lease set by Policy.Lease may end before the handler's
+		// deadline: the record must outlive the handler, not its lease.
+		last = dl
+	}
 	every := c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start))
 	if every > 0 && int64(c.policy.MaxRenewals) <= int64(maxRenewalSpan/every) {
 		last = last.Add(time.Duration(c.policy.MaxRenewals) * every)
@@ -488,9 +500,11 @@ var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.
 func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope)
 	var lost func()
-	if c.policy.OnStaleLease == Takeover && c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start)) > 0 {
-		// Another request may take a lost lease over and run the handler
-		// again: this run is told to stop first.
+	if c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start)) > 0 {
+		// A renewed run can outlive what protects it: under Takeover its
+		// lease (another request may take the key over and run it again),
+		// under FailClosed its record (the key would be freed). It is told
+		// to stop first.
 		var cancel context.CancelCauseFunc
 		hctx, cancel = context.WithCancelCause(hctx)
 		defer cancel(nil)
@@ -510,10 +524,17 @@ func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	returned = true
 	c.ev.Handler = c.g.now().Sub(hstart)
 	stop()
-	if herr != nil && lost != nil && errors.Is(context.Cause(hctx), ErrLeaseLost) && !errors.Is(herr, ErrLeaseLost) {
+	if herr != nil && lost != nil && errors.Is(context.Cause(hctx), ErrLeaseLost) {
 		// A handler that stopped when told returns ctx.Err(), which says
 		// cancelled, not why: the caller and the Observer are told why.
-		herr = fmt.Errorf("%w (%w)", herr, ErrLeaseLost)
+		if !errors.Is(herr, ErrLeaseLost) {
+			herr = fmt.Errorf("%w (%w)", herr, ErrLeaseLost)
+		}
+		if c.policy.OnStaleLease == FailClosed && !errors.Is(herr, ErrOutcomeUnknown) {
+			// Stopped part way: under FailClosed the key is kept, not
+			// freed for a run that could repeat an effect.
+			herr = fmt.Errorf("%w (%w)", herr, ErrOutcomeUnknown)
+		}
 	}
 	return c.settle(rec, snap, herr)
 }
@@ -561,7 +582,7 @@ func (c *call) settle(rec *Record, snap *Snapshot, herr error) (*Snapshot, bool,
 func (g *Guard) claim(ctx context.Context, rec *Record, opts ClaimOptions) (ClaimResult, error) {
 	var err error
 	for i := 0; i < g.claimAttempts; i++ {
-		if i > 0 && !sleep(ctx, time.Duration(i)*g.claimBackoff) {
+		if i > 0 && !g.sleep(ctx, time.Duration(i)*g.claimBackoff) {
 			break
 		}
 		var res ClaimResult
@@ -586,16 +607,16 @@ func (g *Guard) claim(ctx context.Context, rec *Record, opts ClaimOptions) (Clai
 
 // sleep waits d, or less when ctx's deadline comes first; it reports false,
 // at once, when ctx is done or its deadline comes before d has passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+func (g *Guard) sleep(ctx context.Context, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok && g.until(dl) < d {
 		return false
 	}
-	t := time.NewTimer(d)
+	done, t := g.after(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-done:
 		return true
 	}
 }
@@ -617,30 +638,37 @@ func (g *Guard) keep(ctx context.Context, rec *Record) error {
 // renew extends rec's lease while the handler runs, when the request has no
 // deadline or pol.Heartbeat is set: every interval, up to pol.MaxRenewals
 // times, to the time of the renewal plus the first lease's length, but
-// never past a second before the record expires (record makes it live long
-// enough for every renewal made on time). It stops when the store refuses
-// (the claim is no longer ours) and when stop is called; stop waits for it
-// to end, so that the renewals' store usage, added to ctx's request like
-// any other call's, is complete when it returns. stop may be called more
-// than once. Nothing runs before the first interval has passed: a handler
-// that returns within it costs a stopped timer, not a goroutine and a
-// ticker.
+// never past the record's expiry less its margin (record makes it live
+// long enough for every renewal made on time). It stops when the store
+// refuses (the claim is no longer ours) and when stop is called; stop
+// waits for it to end, so that the renewals' store usage, added to ctx's
+// request like any other call's, is complete when it returns. stop may be
+// called more than once. Nothing runs before the first interval has
+// passed: a handler that returns within it costs a stopped timer, not a
+// goroutine.
 //
-// A non-nil lost is called when the lease can no longer be held: the store
-// refused a renewal (the key is no longer ours), or no renewal has landed
-// by lostLead before the end of the last lease that did (or of the first).
+// A non-nil lost is called when the run can no longer be protected. Under
+// Takeover: the store refused a renewal (the key is no longer ours), or no
+// renewal has landed by lostLead before the end of the last lease that did
+// (or of the first). Under FailClosed: lostLead before the last lease the
+// record can hold ends, since its record then expires.
 func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time, lost func()) (stop func()) {
 	length := rec.LeaseUntil.Sub(start)
 	every := pol.heartbeat(ctx, length)
 	if every <= 0 {
 		return func() {}
 	}
-	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every, margin: pol.expiryMargin(), lost: lost}
+	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every, margin: pol.expiryMargin(),
+		takeover: pol.OnStaleLease == Takeover, lost: lost}
 	if lost != nil {
 		r.lead = lostLead(pol.LeaseMargin, length, every)
-		r.watch = time.AfterFunc(rec.LeaseUntil.Sub(g.now())-r.lead, lost)
+		end := rec.LeaseUntil
+		if !r.takeover {
+			end = rec.ExpiresAt.Add(-r.margin)
+		}
+		r.watch = g.afterFunc(g.until(end)-r.lead, lost)
 	}
-	r.timer = time.AfterFunc(every, r.run)
+	r.timer = g.afterFunc(every, r.run)
 	return r.stop
 }
 
@@ -661,9 +689,10 @@ type renewal struct {
 	max           int
 	length, every time.Duration
 	margin        time.Duration // the record outlives every lease by this much
-	timer         *time.Timer
-	lost          func()      // nil, or called when the lease can no longer be held
-	watch         *time.Timer // calls lost lead before the last lease that landed ends
+	takeover      bool          // the policy is Takeover: a lost lease may be run again
+	timer         Timer
+	lost          func() // nil, or called when the run can no longer be protected
+	watch         Timer  // calls lost lead before what protects the run ends
 	lead          time.Duration
 	once          sync.Once
 	mu            sync.Mutex
@@ -685,16 +714,12 @@ func (r *renewal) run() {
 	r.cancel, r.exited = cancel, make(chan struct{})
 	r.mu.Unlock()
 	defer close(r.exited)
-	var tick <-chan time.Time
 	for n := 0; n < r.max; n++ {
 		if n > 0 {
-			if tick == nil {
-				t := time.NewTicker(r.every)
-				defer t.Stop()
-				tick = t.C
-			}
+			tick, t := r.g.after(r.every)
 			select {
 			case <-rctx.Done():
+				t.Stop()
 				return
 			case <-tick:
 			}
@@ -711,14 +736,16 @@ func (r *renewal) run() {
 		err := r.g.cfg.Store.Extend(wctx, r.rec.ID, r.rec.Owner, until, now)
 		wcancel()
 		if errors.Is(err, ErrNotOwner) {
-			if r.lost != nil && rctx.Err() == nil {
+			// Under FailClosed a retry marked the record indeterminate:
+			// the run's late completion still wins, so it goes on.
+			if r.takeover && r.lost != nil && rctx.Err() == nil {
 				r.lost()
 			}
 			return
 		}
 		// A watch that has fired stays fired: the handler was told.
-		if err == nil && r.watch != nil && r.watch.Stop() {
-			r.watch.Reset(until.Sub(r.g.now()) - r.lead)
+		if err == nil && r.takeover && r.watch != nil && r.watch.Stop() {
+			r.watch.Reset(r.g.until(until) - r.lead)
 		}
 	}
 }
@@ -775,12 +802,12 @@ func (g *Guard) write(ctx context.Context, op string, try func(context.Context) 
 		if errors.Is(err, ErrNotOwner) || wctx.Err() != nil {
 			break
 		}
-		t := time.NewTimer(time.Duration(i+1) * writeBackoff)
+		done, t := g.after(time.Duration(i+1) * writeBackoff)
 		select {
 		case <-wctx.Done():
 			t.Stop()
 			return storeErr(op, err)
-		case <-t.C:
+		case <-done:
 		}
 	}
 	return storeErr(op, err)

@@ -220,3 +220,35 @@ func TestRecordOutlivesLeaseByMargin(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordOutlivesDeadline: a Policy.Lease shorter than the request's
+// deadline, without renewals, still keeps the record until after the
+// deadline: the handler may run until then, and an expired record would
+// free the key while it runs.
+func TestRecordOutlivesDeadline(t *testing.T) {
+	s := memstore.New()
+	g, err := idemkit.New(idemkit.Config{Store: s, Policy: idemkit.Policy{
+		Lease: time.Second, ReplayWindow: time.Millisecond, RecordRetention: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	r := req("deadline-outlived")
+	var expires time.Time
+	_, _, err = g.Do(ctx, r, func(ctx context.Context) (*idemkit.Snapshot, error) {
+		rec, err := s.Get(ctx, r.Scope.ID(false), time.Now())
+		if err != nil {
+			return nil, err
+		}
+		expires = rec.ExpiresAt
+		return &idemkit.Snapshot{Status: 201}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !expires.After(deadline) {
+		t.Fatalf("the record expires at %v, before the handler's deadline %v", expires, deadline)
+	}
+}

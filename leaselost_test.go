@@ -35,7 +35,9 @@ var errStoreDown = &idemkit.StoreError{Op: "extend", Err: errors.New("503 servic
 // TestLeaseLost: under Takeover, a handler whose lease can no longer be
 // held is told so, through its context, before the lease ends: another
 // request may take the key over then and run the handler again. Under
-// FailClosed, or while the renewals land, it is never cancelled.
+// FailClosed it is told before its record can expire (the key would be
+// freed while it runs), and the key is kept; while the record lives, or
+// while the renewals land, it is never cancelled.
 //
 // Real time, because renewals run on real timers: a 2 s lease renewed
 // every 200 ms, LeaseMargin 1 s, so that a lease nobody renewed is given
@@ -53,26 +55,33 @@ func TestLeaseLost(t *testing.T) {
 		renewals int           // MaxRenewals; 0: the default
 		run      time.Duration // how long the handler runs unless cancelled
 		lost     bool
+		short    bool // a record retention shorter than the run
 	}{
-		{"takeover, renewals fail", idemkit.Takeover, func(int) error { return errStoreDown }, 0, 3 * lease, true},
-		{"takeover, taken over", idemkit.Takeover, func(int) error { return idemkit.ErrNotOwner }, 0, 3 * lease, true},
-		{"takeover, renewals run out", idemkit.Takeover, nil, 3, 3 * lease, true},
+		{"takeover, renewals fail", idemkit.Takeover, func(int) error { return errStoreDown }, 0, 3 * lease, true, false},
+		{"takeover, taken over", idemkit.Takeover, func(int) error { return idemkit.ErrNotOwner }, 0, 3 * lease, true, false},
+		{"takeover, renewals run out", idemkit.Takeover, nil, 3, 3 * lease, true, false},
 		{"takeover, the second renewal lands after failures", idemkit.Takeover, func(n int) error {
 			if n == 1 {
 				return errStoreDown
 			}
 			return nil
-		}, 0, lease + lease/2, false},
-		{"takeover, renewals land", idemkit.Takeover, nil, 0, lease + lease/2, false},
-		{"fail-closed, renewals fail", idemkit.FailClosed, func(int) error { return errStoreDown }, 0, lease + lease/2, false},
-		{"fail-closed, taken over", idemkit.FailClosed, func(int) error { return idemkit.ErrNotOwner }, 0, lease + lease/2, false},
+		}, 0, lease + lease/2, false, false},
+		{"takeover, renewals land", idemkit.Takeover, nil, 0, lease + lease/2, false, false},
+		{"fail-closed, renewals fail", idemkit.FailClosed, func(int) error { return errStoreDown }, 0, lease + lease/2, false, false},
+		{"fail-closed, taken over", idemkit.FailClosed, func(int) error { return idemkit.ErrNotOwner }, 0, lease + lease/2, false, false},
+		{"fail-closed, renewals run out before the record expires", idemkit.FailClosed, nil, 3, 3 * lease, true, true},
+		{"fail-closed, renewals fail before the record expires", idemkit.FailClosed, func(int) error { return errStoreDown }, 3, 3 * lease, true, true},
+		{"fail-closed, the record outlives the run", idemkit.FailClosed, nil, 3, lease / 2, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := &extendStore{Store: memstore.New(), extend: tt.extend}
-			g, err := idemkit.New(idemkit.Config{Store: s, Policy: idemkit.Policy{
-				Lease: lease, Heartbeat: every, LeaseMargin: margin, MaxRenewals: tt.renewals, OnStaleLease: tt.policy}})
+			pol := idemkit.Policy{Lease: lease, Heartbeat: every, LeaseMargin: margin, MaxRenewals: tt.renewals, OnStaleLease: tt.policy}
+			if tt.short {
+				pol.ReplayWindow, pol.RecordRetention = time.Millisecond, time.Millisecond
+			}
+			g, err := idemkit.New(idemkit.Config{Store: s, Policy: pol})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,6 +108,9 @@ func TestLeaseLost(t *testing.T) {
 			}
 			if !errors.Is(cause, idemkit.ErrLeaseLost) {
 				t.Errorf("cause %v, want ErrLeaseLost", cause)
+			}
+			if kept := errors.Is(err, idemkit.ErrOutcomeUnknown); kept != (tt.policy == idemkit.FailClosed) {
+				t.Errorf("Do: %v; the key kept as an unknown outcome: %v, want %v", err, kept, tt.policy == idemkit.FailClosed)
 			}
 			// Told before the lease ends: the first lease where no renewal
 			// landed, else the one the last renewal made.

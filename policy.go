@@ -29,6 +29,8 @@ const (
 	// run the handler again. Use it only when the downstream is itself
 	// idempotent. A run whose renewed lease can no longer be held has its
 	// context cancelled with the cause ErrLeaseLost before the lease ends.
+	// Under either policy a renewed run is cancelled so before its record
+	// can expire.
 	Takeover
 )
 
@@ -61,10 +63,12 @@ type Policy struct {
 	// DefaultRecordRetention, or ReplayWindow when that is longer. A value
 	// below ReplayWindow is refused by New: a record must outlive the
 	// replay of its response. A record is also kept at least LeaseMargin
-	// (at least a second) after the last lease its renewals can reach
-	// (MaxRenewals intervals after the first lease ends), so that it never
-	// expires while its handler may still run, by any clock the lease
-	// tolerates.
+	// (at least a second) after the request's deadline and after the last
+	// lease its renewals can reach (MaxRenewals intervals after the first
+	// lease ends), so that it never expires while its handler may still
+	// run, by any clock the lease tolerates; a renewed handler still
+	// running then has its context cancelled with ErrLeaseLost before the
+	// record expires.
 	RecordRetention time.Duration
 	// OnStaleLease chooses FailClosed (zero) or Takeover.
 	OnStaleLease StalePolicy
