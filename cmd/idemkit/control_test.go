@@ -19,7 +19,7 @@ import (
 func TestControlCharactersQuoted(t *testing.T) {
 	f := newFixture(t)
 	const forged = "\nacme  POST /refunds  innocent-key  1h00m"
-	evil := idemkit.Scope{Tenant: "acme\x1b]0;pwned\x07", Operation: "POST /orders/\x1b[2J" + forged, Key: "evil-1"}
+	evil := idemkit.Scope{Tenant: "acme\x1b]0;pwned\x07", Operation: "POST /orders/\x1b[2J\u009b2J\u202e" + forged, Key: "evil-1"}
 	f.seedIndeterminate(idemkit.Scope{Tenant: evil.Tenant, Operation: "POST /orders", Key: "evil\x1b[2J" + forged}, time.Now().Add(-time.Hour))
 	f.seedIndeterminate(evil, time.Now().Add(-time.Hour))
 	done := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "evil-2"}
@@ -32,15 +32,17 @@ func TestControlCharactersQuoted(t *testing.T) {
 
 	for _, args := range [][]string{
 		{"list", "--tenant", evil.Tenant},
+		{"list", "--output", "json", "--tenant", evil.Tenant},
 		append([]string{"inspect"}, scopeArgs(evil)...),
+		append([]string{"inspect", "--output", "json"}, scopeArgs(evil)...),
 		append([]string{"inspect"}, scopeArgs(done)...),
 		append([]string{"inspect"}, scopeArgs(resolved)...),
 		append([]string{"resolve", "--as", "failed", "--reason", "r"}, scopeArgs(resolved)...),
 	} {
-		t.Run(args[0]+" "+args[len(args)-1], func(t *testing.T) {
+		t.Run(strings.Join(args[:3], " ")+" "+args[len(args)-1], func(t *testing.T) {
 			_, stdout, stderr := f.run(args...)
 			for name, out := range map[string]string{"stdout": stdout, "stderr": stderr} {
-				if strings.ContainsAny(out, "\x1b\x07\r\u009b") {
+				if strings.ContainsAny(out, terminalActs) {
 					t.Errorf("%s holds a control character: %q", name, out)
 				}
 				for _, line := range strings.Split(out, "\n") {
@@ -52,6 +54,10 @@ func TestControlCharactersQuoted(t *testing.T) {
 		})
 	}
 }
+
+// terminalActs holds characters a terminal acts on or that reorder or hide
+// text: no output mode may print them raw.
+const terminalActs = "\x1b\x07\r\u009b\u2028\u202e\u202c\u2066\u2069\u200b\ufeff"
 
 // TestBodyQuotedInTable: inspect --body in the table output prints a text
 // body holding control characters (a carriage return, an escape sequence,
@@ -66,14 +72,16 @@ func TestBodyQuotedInTable(t *testing.T) {
 		{"overwrite", "charged\rResolved as   failed"},
 		{"escape", "ok\x1b[2J\x1b]0;pwned\x07"},
 		{"c1", "ok\u009b2J\u2028Resolved as   failed"},
+		{"bidi", "refund \u202e001$\u202c \u2066x\u2069"},
+		{"zero-width", "ord\u200b_1\ufeff"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			s := scopeOf("body-" + tc.key)
 			f.seedCompleted(s, &idemkit.Snapshot{Status: 200, Body: []byte(tc.body)})
 			code, stdout, stderr := f.run(append([]string{"inspect", "--body"}, scopeArgs(s)...)...)
 			wantCode(t, code, exitOK, stdout, stderr)
-			if strings.ContainsAny(stdout, "\x1b\x07\r\u009b\u2028") {
-				t.Errorf("stdout holds a control character: %q", stdout)
+			if strings.ContainsAny(stdout, terminalActs) {
+				t.Errorf("stdout holds a control or format character: %q", stdout)
 			}
 			for _, line := range strings.Split(stdout, "\n") {
 				if strings.HasPrefix(line, "Status        500") || strings.HasPrefix(line, "Resolved as") {
@@ -88,6 +96,9 @@ func TestBodyQuotedInTable(t *testing.T) {
 			}
 			code, stdout, stderr = f.run(append([]string{"inspect", "--body", "--output", "json"}, scopeArgs(s)...)...)
 			wantCode(t, code, exitOK, stdout, stderr)
+			if strings.ContainsAny(stdout, terminalActs) {
+				t.Errorf("json output holds a raw control or format character: %q", stdout)
+			}
 			got := decode[recordJSON](t, stdout).Snapshot
 			if got == nil || got.Body == nil {
 				t.Fatalf("json snapshot %+v, want the body", got)

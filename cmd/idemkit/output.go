@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
@@ -129,10 +132,59 @@ func printable(b []byte) bool {
 	return true
 }
 
+// unsafeRune reports whether a terminal acts on r or shows it as something
+// it is not: a C0 or C1 control or DEL (escape sequences, 8-bit CSI), a
+// format character (bidi overrides and isolates, zero-width characters,
+// which can reorder or hide text), a line or paragraph separator, or the
+// replacement character of an invalid byte.
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == utf8.RuneError
+}
+
+// writeJSON writes v as indented JSON in which every unsafe rune is
+// escaped (\uXXXX): encoding/json leaves C1 controls and format
+// characters raw. Such runes only occur inside JSON strings, so the
+// output stays the same JSON value.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeUnsafe(buf.Bytes()))
+	return err
+}
+
+// escapeUnsafe returns JSON text with every unsafe rune that is not ASCII
+// written as a \u escape (a surrogate pair past U+FFFF). encoding/json
+// already escapes the ASCII ones inside strings.
+func escapeUnsafe(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r < utf8.RuneSelf || !unsafeRune(r) || (r == utf8.RuneError && n == 3) {
+			// encoding/json writes an invalid byte as U+FFFD itself.
+			if out != nil {
+				out = append(out, b[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(b)+16), b[:i]...)
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, "\\u%04x\\u%04x", r1, r2)
+		} else {
+			out = fmt.Appendf(out, "\\u%04x", r)
+		}
+		i += n
+	}
+	if out == nil {
+		return b
+	}
+	return out
 }
 
 // writeRecord prints r as a two-column table.
@@ -229,10 +281,7 @@ func writeBody(w io.Writer, body []byte) error {
 // acts on but tab and line feed (displayText's set, less those two).
 func terminalSafe(b []byte) bool {
 	for _, r := range string(b) {
-		if r == '\t' || r == '\n' {
-			continue
-		}
-		if r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+		if r != '\t' && r != '\n' && unsafeRune(r) {
 			return false
 		}
 	}
@@ -271,12 +320,13 @@ func age(d time.Duration) string {
 
 // displayText returns stored text (a request's path, a tenant, a header
 // value, an operator's reason) as the table output prints it: as is when
-// it holds no control character, else quoted as a Go string, so that it
-// can neither send escape sequences to the terminal nor forge a line or a
-// column. JSON output escapes such text itself.
+// it holds no unsafe rune, else quoted as a Go string, so that it can
+// neither send escape sequences to the terminal, nor forge a line or a
+// column, nor reorder or hide what is shown. JSON output escapes the same
+// runes (writeJSON).
 func displayText(s string) string {
 	for _, r := range s {
-		if r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+		if unsafeRune(r) {
 			return strconv.Quote(s)
 		}
 	}
