@@ -55,6 +55,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/internal/adapter"
+	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
 // DefaultMaxBodyBytes is the largest guarded request body read when
@@ -151,7 +152,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 		Fresh: func(r *response) *response {
 			// sent is the recorder's own copy of the handler's header.
 			for k := range r.sent {
-				if strings.EqualFold(k, adapter.ReplayedHeader) {
+				if httpheader.EqualFold(k, adapter.ReplayedHeader) {
 					delete(r.sent, k)
 				}
 			}
@@ -460,7 +461,7 @@ func (r *response) writeTo(w http.ResponseWriter) {
 func declared(h http.Header, name string) bool {
 	for _, v := range h["Trailer"] {
 		for _, n := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(n), name) {
+			if httpheader.EqualFold(strings.TrimSpace(n), name) {
 				return true
 			}
 		}

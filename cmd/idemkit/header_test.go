@@ -19,6 +19,7 @@ func TestHeaderFlagRefusesNeverReplayed(t *testing.T) {
 		"RateLimit-Policy", "X-RateLimit-Remaining", "X-Rate-Limit-Limit",
 		"Connection", "Keep-Alive", "Transfer-Encoding", "Upgrade", "Trailer", "TE", "Content-Length",
 		"Idempotent-Replayed",
+		"Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection", "X-B3-TraceId", "B3", "Via", "Server-Timing", "Cf-Ray",
 	} {
 		for _, spelled := range []string{name, strings.ToLower(name), strings.ToUpper(name)} {
 			var f headerFlags
@@ -44,12 +45,14 @@ func TestHeaderFlagRefusesNeverReplayed(t *testing.T) {
 
 // TestHeaderFlagRefusesMalformed: a --header that could not be sent as one
 // header line is refused: no colon, a name that is not an HTTP token
-// (empty, a space, DEL, a separator), a value holding CR, LF or NUL, which
-// would split the replayed response's header.
+// (empty, a space, DEL, a separator, a non-ASCII letter), a value holding
+// a control character (CR, LF or NUL would split the replayed response's
+// header; an escape sequence would reach a terminal).
 func TestHeaderFlagRefusesMalformed(t *testing.T) {
 	for _, v := range []string{
 		"no colon", ": value", "X Order: 1", "X-Order\x7f: 1", "X(Order): 1", "X-Ordé: 1",
 		"X-Order: a\r\nSet-Cookie: b=1", "X-Order: a\nb", "X-Order: a\rb", "X-Order: a\x00b",
+		"Location: /a\x1b[2J", "X-Order: a\x7fb", "X-Order: a\x01", "\u017fet-cookie: a=1",
 	} {
 		var f headerFlags
 		if err := f.Set(v); err == nil || f.h != nil {

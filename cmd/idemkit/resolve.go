@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/adapter"
+	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
 const resolveHelp = `Usage: idemkit resolve --table T --tenant X --operation "POST /orders" --key K
@@ -44,9 +44,13 @@ The operator is --operator when given, else the ARN of the caller's AWS
 identity (STS GetCallerIdentity, 5 s timeout). When neither can be had the
 command refuses (exit 2).
 
-Headers that must not be replayed (Date, Set-Cookie, Content-Length,
-Retry-After, Expires, Age, hop-by-hop, request and trace id, and rate-limit
-headers) are refused, as the adapters refuse them in ReplayHeaders.
+Headers that are never replayed are refused, as the adapters refuse them in
+ReplayHeaders: cookies; Date, Age, Expires, Retry-After and Server-Timing;
+hop-by-hop fields (Connection, Keep-Alive, Proxy-*, TE, Trailer,
+Transfer-Encoding, Upgrade, Via) and Content-Length; request and trace ids
+(X-Request-Id, Traceparent, B3 and X-B3-*, Cf-Ray, X-Amz-* and X-Amzn-*);
+rate limits; Idempotent-Replayed. A value holding a control character is
+refused.
 `
 
 // stsTimeout bounds the caller identity lookup.
@@ -69,15 +73,15 @@ func (f *headerFlags) Set(v string) error {
 		return fmt.Errorf("want 'Name: value', got %q", v)
 	}
 	name = strings.TrimSpace(name)
-	if !isToken(name) {
+	if !httpheader.ValidName(name) {
 		return fmt.Errorf("invalid header name %q", name)
 	}
-	value = strings.TrimSpace(value)
-	if strings.ContainsAny(value, "\r\n\x00") {
-		return fmt.Errorf("header %s: value holds a line break or NUL", name)
+	value = strings.Trim(value, " \t")
+	if !httpheader.ValidValue(value) {
+		return fmt.Errorf("header %s: value holds a control character", name)
 	}
 	name = canonical(name)
-	if notReplayed(name) {
+	if httpheader.NeverReplayed(name) {
 		return fmt.Errorf("header %s is never replayed", name)
 	}
 	if f.h == nil {
@@ -85,26 +89,6 @@ func (f *headerFlags) Set(v string) error {
 	}
 	f.h.Add(name, value)
 	return nil
-}
-
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// notReplayed reports whether a canonical header name is one a replay
-// must never carry: every name the adapters refuse to replay, and any
-// X-Amz-/X-Amzn- header, which AWS services set per exchange.
-func notReplayed(name string) bool {
-	return adapter.NeverReplayed(name) || strings.HasPrefix(name, "X-Amzn-") || strings.HasPrefix(name, "X-Amz-")
 }
 
 // resolveJSON is the --output json form of a resolution.

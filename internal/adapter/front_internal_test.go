@@ -32,6 +32,9 @@ var neverReplayed = []string{
 	"X-Correlation-Id", "Traceparent", "Tracestate", "Baggage", "Request-Id",
 	"Connection", "Keep-Alive", "Transfer-Encoding", "Upgrade", "Trailer", "TE", "Content-Length",
 	"Idempotent-Replayed", "RateLimit", "RateLimit-Policy", "ratelimit-reset", "X-RateLimit-Remaining", "X-Rate-Limit-Limit",
+	"Proxy-Authenticate", "Proxy-Connection", "X-B3-TraceId", "B3", "Via", "Server-Timing", "Cf-Ray",
+	// Not ASCII tokens: U+017F folds to "s" under Unicode case folding.
+	"\u017fet-cookie", "Set Cookie", "X-Ordé",
 }
 
 // TestNewRefuses: Options that cannot be used are refused when the front

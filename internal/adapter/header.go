@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
 // ReplayedHeader marks a replayed response. Only replays carry it: a
@@ -24,7 +25,7 @@ const ReplayedHeader = "Idempotent-Replayed"
 func WithoutReplayed[V any](m map[string]V) map[string]V {
 	var out map[string]V
 	for k := range m {
-		if strings.EqualFold(k, ReplayedHeader) {
+		if httpheader.EqualFold(k, ReplayedHeader) {
 			if out == nil {
 				out = maps.Clone(m)
 			}
@@ -40,25 +41,6 @@ func WithoutReplayed[V any](m map[string]V) map[string]V {
 // DefaultReplayHeaders are the response headers a snapshot keeps.
 var DefaultReplayHeaders = []string{"Content-Type", "Content-Encoding", "Location"}
 
-// NeverReplayed reports whether the response header name (any case) may
-// never be stored or replayed: it describes one exchange (cookies, dates,
-// request and trace ids, rate limits, retry hints, hop-by-hop fields), not
-// the outcome. The adapters refuse such a name in ReplayHeaders, and the
-// idemkit command refuses it in an operator's answer.
-func NeverReplayed(name string) bool {
-	n := strings.ToLower(name)
-	switch n {
-	case "set-cookie", "set-cookie2", "date", "retry-after", "age", "expires",
-		"x-request-id", "x-amzn-requestid", "x-amz-request-id", "x-amz-apigw-id", "x-amzn-trace-id",
-		"x-amz-cf-id", "x-correlation-id", "traceparent", "tracestate", "baggage", "request-id",
-		"connection", "keep-alive", "transfer-encoding", "upgrade", "trailer", "te", "content-length",
-		"idempotent-replayed":
-		return true
-	}
-	return strings.HasPrefix(n, "ratelimit") || strings.HasPrefix(n, "x-ratelimit") ||
-		strings.HasPrefix(n, "x-rate-limit")
-}
-
 // allowList returns the canonical replay allow-list: the defaults plus
 // extra, without duplicates. It refuses names that must never be replayed.
 func allowList(extra []string) ([]string, error) {
@@ -67,7 +49,10 @@ func allowList(extra []string) ([]string, error) {
 		if n == "" {
 			return nil, fmt.Errorf("empty header name in ReplayHeaders")
 		}
-		if NeverReplayed(n) {
+		if !httpheader.ValidName(n) {
+			return nil, fmt.Errorf("header name %q in ReplayHeaders is not an HTTP token (ASCII letters, digits and !#$%%&'*+-.^_`|~)", n)
+		}
+		if httpheader.NeverReplayed(n) {
 			return nil, fmt.Errorf("header %q may never be replayed", n)
 		}
 		c := http.CanonicalHeaderKey(n)
@@ -89,7 +74,7 @@ func (a *Front) allowed(name string) string {
 // allowedIndex returns the index of name in the allow-list, or -1.
 func (a *Front) allowedIndex(name string) int {
 	for i, n := range a.replay {
-		if strings.EqualFold(n, name) {
+		if httpheader.EqualFold(n, name) {
 			return i
 		}
 	}
@@ -203,13 +188,13 @@ func Values(single map[string]string, multi map[string][]string, name string) []
 	var out []string
 	names := 0
 	for k, vs := range multi {
-		if strings.EqualFold(k, name) {
+		if httpheader.EqualFold(k, name) {
 			out = append(out, vs...)
 			names++
 		}
 	}
 	for k, v := range single {
-		if strings.EqualFold(k, name) {
+		if httpheader.EqualFold(k, name) {
 			out = append(out, v)
 			names++
 		}
@@ -228,7 +213,7 @@ func First(single map[string]string, multi map[string][]string, name string) str
 	var key string
 	found := false
 	for k, vs := range multi {
-		if strings.EqualFold(k, name) && len(vs) > 0 && (!found || k < key) {
+		if httpheader.EqualFold(k, name) && len(vs) > 0 && (!found || k < key) {
 			key, found = k, true
 		}
 	}
@@ -236,7 +221,7 @@ func First(single map[string]string, multi map[string][]string, name string) str
 		return multi[key][0]
 	}
 	for k := range single {
-		if strings.EqualFold(k, name) && (!found || k < key) {
+		if httpheader.EqualFold(k, name) && (!found || k < key) {
 			key, found = k, true
 		}
 	}
