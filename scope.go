@@ -176,11 +176,13 @@ type KeyOptions struct {
 // Both the structured-field string form ("abc", RFC 9651) and the bare form
 // (abc) are accepted and compare equal. A quoted value may contain spaces; a
 // bare value may hold only printable ASCII 0x21-0x7E other than the double
-// quote and the comma (the comma separates field values, RFC 9110 §5.3).
-// Several values that are all equal count as one. Each member of a
-// comma-separated field value is read on its own, exactly as it would be on
-// a line of its own, so one line may mix the two forms (0190a1b2-…,
-// "0190a1b2-…") and several lines read the same joined or apart.
+// quote and the comma. No key holds a comma, quoted or not: the comma
+// separates field values (RFC 9110 §5.3), and lines joined with commas must
+// read as they do apart. Several values that are all equal count as one.
+// Each member of a comma-separated field value is read on its own, exactly
+// as it would be on a line of its own, so one line may mix the two forms
+// (0190a1b2-…, "0190a1b2-…") and several lines read the same joined or
+// apart.
 //
 // Errors wrap [ErrInvalidKey] and one of [ErrKeyMissing], [ErrKeyEmpty],
 // [ErrKeyTooLong], [ErrKeyInvalidChar], [ErrKeyMalformed] or
@@ -224,7 +226,9 @@ func splitKeyField(v string) ([]string, error) {
 	if strings.Trim(v, " \t") == "" {
 		return nil, ErrKeyEmpty
 	}
-	members := splitMembers(v)
+	// Every comma separates members, inside quotes too: a line that ends
+	// inside a quoted string must not join the next one into a key.
+	members := strings.Split(v, ",")
 	keys := make([]string, 0, len(members))
 	for _, m := range members {
 		m = strings.Trim(m, " \t")
@@ -234,31 +238,14 @@ func splitKeyField(v string) ([]string, error) {
 		}
 		k, err := parseKeyMember(m)
 		if err != nil {
+			if len(members) > 1 && m[0] == '"' && errors.Is(err, ErrKeyMalformed) {
+				return nil, fmt.Errorf("%w (a key cannot hold a comma: commas separate header lines)", err)
+			}
 			return nil, err
 		}
 		keys = append(keys, k)
 	}
 	return keys, nil
-}
-
-// splitMembers splits a field value at the commas outside quoted strings.
-func splitMembers(v string) []string {
-	var out []string
-	quoted, escaped, start := false, false, 0
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case escaped:
-			escaped = false
-		case quoted && c == '\\':
-			escaped = true
-		case c == '"':
-			quoted = !quoted
-		case c == ',' && !quoted:
-			out = append(out, v[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, v[start:])
 }
 
 // parseKeyMember returns the key of one list member: a structured-field

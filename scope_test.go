@@ -33,7 +33,6 @@ func TestParseKey(t *testing.T) {
 		{"surrounding whitespace", []string{"  abc\t"}, 0, "abc", nil},
 		{"quoted with spaces", []string{`"a b c"`}, 0, "a b c", nil},
 		{"quoted with escaped quote", []string{`"a\"b"`}, 0, `a"b`, nil},
-		{"quoted comma is part of the key", []string{`"a,b"`}, 0, "a,b", nil},
 		{"every printable byte", []string{printable}, 0, printable, nil},
 		{"255 bytes", []string{long255}, 0, long255, nil},
 		{"255 bytes quoted", []string{`"` + long255 + `"`}, 0, long255, nil},
@@ -48,7 +47,6 @@ func TestParseKey(t *testing.T) {
 		{"uuid bare and quoted on one line", []string{`0190a1b2-40d5-43e8-bc93-6894a57f9324, "0190a1b2-40d5-43e8-bc93-6894a57f9324"`}, 0, "0190a1b2-40d5-43e8-bc93-6894a57f9324", nil},
 		{"uuid quoted and bare on one line", []string{`"0190a1b2-40d5-43e8-bc93-6894a57f9324",0190a1b2-40d5-43e8-bc93-6894a57f9324`}, 0, "0190a1b2-40d5-43e8-bc93-6894a57f9324", nil},
 		{"digits bare and quoted on one line", []string{`"12", 12`}, 0, "12", nil},
-		{"quoted comma beside a bare value", []string{`"a,b", "a,b"`}, 0, "a,b", nil},
 		{"escaped quote beside a bare value", []string{`"a\"b", "a\"b"`}, 0, `a"b`, nil},
 		{"custom max", []string{"abcd"}, 4, "abcd", nil},
 
@@ -60,6 +58,10 @@ func TestParseKey(t *testing.T) {
 		{"256 bytes quoted", []string{`"` + long255 + `k"`}, 0, "", idemkit.ErrKeyTooLong},
 		{"over custom max", []string{"abcde"}, 4, "", idemkit.ErrKeyTooLong},
 		{"unterminated quote", []string{`"abc`}, 0, "", idemkit.ErrKeyMalformed},
+		// No key holds a comma: lines joined with commas read as apart.
+		{"quoted comma", []string{`"a,b"`}, 0, "", idemkit.ErrKeyMalformed},
+		{"quoted comma on two lines", []string{`"a,b", "a,b"`}, 0, "", idemkit.ErrKeyMalformed},
+		{"two malformed lines joined", []string{`"\","`}, 0, "", idemkit.ErrKeyMalformed},
 		{"quote inside bare", []string{`ab"c`}, 0, "", idemkit.ErrKeyMalformed},
 		{"parameters", []string{`"abc";x=1`}, 0, "", idemkit.ErrKeyMalformed},
 		// A bare member is a bare key whatever else is on its line, as it is
@@ -211,6 +213,22 @@ func FuzzParseKey(f *testing.F) {
 		// Gateway v2 event carries them, is still the key.
 		if k2, err := idemkit.ParseKey([]string{v + ", " + q}, idemkit.KeyOptions{}); err != nil || k2 != k {
 			t.Fatalf("ParseKey(%q) = %q, %v; want %q", v+", "+q, k2, err, k)
+		}
+	})
+}
+
+// FuzzKeyLinesJoined: two header lines read the same apart (httpmw, a
+// REST API's multiValueHeaders) as joined with a comma (an HTTP API v2
+// event): both are refused, or both give the same key.
+func FuzzKeyLinesJoined(f *testing.F) {
+	for _, p := range [][2]string{{`"\"`, `"`}, {"a", "a"}, {`"a"`, "a"}, {`"a`, `b"`}, {"", "a"}, {`"a b"`, `"a b"`}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		apart, errApart := idemkit.ParseKey([]string{a, b}, idemkit.KeyOptions{})
+		joined, errJoined := idemkit.ParseKey([]string{a + "," + b}, idemkit.KeyOptions{})
+		if (errApart == nil) != (errJoined == nil) || apart != joined {
+			t.Fatalf("lines %q and %q: apart %q (%v), joined %q (%v)", a, b, apart, errApart, joined, errJoined)
 		}
 	})
 }
