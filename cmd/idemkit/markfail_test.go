@@ -32,7 +32,7 @@ func TestResolveStaleMarkFails(t *testing.T) {
 	if res, err := mem.Claim(ctx, rec, now.Add(-time.Hour), idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
-	prev, out, err := resolve(ctx, markFails{mem}, id, idemkit.Resolution{As: idemkit.StateFailed, Reason: "r", Operator: "ops"}, now)
+	out, prev, err := idemkit.Resolve(ctx, markFails{mem}, id, idemkit.Resolution{As: idemkit.StateFailed, Reason: "r", Operator: "ops"}, now)
 	if prev != idemkit.StateInFlight || out != nil || exitCode(err) != exitUnavailable {
 		t.Errorf("resolve: was %s, %v, %v (exit %d); want in_flight, nothing, exit %d", prev, out, err, exitCode(err), exitUnavailable)
 	}

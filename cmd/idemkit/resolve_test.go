@@ -325,9 +325,10 @@ func TestResolveWarnsWhatWasNotStored(t *testing.T) {
 }
 
 // TestResolveRecentlyEndedLease: an in_flight record whose lease ended
-// less than staleGrace ago by the operator's clock may still be running
-// on a host whose clock is behind: resolve refuses it and changes
-// nothing; past the grace it marks and resolves it.
+// less than a minute ago (the clock skew resolve tolerates) by the
+// operator's clock may still be running on a host whose clock is behind:
+// resolve refuses it and changes nothing; past the grace it marks and
+// resolves it.
 func TestResolveRecentlyEndedLease(t *testing.T) {
 	f := newFixture(t)
 	for _, tc := range []struct {
