@@ -46,7 +46,8 @@
 // request without a deadline renews its lease while the handler runs
 // ([Policy.Heartbeat]), and the owner's late completion still replaces an
 // indeterminate record no operator has resolved. [Store.ListStale] lists
-// leases that ended without an outcome.
+// leases that ended without an outcome, and [Resolve] records an operator's
+// decision, never while the execution may still be running.
 //
 // # The handler's own writes
 //

@@ -7,13 +7,18 @@ import (
 	"time"
 )
 
+// MaxWriteDelay is the longest a write can take to reach the store after it
+// is sent: DynamoDB refuses a request signed more than 15 minutes earlier.
+const MaxWriteDelay = 15 * time.Minute
+
 // resolveGrace is how long after a record's lease ended, by the resolver's
 // clock, its execution may still be running: the clock skew between the
 // resolver and the hosts that run the handler that Resolve tolerates.
 const resolveGrace = time.Minute
 
 // ErrMayBeRunning: [Resolve] refused a decision because the record's
-// execution may still be running. The error is a *ResolveError that says from when the decision is
+// execution may still be running, or a write it sent still reach the
+// store. The error is a *ResolveError that says from when the decision is
 // accepted.
 var ErrMayBeRunning = errors.New("idemkit: the execution may still be running")
 
@@ -48,9 +53,13 @@ func (e *ResolveError) Unwrap() error { return e.Reason }
 // released, taken over) the mark is refused, nothing is changed, and the
 // error is ErrNotOwner.
 //
-// An in_flight record's execution may still be running until a minute
-// (the clock skew tolerated) after its LeaseUntil: until then Resolve
-// refuses it with a *ResolveError whose Reason is ErrMayBeRunning. A
+// In every state the execution may still be running until a minute (the
+// clock skew tolerated) after the record's LeaseUntil, which marking it
+// indeterminate keeps (a retry whose clock runs ahead marks it early) and
+// MarkUnknown sets to the time of the mark: until then Resolve refuses. A
+// failed decision frees the key, so it waits MaxWriteDelay longer, until no
+// copy of the execution's claim can land on the freed key and hold it again.
+// Both refusals are a *ResolveError whose Reason is ErrMayBeRunning; a
 // completed or failed record gets one whose Reason is ErrNotIndeterminate.
 //
 // Resolve sets res.ResolvedAt to now. For a completed decision it sets
@@ -84,7 +93,11 @@ func Resolve(ctx context.Context, s Store, id string, res Resolution, now time.T
 	default:
 		return nil, was, fmt.Errorf("%w: record %q has unknown state %q", ErrCorruptRecord, id, cur.State)
 	}
-	if from := cur.LeaseUntil.Add(resolveGrace); cur.State == StateInFlight && now.Before(from) {
+	from := cur.LeaseUntil.Add(resolveGrace)
+	if res.As == StateFailed {
+		from = from.Add(MaxWriteDelay)
+	}
+	if now.Before(from) {
 		return nil, was, &ResolveError{Reason: ErrMayBeRunning, Record: cur, ResolvableAt: from}
 	}
 	if cur.State == StateInFlight {

@@ -10,6 +10,9 @@ import (
 	"github.com/idemkit/idemkit/memstore"
 )
 
+// resolveGrace is the clock skew Resolve tolerates after a lease ends.
+const resolveGrace = time.Minute
+
 // claimAt stores an in_flight record of scope k claimed at now whose lease
 // ends at leaseUntil.
 func claimAt(t *testing.T, s idemkit.Store, k string, now, leaseUntil time.Time) *idemkit.Record {
@@ -29,6 +32,71 @@ func decision(as idemkit.State) idemkit.Resolution {
 		res.Snapshot = &idemkit.Snapshot{Status: 201}
 	}
 	return res
+}
+
+// TestResolveMayBeRunning: Resolve refuses a decision while the record's
+// execution may still be running, in every state, from the lease the
+// record holds: until a minute of clock skew after it, and for a failed
+// decision, which frees the key, MaxWriteDelay longer, until no copy of the
+// execution's claim can land. A refusal says from when the decision is
+// accepted and changes nothing; from then on the decision is made.
+func TestResolveMayBeRunning(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		state idemkit.State
+		// seed returns the record's lease end.
+		seed func(t *testing.T, s idemkit.Store) time.Time
+	}{
+		{"indeterminate, marked by a retry whose clock runs ahead", idemkit.StateIndeterminate, func(t *testing.T, s idemkit.Store) time.Time {
+			rec := claimAt(t, s, "k", now, now.Add(10*time.Minute))
+			if _, err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now.Add(11*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			return rec.LeaseUntil
+		}},
+		{"indeterminate, marked unknown by its owner", idemkit.StateIndeterminate, func(t *testing.T, s idemkit.Store) time.Time {
+			rec := claimAt(t, s, "k", now, now.Add(10*time.Minute))
+			marked, err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now.Add(time.Minute))
+			if err != nil || !marked.LeaseUntil.Equal(now.Add(time.Minute)) {
+				t.Fatalf("mark unknown: %+v %v", marked, err)
+			}
+			return marked.LeaseUntil
+		}},
+		{"in_flight", idemkit.StateInFlight, func(t *testing.T, s idemkit.Store) time.Time {
+			return claimAt(t, s, "k", now, now.Add(time.Minute)).LeaseUntil
+		}},
+	} {
+		for _, d := range []struct {
+			as   idemkit.State
+			wait time.Duration // after the lease
+		}{
+			{idemkit.StateCompleted, resolveGrace},
+			{idemkit.StateFailed, resolveGrace + idemkit.MaxWriteDelay},
+		} {
+			t.Run(tc.name+"/"+string(d.as), func(t *testing.T) {
+				s := memstore.New()
+				lease := tc.seed(t, s)
+				id := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: "k"}.ID(false)
+				from := lease.Add(d.wait)
+				for _, at := range []time.Time{now, lease, from.Add(-time.Millisecond)} {
+					_, _, err := idemkit.Resolve(ctx, s, id, decision(d.as), at)
+					var re *idemkit.ResolveError
+					if !errors.Is(err, idemkit.ErrMayBeRunning) || !errors.As(err, &re) || !re.ResolvableAt.Equal(from) || re.Record.State != tc.state {
+						t.Fatalf("at lease%+v: %v, want ErrMayBeRunning resolvable from %v", at.Sub(lease), err, from)
+					}
+					if got, err := s.Get(ctx, id, at); err != nil || got.State != tc.state || got.Resolution != nil {
+						t.Fatalf("after a refusal: %+v %v, want it unchanged", got, err)
+					}
+				}
+				got, was, err := idemkit.Resolve(ctx, s, id, decision(d.as), from)
+				if err != nil || was != tc.state || got.State != d.as || got.Resolution == nil || !got.Resolution.ResolvedAt.Equal(from) {
+					t.Fatalf("at %v: %+v was %s, %v; want resolved as %s", from, got, was, err, d.as)
+				}
+			})
+		}
+	}
 }
 
 // TestResolveRefusals: Resolve refuses, writing nothing, a record that is

@@ -37,10 +37,15 @@ An in_flight record whose lease has ended is accepted too: it is first
 marked indeterminate, fenced on the owner token read (exactly what a retry
 under the fail-closed policy does), then resolved. If a retry takes the
 record over first (the takeover policy), or the execution completes first,
-the mark is refused and nothing is changed (exit 4). An in_flight record
-whose lease still runs, or ended less than a minute ago (the clock skew
-tolerated between this host and the service's), is refused (exit 4): the
-request may still be running.
+the mark is refused and nothing is changed (exit 4).
+
+While the request may still be running, resolve refuses whatever the
+record's state (exit 4): until a minute after its lease ended (the clock
+skew tolerated between this host and the service's). --as failed waits 15
+minutes longer: DynamoDB accepts a request until 15 minutes after it was
+signed, so until then a copy of the request's claim can still land and
+take the freed key back for the old request. The refusal says from when
+the decision is accepted.
 
 The operator is --operator when given, else the ARN of the caller's AWS
 identity (STS GetCallerIdentity, 5 s timeout). When neither can be had the
@@ -286,11 +291,23 @@ func resolveErr(err error, id string, as idemkit.State, now time.Time) error {
 		}
 		return conflictf("%s; nothing was changed", msg)
 	}
-	why := fmt.Sprintf("its lease runs until %s (in %s): the request may still be running",
-		rec.LeaseUntil.UTC().Format(time.RFC3339), age(rec.LeaseUntil.Sub(now)))
-	if rec.LeaseExpired(now) {
+	// Until running, the execution may still run; after it, only a write
+	// it sent may still land (a failed decision waits for that too).
+	running := re.ResolvableAt
+	if as == idemkit.StateFailed {
+		running = running.Add(-idemkit.MaxWriteDelay)
+	}
+	var why string
+	switch {
+	case !rec.LeaseExpired(now):
+		why = fmt.Sprintf("its lease runs until %s (in %s): the request may still be running",
+			rec.LeaseUntil.UTC().Format(time.RFC3339), age(rec.LeaseUntil.Sub(now)))
+	case now.Before(running):
 		why = fmt.Sprintf("its lease ended at %s, only %s ago: the request may still be running on a host whose clock is behind this one",
 			rec.LeaseUntil.UTC().Format(time.RFC3339), age(now.Sub(rec.LeaseUntil)))
+	default:
+		why = fmt.Sprintf("its lease ended at %s, only %s ago: a write the request sent may still reach DynamoDB (it accepts a request until %d minutes after it was signed) and take the key back once it is freed",
+			rec.LeaseUntil.UTC().Format(time.RFC3339), age(now.Sub(rec.LeaseUntil)), int(idemkit.MaxWriteDelay/time.Minute))
 	}
 	return conflictf("record is %s and %s; resolve it as %s from %s (in %s); nothing was changed",
 		rec.State, why, as, re.ResolvableAt.UTC().Format(time.RFC3339), age(re.ResolvableAt.Sub(now)))
