@@ -61,7 +61,8 @@
 // A response is replayed for [Policy.ReplayWindow] (24 h by default) and the
 // record is kept for [Policy.RecordRetention] (7 days). In between, a retry
 // is not run again: it gets an [*OutcomeError] naming the first outcome. A
-// UUIDv7 key older than the retention is refused with [ErrKeyExpired].
+// UUIDv7 key older than the retention is refused with [ErrKeyExpired] when
+// no record of it is live; a live record answers whatever the key's age.
 //
 // # Stores
 //
