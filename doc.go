@@ -46,7 +46,8 @@
 // request without a deadline renews its lease while the handler runs
 // ([Policy.Heartbeat]), and the owner's late completion still replaces an
 // indeterminate record no operator has resolved. [Store.ListStale] lists
-// leases that ended without an outcome.
+// leases that ended without an outcome, and [Resolve] records an operator's
+// decision, never while the execution may still be running.
 //
 // # The handler's own writes
 //
@@ -60,7 +61,8 @@
 // A response is replayed for [Policy.ReplayWindow] (24 h by default) and the
 // record is kept for [Policy.RecordRetention] (7 days). In between, a retry
 // is not run again: it gets an [*OutcomeError] naming the first outcome. A
-// UUIDv7 key older than the retention is refused with [ErrKeyExpired].
+// UUIDv7 key older than the retention is refused with [ErrKeyExpired] when
+// no record of it is live; a live record answers whatever the key's age.
 //
 // # Stores
 //

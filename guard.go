@@ -191,12 +191,18 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 // When h cannot be run or replayed, Do returns an error and h does not run.
 // The errors are checked in this order:
 //
-//   - ErrTenantMissing (ErrTenantTooLong included), a key error,
-//     ErrKeyExpired: refused before the store.
-//   - ErrStoreUnavailable: the claim could not be made. The claim is tried
-//     again with the same owner token (a claim whose answer was lost is
-//     recognised as ours) and then freed; when freeing it fails too, the
-//     error is also ErrClaimUnknown: a claim may be left until its lease ends.
+//   - ErrTenantMissing (ErrTenantTooLong included), a key error: refused
+//     before the store.
+//   - ErrKeyExpired: the key is a UUIDv7 older than the record retention
+//     (plus KeyClockSkew) and no record of it is live. For such a key the
+//     record is read first; a live one wins over the key's age and is
+//     answered by the errors below, or replayed. Nothing is stored for a
+//     refused key. Other keys are not read before their claim.
+//   - ErrStoreUnavailable: the claim, or that read, could not be made. The
+//     claim is tried again with the same owner token (a claim whose answer
+//     was lost is recognised as ours) and then freed; when freeing it fails
+//     too, the error is also ErrClaimUnknown: a claim may be left until its
+//     lease ends.
 //   - ErrRecordInvalid: the store refused the record, and a retry cannot
 //     succeed.
 //   - ErrOperationMismatch (account-wide keys), then ErrFingerprintMismatch:
@@ -222,6 +228,9 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 		return nil, false, err
 	}
 	rec := c.record()
+	if expired := c.policy.checkKeyTime(c.req.Scope.Key, c.start); expired != nil {
+		return c.oldKey(rec, expired, h)
+	}
 	res, err := g.claim(c.ctx, rec, c.opts())
 	if err != nil {
 		c.emit(c.storeFailure(err), 0, err)
@@ -230,10 +239,63 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 	if !res.Won {
 		return c.blocked(rec, res, h)
 	}
+	return c.won(rec, res, h)
+}
+
+// won runs h holding the claim res won, reporting first the takeover of a
+// live in_flight record.
+func (c *call) won(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, error) {
 	if p := res.Existing; p != nil && p.State == StateInFlight && p.Owner != rec.Owner && p.Live(c.start) {
 		c.emit(EventTakeover, 0, nil)
 	}
 	return c.execute(rec, h)
+}
+
+// oldKey answers a request whose key is older than the record retention
+// (expired is its ErrKeyExpired): a live record of the key wins over the
+// key's age and is answered as the record that blocked a lost claim is.
+// The key is claimed only when the record read lets it run again (failed,
+// or a stale lease under Takeover); a record that changed under our mark
+// of its stale lease is read again, not claimed over, at most reclaims
+// times. With no live record the request is refused with expired and
+// nothing is stored.
+func (c *call) oldKey(rec *Record, expired error, h Handler) (*Snapshot, bool, error) {
+	for attempt := 0; ; attempt++ {
+		ex, err := c.g.cfg.Store.Get(c.ctx, rec.ID, c.start)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			c.emit(EventRefused, 0, expired)
+			return nil, false, expired
+		case err != nil:
+			err = storeErr("get", err)
+			c.emit(c.storeFailure(err), 0, err)
+			return nil, false, err
+		}
+		snap, again, err := c.g.classify(c.ctx, c.req, c.policy, ex, c.start)
+		if again && attempt >= reclaims {
+			// The record keeps changing under us: let the client come back.
+			snap, again, err = nil, false, &ConflictError{RetryAfter: time.Second}
+		}
+		if !again {
+			c.emitRefusal(snap, err)
+			if err != nil {
+				return nil, false, err
+			}
+			return snap, true, nil
+		}
+		if ex.State == StateInFlight && c.policy.OnStaleLease != Takeover {
+			// Completed, released or marked before our mark: read again.
+			continue
+		}
+		res, err := c.g.claim(c.ctx, rec, c.opts())
+		switch {
+		case err != nil:
+			c.emit(c.storeFailure(err), 0, err)
+			return nil, false, err
+		case res.Won:
+			return c.won(rec, res, h)
+		}
+	}
 }
 
 // call is the state of one Do: the request, its policy and its event.
@@ -275,7 +337,7 @@ func (c *call) refused() error {
 	case c.req.Scope.Key == "":
 		return ErrKeyEmpty
 	}
-	return c.policy.checkKeyTime(c.req.Scope.Key, c.start)
+	return nil
 }
 
 // record returns the in_flight record the call claims, with a fresh owner

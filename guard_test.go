@@ -640,19 +640,23 @@ func TestOmittedSnapshot(t *testing.T) {
 	}
 }
 
+// uuidV7At returns a UUIDv7 key whose embedded time is ts.
+func uuidV7At(t *testing.T, ts time.Time) string {
+	t.Helper()
+	u, err := uuid.NewV7FromReader(zeroReader{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := uint64(ts.UnixMilli())
+	for i := 0; i < 6; i++ {
+		u[i] = byte(ms >> (40 - 8*i))
+	}
+	return u.String()
+}
+
 func TestUUIDv7KeyAge(t *testing.T) {
 	f := newFixture(t, nil)
-	at := func(ts time.Time) string {
-		u, err := uuid.NewV7FromReader(zeroReader{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms := uint64(ts.UnixMilli())
-		for i := 0; i < 6; i++ {
-			u[i] = byte(ms >> (40 - 8*i))
-		}
-		return u.String()
-	}
+	at := func(ts time.Time) string { return uuidV7At(t, ts) }
 	now := f.clock.Now()
 	for _, tc := range []struct {
 		name string
@@ -684,6 +688,91 @@ func TestUUIDv7KeyAge(t *testing.T) {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New(), Now: f.clock.Now, Policy: idemkit.Policy{IgnoreKeyTime: true}})
 	if _, _, err := g.Do(context.Background(), req(at(now.Add(-30*24*time.Hour))), respond(201, "x")); err != nil {
 		t.Fatalf("IgnoreKeyTime: %v", err)
+	}
+}
+
+// getFails is a store whose Get fails as an outage does.
+type getFails struct{ idemkit.Store }
+
+func (getFails) Get(context.Context, string, time.Time) (*idemkit.Record, error) {
+	return nil, &idemkit.StoreError{Op: "get", Err: errors.New("throttled")}
+}
+
+// TestUUIDv7KeyAgeLiveRecord: a UUIDv7 key older than the record retention
+// whose record is still live (made an hour before its first request, or
+// kept longer by a late resolution) is answered from its record as any
+// retry is, never refused as expired: a live record wins over the key's
+// age. Only a key with no live record is refused, with one read and
+// nothing stored; a read that fails is an outage, not a refusal.
+func TestUUIDv7KeyAgeLiveRecord(t *testing.T) {
+	day := 24 * time.Hour
+	unknown := func(context.Context) (*idemkit.Snapshot, error) {
+		return nil, fmt.Errorf("charge timed out: %w", idemkit.ErrOutcomeUnknown)
+	}
+	answer := &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"by-operator"}`)}
+	for _, tc := range []struct {
+		name     string
+		first    idemkit.Handler     // the first request's handler; nil: none
+		decision *idemkit.Resolution // an operator's, six days and 23 hours later
+		outage   bool                // the retry's read fails
+		err      error
+		replayed string // the body replayed
+		runs     int    // handler runs in all
+	}{
+		{name: "no record", err: idemkit.ErrKeyExpired},
+		{name: "no record, read fails", outage: true, err: idemkit.ErrStoreUnavailable},
+		{name: "indeterminate", first: unknown, err: idemkit.ErrIndeterminate, runs: 1},
+		{name: "resolved completed", first: unknown, decision: &idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: answer}, replayed: `{"id":"by-operator"}`, runs: 1},
+		{name: "resolved failed", first: unknown, decision: &idemkit.Resolution{As: idemkit.StateFailed}, replayed: "", runs: 2},
+		{name: "completed past its replay window", first: respond(201, `{"id":"p1"}`), err: idemkit.ErrReplayWindowPassed, runs: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			start := f.clock.Now()
+			r := req(uuidV7At(t, start.Add(-time.Hour)))
+			if tc.first != nil {
+				f.do(t, r, tc.first)
+			}
+			f.clock.Advance(6*day + 23*time.Hour)
+			if tc.decision != nil {
+				res := *tc.decision
+				res.Operator, res.Reason = "ops", "checked the processor"
+				if _, _, err := idemkit.Resolve(context.Background(), f.store, r.Scope.ID(false), res, f.clock.Now()); err != nil {
+					t.Fatalf("resolve: %v", err)
+				}
+			}
+			// The key is now 7 days 50 minutes old: past the retention and
+			// its skew. The first request's record lives until 7 days.
+			f.clock.Advance(50 * time.Minute)
+			if tc.outage {
+				g, err := idemkit.New(idemkit.Config{Store: getFails{f.store}, Now: f.clock.Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.guard = g
+			}
+			snap, replayed, err := f.do(t, r, respond(201, `{"id":"retry"}`))
+			switch {
+			case tc.err != nil && !errors.Is(err, tc.err):
+				t.Fatalf("retry: %v, want %v", err, tc.err)
+			case tc.err == nil && err != nil:
+				t.Fatalf("retry: %v", err)
+			case tc.err == nil && tc.replayed != "" && (!replayed || string(snap.Body) != tc.replayed):
+				t.Fatalf("retry: %+v replayed %v, want %s replayed", snap, replayed, tc.replayed)
+			case tc.err == nil && tc.replayed == "" && (replayed || string(snap.Body) != `{"id":"retry"}`):
+				t.Fatalf("retry: %+v replayed %v, want a run", snap, replayed)
+			case f.runs != tc.runs:
+				t.Fatalf("handler ran %d times, want %d", f.runs, tc.runs)
+			}
+			if tc.first == nil && !tc.outage {
+				if e := f.obs.last(); e.Kind != idemkit.EventRefused || e.Usage.Calls != 1 {
+					t.Errorf("event %s with %d store calls, want refused after one read", e.Kind, e.Usage.Calls)
+				}
+				if _, err := f.store.Get(context.Background(), r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+					t.Errorf("after the refusal: %v, want nothing stored", err)
+				}
+			}
+		})
 	}
 }
 

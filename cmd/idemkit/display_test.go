@@ -3,7 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idemkit/idemkit"
 )
@@ -39,30 +38,5 @@ func TestDisplayKey(t *testing.T) {
 	}
 	if got := displayKey("order-1"); got != "order-1" {
 		t.Errorf("displayKey(order-1) = %s, want it bare", got)
-	}
-}
-
-// TestReplayAgain: an answer resolved late is replayed for the record's
-// own replay window from now, and kept for its retention after that; a
-// record without a window gets the default one; times already later than
-// what now gives (an operator's clock behind the service's) are kept.
-func TestReplayAgain(t *testing.T) {
-	created := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	rec := &idemkit.Record{CreatedAt: created, ReplayUntil: created.Add(time.Hour), ExpiresAt: created.Add(7 * 24 * time.Hour)}
-	for _, tc := range []struct {
-		name                 string
-		rec                  *idemkit.Record
-		now                  time.Time
-		replayUntil, expires time.Time
-	}{
-		{"two days later", rec, created.Add(48 * time.Hour), created.Add(49 * time.Hour), created.Add(49*time.Hour + 7*24*time.Hour - time.Hour)},
-		{"clock behind the record's", rec, created.Add(-time.Minute), time.Time{}, time.Time{}},
-		{"no window", &idemkit.Record{CreatedAt: created, ReplayUntil: created, ExpiresAt: created},
-			created.Add(time.Hour), created.Add(time.Hour + idemkit.DefaultReplayWindow), created.Add(time.Hour + idemkit.DefaultReplayWindow)},
-	} {
-		ru, ea := replayAgain(tc.rec, tc.now)
-		if !ru.Equal(tc.replayUntil) || !ea.Equal(tc.expires) {
-			t.Errorf("%s: replay until %v, expires %v; want %v, %v", tc.name, ru, ea, tc.replayUntil, tc.expires)
-		}
 	}
 }

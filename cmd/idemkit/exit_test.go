@@ -26,6 +26,7 @@ func TestExitCode(t *testing.T) {
 		{conflictf("record is completed"), exitConflict},
 		{fmt.Errorf("resolve: %w", idemkit.ErrNotIndeterminate), exitConflict},
 		{fmt.Errorf("mark: %w", idemkit.ErrNotOwner), exitConflict},
+		{&idemkit.ResolveError{Reason: idemkit.ErrMayBeRunning, Record: &idemkit.Record{}}, exitConflict},
 		{&idemkit.StoreError{Op: "get", Err: errors.New("throttled")}, exitUnavailable},
 		{fmt.Errorf("get: %w", context.DeadlineExceeded), exitUnavailable},
 		{fmt.Errorf("get: %w", idemkit.ErrCorruptRecord), exitError},

@@ -155,7 +155,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, idemkit.ErrNotFound):
 		return exitNotFound
-	case errors.As(err, &ce), errors.Is(err, idemkit.ErrNotIndeterminate), errors.Is(err, idemkit.ErrNotOwner):
+	case errors.As(err, &ce), errors.Is(err, idemkit.ErrNotIndeterminate), errors.Is(err, idemkit.ErrNotOwner),
+		errors.Is(err, idemkit.ErrMayBeRunning):
 		return exitConflict
 	case errors.Is(err, idemkit.ErrStoreUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return exitUnavailable

@@ -64,7 +64,7 @@ func TestExitCodes(t *testing.T) {
 	running := scopeOf("running")
 	f.seed(running, time.Now().Add(time.Hour))
 	failed := scopeOf("failed")
-	f.seedIndeterminate(failed, time.Now().Add(-time.Minute))
+	f.seedIndeterminate(failed, time.Now().Add(-time.Hour))
 	if code, out, errs := f.run(append([]string{"resolve", "--as", "failed", "--reason", "r"}, scopeArgs(failed)...)...); code != exitOK {
 		t.Fatalf("setup resolve: %d %s %s", code, out, errs)
 	}
@@ -182,7 +182,7 @@ func TestExitCodeStoreUnavailable(t *testing.T) {
 func TestResolveOperatorIdentity(t *testing.T) {
 	f := newFixture(t)
 	s := scopeOf("who")
-	f.seedIndeterminate(s, time.Now().Add(-time.Minute))
+	f.seedIndeterminate(s, time.Now().Add(-time.Hour))
 	env := f.env
 	env.Operator = func(ctx context.Context, _ StoreOptions) (string, error) {
 		if _, ok := ctx.Deadline(); !ok {

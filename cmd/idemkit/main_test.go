@@ -115,10 +115,11 @@ func (f *fixture) seed(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
 	return rec
 }
 
-// seedStale stores an in_flight record for s whose lease ended two
-// minutes ago, past the grace resolve gives clock skew.
+// seedStale stores an in_flight record for s whose lease ended twenty
+// minutes ago, past the time resolve waits before any decision (a minute
+// of clock skew, and for --as failed idemkit.MaxWriteDelay more).
 func (f *fixture) seedStale(s idemkit.Scope) *idemkit.Record {
-	return f.seed(s, time.Now().Add(-2*time.Minute))
+	return f.seed(s, time.Now().Add(-20*time.Minute))
 }
 
 // seedIndeterminate stores an indeterminate record for s whose lease ended

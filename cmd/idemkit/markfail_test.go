@@ -20,7 +20,8 @@ func (markFails) MarkIndeterminate(context.Context, string, string, time.Time) (
 // TestResolveStaleMarkFails: resolving an in_flight record whose lease
 // ended first marks it indeterminate; when that mark fails, resolve stops
 // with the mark's error (an outage: exit 5) and writes nothing, rather
-// than going on to a resolution that then fails for another reason.
+// than going on to a resolution that then fails for another reason. The
+// lease ended an hour ago: long past the time a failed decision waits.
 func TestResolveStaleMarkFails(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
@@ -28,11 +29,11 @@ func TestResolveStaleMarkFails(t *testing.T) {
 	s := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k"}
 	id := s.ID(false)
 	rec := &idemkit.Record{ID: id, Scope: s, State: idemkit.StateInFlight, Owner: "owner-1",
-		CreatedAt: now.Add(-time.Hour), LeaseUntil: now.Add(-time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(24 * time.Hour)}
+		CreatedAt: now.Add(-time.Hour), LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(24 * time.Hour)}
 	if res, err := mem.Claim(ctx, rec, now.Add(-time.Hour), idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
-	prev, out, err := resolve(ctx, markFails{mem}, id, idemkit.Resolution{As: idemkit.StateFailed, Reason: "r", Operator: "ops"}, now)
+	out, prev, err := idemkit.Resolve(ctx, markFails{mem}, id, idemkit.Resolution{As: idemkit.StateFailed, Reason: "r", Operator: "ops"}, now)
 	if prev != idemkit.StateInFlight || out != nil || exitCode(err) != exitUnavailable {
 		t.Errorf("resolve: was %s, %v, %v (exit %d); want in_flight, nothing, exit %d", prev, out, err, exitCode(err), exitUnavailable)
 	}

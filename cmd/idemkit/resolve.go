@@ -37,8 +37,15 @@ An in_flight record whose lease has ended is accepted too: it is first
 marked indeterminate, fenced on the owner token read (exactly what a retry
 under the fail-closed policy does), then resolved. If a retry takes the
 record over first (the takeover policy), or the execution completes first,
-the mark is refused and nothing is changed (exit 4). An in_flight record
-whose lease still runs is refused (exit 4): the request may still be running.
+the mark is refused and nothing is changed (exit 4).
+
+While the request may still be running, resolve refuses whatever the
+record's state (exit 4): until a minute after its lease ended (the clock
+skew tolerated between this host and the service's). --as failed waits 15
+minutes longer: DynamoDB accepts a request until 15 minutes after it was
+signed, so until then a copy of the request's claim can still land and
+take the freed key back for the old request. The refusal says from when
+the decision is accepted.
 
 The operator is --operator when given, else the ARN of the caller's AWS
 identity (STS GetCallerIdentity, 5 s timeout). When neither can be had the
@@ -142,9 +149,9 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return c.fail("resolve", err)
 	}
-	prev, rec, err := resolve(ctx, store, id, res, c.env.Now())
+	rec, prev, err := idemkit.Resolve(ctx, store, id, res, c.env.Now())
 	if err != nil {
-		return c.fail("resolve", err)
+		return c.fail("resolve", resolveErr(err, id, res.As, c.env.Now()))
 	}
 	if w := notStored(res.Snapshot, rec.Snapshot); w != "" {
 		c.errorf("idemkit resolve: warning: %s; replays answer with the outcome only", w)
@@ -249,119 +256,54 @@ func (c *cli) operator(ctx context.Context, o StoreOptions) (string, error) {
 	return op, nil
 }
 
-// replayAgain returns the replay window and expiry of an answer resolved at
-// now: the record's own replay window and retention, counted again from
-// now, so that clients retrying after a late resolution get the answer
-// rather than only its outcome. Times already later are kept (zero).
-func replayAgain(rec *idemkit.Record, now time.Time) (replayUntil, expiresAt time.Time) {
-	window := rec.ReplayUntil.Sub(rec.CreatedAt)
-	if window <= 0 {
-		window = idemkit.DefaultReplayWindow
+// resolveErr turns a refusal of idemkit.Resolve into what the operator
+// reads: why, with stored text made safe for a terminal, and from when a
+// decision made too early is accepted.
+func resolveErr(err error, id string, as idemkit.State, now time.Time) error {
+	var re *idemkit.ResolveError
+	switch {
+	case errors.Is(err, idemkit.ErrNotFound):
+		return notFound(err, id)
+	case !errors.As(err, &re):
+		return unprefixed{err}
 	}
-	keep := rec.ExpiresAt.Sub(rec.ReplayUntil)
-	if keep < 0 {
-		keep = 0
-	}
-	if ru := now.Add(window); ru.After(rec.ReplayUntil) {
-		replayUntil = ru
-	}
-	if ea := now.Add(window + keep); ea.After(rec.ExpiresAt) {
-		expiresAt = ea
-	}
-	return replayUntil, expiresAt
-}
-
-// staleGrace is how long after its lease ended, by the operator's clock,
-// an in_flight record may be marked and resolved: the clock skew between
-// the operator and the hosts that run the handler that resolve tolerates.
-const staleGrace = time.Minute
-
-// resolve applies res to the record with id: an indeterminate record is
-// resolved; an in_flight record whose lease ended staleGrace before now is first marked
-// indeterminate, fenced on the owner token read. It returns the state the
-// record had and the resolved record. Every refusal leaves the record as
-// it was and is errConflict, ErrNotIndeterminate or ErrNotOwner. A write
-// of its own whose answer was lost, refused when the SDK retried it, is
-// recognised by reading the record: it is not reported as a refusal.
-func resolve(ctx context.Context, store idemkit.Store, id string, res idemkit.Resolution, now time.Time) (idemkit.State, *idemkit.Record, error) {
-	res.ResolvedAt = now
-	rec, err := store.Get(ctx, id, now)
-	if err != nil {
-		return "", nil, notFound(err, id)
-	}
-	prev := rec.State
-	switch rec.State {
-	case idemkit.StateIndeterminate:
-	case idemkit.StateInFlight:
-		if !rec.LeaseExpired(now) {
-			return prev, nil, conflictf("record is in_flight and its lease runs until %s (in %s): the request may still be running; nothing was changed",
-				rec.LeaseUntil.UTC().Format(time.RFC3339), age(rec.LeaseUntil.Sub(now)))
-		}
-		if !rec.LeaseExpired(now.Add(-staleGrace)) {
-			return prev, nil, conflictf("record is in_flight and its lease ended at %s, only %s ago: the request may still be running on a host whose clock is behind this one; resolve it after %s; nothing was changed",
-				rec.LeaseUntil.UTC().Format(time.RFC3339), age(now.Sub(rec.LeaseUntil)), rec.LeaseUntil.Add(staleGrace).UTC().Format(time.RFC3339))
-		}
-		if _, err := store.MarkIndeterminate(ctx, id, rec.Owner, now); err != nil {
-			if !errors.Is(err, idemkit.ErrNotOwner) {
-				return prev, nil, err
-			}
-			// A refusal may be the SDK's retry of a mark that landed with
-			// its answer lost (or a retry's mark): the record is then the
-			// same execution's, indeterminate, and is resolved as read.
-			cur, gerr := store.Get(ctx, id, now)
-			if gerr != nil && !errors.Is(gerr, idemkit.ErrNotFound) {
-				return prev, nil, fmt.Errorf("the mark was refused or its answer lost, and the record could not be read again; inspect it: %w", gerr)
-			}
-			if cur == nil || cur.State != idemkit.StateIndeterminate || cur.Owner != rec.Owner || cur.Resolution != nil {
-				return prev, nil, fmt.Errorf("record changed before it could be marked indeterminate (completed, released, or taken over by a retry); nothing was changed; inspect it: %w", err)
-			}
-		}
-	default:
+	rec := re.Record
+	if !errors.Is(re.Reason, idemkit.ErrMayBeRunning) {
 		msg := fmt.Sprintf("record is %s, not indeterminate", rec.State)
 		if r := rec.Resolution; r != nil {
 			msg += fmt.Sprintf(" (resolved as %s by %s at %s)", r.As, displayText(r.Operator), r.ResolvedAt.UTC().Format(time.RFC3339))
 		}
-		return prev, nil, conflictf("%s; nothing was changed", msg)
+		return conflictf("%s; nothing was changed", msg)
 	}
-	if res.As == idemkit.StateCompleted {
-		res.ReplayUntil, res.ExpiresAt = replayAgain(rec, now)
+	// Until running, the execution may still run; after it, only a write
+	// it sent may still land (a failed decision waits for that too).
+	running := re.ResolvableAt
+	if as == idemkit.StateFailed {
+		running = running.Add(-idemkit.MaxWriteDelay)
 	}
-	out, err := store.Resolve(ctx, id, res, now)
-	if errors.Is(err, idemkit.ErrNotIndeterminate) {
-		// The SDK's retry of a resolution that landed with its answer
-		// lost is refused too: the record then holds this resolution.
-		out, err = ownResolution(ctx, store, id, res, now, err)
-	}
+	var why string
 	switch {
-	case errors.Is(err, idemkit.ErrNotIndeterminate):
-		return prev, nil, fmt.Errorf("another writer changed the record first; nothing was changed; inspect it: %w", err)
-	case err != nil && prev == idemkit.StateInFlight:
-		return prev, nil, fmt.Errorf("the record was marked indeterminate but not resolved; run resolve again: %w", err)
-	case err != nil:
-		return prev, nil, err
+	case !rec.LeaseExpired(now):
+		why = fmt.Sprintf("its lease runs until %s (in %s): the request may still be running",
+			rec.LeaseUntil.UTC().Format(time.RFC3339), age(rec.LeaseUntil.Sub(now)))
+	case now.Before(running):
+		why = fmt.Sprintf("its lease ended at %s, only %s ago: the request may still be running on a host whose clock is behind this one",
+			rec.LeaseUntil.UTC().Format(time.RFC3339), age(now.Sub(rec.LeaseUntil)))
+	default:
+		why = fmt.Sprintf("its lease ended at %s, only %s ago: a write the request sent may still reach DynamoDB (it accepts a request until %d minutes after it was signed) and take the key back once it is freed",
+			rec.LeaseUntil.UTC().Format(time.RFC3339), age(now.Sub(rec.LeaseUntil)), int(idemkit.MaxWriteDelay/time.Minute))
 	}
-	return prev, out, nil
+	return conflictf("record is %s and %s; resolve it as %s from %s (in %s); nothing was changed",
+		rec.State, why, as, re.ResolvableAt.UTC().Format(time.RFC3339), age(re.ResolvableAt.Sub(now)))
 }
 
-// ownResolution reads the record with id after Resolve refused res
-// (refusal): it returns the record when it holds res itself (same
-// decision, operator, reason and time, to the millisecond a store keeps),
-// else refusal, or the read's error when the record cannot be read.
-func ownResolution(ctx context.Context, store idemkit.Store, id string, res idemkit.Resolution, now time.Time, refusal error) (*idemkit.Record, error) {
-	cur, err := store.Get(ctx, id, now)
-	switch {
-	case errors.Is(err, idemkit.ErrNotFound):
-		return nil, refusal
-	case err != nil:
-		return nil, fmt.Errorf("the resolution was refused or its answer lost, and the record could not be read again; inspect it: %w", err)
-	}
-	r := cur.Resolution
-	if r == nil || cur.State != res.As || r.As != res.As || r.Operator != res.Operator || r.Reason != res.Reason ||
-		r.ResolvedAt.UnixMilli() != res.ResolvedAt.UnixMilli() {
-		return nil, refusal
-	}
-	return cur, nil
-}
+// unprefixed is an error of idemkit.Resolve shown without its
+// "idemkit: resolve: " prefix, which the command's own prefix repeats.
+type unprefixed struct{ error }
+
+func (e unprefixed) Error() string { return strings.TrimPrefix(e.error.Error(), "idemkit: resolve: ") }
+
+func (e unprefixed) Unwrap() error { return e.error }
 
 // notStored says what of the answer given the store left out of the
 // snapshot it kept, or "" when it kept it whole. A store keeps an answer

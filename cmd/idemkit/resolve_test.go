@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -325,9 +326,10 @@ func TestResolveWarnsWhatWasNotStored(t *testing.T) {
 }
 
 // TestResolveRecentlyEndedLease: an in_flight record whose lease ended
-// less than staleGrace ago by the operator's clock may still be running
-// on a host whose clock is behind: resolve refuses it and changes
-// nothing; past the grace it marks and resolves it.
+// less than a minute ago (the clock skew resolve tolerates) by the
+// operator's clock may still be running on a host whose clock is behind:
+// resolve refuses it and changes nothing; past the grace it marks and
+// resolves it.
 func TestResolveRecentlyEndedLease(t *testing.T) {
 	f := newFixture(t)
 	for _, tc := range []struct {
@@ -353,5 +355,90 @@ func TestResolveRecentlyEndedLease(t *testing.T) {
 				t.Fatalf("record %+v, %v; want %s", got, err, tc.state)
 			}
 		})
+	}
+}
+
+// TestResolveMarkedEarly: a retry whose clock runs ahead marks a record
+// indeterminate while its handler still runs. resolve refuses any decision
+// until a minute after the lease the record holds (the clock skew it
+// tolerates), and --as failed, which frees the key, until
+// idemkit.MaxWriteDelay after that too: a copy of the claim may land until
+// then. Every refusal changes nothing and says from when the decision is
+// accepted; from then on it is made.
+func TestResolveMarkedEarly(t *testing.T) {
+	f := newFixture(t)
+	s := scopeOf("ahead-1")
+	policy := idemkit.Policy{Lease: 10 * time.Minute}
+	owner, err := idemkit.New(idemkit.Config{Store: f.store, Policy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead, err := idemkit.New(idemkit.Config{Store: f.store, Policy: policy, Now: func() time.Time { return time.Now().Add(11 * time.Minute) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, _, err := owner.Do(t.Context(), request(s), func(context.Context) (*idemkit.Snapshot, error) {
+			close(started)
+			<-release
+			return &idemkit.Snapshot{Status: 201}, nil
+		})
+		done <- err
+	}()
+	var once sync.Once
+	finish := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(finish)
+	<-started
+	var runs atomic.Int32
+	if _, _, err := ahead.Do(t.Context(), request(s), handler(&runs)); !errors.Is(err, idemkit.ErrIndeterminate) || runs.Load() != 0 {
+		t.Fatalf("retry with its clock ahead: %v, runs %d; want ErrIndeterminate", err, runs.Load())
+	}
+	lease := f.get(s).LeaseUntil
+	failedFrom := lease.Add(time.Minute + idemkit.MaxWriteDelay).UTC().Format(time.RFC3339)
+	failed := []string{"--as", "failed"}
+	completed := []string{"--as", "completed", "--status", "201"}
+	for _, step := range []struct {
+		name   string
+		at     time.Time
+		as     []string
+		code   int
+		output []string // in stderr, or stdout when accepted
+	}{
+		{"failed while the handler runs", time.Now(), failed, exitConflict, []string{"the request may still be running", "resolve it as failed from " + failedFrom}},
+		{"completed while the handler runs", time.Now(), completed, exitConflict, []string{"the request may still be running"}},
+		{"completed within the clock skew", lease.Add(30 * time.Second), completed, exitConflict, []string{"clock is behind"}},
+		{"failed within the clock skew", lease.Add(30 * time.Second), failed, exitConflict, []string{"clock is behind", failedFrom}},
+		{"failed within MaxWriteDelay", lease.Add(time.Minute + idemkit.MaxWriteDelay - time.Second), failed, exitConflict,
+			[]string{"may still reach DynamoDB", "15 minutes after it was signed", failedFrom}},
+		{"failed at lease + skew + MaxWriteDelay", lease.Add(time.Minute + idemkit.MaxWriteDelay), failed, exitOK, []string{"Resolved as failed (was indeterminate)."}},
+	} {
+		env := f.env
+		env.Now = func() time.Time { return step.at }
+		code, stdout, stderr := runWith(t, env, append(append([]string{"resolve", "--table", f.table, "--reason", "no charge at the PSP"}, step.as...), scopeArgs(s)...)...)
+		wantCode(t, code, step.code, stdout, stderr)
+		out, rec := stderr, f.get(s)
+		if code == exitOK {
+			out = stdout
+			if rec.State != idemkit.StateFailed || rec.Resolution == nil {
+				t.Fatalf("%s: record %s, resolution %+v; want resolved failed", step.name, rec.State, rec.Resolution)
+			}
+		} else if rec.State != idemkit.StateIndeterminate || rec.Resolution != nil || !strings.Contains(out, "nothing was changed") {
+			t.Fatalf("%s: record %s, resolution %+v, stderr %q; want a refusal that changed nothing", step.name, rec.State, rec.Resolution, out)
+		}
+		for _, w := range step.output {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output %q lacks %q", step.name, out, w)
+			}
+		}
+	}
+	// The handler returns at last: its completion is refused, the key
+	// stays freed for the retry the operator's decision lets run.
+	finish()
+	if err := <-done; err != nil {
+		t.Fatalf("owner: %v", err)
+	}
+	if rec := f.get(s); rec.State != idemkit.StateFailed {
+		t.Fatalf("record %s after the handler returned, want failed", rec.State)
 	}
 }

@@ -1,0 +1,181 @@
+package idemkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxWriteDelay is the longest a write can take to reach the store after it
+// is sent: DynamoDB refuses a request signed more than 15 minutes earlier.
+const MaxWriteDelay = 15 * time.Minute
+
+// resolveGrace is how long after a record's lease ended, by the resolver's
+// clock, its execution may still be running: the clock skew between the
+// resolver and the hosts that run the handler that Resolve tolerates.
+const resolveGrace = time.Minute
+
+// ErrMayBeRunning: [Resolve] refused a decision because the record's
+// execution may still be running, or a write it sent still reach the
+// store. The error is a *ResolveError that says from when the decision is
+// accepted.
+var ErrMayBeRunning = errors.New("idemkit: the execution may still be running")
+
+// ResolveError says why [Resolve] refused a decision. Nothing was changed.
+type ResolveError struct {
+	// Reason is ErrMayBeRunning, or ErrNotIndeterminate for a record that
+	// is completed or failed.
+	Reason error
+	// Record is the record as read.
+	Record *Record
+	// ResolvableAt, with ErrMayBeRunning, is when the decision is accepted.
+	ResolvableAt time.Time
+}
+
+func (e *ResolveError) Error() string {
+	if e.Reason == ErrMayBeRunning {
+		return fmt.Sprintf("%v (record %s, lease until %s): resolvable from %s", e.Reason, e.Record.State,
+			e.Record.LeaseUntil.UTC().Format(time.RFC3339), e.ResolvableAt.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("%v: it is %s", e.Reason, e.Record.State)
+}
+
+func (e *ResolveError) Unwrap() error { return e.Reason }
+
+// Resolve records an operator's decision res on the record with id, at now.
+// It returns the resolved record and the state the record had when read:
+// indeterminate, or in_flight when Resolve marked it indeterminate first.
+//
+// An indeterminate record is resolved. An in_flight record whose lease has
+// ended is first marked indeterminate, fenced on the owner token read, as a
+// retry under FailClosed does; if the record changed meanwhile (completed,
+// released, taken over) the mark is refused, nothing is changed, and the
+// error is ErrNotOwner.
+//
+// In every state the execution may still be running until a minute (the
+// clock skew tolerated) after the record's LeaseUntil, which marking it
+// indeterminate keeps (a retry whose clock runs ahead marks it early) and
+// MarkUnknown sets to the time of the mark: until then Resolve refuses. A
+// failed decision frees the key, so it waits MaxWriteDelay longer, until no
+// copy of the execution's claim can land on the freed key and hold it again.
+// Both refusals are a *ResolveError whose Reason is ErrMayBeRunning; a
+// completed or failed record gets one whose Reason is ErrNotIndeterminate.
+//
+// Resolve sets res.ResolvedAt to now. For a completed decision it sets
+// res.ReplayUntil and res.ExpiresAt to the record's replay window, and its
+// retention after it, counted again from now, where that is later than the
+// record's: retries after a late resolution get the answer, not only its
+// outcome. For a failed one it leaves them zero.
+//
+// A write whose answer was lost and whose retry was refused is recognised
+// by reading the record: a record holding this mark or this resolution is
+// Resolve's own. When another writer changed the record first the error is
+// ErrNotIndeterminate. A record marked here but not resolved (the store
+// failed) stays indeterminate; Resolve may be called again.
+func Resolve(ctx context.Context, s Store, id string, res Resolution, now time.Time) (rec *Record, was State, err error) {
+	switch {
+	case res.As != StateCompleted && res.As != StateFailed:
+		return nil, "", fmt.Errorf("%w: resolve as %q: want completed or failed", ErrRecordInvalid, res.As)
+	case res.As == StateCompleted && res.Snapshot == nil:
+		return nil, "", fmt.Errorf("%w: resolve as completed without a snapshot", ErrRecordInvalid)
+	}
+	res.ResolvedAt, res.ReplayUntil, res.ExpiresAt = now, time.Time{}, time.Time{}
+	cur, err := s.Get(ctx, id, now)
+	if err != nil {
+		return nil, "", err
+	}
+	was = cur.State
+	switch cur.State {
+	case StateIndeterminate, StateInFlight:
+	case StateCompleted, StateFailed:
+		return nil, was, &ResolveError{Reason: ErrNotIndeterminate, Record: cur}
+	default:
+		return nil, was, fmt.Errorf("%w: record %q has unknown state %q", ErrCorruptRecord, id, cur.State)
+	}
+	from := cur.LeaseUntil.Add(resolveGrace)
+	if res.As == StateFailed {
+		from = from.Add(MaxWriteDelay)
+	}
+	if now.Before(from) {
+		return nil, was, &ResolveError{Reason: ErrMayBeRunning, Record: cur, ResolvableAt: from}
+	}
+	if cur.State == StateInFlight {
+		if err := mark(ctx, s, cur, now); err != nil {
+			return nil, was, err
+		}
+	}
+	if res.As == StateCompleted {
+		res.ReplayUntil, res.ExpiresAt = replayAgain(cur, now)
+	}
+	out, err := s.Resolve(ctx, id, res, now)
+	if errors.Is(err, ErrNotIndeterminate) {
+		out, err = ownResolution(ctx, s, id, res, now, err)
+	}
+	switch {
+	case errors.Is(err, ErrNotIndeterminate):
+		return nil, was, fmt.Errorf("idemkit: resolve: another writer changed the record first; nothing was changed (read it to see how): %w", err)
+	case err != nil && was == StateInFlight:
+		return nil, was, fmt.Errorf("idemkit: resolve: the record was marked indeterminate but not resolved (resolve it again): %w", err)
+	case err != nil:
+		return nil, was, err
+	}
+	return out, was, nil
+}
+
+// mark turns the in_flight record rec, whose lease has ended, indeterminate,
+// fenced on its owner. A refused mark may be the retry of a mark that
+// landed with its answer lost (or a retry's own mark): a record then found
+// indeterminate under the same owner, unresolved, counts as marked.
+func mark(ctx context.Context, s Store, rec *Record, now time.Time) error {
+	_, err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now)
+	if !errors.Is(err, ErrNotOwner) {
+		return err
+	}
+	cur, gerr := s.Get(ctx, rec.ID, now)
+	if gerr != nil && !errors.Is(gerr, ErrNotFound) {
+		return fmt.Errorf("idemkit: resolve: the mark was refused or its answer lost, and the record could not be read again: %w", gerr)
+	}
+	if cur == nil || cur.State != StateIndeterminate || cur.Owner != rec.Owner || cur.Resolution != nil {
+		return fmt.Errorf("idemkit: resolve: the record changed before it could be marked indeterminate (completed, released, or taken over); nothing was changed (read it to see how): %w", err)
+	}
+	return nil
+}
+
+// ownResolution reads the record with id after the store refused res
+// (refusal): it returns the record when it holds res itself (same
+// decision, operator, reason and time, to the millisecond a store keeps),
+// else refusal, or the read's error when the record cannot be read.
+func ownResolution(ctx context.Context, s Store, id string, res Resolution, now time.Time, refusal error) (*Record, error) {
+	cur, err := s.Get(ctx, id, now)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, refusal
+	case err != nil:
+		return nil, fmt.Errorf("idemkit: resolve: the resolution was refused or its answer lost, and the record could not be read again: %w", err)
+	}
+	r := cur.Resolution
+	if r == nil || cur.State != res.As || r.As != res.As || r.Operator != res.Operator || r.Reason != res.Reason ||
+		r.ResolvedAt.UnixMilli() != res.ResolvedAt.UnixMilli() {
+		return nil, refusal
+	}
+	return cur, nil
+}
+
+// replayAgain returns the replay window and expiry of an answer resolved at
+// now: the record's own replay window and retention, counted again from
+// now. Times already later are kept (zero).
+func replayAgain(rec *Record, now time.Time) (replayUntil, expiresAt time.Time) {
+	window := rec.ReplayUntil.Sub(rec.CreatedAt)
+	if window <= 0 {
+		window = DefaultReplayWindow
+	}
+	keep := max(rec.ExpiresAt.Sub(rec.ReplayUntil), 0)
+	if ru := now.Add(window); ru.After(rec.ReplayUntil) {
+		replayUntil = ru
+	}
+	if ea := now.Add(window + keep); ea.After(rec.ExpiresAt) {
+		expiresAt = ea
+	}
+	return replayUntil, expiresAt
+}

@@ -1,0 +1,151 @@
+package idemkit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+// resolveGrace is the clock skew Resolve tolerates after a lease ends.
+const resolveGrace = time.Minute
+
+// claimAt stores an in_flight record of scope k claimed at now whose lease
+// ends at leaseUntil.
+func claimAt(t *testing.T, s idemkit.Store, k string, now, leaseUntil time.Time) *idemkit.Record {
+	t.Helper()
+	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: k}
+	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:sha256:aa", Owner: "owner-" + k,
+		LeaseUntil: leaseUntil, ReplayUntil: now.Add(24 * time.Hour), ExpiresAt: now.Add(7 * 24 * time.Hour), CreatedAt: now}
+	if res, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	return rec
+}
+
+func decision(as idemkit.State) idemkit.Resolution {
+	res := idemkit.Resolution{As: as, Operator: "ops", Reason: "checked the processor"}
+	if as == idemkit.StateCompleted {
+		res.Snapshot = &idemkit.Snapshot{Status: 201}
+	}
+	return res
+}
+
+// TestResolveMayBeRunning: Resolve refuses a decision while the record's
+// execution may still be running, in every state, from the lease the
+// record holds: until a minute of clock skew after it, and for a failed
+// decision, which frees the key, MaxWriteDelay longer, until no copy of the
+// execution's claim can land. A refusal says from when the decision is
+// accepted and changes nothing; from then on the decision is made.
+func TestResolveMayBeRunning(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		state idemkit.State
+		// seed returns the record's lease end.
+		seed func(t *testing.T, s idemkit.Store) time.Time
+	}{
+		{"indeterminate, marked by a retry whose clock runs ahead", idemkit.StateIndeterminate, func(t *testing.T, s idemkit.Store) time.Time {
+			rec := claimAt(t, s, "k", now, now.Add(10*time.Minute))
+			if _, err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now.Add(11*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			return rec.LeaseUntil
+		}},
+		{"indeterminate, marked unknown by its owner", idemkit.StateIndeterminate, func(t *testing.T, s idemkit.Store) time.Time {
+			rec := claimAt(t, s, "k", now, now.Add(10*time.Minute))
+			marked, err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now.Add(time.Minute))
+			if err != nil || !marked.LeaseUntil.Equal(now.Add(time.Minute)) {
+				t.Fatalf("mark unknown: %+v %v", marked, err)
+			}
+			return marked.LeaseUntil
+		}},
+		{"in_flight", idemkit.StateInFlight, func(t *testing.T, s idemkit.Store) time.Time {
+			return claimAt(t, s, "k", now, now.Add(time.Minute)).LeaseUntil
+		}},
+	} {
+		for _, d := range []struct {
+			as   idemkit.State
+			wait time.Duration // after the lease
+		}{
+			{idemkit.StateCompleted, resolveGrace},
+			{idemkit.StateFailed, resolveGrace + idemkit.MaxWriteDelay},
+		} {
+			t.Run(tc.name+"/"+string(d.as), func(t *testing.T) {
+				s := memstore.New()
+				lease := tc.seed(t, s)
+				id := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: "k"}.ID(false)
+				from := lease.Add(d.wait)
+				for _, at := range []time.Time{now, lease, from.Add(-time.Millisecond)} {
+					_, _, err := idemkit.Resolve(ctx, s, id, decision(d.as), at)
+					var re *idemkit.ResolveError
+					if !errors.Is(err, idemkit.ErrMayBeRunning) || !errors.As(err, &re) || !re.ResolvableAt.Equal(from) || re.Record.State != tc.state {
+						t.Fatalf("at lease%+v: %v, want ErrMayBeRunning resolvable from %v", at.Sub(lease), err, from)
+					}
+					if got, err := s.Get(ctx, id, at); err != nil || got.State != tc.state || got.Resolution != nil {
+						t.Fatalf("after a refusal: %+v %v, want it unchanged", got, err)
+					}
+				}
+				got, was, err := idemkit.Resolve(ctx, s, id, decision(d.as), from)
+				if err != nil || was != tc.state || got.State != d.as || got.Resolution == nil || !got.Resolution.ResolvedAt.Equal(from) {
+					t.Fatalf("at %v: %+v was %s, %v; want resolved as %s", from, got, was, err, d.as)
+				}
+			})
+		}
+	}
+}
+
+// TestResolveRefusals: Resolve refuses, writing nothing, a record that is
+// not there, one already completed or failed, and a decision that is
+// neither completed nor failed or completed without an answer.
+func TestResolveRefusals(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	later := now.Add(time.Hour)
+	s := memstore.New()
+	stale := claimAt(t, s, "stale", now, now.Add(time.Minute))
+	done := claimAt(t, s, "done", now, now.Add(time.Minute))
+	done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201}
+	if err := s.Complete(ctx, done, now); err != nil {
+		t.Fatal(err)
+	}
+	failed := claimAt(t, s, "failed", now, now.Add(time.Minute))
+	if _, err := s.MarkIndeterminate(ctx, failed.ID, failed.Owner, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := idemkit.Resolve(ctx, s, failed.ID, decision(idemkit.StateFailed), later); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		id    string
+		res   idemkit.Resolution
+		err   error
+		state idemkit.State // with a *ResolveError: the record's
+	}{
+		{"not found", "none", decision(idemkit.StateFailed), idemkit.ErrNotFound, ""},
+		{"completed", done.ID, decision(idemkit.StateFailed), idemkit.ErrNotIndeterminate, idemkit.StateCompleted},
+		{"failed", failed.ID, decision(idemkit.StateCompleted), idemkit.ErrNotIndeterminate, idemkit.StateFailed},
+		{"no decision", stale.ID, idemkit.Resolution{Operator: "ops"}, idemkit.ErrRecordInvalid, ""},
+		{"indeterminate is no decision", stale.ID, decision(idemkit.StateIndeterminate), idemkit.ErrRecordInvalid, ""},
+		{"completed without an answer", stale.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, idemkit.ErrRecordInvalid, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := idemkit.Resolve(ctx, s, tc.id, tc.res, later)
+			if !errors.Is(err, tc.err) || out != nil {
+				t.Fatalf("%+v, %v; want %v", out, err, tc.err)
+			}
+			var re *idemkit.ResolveError
+			if errors.As(err, &re) != (tc.state != "") || (re != nil && re.Record.State != tc.state) {
+				t.Fatalf("%v: want a *ResolveError only for a record in state %q", err, tc.state)
+			}
+		})
+	}
+	if got, err := s.Get(ctx, stale.ID, later); err != nil || got.State != idemkit.StateInFlight {
+		t.Fatalf("stale record after refused decisions: %+v %v, want it in_flight still", got, err)
+	}
+}
