@@ -64,7 +64,7 @@ func TestBlocksIsTheClaimCondition(t *testing.T) {
 			}
 			claim := rec("o-1", tc.recLease)
 			opts := idemkit.ClaimOptions{Takeover: tc.takeover}
-			in, err := s.claimInput(claim, now, opts)
+			in, err := s.claimInput(claim, now, opts, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -49,6 +49,38 @@ func ExampleNewRegional() {
 	_ = store
 }
 
+// An operator fails acme over from eu-west-1 to us-east-1, from a
+// configuration every process reads. Until the failover is Reconciled (or
+// AcceptUnreplicated), acme's claims in us-east-1 run only UUIDv7 keys
+// minted after At; other keys are answered from the records us-east-1
+// holds, or refused with 503.
+func ExampleFailover() {
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	client := func(region string) dynamo.Client {
+		return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.Region = region })
+	}
+	home := map[string]string{"acme": "eu-west-1", "globex": "us-east-1"}
+	failovers := map[string]dynamo.Failover{
+		"acme": {Region: "us-east-1", At: time.Date(2026, 11, 30, 10, 45, 0, 0, time.UTC)},
+	}
+	store, err := dynamo.NewRegional(dynamo.Regions{
+		Clients: map[string]dynamo.Client{"eu-west-1": client("eu-west-1"), "us-east-1": client("us-east-1")},
+		Home:    func(tenant string) string { return home[tenant] },
+		Override: func(tenant string) (dynamo.Failover, bool) {
+			f, ok := failovers[tenant]
+			return f, ok
+		},
+		Local: cfg.Region,
+	}, "idempotency", dynamo.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = store
+}
+
 // Creating the table from code, e.g. for a test or a first local run; a
 // deployment declares it in its template instead (TableDefinition says
 // what it holds).

@@ -2,6 +2,9 @@ package dynamo
 
 import (
 	"fmt"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
 )
@@ -20,14 +23,109 @@ type Regions struct {
 	// Home returns the home region of a tenant. Required.
 	Home func(tenant string) string
 	// Override, when set, is consulted before Home: an operator fails a
-	// tenant over by returning its new region and true.
-	Override func(tenant string) (region string, ok bool)
+	// tenant over by returning a Failover and true. Claims it routes are
+	// fenced (see Failover).
+	Override func(tenant string) (Failover, bool)
 	// Local is the region this process runs in. ListIndeterminate and
 	// ListStale across all tenants read it (a global table replicates
 	// every record to it); without it, or without a client for it, those
 	// listings fail (claims and completions do not need it).
 	Local string
 }
+
+// Failover moves a tenant's records to Region, typically while its home
+// region cannot be reached. Records the previous region wrote that have
+// not replicated are missing in Region, and a retry of their keys would
+// run again there. So a claim routed by a Failover is fenced, unless
+// Reconciled or AcceptUnreplicated is set: it runs only a key shown to be
+// first used after At, a UUIDv7 whose time is after At + KeyClockSkew and
+// not after the claim's time + KeyClockSkew. Any other key is answered
+// from the live record Region holds for it (a replay, 409, 422,
+// indeterminate); when there is none, or the claim would replace it (a
+// failed record, a stale lease to take over), the claim is refused with a
+// *FailoverError, which is idemkit.ErrStoreUnavailable (503, not stored).
+// Reads, completions, releases, lease renewals, listings and resolutions
+// go to Region unfenced.
+type Failover struct {
+	// Region holds the tenant's records from At on. Required.
+	Region string
+	// At is the time from which no claim of the tenant lands in any other
+	// region: no earlier than the moment every process routes the tenant
+	// by this Failover. A later At only fences more keys. Zero: unknown,
+	// no key is shown to be new.
+	At time.Time
+	// KeyClockSkew bounds how far the clocks of the clients minting UUIDv7
+	// keys, and this process's, may run ahead. Zero:
+	// idemkit.DefaultKeyClockSkew.
+	KeyClockSkew time.Duration
+	// Reconciled states that every live record the tenant's previous
+	// region holds is in Region too: replication caught up after that
+	// region came back, or every record it wrote before At has expired.
+	// It lifts the fence.
+	Reconciled bool
+	// AcceptUnreplicated lifts the fence without reconciling: a request
+	// whose record did not replicate to Region may run again. It trades
+	// exactly-once for availability for this tenant.
+	AcceptUnreplicated bool
+}
+
+// fences reports whether a claim of key at now, routed by f, must not
+// store a new record: f is neither reconciled nor accepted and key is not
+// a UUIDv7 whose time shows it was first used after f.At.
+func (f *Failover) fences(key string, now time.Time) bool {
+	if f == nil || f.Reconciled || f.AcceptUnreplicated {
+		return false
+	}
+	t, ok := keyTime(key)
+	if !ok || f.At.IsZero() {
+		return true
+	}
+	skew := f.KeyClockSkew
+	if skew <= 0 {
+		skew = idemkit.DefaultKeyClockSkew
+	}
+	return !t.After(f.At.Add(skew)) || t.After(now.Add(skew))
+}
+
+// keyTime returns the time of a UUIDv7 key in its canonical form, read
+// as idemkit.Policy's key-time check reads it.
+func keyTime(key string) (time.Time, bool) {
+	if len(key) != 36 {
+		return time.Time{}, false
+	}
+	u, err := uuid.Parse(key)
+	if err != nil || u.Version() != 7 {
+		return time.Time{}, false
+	}
+	sec, nsec := u.Time().UnixTime()
+	return time.Unix(sec, nsec), true
+}
+
+// FailoverError is a claim refused by a Failover's fence: the key is not
+// shown to be first used after the failover, and the failover region
+// holds no record that answers it. It is idemkit.ErrStoreUnavailable under
+// errors.Is: nothing is stored and the client is told to retry later.
+type FailoverError struct {
+	Tenant   string
+	Key      string
+	Failover Failover
+	// State is the state of the record the claim would have replaced
+	// (failed, or in_flight with a stale lease); "" when there is none.
+	State idemkit.State
+}
+
+func (e *FailoverError) Error() string {
+	found := "holds no record of it"
+	if e.State != "" {
+		found = fmt.Sprintf("holds a %s record of it that the claim would replace", e.State)
+	}
+	return fmt.Sprintf("dynamo: tenant %q failed over to %s at %s: key %q is not shown to be first used after the failover and %s %s; "+
+		"refused until the failover is Reconciled (or AcceptUnreplicated)",
+		e.Tenant, e.Failover.Region, e.Failover.At.UTC().Format(time.RFC3339), e.Key, e.Failover.Region, found)
+}
+
+// Unwrap returns idemkit.ErrStoreUnavailable.
+func (e *FailoverError) Unwrap() error { return idemkit.ErrStoreUnavailable }
 
 // NewRegional returns a Store that keeps each record in table in its
 // tenant's home region. The tenant is read from the record ID, whose
@@ -51,31 +149,35 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 		}
 		clients[name] = c
 	}
-	home := func(tenant string) (Client, error) {
-		region, ok := "", false
+	home := func(tenant string) (Client, *Failover, error) {
+		var fo *Failover
+		region := ""
 		if r.Override != nil {
-			region, ok = r.Override(tenant)
+			if f, ok := r.Override(tenant); ok {
+				fo, region = &f, f.Region
+			}
 		}
-		if !ok {
+		if fo == nil {
 			region = r.Home(tenant)
 		}
 		c := clients[region]
 		if c == nil {
-			return nil, fmt.Errorf("dynamo: tenant %q: no client for home region %q", tenant, region)
+			return nil, nil, fmt.Errorf("dynamo: tenant %q: no client for home region %q", tenant, region)
 		}
-		return c, nil
+		return c, fo, nil
 	}
-	route := func(id string) (Client, error) {
+	route := func(id string) (Client, *Failover, error) {
 		tenant, err := TenantOf(id)
 		if err != nil {
 			// No record has such an ID: a bad argument, not an outage.
-			return nil, fmt.Errorf("%w: %w", idemkit.ErrRecordInvalid, err)
+			return nil, nil, fmt.Errorf("%w: %w", idemkit.ErrRecordInvalid, err)
 		}
 		return home(tenant)
 	}
 	list := func(tenant string) (Client, error) {
 		if tenant != "" {
-			return home(tenant)
+			c, _, err := home(tenant)
+			return c, err
 		}
 		c := clients[r.Local]
 		if c == nil {

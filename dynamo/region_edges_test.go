@@ -59,7 +59,7 @@ func TestRegionalConfig(t *testing.T) {
 func TestRegionalListing(t *testing.T) {
 	eu, us, table := twoRegions(t)
 	ctx := context.Background()
-	regions := func(local string, override func(string) (string, bool)) dynamo.Regions {
+	regions := func(local string, override func(string) (dynamo.Failover, bool)) dynamo.Regions {
 		return dynamo.Regions{
 			Clients: map[string]dynamo.Client{"eu-west-1": eu, "us-east-1": us},
 			Home: func(tenant string) string {
@@ -74,7 +74,7 @@ func TestRegionalListing(t *testing.T) {
 	}
 	opts := testOptions()
 	opts.IndexInFlight = true
-	store := func(local string, override func(string) (string, bool)) *dynamo.Store {
+	store := func(local string, override func(string) (dynamo.Failover, bool)) *dynamo.Store {
 		s, err := dynamo.NewRegional(regions(local, override), table, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -115,7 +115,9 @@ func TestRegionalListing(t *testing.T) {
 		}
 		return got
 	}
-	moved := store("us-east-1", func(tenant string) (string, bool) { return "us-east-1", tenant == "acme" })
+	moved := store("us-east-1", func(tenant string) (dynamo.Failover, bool) {
+		return dynamo.Failover{Region: "us-east-1", At: now}, tenant == "acme"
+	})
 	for _, tc := range []struct {
 		name   string
 		s      *dynamo.Store

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -162,11 +163,22 @@ func TestTwoRegions(t *testing.T) {
 		if _, _, err := guard(t, lost).Do(ctx, req, okHandler(&execs, "paid")); !errors.Is(err, idemkit.ErrStoreUnavailable) || execs.Load() != 0 {
 			t.Fatalf("Do with an unknown home region: %v", err)
 		}
-		// An operator fails acme over to us-east-1.
-		r.Override = func(tenant string) (string, bool) { return "us-east-1", tenant == "acme" }
+		// An operator fails acme over to us-east-1. The key was used
+		// before the failover, so eu may hold its record: it stays
+		// refused (TestFailoverFence); a key first used after the
+		// failover runs.
+		at := time.Now().Add(-time.Hour)
+		r.Override = func(tenant string) (dynamo.Failover, bool) {
+			return dynamo.Failover{Region: "us-east-1", At: at}, tenant == "acme"
+		}
 		moved, _ := dynamo.NewRegional(r, table, dynamo.Options{})
+		var fe *dynamo.FailoverError
+		if _, _, err := guard(t, moved).Do(ctx, req, okHandler(&execs, "paid")); !errors.As(err, &fe) || execs.Load() != 0 {
+			t.Fatalf("Do after re-homing, a key used before: %v, ran %d times; want a *FailoverError", err, execs.Load())
+		}
+		req.Scope.Key = uuidV7At(time.Now())
 		if _, _, err := guard(t, moved).Do(ctx, req, okHandler(&execs, "paid")); err != nil || execs.Load() != 1 {
-			t.Fatalf("Do after re-homing: %v, ran %d times", err, execs.Load())
+			t.Fatalf("Do after re-homing, a new UUIDv7 key: %v, ran %d times", err, execs.Load())
 		}
 	})
 }

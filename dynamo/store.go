@@ -141,9 +141,10 @@ var ErrInvalidPage = fmt.Errorf("dynamo: %w", idemkit.ErrInvalidPage)
 type Store struct {
 	table string
 	opts  Options
-	// route returns the client for a record ID; list the client for a
-	// tenant's listing ("" for all tenants).
-	route func(id string) (Client, error)
+	// route returns the client for a record ID and the operator's
+	// Failover that chose it (nil: none); list the client for a tenant's
+	// listing ("" for all tenants).
+	route func(id string) (Client, *Failover, error)
 	list  func(tenant string) (Client, error)
 	// retryer replaces the client's for the store's calls, unless
 	// Options.KeepRetryQuota.
@@ -170,10 +171,11 @@ func New(client Client, table string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	one := func(string) (Client, error) { return client, nil }
-	return newStore(table, opts, one, one), nil
+	route := func(string) (Client, *Failover, error) { return client, nil, nil }
+	return newStore(table, opts, route, one), nil
 }
 
-func newStore(table string, opts Options, route func(string) (Client, error), list func(string) (Client, error)) *Store {
+func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error)) *Store {
 	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, tableName: aws.String(table)}
 	s.optFns = []func(*dynamodb.Options){s.sdkOpts}
 	if !s.opts.KeepRetryQuota {
@@ -247,17 +249,23 @@ func refused(ctx context.Context, op string, err, refusal error) error {
 // idemkit.ErrRecordInvalid when id names no region (a regional store
 // cannot read its tenant).
 func (s *Store) client(ctx context.Context, op, id string) (Client, error) {
+	c, _, err := s.routed(ctx, op, id)
+	return c, err
+}
+
+// routed is client, with the Failover that routed id (nil: none).
+func (s *Store) routed(ctx context.Context, op, id string) (Client, *Failover, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fail(op, err)
+		return nil, nil, fail(op, err)
 	}
-	c, err := s.route(id)
+	c, fo, err := s.route(id)
 	if errors.Is(err, idemkit.ErrRecordInvalid) {
-		return nil, fmt.Errorf("dynamo: %s: %w", op, err)
+		return nil, nil, fmt.Errorf("dynamo: %s: %w", op, err)
 	}
 	if err != nil {
-		return nil, fail(op, err)
+		return nil, nil, fail(op, err)
 	}
-	return c, nil
+	return c, fo, nil
 }
 
 func conditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
@@ -307,6 +315,9 @@ const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
 	condClaim    = condAbsent + " OR #st = :failed OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
 	condTakeover = " OR (#st = :inflight AND #lu <= :nowMs)"
+	// condFenced is a claim fenced by a Failover: it may only make again
+	// our own claim, never store a new record or replace another's.
+	condFenced   = "#st = :inflight AND #ow = :owner AND #lu <= :lu AND #exp > :nowS"
 	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
 	condExtend   = condOwned + " AND #lu <= :lu"
@@ -320,6 +331,7 @@ const (
 var (
 	pCondClaim         = aws.String(condClaim)
 	pCondClaimTakeover = aws.String(condClaim + condTakeover)
+	pCondClaimFenced   = aws.String(condFenced)
 	pCondComplete      = aws.String(condComplete)
 	pCondRelease       = aws.String(condRelease)
 	pCondExtend        = aws.String(condExtend)
@@ -327,6 +339,7 @@ var (
 
 	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
 	namesClaimTakeover = namesClaim
+	namesClaimFenced   = map[string]string{"#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
 	namesComplete      = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
 	namesRelease       = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
 	namesExtend        = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
@@ -348,7 +361,9 @@ const claimAttempts = 3
 // consistent GetItem reads it; if that finds no record that blocks the
 // claim (released, expired or resolved meanwhile), the claim is tried
 // again, up to three times, and then reported lost with a nil Existing,
-// which the engine retries.
+// which the engine retries. A claim fenced by a Failover (see Failover)
+// wins only over its own in_flight record: it returns the live record
+// that blocks it, or else a *FailoverError.
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
 	const op = "claim"
 	if rec.ID == "" || rec.Owner == "" || rec.Scope.Tenant == "" {
@@ -357,11 +372,12 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	if err := checkUTF8(op, rec); err != nil {
 		return idemkit.ClaimResult{}, err
 	}
-	client, err := s.client(ctx, op, rec.ID)
+	client, fo, err := s.routed(ctx, op, rec.ID)
 	if err != nil {
 		return idemkit.ClaimResult{}, err
 	}
-	in, err := s.claimInput(rec, now, opts)
+	fenced := fo.fences(rec.Scope.Key, now)
+	in, err := s.claimInput(rec, now, opts, fenced)
 	if err != nil {
 		return idemkit.ClaimResult{}, err
 	}
@@ -377,6 +393,9 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 		if !ok {
 			usage(ctx, nil, true)
 			return idemkit.ClaimResult{}, fail(op, err)
+		}
+		if fenced {
+			return s.fenced(ctx, client, cf, rec, now, opts, fo)
 		}
 		cur, blocked, err := s.blocker(ctx, client, cf, rec, now, opts)
 		if err != nil {
@@ -412,8 +431,9 @@ func checkUTF8(op string, rec *idemkit.Record) error {
 
 // claimInput returns the conditional PutItem of a claim of rec, or an
 // error wrapping idemkit.ErrRecordInvalid when its item would exceed
-// MaxItemSize even without the body.
-func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (*dynamodb.PutItemInput, error) {
+// MaxItemSize even without the body. A fenced claim's condition accepts
+// only our own live in_flight record.
+func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions, fenced bool) (*dynamodb.PutItemInput, error) {
 	item := baseItem(rec)
 	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
 		item[AttrIndeterminate] = str(InFlightValue)
@@ -426,7 +446,11 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	// this claim writes: a late copy of the claim, landing after the lease
 	// was renewed, must not move it back.
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil]}
-	if opts.Takeover {
+	switch {
+	case fenced:
+		cond, names = pCondClaimFenced, namesClaimFenced
+		delete(values, ":failed")
+	case opts.Takeover:
 		cond, names = pCondClaimTakeover, namesClaimTakeover
 		values[":nowMs"] = nowMilli(now)
 	}
@@ -459,23 +483,51 @@ func claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
 // or else the record read after it. blocked is false when no record blocks
 // the claim any more (released, expired or resolved meanwhile).
 func (s *Store) blocker(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (cur *idemkit.Record, blocked bool, err error) {
-	const op = "claim"
-	failedWriteUsage(ctx, cf.Item)
-	if len(cf.Item) > 0 {
-		// The item that failed the condition: it blocks the claim.
-		if cur, err = decodeItem(cf.Item); err != nil {
-			return nil, false, err
-		}
-		return cur, true, nil
-	}
-	cur, err = s.get(ctx, client, op, rec.ID, now)
-	if err != nil && !errors.Is(err, idemkit.ErrNotFound) {
+	cur, returned, err := s.failedOn(ctx, client, cf, rec.ID, now)
+	switch {
+	case err != nil:
 		return nil, false, err
-	}
-	if cur != nil && blocks(cur, rec, now, opts) {
+	case returned:
+		// The item that failed the condition: it blocks the claim.
+		return cur, true, nil
+	case cur != nil && blocks(cur, rec, now, opts):
 		return cur, true, nil
 	}
 	return nil, false, nil
+}
+
+// failedOn reports the usage of a claim refused by its condition (cf) and
+// returns the record it met: the item returned with the failure
+// (returned true), or else the live record read after it (nil: none).
+func (s *Store) failedOn(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, id string, now time.Time) (cur *idemkit.Record, returned bool, err error) {
+	failedWriteUsage(ctx, cf.Item)
+	if len(cf.Item) > 0 {
+		cur, err = decodeItem(cf.Item)
+		return cur, err == nil, err
+	}
+	cur, err = s.get(ctx, client, "claim", id, now)
+	if errors.Is(err, idemkit.ErrNotFound) {
+		return nil, false, nil
+	}
+	return cur, false, err
+}
+
+// fenced answers a claim that a Failover's fence refused (see Failover):
+// the live record that blocks it, as any claim would be blocked, or else
+// a *FailoverError naming the failover.
+func (s *Store) fenced(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions, fo *Failover) (idemkit.ClaimResult, error) {
+	cur, _, err := s.failedOn(ctx, client, cf, rec.ID, now)
+	if err != nil {
+		return idemkit.ClaimResult{}, err
+	}
+	if cur != nil && blocks(cur, rec, now, opts) {
+		return idemkit.ClaimResult{Existing: cur}, nil
+	}
+	ferr := &FailoverError{Tenant: rec.Scope.Tenant, Key: rec.Scope.Key, Failover: *fo}
+	if cur != nil && cur.Live(now) {
+		ferr.State = cur.State
+	}
+	return idemkit.ClaimResult{}, fail("claim", ferr)
 }
 
 // blocks reports whether the live record cur keeps rec from being claimed:

@@ -1,0 +1,349 @@
+package dynamo_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/dynalite"
+)
+
+// uuidV7At returns a random UUIDv7 whose embedded time is t.
+func uuidV7At(t time.Time) string {
+	var u uuid.UUID
+	_, _ = rand.Read(u[:])
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
+	copy(u[:6], ms[2:])
+	u[6] = 0x70 | u[6]&0x0f
+	u[8] = 0x80 | u[8]&0x3f
+	return u.String()
+}
+
+// ledger is a handler's own table: every run adds one to its key's
+// counter, so that runs in any region are counted from the data.
+type ledger struct {
+	c     *dynamodb.Client
+	table string
+}
+
+func newLedger(t *testing.T, c *dynamodb.Client) *ledger {
+	t.Helper()
+	return &ledger{c: c, table: dynalite.CreateTable(t, c, &dynamodb.CreateTableInput{
+		TableName:            aws.String("ledger"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})}
+}
+
+// handler returns a handler that records a run of key and answers 201
+// with the run's number.
+func (l *ledger) handler(key string) idemkit.Handler {
+	return func(ctx context.Context) (*idemkit.Snapshot, error) {
+		out, err := l.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(l.table),
+			Key:                       map[string]types.AttributeValue{"pk": S(key)},
+			UpdateExpression:          aws.String("ADD n :one"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": N(1)},
+			ReturnValues:              types.ReturnValueUpdatedNew,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &idemkit.Snapshot{Status: 201, Body: []byte("run " + out.Attributes["n"].(*types.AttributeValueMemberN).Value)}, nil
+	}
+}
+
+// runs returns how many times key ran.
+func (l *ledger) runs(t *testing.T, key string) int {
+	t.Helper()
+	out, err := l.c.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: map[string]types.AttributeValue{"pk": S(key)}, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Item == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(out.Item["n"].(*types.AttributeValueMemberN).Value)
+	return n
+}
+
+// failoverRegions returns Regions where acme is homed in eu-west-1 and
+// re-homed by the Failover fo holds (nil: not failed over).
+func failoverRegions(eu, us dynamo.Client, fo *atomic.Pointer[dynamo.Failover]) dynamo.Regions {
+	return dynamo.Regions{
+		Clients: map[string]dynamo.Client{"eu-west-1": eu, "us-east-1": us},
+		Home:    func(string) string { return "eu-west-1" },
+		Override: func(tenant string) (dynamo.Failover, bool) {
+			if f := fo.Load(); f != nil && tenant == "acme" {
+				return *f, true
+			}
+			return dynamo.Failover{}, false
+		},
+		Local: "us-east-1",
+	}
+}
+
+// outcome names what a Do returned.
+func outcome(replayed bool, err error) string {
+	var fe *dynamo.FailoverError
+	switch {
+	case err == nil && replayed:
+		return "replay"
+	case err == nil:
+		return "run"
+	case errors.As(err, &fe):
+		return "refused"
+	case errors.Is(err, idemkit.ErrInFlight):
+		return "in-flight"
+	case errors.Is(err, idemkit.ErrIndeterminate):
+		return "indeterminate"
+	}
+	return err.Error()
+}
+
+// TestFailoverFence: acme, homed in eu, is failed over to us, whose
+// replica lacks what eu wrote after the last replication (the two servers
+// never replicate; a test copies an item to stand for its replication).
+// Under the fence a retry of a key us holds no record of is refused
+// (ErrStoreUnavailable, a *FailoverError naming the failover), runs
+// nothing and stores nothing; a key us holds a live record of is answered
+// from it, except that a failed record or a stale lease to take over is
+// not claimed; a UUIDv7 key first used after the failover runs. Once the
+// operator reconciles (eu's items reach us, Reconciled set), each key
+// replays or runs as it would have without the failover. Runs are counted
+// from the handler's ledger.
+func TestFailoverFence(t *testing.T) {
+	eu, us, table := twoRegions(t)
+	led := newLedger(t, us)
+	ctx := context.Background()
+	skew := idemkit.DefaultKeyClockSkew
+	var fo atomic.Pointer[dynamo.Failover]
+	inEU, err := dynamo.NewRegional(failoverRegions(eu, us, &atomic.Pointer[dynamo.Failover]{}), table, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved, err := dynamo.NewRegional(failoverRegions(eu, us, &fo), table, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// replicate copies eu's item of id to us unless us holds one (the same
+	// or a newer write: the last writer wins).
+	replicate := func(t *testing.T, id string) {
+		t.Helper()
+		k := map[string]types.AttributeValue{dynamo.AttrID: S(id)}
+		src, err := eu.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := us.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.Item == nil || dst.Item != nil {
+			return
+		}
+		if _, err := us.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: src.Item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inUS := func(t *testing.T, id string) bool {
+		t.Helper()
+		out, err := us.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{dynamo.AttrID: S(id)}, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Item != nil
+	}
+	// What eu did with the key before the failover.
+	type before func(t *testing.T, req idemkit.Request)
+	claim := func(lease time.Duration) func(t *testing.T, req idemkit.Request) *idemkit.Record {
+		return func(t *testing.T, req idemkit.Request) *idemkit.Record {
+			now := time.Now()
+			rec := &idemkit.Record{ID: req.Scope.ID(false), Scope: req.Scope, State: idemkit.StateInFlight, Fingerprint: req.Fingerprint, Owner: "o-eu",
+				LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+			if res, err := inEU.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+				t.Fatalf("claim in eu: %+v %v", res, err)
+			}
+			return rec
+		}
+	}
+	var (
+		ran before = func(t *testing.T, req idemkit.Request) {
+			if _, _, err := guard(t, inEU).Do(ctx, req, led.handler(req.Scope.Key)); err != nil {
+				t.Fatalf("run in eu: %v", err)
+			}
+		}
+		inFlight before = func(t *testing.T, req idemkit.Request) { claim(time.Hour)(t, req) }
+		stale    before = func(t *testing.T, req idemkit.Request) { claim(-time.Second)(t, req) }
+		failed   before = func(t *testing.T, req idemkit.Request) {
+			rec := claim(-time.Second)(t, req)
+			if _, err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := inEU.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "alice", Reason: "declined"}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	)
+	// The operator failed acme over a minute ago: a key minted after it
+	// (and the clock skew) is not ahead of the clock.
+	at := time.Now().Add(-time.Minute)
+	for _, tc := range []struct {
+		name       string
+		key        string
+		eu         before // nil: eu never saw the key
+		replicated bool   // eu's item reached us before the failover
+		failover   dynamo.Failover
+		policy     idemkit.StalePolicy
+		want       string
+		state      idemkit.State // the refused claim's FailoverError.State
+		reconciled string        // the retry once the operator reconciled
+		runs       int
+	}{
+		{name: "unreplicated run, plain key", key: "ch-plain", eu: ran, want: "refused", reconciled: "replay", runs: 1},
+		{name: "unreplicated run, UUIDv4 key", key: uuid.NewString(), eu: ran, want: "refused", reconciled: "replay", runs: 1},
+		{name: "unreplicated run, UUIDv7 before the failover", key: uuidV7At(at.Add(-time.Minute)), eu: ran, want: "refused", reconciled: "replay", runs: 1},
+		{name: "unreplicated run, UUIDv7 inside the skew", key: uuidV7At(at.Add(skew - time.Second)), eu: ran, want: "refused", reconciled: "replay", runs: 1},
+		{name: "UUIDv7 after the failover", key: uuidV7At(at.Add(skew + time.Second)), want: "run", reconciled: "replay", runs: 1},
+		{name: "UUIDv7 ahead of every clock", key: uuidV7At(time.Now().Add(3 * skew)), want: "refused", reconciled: "run", runs: 1},
+		{name: "never used, plain key", key: "ch-new", want: "refused", reconciled: "run", runs: 1},
+		{name: "replicated completion", key: "ch-done", eu: ran, replicated: true, want: "replay", reconciled: "replay", runs: 1},
+		{name: "replicated live claim", key: "ch-live", eu: inFlight, replicated: true, want: "in-flight", reconciled: "in-flight", runs: 0},
+		{name: "replicated stale lease, fail-closed", key: "ch-stale-fc", eu: stale, replicated: true, want: "indeterminate", reconciled: "indeterminate", runs: 0},
+		{name: "replicated stale lease, takeover", key: "ch-stale-to", eu: stale, replicated: true, policy: idemkit.Takeover,
+			want: "refused", state: idemkit.StateInFlight, reconciled: "run", runs: 1},
+		{name: "replicated failed record", key: "ch-failed", eu: failed, replicated: true, want: "refused", state: idemkit.StateFailed, reconciled: "run", runs: 1},
+		{name: "reconciled", key: "ch-rec", eu: ran, replicated: true, failover: dynamo.Failover{Reconciled: true}, want: "replay", reconciled: "replay", runs: 1},
+		{name: "reconciled, never used", key: "ch-rec-new", failover: dynamo.Failover{Reconciled: true}, want: "run", reconciled: "replay", runs: 1},
+		// The window an operator accepts: eu's record did not reach us,
+		// and the retry runs again.
+		{name: "unreplicated run, accepted", key: "ch-accept", eu: ran, failover: dynamo.Failover{AcceptUnreplicated: true}, want: "run", reconciled: "replay", runs: 2},
+		{name: "no At", key: uuidV7At(time.Now()), failover: dynamo.Failover{At: time.Time{}}, want: "refused", reconciled: "run", runs: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fo.Store(nil)
+			req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: tc.key}, Fingerprint: "v1:sha256:r"}
+			id := req.Scope.ID(false)
+			if tc.eu != nil {
+				tc.eu(t, req)
+			}
+			if tc.replicated {
+				replicate(t, id)
+			}
+			had := inUS(t, id)
+			f := tc.failover
+			f.Region = "us-east-1"
+			if tc.name != "no At" {
+				f.At = at
+			}
+			fo.Store(&f)
+			g, err := idemkit.New(idemkit.Config{Store: moved, Policy: idemkit.Policy{OnStaleLease: tc.policy}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, replayed, err := g.Do(ctx, req, led.handler(tc.key))
+			if got := outcome(replayed, err); got != tc.want {
+				t.Fatalf("retry after the failover: %s (the handler ran %d times), want %s", got, led.runs(t, tc.key), tc.want)
+			}
+			if tc.want == "refused" {
+				var fe *dynamo.FailoverError
+				errors.As(err, &fe)
+				if !errors.Is(err, idemkit.ErrStoreUnavailable) || fe.State != tc.state || fe.Failover.Region != "us-east-1" ||
+					!strings.Contains(err.Error(), "failed over to us-east-1 at "+f.At.UTC().Format(time.RFC3339)) {
+					t.Fatalf("refusal %v (state %q); want ErrStoreUnavailable naming the failover, state %q", err, fe.State, tc.state)
+				}
+				if !had && inUS(t, id) {
+					t.Fatal("the refused claim stored a record in us")
+				}
+			}
+			// The operator reconciles: eu came back and replication
+			// caught up.
+			replicate(t, id)
+			f.Reconciled = true
+			fo.Store(&f)
+			_, replayed, err = g.Do(ctx, req, led.handler(tc.key))
+			if got := outcome(replayed, err); got != tc.reconciled {
+				t.Fatalf("retry once reconciled: %s, want %s", got, tc.reconciled)
+			}
+			if n := led.runs(t, tc.key); n != tc.runs {
+				t.Fatalf("the handler ran %d times, want %d", n, tc.runs)
+			}
+		})
+	}
+}
+
+// TestFailoverUnfencedCalls: under the fence, every call but a new claim
+// reaches the records the failover region holds: reads, renewals,
+// completions, releases, marks, listings, and a retried claim of our own
+// record.
+func TestFailoverUnfencedCalls(t *testing.T) {
+	eu, us, table := twoRegions(t)
+	ctx := context.Background()
+	var fo atomic.Pointer[dynamo.Failover]
+	moved, err := dynamo.NewRegional(failoverRegions(eu, us, &fo), table, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := dynamo.New(us, table, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	fo.Store(&dynamo.Failover{Region: "us-east-1", At: now})
+	rec := func(key string, lease time.Duration) *idemkit.Record {
+		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: key}
+		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + key,
+			LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+		if res, err := plain.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			t.Fatalf("claim %s in us: %+v %v", key, res, err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		call func(r *idemkit.Record) error
+	}{
+		{"get", func(r *idemkit.Record) error { _, err := moved.Get(ctx, r.ID, now); return err }},
+		{"extend", func(r *idemkit.Record) error { return moved.Extend(ctx, r.ID, r.Owner, now.Add(2*time.Minute), now) }},
+		{"complete", func(r *idemkit.Record) error {
+			done := *r
+			done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201}
+			return moved.Complete(ctx, &done, now)
+		}},
+		{"release", func(r *idemkit.Record) error { return moved.Release(ctx, r.ID, r.Owner, now) }},
+		{"mark unknown", func(r *idemkit.Record) error { _, err := moved.MarkUnknown(ctx, r.ID, r.Owner, now); return err }},
+		{"list", func(r *idemkit.Record) error {
+			_, _, err := moved.ListIndeterminate(ctx, "acme", "", 0, now)
+			return err
+		}},
+		{"retried claim of our own", func(r *idemkit.Record) error {
+			res, err := moved.Claim(ctx, r, now, idemkit.ClaimOptions{})
+			if err == nil && !res.Won {
+				err = fmt.Errorf("lost to %+v", res.Existing)
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(rec("k-"+strings.ReplaceAll(tc.name, " ", "-"), time.Minute)); err != nil {
+				t.Fatalf("%s under the fence: %v", tc.name, err)
+			}
+		})
+	}
+}
