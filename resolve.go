@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
+
+	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
 // MaxWriteDelay is the longest a write can take to reach the store after it
@@ -62,6 +65,10 @@ func (e *ResolveError) Unwrap() error { return e.Reason }
 // Both refusals are a *ResolveError whose Reason is ErrMayBeRunning; a
 // completed or failed record gets one whose Reason is ErrNotIndeterminate.
 //
+// A completed decision whose Snapshot holds a header a replay never
+// carries (see the adapters' ReplayHeaders) is refused with
+// ErrRecordInvalid before anything is read.
+//
 // Resolve sets res.ResolvedAt to now. For a completed decision it sets
 // res.ReplayUntil and res.ExpiresAt to the record's replay window, and its
 // retention after it, counted again from now, where that is later than the
@@ -79,6 +86,10 @@ func Resolve(ctx context.Context, s Store, id string, res Resolution, now time.T
 		return nil, "", fmt.Errorf("%w: resolve as %q: want completed or failed", ErrRecordInvalid, res.As)
 	case res.As == StateCompleted && res.Snapshot == nil:
 		return nil, "", fmt.Errorf("%w: resolve as completed without a snapshot", ErrRecordInvalid)
+	case res.As == StateCompleted:
+		if err := replayable(res.Snapshot.Header); err != nil {
+			return nil, "", fmt.Errorf("%w: resolve as completed: %v", ErrRecordInvalid, err)
+		}
 	}
 	res.ResolvedAt, res.ReplayUntil, res.ExpiresAt = now, time.Time{}, time.Time{}
 	cur, err := s.Get(ctx, id, now)
@@ -178,4 +189,21 @@ func replayAgain(rec *Record, now time.Time) (replayUntil, expiresAt time.Time) 
 		expiresAt = ea
 	}
 	return replayUntil, expiresAt
+}
+
+// replayable refuses a header a replay must never carry: a name that is
+// not an HTTP token or is never replayed, or a value that holds a control
+// character.
+func replayable(h http.Header) error {
+	for name, vs := range h {
+		if !httpheader.ValidName(name) || httpheader.NeverReplayed(name) {
+			return fmt.Errorf("header %q is never replayed", name)
+		}
+		for _, v := range vs {
+			if !httpheader.ValidValue(v) {
+				return fmt.Errorf("header %s: value holds a control character", name)
+			}
+		}
+	}
+	return nil
 }

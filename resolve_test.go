@@ -3,6 +3,7 @@ package idemkit_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -99,9 +100,15 @@ func TestResolveMayBeRunning(t *testing.T) {
 	}
 }
 
+// answer is a completed decision replaying a 201 with header h.
+func answer(h http.Header) idemkit.Resolution {
+	return idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops", Snapshot: &idemkit.Snapshot{Status: 201, Header: h}}
+}
+
 // TestResolveRefusals: Resolve refuses, writing nothing, a record that is
 // not there, one already completed or failed, and a decision that is
-// neither completed nor failed or completed without an answer.
+// neither completed nor failed, completed without an answer, or with an
+// answer holding a header a replay never carries.
 func TestResolveRefusals(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
@@ -133,6 +140,10 @@ func TestResolveRefusals(t *testing.T) {
 		{"no decision", stale.ID, idemkit.Resolution{Operator: "ops"}, idemkit.ErrRecordInvalid, ""},
 		{"indeterminate is no decision", stale.ID, decision(idemkit.StateIndeterminate), idemkit.ErrRecordInvalid, ""},
 		{"completed without an answer", stale.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, idemkit.ErrRecordInvalid, ""},
+		{"an answer with a cookie", stale.ID, answer(http.Header{"Set-Cookie": {"s=1"}}), idemkit.ErrRecordInvalid, ""},
+		{"an answer with a trace id", stale.ID, answer(http.Header{"X-Amzn-Trace-Id": {"Root=1"}}), idemkit.ErrRecordInvalid, ""},
+		{"an answer with a non-ASCII name", stale.ID, answer(http.Header{"\u017fet-Cookie": {"s=1"}}), idemkit.ErrRecordInvalid, ""},
+		{"an answer with an escape sequence", stale.ID, answer(http.Header{"Location": {"/a\x1b[2J"}}), idemkit.ErrRecordInvalid, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _, err := idemkit.Resolve(ctx, s, tc.id, tc.res, later)
