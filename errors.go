@@ -14,7 +14,7 @@ var (
 	ErrKeyMissing     = &KeyError{Reason: "missing"}
 	ErrKeyEmpty       = &KeyError{Reason: "empty"}
 	ErrKeyTooLong     = &KeyError{Reason: "too long"}
-	ErrKeyInvalidChar = &KeyError{Reason: "character outside printable ASCII"}
+	ErrKeyInvalidChar = &KeyError{Reason: "character not allowed in a key"}
 	ErrKeyMalformed   = &KeyError{Reason: "malformed"}
 	ErrKeyMultiple    = &KeyError{Reason: "two different values in one request"}
 )

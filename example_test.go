@@ -51,7 +51,7 @@ func ExampleParseKey() {
 	// "abc" -> "abc" <nil>
 	// "\"abc\"" -> "abc" <nil>
 	// "\"a b\"" -> "a b" <nil>
-	// "a b" -> "" idemkit: invalid Idempotency-Key: character outside printable ASCII: byte 0x20 at offset 1
+	// "a b" -> "" idemkit: invalid Idempotency-Key: character not allowed in a key: a space at offset 1 of a bare key (send a key with spaces quoted: "\"a b\"")
 }
 
 func ExampleScope_ID() {

@@ -256,14 +256,17 @@ func parseKeyMember(m string) (string, error) {
 			return "", fmt.Errorf("%w: quote inside a bare value", ErrKeyMalformed)
 		}
 		if i := invalidBareByte(m); i >= 0 {
-			return "", fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, m[i], i)
+			if m[i] == ' ' || m[i] == '\t' {
+				return "", fmt.Errorf("%w: a space at offset %d of a bare key (send a key with spaces quoted: %q)", ErrKeyInvalidChar, i, `"a b"`)
+			}
+			return "", fmt.Errorf("%w: byte 0x%02x at offset %d (a key is printable ASCII)", ErrKeyInvalidChar, m[i], i)
 		}
 		return m, nil
 	}
 	item, err := httpsfv.UnmarshalItem([]string{m})
 	if err != nil {
 		if i := invalidQuotedByte(m); i >= 0 {
-			return "", fmt.Errorf("%w: byte 0x%02x at offset %d", ErrKeyInvalidChar, m[i], i)
+			return "", fmt.Errorf("%w: byte 0x%02x at offset %d (a key is printable ASCII)", ErrKeyInvalidChar, m[i], i)
 		}
 		return "", fmt.Errorf("%w: %v", ErrKeyMalformed, err)
 	}

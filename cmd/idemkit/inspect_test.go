@@ -22,7 +22,7 @@ func TestInspect(t *testing.T) {
 	binary := scopeOf("bin-1")
 	png := []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}
 	f.seedCompleted(binary, &idemkit.Snapshot{Status: 200, Header: http.Header{"Content-Type": {"image/png"}}, Body: png})
-	spaced := scopeOf("a key, with spaces")
+	spaced := scopeOf("a key with spaces")
 	f.seedIndeterminate(spaced, time.Now().Add(-90*time.Minute))
 
 	cases := []struct {
@@ -41,8 +41,8 @@ func TestInspect(t *testing.T) {
 			[]string{"Body:\n{\"id\":\"42\",\"total\":1999}\n"}, []string{"--body prints it"}},
 		{"--body prints binary as base64", append([]string{"inspect", "--body"}, scopeArgs(binary)...),
 			[]string{"Body (binary, 8 bytes, printed as base64):\n" + base64.StdEncoding.EncodeToString(png) + "\n"}, []string{"PNG"}},
-		{"indeterminate, key needing quotes", []string{"inspect", "--tenant", "acme", "--operation", "POST /orders", "--key", `"a key, with spaces"`},
-			[]string{"State         indeterminate", `Key           "a key, with spaces"`, "Response      none stored", "(1h30m ago)"}, nil},
+		{"indeterminate, key needing quotes", []string{"inspect", "--tenant", "acme", "--operation", "POST /orders", "--key", `"a key with spaces"`},
+			[]string{"State         indeterminate", `Key           "a key with spaces"`, "Response      none stored", "(1h30m ago)"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

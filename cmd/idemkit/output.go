@@ -340,7 +340,7 @@ func displayKey(k string) string {
 	if q := displayText(k); q != k {
 		return q
 	}
-	if !strings.ContainsAny(k, " \"\\,") {
+	if !strings.ContainsAny(k, " \"\\") {
 		return k
 	}
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
