@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,11 +70,12 @@ func Routes[R ~struct {
 }
 
 type route struct {
-	optional bool
-	fp       *fingerprint.Fingerprinter
-	fpPath   *fingerprint.Fingerprinter // fp that also hashes the concrete path
-	query    bool                       // fp reads query parameters
-	headers  bool                       // fp reads headers
+	optional   bool
+	fp         *fingerprint.Fingerprinter
+	fpPath     *fingerprint.Fingerprinter // fp that also hashes the concrete path
+	query      bool                       // fp reads query parameters
+	queryNames []string                   // the only ones it reads, sorted; nil: all
+	headers    bool                       // fp reads headers
 }
 
 // Front is a compiled Options bound to an idemkit.Guard: the HTTP front
@@ -187,7 +191,8 @@ func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 	if err != nil {
 		return route{}, err
 	}
-	return route{optional: optional, fp: fp, fpPath: fpPath, query: !o.IgnoreQuery, headers: len(o.Headers) > 0}, nil
+	return route{optional: optional, fp: fp, fpPath: fpPath, query: !o.IgnoreQuery,
+		queryNames: slices.Compact(slices.Sorted(slices.Values(o.Query))), headers: len(o.Headers) > 0}, nil
 }
 
 // MustNew is New that panics, naming pkg, when o cannot be used. Adapters
@@ -401,7 +406,8 @@ func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Prob
 	if p != nil {
 		return idemkit.Request{}, p
 	}
-	fper, in := a.fingerprintInput(r)
+	rt := a.route(r)
+	fper, in := a.fingerprintInput(rt, r)
 	fp, err := fper.Compute(in)
 	if err != nil {
 		a.g.Refuse(ctx, scope, err)
@@ -413,7 +419,50 @@ func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Prob
 		FingerprintAs: func(version string) (string, error) {
 			return fper.ComputeVersion(version, in)
 		},
+		Resource: resource(rt, in),
 	}, nil
+}
+
+// resource returns the idemkit.Request.Resource of a request whose
+// fingerprint input is in: its concrete path and, when its route's
+// fingerprint reads the query, the parameters it reads (names sorted,
+// each name's values in order; a selected name without a value is left
+// out, as the fingerprint does not tell it from an absent one). Every
+// part is length-prefixed, so no two resources share an encoding. Two
+// requests the fingerprint tells apart by their path or query never share
+// a resource, and the retries of one request, however its query is
+// spelled, always do: the resource depends on neither the body nor the
+// fingerprint version.
+func resource(rt route, in fingerprint.Input) string {
+	var b strings.Builder
+	field := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	field(in.Path)
+	if !rt.query {
+		return b.String()
+	}
+	names := rt.queryNames
+	if names == nil {
+		names = slices.Sorted(maps.Keys(in.Query))
+	} else {
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return len(in.Query[n]) == 0 })
+	}
+	if len(names) == 0 {
+		return b.String()
+	}
+	b.WriteString("?" + strconv.Itoa(len(names)) + "#")
+	for _, n := range names {
+		field(n)
+		vs := in.Query[n]
+		b.WriteString(strconv.Itoa(len(vs)) + "#")
+		for _, v := range vs {
+			field(v)
+		}
+	}
+	return b.String()
 }
 
 // scope returns r's tenant, operation and key, or the problem that
@@ -449,10 +498,9 @@ func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *Problem)
 	return scope, nil
 }
 
-// fingerprintInput returns the fingerprinter of r's route and what of r it
-// hashes.
-func (a *Front) fingerprintInput(r *Request) (*fingerprint.Fingerprinter, fingerprint.Input) {
-	rt := a.route(r)
+// fingerprintInput returns the fingerprinter of r's route rt and what of
+// r it hashes.
+func (a *Front) fingerprintInput(rt route, r *Request) (*fingerprint.Fingerprinter, fingerprint.Input) {
 	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
 		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}
 	fper := rt.fp

@@ -35,8 +35,9 @@ type identityResp struct {
 
 // identityOpts are the settings the identity tests vary.
 type identityOpts struct {
-	template    bool // RouteTemplate
-	ignoreQuery bool // Fingerprint.IgnoreQuery
+	template    bool     // RouteTemplate
+	ignoreQuery bool     // Fingerprint.IgnoreQuery
+	query       []string // Fingerprint.Query
 }
 
 // identityFronts names the fronts sendIdentity knows: "httpmw" wraps a
@@ -60,7 +61,7 @@ func sendIdentity(t *testing.T, g *idemkit.Guard, front string, o identityOpts, 
 		}
 		return http.StatusCreated
 	}
-	fp := fingerprint.Options{IgnoreQuery: o.ignoreQuery}
+	fp := fingerprint.Options{IgnoreQuery: o.ignoreQuery, Query: o.query}
 	const body = `{"amount":1000}`
 	hdr := map[string]string{"Idempotency-Key": r.key, "Content-Type": "application/json"}
 	switch front {
@@ -225,5 +226,66 @@ func TestMethodCaseIsIdentity(t *testing.T) {
 				t.Fatalf("account-wide POST after post: %+v, want a 422 operation mismatch", got)
 			}
 		})
+	}
+}
+
+// TestExecutionIDPerResource: through every front, ExecutionID differs
+// wherever the request's identity does (tenant, operation, key, and the
+// concrete resource: the path, which a route template does not name, and
+// the query when it is fingerprinted), so a key reused once its record is
+// gone never gets the identity of another request: /orders/2/capture
+// after /orders/1/capture does not find order 1's capture as its own. It
+// is the same for the retries of one request, however its query is
+// spelled. Each request runs over a store of its own, as after the
+// record's expiry.
+func TestExecutionIDPerResource(t *testing.T) {
+	capture := identityReq{method: "POST", path: "/orders/1/capture", template: "/orders/{id}/capture", tenant: "tenant-a", key: "k"}
+	with := func(f func(*identityReq)) identityReq {
+		r := capture
+		f(&r)
+		return r
+	}
+	orders := identityReq{method: "POST", path: "/orders", query: "order=1&note=a%20b", tenant: "tenant-a", key: "k"}
+	withQuery := func(q string) identityReq {
+		r := orders
+		r.query = q
+		return r
+	}
+	templated := map[string]bool{"v1": true, "v2": true, "httpmw/pattern": true}
+	for _, tc := range []struct {
+		name string
+		o    identityOpts
+		a, b identityReq
+		same bool
+	}{
+		{"another resource of the template", identityOpts{template: true}, capture, with(func(r *identityReq) { r.path = "/orders/2/capture" }), false},
+		{"another path", identityOpts{}, capture, with(func(r *identityReq) { r.path = "/orders/2/capture" }), false},
+		{"another tenant", identityOpts{template: true}, capture, with(func(r *identityReq) { r.tenant = "tenant-b" }), false},
+		{"another key", identityOpts{template: true}, capture, with(func(r *identityReq) { r.key = "k2" }), false},
+		{"another method", identityOpts{template: true}, capture, with(func(r *identityReq) { r.method = "PATCH" }), false},
+		{"the same request", identityOpts{template: true}, capture, capture, true},
+		{"another query", identityOpts{}, orders, withQuery("order=2&note=a%20b"), false},
+		{"a query with another value", identityOpts{}, orders, withQuery("order=1&note=a%20b&order=2"), false},
+		{"the query spelled otherwise", identityOpts{}, orders, withQuery("note=a+b&order=%31"), true},
+		{"another query, not fingerprinted", identityOpts{ignoreQuery: true}, orders, withQuery("order=2"), true},
+		{"another selected parameter", identityOpts{query: []string{"order"}}, orders, withQuery("order=2&note=a%20b"), false},
+		{"another parameter, not selected", identityOpts{query: []string{"order", "page"}}, orders, withQuery("order=1&note=c"), true},
+		{"a selected parameter left out", identityOpts{query: []string{"order"}}, orders, withQuery("note=a%20b"), false},
+	} {
+		for _, front := range identityFronts {
+			if tc.o.template && !templated[front] {
+				continue // no route templates: the path names the operation
+			}
+			t.Run(tc.name+"/"+front, func(t *testing.T) {
+				a := sendIdentity(t, newGuard(t, nil), front, tc.o, tc.a)
+				b := sendIdentity(t, newGuard(t, nil), front, tc.o, tc.b)
+				if a.status != 201 || b.status != 201 || a.exec == "" || b.exec == "" {
+					t.Fatalf("%+v, %+v: want two runs", a, b)
+				}
+				if (a.exec == b.exec) != tc.same {
+					t.Errorf("ExecutionID %s and %s: want the same %v", a.exec, b.exec, tc.same)
+				}
+			})
+		}
 	}
 }
