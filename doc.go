@@ -52,7 +52,8 @@
 // # The handler's own writes
 //
 // [ExecutionID] gives a handler an identity that is the same for every
-// retry of a request, to key its own writes on; a handler error wrapping
+// retry of a request and differs wherever its tenant, operation, key or
+// resource does, to key its own writes on; a handler error wrapping
 // [ErrOutcomeUnknown] keeps the key instead of releasing it, so that a
 // request whose effect is unknown is never run twice.
 //

@@ -97,6 +97,15 @@ var ErrLeaseLost = errors.New("idemkit: the lease on the idempotency key was los
 // so the request fails closed.
 var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrTenantMissing, MaxTenantLen)
 
+// ErrTenantInexact is wrapped by the error of a tenant extractor given an
+// identity that cannot name a tenant exactly: a number past 2^53-1 decoded
+// as float64 (the decoder may have rounded it, and two callers with it),
+// a fraction, a boolean, an object, an array, or text that spells one of
+// them lossily. Returned as a Tenant's error it fails the request closed,
+// like any tenant error: a tenant is exact or refused, never rounded into
+// another caller's.
+var ErrTenantInexact = errors.New("idemkit: the caller's identity cannot name a tenant exactly")
+
 // Errors returned by a [Store].
 var (
 	// ErrNotFound: no live record has the ID.

@@ -23,46 +23,59 @@ type executionKey struct{}
 
 // ExecutionID returns the execution identity of the guarded request ctx
 // belongs to, or "" outside a guarded handler. It is the same for every
-// retry of one scope (tenant, operation, key) and distinct across scopes,
-// so a handler can key its own writes on it (an order ID, a conditional
-// put, a payment provider's idempotency key) and recognise a write of an
-// earlier attempt whose answer was lost. It is 32 lowercase hex digits: an
-// HMAC-SHA-256 over the whole scope, with Config.ExecutionSecret as the
-// key when set, so it cannot be derived from the Idempotency-Key alone
-// (nor, with a secret, from the scope).
+// retry of one request, and distinct wherever the request's identity
+// differs: its tenant, operation, key ([Scope]) and concrete resource
+// ([Request.Resource]: the path, which an operation named by a route
+// template does not say, and the query when it is fingerprinted), so a key
+// reused for another resource once its record is gone never gets the
+// identity of the first. It does not depend on the fingerprint or its
+// version. A handler can key its own writes on it (an order ID, a
+// conditional put, a payment provider's idempotency key) and recognise a
+// write of an earlier attempt whose answer was lost. It is 32 lowercase
+// hex digits: an HMAC-SHA-256 over the scope and the resource, with
+// Config.ExecutionSecret as the key when set, so it cannot be derived from
+// the Idempotency-Key alone (nor, with a secret, from the request).
 func ExecutionID(ctx context.Context) string {
 	e, ok := ctx.Value(executionKey{}).(*execution)
 	if !ok {
 		return ""
 	}
-	e.once.Do(func() { e.id = executionID(e.secret, e.scope) })
+	e.once.Do(func() { e.id = executionID(e.secret, e.scope, e.resource) })
 	return e.id
 }
 
 // execution is the identity of one guarded handler run, computed on first
 // use: most handlers never ask for it.
 type execution struct {
-	secret []byte
-	scope  Scope
-	once   sync.Once
-	id     string // set by once
+	secret   []byte
+	scope    Scope
+	resource string
+	once     sync.Once
+	id       string // set by once
 }
 
-// withExecution returns ctx carrying the execution identity of scope.
-func withExecution(ctx context.Context, secret []byte, scope Scope) context.Context {
-	return context.WithValue(ctx, executionKey{}, &execution{secret: secret, scope: scope})
+// withExecution returns ctx carrying the execution identity of scope and
+// resource.
+func withExecution(ctx context.Context, secret []byte, scope Scope, resource string) context.Context {
+	return context.WithValue(ctx, executionKey{}, &execution{secret: secret, scope: scope, resource: resource})
 }
 
-// executionID computes the execution identity of scope.
-func executionID(secret []byte, scope Scope) string {
+// executionID computes the execution identity of scope and resource.
+func executionID(secret []byte, scope Scope, resource string) string {
 	key := secret
 	if len(key) == 0 {
 		key = []byte("idemkit execution id v1")
 	}
 	m := hmac.New(sha256.New, key)
 	// Its own length-prefixed encoding of the whole scope, so that the
-	// identity does not change with the store's record ID.
-	for _, f := range []string{scope.Tenant, scope.Operation, scope.Key} {
+	// identity does not change with the store's record ID; a resource is a
+	// fourth field, so a request without one keeps the identity of its
+	// scope, and no resource can make the encoding of another request.
+	fields := []string{scope.Tenant, scope.Operation, scope.Key}
+	if resource != "" {
+		fields = append(fields, resource)
+	}
+	for _, f := range fields {
 		m.Write([]byte(strconv.Itoa(len(f)) + ":" + f))
 	}
 	return hex.EncodeToString(m.Sum(nil)[:16])

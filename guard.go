@@ -83,6 +83,13 @@ type Request struct {
 	// older version, for records stored before a version change. Without it
 	// a stored fingerprint of another version is a mismatch.
 	FingerprintAs func(version string) (string, error)
+	// Resource names the concrete resource the request acts on where the
+	// scope may not (an operation named by a route template covers many):
+	// the adapters give the concrete path and the query as the fingerprint
+	// reads it. It is part of the request's [ExecutionID] only, not of its
+	// record's identity, which the fingerprint guards. Empty: the scope
+	// alone names the request.
+	Resource string
 }
 
 // Guard runs handlers at most once per scope. It is safe for concurrent use.
@@ -560,7 +567,7 @@ var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.
 // runtime.Goexit runs in a deferred call that does not recover, so a panic
 // goes on with the handler's own stack.
 func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
-	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope)
+	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope, c.req.Resource)
 	var lost func()
 	if c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start)) > 0 {
 		// A renewed run can outlive what protects it: under Takeover its

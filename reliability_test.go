@@ -244,6 +244,57 @@ func TestExecutionID(t *testing.T) {
 	}
 }
 
+// TestExecutionIDResource: the execution identity tells apart requests of
+// one scope that act on different resources (an operation named by a
+// route template covers many), so a key reused for order 2 once order 1's
+// record is gone does not find order 1's writes as its own; it is the same
+// for the retries of one request, whatever their fingerprint's version.
+func TestExecutionIDResource(t *testing.T) {
+	capture := func(fp, resource string, fail bool) (id string) {
+		f := newFixture(t, nil)
+		r := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: "k"}, Fingerprint: fp, Resource: resource}
+		for _, fail := range []bool{fail, false} { // a failed run, then its retry
+			f.do(t, r, func(ctx context.Context) (*idemkit.Snapshot, error) {
+				if id != "" && id != idemkit.ExecutionID(ctx) {
+					t.Errorf("resource %q: the retry's identity %s, the first run's %s", resource, idemkit.ExecutionID(ctx), id)
+				}
+				id = idemkit.ExecutionID(ctx)
+				if fail {
+					return nil, errors.New("downstream timeout")
+				}
+				return &idemkit.Snapshot{Status: 201}, nil
+			})
+			if !fail {
+				break
+			}
+		}
+		return id
+	}
+	order1 := capture("v2:sha256:aa", "17:/orders/1/capture", true)
+	for _, tc := range []struct {
+		name, fp, resource string
+		same               bool
+	}{
+		{"the same request, its fingerprint of another version", "v1:sha256:bb", "17:/orders/1/capture", true},
+		{"another resource", "v2:sha256:aa", "17:/orders/2/capture", false},
+		{"no resource", "v2:sha256:aa", "", false},
+	} {
+		if got := capture(tc.fp, tc.resource, false); (got == order1) != tc.same {
+			t.Errorf("%s: %s, the first request's %s; want the same %v", tc.name, got, order1, tc.same)
+		}
+	}
+	// The derivation is part of the contract: the resource is a fourth
+	// length-prefixed field, HMAC-SHA-256 keyed with "idemkit execution id
+	// v1" over "4:acme14:POST /payments1:k11:9:/payments", first 16 bytes,
+	// computed independently. Without a resource, the scope's identity.
+	if got := capture("v2:sha256:aa", "9:/payments", false); got != "85d207045bb49d0b4ff137487b2b9905" {
+		t.Errorf("ExecutionID of (acme, POST /payments, k) on 9:/payments = %s: the derivation changed", got)
+	}
+	if got := capture("v2:sha256:aa", "", false); got != "e61e8e80340a0f335f8de035a85d34c5" {
+		t.Errorf("ExecutionID of (acme, POST /payments, k) without a resource = %s: the derivation changed", got)
+	}
+}
+
 // A handler that says its outcome is unknown keeps the key: the record is
 // indeterminate at once, under either stale policy, and never run again.
 func TestOutcomeUnknownKeepsTheClaim(t *testing.T) {

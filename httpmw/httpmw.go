@@ -69,7 +69,11 @@ const DefaultMaxBodyBytes = 6 << 20
 // docs/FINGERPRINT.md says: "/orders/%31" and "/orders/1" are one).
 type Config struct {
 	// Tenant returns the authenticated caller of r (from the session or
-	// token your authentication middleware verified, never from the body).
+	// token your authentication middleware verified, never from the body),
+	// exactly: taken byte for byte, so return an error wrapping
+	// idemkit.ErrTenantInexact for an identity that may not be exact (a
+	// numeric claim decoded as a float64 past 2^53-1 may be the rounding
+	// of another caller's id), never a rounded or reformatted one.
 	// Nil, an empty result or an error: the request fails closed (500
 	// tenant-missing), the handler does not run and nothing is stored. The
 	// error, joined with idemkit.ErrTenantMissing, goes to the Observer

@@ -170,14 +170,14 @@ func isRoute(key string) bool {
 }
 
 // MatchRoute returns the route key and path parameters of a request, as
-// API Gateway matches them against Routes: segment by segment, "{name}"
-// matching one non-empty segment. ok is false when no route matches
+// API Gateway matches them against Routes: the method exactly, then the
+// path segment by segment, "{name}" matching one non-empty segment. ok is false when no route matches
 // (API Gateway then answers 404 without invoking the function).
 func MatchRoute(method, path string) (routeKey string, params map[string]string, ok bool) {
 	segs := strings.Split(path, "/")
 	for _, r := range Routes {
 		m, tmpl, _ := strings.Cut(r, " ")
-		if !strings.EqualFold(m, method) {
+		if m != method { // methods are case-sensitive (RFC 9110): post is not POST
 			continue
 		}
 		ts := strings.Split(tmpl, "/")

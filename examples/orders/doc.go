@@ -41,7 +41,7 @@
 // # Writes that never run twice
 //
 // The order's and the payment's IDs derive from idemkit.ExecutionID: every
-// run of one key (same caller and route) computes the same ID, and the
+// run of one key (same caller, route and resource) computes the same ID, and the
 // repository's writes are conditional on it (attribute_not_exists in
 // DynamoRepo, the same in MemRepo). A run that finds its item stored, an
 // earlier run's write whose answer was lost, returns it instead of

@@ -194,7 +194,7 @@ var idNamespace = uuid.MustParse("5d0f1c6e-8f3a-4f57-9a51-3c1f0e7d2b64")
 // executionBased returns the ID of the kind ("order", "payment") of item
 // the guarded request ctx creates: a UUID (version 5) derived from
 // idemkit.ExecutionID, the same for every run of one Idempotency-Key (same
-// caller and route) and distinct across them. A run that finds the item
+// caller, route and resource) and distinct across them. A run that finds the item
 // under its ID stored knows an earlier run of the same key stored it.
 func executionBased(ctx context.Context, kind string) (string, error) {
 	x := idemkit.ExecutionID(ctx)

@@ -141,6 +141,8 @@ func TestMatchRoute(t *testing.T) {
 		{"POST", "/orders/", "", "", false},
 		{"GET", "/orders/1/2", "", "", false},
 		{"PUT", "/orders/1", "", "", false},
+		{"post", "/orders", "", "", false},
+		{"Get", "/orders/42", "", "", false},
 	} {
 		key, p, ok := orders.MatchRoute(tc.method, tc.path)
 		if key != tc.key || ok != tc.ok || p["id"] != tc.id {

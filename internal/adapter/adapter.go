@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,11 +70,12 @@ func Routes[R ~struct {
 }
 
 type route struct {
-	optional bool
-	fp       *fingerprint.Fingerprinter
-	fpPath   *fingerprint.Fingerprinter // fp that also hashes the concrete path
-	query    bool                       // fp reads query parameters
-	headers  bool                       // fp reads headers
+	optional   bool
+	fp         *fingerprint.Fingerprinter
+	fpPath     *fingerprint.Fingerprinter // fp that also hashes the concrete path
+	query      bool                       // fp reads query parameters
+	queryNames []string                   // the only ones it reads, sorted; nil: all
+	headers    bool                       // fp reads headers
 }
 
 // Front is a compiled Options bound to an idemkit.Guard: the HTTP front
@@ -88,9 +92,10 @@ type Front struct {
 	storeRetry time.Duration
 }
 
-// New compiles o. It fails when g is nil or o cannot be used: a safe method
-// in Methods, a header that may never be replayed in ReplayHeaders, invalid
-// fingerprint options.
+// New compiles o. It fails when g is nil or o cannot be used: a safe
+// method, or one not an upper-case token, in Methods or a Routes key, a
+// header that may never be replayed in ReplayHeaders, invalid fingerprint
+// options.
 func New(g *idemkit.Guard, o Options) (*Front, error) {
 	if g == nil {
 		return nil, errors.New("nil *idemkit.Guard")
@@ -110,9 +115,11 @@ func New(g *idemkit.Guard, o Options) (*Front, error) {
 	if o.Methods != nil {
 		a.methods = nil
 		for _, m := range o.Methods {
-			m = strings.ToUpper(m)
+			if err := checkMethod(m); err != nil {
+				return nil, err
+			}
 			switch m {
-			case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodConnect, "":
+			case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodConnect:
 				return nil, fmt.Errorf("method %q cannot be guarded: it is safe by definition", m)
 			}
 			a.methods = append(a.methods, m)
@@ -128,6 +135,13 @@ func New(g *idemkit.Guard, o Options) (*Front, error) {
 	if len(o.Routes) > 0 {
 		a.routes = make(map[string]route, len(o.Routes))
 		for name, r := range o.Routes {
+			m, _, ok := strings.Cut(name, " ")
+			if !ok {
+				return nil, fmt.Errorf("route %q: want \"METHOD /path\"", name)
+			}
+			if err := checkMethod(m); err != nil {
+				return nil, fmt.Errorf("route %q: %w", name, err)
+			}
 			fo := r.Fingerprint
 			if fo == nil {
 				fo = &o.Fingerprint
@@ -142,6 +156,30 @@ func New(g *idemkit.Guard, o Options) (*Front, error) {
 	return a, nil
 }
 
+// checkMethod refuses a configured method that is not an upper-case token.
+// Methods are case-sensitive (RFC 9110, section 9.1): "post" is another
+// method than POST, which no client means, so it is a configuration error,
+// not a method to guard apart.
+func checkMethod(m string) error {
+	if m == "" {
+		return errors.New("empty method")
+	}
+	for i := 0; i < len(m); i++ {
+		switch c := m[i]; {
+		case 'a' <= c && c <= 'z':
+			return fmt.Errorf("method %q is not upper case: methods are case-sensitive (RFC 9110), so it would not name %q", m, strings.ToUpper(m))
+		case !isTchar(c):
+			return fmt.Errorf("method %q is not a token (RFC 9110): byte 0x%02x", m, c)
+		}
+	}
+	return nil
+}
+
+// isTchar reports whether c may appear in a token (RFC 9110, section 5.6.2).
+func isTchar(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
 func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 	fp, err := fingerprint.New(*o)
 	if err != nil {
@@ -153,7 +191,8 @@ func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 	if err != nil {
 		return route{}, err
 	}
-	return route{optional: optional, fp: fp, fpPath: fpPath, query: !o.IgnoreQuery, headers: len(o.Headers) > 0}, nil
+	return route{optional: optional, fp: fp, fpPath: fpPath, query: !o.IgnoreQuery,
+		queryNames: slices.Compact(slices.Sorted(slices.Values(o.Query))), headers: len(o.Headers) > 0}, nil
 }
 
 // MustNew is New that panics, naming pkg, when o cannot be used. Adapters
@@ -170,7 +209,13 @@ func MustNew(pkg string, g *idemkit.Guard, o Options) *Front {
 // Header returns the request header name carrying the key.
 func (a *Front) Header() string { return a.header }
 
-// Guarded reports whether requests with this method are guarded.
+// Guarded reports whether requests with this method are guarded: the
+// guarded methods and their spellings in another case ("post" when POST
+// is guarded). A method is case-sensitive (RFC 9110), so such a spelling
+// is another method, with an operation of its own ("post /orders", never
+// sharing a record with "POST /orders"); it is guarded all the same
+// because a handler may fold the case of methods, as some routers do, and
+// would then run it as a POST: unguarded, a retry would run it twice.
 func (a *Front) Guarded(method string) bool {
 	for _, m := range a.methods {
 		if strings.EqualFold(m, method) {
@@ -205,8 +250,9 @@ type Request struct {
 	Tenant func(ctx context.Context) (string, error)
 }
 
-// Operation returns the operation of r: its method and concrete path, or
-// with RouteTemplate its route template. A greedy template ("{proxy+}",
+// Operation returns the operation of r: its method, exactly as sent
+// ("post" is not "POST", RFC 9110), and its concrete path, or with
+// RouteTemplate its route template. A greedy template ("{proxy+}",
 // "$default") names no single operation, so the concrete path is used.
 // Paths are compared byte for byte: "/orders/" and "/orders", or "/Orders"
 // and "/orders", are distinct operations, as the routers see them. A front
@@ -214,9 +260,9 @@ type Request struct {
 // its percent-encoding spellings ("/orders/%31", "/orders/1") are one.
 func (a *Front) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
-		return strings.ToUpper(r.Method) + " " + t
+		return r.Method + " " + t
 	}
-	return strings.ToUpper(r.Method) + " " + r.Path
+	return r.Method + " " + r.Path
 }
 
 // opTemplate returns the route template that names r's operation, if any.
@@ -231,12 +277,13 @@ func (a *Front) opTemplate(r *Request) (string, bool) {
 	return "", false
 }
 
-// route returns the settings for r.
+// route returns the settings for r, whose method names a route exactly:
+// "post /orders" has the default settings, not those of "POST /orders".
 func (a *Front) route(r *Request) route {
 	if a.routes == nil {
 		return a.def
 	}
-	m := strings.ToUpper(r.Method)
+	m := r.Method
 	if r.Template != "" {
 		if rt, ok := a.routes[m+" "+r.Template]; ok {
 			return rt
@@ -359,7 +406,8 @@ func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Prob
 	if p != nil {
 		return idemkit.Request{}, p
 	}
-	fper, in := a.fingerprintInput(r)
+	rt := a.route(r)
+	fper, in := a.fingerprintInput(rt, r)
 	fp, err := fper.Compute(in)
 	if err != nil {
 		a.g.Refuse(ctx, scope, err)
@@ -371,7 +419,50 @@ func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Prob
 		FingerprintAs: func(version string) (string, error) {
 			return fper.ComputeVersion(version, in)
 		},
+		Resource: resource(rt, in),
 	}, nil
+}
+
+// resource returns the idemkit.Request.Resource of a request whose
+// fingerprint input is in: its concrete path and, when its route's
+// fingerprint reads the query, the parameters it reads (names sorted,
+// each name's values in order; a selected name without a value is left
+// out, as the fingerprint does not tell it from an absent one). Every
+// part is length-prefixed, so no two resources share an encoding. Two
+// requests the fingerprint tells apart by their path or query never share
+// a resource, and the retries of one request, however its query is
+// spelled, always do: the resource depends on neither the body nor the
+// fingerprint version.
+func resource(rt route, in fingerprint.Input) string {
+	var b strings.Builder
+	field := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	field(in.Path)
+	if !rt.query {
+		return b.String()
+	}
+	names := rt.queryNames
+	if names == nil {
+		names = slices.Sorted(maps.Keys(in.Query))
+	} else {
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return len(in.Query[n]) == 0 })
+	}
+	if len(names) == 0 {
+		return b.String()
+	}
+	b.WriteString("?" + strconv.Itoa(len(names)) + "#")
+	for _, n := range names {
+		field(n)
+		vs := in.Query[n]
+		b.WriteString(strconv.Itoa(len(vs)) + "#")
+		for _, v := range vs {
+			field(v)
+		}
+	}
+	return b.String()
 }
 
 // scope returns r's tenant, operation and key, or the problem that
@@ -407,10 +498,9 @@ func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *Problem)
 	return scope, nil
 }
 
-// fingerprintInput returns the fingerprinter of r's route and what of r it
-// hashes.
-func (a *Front) fingerprintInput(r *Request) (*fingerprint.Fingerprinter, fingerprint.Input) {
-	rt := a.route(r)
+// fingerprintInput returns the fingerprinter of r's route rt and what of
+// r it hashes.
+func (a *Front) fingerprintInput(rt route, r *Request) (*fingerprint.Fingerprinter, fingerprint.Input) {
 	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
 		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}
 	fper := rt.fp

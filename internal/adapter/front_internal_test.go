@@ -39,8 +39,9 @@ var neverReplayed = []string{
 
 // TestNewRefuses: Options that cannot be used are refused when the front
 // is built, never at request time: a nil guard, a negative MaxKeyLen, a
-// method safe by definition (any case), a header that must never be
-// replayed (every one of them, any case), invalid fingerprint options.
+// method (in Methods or a Routes key) safe by definition, not upper case
+// or not a token, a header that must never be replayed (every one of
+// them, any case), invalid fingerprint options.
 func TestNewRefuses(t *testing.T) {
 	g := testGuard(t)
 	cases := map[string]Options{
@@ -52,9 +53,16 @@ func TestNewRefuses(t *testing.T) {
 		"Query with IgnoreQuery":    {Fingerprint: fingerprint.Options{Query: []string{"a"}, IgnoreQuery: true}},
 		"fingerprint empty header":  {Fingerprint: fingerprint.Options{Headers: []string{""}}},
 		"route Include bad pointer": {Routes: map[string]Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"amount"}}}}},
+		"route without a path":      {Routes: map[string]Route{"POST": {KeyOptional: true}}},
 	}
-	for _, m := range []string{"GET", "get", "HEAD", "Head", "OPTIONS", "options", "TRACE", "trace", "CONNECT", "connect"} {
+	// Methods are case-sensitive: a lower-case one names no method a
+	// client means, and a method must be a token.
+	for _, m := range []string{"GET", "get", "HEAD", "Head", "OPTIONS", "options", "TRACE", "trace", "CONNECT", "connect", "PO ST"} {
 		cases["method "+m] = Options{Methods: []string{"POST", m}}
+	}
+	for _, m := range []string{"post", "Post", "pOST", "patch", "put", "purge", "POST\t", "PÖST", "POST/1", "POST(1)"} {
+		cases["method "+m] = Options{Methods: []string{"POST", m}}
+		cases["route method "+m] = Options{Routes: map[string]Route{m + " /orders": {KeyOptional: true}}}
 	}
 	for _, h := range neverReplayed {
 		cases["replay "+h] = Options{ReplayHeaders: []string{"X-Order-Id", h}}
@@ -68,19 +76,21 @@ func TestNewRefuses(t *testing.T) {
 	if _, err := New(nil, Options{}); err == nil {
 		t.Error("New accepted a nil guard")
 	}
-	a, err := New(g, Options{MaxKeyLen: 0, Methods: []string{"put", "Delete"}, ReplayHeaders: []string{"x-order-id", "ETag"}})
+	a, err := New(g, Options{MaxKeyLen: 0, Methods: []string{"PUT", "DELETE", "PURGE"}, ReplayHeaders: []string{"x-order-id", "ETag"},
+		Routes: map[string]Route{"PUT /orders/{id}": {KeyOptional: true}, "POST $default": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.Guarded("PUT") || !a.Guarded("DELETE") || a.Guarded("POST") {
-		t.Errorf("methods %v: want PUT and DELETE only", a.methods)
+	if !a.Guarded("PUT") || !a.Guarded("DELETE") || !a.Guarded("PURGE") || a.Guarded("POST") {
+		t.Errorf("methods %v: want PUT, DELETE and PURGE only", a.methods)
 	}
 	if want := []string{"Content-Type", "Content-Encoding", "Location", "X-Order-Id", "Etag"}; !reflect.DeepEqual(a.replay, want) {
 		t.Errorf("replay allow-list %v, want %v", a.replay, want)
 	}
 }
 
-// TestOperation: the operation is the upper-case method and the concrete
+// TestOperation: the operation is the method as sent (RFC 9110: methods
+// are case-sensitive, "post" is not "POST") and the concrete
 // path, or with RouteTemplate the route template, unless the template is
 // greedy ("{proxy+}", "$default") or absent, which names no single
 // operation: then the concrete path again.
@@ -99,8 +109,8 @@ func TestOperation(t *testing.T) {
 		plain, tmpl            string
 	}{
 		{"POST", "/orders/1", "/orders/{id}", "POST /orders/1", "POST /orders/{id}"},
-		{"post", "/orders/1", "/orders/{id}", "POST /orders/1", "POST /orders/{id}"},
-		{"Patch", "/orders/1", "", "PATCH /orders/1", "PATCH /orders/1"},
+		{"post", "/orders/1", "/orders/{id}", "post /orders/1", "post /orders/{id}"},
+		{"Patch", "/orders/1", "", "Patch /orders/1", "Patch /orders/1"},
 		{"POST", "/orders/1", "/{proxy+}", "POST /orders/1", "POST /orders/1"},
 		{"POST", "/orders/1", "/orders/{rest+}", "POST /orders/1", "POST /orders/1"},
 		{"POST", "/orders/1", "$default", "POST /orders/1", "POST /orders/1"},
@@ -261,7 +271,7 @@ func TestRefuseScope(t *testing.T) {
 		{"no Tenant", nil, nil, idemkit.Scope{Operation: "POST /orders"}},
 	} {
 		got = nil
-		a.Refuse(context.Background(), &Request{Method: "post", Path: "/orders", Key: tc.key, Tenant: tc.tenant}, refusal)
+		a.Refuse(context.Background(), &Request{Method: "POST", Path: "/orders", Key: tc.key, Tenant: tc.tenant}, refusal)
 		if len(got) != 1 || got[0].Scope != tc.want || !errors.Is(got[0].Err, refusal) {
 			t.Errorf("%s: events %+v, want one refusal with scope %+v", tc.name, got, tc.want)
 		}

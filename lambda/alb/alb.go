@@ -84,12 +84,16 @@ func (c *Config) options() adapter.Options {
 }
 
 // Tenant returns the tenant of a request from its authenticated caller,
-// or "" when it has none.
+// or "" when it has none. A tenant is exact or refused, as
+// [github.com/idemkit/idemkit/lambda/apigw.Tenant] says: return an error
+// wrapping idemkit.ErrTenantInexact for an identity that may have been
+// rounded or rendered lossily, never a rounded value.
 type Tenant func(ctx context.Context, r *events.ALBTargetGroupRequest) (string, error)
 
 // OIDCIdentity names the tenant by the x-amzn-oidc-identity header, the
 // subject the load balancer's authenticate-oidc or authenticate-cognito
-// action sets. Use it only on listener rules with such an action: without
+// action sets, byte for byte (no case folding, trimming or normalization,
+// which could merge two callers). Use it only on listener rules with such an action: without
 // one, the client chooses the header.
 func OIDCIdentity() Tenant {
 	return func(_ context.Context, r *events.ALBTargetGroupRequest) (string, error) {

@@ -83,8 +83,14 @@ type Config struct {
 	Tenant Tenant
 
 	// Methods are the guarded methods. Nil: POST and PATCH. GET, HEAD,
-	// OPTIONS, TRACE and CONNECT cannot be listed. Requests with other
-	// methods pass through untouched, even with a key.
+	// OPTIONS, TRACE and CONNECT cannot be listed, nor a method with a
+	// lower-case letter: methods are case-sensitive (RFC 9110), so "post"
+	// would not name POST. Requests with other methods pass through
+	// untouched, even with a key, except a guarded method spelled in
+	// another case ("post"): it is another method, with an operation of
+	// its own ("post /orders", which never shares a record with "POST
+	// /orders"), and is guarded all the same, in case the handler folds
+	// the case of methods and would run it as a POST.
 	Methods []string
 	// Header is the request header carrying the key, matched in any case.
 	// Empty: "Idempotency-Key".
@@ -95,7 +101,8 @@ type Config struct {
 	// False: they get a 400 key-missing problem.
 	KeyOptional bool
 	// Routes overrides KeyOptional and Fingerprint per route, keyed by
-	// "METHOD /template" ("POST /orders/{id}/capture") or, where the event
+	// "METHOD /template" ("POST /orders/{id}/capture"; the method upper
+	// case, and matched exactly) or, where the event
 	// has no template, "METHOD /concrete/path" (a percent-encoded path in
 	// its normal form, as docs/FINGERPRINT.md says: "/orders/~ann", not
 	// "/orders/%7Eann").

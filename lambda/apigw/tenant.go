@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit"
 )
 
 // Request is the event a Tenant reads; exactly one field is set.
@@ -19,55 +23,83 @@ type Request struct {
 // Tenant returns the tenant of a request, from its authenticated caller
 // only, never from the body or a client-chosen header. It returns "" when
 // the request has none; the request then fails closed.
+//
+// A tenant is exact or refused: two callers must never share one. The
+// built-in extractors take strings byte for byte (no case folding,
+// trimming or Unicode normalization, which could merge two callers), and
+// refuse, with an error naming the field and wrapping
+// idemkit.ErrTenantInexact, every value that may not be exact: see
+// AuthorizerContext for numbers. A Tenant of your own must do the same.
 type Tenant func(ctx context.Context, r Request) (string, error)
 
 // JWTClaim names the tenant by a claim of an HTTP API JWT authorizer
-// (requestContext.authorizer.jwt.claims). Empty claim: "sub".
+// (requestContext.authorizer.jwt.claims). Empty claim: "sub". API Gateway
+// delivers these claims as strings; the tenant is the string, byte for
+// byte. Name a string claim (sub is one): a claim API Gateway rendered from
+// an array ("[a b]", which loses the boundaries of its elements) is
+// refused, and so is a number in fraction or exponent form ("1.5",
+// "1.2345678901234567E19"), which may have been rounded.
 func JWTClaim(claim string) Tenant {
 	if claim == "" {
 		claim = "sub"
 	}
+	field := "requestContext.authorizer.jwt.claims." + claim
 	return func(_ context.Context, r Request) (string, error) {
 		if r.V2 == nil || r.V2.RequestContext.Authorizer == nil || r.V2.RequestContext.Authorizer.JWT == nil {
 			return "", nil
 		}
-		return r.V2.RequestContext.Authorizer.JWT.Claims[claim], nil
+		return tenantValue(field, r.V2.RequestContext.Authorizer.JWT.Claims[claim], true)
 	}
 }
 
 // CognitoClaim names the tenant by a claim of a REST API Cognito user pool
-// authorizer (requestContext.authorizer.claims). Empty claim: "sub".
+// or JWT authorizer (requestContext.authorizer.claims). Empty claim: "sub".
+// A string claim is the tenant byte for byte, refused as JWTClaim says; a
+// number follows the rules of AuthorizerContext; a boolean, an object or
+// an array is refused.
 func CognitoClaim(claim string) Tenant {
 	if claim == "" {
 		claim = "sub"
 	}
+	field := "requestContext.authorizer.claims." + claim
 	return func(_ context.Context, r Request) (string, error) {
 		if r.V1 == nil {
 			return "", nil
 		}
 		claims, _ := r.V1.RequestContext.Authorizer["claims"].(map[string]any)
-		return scalar(claims[claim])
+		return tenantValue(field, claims[claim], true)
 	}
 }
 
 // AuthorizerContext names the tenant by a key of a Lambda authorizer's
 // context: requestContext.authorizer.<key> on a REST API ("principalId"
 // is the authorizer's principal), requestContext.authorizer.lambda.<key>
-// on an HTTP API. String and integer values are accepted.
+// on an HTTP API. A string is the tenant byte for byte, unless it spells
+// a number in fraction or exponent form (a REST API delivers the
+// context's numbers as text: "1.5", "1.2345678901234567E19"). An integer
+// is the tenant in decimal when it is exact: the Lambda runtime decodes a
+// JSON number as a float64, which holds every integer only up to 2^53-1
+// in magnitude; past it, two ids that round alike decode alike, so a
+// float64 past 2^53-1 is refused, as a fraction is. Return ids from the
+// authorizer as strings. A json.Number is exact when it is an integer
+// literal, of any size; a Go integer always is. A boolean, an object or
+// an array is refused.
 func AuthorizerContext(key string) Tenant {
+	v1Field, v2Field := "requestContext.authorizer."+key, "requestContext.authorizer.lambda."+key
 	return func(_ context.Context, r Request) (string, error) {
 		switch {
 		case r.V1 != nil:
-			return scalar(r.V1.RequestContext.Authorizer[key])
+			return tenantValue(v1Field, r.V1.RequestContext.Authorizer[key], false)
 		case r.V2 != nil && r.V2.RequestContext.Authorizer != nil:
-			return scalar(r.V2.RequestContext.Authorizer.Lambda[key])
+			return tenantValue(v2Field, r.V2.RequestContext.Authorizer.Lambda[key], false)
 		}
 		return "", nil
 	}
 }
 
 // APIKeyID names the tenant by the REST API key id the caller used
-// (requestContext.identity.apiKeyId; the key's id, not its secret value).
+// (requestContext.identity.apiKeyId; the key's id, not its secret value),
+// byte for byte.
 func APIKeyID() Tenant {
 	return func(_ context.Context, r Request) (string, error) {
 		if r.V1 == nil {
@@ -78,7 +110,7 @@ func APIKeyID() Tenant {
 }
 
 // IAMUserARN names the tenant by the IAM principal that signed the
-// request: requestContext.identity.userArn on a REST API,
+// request, byte for byte: requestContext.identity.userArn on a REST API,
 // requestContext.authorizer.iam.userArn on an HTTP API or function URL.
 func IAMUserARN() Tenant {
 	return func(_ context.Context, r Request) (string, error) {
@@ -100,20 +132,64 @@ func SingleTenant(name string) Tenant {
 	return func(context.Context, Request) (string, error) { return name, nil }
 }
 
-// scalar returns an authorizer value as a tenant: strings as they are,
-// integers in decimal; anything else is refused.
-func scalar(v any) (string, error) {
+// maxExactFloat is the largest integer below which every integer has a
+// float64 of its own: 2^53-1. A float64 past it may be the rounding of
+// another integer.
+const maxExactFloat = 1<<53 - 1
+
+// tenantValue returns the tenant an authorizer value v at field names, ""
+// for none, or an error wrapping idemkit.ErrTenantInexact when v cannot
+// name one exactly. claim says v is a token claim, which API Gateway may
+// render from an array.
+func tenantValue(field string, v any, claim bool) (string, error) {
+	refuse := func(format string, args ...any) (string, error) {
+		return "", fmt.Errorf("apigw: %s: %s: %w", field, fmt.Sprintf(format, args...), idemkit.ErrTenantInexact)
+	}
 	switch x := v.(type) {
 	case nil:
 		return "", nil
 	case string:
+		switch {
+		case claim && len(x) >= 2 && x[0] == '[' && x[len(x)-1] == ']':
+			return refuse("%.40q is an array claim as API Gateway renders it, which loses its elements' boundaries", x)
+		case numberText(x) && strings.ContainsAny(x, ".eE"):
+			return refuse("%.40q is a number in fraction or exponent form, which may have been rounded", x)
+		}
 		return x, nil
 	case json.Number:
-		return x.String(), nil
-	case float64:
-		if x == float64(int64(x)) {
-			return strconv.FormatInt(int64(x), 10), nil
+		s := string(x)
+		if !numberText(s) || strings.ContainsAny(s, ".eE") {
+			return refuse("%.40q is not an integer literal", s)
 		}
+		if s == "-0" {
+			s = "0"
+		}
+		return s, nil
+	case float64:
+		switch {
+		case math.IsNaN(x) || math.IsInf(x, 0) || x != math.Trunc(x):
+			return refuse("%v is not an integer", x)
+		case math.Abs(x) > maxExactFloat:
+			return refuse("%v is past 2^53-1, where a float64 may be the rounding of another integer: give the id as a string", x)
+		}
+		return strconv.FormatInt(int64(x), 10), nil
+	case bool:
+		return refuse("a boolean cannot name a tenant")
+	case map[string]any:
+		return refuse("an object cannot name a tenant")
+	case []any:
+		return refuse("an array cannot name a tenant")
 	}
-	return "", fmt.Errorf("apigw: authorizer value of type %T cannot name a tenant", v)
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(rv.Int(), 10), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(rv.Uint(), 10), nil
+	}
+	return refuse("a value of type %T cannot name a tenant", v)
+}
+
+// numberText reports whether s is a JSON number.
+func numberText(s string) bool {
+	return s != "" && (s[0] == '-' || '0' <= s[0] && s[0] <= '9') && json.Valid([]byte(s))
 }

@@ -128,7 +128,7 @@ func TestV2Methods(t *testing.T) {
 		{"POST guarded", "POST", nil, true},
 		{"PATCH guarded", "PATCH", nil, true},
 		{"PUT not guarded by default", "PUT", nil, false},
-		{"PUT guarded when configured", "PUT", []string{"POST", "put"}, true},
+		{"PUT guarded when configured", "PUT", []string{"POST", "PUT"}, true},
 		{"GET passes through", "GET", nil, false},
 		{"HEAD passes through", "HEAD", nil, false},
 		{"OPTIONS passes through", "OPTIONS", nil, false},
@@ -159,6 +159,54 @@ func TestV2Methods(t *testing.T) {
 			if !tc.guarded && len(e.events()) != 0 {
 				t.Errorf("unguarded request reached the guard: %v", e.events())
 			}
+		})
+	}
+}
+
+// TestV2MethodCase: a method that differs from a guarded one only in case
+// ("post") is another method (RFC 9110), with a record of its own, and it
+// is guarded: a handler that folds the case of methods runs it at most once
+// per key, and a POST with the same key is not its replay.
+func TestV2MethodCase(t *testing.T) {
+	e := newEnv(t, nil)
+	o := &orders{}
+	h := apigw.WrapV2(e.g, jwt, o.handle) // handle reads no method: it folds every case alike
+	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	lower := withMethod(ev, "post")
+	if first, retry := call(t, h, lower), call(t, h, lower); replayed(first) || !replayed(retry) || o.runs.Load() != 1 {
+		t.Fatalf("post twice: replayed %v, %v after %d runs; want one run, then a replay", replayed(first), replayed(retry), o.runs.Load())
+	}
+	if r := call(t, h, withMethod(ev, "POST")); replayed(r) || o.runs.Load() != 2 {
+		t.Fatalf("POST after post: replayed %v after %d runs; want a run of its own", replayed(r), o.runs.Load())
+	}
+	ops := map[string]bool{}
+	for _, ev := range e.events() {
+		ops[ev.Scope.Operation] = true
+	}
+	if !ops["post /orders"] || !ops["POST /orders"] || len(ops) != 2 {
+		t.Errorf("operations %v, want post /orders and POST /orders", ops)
+	}
+}
+
+// TestV2MethodsUpperCase: a configured method must be an upper-case token,
+// in Methods or a Routes key: "post" would name another method than POST,
+// so it is refused at wrap time rather than leaving POST unguarded.
+func TestV2MethodsUpperCase(t *testing.T) {
+	for name, cfg := range map[string]apigw.Config{
+		"Methods post":      {Methods: []string{"post"}},
+		"Methods Patch":     {Methods: []string{"POST", "Patch"}},
+		"Routes post":       {Routes: map[string]apigw.Route{"post /orders": {KeyOptional: true}}},
+		"Routes no method":  {Routes: map[string]apigw.Route{"/orders": {KeyOptional: true}}},
+		"Methods not token": {Methods: []string{"POST "}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "invalid Config") {
+					t.Errorf("Config %+v: panic %v, want invalid Config", cfg, p)
+				}
+			}()
+			cfg.Tenant = apigw.JWTClaim("")
+			apigw.WrapV2(newEnv(t, nil).g, cfg, (&orders{}).handle)
 		})
 	}
 }

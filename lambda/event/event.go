@@ -39,7 +39,10 @@ type Config[In any] struct {
 	// TenantOf returns the tenant of an input (the account the message
 	// belongs to). An empty result or an error refuses the call with an
 	// error that is idemkit.ErrTenantMissing under errors.Is and, for an
-	// error, also that error.
+	// error, also that error. The tenant is taken byte for byte: return an
+	// error wrapping idemkit.ErrTenantInexact for an identity that may not
+	// be exact (a JSON number decoded as a float64 past 2^53-1 may be the
+	// rounding of another account's id), never a rounded one.
 	TenantOf func(context.Context, In) (string, error)
 	// Operation names what the function does; two functions sharing a
 	// store need different names. Empty: the Go type of In ("events.SQSMessage").
