@@ -440,10 +440,13 @@ func resource(rt route, in fingerprint.Input) string {
 		b.WriteByte(':')
 		b.WriteString(s)
 	}
-	field(in.Path)
-	if !rt.query {
+	if !rt.query || len(in.Query) == 0 {
+		// The common case in one allocation.
+		b.Grow(len(in.Path) + 8)
+		field(in.Path)
 		return b.String()
 	}
+	field(in.Path)
 	names := rt.queryNames
 	if names == nil {
 		names = slices.Sorted(maps.Keys(in.Query))
@@ -453,11 +456,14 @@ func resource(rt route, in fingerprint.Input) string {
 	if len(names) == 0 {
 		return b.String()
 	}
-	b.WriteString("?" + strconv.Itoa(len(names)) + "#")
+	b.WriteByte('?')
+	b.WriteString(strconv.Itoa(len(names)))
+	b.WriteByte('#')
 	for _, n := range names {
 		field(n)
 		vs := in.Query[n]
-		b.WriteString(strconv.Itoa(len(vs)) + "#")
+		b.WriteString(strconv.Itoa(len(vs)))
+		b.WriteByte('#')
 		for _, v := range vs {
 			field(v)
 		}
