@@ -36,11 +36,6 @@ var ErrInvalidConfig = errors.New("idemkit: invalid configuration")
 var (
 	// ErrTenantMissing: the request has no tenant. The guard fails closed.
 	ErrTenantMissing = errors.New("idemkit: no tenant for the request (misconfiguration)")
-	// ErrMissingTenant is the former name of ErrTenantMissing: the same
-	// value.
-	//
-	// Deprecated: use ErrTenantMissing.
-	ErrMissingTenant = ErrTenantMissing
 	// ErrFingerprintMismatch: the key was used before with a different request.
 	ErrFingerprintMismatch = errors.New("idemkit: idempotency key reused with a different request")
 	// ErrOperationMismatch: with account-wide keys, the key was used before

@@ -42,13 +42,8 @@ type Config struct {
 	NewToken func() string
 	// WriteAttempts bounds the attempts of each write made after the
 	// handler ran: storing its outcome, freeing the key or keeping it
-	// (ErrOutcomeUnknown). Zero: CompleteAttempts, then 3.
+	// (ErrOutcomeUnknown). Zero: 3.
 	WriteAttempts int
-	// CompleteAttempts is the former name of WriteAttempts, used when
-	// WriteAttempts is zero.
-	//
-	// Deprecated: use WriteAttempts; it bounds releases too.
-	CompleteAttempts int
 	// WriteTimeout bounds each store write made after the handler ran
 	// (completion, release), which run even when the request's context is
 	// done. Zero: 5 s.
@@ -132,12 +127,8 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("%w: Config.Store is nil", ErrInvalidConfig)
 	}
-	writes := cfg.WriteAttempts
-	if writes <= 0 {
-		writes = cfg.CompleteAttempts
-	}
 	g := &Guard{cfg: cfg, defaultPolicy: cfg.Policy.withDefaults(), now: cfg.Now, newToken: cfg.NewToken, observer: cfg.Observer,
-		writeAttempts: orDefault(writes, defaultWriteAttempts), writeTimeout: orDefault(cfg.WriteTimeout, defaultWriteTimeout),
+		writeAttempts: orDefault(cfg.WriteAttempts, defaultWriteAttempts), writeTimeout: orDefault(cfg.WriteTimeout, defaultWriteTimeout),
 		claimAttempts: orDefault(cfg.ClaimAttempts, defaultClaimAttempts), claimBackoff: orDefault(cfg.ClaimBackoff, defaultClaimBackoff)}
 	if err := g.defaultPolicy.check(); err != nil {
 		return nil, fmt.Errorf("%w: Config.Policy: %v", ErrInvalidConfig, err)

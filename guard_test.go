@@ -940,24 +940,22 @@ func TestReleaseIsRetried(t *testing.T) {
 }
 
 func TestWriteAttempts(t *testing.T) {
-	// WriteAttempts bounds releases too; CompleteAttempts is its former
-	// name and applies only when WriteAttempts is zero.
+	// WriteAttempts bounds releases too.
 	for _, tc := range []struct {
-		name            string
-		write, complete int
-		want            int
+		name  string
+		write int
+		want  int
 	}{
-		{"defaults", 0, 0, 3},
-		{"write attempts", 1, 0, 1},
-		{"complete attempts (deprecated)", 0, 2, 2},
-		{"write attempts win", 1, 4, 1},
+		{"defaults", 0, 3},
+		{"write attempts", 1, 1},
+		{"two write attempts", 2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := &faulty{releaseErr: errors.New("timeout")}
 			f := newFixture(t, nil)
 			fs.Store = f.store
 			g, err := idemkit.New(idemkit.Config{Store: fs, Observer: f.obs, Now: f.clock.Now,
-				WriteAttempts: tc.write, CompleteAttempts: tc.complete})
+				WriteAttempts: tc.write})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -970,12 +968,6 @@ func TestWriteAttempts(t *testing.T) {
 				t.Fatalf("release tried %d times, want %d", fs.releaseCalls, tc.want)
 			}
 		})
-	}
-}
-
-func TestMissingTenantAlias(t *testing.T) {
-	if idemkit.ErrMissingTenant != idemkit.ErrTenantMissing {
-		t.Fatal("ErrMissingTenant is not the value of ErrTenantMissing")
 	}
 }
 
