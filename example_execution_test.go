@@ -31,7 +31,11 @@ func ExampleExecutionID() {
 	db := orders{}
 	lost := true // the first put lands, but its answer is lost
 	create := func(ctx context.Context) (*idemkit.Snapshot, error) {
-		id := "ord_" + idemkit.ExecutionID(ctx)[:16]
+		x, ok := idemkit.ExecutionID(ctx)
+		if !ok {
+			return nil, errors.New("create: not run by the guard") // every unguarded call would share one ID
+		}
+		id := "ord_" + x[:20]
 		err := db.putIfAbsent(id, "2 x espresso")
 		if lost {
 			lost = false

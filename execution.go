@@ -22,9 +22,12 @@ var ErrOutcomeUnknown = errors.New("idemkit: the outcome of the request is unkno
 type executionKey struct{}
 
 // ExecutionID returns the execution identity of the guarded request ctx
-// belongs to, or "" outside a guarded handler. It is the same for every
-// retry of one request, and distinct wherever the request's identity
-// differs: its tenant, operation, key ([Scope]) and concrete resource
+// belongs to, and false outside a guarded handler (a handler called by
+// its own unit test, or a route the guard does not cover): a handler that
+// keys its writes on it must then refuse to write, since every unguarded
+// call would share one identity. It is the same for every retry of one
+// request, and distinct wherever the request's identity differs: its
+// tenant, operation, key ([Scope]) and concrete resource
 // ([Request.Resource]: the path, which an operation named by a route
 // template does not say, and the query when it is fingerprinted), so a key
 // reused for another resource once its record is gone never gets the
@@ -34,14 +37,27 @@ type executionKey struct{}
 // write of an earlier attempt whose answer was lost. It is 32 lowercase
 // hex digits: an HMAC-SHA-256 over the scope and the resource, with
 // Config.ExecutionSecret as the key when set, so it cannot be derived from
-// the Idempotency-Key alone (nor, with a secret, from the request).
-func ExecutionID(ctx context.Context) string {
+// the Idempotency-Key alone (nor, with a secret, from the request). Any
+// prefix of it is a shorter identity of the same kind: 20 digits (80 bits)
+// give two of a billion executions the same one with a chance below one
+// in a million.
+func ExecutionID(ctx context.Context) (id string, ok bool) {
 	e, ok := ctx.Value(executionKey{}).(*execution)
 	if !ok {
-		return ""
+		return "", false
 	}
 	e.once.Do(func() { e.id = executionID(e.secret, e.scope, e.resource) })
-	return e.id
+	return e.id, true
+}
+
+// ScopeOf returns the tenant, operation and key of the guarded request ctx
+// belongs to, and false outside a guarded handler.
+func ScopeOf(ctx context.Context) (Scope, bool) {
+	e, ok := ctx.Value(executionKey{}).(*execution)
+	if !ok {
+		return Scope{}, false
+	}
+	return e.scope, true
 }
 
 // execution is the identity of one guarded handler run, computed on first

@@ -191,15 +191,41 @@ func TestClaimAttemptsStopAtDeadline(t *testing.T) {
 	}
 }
 
+// TestScopeOf: a guarded handler reads its request's tenant, operation and
+// key; outside one there is none.
+func TestScopeOf(t *testing.T) {
+	f := newFixture(t, nil)
+	r := req("scope-of")
+	var got idemkit.Scope
+	var ok bool
+	f.do(t, r, func(ctx context.Context) (*idemkit.Snapshot, error) {
+		got, ok = idemkit.ScopeOf(ctx)
+		return &idemkit.Snapshot{Status: 201}, nil
+	})
+	if !ok || got != r.Scope {
+		t.Fatalf("ScopeOf in the handler = %+v, %v; want %+v, true", got, ok, r.Scope)
+	}
+}
+
+// execID returns the execution identity of ctx, "" outside a guarded
+// handler.
+func execID(ctx context.Context) string {
+	id, _ := idemkit.ExecutionID(ctx)
+	return id
+}
+
 func TestExecutionID(t *testing.T) {
 	f := newFixture(t, nil)
-	if id := idemkit.ExecutionID(context.Background()); id != "" {
-		t.Fatalf("ExecutionID outside a handler = %q", id)
+	if id, ok := idemkit.ExecutionID(context.Background()); ok || id != "" {
+		t.Fatalf("ExecutionID outside a handler = %q, %v; want \"\", false", id, ok)
+	}
+	if sc, ok := idemkit.ScopeOf(context.Background()); ok || sc != (idemkit.Scope{}) {
+		t.Fatalf("ScopeOf outside a handler = %+v, %v; want none, false", sc, ok)
 	}
 	var got []string
 	capture := func(fail bool) idemkit.Handler {
 		return func(ctx context.Context) (*idemkit.Snapshot, error) {
-			got = append(got, idemkit.ExecutionID(ctx))
+			got = append(got, execID(ctx))
 			if fail {
 				return nil, errors.New("downstream timeout")
 			}
@@ -236,7 +262,7 @@ func TestExecutionID(t *testing.T) {
 	g := newFixture(t, func(c *idemkit.Config) { c.ExecutionSecret = []byte("0123456789abcdef") })
 	var secret string
 	g.do(t, req("k"), func(ctx context.Context) (*idemkit.Snapshot, error) {
-		secret = idemkit.ExecutionID(ctx)
+		secret = execID(ctx)
 		return &idemkit.Snapshot{Status: 201}, nil
 	})
 	if secret == "" || secret == got[0] {
@@ -255,10 +281,10 @@ func TestExecutionIDResource(t *testing.T) {
 		r := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: "k"}, Fingerprint: fp, Resource: resource}
 		for _, fail := range []bool{fail, false} { // a failed run, then its retry
 			f.do(t, r, func(ctx context.Context) (*idemkit.Snapshot, error) {
-				if id != "" && id != idemkit.ExecutionID(ctx) {
-					t.Errorf("resource %q: the retry's identity %s, the first run's %s", resource, idemkit.ExecutionID(ctx), id)
+				if id != "" && id != execID(ctx) {
+					t.Errorf("resource %q: the retry's identity %s, the first run's %s", resource, execID(ctx), id)
 				}
-				id = idemkit.ExecutionID(ctx)
+				id = execID(ctx)
 				if fail {
 					return nil, errors.New("downstream timeout")
 				}

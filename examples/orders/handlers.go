@@ -197,8 +197,8 @@ var idNamespace = uuid.MustParse("5d0f1c6e-8f3a-4f57-9a51-3c1f0e7d2b64")
 // caller, route and resource) and distinct across them. A run that finds the item
 // under its ID stored knows an earlier run of the same key stored it.
 func executionBased(ctx context.Context, kind string) (string, error) {
-	x := idemkit.ExecutionID(ctx)
-	if x == "" {
+	x, ok := idemkit.ExecutionID(ctx)
+	if !ok {
 		return "", errors.New("orders: no execution identity: the handler runs outside idemkit's guard")
 	}
 	return uuid.NewSHA1(idNamespace, []byte(kind+":"+x)).String(), nil

@@ -55,7 +55,7 @@ func sendIdentity(t *testing.T, g *idemkit.Guard, front string, o identityOpts, 
 	t.Helper()
 	var got identityResp
 	run := func(ctx context.Context, method string) int {
-		got.exec = idemkit.ExecutionID(ctx)
+		got.exec, _ = idemkit.ExecutionID(ctx)
 		if method != http.MethodPost && method != http.MethodPatch {
 			return http.StatusMethodNotAllowed
 		}

@@ -23,7 +23,8 @@ func TestExecutionID(t *testing.T) {
 			Operation: op,
 		}
 		fn := event.Wrap(guard(t), cfg, func(ctx context.Context, _ in) (string, error) {
-			ids = append(ids, idemkit.ExecutionID(ctx))
+			id, _ := idemkit.ExecutionID(ctx)
+			ids = append(ids, id)
 			if fail {
 				fail = false
 				return "", errors.New("downstream timeout")
