@@ -74,10 +74,10 @@ type Config struct {
 	// idemkit.ErrTenantInexact for an identity that may not be exact (a
 	// numeric claim decoded as a float64 past 2^53-1 may be the rounding
 	// of another caller's id), never a rounded or reformatted one.
-	// Nil, an empty result or an error: the request fails closed (500
-	// tenant-missing), the handler does not run and nothing is stored. The
-	// error, joined with idemkit.ErrTenantMissing, goes to the Observer
-	// (never to the caller).
+	// Required: New panics without it. An empty result or an error: the
+	// request fails closed (500 tenant-missing), the handler does not run
+	// and nothing is stored. The error, joined with
+	// idemkit.ErrTenantMissing, goes to the Observer (never to the caller).
 	Tenant func(r *http.Request) (string, error)
 
 	// The settings of apigw.Config.
@@ -119,7 +119,8 @@ type Route struct {
 // options converts c to the settings every adapter shares.
 func (c *Config) options() adapter.Options {
 	return adapter.Options{
-		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
+		NoTenant: c.Tenant == nil,
+		Methods:  c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
 		Routes: adapter.Routes(c.Routes), RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint,
 		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
 	}

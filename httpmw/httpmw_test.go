@@ -213,19 +213,6 @@ func TestMiddlewareReplayHeaders(t *testing.T) {
 	}
 }
 
-// TestMiddlewareNilTenant: without a Tenant function every guarded request
-// fails closed; unguarded ones still pass.
-func TestMiddlewareNilTenant(t *testing.T) {
-	store := memstore.New()
-	g, _ := idemkit.New(idemkit.Config{Store: store})
-	o := &orders{}
-	h := httpmw.New(g, httpmw.Config{})(o)
-	checkProblem(t, serve(h, request(t, nil)), 500, "tenant-missing")
-	if w := serve(h, request(t, func(r *http.Request) { r.Method = "GET" })); w.Code != 201 || o.runs.Load() != 1 {
-		t.Errorf("GET: %d after %d runs", w.Code, o.runs.Load())
-	}
-}
-
 // TestMiddlewarePanic: a panic is re-raised and the retry runs.
 func TestMiddlewarePanic(t *testing.T) {
 	o := &orders{panic: true}

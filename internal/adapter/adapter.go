@@ -35,6 +35,10 @@ var ErrNoMethod = errors.New("idemkit: event has no HTTP method: the wrapper doe
 // Options are the settings shared by every adapter; each adapter's Config
 // documents them for its users.
 type Options struct {
+	// NoTenant is set by an adapter whose Config names no tenant source:
+	// New refuses it, so that a missing Tenant stops the function at init
+	// instead of failing every request.
+	NoTenant        bool
 	Methods         []string
 	Header          string
 	MaxKeyLen       int
@@ -99,6 +103,9 @@ type Front struct {
 func New(g *idemkit.Guard, o Options) (*Front, error) {
 	if g == nil {
 		return nil, errors.New("nil *idemkit.Guard")
+	}
+	if o.NoTenant {
+		return nil, errors.New("Tenant is nil: name the authenticated caller (a JWT claim, the authorizer's context, the API key, the IAM caller, your own function), or SingleTenant for an internal API")
 	}
 	a := &Front{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
 		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter}

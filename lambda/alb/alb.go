@@ -52,8 +52,9 @@ var ErrNoMethod = adapter.ErrNoMethod
 // "METHOD /path".
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
-	// your own. Nil, an empty result or an error: the request fails closed;
-	// the error, joined with idemkit.ErrTenantMissing, goes to the Observer.
+	// your own. Required: Wrap panics without it. An empty result or an
+	// error: the request fails closed; the error, joined with
+	// idemkit.ErrTenantMissing, goes to the Observer.
 	Tenant Tenant
 
 	// The settings of apigw.Config.
@@ -77,7 +78,8 @@ type Route struct {
 // carry no route template, so there is no RouteTemplate.
 func (c *Config) options() adapter.Options {
 	return adapter.Options{
-		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
+		NoTenant: c.Tenant == nil,
+		Methods:  c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
 		Routes: adapter.Routes(c.Routes), Fingerprint: c.Fingerprint,
 		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
 	}

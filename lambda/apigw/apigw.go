@@ -71,15 +71,15 @@ var ErrNoMethod = adapter.ErrNoMethod
 // zero value guards POST and PATCH on every route, requires an Idempotency-Key of at most 255 bytes, scopes
 // records by method and concrete path, fingerprints the body (canonical
 // JSON for JSON bodies, raw bytes otherwise) and the query string, replays
-// Content-Type, Content-Encoding and Location, and, with no Tenant, fails
-// every guarded request closed with a 500 tenant-missing problem.
+// Content-Type, Content-Encoding and Location. Tenant has no default: a
+// Config without one is refused when it is wrapped.
 type Config struct {
 	// Tenant names the authenticated caller: JWTClaim, CognitoClaim,
 	// AuthorizerContext, APIKeyID, IAMUserARN, SingleTenant or your own.
-	// Nil, or an empty result or an error: the request fails closed (500
-	// tenant-missing), the handler does not run and nothing is stored. The
-	// error, joined with idemkit.ErrTenantMissing, goes to the Observer
-	// (never to the caller).
+	// Required: the Wrap functions panic without it. An empty result or an
+	// error: the request fails closed (500 tenant-missing), the handler
+	// does not run and nothing is stored. The error, joined with
+	// idemkit.ErrTenantMissing, goes to the Observer (never to the caller).
 	Tenant Tenant
 
 	// Methods are the guarded methods. Nil: POST and PATCH. GET, HEAD,
@@ -137,7 +137,8 @@ type Route struct {
 
 func (c *Config) options() adapter.Options {
 	return adapter.Options{
-		Methods: c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
+		NoTenant: c.Tenant == nil,
+		Methods:  c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
 		Routes: adapter.Routes(c.Routes), RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint,
 		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
 	}

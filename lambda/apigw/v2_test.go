@@ -344,7 +344,6 @@ func TestV2TenantMissing(t *testing.T) {
 		tenant apigw.Tenant
 		ev     func(events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest
 	}{
-		{"nil Tenant", nil, nil},
 		{"claim absent", apigw.JWTClaim("org_unit"), nil},
 		{"no authorizer", apigw.JWTClaim(""), func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
 			ev.RequestContext.Authorizer = nil
