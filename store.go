@@ -45,12 +45,18 @@ import (
 type Store interface {
 	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
 	// no record with rec.ID is live, or the live record
-	//   - has State failed, or
+	//   - has State failed, and rec's Fingerprint and Scope.Operation, or
 	//   - is in_flight with the same Owner and a LeaseUntil not after
 	//     rec.LeaseUntil (a retried claim whose first attempt was applied:
 	//     it is ours; a late copy of it, after the lease was extended, is
 	//     refused, so that it cannot move the lease back), or
-	//   - is in_flight with its lease expired at now, and opts.Takeover is set.
+	//   - is in_flight with its lease expired at now, rec's Fingerprint and
+	//     Scope.Operation, and opts.Takeover is set.
+	// A key stays bound to its first request: a record is replaced (taken
+	// over, or claimed again after a failed resolution) only by a request
+	// with its fingerprint and operation, compared as exact strings. The
+	// operation is in the ID unless keys are account-wide; there the
+	// comparison is what refuses a reuse for another operation.
 	// Otherwise it stores nothing and returns Won false with the live record
 	// that blocked it. When Won is true, Existing holds the record that was
 	// replaced, if the store can tell (it may be nil).

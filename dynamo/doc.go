@@ -3,8 +3,9 @@
 // write, so the check and the write are one atomic step on the server:
 //
 //	Claim              PutItem    attribute_not_exists(pk) OR exp <= :nowS
-//	                              OR st = failed OR (st = in_flight AND ow = :owner AND lu <= :lu)
-//	                              [OR (st = in_flight AND lu <= :nowMs), with Takeover]
+//	                              OR (st = in_flight AND ow = :owner AND lu <= :lu)
+//	                              OR (fp = :fp AND op = :op AND (st = failed
+//	                                  [OR (st = in_flight AND lu <= :nowMs), with Takeover]))
 //	Complete           PutItem    ow = :owner AND exp > :nowS AND (st IN (in_flight, indeterminate)
 //	                              OR (st = completed AND attribute_not_exists(ra)))
 //	Release            DeleteItem attribute_not_exists(pk) OR exp <= :nowS
@@ -22,6 +23,11 @@
 // A lost claim returns the blocking item with the failure
 // (ReturnValuesOnConditionCheckFailure=ALL_OLD): one call per replay. When
 // the server leaves it out, one consistent GetItem reads it.
+//
+// A claim replaces a failed record, or takes a stale one over, only with
+// the record's fingerprint and operation: the key stays bound to its first
+// request (under account-wide keys the operation is not in pk, and the
+// condition is what refuses another operation).
 //
 // # Item layout
 //

@@ -303,10 +303,15 @@ func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) 
 // Expressions. A record is live while exp > :nowS (exp is ExpiresAt in
 // seconds rounded up, and now < ExpiresAt <=> floor(now) < exp); a lease
 // has expired when lu <= :nowMs.
+//
+// A claim replaces a failed record, or takes an in_flight one over, only
+// with its fingerprint and operation.
 const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
-	condClaim    = condAbsent + " OR #st = :failed OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
-	condTakeover = " OR (#st = :inflight AND #lu <= :nowMs)"
+	condOurs     = " OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
+	condBound    = " OR (#fp = :fp AND #op = :op AND "
+	condClaim    = condAbsent + condOurs + condBound + "#st = :failed)"
+	condTakeover = condAbsent + condOurs + condBound + "(#st = :failed OR (#st = :inflight AND #lu <= :nowMs)))"
 	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
 	condExtend   = condOwned + " AND #lu <= :lu"
@@ -319,17 +324,17 @@ const (
 // made once: inputs only read them (a Client must not modify its input).
 var (
 	pCondClaim         = aws.String(condClaim)
-	pCondClaimTakeover = aws.String(condClaim + condTakeover)
+	pCondClaimTakeover = aws.String(condTakeover)
 	pCondComplete      = aws.String(condComplete)
 	pCondRelease       = aws.String(condRelease)
 	pCondExtend        = aws.String(condExtend)
 	pUpdateLease       = aws.String("SET #lu = :lu")
 
-	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
-	namesClaimTakeover = namesClaim
-	namesComplete      = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
-	namesRelease       = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
-	namesExtend        = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
+	namesClaim = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil,
+		"#fp": AttrFingerprint, "#op": AttrOperation}
+	namesComplete = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
+	namesRelease  = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
+	namesExtend   = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
 )
 
 var (
@@ -421,20 +426,22 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	if !s.fits(item, rec.Snapshot) {
 		return nil, s.tooLarge(rec.ID, item)
 	}
-	cond, names := pCondClaim, namesClaim
+	cond := pCondClaim
 	// Our own in_flight record is ours to claim again only with the lease
 	// this claim writes: a late copy of the claim, landing after the lease
-	// was renewed, must not move it back.
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil]}
+	// was renewed, must not move it back. A failed or stale record is
+	// replaced only with the record's fingerprint and operation.
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight,
+		":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil], ":fp": item[AttrFingerprint], ":op": item[AttrOperation]}
 	if opts.Takeover {
-		cond, names = pCondClaimTakeover, namesClaimTakeover
+		cond = pCondClaimTakeover
 		values[":nowMs"] = nowMilli(now)
 	}
 	return &dynamodb.PutItemInput{
 		TableName:                           s.tableName,
 		Item:                                item,
 		ConditionExpression:                 cond,
-		ExpressionAttributeNames:            names,
+		ExpressionAttributeNames:            namesClaim,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -481,12 +488,15 @@ func (s *Store) blocker(ctx context.Context, client Client, cf *types.Conditiona
 // blocks reports whether the live record cur keeps rec from being claimed:
 // the Claim condition, evaluated on a record read after it failed.
 func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) bool {
+	bound := cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
 	switch {
-	case !cur.Live(now), cur.State == idemkit.StateFailed:
+	case !cur.Live(now):
+		return false
+	case cur.State == idemkit.StateFailed && bound:
 		return false
 	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && cur.LeaseUntil.UnixMilli() <= ceilMilli(rec.LeaseUntil):
 		return false
-	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now):
+	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now) && bound:
 		return false
 	}
 	return true

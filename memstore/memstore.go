@@ -90,10 +90,12 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	idemkit.AddUsage(ctx, 0, 1)
 	prev := s.recs[rec.ID]
 	cur := s.live(rec.ID, now)
+	// The key stays bound to its first request's fingerprint and operation.
+	bound := cur != nil && cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
 	ok := cur == nil ||
-		cur.State == idemkit.StateFailed ||
+		(cur.State == idemkit.StateFailed && bound) ||
 		(cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && !cur.LeaseUntil.After(rec.LeaseUntil)) ||
-		(cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now))
+		(cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now) && bound)
 	if !ok {
 		return idemkit.ClaimResult{Existing: cur.Clone()}, nil
 	}

@@ -78,6 +78,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"CompleteAndRetriedComplete", testComplete},
 		{"CompleteRefused", testCompleteRefused},
 		{"Release", testRelease},
+		{"ClaimBoundToFirstRequest", testClaimBound},
 		{"MarkIndeterminate", testMarkIndeterminate},
 		{"ResolveCompleted", testResolveCompleted},
 		{"ResolveFailed", testResolveFailed},
