@@ -27,7 +27,6 @@ type Client interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
@@ -304,18 +303,22 @@ func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) 
 // seconds rounded up, and now < ExpiresAt <=> floor(now) < exp); a lease
 // has expired when lu <= :nowMs.
 //
-// A claim replaces a failed record, or takes an in_flight one over, only
+// A released key's tombstone (st = released, ow its releasing owner, lu
+// the release's time) counts as absent to a claim by another owner; a
+// claim replaces a failed record, or takes an in_flight one over, only
 // with its fingerprint and operation.
 const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
+	condFree     = condAbsent + " OR (#st = :released AND #ow <> :owner)"
 	condOurs     = " OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
 	condBound    = " OR (#fp = :fp AND #op = :op AND "
-	condClaim    = condAbsent + condOurs + condBound + "#st = :failed)"
-	condTakeover = condAbsent + condOurs + condBound + "(#st = :failed OR (#st = :inflight AND #lu <= :nowMs)))"
+	condFailed   = "#st = :failed AND #ow <> :owner"
+	condClaim    = condFree + condOurs + condBound + condFailed + ")"
+	condTakeover = condFree + condOurs + condBound + "((" + condFailed + ") OR (#st = :inflight AND #lu <= :nowMs)))"
 	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
 	condExtend   = condOwned + " AND #lu <= :lu"
-	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
+	condRelease  = condAbsent + " OR (#st = :released AND #lu <= :nowMs) OR (#ow = :owner AND #st = :inflight)"
 	condMark     = "#ow = :owner AND #st = :inflight AND #exp > :nowS AND #lu <= :nowMs"
 	condResolve  = "#st = :indeterminate AND #exp > :nowS AND #ow = :owner"
 )
@@ -333,7 +336,7 @@ var (
 	namesClaim = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil,
 		"#fp": AttrFingerprint, "#op": AttrOperation}
 	namesComplete = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
-	namesRelease  = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
+	namesRelease  = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState, "#lu": AttrLeaseUntil}
 	namesExtend   = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
 )
 
@@ -342,7 +345,22 @@ var (
 	vCompleted     = str(string(idemkit.StateCompleted))
 	vFailed        = str(string(idemkit.StateFailed))
 	vIndeterminate = str(string(idemkit.StateIndeterminate))
+	vReleased      = str(stReleased)
 )
+
+// stReleased is the state of a released key's tombstone, which counts as
+// no record (see Release).
+const stReleased = "released"
+
+// tombstoneLife is how long a tombstone is kept past its release:
+// idemkit.MaxWriteDelay, plus five minutes for the SDK's clock-skew
+// correction, which dates a signature by DynamoDB's clock where the
+// instance's runs behind it, so that a late copy may stay valid that much
+// longer than the instance's own clock says.
+const tombstoneLife = idemkit.MaxWriteDelay + 5*time.Minute
+
+// released reports whether item is a tombstone.
+func released(item map[string]types.AttributeValue) bool { return attrS(item, AttrState) == stReleased }
 
 // claimAttempts bounds the put-then-get rounds of a claim whose blocking
 // record vanished or changed before it could be read.
@@ -429,9 +447,10 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	cond := pCondClaim
 	// Our own in_flight record is ours to claim again only with the lease
 	// this claim writes: a late copy of the claim, landing after the lease
-	// was renewed, must not move it back. A failed or stale record is
-	// replaced only with the record's fingerprint and operation.
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight,
+	// was renewed, must not move it back. A tombstone is passed by another
+	// owner's claim, a failed or stale record only with the record's
+	// fingerprint and operation.
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":released": vReleased,
 		":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil], ":fp": item[AttrFingerprint], ":op": item[AttrOperation]}
 	if opts.Takeover {
 		cond = pCondClaimTakeover
@@ -453,7 +472,7 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 // record it replaced, if any.
 func claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
 	res := idemkit.ClaimResult{Won: true}
-	if len(out.Attributes) > 0 {
+	if len(out.Attributes) > 0 && !released(out.Attributes) {
 		// The replaced record is informative only: we hold the key
 		// whatever it held, so an undecodable one is not an error.
 		res.Existing, _ = decodeItem(out.Attributes)
@@ -464,22 +483,35 @@ func claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
 // blocker reports the usage of a claim refused by its condition (cf) and
 // returns the record that blocks it: the item returned with the failure,
 // or else the record read after it. blocked is false when no record blocks
-// the claim any more (released, expired or resolved meanwhile).
+// the claim any more (released, expired or resolved meanwhile). A
+// tombstone that refuses the claim (its own owner's: a late copy of the
+// claim) blocks it with a nil cur.
 func (s *Store) blocker(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (cur *idemkit.Record, blocked bool, err error) {
 	const op = "claim"
 	failedWriteUsage(ctx, cf.Item)
 	if len(cf.Item) > 0 {
 		// The item that failed the condition: it blocks the claim.
+		if released(cf.Item) {
+			return nil, true, nil
+		}
 		if cur, err = decodeItem(cf.Item); err != nil {
 			return nil, false, err
 		}
 		return cur, true, nil
 	}
-	cur, err = s.get(ctx, client, op, rec.ID, now)
-	if err != nil && !errors.Is(err, idemkit.ErrNotFound) {
+	item, err := s.getItem(ctx, client, op, rec.ID)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case len(item) == 0 || expired(item, now):
+		return nil, false, nil
+	case released(item):
+		return nil, attrS(item, AttrOwner) == rec.Owner, nil
+	}
+	if cur, err = decodeItem(item); err != nil {
 		return nil, false, err
 	}
-	if cur != nil && blocks(cur, rec, now, opts) {
+	if blocks(cur, rec, now, opts) {
 		return cur, true, nil
 	}
 	return nil, false, nil
@@ -492,7 +524,7 @@ func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) 
 	switch {
 	case !cur.Live(now):
 		return false
-	case cur.State == idemkit.StateFailed && bound:
+	case cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && bound:
 		return false
 	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && cur.LeaseUntil.UnixMilli() <= ceilMilli(rec.LeaseUntil):
 		return false
@@ -550,28 +582,49 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 	return nil
 }
 
-// Release implements idemkit.Store with one conditional DeleteItem.
+// Release implements idemkit.Store with one conditional PutItem of the
+// key's tombstone (st released, the owner, lu the release's time and exp
+// tombstoneLife later), in place of the owner's in_flight record, of no
+// live record, or of a tombstone not made after now. A refused release
+// reads the item that refused it (returned with the failure, or one
+// consistent GetItem where the server does not): a later tombstone is
+// no record (nil), anything else another's (idemkit.ErrNotOwner).
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
 	const op = "release"
+	if !utf8.ValidString(id) {
+		// No record has such an ID (Claim refuses it); sent as is, the SDK
+		// would write the tombstone of another ID.
+		return nil
+	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {
 		return err
 	}
+	nowMs := nowMilli(now)
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
-	out, err := client.DeleteItem(cctx, &dynamodb.DeleteItemInput{
-		TableName:                 s.tableName,
-		Key:                       key(id),
-		ConditionExpression:       pCondRelease,
-		ExpressionAttributeNames:  namesRelease,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight},
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	out, err := client.PutItem(cctx, &dynamodb.PutItemInput{
+		TableName: s.tableName,
+		Item: map[string]types.AttributeValue{AttrID: str(id), AttrState: vReleased, AttrOwner: str(owner), AttrLeaseUntil: nowMs,
+			AttrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))},
+		ConditionExpression:                 pCondRelease,
+		ExpressionAttributeNames:            namesRelease,
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":nowS": nowSec(now), ":nowMs": nowMs, ":owner": str(owner), ":inflight": vInFlight, ":released": vReleased},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
-	if err != nil {
-		return refused(ctx, op, err, idemkit.ErrNotOwner)
+	if err == nil {
+		usage(ctx, out.ConsumedCapacity, true)
+		return nil
 	}
-	usage(ctx, out.ConsumedCapacity, true)
-	return nil
+	cur, err := s.refusedItem(ctx, client, op, id, err, "whether the key is free")
+	if err != nil {
+		return err
+	}
+	if len(cur) == 0 || expired(cur, now) || released(cur) {
+		return nil
+	}
+	return idemkit.ErrNotOwner
 }
 
 // Extend implements idemkit.Store with one conditional UpdateItem of the
@@ -837,7 +890,7 @@ func (s *Store) get(ctx context.Context, client Client, op, id string, now time.
 	if err != nil {
 		return nil, err
 	}
-	if len(item) == 0 || expired(item, now) {
+	if len(item) == 0 || expired(item, now) || released(item) {
 		return nil, idemkit.ErrNotFound
 	}
 	return decodeItem(item)

@@ -79,6 +79,8 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"CompleteRefused", testCompleteRefused},
 		{"Release", testRelease},
 		{"ClaimBoundToFirstRequest", testClaimBound},
+		{"ReleaseLeavesTombstone", testReleaseTombstone},
+		{"LateClaimAfterFailed", testLateClaimAfterFailed},
 		{"MarkIndeterminate", testMarkIndeterminate},
 		{"ResolveCompleted", testResolveCompleted},
 		{"ResolveFailed", testResolveFailed},
