@@ -385,6 +385,13 @@ func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool
 	for attempt := 0; ; attempt++ {
 		snap, again, err := c.g.classify(c.ctx, c.req, c.policy, res.Existing, c.start)
 		if again && attempt < reclaims {
+			if ex := res.Existing; ex != nil {
+				// The key is bound to the fingerprint string it was first
+				// claimed with, which the store compares as is: one of an
+				// older version that matched under FingerprintAs is the
+				// one claimed again.
+				rec.Fingerprint = ex.Fingerprint
+			}
 			res, err = c.g.claim(c.ctx, rec, c.opts())
 			switch {
 			case err != nil:
@@ -409,7 +416,10 @@ func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool
 
 // classify turns the live record that blocked a claim into a replay or an
 // error. again is true when the record changed under us and the claim
-// should be tried again.
+// should be tried again. The operation and the fingerprint are compared
+// before the state: a record of another request is a mismatch whatever
+// its state, never a key to claim again (failed) or take over (a stale
+// lease), which the store refuses too.
 func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time) (snap *Snapshot, again bool, err error) {
 	if ex == nil {
 		return nil, true, nil

@@ -8,7 +8,7 @@ import (
 // State is the lifecycle state of a record.
 //
 //	in_flight --complete--> completed
-//	in_flight --release---> (deleted)
+//	in_flight --release---> (absent: a tombstone, see Store.Release)
 //	in_flight --lease expired, FailClosed--> indeterminate
 //	in_flight --lease expired, Takeover----> in_flight (new owner)
 //	in_flight --handler: ErrOutcomeUnknown--> indeterminate

@@ -10,10 +10,6 @@ import (
 	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
-// MaxWriteDelay is the longest a write can take to reach the store after it
-// is sent: DynamoDB refuses a request signed more than 15 minutes earlier.
-const MaxWriteDelay = 15 * time.Minute
-
 // resolveGrace is how long after a record's lease ended, by the resolver's
 // clock, its execution may still be running: the clock skew between the
 // resolver and the hosts that run the handler that Resolve tolerates.

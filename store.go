@@ -45,15 +45,27 @@ import (
 type Store interface {
 	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
 	// no record with rec.ID is live, or the live record
-	//   - has State failed, or
+	//   - has State failed, another Owner than rec's, and rec's Fingerprint
+	//     and Scope.Operation (a late copy of the failed run's own claim
+	//     must not bring that run back), or
 	//   - is in_flight with the same Owner and a LeaseUntil not after
 	//     rec.LeaseUntil (a retried claim whose first attempt was applied:
 	//     it is ours; a late copy of it, after the lease was extended, is
 	//     refused, so that it cannot move the lease back), or
-	//   - is in_flight with its lease expired at now, and opts.Takeover is set.
+	//   - is in_flight with its lease expired at now, rec's Fingerprint and
+	//     Scope.Operation, and opts.Takeover is set.
+	// A key stays bound to its first request: a record is replaced (taken
+	// over, or claimed again after a failed resolution) only by a request
+	// with its fingerprint and operation, compared as exact strings. The
+	// operation is in the ID unless keys are account-wide; there the
+	// comparison is what refuses a reuse for another operation.
+	// The tombstone a Release leaves counts as no record, except to a claim
+	// with its owner (a copy of the released claim, landing late): that
+	// claim stores nothing and returns Won false with a nil Existing.
 	// Otherwise it stores nothing and returns Won false with the live record
 	// that blocked it. When Won is true, Existing holds the record that was
-	// replaced, if the store can tell (it may be nil).
+	// replaced, if the store can tell (it may be nil, and is nil for a
+	// tombstone).
 	// The check and the write are one atomic step. A store that reads the
 	// blocking record in a second step may find it gone or changed; it then
 	// retries a bounded number of times and may return Won false with a nil
@@ -71,9 +83,20 @@ type Store interface {
 	// the completion for that reason.
 	Complete(ctx context.Context, rec *Record, now time.Time) error
 
-	// Release deletes the live in_flight record with this id and owner, so
-	// the key can be claimed again. It returns nil when no live record has
-	// the id (a retried release), and ErrNotOwner when the live record has
+	// Release frees the key held by the live in_flight record with this id
+	// and owner, so that it can be claimed again: it replaces the record
+	// with a tombstone of owner, made at now, that lives at least until
+	// now plus MaxWriteDelay and then expires like any record. A tombstone
+	// counts as no record to every method (Get returns ErrNotFound, the
+	// listings leave it out, the fenced writes refuse it) and to every
+	// claim but those Claim names: a copy of owner's claim that lands after
+	// the release, having waited in the network, cannot make the key
+	// in_flight again for a run nobody makes. Release leaves the same
+	// tombstone when no record with the id is live (a retried release, or
+	// the release of a claim that was never confirmed, whose copies may
+	// still land), unless a tombstone made after now is there (a copy of
+	// an earlier release, landing late, leaves it), and returns nil. It
+	// returns ErrNotOwner, changing nothing, when the live record has
 	// another owner or is not in_flight.
 	Release(ctx context.Context, id, owner string, now time.Time) error
 
@@ -134,6 +157,29 @@ type Store interface {
 	// errors.ErrUnsupported when it is not.
 	ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
 }
+
+// MaxWriteDelay bounds how late a write sent to a store can land. A write
+// whose answer was lost (a timeout, a reset) may still be on its way, and
+// reach the store after its sender moved on; DynamoDB refuses a request
+// whose signature is more than 15 minutes old (SigV4, "Signature
+// expired"), so a copy lands within 15 minutes of being signed, or never.
+// What a store keeps to refuse late copies (a released key's tombstone)
+// lives at least this long past the write that made it, by the clock of
+// the instance whose copies it refuses, which also dates their
+// signatures. A store on another backend must bound the delay of its
+// writes as tightly, or keep such records longer.
+//
+// A late copy of a claim can still land after another request claimed the
+// key: over that request's tombstone, or its record resolved failed, it
+// holds the key, for a run nobody makes, until its lease ends. An
+// operator who resolves a record failed only once its lease ended at least
+// MaxWriteDelay ago leaves no such copy, neither to that record nor to a
+// key its resolution freed: every copy of a claim made before has landed
+// or been refused by then. What remains is a copy delayed through two
+// releases (its own run's and another request's, both within
+// MaxWriteDelay), and a copy of a claim whose every attempt failed and
+// whose release failed too (the guard's ErrClaimUnknown).
+const MaxWriteDelay = 15 * time.Minute
 
 // ClaimOptions modify a claim.
 type ClaimOptions struct {

@@ -3,12 +3,16 @@
 // write, so the check and the write are one atomic step on the server:
 //
 //	Claim              PutItem    attribute_not_exists(pk) OR exp <= :nowS
-//	                              OR st = failed OR (st = in_flight AND ow = :owner AND lu <= :lu)
-//	                              [OR (st = in_flight AND lu <= :nowMs), with Takeover]
+//	                              OR (st = released AND ow <> :owner)
+//	                              OR (st = in_flight AND ow = :owner AND lu <= :lu)
+//	                              OR (fp = :fp AND op = :op AND ((st = failed AND ow <> :owner)
+//	                                  [OR (st = in_flight AND lu <= :nowMs), with Takeover]))
 //	Complete           PutItem    ow = :owner AND exp > :nowS AND (st IN (in_flight, indeterminate)
 //	                              OR (st = completed AND attribute_not_exists(ra)))
-//	Release            DeleteItem attribute_not_exists(pk) OR exp <= :nowS
+//	Release            PutItem    attribute_not_exists(pk) OR exp <= :nowS
+//	                              OR (st = released AND lu <= :nowMs)
 //	                              OR (ow = :owner AND st = in_flight)
+//	                              (the tombstone: pk, st = released, ow, lu = :nowMs, exp)
 //	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :lu (SET lu)
 //	MarkUnknown        UpdateItem ow = :owner AND st = in_flight AND exp > :nowS
 //	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
@@ -23,6 +27,23 @@
 // (ReturnValuesOnConditionCheckFailure=ALL_OLD): one call per replay. When
 // the server leaves it out, one consistent GetItem reads it.
 //
+// A claim replaces a failed record, or takes a stale one over, only with
+// the record's fingerprint and operation: the key stays bound to its first
+// request (under account-wide keys the operation is not in pk, and the
+// condition is what refuses another operation).
+//
+// A release leaves the key's tombstone, an item of its own state
+// (released) holding the releasing owner and the release's time in lu,
+// with an exp of idemkit.MaxWriteDelay and five minutes (for the SDK's
+// clock-skew correction) after the release. Every method but Claim and
+// Release reads it as no record; a claim passes it unless the claim is the
+// releasing owner's (a copy of the claim landing late, after the key was
+// freed), which is then lost with no record. A release replaces the in_flight item
+// as the DeleteItem it replaces did, for one write unit, and the tombstone
+// carries no index key. A release refused by its condition reads the item
+// (returned with the failure, or one GetItem) to tell a later tombstone
+// (nil) from another's record (idemkit.ErrNotOwner).
+//
 // # Item layout
 //
 // Partition key pk is the record ID (idemkit.Record.ID), at most
@@ -33,7 +54,7 @@
 // so a lease never ends early).
 //
 //	pk   S     record ID                      ca   N  CreatedAt (ms)
-//	st   S     state                          da   N  CompletedAt (ms), when set
+//	st   S     state, or released             da   N  CompletedAt (ms), when set
 //	tn   S     Scope.Tenant                   sc   N  snapshot status
 //	op   S     Scope.Operation                sh   M  snapshot header: name -> L of S
 //	ik   S     Scope.Key                      sb   B  snapshot body
@@ -75,7 +96,8 @@
 //
 // A retried write whose first attempt landed with its answer lost is
 // recognised as ours: a claim and a completion by their conditions (our
-// owner token), a release because the item is gone, and a mark
+// owner token), a release by its own tombstone, made at its :nowMs, which
+// it writes again, and a mark
 // (MarkUnknown, MarkIndeterminate) or a resolution by the token it writes
 // in mk, read from the refused item.
 //
@@ -92,7 +114,8 @@
 //
 // DynamoDB deletes expired items lazily (hours to days late). Nothing here
 // relies on it: every condition compares exp with the caller's now, and
-// Get and ListIndeterminate treat an expired item as absent.
+// Get and ListIndeterminate treat an expired item as absent. A tombstone
+// relies only on not being deleted before its exp.
 //
 // # Snapshot size
 //

@@ -68,11 +68,6 @@ func (c *counting) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return c.Client.UpdateItem(ctx, in, optFns...)
 }
 
-func (c *counting) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	c.count("DeleteItem")
-	return c.Client.DeleteItem(ctx, in, optFns...)
-}
-
 // sizeOf is an independent estimate of an item's size by the documented
 // rules (names + values; numbers counted as their text length, an upper
 // bound).

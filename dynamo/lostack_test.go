@@ -18,8 +18,10 @@ import (
 	"github.com/idemkit/idemkit/internal/faults"
 )
 
-// claimPut tells a claim's PutItem from a completion's.
-func claimPut(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"in_flight"}`)) }
+// claimPut tells a claim's PutItem from a completion's and a release's;
+// releasePut a release's.
+func claimPut(b []byte) bool   { return bytes.Contains(b, []byte(`"st":{"S":"in_flight"}`)) }
+func releasePut(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"released"}`)) }
 
 // faultyStore returns a store on a fresh table of the shared server whose
 // calls go through a fault transport, a client that sees no faults, and
@@ -159,7 +161,7 @@ func TestLostClaimAnswers(t *testing.T) {
 func TestLostClaimNotFreed(t *testing.T) {
 	s, _, clean, table := faultyStore(t, dynamo.Options{MaxBackoff: time.Millisecond, IndexInFlight: true},
 		faults.Rule{Op: "PutItem", Match: claimPut, Times: -1, Kind: faults.LostAck},
-		faults.Rule{Op: "DeleteItem", Times: -1, Kind: faults.ServerError})
+		faults.Rule{Op: "PutItem", Match: releasePut, Times: -1, Kind: faults.ServerError})
 	g, err := idemkit.New(idemkit.Config{Store: s, ClaimBackoff: time.Millisecond, Policy: idemkit.Policy{Lease: time.Second}})
 	if err != nil {
 		t.Fatal(err)

@@ -69,11 +69,15 @@ type Failover struct {
 	AcceptUnreplicated bool
 }
 
+// fencing reports whether f fences its tenant: it is neither reconciled
+// nor accepted.
+func (f *Failover) fencing() bool { return f != nil && !f.Reconciled && !f.AcceptUnreplicated }
+
 // fences reports whether a claim of key at now, routed by f, must not
 // store a new record: f is neither reconciled nor accepted and key is not
 // a UUIDv7 whose time shows it was first used after f.At.
 func (f *Failover) fences(key string, now time.Time) bool {
-	if f == nil || f.Reconciled || f.AcceptUnreplicated {
+	if !f.fencing() {
 		return false
 	}
 	t, ok := keyTime(key)

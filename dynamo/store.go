@@ -27,7 +27,6 @@ type Client interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
@@ -311,38 +310,54 @@ func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) 
 // Expressions. A record is live while exp > :nowS (exp is ExpiresAt in
 // seconds rounded up, and now < ExpiresAt <=> floor(now) < exp); a lease
 // has expired when lu <= :nowMs.
+//
+// A released key's tombstone (st = released, ow its releasing owner, lu
+// the release's time) counts as absent to a claim by another owner; a
+// claim replaces a failed record, or takes an in_flight one over, only
+// with its fingerprint and operation.
 const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
-	condClaim    = condAbsent + " OR #st = :failed OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
-	condTakeover = " OR (#st = :inflight AND #lu <= :nowMs)"
+	condFree     = condAbsent + " OR (#st = :released AND #ow <> :owner)"
+	condOurs     = " OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
+	condBound    = " OR (#fp = :fp AND #op = :op AND "
+	condFailed   = "#st = :failed AND #ow <> :owner"
+	condClaim    = condFree + condOurs + condBound + condFailed + ")"
+	condTakeover = condFree + condOurs + condBound + "((" + condFailed + ") OR (#st = :inflight AND #lu <= :nowMs)))"
 	// condFenced is a claim fenced by a Failover: it may only make again
 	// our own claim, never store a new record or replace another's.
 	condFenced   = "#st = :inflight AND #ow = :owner AND #lu <= :lu AND #exp > :nowS"
 	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
 	condExtend   = condOwned + " AND #lu <= :lu"
-	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
-	condMark     = "#ow = :owner AND #st = :inflight AND #exp > :nowS AND #lu <= :nowMs"
-	condResolve  = "#st = :indeterminate AND #exp > :nowS AND #ow = :owner"
+	condRelease  = condAbsent + " OR (#st = :released AND #lu <= :nowMs) OR (#ow = :owner AND #st = :inflight)"
+	// condReleaseOwned is a release routed by a fencing Failover: it
+	// replaces only our own claim, never an absent item, since a tombstone
+	// written in the new home would win, by last-writer-wins replication,
+	// over an older record of the key not yet replicated from the old one.
+	condReleaseOwned = "#ow = :owner AND #st = :inflight"
+	condMark         = "#ow = :owner AND #st = :inflight AND #exp > :nowS AND #lu <= :nowMs"
+	condResolve      = "#st = :indeterminate AND #exp > :nowS AND #ow = :owner"
 )
 
 // The condition expressions and attribute names of the frequent calls,
 // made once: inputs only read them (a Client must not modify its input).
 var (
 	pCondClaim         = aws.String(condClaim)
-	pCondClaimTakeover = aws.String(condClaim + condTakeover)
+	pCondClaimTakeover = aws.String(condTakeover)
 	pCondClaimFenced   = aws.String(condFenced)
 	pCondComplete      = aws.String(condComplete)
 	pCondRelease       = aws.String(condRelease)
+	pCondReleaseOwned  = aws.String(condReleaseOwned)
 	pCondExtend        = aws.String(condExtend)
 	pUpdateLease       = aws.String("SET #lu = :lu")
 
-	namesClaim         = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
-	namesClaimTakeover = namesClaim
-	namesClaimFenced   = map[string]string{"#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
-	namesComplete      = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
-	namesRelease       = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
-	namesExtend        = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
+	namesClaim = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil,
+		"#fp": AttrFingerprint, "#op": AttrOperation}
+	namesComplete     = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
+	namesRelease      = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState, "#lu": AttrLeaseUntil}
+	namesExtend       = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
+	namesReleaseOwned = map[string]string{"#ow": AttrOwner, "#st": AttrState}
+	namesClaimFenced  = map[string]string{"#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
 )
 
 var (
@@ -350,7 +365,22 @@ var (
 	vCompleted     = str(string(idemkit.StateCompleted))
 	vFailed        = str(string(idemkit.StateFailed))
 	vIndeterminate = str(string(idemkit.StateIndeterminate))
+	vReleased      = str(stReleased)
 )
+
+// stReleased is the state of a released key's tombstone, which counts as
+// no record (see Release).
+const stReleased = "released"
+
+// tombstoneLife is how long a tombstone is kept past its release:
+// idemkit.MaxWriteDelay, plus five minutes for the SDK's clock-skew
+// correction, which dates a signature by DynamoDB's clock where the
+// instance's runs behind it, so that a late copy may stay valid that much
+// longer than the instance's own clock says.
+const tombstoneLife = idemkit.MaxWriteDelay + 5*time.Minute
+
+// released reports whether item is a tombstone.
+func released(item map[string]types.AttributeValue) bool { return attrS(item, AttrState) == stReleased }
 
 // claimAttempts bounds the put-then-get rounds of a claim whose blocking
 // record vanished or changed before it could be read.
@@ -444,14 +474,17 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	cond, names := pCondClaim, namesClaim
 	// Our own in_flight record is ours to claim again only with the lease
 	// this claim writes: a late copy of the claim, landing after the lease
-	// was renewed, must not move it back.
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil]}
+	// was renewed, must not move it back. A tombstone is passed by another
+	// owner's claim, a failed or stale record only with the record's
+	// fingerprint and operation.
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":released": vReleased,
+		":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil], ":fp": item[AttrFingerprint], ":op": item[AttrOperation]}
 	switch {
 	case fenced:
 		cond, names = pCondClaimFenced, namesClaimFenced
-		delete(values, ":failed")
+		values = map[string]types.AttributeValue{":nowS": values[":nowS"], ":inflight": vInFlight, ":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil]}
 	case opts.Takeover:
-		cond, names = pCondClaimTakeover, namesClaimTakeover
+		cond = pCondClaimTakeover
 		values[":nowMs"] = nowMilli(now)
 	}
 	return &dynamodb.PutItemInput{
@@ -470,7 +503,7 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 // record it replaced, if any.
 func claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
 	res := idemkit.ClaimResult{Won: true}
-	if len(out.Attributes) > 0 {
+	if len(out.Attributes) > 0 && !released(out.Attributes) {
 		// The replaced record is informative only: we hold the key
 		// whatever it held, so an undecodable one is not an error.
 		res.Existing, _ = decodeItem(out.Attributes)
@@ -481,16 +514,35 @@ func claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
 // blocker reports the usage of a claim refused by its condition (cf) and
 // returns the record that blocks it: the item returned with the failure,
 // or else the record read after it. blocked is false when no record blocks
-// the claim any more (released, expired or resolved meanwhile).
+// the claim any more (released, expired or resolved meanwhile). A
+// tombstone that refuses the claim (its own owner's: a late copy of the
+// claim) blocks it with a nil cur.
 func (s *Store) blocker(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (cur *idemkit.Record, blocked bool, err error) {
-	cur, returned, err := s.failedOn(ctx, client, cf, rec.ID, now)
+	const op = "claim"
+	failedWriteUsage(ctx, cf.Item)
+	if len(cf.Item) > 0 {
+		// The item that failed the condition: it blocks the claim.
+		if released(cf.Item) {
+			return nil, true, nil
+		}
+		if cur, err = decodeItem(cf.Item); err != nil {
+			return nil, false, err
+		}
+		return cur, true, nil
+	}
+	item, err := s.getItem(ctx, client, op, rec.ID)
 	switch {
 	case err != nil:
 		return nil, false, err
-	case returned:
-		// The item that failed the condition: it blocks the claim.
-		return cur, true, nil
-	case cur != nil && blocks(cur, rec, now, opts):
+	case len(item) == 0 || expired(item, now):
+		return nil, false, nil
+	case released(item):
+		return nil, attrS(item, AttrOwner) == rec.Owner, nil
+	}
+	if cur, err = decodeItem(item); err != nil {
+		return nil, false, err
+	}
+	if blocks(cur, rec, now, opts) {
 		return cur, true, nil
 	}
 	return nil, false, nil
@@ -502,6 +554,10 @@ func (s *Store) blocker(ctx context.Context, client Client, cf *types.Conditiona
 func (s *Store) failedOn(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, id string, now time.Time) (cur *idemkit.Record, returned bool, err error) {
 	failedWriteUsage(ctx, cf.Item)
 	if len(cf.Item) > 0 {
+		if released(cf.Item) {
+			// A tombstone counts as no record.
+			return nil, true, nil
+		}
 		cur, err = decodeItem(cf.Item)
 		return cur, err == nil, err
 	}
@@ -533,12 +589,15 @@ func (s *Store) fenced(ctx context.Context, client Client, cf *types.Conditional
 // blocks reports whether the live record cur keeps rec from being claimed:
 // the Claim condition, evaluated on a record read after it failed.
 func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) bool {
+	bound := cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
 	switch {
-	case !cur.Live(now), cur.State == idemkit.StateFailed:
+	case !cur.Live(now):
+		return false
+	case cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && bound:
 		return false
 	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && cur.LeaseUntil.UnixMilli() <= ceilMilli(rec.LeaseUntil):
 		return false
-	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now):
+	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now) && bound:
 		return false
 	}
 	return true
@@ -592,28 +651,59 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 	return nil
 }
 
-// Release implements idemkit.Store with one conditional DeleteItem.
+// Release implements idemkit.Store with one conditional PutItem of the
+// key's tombstone (st released, the owner, lu the release's time and exp
+// tombstoneLife later), in place of the owner's in_flight record, of no
+// live record, or of a tombstone not made after now. A refused release
+// reads the item that refused it (returned with the failure, or one
+// consistent GetItem where the server does not): a later tombstone is
+// no record (nil), anything else another's (idemkit.ErrNotOwner). Routed
+// by a Failover that fences, it replaces only the owner's in_flight
+// record: a tombstone of an absent one would win, under global tables'
+// last-writer-wins replication, over an older record of the key that has
+// not replicated from the previous region yet.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
 	const op = "release"
-	client, err := s.client(ctx, op, id)
+	if !utf8.ValidString(id) {
+		// No record has such an ID (Claim refuses it); sent as is, the SDK
+		// would write the tombstone of another ID.
+		return nil
+	}
+	client, fo, err := s.routed(ctx, op, id)
 	if err != nil {
 		return err
 	}
+	nowMs := nowMilli(now)
+	cond, names := pCondRelease, namesRelease
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":nowMs": nowMs, ":owner": str(owner), ":inflight": vInFlight, ":released": vReleased}
+	if fo.fencing() {
+		cond, names = pCondReleaseOwned, namesReleaseOwned
+		values = map[string]types.AttributeValue{":owner": values[":owner"], ":inflight": vInFlight}
+	}
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
-	out, err := client.DeleteItem(cctx, &dynamodb.DeleteItemInput{
-		TableName:                 s.tableName,
-		Key:                       key(id),
-		ConditionExpression:       pCondRelease,
-		ExpressionAttributeNames:  namesRelease,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight},
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	out, err := client.PutItem(cctx, &dynamodb.PutItemInput{
+		TableName: s.tableName,
+		Item: map[string]types.AttributeValue{AttrID: str(id), AttrState: vReleased, AttrOwner: str(owner), AttrLeaseUntil: nowMs,
+			AttrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))},
+		ConditionExpression:                 cond,
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
-	if err != nil {
-		return refused(ctx, op, err, idemkit.ErrNotOwner)
+	if err == nil {
+		usage(ctx, out.ConsumedCapacity, true)
+		return nil
 	}
-	usage(ctx, out.ConsumedCapacity, true)
-	return nil
+	cur, err := s.refusedItem(ctx, client, op, id, err, "whether the key is free")
+	if err != nil {
+		return err
+	}
+	if len(cur) == 0 || expired(cur, now) || released(cur) {
+		return nil
+	}
+	return idemkit.ErrNotOwner
 }
 
 // Extend implements idemkit.Store with one conditional UpdateItem of the
@@ -879,7 +969,7 @@ func (s *Store) get(ctx context.Context, client Client, op, id string, now time.
 	if err != nil {
 		return nil, err
 	}
-	if len(item) == 0 || expired(item, now) {
+	if len(item) == 0 || expired(item, now) || released(item) {
 		return nil, idemkit.ErrNotFound
 	}
 	return decodeItem(item)

@@ -25,6 +25,14 @@ func onMarkUnknown(k faults.Kind, skip, times int) faults.Rule {
 		Skip: skip, Times: times, Kind: k}
 }
 
+// failTwice answers a transient 503 on the handler's first two runs.
+func failTwice(n int) int {
+	if n <= 2 {
+		return 503
+	}
+	return 201
+}
+
 // A late step of a delayed-write scenario.
 const (
 	lateCall       = "call"         // a request; want: the answer's comboKind
@@ -73,34 +81,70 @@ func delayedCases() []delayedCase {
 	}
 	return []delayedCase{
 		// The claim's first copy lands after the handler's transient 503
-		// freed the key: it recreates an in_flight record of a run no one
-		// makes. Retries get 409 until its lease ends; then FailClosed
-		// keeps the key for an operator (nothing ran), Takeover runs it
-		// once.
+		// freed the key: refused by the tombstone the release left (its
+		// own owner's), the key stays free and the retry runs, once.
 		{name: "claim/after-release/fail-closed", policy: fc, answer: failFirst,
 			rules: r(onClaim(delayed, 0, 1)),
-			steps: s(lateCall, "transient", lateState, "absent", lateDeliver, "applied", lateState, "in_flight",
-				lateCall, "in-flight", lateLeaseEnds, "", lateCall, "indeterminate", lateCall, "indeterminate", lateState, "indeterminate"),
-			effects: 0},
+			steps: s(lateCall, "transient", lateState, "absent", lateDeliver, "refused", lateState, "absent",
+				lateCall, "run", lateCall, "replay", lateState, "completed"),
+			effects: 1},
 		{name: "claim/after-release/takeover", policy: to, answer: failFirst,
 			rules: r(onClaim(delayed, 0, 1)),
-			steps: s(lateCall, "transient", lateDeliver, "applied", lateState, "in_flight",
-				lateCall, "in-flight", lateLeaseEnds, "", lateCall, "run", lateCall, "replay", lateState, "completed"),
+			steps: s(lateCall, "transient", lateDeliver, "refused", lateState, "absent",
+				lateCall, "run", lateCall, "replay", lateState, "completed"),
 			effects: 1},
 		// Every copy of the claim is held: the engine's claims fail, its
-		// release finds nothing and the client is told 503 (not run, key
-		// not recorded). Then the copies land: as above, the key is held
-		// by a run no one makes.
+		// release finds nothing and leaves the tombstone, and the client
+		// is told 503 (not run). Then the copies land: refused, as above.
 		{name: "claim-always/after-release/fail-closed", policy: fc,
 			rules: r(onClaim(delayed, 0, never)),
-			steps: s(lateCall, "unavailable", lateState, "absent", lateClear, "", lateDeliver, "applied", lateState, "in_flight",
-				lateCall, "in-flight", lateLeaseEnds, "", lateCall, "indeterminate", lateState, "indeterminate"),
-			effects: 0},
+			steps: s(lateCall, "unavailable", lateState, "absent", lateClear, "", lateDeliver, "refused", lateState, "absent",
+				lateCall, "run", lateCall, "replay", lateState, "completed"),
+			effects: 1},
 		{name: "claim-always/after-release/takeover", policy: to,
 			rules: r(onClaim(delayed, 0, never)),
-			steps: s(lateCall, "unavailable", lateClear, "", lateDeliver, "applied", lateCall, "in-flight",
-				lateLeaseEnds, "", lateCall, "run", lateCall, "replay", lateState, "completed"),
+			steps: s(lateCall, "unavailable", lateClear, "", lateDeliver, "refused", lateCall, "run",
+				lateCall, "replay", lateState, "completed"),
 			effects: 1},
+		// The claim's first copy lands after its run's outcome was unknown
+		// and an operator resolved it failed: refused (a failed record is
+		// claimed again only by another owner), the record stays failed
+		// and the retry runs, once.
+		{name: "claim/after-failed/fail-closed", policy: fc, unknownFirst: true,
+			rules: r(onClaim(delayed, 0, 1)),
+			steps: s(lateCall, "unknown", lateState, "indeterminate", lateResolve, "failed", lateDeliver, "refused",
+				lateState, "failed", lateCall, "run", lateCall, "replay", lateState, "completed"),
+			effects: 1},
+		{name: "claim/after-failed/takeover", policy: to, unknownFirst: true,
+			rules: r(onClaim(delayed, 0, 1)),
+			steps: s(lateCall, "unknown", lateResolve, "failed", lateDeliver, "refused",
+				lateState, "failed", lateCall, "run", lateCall, "replay", lateState, "completed"),
+			effects: 1},
+		// What is left: the copy lands after a retry claimed the failed
+		// record, answered a transient 503 and freed the key, whose
+		// tombstone is the retry's. Applied: the key is held for a run
+		// nobody makes until the copy's lease ends (over by then here:
+		// FailClosed marks it at once, Takeover runs the request). An
+		// operator who resolves failed only once the lease ended
+		// idemkit.MaxWriteDelay ago meets no such copy.
+		{name: "claim/after-failed-then-release/fail-closed", policy: fc, unknownFirst: true, answer: failFirst,
+			rules: r(onClaim(delayed, 0, 1)),
+			steps: s(lateCall, "unknown", lateLeaseEnds, "", lateResolve, "failed", lateCall, "transient", lateState, "absent",
+				lateDeliver, "applied", lateState, "in_flight", lateCall, "indeterminate", lateState, "indeterminate"),
+			effects: 0},
+		{name: "claim/after-failed-then-release/takeover", policy: to, unknownFirst: true, answer: failFirst,
+			rules: r(onClaim(delayed, 0, 1)),
+			steps: s(lateCall, "unknown", lateLeaseEnds, "", lateResolve, "failed", lateCall, "transient",
+				lateDeliver, "applied", lateState, "in_flight", lateCall, "run", lateCall, "replay", lateState, "completed"),
+			effects: 1},
+		// ... and after two transient 503s, the retry's release leaving
+		// the tombstone: applied, as above, within its lease (409
+		// in-flight, then under FailClosed indeterminate).
+		{name: "claim/after-two-releases/fail-closed", policy: fc, answer: failTwice,
+			rules: r(onClaim(delayed, 0, 1)),
+			steps: s(lateCall, "transient", lateCall, "transient", lateDeliver, "applied", lateState, "in_flight",
+				lateCall, "in-flight", lateLeaseEnds, "", lateCall, "indeterminate", lateState, "indeterminate"),
+			effects: 0},
 		// The claim's first copy lands while the retry's run holds the key
 		// under a new owner: refused by the owner token (and, with
 		// Takeover, by the retry's live lease).

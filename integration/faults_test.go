@@ -17,11 +17,13 @@ import (
 	"github.com/idemkit/idemkit/internal/faults"
 )
 
-// The store's calls, told apart by operation and, for the two PutItems,
-// by the state they write.
+// The store's calls, told apart by operation and, for the PutItems, by
+// the state they write: the claim, the completion and the release (the
+// key's tombstone).
 var (
 	claimPut    = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"in_flight"}`)) }
 	completePut = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"completed"}`)) }
+	releasePut  = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"released"}`)) }
 )
 
 func onClaim(k faults.Kind, skip, times int) faults.Rule {
@@ -31,7 +33,7 @@ func onComplete(k faults.Kind, skip, times int) faults.Rule {
 	return faults.Rule{Op: "PutItem", Match: completePut, Skip: skip, Times: times, Kind: k}
 }
 func onRelease(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "DeleteItem", Skip: skip, Times: times, Kind: k}
+	return faults.Rule{Op: "PutItem", Match: releasePut, Skip: skip, Times: times, Kind: k}
 }
 func onRead(k faults.Kind, skip, times int) faults.Rule {
 	return faults.Rule{Op: "GetItem", Skip: skip, Times: times, Kind: k}
@@ -164,7 +166,7 @@ func faultCases() []faultCase {
 		{name: "complete/timeout/never", rules: r(onComplete(tmo, 0, never)), first: 201, second: "in-flight", final: "indeterminate"},
 		{name: "complete/timeout-applied/never", rules: r(onComplete(tmoA, 0, never)), first: 201, second: "replay", final: "replay"},
 
-		// The release (DeleteItem) after a transient 503 from the handler.
+		// The release (PutItem of the tombstone) after a transient 503 from the handler.
 		{name: "release/lost-ack/call1", release: true, rules: r(onRelease(lost, 0, 1)), first: 503, second: "run", final: "replay"},
 		{name: "release/lost-ack/never", release: true, rules: r(onRelease(lost, 0, never)), first: 503, second: "run", final: "replay"},
 		{name: "release/lost-ack-body/call1", release: true, rules: r(onRelease(lostBody, 0, 1)), first: 503, second: "run", final: "replay"},

@@ -180,7 +180,7 @@ var (
 	kitClaim    = kitCall("PutItem", "in_flight")
 	kitComplete = kitCall("PutItem", "completed")
 	kitMark     = kitCall("UpdateItem", "")
-	kitRelease  = kitCall("DeleteItem", "")
+	kitRelease  = kitCall("PutItem", "released")
 )
 
 type hwCase struct {

@@ -38,10 +38,25 @@ func New() *Store { return &Store{} }
 
 var _ idemkit.Store = (*Store)(nil)
 
-// live returns the live record with id; the caller holds s.mu.
+// stateReleased is the state of a released key's tombstone: its Owner
+// is the releasing owner and its LeaseUntil the time of the release. A
+// tombstone counts as no record to every method but Claim and Release.
+const stateReleased idemkit.State = "released"
+
+// live returns the live record with id, nil for a tombstone; the caller
+// holds s.mu.
 func (s *Store) live(id string, now time.Time) *idemkit.Record {
 	r := s.recs[id]
-	if r == nil || !r.Live(now) {
+	if r == nil || !r.Live(now) || r.State == stateReleased {
+		return nil
+	}
+	return r
+}
+
+// tombstone returns the live tombstone with id; the caller holds s.mu.
+func (s *Store) tombstone(id string, now time.Time) *idemkit.Record {
+	r := s.recs[id]
+	if r == nil || !r.Live(now) || r.State != stateReleased {
 		return nil
 	}
 	return r
@@ -89,11 +104,20 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
 	prev := s.recs[rec.ID]
+	if t := s.tombstone(rec.ID, now); t != nil {
+		if t.Owner == rec.Owner {
+			// A copy of the released owner's claim, landing late.
+			return idemkit.ClaimResult{}, nil
+		}
+		prev = nil
+	}
 	cur := s.live(rec.ID, now)
+	// The key stays bound to its first request's fingerprint and operation.
+	bound := cur != nil && cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
 	ok := cur == nil ||
-		cur.State == idemkit.StateFailed ||
+		(cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && bound) ||
 		(cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && !cur.LeaseUntil.After(rec.LeaseUntil)) ||
-		(cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now))
+		(cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now) && bound)
 	if !ok {
 		return idemkit.ClaimResult{Existing: cur.Clone()}, nil
 	}
@@ -174,15 +198,13 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
-	cur := s.live(id, now)
-	if cur == nil {
-		delete(s.recs, id)
-		return nil
-	}
-	if cur.Owner != owner || cur.State != idemkit.StateInFlight {
+	if cur := s.live(id, now); cur != nil && (cur.Owner != owner || cur.State != idemkit.StateInFlight) {
 		return idemkit.ErrNotOwner
 	}
-	delete(s.recs, id)
+	if t := s.tombstone(id, now); t != nil && now.Before(t.LeaseUntil) {
+		return nil // a later release's tombstone stays
+	}
+	s.put(&idemkit.Record{ID: id, State: stateReleased, Owner: owner, LeaseUntil: now, ExpiresAt: now.Add(idemkit.MaxWriteDelay)}, now)
 	return nil
 }
 

@@ -253,9 +253,9 @@ func TestTemplateOrdersTableMatchesRepo(t *testing.T) {
 }
 
 // The function's role may do what the code does and nothing more: the
-// four item operations the guard makes on the idempotency table (claim
-// and complete: PutItem; release: DeleteItem; mark indeterminate:
-// UpdateItem; the read of a lost claim's record: GetItem), PutItem and
+// three item operations the guard makes on the idempotency table (claim,
+// complete and release: PutItem; mark indeterminate: UpdateItem; the read
+// of a lost claim's record: GetItem), PutItem and
 // Query on the orders table. No wildcards, no Scan, no other resources,
 // no SAM policy templates or managed policies, no role of its own.
 func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
@@ -273,7 +273,7 @@ func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
 		return "arn:aws:dynamodb:us-east-1:123456789012:table/ref:" + logical
 	}
 	allowed := map[string][]string{
-		arn("IdempotencyTable"): {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		arn("IdempotencyTable"): {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 		arn("OrdersTable"):      {"dynamodb:PutItem", "dynamodb:Query"},
 	}
 	granted := map[string][]string{}

@@ -504,7 +504,10 @@ func (r *raw) run(ctx context.Context, i int) error {
 			return err
 		}
 		if r.path == "error" {
-			_, err := r.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(r.table), Key: map[string]types.AttributeValue{"pk": item["pk"]},
+			// The release: the key's tombstone in place of the claim.
+			tomb := map[string]types.AttributeValue{"pk": item["pk"], "st": &types.AttributeValueMemberS{Value: "released"},
+				"ow": item["ow"], "lu": item["ca"], "exp": item["exp"]}
+			_, err := r.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(r.table), Item: tomb,
 				ConditionExpression: aws.String("ow = :ow"), ExpressionAttributeValues: map[string]types.AttributeValue{":ow": item["ow"]},
 				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 			return err

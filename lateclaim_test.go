@@ -1,0 +1,122 @@
+package idemkit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// holding wraps a store: the first claim is held, not applied, and fails
+// as a timed-out call does, so the guard sends it again; deliver applies
+// it later, as the copy that waited in the network lands, with the time
+// it was sent with.
+type holding struct {
+	idemkit.Store
+	mu     sync.Mutex
+	claims int
+	held   func() (idemkit.ClaimResult, error)
+}
+
+func (s *holding) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	s.mu.Lock()
+	s.claims++
+	if s.claims == 1 {
+		c := r.Clone()
+		s.held = func() (idemkit.ClaimResult, error) { return s.Store.Claim(context.Background(), c, now, o) }
+		s.mu.Unlock()
+		return idemkit.ClaimResult{}, errReset
+	}
+	s.mu.Unlock()
+	return s.Store.Claim(ctx, r, now, o)
+}
+
+func (s *holding) deliver(t *testing.T) idemkit.ClaimResult {
+	t.Helper()
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	if held == nil {
+		t.Fatal("no claim held")
+	}
+	res, err := held()
+	if err != nil {
+		t.Fatalf("late claim: %v", err)
+	}
+	return res
+}
+
+// TestLateClaimCopy: the first copy of a request's claim lands late, after
+// its run freed the key: after the handler's error released it, and after
+// an operator resolved its unknown outcome failed. The copy must be
+// refused: applied, it would hold the key for a run nobody makes (409
+// until its lease ends; then, under FailClosed, an operator's incident).
+// The next request runs, once.
+func TestLateClaimCopy(t *testing.T) {
+	failing := func(context.Context) (*idemkit.Snapshot, error) { return nil, errors.New("downstream failed") }
+	unknown := func(context.Context) (*idemkit.Snapshot, error) {
+		return nil, fmt.Errorf("provider timed out: %w", idemkit.ErrOutcomeUnknown)
+	}
+	resolveFailed := func(t *testing.T, f *fixture) {
+		t.Helper()
+		f.clock.Advance(time.Second)
+		if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}, f.clock.Now()); err != nil {
+			t.Fatalf("resolve: %v", err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// history runs after the first request, whose claim's first copy
+		// is held, ran first.
+		first   idemkit.Handler
+		history func(t *testing.T, f *fixture)
+		state   string // the record's state once the copy landed: a state or "absent"
+	}{
+		{name: "after-release", first: failing, state: "absent"},
+		{name: "after-failed", first: unknown, history: resolveFailed, state: string(idemkit.StateFailed)},
+	} {
+		for _, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+			t.Run(tc.name+"/"+pol.String(), func(t *testing.T) {
+				f := newFixture(t, nil)
+				hs := &holding{Store: f.store}
+				g, err := idemkit.New(idemkit.Config{Store: hs, Now: f.clock.Now, ClaimBackoff: time.Millisecond,
+					Policy: idemkit.Policy{Lease: 2 * time.Second, OnStaleLease: pol}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.guard = g
+				if _, _, err := f.do(t, req("k"), tc.first); err == nil {
+					t.Fatal("the first run: no error")
+				}
+				if tc.history != nil {
+					tc.history(t, f)
+				}
+				f.clock.Advance(time.Second)
+				if res := hs.deliver(t); res.Won {
+					t.Fatal("the late copy of the first claim won")
+				}
+				state := "absent"
+				if rec, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now()); err == nil {
+					state = string(rec.State)
+				} else if !errors.Is(err, idemkit.ErrNotFound) {
+					t.Fatal(err)
+				}
+				if state != tc.state {
+					t.Fatalf("after the late copy: %s, want %s", state, tc.state)
+				}
+				before := f.runs
+				if snap, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || string(snap.Body) != "ok" {
+					t.Fatalf("the next request: %+v %v %v; want it run", snap, replayed, err)
+				}
+				if _, replayed, err := f.do(t, req("k"), respond(201, "again")); err != nil || !replayed || f.runs != before+1 {
+					t.Fatalf("then: %v %v, %d runs; want a replay of the one run", replayed, err, f.runs-before)
+				}
+			})
+		}
+	}
+}
