@@ -293,16 +293,16 @@ func (r *request) run() (*http.Response, error) {
 
 // attempt sends the request once and reads its response.
 func (r *request) attempt() answer {
-	r.attempts++
 	ctx := r.req.Context()
 	areq := r.req.Clone(ctx)
-	if r.attempts > 1 && hasBody(r.req) {
+	if r.attempts > 0 && hasBody(r.req) {
 		b, err := r.req.GetBody()
 		if err != nil {
 			return answer{err: &bodyError{err}}
 		}
 		areq.Body = b
 	}
+	r.attempts++
 	for k := range areq.Header {
 		if strings.EqualFold(k, r.t.header) {
 			delete(areq.Header, k)
