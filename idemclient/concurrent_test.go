@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/idemclient"
 )
 
@@ -75,5 +76,32 @@ func TestConcurrentDuplicatesRunOnce(t *testing.T) {
 		if d != 75*time.Millisecond {
 			t.Errorf("waited %s after 409 in-flight, want the first backoff, 75ms", d)
 		}
+	}
+}
+
+// TestInFlightWaitCappedByRetryAfter: a 409 in-flight is retried after
+// the backoff or its Retry-After, whichever is shorter: Retry-After is
+// when the first request's lease ends at the latest.
+func TestInFlightWaitCappedByRetryAfter(t *testing.T) {
+	entered, gate, firstDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	a := &api{policy: idemkit.Policy{MaxRetryAfter: time.Second}}
+	a.handler = func(w http.ResponseWriter, r *http.Request) {
+		a.runs.Add(1)
+		close(entered)
+		<-gate
+		w.WriteHeader(http.StatusCreated)
+	}
+	srv := a.start(t)
+	c, s := newClient(t, a.clock, idemclient.Config{BaseDelay: 10 * time.Second})
+	s.hook = func(time.Duration) { close(gate); <-firstDone }
+	ctx := idemclient.WithKey(context.Background(), idemclient.NewKeyAt(a.clock.Now()))
+	go func() { defer close(firstDone); post(ctx, c, srv.URL+"/orders", `{}`) }()
+	<-entered
+	resp, _, err := post(ctx, c, srv.URL+"/orders", `{}`)
+	if err != nil || resp.StatusCode != 201 || !idemclient.Replayed(resp) {
+		t.Fatalf("got %v %v, want the first answer replayed", resp, err)
+	}
+	if w := s.recorded(); len(w) != 1 || w[0] != time.Second {
+		t.Errorf("waits %v, want Retry-After's 1s, not the 7.5s backoff", w)
 	}
 }

@@ -74,12 +74,17 @@ type GiveUpError struct {
 
 func (e *GiveUpError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "idemclient: key %s: ", e.Key)
 	if e.Attempts == 0 {
-		fmt.Fprintf(&b, "not sent: %v: the server may have forgotten its first request and would run it again; check whether it took effect before sending it anew under a new key", e.Reason)
+		fmt.Fprintf(&b, "idemclient: key %s not sent: its time is past the server's retention less the margin (%s): the server may have forgotten its first request and would run it again; check whether that took effect before sending it anew under a new key",
+			e.Key, e.RetryBefore.UTC().Format(time.RFC3339))
 		return b.String()
 	}
-	fmt.Fprintf(&b, "gave up after %d attempts in %s: %v", e.Attempts, e.Elapsed.Round(time.Millisecond), e.Reason)
+	attempts := "attempts"
+	if e.Attempts == 1 {
+		attempts = "attempt"
+	}
+	fmt.Fprintf(&b, "idemclient: key %s: gave up after %d %s in %s: %s", e.Key, e.Attempts, attempts,
+		e.Elapsed.Round(time.Millisecond), strings.TrimPrefix(fmt.Sprint(e.Reason), "idemclient: "))
 	if e.asked > 0 {
 		fmt.Fprintf(&b, " (the server asked to wait %s)", e.asked)
 	}
@@ -95,7 +100,7 @@ func (e *GiveUpError) Error() string {
 		fmt.Fprintf(&b, "; last error %v", e.Err)
 	}
 	if errors.Is(e.Reason, ErrRetentionPassed) {
-		b.WriteString("; it may have taken effect: check before sending it anew under a new key")
+		b.WriteString("; it may have taken effect, and the server may have forgotten it: check before sending it anew under a new key")
 	} else {
 		fmt.Fprintf(&b, "; it may have taken effect: retry with the same key before %s, never with a new one",
 			e.RetryBefore.UTC().Format(time.RFC3339))
@@ -106,10 +111,11 @@ func (e *GiveUpError) Error() string {
 // Unwrap returns Reason and Err.
 func (e *GiveUpError) Unwrap() []error {
 	var errs []error
-	for _, err := range []error{e.Reason, e.Err} {
-		if err != nil {
-			errs = append(errs, err)
-		}
+	if e.Reason != nil {
+		errs = append(errs, e.Reason)
+	}
+	if e.Err != nil && e.Err != e.Reason {
+		errs = append(errs, e.Err)
 	}
 	return errs
 }
