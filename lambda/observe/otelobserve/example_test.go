@@ -60,7 +60,7 @@ func ExampleObserver_Observe() {
 		for _, kv := range s.Attributes() {
 			a[kv.Key] = kv.Value
 		}
-		fmt.Println(a[otelobserve.AttrOutcome].Emit(), a[otelobserve.AttrReplayed].Emit(), a[otelobserve.AttrStatus].Emit(), a[otelobserve.AttrKeyHash].Emit())
+		fmt.Println(a[otelobserve.AttrOutcome].String(), a[otelobserve.AttrReplayed].String(), a[otelobserve.AttrStatus].String(), a[otelobserve.AttrKeyHash].String())
 	}
 	// Output:
 	// executed false 201 cdd93c91617d632c98ec5203d8891592
