@@ -1,0 +1,21 @@
+package idemclient
+
+import (
+	"testing"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/adapter"
+)
+
+// TestDefaultsMatchServer: the client's defaults are the server's.
+func TestDefaultsMatchServer(t *testing.T) {
+	if DefaultRetention != idemkit.DefaultRecordRetention {
+		t.Errorf("DefaultRetention %s, the server's %s", DefaultRetention, idemkit.DefaultRecordRetention)
+	}
+	if DefaultMargin != idemkit.DefaultKeyClockSkew {
+		t.Errorf("DefaultMargin %s, the server's KeyClockSkew %s", DefaultMargin, idemkit.DefaultKeyClockSkew)
+	}
+	if ReplayedHeader != adapter.ReplayedHeader || ProblemContentType != adapter.ProblemContentType || ProblemBase != adapter.ProblemBase {
+		t.Errorf("header, media type or problem base differ from the server's")
+	}
+}

@@ -1,0 +1,107 @@
+package idemclient
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+type keyContext struct{}
+
+// WithKey returns a copy of ctx under which a guarded request is sent with
+// key instead of a new one. Use it to retry a request whose key you stored
+// before sending it, after a crash or a restart: mint the key with
+// [NewKey], store it with the request, and send the request under it as
+// often as it takes. A request that also sets the header must set the same
+// key.
+func WithKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, keyContext{}, key)
+}
+
+// NewKey returns a new UUIDv7 key holding the current time, the kind the
+// Transport mints by default. The server refuses such a key once it is
+// older than its record retention (400 key-expired) instead of running it
+// again, and the Transport refuses to send it before that
+// ([ErrRetentionPassed]).
+func NewKey() string { return newKeyAt(time.Now()) }
+
+// newKeyAt returns a UUIDv7 (RFC 9562) holding t to the millisecond.
+func newKeyAt(t time.Time) string {
+	var u uuid.UUID
+	rand.Read(u[6:]) // never fails (crypto/rand)
+	ms := uint64(t.UnixMilli())
+	var ts [8]byte
+	binary.BigEndian.PutUint64(ts[:], ms<<16)
+	copy(u[:6], ts[:6])
+	u[6] = 0x70 | u[6]&0x0f // version 7
+	u[8] = 0x80 | u[8]&0x3f // variant RFC 9562
+	return u.String()
+}
+
+// keyTime returns the time a UUIDv7 key holds, read as the server reads it.
+func keyTime(key string) (time.Time, bool) {
+	if len(key) != 36 {
+		return time.Time{}, false
+	}
+	u, err := uuid.Parse(key)
+	if err != nil || u.Version() != 7 {
+		return time.Time{}, false
+	}
+	ms := binary.BigEndian.Uint64(u[:8]) >> 16
+	return time.UnixMilli(int64(ms)), true
+}
+
+// keyOf returns the key req is sent with: the one in its header, the one
+// ctx holds, or a new one.
+func (t *Transport) keyOf(req *http.Request) (string, error) {
+	given, inCtx := req.Context().Value(keyContext{}).(string)
+	var key string
+	switch vs := req.Header.Values(t.header); {
+	case len(vs) > 0:
+		key = vs[0]
+		for _, v := range vs[1:] {
+			if v != key {
+				return "", fmt.Errorf("%w: the request sets %s twice, to %q and %q", ErrKeyInvalid, t.header, key, v)
+			}
+		}
+		if inCtx && given != key {
+			return "", fmt.Errorf("%w: the request sets %s to %q and its context holds %q", ErrKeyInvalid, t.header, key, given)
+		}
+	case inCtx:
+		key = given
+	default:
+		k, err := t.newKey()
+		if err != nil {
+			return "", fmt.Errorf("idemclient: minting a key: %w", err)
+		}
+		key = k
+	}
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// checkKey refuses a key no server takes as one: empty, with a byte
+// outside printable ASCII, a comma (a list separator in the header) or a
+// space at either end (HTTP strips it).
+func checkKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty", ErrKeyInvalid)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c > 0x7e || c == ',' {
+			return fmt.Errorf("%w: byte %#x at %d: a key is printable ASCII without commas", ErrKeyInvalid, c, i)
+		}
+	}
+	if strings.TrimSpace(key) != key {
+		return fmt.Errorf("%w: space at either end", ErrKeyInvalid)
+	}
+	return nil
+}
