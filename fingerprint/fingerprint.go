@@ -104,9 +104,18 @@ type Options struct {
 // Input is one request as the fingerprint sees it. Query and Header accept
 // url.Values and http.Header directly.
 type Input struct {
-	Method      string
-	Path        string
-	Query       map[string][]string // parameter names are case-sensitive
+	Method string
+	Path   string
+	Query  map[string][]string // parameter names are case-sensitive
+	// RawQuery is the query string as sent, without "?", read when Query
+	// is nil: it hashes as the parameters url.ParseQuery returns for it
+	// (a net/http request's URL.RawQuery gives r.URL.Query()'s
+	// fingerprint), read in place with 4 bytes per parameter and no limit
+	// on their number. A query that url.ParseQuery does not read whole (a
+	// pair with ";", a malformed escape) hashes as one parameter named by
+	// the whole raw query, without a value: no query that parses cleanly
+	// reads so, so it matches only the very same text.
+	RawQuery    string
 	Header      map[string][]string // names are matched case-insensitively
 	ContentType string              // used by ModeAuto; when empty, Header's Content-Type is used
 	Body        []byte
