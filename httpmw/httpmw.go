@@ -172,7 +172,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				Template:    template(req.Pattern),
 				Key:         req.Header.Values(a.Header()),
 				ContentType: req.Header.Get("Content-Type"),
-				Query:       func() map[string][]string { return adapter.ParseQuery(req.URL.RawQuery) },
+				RawQuery:    req.URL.RawQuery,
 				Header:      func() map[string][]string { return req.Header },
 			}
 			if cfg.Tenant != nil {

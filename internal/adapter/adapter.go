@@ -195,6 +195,8 @@ type Request struct {
 	Body       []byte
 	BodyString string
 	Base64     bool
+	// RawQuery is the query string as sent, read when Query is nil.
+	RawQuery string
 	// Query and Header return the request's query parameters and headers
 	// for fingerprint options that name some. Nil: none.
 	Query  func() map[string][]string
@@ -215,6 +217,10 @@ type Request struct {
 func (a *Front) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
 		return strings.ToUpper(r.Method) + " " + t
+	}
+	if len(r.Path) > idemkit.MaxPathLen {
+		// Refused (ErrPathTooLong): the operation is only reported.
+		return strings.ToUpper(r.Method) + " " + Echo(r.Path)
 	}
 	return strings.ToUpper(r.Method) + " " + r.Path
 }
@@ -359,7 +365,11 @@ func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Prob
 	if p != nil {
 		return idemkit.Request{}, p
 	}
-	fper, in := a.fingerprintInput(r)
+	fper, in, err := a.fingerprintInput(r)
+	if err != nil {
+		a.g.Refuse(ctx, scope, err)
+		return idemkit.Request{}, ProblemFor(err, a.storeRetry)
+	}
 	fp, err := fper.Compute(in)
 	if err != nil {
 		a.g.Refuse(ctx, scope, err)
@@ -408,8 +418,13 @@ func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *Problem)
 }
 
 // fingerprintInput returns the fingerprinter of r's route and what of r it
-// hashes.
-func (a *Front) fingerprintInput(r *Request) (*fingerprint.Fingerprinter, fingerprint.Input) {
+// hashes, or the error refusing r: a path over idemkit.MaxPathLen bytes
+// (ErrPathTooLong), a query it reads of more than idemkit.MaxQueryParams
+// parameters (ErrQueryTooLarge).
+func (a *Front) fingerprintInput(r *Request) (*fingerprint.Fingerprinter, fingerprint.Input, error) {
+	if len(r.Path) > idemkit.MaxPathLen {
+		return nil, fingerprint.Input{}, idemkit.ErrPathTooLong
+	}
 	rt := a.route(r)
 	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
 		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}
@@ -417,11 +432,13 @@ func (a *Front) fingerprintInput(r *Request) (*fingerprint.Fingerprinter, finger
 	if _, ok := a.opTemplate(r); ok {
 		fper = rt.fpPath // one template, many resources: the path tells them apart
 	}
-	if rt.query && r.Query != nil {
-		in.Query = r.Query()
+	if rt.query {
+		if err := readQuery(r, &in); err != nil {
+			return nil, fingerprint.Input{}, err
+		}
 	}
 	if rt.headers && r.Header != nil {
 		in.Header = r.Header()
 	}
-	return fper, in
+	return fper, in, nil
 }

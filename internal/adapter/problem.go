@@ -45,6 +45,8 @@ const (
 	TypeKeyExpired          = ProblemBase + "key-expired"
 	TypeBodyInvalid         = ProblemBase + "body-invalid"
 	TypeBodyTooLarge        = ProblemBase + "body-too-large"
+	TypePathTooLong         = ProblemBase + "path-too-long"
+	TypeQueryTooLarge       = ProblemBase + "query-too-large"
 	TypeFingerprintMismatch = ProblemBase + "fingerprint-mismatch"
 	TypeOperationMismatch   = ProblemBase + "operation-mismatch"
 	TypeInFlight            = ProblemBase + "in-flight"
@@ -147,6 +149,19 @@ func BodyTooLarge(limit int64) *Problem {
 		Detail: "The request body is larger than " + strconv.FormatInt(limit, 10) + " bytes."}
 }
 
+// PathTooLong is the problem for a path over idemkit.MaxPathLen bytes.
+func PathTooLong() *Problem {
+	return &Problem{Type: TypePathTooLong, Title: "Request path too long", Status: 414,
+		Detail: "The request path is longer than " + strconv.Itoa(idemkit.MaxPathLen) + " bytes; it was not run."}
+}
+
+// QueryTooLarge is the problem for a query of more than
+// idemkit.MaxQueryParams parameters.
+func QueryTooLarge() *Problem {
+	return &Problem{Type: TypeQueryTooLarge, Title: "Query string too large", Status: 414,
+		Detail: "The query string has more than " + strconv.Itoa(idemkit.MaxQueryParams) + " parameters; it was not run."}
+}
+
 // ProblemFor maps an error returned by idemkit.Guard.Do before the handler
 // ran to its problem. storeRetry is the Retry-After sent when the store is
 // unavailable. Errors outside the guard's contract map to a 500
@@ -161,6 +176,10 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 	switch {
 	case errors.Is(err, idemkit.ErrTenantMissing):
 		return TenantMissing()
+	case errors.Is(err, idemkit.ErrPathTooLong):
+		return PathTooLong()
+	case errors.Is(err, idemkit.ErrQueryTooLarge):
+		return QueryTooLarge()
 	case errors.Is(err, idemkit.ErrKeyExpired):
 		return &Problem{Type: TypeKeyExpired, Title: "Idempotency key expired", Status: 400,
 			Detail: "The key embeds a time older than this operation's record retention: its first request may have been forgotten, so it is not run. Use a new key only if you know the first request did not take effect."}
