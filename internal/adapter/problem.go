@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/clip"
 	"github.com/idemkit/idemkit/internal/retryafter"
 )
 
@@ -75,22 +74,7 @@ const MaxEchoBytes = 200
 
 // Echo returns s bounded to MaxEchoBytes, cut on a UTF-8 boundary, invalid
 // UTF-8 replaced by U+FFFD, so a detail stays small whatever the request.
-func Echo(s string) string {
-	long := len(s) > MaxEchoBytes
-	if long {
-		s = s[:MaxEchoBytes] // the cut below drops any rune split here
-	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if !long && len(s) <= MaxEchoBytes {
-		return s
-	}
-	const ellipsis = "..."
-	n := MaxEchoBytes - len(ellipsis)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + ellipsis
-}
+func Echo(s string) string { return clip.String(s, MaxEchoBytes) }
 
 // Header returns the headers a problem response carries, canonical names:
 // the problem media type, no-store, and nosniff so that a browser never
