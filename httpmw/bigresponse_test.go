@@ -217,3 +217,48 @@ func TestMiddlewareLargeResponseOverHTTP(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMiddlewareResponseLimit writes a response in chunks of any sizes
+// under any MaxResponseBytes: the client gets every byte in order, and the
+// retry replays the whole response when it fits the limit, or answers 410
+// response-not-stored when it does not; the handler runs once.
+func FuzzMiddlewareResponseLimit(f *testing.F) {
+	f.Add(uint16(16), []byte{4, 12})
+	f.Add(uint16(16), []byte{4, 13})
+	f.Add(uint16(1), []byte{0, 0, 1})
+	f.Add(uint16(1), []byte{2})
+	f.Add(uint16(300), []byte{255, 255, 0, 1})
+	f.Fuzz(func(t *testing.T, limit uint16, chunks []byte) {
+		if limit == 0 || len(chunks) > 64 {
+			return
+		}
+		var body []byte
+		for i, n := range chunks {
+			body = append(body, bytes.Repeat([]byte{byte('a' + i%26)}, int(n))...)
+		}
+		runs := 0
+		h, _ := setup(t, httpmw.Config{MaxResponseBytes: int64(limit)}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			runs++
+			w.Header().Set("Location", "/exports/1")
+			w.WriteHeader(http.StatusCreated)
+			off := 0
+			for _, n := range chunks {
+				w.Write(body[off : off+int(n)])
+				off += int(n)
+			}
+		}))
+		first := serve(h, request(t, nil))
+		if first.Code != 201 || !bytes.Equal(first.Body.Bytes(), body) {
+			t.Fatalf("first: %d, %d bytes; want 201 and %d bytes", first.Code, first.Body.Len(), len(body))
+		}
+		retry := serve(h, request(t, nil))
+		switch {
+		case runs != 1:
+			t.Fatalf("handler ran %d times", runs)
+		case len(body) <= int(limit) && (retry.Code != 201 || !isReplay(retry) || !bytes.Equal(retry.Body.Bytes(), body)):
+			t.Fatalf("retry of a %d-byte response under a %d-byte limit: %d replayed=%v", len(body), limit, retry.Code, isReplay(retry))
+		case len(body) > int(limit) && retry.Code != 410:
+			t.Fatalf("retry of a %d-byte response over a %d-byte limit: %d, want 410", len(body), limit, retry.Code)
+		}
+	})
+}
