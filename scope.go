@@ -230,11 +230,12 @@ func splitKeyField(v string) ([]string, error) {
 	// inside a quoted string must not join the next one into a key.
 	members := strings.Split(v, ",")
 	keys := make([]string, 0, len(members))
-	for _, m := range members {
+	for i, m := range members {
 		m = strings.Trim(m, " \t")
 		if m == "" {
-			// "a,,b" or "a," : an empty list element is malformed.
-			return nil, fmt.Errorf("%w: empty element in %q", ErrKeyMalformed, v)
+			// "a,,b" or "a," : an empty list element is malformed. The
+			// error names where, never the value: it is logged.
+			return nil, fmt.Errorf("%w: empty element %d of %d", ErrKeyMalformed, i+1, len(members))
 		}
 		k, err := parseKeyMember(m)
 		if err != nil {

@@ -184,6 +184,26 @@ func TestHashedIDs(t *testing.T) {
 	}
 }
 
+// maxKeyErrorLen bounds the message of a ParseKey error: it says why a
+// value was refused, never repeats it (the error is logged, the value
+// may be a megabyte).
+const maxKeyErrorLen = 160
+
+// TestParseKeyErrorBounded: whatever the value, a ParseKey error is short:
+// a 900 KB malformed key made a 921 KB log line.
+func TestParseKeyErrorBounded(t *testing.T) {
+	big := strings.Repeat("k", 900<<10)
+	for _, v := range []string{big + ",", big + ",," + big, `"` + big + `",`, big + "\x00", `"` + big, `"` + big + `";a=1`, big + `"`, big, big + ", x"} {
+		_, err := idemkit.ParseKey([]string{v}, idemkit.KeyOptions{})
+		if err == nil || !errors.Is(err, idemkit.ErrInvalidKey) {
+			t.Fatalf("ParseKey(%.40q...) = %v, want ErrInvalidKey", v, err)
+		}
+		if len(err.Error()) > maxKeyErrorLen {
+			t.Errorf("ParseKey(%.40q...): a %d-byte error: %.120s", v, len(err.Error()), err)
+		}
+	}
+}
+
 func FuzzParseKey(f *testing.F) {
 	for _, s := range []string{"abc", `"abc"`, `"a\"b"`, "a,b", `"a", "a"`, "", `"`, "\x00", "ab\tc"} {
 		f.Add(s)
@@ -193,6 +213,9 @@ func FuzzParseKey(f *testing.F) {
 		if err != nil {
 			if !errors.Is(err, idemkit.ErrInvalidKey) {
 				t.Fatalf("ParseKey(%q): error %v is not ErrInvalidKey", v, err)
+			}
+			if len(err.Error()) > maxKeyErrorLen {
+				t.Fatalf("ParseKey(%.40q): a %d-byte error: it repeats the value", v, len(err.Error()))
 			}
 			return
 		}

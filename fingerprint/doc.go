@@ -90,7 +90,8 @@
 // and its ancestors), so one call allocates less than the body's size for
 // every shape of body; the figures per shape are in docs/FINGERPRINT.md and
 // BenchmarkCanonicalShapes. A form body is read in place too, with 4 bytes
-// per field (at most twice the body; BenchmarkFormShapes), and a base64
+// per field (at most twice the body; BenchmarkFormShapes), and so is a raw
+// query string (Input.RawQuery), with 4 bytes per parameter; a base64
 // body is decoded into one buffer first. Input.BodyString is read in place.
 //
 // # Versions

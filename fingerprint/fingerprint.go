@@ -104,9 +104,18 @@ type Options struct {
 // Input is one request as the fingerprint sees it. Query and Header accept
 // url.Values and http.Header directly.
 type Input struct {
-	Method      string
-	Path        string
-	Query       map[string][]string // parameter names are case-sensitive
+	Method string
+	Path   string
+	Query  map[string][]string // parameter names are case-sensitive
+	// RawQuery is the query string as sent, without "?", read when Query
+	// is nil: it hashes as the parameters url.ParseQuery returns for it
+	// (a net/http request's URL.RawQuery gives r.URL.Query()'s
+	// fingerprint), read in place with 4 bytes per parameter and no limit
+	// on their number. A query that url.ParseQuery does not read whole (a
+	// pair with ";", a malformed escape) hashes as one parameter named by
+	// the whole raw query, without a value: no query that parses cleanly
+	// reads so, so it matches only the very same text.
+	RawQuery    string
 	Header      map[string][]string // names are matched case-insensitively
 	ContentType string              // used by ModeAuto; when empty, Header's Content-Type is used
 	Body        []byte
@@ -387,4 +396,32 @@ func (f *Fingerprinter) resolveMode(contentType string, body []byte) (mode Mode,
 		}
 	}
 	return ModeRaw, false
+}
+
+// resourceMagic starts the hash input of Resource.
+const resourceMagic = "idemkit.resource.v1\x00"
+
+// Resource returns an identity of the resource in acts on: its path and
+// the query parameters f reads, as the current version reads them (every
+// parameter unless Options.IgnoreQuery, or Options.Query's selection),
+// however the query spells them. It depends on neither the body nor the
+// fingerprint version, so every retry of one request shares it; two
+// requests the fingerprint tells apart by their path or query never do.
+// It reads a raw query in place, as Compute does.
+func (f *Fingerprinter) Resource(in Input) string {
+	st := getState()
+	defer putState(st)
+	e := &st.e
+	e.out = append(e.out, resourceMagic...)
+	e.str(in.Path)
+	switch {
+	case f.noQuery:
+	case len(f.query) > 0:
+		e.byte('Q')
+		st.writeQuery(&in, f.query)
+	default:
+		e.byte('A')
+		st.writeQuery(&in, nil)
+	}
+	return st.finish("r1:sha256:")
 }

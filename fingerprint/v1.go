@@ -39,14 +39,14 @@ import (
 const v1Magic = "idemkit.fingerprint.v1\x00"
 
 func (f *Fingerprinter) v1(in *Input) (string, error) {
-	if !f.noQuery && len(f.query) == 0 && len(in.Query) > 0 {
+	if !f.noQuery && len(f.query) == 0 && hasQuery(in) {
 		return "", fmt.Errorf("%w: v1 does not hash the query string", ErrNotComparable)
 	}
 	st := getState()
 	defer putState(st)
 	e := &st.e
 	e.out = append(e.out, v1Magic...)
-	f.v1Request(e, in)
+	f.v1Request(st, in)
 
 	body, err := st.decodeBody(in)
 	if err != nil {
@@ -72,7 +72,8 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 
 // v1Request writes the optional parts of the v1 input before the body:
 // method, path, query and headers, as the Options select them.
-func (f *Fingerprinter) v1Request(e *emitter, in *Input) {
+func (f *Fingerprinter) v1Request(st *state, in *Input) {
+	e := &st.e
 	if f.method {
 		e.byte('M')
 		e.str(in.Method)
@@ -83,7 +84,7 @@ func (f *Fingerprinter) v1Request(e *emitter, in *Input) {
 	}
 	if len(f.query) > 0 {
 		e.byte('Q')
-		writeSelected(e, f.query, in.Query)
+		st.writeQuery(in, f.query)
 	}
 	if len(f.headers) > 0 {
 		e.byte('H')

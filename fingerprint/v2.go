@@ -1,10 +1,5 @@
 package fingerprint
 
-import (
-	"maps"
-	"slices"
-)
-
 // Version 2, the current one. Like v1, its output must never change once
 // released; golden_test.go pins it.
 //
@@ -43,12 +38,10 @@ func (f *Fingerprinter) v2(in *Input) (string, error) {
 	case f.noQuery:
 	case len(f.query) > 0:
 		e.byte('Q')
-		writeSelected(e, f.query, in.Query)
+		st.writeQuery(in, f.query)
 	default:
 		e.byte('A')
-		st.names = slices.AppendSeq(st.names[:0], maps.Keys(in.Query))
-		slices.Sort(st.names)
-		writeSelected(e, st.names, in.Query)
+		st.writeQuery(in, nil)
 	}
 	if len(f.headers) > 0 {
 		e.byte('H')

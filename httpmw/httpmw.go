@@ -18,6 +18,18 @@
 // has none. Requests that are not guarded reach the handler with the
 // original writer.
 //
+// A guarded response whose body grows past MaxResponseBytes (16 MiB by
+// default, the largest body the DynamoDB store keeps) is not buffered
+// further: what the handler wrote goes on to the client, and its later
+// writes pass straight through, so memory stays bounded whatever the
+// response. Its record completes without the body (Snapshot.Omitted), as
+// a store would keep it: a retry gets 410 response-not-stored, with the
+// first status and Location. Such a response reaches the client before
+// its outcome is stored, so a retry sent at once may get 409 in-flight. A
+// handler that calls Fail after that point can no longer take back what
+// was sent: its connection is aborted (http.ErrAbortHandler), so the
+// client sees a cut response, never a whole one.
+//
 // A net/http request has no deadline, so its lease is renewed while its
 // handler runs, and a client that hangs up (or a Shutdown cut short)
 // cancels its context without freeing the key: a handler that goes on
@@ -61,6 +73,11 @@ import (
 // DefaultMaxBodyBytes is the largest guarded request body read when
 // Config.MaxBodyBytes is zero: 6 MiB, the Lambda request payload limit.
 const DefaultMaxBodyBytes = 6 << 20
+
+// DefaultMaxResponseBytes is the most of a guarded response body buffered
+// when Config.MaxResponseBytes is zero: 16 MiB, the largest body the
+// DynamoDB store keeps (it stores a longer one without its body).
+const DefaultMaxResponseBytes = 16 << 20
 
 // Config configures New. Its zero value and the settings it shares with
 // [github.com/idemkit/idemkit/lambda/apigw.Config] are documented there:
@@ -108,6 +125,13 @@ type Config struct {
 	// (its method, or no key on a key-optional route) is passed on with its
 	// body unread, whatever its size. Zero: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+
+	// MaxResponseBytes bounds the guarded response body buffered until its
+	// outcome is stored. Past it the response goes on to the client as it
+	// is written, and its record completes without the body
+	// (Snapshot.Omitted): a retry gets 410 response-not-stored. Zero:
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int64
 }
 
 // Route overrides a Config for one route.
@@ -134,8 +158,15 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
 	}
+	respLimit := cfg.MaxResponseBytes
+	if respLimit <= 0 {
+		respLimit = DefaultMaxResponseBytes
+	}
 	codec := adapter.Codec[*response]{
 		Snapshot: func(r *response) *idemkit.Snapshot {
+			if r.streamed {
+				return &idemkit.Snapshot{Status: r.status, Header: a.FilterSent(r.sent), Omitted: true}
+			}
 			return &idemkit.Snapshot{Status: r.status, Header: a.FilterSent(r.sent), Body: r.body.Bytes()}
 		},
 		Replay: func(s *idemkit.Snapshot) *response {
@@ -177,7 +208,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				Template:    template(req.Pattern),
 				Key:         req.Header.Values(a.Header()),
 				ContentType: req.Header.Get("Content-Type"),
-				Query:       func() map[string][]string { return adapter.ParseQuery(req.URL.RawQuery) },
+				RawQuery:    req.URL.RawQuery,
 				Header:      func() map[string][]string { return req.Header },
 			}
 			if cfg.Tenant != nil {
@@ -210,9 +241,12 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, req)
 				return nil, nil
 			}
-			var panicked any
+			var (
+				panicked any
+				rec      *response
+			)
 			resp, err := adapter.Serve(req.Context(), a, &r, c, func(ctx context.Context) (resp *response, err error) {
-				rec := &response{header: http.Header{}}
+				rec = &response{header: http.Header{}, w: w, limit: respLimit}
 				failed := &failure{}
 				defer func() {
 					// A handler that said its outcome is unknown (Fail with
@@ -237,6 +271,16 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 			})
 			if panicked != nil {
 				panic(panicked)
+			}
+			if rec != nil && rec.streamed {
+				if resp != rec {
+					// The handler failed (Fail) after part of its
+					// response went out: the client must not take it
+					// for a whole one.
+					panic(http.ErrAbortHandler)
+				}
+				rec.sendTrailers()
+				return
 			}
 			if resp == nil && err != nil {
 				// The handler failed (Fail) and its key was freed: what it
@@ -386,6 +430,12 @@ type response struct {
 	status  int
 	body    bytes.Buffer
 	trailer http.Header // trailers, canonical names; never stored
+
+	// A handler's recorder streams to w once its body would pass limit
+	// bytes: streamed is then set and body is empty.
+	w        http.ResponseWriter
+	limit    int64
+	streamed bool
 }
 
 func (r *response) Header() http.Header { return r.header }
@@ -408,7 +458,46 @@ func (r *response) Write(p []byte) (int, error) {
 	if r.sent == nil {
 		r.WriteHeader(http.StatusOK)
 	}
+	if !r.streamed && r.w != nil && int64(r.body.Len())+int64(len(p)) > r.limit {
+		if err := r.stream(); err != nil {
+			return 0, err
+		}
+	}
+	if r.streamed {
+		return r.w.Write(p)
+	}
 	return r.body.Write(p)
+}
+
+// stream sends the response recorded so far to r.w, as the client gets a
+// fresh response (without the ReplayedHeader), and makes later writes pass
+// through: its body is over the limit, so it is not stored.
+func (r *response) stream() error {
+	r.streamed = true
+	h := r.w.Header()
+	for k, vs := range r.sent {
+		if !httpheader.EqualFold(k, adapter.ReplayedHeader) {
+			h[k] = vs
+		}
+	}
+	r.w.WriteHeader(r.status)
+	_, err := r.w.Write(r.body.Bytes())
+	r.body = bytes.Buffer{}
+	return err
+}
+
+// sendTrailers sets the trailers of a streamed response on r.w, which
+// sends them after the body: those its header declared under their
+// names, the others with http.TrailerPrefix.
+func (r *response) sendTrailers() {
+	h := r.w.Header()
+	for name, vs := range r.trailer {
+		if declared(h, name) {
+			h[name] = vs
+		} else {
+			h[http.TrailerPrefix+name] = vs
+		}
+	}
 }
 
 // finish records an implicit 200 for a handler that wrote nothing, and the

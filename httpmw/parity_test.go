@@ -10,5 +10,5 @@ import (
 // TestConfigParity fails when an option shared by the adapters is missing
 // here or not passed on.
 func TestConfigParity(t *testing.T) {
-	adaptertest.Parity(t, func(c Config) adapter.Options { return c.options() }, nil, []string{"Tenant", "MaxBodyBytes"})
+	adaptertest.Parity(t, func(c Config) adapter.Options { return c.options() }, nil, []string{"Tenant", "MaxBodyBytes", "MaxResponseBytes"})
 }

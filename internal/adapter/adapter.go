@@ -8,10 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,12 +71,11 @@ func Routes[R ~struct {
 }
 
 type route struct {
-	optional   bool
-	fp         *fingerprint.Fingerprinter
-	fpPath     *fingerprint.Fingerprinter // fp that also hashes the concrete path
-	query      bool                       // fp reads query parameters
-	queryNames []string                   // the only ones it reads, sorted; nil: all
-	headers    bool                       // fp reads headers
+	optional bool
+	fp       *fingerprint.Fingerprinter
+	fpPath   *fingerprint.Fingerprinter // fp that also hashes the concrete path
+	query    bool                       // fp reads query parameters
+	headers  bool                       // fp reads headers
 }
 
 // Front is a compiled Options bound to an idemkit.Guard: the HTTP front
@@ -198,8 +194,7 @@ func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 	if err != nil {
 		return route{}, err
 	}
-	return route{optional: optional, fp: fp, fpPath: fpPath, query: !o.IgnoreQuery,
-		queryNames: slices.Compact(slices.Sorted(slices.Values(o.Query))), headers: len(o.Headers) > 0}, nil
+	return route{optional: optional, fp: fp, fpPath: fpPath, query: !o.IgnoreQuery, headers: len(o.Headers) > 0}, nil
 }
 
 // MustNew is New that panics, naming pkg, when o cannot be used. Adapters
@@ -247,6 +242,8 @@ type Request struct {
 	Body       []byte
 	BodyString string
 	Base64     bool
+	// RawQuery is the query string as sent, read when Query is nil.
+	RawQuery string
 	// Query and Header return the request's query parameters and headers
 	// for fingerprint options that name some. Nil: none.
 	Query  func() map[string][]string
@@ -268,6 +265,10 @@ type Request struct {
 func (a *Front) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
 		return r.Method + " " + t
+	}
+	if len(r.Path) > idemkit.MaxPathLen {
+		// Refused (ErrPathTooLong): the operation is only reported.
+		return r.Method + " " + Echo(r.Path)
 	}
 	return r.Method + " " + r.Path
 }
@@ -414,7 +415,11 @@ func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Prob
 		return idemkit.Request{}, p
 	}
 	rt := a.route(r)
-	fper, in := a.fingerprintInput(rt, r)
+	fper, in, err := a.fingerprintInput(rt, r)
+	if err != nil {
+		a.g.Refuse(ctx, scope, err)
+		return idemkit.Request{}, ProblemFor(err, a.storeRetry)
+	}
 	fp, err := fper.Compute(in)
 	if err != nil {
 		a.g.Refuse(ctx, scope, err)
@@ -426,56 +431,8 @@ func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Prob
 		FingerprintAs: func(version string) (string, error) {
 			return fper.ComputeVersion(version, in)
 		},
-		Resource: resource(rt, in),
+		Resource: fper.Resource(in),
 	}, nil
-}
-
-// resource returns the idemkit.Request.Resource of a request whose
-// fingerprint input is in: its concrete path and, when its route's
-// fingerprint reads the query, the parameters it reads (names sorted,
-// each name's values in order; a selected name without a value is left
-// out, as the fingerprint does not tell it from an absent one). Every
-// part is length-prefixed, so no two resources share an encoding. Two
-// requests the fingerprint tells apart by their path or query never share
-// a resource, and the retries of one request, however its query is
-// spelled, always do: the resource depends on neither the body nor the
-// fingerprint version.
-func resource(rt route, in fingerprint.Input) string {
-	var b strings.Builder
-	field := func(s string) {
-		b.WriteString(strconv.Itoa(len(s)))
-		b.WriteByte(':')
-		b.WriteString(s)
-	}
-	if !rt.query || len(in.Query) == 0 {
-		// The common case in one allocation.
-		b.Grow(len(in.Path) + 8)
-		field(in.Path)
-		return b.String()
-	}
-	field(in.Path)
-	names := rt.queryNames
-	if names == nil {
-		names = slices.Sorted(maps.Keys(in.Query))
-	} else {
-		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return len(in.Query[n]) == 0 })
-	}
-	if len(names) == 0 {
-		return b.String()
-	}
-	b.WriteByte('?')
-	b.WriteString(strconv.Itoa(len(names)))
-	b.WriteByte('#')
-	for _, n := range names {
-		field(n)
-		vs := in.Query[n]
-		b.WriteString(strconv.Itoa(len(vs)))
-		b.WriteByte('#')
-		for _, v := range vs {
-			field(v)
-		}
-	}
-	return b.String()
 }
 
 // scope returns r's tenant, operation and key, or the problem that
@@ -512,19 +469,26 @@ func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *Problem)
 }
 
 // fingerprintInput returns the fingerprinter of r's route rt and what of
-// r it hashes.
-func (a *Front) fingerprintInput(rt route, r *Request) (*fingerprint.Fingerprinter, fingerprint.Input) {
+// r it hashes, or the error refusing r: a path over idemkit.MaxPathLen
+// bytes (ErrPathTooLong), a query it reads of more than
+// idemkit.MaxQueryParams parameters (ErrQueryTooLarge).
+func (a *Front) fingerprintInput(rt route, r *Request) (*fingerprint.Fingerprinter, fingerprint.Input, error) {
+	if len(r.Path) > idemkit.MaxPathLen {
+		return nil, fingerprint.Input{}, idemkit.ErrPathTooLong
+	}
 	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
 		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}
 	fper := rt.fp
 	if _, ok := a.opTemplate(r); ok {
 		fper = rt.fpPath // one template, many resources: the path tells them apart
 	}
-	if rt.query && r.Query != nil {
-		in.Query = r.Query()
+	if rt.query {
+		if err := readQuery(r, &in); err != nil {
+			return nil, fingerprint.Input{}, err
+		}
 	}
 	if rt.headers && r.Header != nil {
 		in.Header = r.Header()
 	}
-	return fper, in
+	return fper, in, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/clip"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -309,6 +310,13 @@ func TestLogUnobserved(t *testing.T) {
 		if logged := strings.Contains(logs.String(), "idemkit: store failure"); logged != tc.logged {
 			t.Errorf("%s: logged %v, want %v: %s", tc.name, logged, tc.logged, logs.String())
 		}
+	}
+	// A line stays bounded whatever the operation and the error.
+	logs.Reset()
+	big := strings.Repeat("x", 900<<10)
+	logUnobserved(live, g, idemkit.Scope{Operation: "POST /" + big}, &idemkit.StoreError{Op: "claim", Err: errors.New(big)})
+	if n := logs.Len(); n == 0 || n > 3*clip.MaxLogField {
+		t.Errorf("a %d-byte line", n)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/clip"
 )
 
 // logUnobserved logs a store failure through slog.Default when g has no
@@ -22,5 +23,6 @@ func logUnobserved(ctx context.Context, g *idemkit.Guard, scope idemkit.Scope, e
 		return
 	}
 	slog.Default().LogAttrs(ctx, slog.LevelError, "idemkit: store failure (set an Observer, e.g. lambda/observe, to log every outcome instead)",
-		slog.String("operation", scope.Operation), slog.String("error", err.Error()))
+		slog.String("operation", clip.String(scope.Operation, clip.MaxLogField)),
+		slog.String("error", clip.String(err.Error(), clip.MaxLogField)))
 }

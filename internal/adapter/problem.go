@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/clip"
 	"github.com/idemkit/idemkit/internal/retryafter"
 )
 
@@ -45,6 +44,8 @@ const (
 	TypeKeyExpired          = ProblemBase + "key-expired"
 	TypeBodyInvalid         = ProblemBase + "body-invalid"
 	TypeBodyTooLarge        = ProblemBase + "body-too-large"
+	TypePathTooLong         = ProblemBase + "path-too-long"
+	TypeQueryTooLarge       = ProblemBase + "query-too-large"
 	TypeFingerprintMismatch = ProblemBase + "fingerprint-mismatch"
 	TypeOperationMismatch   = ProblemBase + "operation-mismatch"
 	TypeInFlight            = ProblemBase + "in-flight"
@@ -73,22 +74,7 @@ const MaxEchoBytes = 200
 
 // Echo returns s bounded to MaxEchoBytes, cut on a UTF-8 boundary, invalid
 // UTF-8 replaced by U+FFFD, so a detail stays small whatever the request.
-func Echo(s string) string {
-	long := len(s) > MaxEchoBytes
-	if long {
-		s = s[:MaxEchoBytes] // the cut below drops any rune split here
-	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if !long && len(s) <= MaxEchoBytes {
-		return s
-	}
-	const ellipsis = "..."
-	n := MaxEchoBytes - len(ellipsis)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + ellipsis
-}
+func Echo(s string) string { return clip.String(s, MaxEchoBytes) }
 
 // Header returns the headers a problem response carries, canonical names:
 // the problem media type, no-store, and nosniff so that a browser never
@@ -147,6 +133,19 @@ func BodyTooLarge(limit int64) *Problem {
 		Detail: "The request body is larger than " + strconv.FormatInt(limit, 10) + " bytes."}
 }
 
+// PathTooLong is the problem for a path over idemkit.MaxPathLen bytes.
+func PathTooLong() *Problem {
+	return &Problem{Type: TypePathTooLong, Title: "Request path too long", Status: 414,
+		Detail: "The request path is longer than " + strconv.Itoa(idemkit.MaxPathLen) + " bytes; it was not run."}
+}
+
+// QueryTooLarge is the problem for a query of more than
+// idemkit.MaxQueryParams parameters.
+func QueryTooLarge() *Problem {
+	return &Problem{Type: TypeQueryTooLarge, Title: "Query string too large", Status: 414,
+		Detail: "The query string has more than " + strconv.Itoa(idemkit.MaxQueryParams) + " parameters; it was not run."}
+}
+
 // ProblemFor maps an error returned by idemkit.Guard.Do before the handler
 // ran to its problem. storeRetry is the Retry-After sent when the store is
 // unavailable. Errors outside the guard's contract map to a 500
@@ -161,6 +160,10 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 	switch {
 	case errors.Is(err, idemkit.ErrTenantMissing):
 		return TenantMissing()
+	case errors.Is(err, idemkit.ErrPathTooLong):
+		return PathTooLong()
+	case errors.Is(err, idemkit.ErrQueryTooLarge):
+		return QueryTooLarge()
 	case errors.Is(err, idemkit.ErrKeyExpired):
 		return &Problem{Type: TypeKeyExpired, Title: "Idempotency key expired", Status: 400,
 			Detail: "The key embeds a time older than this operation's record retention: its first request may have been forgotten, so it is not run. Use a new key only if you know the first request did not take effect."}

@@ -37,6 +37,8 @@ func TestProblemFor(t *testing.T) {
 		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, TypeStoreUnavailable, 2},
 		{"record refused by the store", fmt.Errorf("idemkit: store claim: %w", idemkit.ErrRecordInvalid), 500, TypeGuardFailure, 0},
 		{"tenant too long", idemkit.ErrTenantTooLong, 500, TypeTenantMissing, 0},
+		{"path too long", idemkit.ErrPathTooLong, 414, TypePathTooLong, 0},
+		{"query too large", idemkit.ErrQueryTooLarge, 414, TypeQueryTooLarge, 0},
 		{"unknown", errors.New("surprise"), 500, TypeGuardFailure, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,37 +5,35 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
 )
 
-// ParseQuery returns the parameters of a raw query string, each name's
-// values in the order sent, or nil when it has none. Where url.ParseQuery
-// reads the query without error, the result is the same. Where it would
-// drop a pair (a semicolon, an invalid escape), ParseQuery drops nothing:
-// it returns the whole raw query as one name with no value. No query that
-// parses cleanly reads so (each of its names has at least one value), so
-// every pair a handler may read counts in the fingerprint, and a query
-// that does not parse cleanly matches only the very same text: a key
-// reused with another query is a mismatch, never a replay.
-func ParseQuery(raw string) map[string][]string {
-	var m map[string][]string
-	for rest := raw; rest != ""; {
-		var pair string
-		pair, rest, _ = strings.Cut(rest, "&")
-		if pair == "" {
-			continue
+// readQuery sets in's query from r: the parameters r.Query returns, or else
+// r.RawQuery, which the fingerprint reads in place, as url.ParseQuery reads
+// it (see fingerprint.Input.RawQuery). A query of more than
+// idemkit.MaxQueryParams parameters, counted as net/url counts them, is
+// ErrQueryTooLarge: net/url refuses it, so the handler reads none of its
+// parameters, and reading it costs memory.
+func readQuery(r *Request, in *fingerprint.Input) error {
+	if r.Query == nil {
+		if strings.Count(r.RawQuery, "&") >= idemkit.MaxQueryParams {
+			return idemkit.ErrQueryTooLarge
 		}
-		k, v, _ := strings.Cut(pair, "=")
-		dk, okk := unescape(k)
-		dv, okv := unescape(v)
-		if !okk || !okv || strings.Contains(pair, ";") {
-			return map[string][]string{raw: {}}
-		}
-		if m == nil {
-			m = make(map[string][]string)
-		}
-		m[dk] = append(m[dk], dv)
+		in.RawQuery = r.RawQuery
+		return nil
 	}
-	return m
+	q := r.Query()
+	n := 0
+	for _, vs := range q {
+		n += len(vs)
+	}
+	if n > idemkit.MaxQueryParams {
+		return idemkit.ErrQueryTooLarge
+	}
+	in.Query = q
+	return nil
 }
 
 // unescape decodes a query component ("+" is a space), or returns it as
@@ -58,7 +56,7 @@ const rawQueryMark = "\x00"
 
 // DecodeQuery returns query parameters that arrive as sent, still
 // percent-encoded (an ALB event's), decoded as API Gateway delivers them
-// and as ParseQuery reads a raw query: "+" is a space. A name or value
+// and as url.ParseQuery reads a raw query: "+" is a space. A name or value
 // without "%" or "+" is unchanged, so is the fingerprint of a query of
 // such parameters; m itself is returned when it has none. Names that
 // decode alike are merged, their values in the bytewise order of the

@@ -42,7 +42,7 @@ func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, event
 			ContentType: adapter.First(ev.Headers, nil, "Content-Type"),
 			BodyString:  ev.Body,
 			Base64:      ev.IsBase64Encoded,
-			Query:       rawQuery(ev.RawQueryString),
+			RawQuery:    ev.RawQueryString,
 			Header:      multi(ev.Headers),
 			Tenant:      cfg.tenant(Request{URL: &ev}),
 		}

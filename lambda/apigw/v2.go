@@ -46,7 +46,7 @@ func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			ContentType: adapter.First(ev.Headers, nil, "Content-Type"),
 			BodyString:  ev.Body,
 			Base64:      ev.IsBase64Encoded,
-			Query:       rawQuery(ev.RawQueryString),
+			RawQuery:    ev.RawQueryString,
 			Header:      multi(ev.Headers),
 			Tenant:      cfg.tenant(Request{V2: &ev}),
 		}

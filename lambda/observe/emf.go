@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/clip"
 )
 
 // The metric names EMF writes. Each line counts one outcome (1 under its
@@ -49,11 +50,13 @@ var kindMetric = map[idemkit.EventKind]string{
 }
 
 // EMF is an idemkit.Observer printing one CloudWatch Embedded Metric
-// Format line per outcome. Metrics carry only the fixed Dimensions:
-// tenants, keys and concrete paths would make one metric per value, so
-// they are properties (searchable in Logs Insights), not dimensions. The
-// zero value writes to os.Stdout under the namespace "idemkit" with no
-// dimensions. It is safe for concurrent use.
+// Format line per outcome. Metrics carry only the fixed Dimensions: an
+// operation, a tenant or a key would make one metric per value. Each line
+// also carries the kind, the operation (bounded to MaxFieldBytes) and the
+// status as properties, searchable in Logs Insights, and the tenant and
+// the key only when Tenant and Key ask for them. The zero value writes to
+// os.Stdout under the namespace "idemkit" with no dimensions, and no tenant
+// or key. It is safe for concurrent use.
 type EMF struct {
 	// Writer receives the lines. Nil: os.Stdout.
 	Writer io.Writer
@@ -63,6 +66,10 @@ type EMF struct {
 	Dimensions map[string]string
 	// Now returns the metric timestamp. Nil: time.Now.
 	Now func() time.Time
+	// Tenant and Key say whether and how the scope's tenant and
+	// Idempotency-Key are written as properties ("tenant", "key"). Zero:
+	// Omitted; Logger lines carry them.
+	Tenant, Key Redaction
 
 	mu sync.Mutex // serializes writes, so lines never interleave
 }
@@ -124,7 +131,13 @@ func (m *EMF) Observe(_ context.Context, e idemkit.Event) {
 	line[MetricWriteUnits] = e.Usage.WriteUnits
 	line[MetricDuration] = ms(e.Duration.Seconds())
 	line["kind"] = string(e.Kind)
-	line["operation"] = e.Scope.Operation
+	line["operation"] = clip.String(e.Scope.Operation, MaxFieldBytes)
+	if v, ok := m.Tenant.field(e.Scope.Tenant, Omitted); ok {
+		line["tenant"] = v
+	}
+	if v, ok := m.Key.field(e.Scope.Key, Omitted); ok {
+		line["key"] = v
+	}
 	if e.Status != 0 {
 		line["status"] = e.Status
 	}

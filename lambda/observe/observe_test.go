@@ -103,7 +103,7 @@ func TestLogger(t *testing.T) {
 	var a, b map[string]any
 	json.Unmarshal([]byte(lines[0]), &a)
 	json.Unmarshal([]byte(lines[1]), &b)
-	if a["level"] != "INFO" || a["kind"] != "executed" || a["tenant"] != "tenant-a" || a["key"] != "k-1" || a["status"] != 201.0 || a["duration_ms"] != 12.5 {
+	if a["level"] != "INFO" || a["kind"] != "executed" || a["tenant"] != "tenant-a" || a["key"] != observe.Hash("k-1") || a["status"] != 201.0 || a["duration_ms"] != 12.5 {
 		t.Errorf("executed line %v", a)
 	}
 	if b["level"] != "ERROR" || b["error"] != "throttled" {
