@@ -101,7 +101,7 @@ func New(g *idemkit.Guard, o Options) (*Front, error) {
 		return nil, errors.New("nil *idemkit.Guard")
 	}
 	if o.NoTenant {
-		return nil, errors.New("Tenant is nil: name the authenticated caller (a JWT claim, the authorizer's context, the API key, the IAM caller, your own function), or SingleTenant for an internal API")
+		return nil, errors.New("the Tenant setting is nil: name the authenticated caller (a JWT claim, the authorizer's context, the API key, the IAM caller, your own function), or SingleTenant for an internal API")
 	}
 	a := &Front{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
 		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter}

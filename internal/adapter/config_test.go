@@ -48,7 +48,7 @@ func TestNilTenantRefusedAtWrap(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
 				p, _ := recover().(string)
-				if !strings.Contains(p, "Tenant is nil") {
+				if !strings.Contains(p, "Tenant setting is nil") {
 					t.Fatalf("panic %q, want one naming the nil Tenant", p)
 				}
 			}()
