@@ -20,7 +20,7 @@ var (
 	// (410 replay-window-passed, response-not-stored).
 	ErrCompleted = errors.New("idemclient: completed, response not replayed")
 	// ErrRefused: the server refused the request before running it (400
-	// key-missing, key-invalid, body-invalid; 413 body-too-large).
+	// key-missing, key-invalid, body-invalid; 413 body-too-large; 414 path-too-long, query-too-large).
 	ErrRefused = errors.New("idemclient: refused before it ran")
 	// ErrServerFailure: the server is misconfigured or cannot read its
 	// record; nothing ran (500 tenant-missing, record-corrupt,

@@ -19,6 +19,8 @@ const (
 	TypeKeyExpired          = ProblemBase + "key-expired"
 	TypeBodyInvalid         = ProblemBase + "body-invalid"
 	TypeBodyTooLarge        = ProblemBase + "body-too-large"
+	TypePathTooLong         = ProblemBase + "path-too-long"
+	TypeQueryTooLarge       = ProblemBase + "query-too-large"
 	TypeFingerprintMismatch = ProblemBase + "fingerprint-mismatch"
 	TypeOperationMismatch   = ProblemBase + "operation-mismatch"
 	TypeInFlight            = ProblemBase + "in-flight"
@@ -98,6 +100,12 @@ var verdicts = map[string]verdict{
 	TypeBodyTooLarge: {kind: ErrRefused,
 		happened: "the body is larger than the server takes; nothing ran",
 		check:    "the body's size against the server's limit"},
+	TypePathTooLong: {kind: ErrRefused,
+		happened: "the path is longer than the server takes (2,048 bytes); nothing ran",
+		check:    "the code that builds the path"},
+	TypeQueryTooLarge: {kind: ErrRefused,
+		happened: "the query holds more parameters than the server takes (10,000); nothing ran",
+		check:    "the code that builds the query string"},
 	TypeFingerprintMismatch: {kind: ErrKeyReused,
 		happened: "the key was first used with a different request (body, query string or resource); this one did not run, the first one's outcome stands",
 		check:    "that the body is built the same on every retry (no timestamps or random values) and that a new request gets a new key"},
