@@ -41,6 +41,9 @@ func TestExtendCalls(t *testing.T) {
 			if err := s.Release(context.Background(), rec.ID, rec.Owner, now); err != nil {
 				t.Fatal(err)
 			}
+		}, lease: time.Minute, want: idemkit.ErrNotOwner, refused: true}, // the release leaves a tombstone, which comes with the refusal
+		{name: "later/never-claimed", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) {
+			rec.ID += "-never-claimed"
 		}, lease: time.Minute, want: idemkit.ErrNotOwner, refused: true, absent: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
