@@ -137,7 +137,8 @@ func TestMotoStopEndsServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := &http.Client{Timeout: 5 * time.Second}
+	// moto answers its first request slowly on a loaded machine.
+	hc := &http.Client{Timeout: dynalite.Scale(30 * time.Second)}
 	resp, err := hc.Get(s.Endpoint())
 	if err != nil {
 		t.Fatalf("moto at %s does not answer: %v", s.Endpoint(), err)

@@ -49,8 +49,9 @@ const (
 const StartupTimeout = 20 * time.Second
 
 // stopTimeout bounds how long Stop waits for the server to exit after its
-// stdin is closed before it is killed.
-const stopTimeout = 5 * time.Second
+// stdin is closed before it is killed, times Scale: moto, a Python
+// server, takes seconds to exit on a loaded machine.
+const stopTimeout = 15 * time.Second
 
 // ErrUnavailable is wrapped by errors saying that a prerequisite of the
 // server (node, node_modules/dynalite, a Docker engine) is missing, as
@@ -160,7 +161,7 @@ func (s *Server) launch(ctx context.Context, cmd *exec.Cmd, ready func(line stri
 	}
 	cmd.Stdout = stdoutW
 	cmd.Stderr = s.stderr
-	cmd.WaitDelay = stopTimeout
+	cmd.WaitDelay = Scale(stopTimeout)
 
 	err = cmd.Start()
 	_ = stdoutW.Close()
@@ -241,10 +242,10 @@ func (s *Server) Stop() error {
 		_ = s.stdin.Close()
 		select {
 		case <-s.exited:
-		case <-time.After(stopTimeout):
+		case <-time.After(Scale(stopTimeout)):
 			killProcessGroup(s.cmd)
 			<-s.exited
-			s.stopErr = fmt.Errorf("%s: server did not exit within %v of stdin closing; killed", s.name, stopTimeout)
+			s.stopErr = fmt.Errorf("%s: server did not exit within %v of stdin closing; killed", s.name, Scale(stopTimeout))
 			return
 		}
 		// Exit code 0 is a clean stop; anything else after startup is worth
