@@ -77,6 +77,13 @@ func Generate(seed uint64, n int) (Params, []Step) {
 		// Skews within the lease margin's tolerance (2 s between any two).
 		p.Skews = append(p.Skews, time.Duration(rng.IntN(1200)-600)*time.Millisecond)
 	}
+	if p.Policy == idemkit.FailClosed && rng.IntN(3) == 0 {
+		// A host whose clock runs ahead past the lease margin, within the
+		// minute idemkit.Resolve tolerates: its retries mark a lease
+		// ended that the owner's clock still runs (under Takeover that is
+		// the gap RELIABILITY.md states, so only under FailClosed).
+		p.Skews = append(p.Skews, time.Duration(3+rng.IntN(28))*time.Second)
+	}
 	for i := 0; i < 2+rng.IntN(3); i++ {
 		c := Client{Tenant: 1000 + int64(rng.IntN(2)), Order: 1 + rng.IntN(2)}
 		if rng.IntN(5) == 0 {
@@ -84,7 +91,11 @@ func Generate(seed uint64, n int) (Params, []Step) {
 		}
 		if rng.IntN(3) == 0 {
 			c.UUIDv7 = true
-			c.Key = uuidV7(rng, epoch().Add(-time.Duration(rng.IntN(15))*time.Minute))
+			// Dated so that the key's age passes the retention (plus
+			// the 5 min skew allowed) within the first minutes: records
+			// of it may still live then.
+			c.KeyAge = p.Retention + idemkit.DefaultKeyClockSkew - time.Duration(rng.IntN(15))*time.Minute
+			c.keyBits = rng.Uint64()
 		} else {
 			c.Key = fmt.Sprintf("k%d", rng.IntN(3))
 		}
@@ -131,11 +142,11 @@ func Generate(seed uint64, n int) (Params, []Step) {
 	return p, steps
 }
 
-// uuidV7 returns a UUIDv7 key dated t, its random bits from rng.
-func uuidV7(rng *rand.Rand, t time.Time) string {
+// uuidV7 returns a UUIDv7 key dated t, with the random bits bits.
+func uuidV7(bits uint64, t time.Time) string {
 	var u uuid.UUID
-	binary.BigEndian.PutUint64(u[8:], rng.Uint64())
-	binary.BigEndian.PutUint16(u[6:], uint16(rng.Uint32()))
+	binary.BigEndian.PutUint64(u[8:], bits)
+	binary.BigEndian.PutUint16(u[6:], uint16(bits>>17))
 	ms := uint64(t.UnixMilli())
 	for i := 0; i < 6; i++ {
 		u[i] = byte(ms >> (40 - 8*i))
@@ -179,7 +190,7 @@ func Run(p Params, steps []Step, inner idemkit.Store, wait func()) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Params: p, Steps: steps}
+	res := &Result{Params: w.p, Steps: steps}
 	for i, s := range steps {
 		w.mu.Lock()
 		w.step, w.log = i, nil

@@ -52,7 +52,10 @@ type Client struct {
 	Tenant int64
 	Key    string
 	UUIDv7 bool
-	Order  int
+	// KeyAge dates a UUIDv7 key: that long before the world starts.
+	KeyAge  time.Duration
+	keyBits uint64
+	Order   int
 }
 
 func (c Client) String() string { return fmt.Sprintf("t%d/%s/order%d", c.Tenant, c.Key, c.Order) }
@@ -293,6 +296,12 @@ func NewWorld(p Params, inner idemkit.Store, wait func()) (*World, error) {
 		owners: map[string]*request{}, bound: map[string]string{}, ids: map[string]string{},
 		ledger: map[string]string{}, res: map[int]*resolution{}, released: map[string]string{}, recSeen: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 1))}
 	w.store = &faultStore{w: w, inner: inner}
+	w.p.Clients = append([]Client(nil), p.Clients...)
+	for i, c := range w.p.Clients {
+		if c.UUIDv7 {
+			w.p.Clients[i].Key = uuidV7(c.keyBits, start.Add(-c.KeyAge))
+		}
+	}
 	pol := idemkit.Policy{OnStaleLease: p.Policy, ReplayWindow: p.ReplayWindow, RecordRetention: p.Retention, MaxRenewals: p.MaxRenewals}
 	for i, skew := range p.Skews {
 		c := &clock{tl: w.tl, skew: skew}
