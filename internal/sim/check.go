@@ -63,7 +63,7 @@ func (w *World) claimed(r *request, rec *idemkit.Record, pre *idemkit.Record, no
 	if pre != nil && pre.State == idemkit.StateInFlight && pre.Owner == rec.Owner {
 		return // a copy landing over the phantom an earlier copy made
 	}
-	own := pre == nil && w.released[rec.ID] == rec.Owner || pre != nil && pre.Owner == rec.Owner
+	own := pre == nil && w.released[rec.ID].owner == rec.Owner || pre != nil && pre.Owner == rec.Owner
 	if own || w.strict {
 		w.fail(invPhantom, "%s of r%d landed after r%d was answered (%s): %s is in_flight for a run nobody makes", how, r.n, r.n, r.answer(), rec.ID)
 		return
@@ -249,17 +249,21 @@ func tagN(body, prefix string) (int, bool) {
 	return n, err == nil && n > 0
 }
 
-// maxSkew returns the clock furthest ahead.
+// maxSkew returns the clock furthest ahead among those within the lease
+// margin, the skew a lease and a record's expiry tolerate (a host further
+// ahead is there for the minute idemkit.Resolve tolerates).
 func (w *World) maxSkew() time.Duration {
-	m := w.insts[0].clock.skew
+	m := time.Duration(0)
 	for _, in := range w.insts {
-		m = max(m, in.clock.skew)
+		if in.clock.skew < idemkit.DefaultLeaseMargin {
+			m = max(m, in.clock.skew)
+		}
 	}
 	return m
 }
 
 // checkRunning checks that every running handler's record is there,
-// still its own, to every instance's clock.
+// still its own, to every instance's clock within the lease margin.
 func (w *World) checkRunning() {
 	at := w.tl.Now().Add(w.maxSkew())
 	for _, e := range w.execs {

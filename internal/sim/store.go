@@ -179,8 +179,13 @@ func (s *faultStore) Release(ctx context.Context, id, owner string, now time.Tim
 	return s.write(ctx, "release", now, func(ctx context.Context, late bool) error {
 		err := s.inner.Release(ctx, id, owner, now)
 		if err == nil {
+			// A release made now must fence its owner's claims; a late
+			// copy of an earlier one leaves a later release's tombstone
+			// (Store.Release).
 			s.w.mu.Lock()
-			s.w.released[id] = owner
+			if prev, ok := s.w.released[id]; !late || !ok || !now.Before(prev.at) {
+				s.w.released[id] = release{owner: owner, at: now}
+			}
 			s.w.logf("  release of %s landed at %s", owner, s.w.since(now))
 			s.w.mu.Unlock()
 		}

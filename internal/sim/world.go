@@ -203,6 +203,12 @@ type execution struct {
 
 func (e *execution) tag() string { return "e" + strconv.Itoa(e.n) }
 
+// release is a release that landed: its owner and its time.
+type release struct {
+	owner string
+	at    time.Time
+}
+
 // resolution is an operator's accepted decision.
 type resolution struct {
 	n      int
@@ -246,7 +252,7 @@ type World struct {
 	recIDs    []string            // every record ID claimed, in order
 	recSeen   map[string]bool
 	held      []*heldCall
-	released  map[string]string   // record ID -> the owner of the last release that landed
+	released  map[string]release  // record ID -> the release whose tombstone must be there
 	strict    bool                // phantoms of another request's claim are violations too
 	res       map[int]*resolution // by the number in an operator's answer
 	decisions int
@@ -294,7 +300,7 @@ func NewWorld(p Params, inner idemkit.Store, wait func()) (*World, error) {
 	start := epoch()
 	w := &World{p: p, tl: &timeline{now: start}, epoch: start, inner: inner, wait: wait,
 		owners: map[string]*request{}, bound: map[string]string{}, ids: map[string]string{},
-		ledger: map[string]string{}, res: map[int]*resolution{}, released: map[string]string{}, recSeen: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 1))}
+		ledger: map[string]string{}, res: map[int]*resolution{}, released: map[string]release{}, recSeen: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 1))}
 	w.store = &faultStore{w: w, inner: inner}
 	w.p.Clients = append([]Client(nil), p.Clients...)
 	for i, c := range w.p.Clients {
