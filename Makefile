@@ -13,7 +13,7 @@ MODULES  := . integration examples internal/localstack lambda/observe/otelobserv
 include mk/dynalite.mk
 
 .PHONY: bench-fingerprint
-.PHONY: all test test-go compat consumer lint vet staticcheck cfn-lint fmt-check run bench fuzz build clean reliability
+.PHONY: all test test-go compat consumer lint vet staticcheck cfn-lint fmt-check run bench fuzz build clean reliability sim
 
 all: test
 
@@ -141,6 +141,18 @@ reliability: deps
 	@mkdir -p bin
 	@cd integration && IDEMKIT_RELIABILITY=full $(GO) test -race -count=1 -timeout 30m -v -run '$(RELIABILITY_RUN)' . > ../bin/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |ok|FAIL)|RELIABILITY |panic' ../bin/reliability.log; exit $$status
+
+## sim: the deterministic simulation (internal/sim) over SEEDS seeds from
+## FIRST (make test runs its first 500); a failing seed prints its shrunk
+## history and replays with
+## `go test ./internal/sim -run TestSim -seed N`
+SEEDS ?= 5000
+FIRST ?= 1
+SIM_STEPS ?= 120
+sim:
+	@mkdir -p bin
+	@$(GO) test -count=1 -timeout 60m -run '^TestSim$$' ./internal/sim -v -seeds $(SEEDS) -first $(FIRST) -steps $(SIM_STEPS) > bin/sim.log 2>&1; \
+		status=$$?; grep -v '^=== RUN' bin/sim.log; exit $$status
 
 ## fuzz: every fuzz target for $(FUZZTIME) each (fuzz-list: just list them)
 # Targets are found in the sources (func FuzzX in a _test.go file), so

@@ -75,16 +75,18 @@ var (
 )
 
 // ErrLeaseLost is the cause (context.Cause) of a renewed handler's
-// context cancelled because the guard can no longer protect the run. Under
-// [Takeover]: its renewals have not landed and the lease is about to end
-// (less LeaseMargin, as far as the renewal interval allows), its renewals
-// ran out (MaxRenewals), or the key was taken over; another request may
-// then run the handler again. Under [FailClosed]: its record is about to
-// expire (a run longer than the renewals and the record retention reach),
-// which would free the key; the key is then kept as an unknown outcome
+// context cancelled because the guard can no longer protect the run: its
+// renewals have not landed and the lease is about to end (less
+// LeaseMargin, as far as the renewal interval allows), or its renewals ran
+// out (MaxRenewals) or reached the record's expiry, under either policy;
+// under [Takeover] also when the key was taken over. Past its lease,
+// another request may run the handler again ([Takeover]), or an operator
+// may resolve the key ([FailClosed]; failed frees it for a retry). Under
+// FailClosed the key is then kept as an unknown outcome
 // ([ErrOutcomeUnknown]) instead of being freed. A handler that stops when
-// its context is done does not run alongside another run. The error Do
-// returns for such a run, and the Observer's event, wrap ErrLeaseLost.
+// its context is done does not run alongside another run, nor past an
+// operator's decision. The error Do returns for such a run, and the
+// Observer's event, wrap ErrLeaseLost.
 var ErrLeaseLost = errors.New("idemkit: the lease on the idempotency key was lost")
 
 // ErrTenantTooLong: the tenant is longer than [MaxTenantLen] bytes. It is

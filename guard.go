@@ -571,10 +571,10 @@ func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope, c.req.Resource)
 	var lost func()
 	if c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start)) > 0 {
-		// A renewed run can outlive what protects it: under Takeover its
-		// lease (another request may take the key over and run it again),
-		// under FailClosed its record (the key would be freed). It is told
-		// to stop first.
+		// A renewed run can outlive its lease: under Takeover another
+		// request may then take the key over and run it again, under
+		// FailClosed an operator may resolve it (failed: a retry runs it
+		// again). It is told to stop first.
 		var cancel context.CancelCauseFunc
 		hctx, cancel = context.WithCancelCause(hctx)
 		defer cancel(nil)
@@ -717,11 +717,13 @@ func (g *Guard) keep(ctx context.Context, rec *Record) error {
 // passed: a handler that returns within it costs a stopped timer, not a
 // goroutine.
 //
-// A non-nil lost is called when the run can no longer be protected. Under
-// Takeover: the store refused a renewal (the key is no longer ours), or no
+// A non-nil lost is called when the run can no longer be protected: no
 // renewal has landed by lostLead before the end of the last lease that did
-// (or of the first). Under FailClosed: lostLead before the last lease the
-// record can hold ends, since its record then expires.
+// (or of the first), under either policy, and under Takeover also when the
+// store refused a renewal (the key is no longer ours). Past its lease a
+// run is not protected under FailClosed either: a retry marks the record
+// indeterminate and an operator may resolve it a minute later, and the
+// renewals never reach past the record's expiry.
 func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time, lost func()) (stop func()) {
 	length := rec.LeaseUntil.Sub(start)
 	every := pol.heartbeat(ctx, length)
@@ -732,11 +734,7 @@ func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.T
 		takeover: pol.OnStaleLease == Takeover, lost: lost}
 	if lost != nil {
 		r.lead = lostLead(pol.LeaseMargin, length, every)
-		end := rec.LeaseUntil
-		if !r.takeover {
-			end = rec.ExpiresAt.Add(-r.margin)
-		}
-		r.watch = g.afterFunc(g.until(end)-r.lead, lost)
+		r.watch = g.afterFunc(g.until(rec.LeaseUntil)-r.lead, lost)
 	}
 	r.timer = g.afterFunc(every, r.run)
 	return r.stop
@@ -814,7 +812,7 @@ func (r *renewal) run() {
 			return
 		}
 		// A watch that has fired stays fired: the handler was told.
-		if err == nil && r.takeover && r.watch != nil && r.watch.Stop() {
+		if err == nil && r.watch != nil && r.watch.Stop() {
 			r.watch.Reset(r.g.until(until) - r.lead)
 		}
 	}

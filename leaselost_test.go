@@ -3,6 +3,7 @@ package idemkit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,12 +33,12 @@ func (s *extendStore) Extend(ctx context.Context, id, owner string, until, now t
 
 var errStoreDown = &idemkit.StoreError{Op: "extend", Err: errors.New("503 service unavailable")}
 
-// TestLeaseLost: under Takeover, a handler whose lease can no longer be
-// held is told so, through its context, before the lease ends: another
-// request may take the key over then and run the handler again. Under
-// FailClosed it is told before its record can expire (the key would be
-// freed while it runs), and the key is kept; while the record lives, or
-// while the renewals land, it is never cancelled.
+// TestLeaseLost: a handler whose lease can no longer be held is told so,
+// through its context, before the lease ends, under either policy: under
+// Takeover another request may take the key over then and run the handler
+// again; under FailClosed a retry marks the record indeterminate and an
+// operator may resolve it a minute later (failed: a retry runs it again),
+// and the key is kept. While the renewals land it is never cancelled.
 //
 // Real time, because renewals run on real timers: a 2 s lease renewed
 // every 200 ms, LeaseMargin 1 s, so that a lease nobody renewed is given
@@ -67,8 +68,16 @@ func TestLeaseLost(t *testing.T) {
 			return nil
 		}, 0, lease + lease/2, false, false},
 		{"takeover, renewals land", idemkit.Takeover, nil, 0, lease + lease/2, false, false},
-		{"fail-closed, renewals fail", idemkit.FailClosed, func(int) error { return errStoreDown }, 0, lease + lease/2, false, false},
-		{"fail-closed, taken over", idemkit.FailClosed, func(int) error { return idemkit.ErrNotOwner }, 0, lease + lease/2, false, false},
+		{"fail-closed, renewals fail", idemkit.FailClosed, func(int) error { return errStoreDown }, 0, 3 * lease, true, false},
+		{"fail-closed, marked indeterminate", idemkit.FailClosed, func(int) error { return idemkit.ErrNotOwner }, 0, 3 * lease, true, false},
+		{"fail-closed, renewals run out", idemkit.FailClosed, nil, 3, 3 * lease, true, false},
+		{"fail-closed, the second renewal lands after failures", idemkit.FailClosed, func(n int) error {
+			if n == 1 {
+				return errStoreDown
+			}
+			return nil
+		}, 0, lease + lease/2, false, false},
+		{"fail-closed, renewals land", idemkit.FailClosed, nil, 0, lease + lease/2, false, false},
 		{"fail-closed, renewals run out before the record expires", idemkit.FailClosed, nil, 3, 3 * lease, true, true},
 		{"fail-closed, renewals fail before the record expires", idemkit.FailClosed, func(int) error { return errStoreDown }, 3, 3 * lease, true, true},
 		{"fail-closed, the record outlives the run", idemkit.FailClosed, nil, 3, lease / 2, false, true},
@@ -130,14 +139,22 @@ func TestLeaseLost(t *testing.T) {
 
 // TestLeaseLostIsReported: a handler that stops when told returns
 // ctx.Err(), which says only "cancelled"; Do's error and the Observer's
-// event say the lease was lost. Under FailClosed a cancelled handler is
-// not said to have lost its lease.
+// event say the lease was lost, under either policy. A handler cancelled
+// by its caller while its renewals land is not said to have lost its
+// lease.
 func TestLeaseLostIsReported(t *testing.T) {
-	for _, policy := range []idemkit.StalePolicy{idemkit.Takeover, idemkit.FailClosed} {
-		t.Run(policy.String(), func(t *testing.T) {
+	for _, tt := range []struct {
+		policy idemkit.StalePolicy
+		lost   bool // the renewals fail; else they land and the caller cancels
+	}{{idemkit.Takeover, true}, {idemkit.FailClosed, true}, {idemkit.Takeover, false}, {idemkit.FailClosed, false}} {
+		policy := tt.policy
+		t.Run(fmt.Sprintf("%s/lost=%v", policy, tt.lost), func(t *testing.T) {
 			var events []idemkit.Event
 			var mu sync.Mutex
-			s := &extendStore{Store: memstore.New(), extend: func(int) error { return errStoreDown }}
+			s := &extendStore{Store: memstore.New()}
+			if tt.lost {
+				s.extend = func(int) error { return errStoreDown }
+			}
 			g, err := idemkit.New(idemkit.Config{Store: s,
 				Policy: idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: policy},
 				Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
@@ -150,11 +167,11 @@ func TestLeaseLostIsReported(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			_, _, err = g.Do(ctx, req("reported-"+policy.String()), func(hctx context.Context) (*idemkit.Snapshot, error) {
+			_, _, err = g.Do(ctx, req(fmt.Sprintf("reported-%s-%v", policy, tt.lost)), func(hctx context.Context) (*idemkit.Snapshot, error) {
 				select {
 				case <-hctx.Done():
 				case <-time.After(2 * time.Second):
-					cancel() // FailClosed: nothing cancels the handler; its caller does
+					cancel() // the renewals land: nothing cancels the handler; its caller does
 					<-hctx.Done()
 				}
 				return nil, hctx.Err()
@@ -165,7 +182,7 @@ func TestLeaseLostIsReported(t *testing.T) {
 				t.Fatal("no event")
 			}
 			ev := events[len(events)-1]
-			want := policy == idemkit.Takeover
+			want := tt.lost
 			if errors.Is(err, idemkit.ErrLeaseLost) != want || errors.Is(ev.Err, idemkit.ErrLeaseLost) != want {
 				t.Errorf("Do: %v; event %s: %v; want ErrLeaseLost in both: %v", err, ev.Kind, ev.Err, want)
 			}

@@ -29,8 +29,8 @@ const (
 	// run the handler again. Use it only when the downstream is itself
 	// idempotent. A run whose renewed lease can no longer be held has its
 	// context cancelled with the cause ErrLeaseLost before the lease ends.
-	// Under either policy a renewed run is cancelled so before its record
-	// can expire.
+	// Under either policy a renewed run is cancelled so before its lease
+	// ends, and so before its record can expire.
 	Takeover
 )
 

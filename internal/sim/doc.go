@@ -1,0 +1,71 @@
+// Package sim is a seeded, deterministic simulation of the kit's
+// contract: every guarantee of docs/DESIGN.md, section 9, is an invariant
+// checked after every step of every history.
+//
+// # The world
+//
+// A world (Params, drawn from a seed) is two or three instances, each an
+// idemkit.Guard behind the shared HTTP front (internal/adapter, as the
+// Lambda adapters use it, tenants read from an authorizer context as the
+// Lambda runtime decodes it), each with a clock of its own skewed from
+// the true time, all over one store behind a fault layer: lost answers
+// (the write landed), lost requests, throttles, and copies of a write
+// held in the network and landing at a later step, while their signature
+// (idemkit.MaxWriteDelay) is valid. Clients retry with the same key, or
+// reuse it with another body, resource, operation, tenant, a tenant id
+// past 2^53 that rounds into another's, or a method in lower case.
+// Handlers complete (cached or not), fail, panic, end with
+// idemkit.ErrOutcomeUnknown, or run on past their lease until a later
+// step resumes them, their context tells them to stop, their Lambda
+// deadline freezes them, or they crash; each writes its effect to a
+// ledger keyed by idemkit.ExecutionID (the pattern of HANDLER-WRITES.md).
+// Operators list, inspect and resolve through idemkit.Resolve. Time
+// passes through lease ends, renewals, replay windows and retention, under
+// both stale policies and both key scopes.
+//
+// # Determinism
+//
+// A history is a list of steps (Generate); each step carries the seed of
+// the faults drawn during it, so a history with steps removed keeps the
+// others' faults. The guards read time only through their Config.Clock,
+// whose timers are the world's: nothing fires until a step advances time,
+// and then one timer at a time, in the order of their times. The world is
+// run inside a testing/synctest bubble, whose clock stands still: after
+// each action (a request sent, a handler resumed, a timer fired, a late
+// copy delivered) the world waits (synctest.Wait) until every goroutine
+// it started is blocked: answered, parked in its handler, or waiting on
+// a timer of the world. So exactly one goroutine runs at a time, in an
+// order the history alone decides, and a seed replays exactly.
+//
+// # The invariants
+//
+// They are checked from the data (the store's records, read directly;
+// what the store applied, as the fault layer saw it; the handlers'
+// ledger; the answers clients received), never from what the kit says:
+//
+//   - one-execution: at most one live execution per scope at any instant,
+//     and a handler runs only under a claim of its own that landed;
+//   - claim, binding: a claim replaces a live record only when it is its
+//     own retried claim, a failed resolution or (Takeover) a lease ended,
+//     and then only for the request the key is bound to;
+//   - phantom-claim: no copy of a run's claim lands after its own release
+//     or failed resolution (copies of another request's claim landing
+//     over a release are the residual MaxWriteDelay documents: counted);
+//   - answer: every answer is the response of an execution of a request
+//     with the same tenant, operation and fingerprint (or an operator's
+//     decision on such a record), or a problem whose words are true of
+//     the store at that instant;
+//   - record-outlives-run, resolve-while-running: a record lives, and is
+//     its owner's, while its handler runs; no operator decides it then;
+//   - execution-id: distinct wherever tenant, operation, resource or key
+//     differ;
+//   - visible, never-stored: every indeterminate record and stale lease
+//     is listed; no completed record holds a status the policy never
+//     stores, a header never replayed, or an answer its execution did
+//     not give.
+//
+// A failing seed is shrunk (Shrink: delta debugging over the steps) and
+// printed one line per step; `go test ./internal/sim -run TestSim -seed N`
+// replays it. The integration module runs the same world against the
+// DynamoDB store on a real server (not deterministic there).
+package sim
