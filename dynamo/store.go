@@ -146,6 +146,9 @@ type Store struct {
 	// listing ("" for all tenants).
 	route func(id string) (Client, *Failover, error)
 	list  func(tenant string) (Client, error)
+	// regions holds every client by region name ("" for a store of one
+	// client), for Check.
+	regions map[string]Client
 	// retryer replaces the client's for the store's calls, unless
 	// Options.KeepRetryQuota.
 	retryer aws.Retryer
@@ -172,11 +175,11 @@ func New(client Client, table string, opts Options) (*Store, error) {
 	}
 	one := func(string) (Client, error) { return client, nil }
 	route := func(string) (Client, *Failover, error) { return client, nil, nil }
-	return newStore(table, opts, route, one), nil
+	return newStore(table, opts, route, one, map[string]Client{"": client}), nil
 }
 
-func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error)) *Store {
-	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, tableName: aws.String(table)}
+func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error), regions map[string]Client) *Store {
+	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, regions: regions, tableName: aws.String(table)}
 	s.optFns = []func(*dynamodb.Options){s.sdkOpts}
 	if !s.opts.KeepRetryQuota {
 		s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {

@@ -255,8 +255,9 @@ func TestTemplateOrdersTableMatchesRepo(t *testing.T) {
 // The function's role may do what the code does and nothing more: the
 // three item operations the guard makes on the idempotency table (claim,
 // complete and release: PutItem; mark indeterminate: UpdateItem; the read
-// of a lost claim's record: GetItem), PutItem and
-// Query on the orders table. No wildcards, no Scan, no other resources,
+// of a lost claim's record: GetItem) and the two reads of its startup
+// check (DescribeTable, DescribeTimeToLive), PutItem and Query on the
+// orders table. No wildcards, no Scan, no other resources,
 // no SAM policy templates or managed policies, no role of its own.
 func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
 	_, raw := loadTemplate(t)
@@ -273,7 +274,7 @@ func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
 		return "arn:aws:dynamodb:us-east-1:123456789012:table/ref:" + logical
 	}
 	allowed := map[string][]string{
-		arn("IdempotencyTable"): {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		arn("IdempotencyTable"): {"dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 		arn("OrdersTable"):      {"dynamodb:PutItem", "dynamodb:Query"},
 	}
 	granted := map[string][]string{}
