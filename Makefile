@@ -159,8 +159,9 @@ fuzz:
 	done
 
 ## test-moto: the DynamoDB tests against moto_server, a second server
-## (optional: pip install 'moto[server]'); prints the capability skips,
-## full output in bin/test-moto.log
+## (optional: pip install 'moto[server]'); prints failures, one line per
+## capability moto lacks and a closing summary, full output in
+## bin/test-moto.log
 .PHONY: test-moto test-moto-if-installed
 test-moto: deps
 	@GO=$(GO) ./.ci/test-moto.sh $(MODULES)

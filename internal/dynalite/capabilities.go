@@ -379,9 +379,15 @@ func Require(t testing.TB, cs ...Capability) {
 	t.Helper()
 	for _, c := range cs {
 		if s := Supports(t, c); !s.Has {
-			t.Skipf("skipping: the test server (%s) lacks capability %q: %s", ServerName(), c, s.Detail)
+			t.Skip(skipMessage(ServerName(), c, s.Detail))
 		}
 	}
+}
+
+// skipMessage is Require's reason for skipping: .ci/moto-summary.sh
+// counts the skips of each capability by it.
+func skipMessage(server string, c Capability, detail string) string {
+	return fmt.Sprintf("skipping: the test server (%s) lacks capability %q: %s", server, c, detail)
 }
 
 // ServerName names the server Endpoint uses: "dynalite", "moto",
