@@ -377,11 +377,11 @@ func TestTemplateFunction(t *testing.T) {
 		t.Errorf("Timeout %v, want %v: the local server's deadline (orders.DefaultLocalTimeout)", fn.Timeout, orders.DefaultLocalTimeout)
 	}
 	meta, _ := resource(t, raw, "OrdersFunction")["Metadata"].(map[string]any)
-	if meta["BuildMethod"] != "go1.x" {
-		t.Errorf("Metadata.BuildMethod %v, want go1.x", meta["BuildMethod"])
+	if meta["BuildMethod"] != "makefile" {
+		t.Errorf("Metadata.BuildMethod %v, want makefile (the recipe of make build: TestSAMBuildIsMakeBuild)", meta["BuildMethod"])
 	}
 	code, _ := props(t, raw, "OrdersFunction")["CodeUri"].(string)
-	if _, err := os.Stat(filepath.Join("../..", code, "main.go")); err != nil || filepath.Clean(code) != "examples/orders/cmd/lambda" {
+	if _, err := os.Stat(filepath.Join("../..", code, "Makefile")); err != nil || filepath.Clean(code) != "examples/orders/cmd/lambda" {
 		t.Errorf("CodeUri %q, want examples/orders/cmd/lambda (%v)", code, err)
 	}
 
