@@ -83,9 +83,12 @@ run-dynamodb: deps
 	AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_EC2_METADATA_DISABLED=true \
 		./bin/orders-local -addr 127.0.0.1:$(PORT)
 
-## build: the Lambda bootstrap for linux/arm64 in bin/bootstrap
+## build: the Lambda bootstrap for linux/arm64 in bin/bootstrap (or
+## BOOTSTRAP=path); sam build runs this same recipe (BuildMethod makefile,
+## examples/orders/cmd/lambda/Makefile)
+BOOTSTRAP ?= bin/bootstrap
 build:
-	cd examples && GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o ../bin/bootstrap ./orders/cmd/lambda
+	cd examples && GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(abspath $(BOOTSTRAP)) ./orders/cmd/lambda
 
 .PHONY: deploy sam-local run-dynamodb
 
@@ -102,12 +105,12 @@ SAM_OVERRIDES = $(shell awk -v sect='[$(SAM_ENV).deploy.parameters]' \
 SAM_DEPLOY_FLAGS = $(if $(JWT_ISSUER)$(JWT_AUDIENCE),--parameter-overrides '$(strip $(SAM_OVERRIDES) \
 	$(if $(JWT_ISSUER),JwtIssuer=$(JWT_ISSUER)) $(if $(JWT_AUDIENCE),JwtAudience=$(JWT_AUDIENCE)))')
 deploy:
-	GOFLAGS=-tags=lambda.norpc CGO_ENABLED=0 sam build --config-env $(SAM_ENV)
+	sam build --config-env $(SAM_ENV)
 	sam deploy --config-env $(SAM_ENV) $(SAM_DEPLOY_FLAGS)
 
 ## sam-local: sam local start-api on 127.0.0.1:$(PORT) (SAM CLI and Docker)
 sam-local:
-	GOFLAGS=-tags=lambda.norpc CGO_ENABLED=0 sam build
+	sam build
 	sam local start-api --port $(PORT)
 
 ## bench: every performance figure in one report (starts dynalite, and
@@ -171,8 +174,9 @@ fuzz:
 	done
 
 ## test-moto: the DynamoDB tests against moto_server, a second server
-## (optional: pip install 'moto[server]'); prints the capability skips,
-## full output in bin/test-moto.log
+## (optional: pip install 'moto[server]'); prints failures, one line per
+## capability moto lacks and a closing summary, full output in
+## bin/test-moto.log
 .PHONY: test-moto test-moto-if-installed
 test-moto: deps
 	@GO=$(GO) ./.ci/test-moto.sh $(MODULES)

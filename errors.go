@@ -72,6 +72,12 @@ var (
 	// Retrying the same request cannot succeed, so it is never
 	// ErrStoreUnavailable. The handler is not run.
 	ErrRecordInvalid = errors.New("idemkit: the store refused the idempotency record as invalid")
+	// ErrNothingStored is wrapped by a store's error that proves the call
+	// stored nothing and that making it again would fail the same way (the
+	// table does not exist, the caller may not write it). The guard then
+	// neither tries the claim again nor frees it: no key is held. Such an
+	// error is ErrStoreUnavailable too.
+	ErrNothingStored = errors.New("idemkit: nothing stored")
 )
 
 // ErrLeaseLost is the cause (context.Cause) of a renewed handler's

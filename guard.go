@@ -659,10 +659,10 @@ func (g *Guard) claim(ctx context.Context, rec *Record, opts ClaimOptions) (Clai
 		if res, err = g.cfg.Store.Claim(ctx, rec, g.now(), opts); err == nil {
 			return res, nil
 		}
-		if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrRecordInvalid) {
-			// The store could not decode the blocking record, or refused
-			// ours: nothing was written, and trying again gives the same
-			// answer.
+		if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrRecordInvalid) || errors.Is(err, ErrNothingStored) {
+			// The store could not decode the blocking record, refused
+			// ours, or cannot store anything (no table): nothing was
+			// written, and trying again gives the same answer.
 			return ClaimResult{}, storeErr("claim", err)
 		}
 	}
@@ -867,7 +867,7 @@ func (g *Guard) write(ctx context.Context, op string, try func(context.Context) 
 		if err = try(wctx); err == nil {
 			return nil
 		}
-		if errors.Is(err, ErrNotOwner) || wctx.Err() != nil {
+		if errors.Is(err, ErrNotOwner) || errors.Is(err, ErrNothingStored) || wctx.Err() != nil {
 			break
 		}
 		done, t := g.after(time.Duration(i+1) * writeBackoff)

@@ -71,7 +71,7 @@ func TestPageToken(t *testing.T) {
 // TestListLimit: a listing's page is at most MaxListLimit records, and a
 // limit of zero or less is DefaultListLimit.
 func TestListLimit(t *testing.T) {
-	s := newStore("t", Options{}, nil, nil)
+	s := newStore("t", Options{}, nil, nil, nil)
 	q := listQuery{op: "list indeterminate", state: idemkit.StateIndeterminate, hashAttr: AttrIndeterminate, hashValue: IndeterminateValue, index: IndexIndeterminate}
 	for limit, want := range map[int]int32{-1: DefaultListLimit, 0: DefaultListLimit, 7: 7, MaxListLimit: MaxListLimit, MaxListLimit + 1: MaxListLimit, 1 << 20: MaxListLimit} {
 		in, err := s.queryInput(q, "", "", limit, time.Now())

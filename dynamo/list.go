@@ -63,7 +63,7 @@ type listQuery struct {
 
 func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, "", fail(q.op, err)
+		return nil, "", s.fail(q.op, err)
 	}
 	if !utf8.ValidString(tenant) {
 		// No record has such a tenant (Claim refuses it); sent as is, the
@@ -76,14 +76,14 @@ func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, lim
 	}
 	client, err := s.list(tenant)
 	if err != nil {
-		return nil, "", fail(q.op, err)
+		return nil, "", s.fail(q.op, err)
 	}
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
 	out, err := client.Query(cctx, in, s.optFns...)
 	if err != nil {
 		usage(ctx, nil, false)
-		return nil, "", fail(q.op, err)
+		return nil, "", s.fail(q.op, err)
 	}
 	usage(ctx, out.ConsumedCapacity, false)
 	recs, err := q.records(out.Items, now)
@@ -93,7 +93,7 @@ func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, lim
 	next := ""
 	if len(out.LastEvaluatedKey) > 0 {
 		if next, err = encodePageOf(out.LastEvaluatedKey, q.kind, tenant); err != nil {
-			return nil, "", fail(q.op, err)
+			return nil, "", s.fail(q.op, err)
 		}
 	}
 	return recs, next, nil

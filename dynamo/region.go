@@ -189,7 +189,7 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 		}
 		return c, nil
 	}
-	return newStore(table, opts, route, list), nil
+	return newStore(table, opts, route, list, clients), nil
 }
 
 // TenantOf returns the tenant of a record ID, readable or hashed (see

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemkit/idemkit"
 )
@@ -145,6 +146,9 @@ type Store struct {
 	// listing ("" for all tenants).
 	route func(id string) (Client, *Failover, error)
 	list  func(tenant string) (Client, error)
+	// regions holds every client by region name ("" for a store of one
+	// client), for Check.
+	regions map[string]Client
 	// retryer replaces the client's for the store's calls, unless
 	// Options.KeepRetryQuota.
 	retryer aws.Retryer
@@ -171,11 +175,11 @@ func New(client Client, table string, opts Options) (*Store, error) {
 	}
 	one := func(string) (Client, error) { return client, nil }
 	route := func(string) (Client, *Failover, error) { return client, nil, nil }
-	return newStore(table, opts, route, one), nil
+	return newStore(table, opts, route, one, map[string]Client{"": client}), nil
 }
 
-func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error)) *Store {
-	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, tableName: aws.String(table)}
+func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error), regions map[string]Client) *Store {
+	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, regions: regions, tableName: aws.String(table)}
 	s.optFns = []func(*dynamodb.Options){s.sdkOpts}
 	if !s.opts.KeepRetryQuota {
 		s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
@@ -222,25 +226,61 @@ func (s *Store) sdkOpts(o *dynamodb.Options) {
 // fail wraps a failed call as idemkit.ErrStoreUnavailable: every error that
 // is not a condition outcome means the store could not answer (network,
 // throttling, 5xx, timeout, and also a missing table or permission, which
-// must fail closed too). A ValidationException is the exception: the
-// request itself is refused, so it is idemkit.ErrRecordInvalid.
-func fail(op string, err error) error {
+// must fail closed too: those name the table and wrap ErrTableNotFound or
+// ErrAccessDenied, and idemkit.ErrNothingStored). A ValidationException is
+// the exception: the request itself is refused, so it is
+// idemkit.ErrRecordInvalid.
+func (s *Store) fail(op string, err error) error {
 	if invalid(err) {
 		return fmt.Errorf("dynamo: %s: %w: %w", op, idemkit.ErrRecordInvalid, err)
+	}
+	var nf *types.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		return &idemkit.StoreError{Op: op, Err: &tableError{table: s.table, what: "not found", sentinel: ErrTableNotFound, err: err}}
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "AccessDeniedException" {
+		return &idemkit.StoreError{Op: op, Err: &tableError{table: s.table, what: "access denied", sentinel: ErrAccessDenied, err: err}}
 	}
 	return &idemkit.StoreError{Op: op, Err: err}
 }
 
+// Errors of a call the table itself refuses. Each is wrapped with
+// idemkit.ErrNothingStored, and in a StoreError (ErrStoreUnavailable).
+var (
+	// ErrTableNotFound: the server has no table of the store's name
+	// (ResourceNotFoundException). Nothing was stored.
+	ErrTableNotFound = errors.New("dynamo: table not found")
+	// ErrAccessDenied: the caller may not make the call on the table
+	// (AccessDeniedException: a policy lacks the action). Nothing was
+	// stored.
+	ErrAccessDenied = errors.New("dynamo: access to the table denied")
+)
+
+// tableError names the table a call was refused on, and says that
+// nothing was stored.
+type tableError struct {
+	table, what string
+	sentinel    error
+	err         error
+}
+
+func (e *tableError) Error() string {
+	return fmt.Sprintf("dynamo: table %s %s, nothing stored: %v", e.table, e.what, e.err)
+}
+
+func (e *tableError) Unwrap() []error { return []error{e.sentinel, idemkit.ErrNothingStored, e.err} }
+
 // refused classifies the error of a conditional write and reports its
 // usage: a failed condition is the method's sentinel (refusal), anything
 // else a StoreError.
-func refused(ctx context.Context, op string, err, refusal error) error {
+func (s *Store) refused(ctx context.Context, op string, err, refusal error) error {
 	if _, ok := conditionFailed(err); ok {
 		failedWriteUsage(ctx, nil)
 		return refusal
 	}
 	usage(ctx, nil, true)
-	return fail(op, err)
+	return s.fail(op, err)
 }
 
 // client returns the client of id's home region, or a StoreError when ctx
@@ -255,14 +295,14 @@ func (s *Store) client(ctx context.Context, op, id string) (Client, error) {
 // routed is client, with the Failover that routed id (nil: none).
 func (s *Store) routed(ctx context.Context, op, id string) (Client, *Failover, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, fail(op, err)
+		return nil, nil, s.fail(op, err)
 	}
 	c, fo, err := s.route(id)
 	if errors.Is(err, idemkit.ErrRecordInvalid) {
 		return nil, nil, fmt.Errorf("dynamo: %s: %w", op, err)
 	}
 	if err != nil {
-		return nil, nil, fail(op, err)
+		return nil, nil, s.fail(op, err)
 	}
 	return c, fo, nil
 }
@@ -422,7 +462,7 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 		cf, ok := conditionFailed(err)
 		if !ok {
 			usage(ctx, nil, true)
-			return idemkit.ClaimResult{}, fail(op, err)
+			return idemkit.ClaimResult{}, s.fail(op, err)
 		}
 		if fenced {
 			return s.fenced(ctx, client, cf, rec, now, opts, fo)
@@ -583,7 +623,7 @@ func (s *Store) fenced(ctx context.Context, client Client, cf *types.Conditional
 	if cur != nil && cur.Live(now) {
 		ferr.State = cur.State
 	}
-	return idemkit.ClaimResult{}, fail("claim", ferr)
+	return idemkit.ClaimResult{}, s.fail("claim", ferr)
 }
 
 // blocks reports whether the live record cur keeps rec from being claimed:
@@ -645,7 +685,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err != nil {
-		return refused(ctx, op, err, idemkit.ErrNotOwner)
+		return s.refused(ctx, op, err, idemkit.ErrNotOwner)
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return nil
@@ -756,7 +796,7 @@ func (s *Store) refusedItem(ctx context.Context, client Client, op, id string, e
 	cf, ok := conditionFailed(err)
 	if !ok {
 		usage(ctx, nil, true)
-		return nil, fail(op, err)
+		return nil, s.fail(op, err)
 	}
 	failedWriteUsage(ctx, cf.Item)
 	if len(cf.Item) > 0 {
@@ -988,7 +1028,7 @@ func (s *Store) getItem(ctx context.Context, client Client, op, id string) (map[
 	}, s.optFns...)
 	if err != nil {
 		usage(ctx, nil, false)
-		return nil, fail(op, err)
+		return nil, s.fail(op, err)
 	}
 	usage(ctx, out.ConsumedCapacity, false)
 	return out.Item, nil

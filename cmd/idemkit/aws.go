@@ -48,6 +48,11 @@ func openDynamo(ctx context.Context, o StoreOptions) (idemkit.Store, error) {
 	if region == "" {
 		return nil, usagef("no region: pass --home-region, or set AWS_REGION or a profile region")
 	}
+	// Credentials first: the SDK's error for missing ones ("no EC2 IMDS
+	// role found") does not say what to set.
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return nil, usagef("no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (any values for a local server such as dynalite or DynamoDB Local): %v", err)
+	}
 	client := dynamodb.NewFromConfig(cfg, func(opt *dynamodb.Options) { opt.Region = region })
 	s, err := dynamo.NewRegional(dynamo.Regions{
 		Clients: map[string]dynamo.Client{region: client},

@@ -206,3 +206,26 @@ func TestRealEnvironmentFailures(t *testing.T) {
 		t.Errorf("stderr %q", stderr)
 	}
 }
+
+// Without credentials a command says which to set, rather than pass on
+// the SDK's "no EC2 IMDS role found"; it sends nothing.
+func TestNoCredentials(t *testing.T) {
+	var rec regionRecorder
+	awsEnv(t, rec.server(t).URL, fakeSTS(t).URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	env := Env{Getenv: func(k string) string {
+		if k == EnvTable {
+			return "records"
+		}
+		return ""
+	}}
+	code, stdout, stderr := runWith(t, env, "list", "--timeout", "5s")
+	wantCode(t, code, exitUsage, stdout, stderr)
+	if !strings.Contains(stderr, "no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") {
+		t.Errorf("stderr: %s", stderr)
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Errorf("calls sent without credentials: %v", got)
+	}
+}

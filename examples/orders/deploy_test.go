@@ -1,6 +1,7 @@
 package orders_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -43,5 +44,47 @@ func TestMakeDeployKeepsSamconfigOverrides(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSAMBuildIsMakeBuild: sam build (BuildMethod makefile) runs
+// build-OrdersFunction in the function's CodeUri, which is make build with
+// the bootstrap written to SAM's ARTIFACTS_DIR: the same go build command,
+// so what make build tests is what SAM deploys. samconfig.toml builds in
+// the source tree, where the Makefile finds the repository.
+func TestSAMBuildIsMakeBuild(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make not on PATH")
+	}
+	art := t.TempDir()
+	goBuild := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("make", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("make %v: %v\n%s", args, err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, " go build ") {
+				return strings.TrimSpace(line)
+			}
+		}
+		t.Fatalf("make %v runs no go build:\n%s", args, out)
+		return ""
+	}
+	sam := goBuild("-s", "-n", "-C", "cmd/lambda", "build-OrdersFunction", "ARTIFACTS_DIR="+art)
+	mk := goBuild("-s", "-n", "-C", "../..", "build", "BOOTSTRAP="+art+"/bootstrap")
+	if sam != mk || !strings.Contains(sam, "-o "+art+"/bootstrap ./orders/cmd/lambda") {
+		t.Errorf("sam build runs\n  %s\nmake build runs\n  %s", sam, mk)
+	}
+	cfg, err := os.ReadFile("../../samconfig.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{"default", "prod"} {
+		_, sect, _ := strings.Cut(string(cfg), "["+env+".build.parameters]\n")
+		sect, _, _ = strings.Cut(sect, "\n[")
+		if !strings.Contains(sect, "build_in_source = true") {
+			t.Errorf("samconfig.toml [%s.build.parameters] lacks build_in_source = true", env)
+		}
 	}
 }

@@ -8,10 +8,11 @@
 // # Routes
 //
 //	POST /orders    {"sku", "quantity", "amount_cents", "currency"}
-//	                201 + Location: /orders/{id}; 400 invalid body; 415 not JSON
+//	                201 + Location: /orders/{id}; 400 invalid body; 415 not JSON (stored)
 //	POST /payments  {"order_id", "amount_cents", "card", "delay_ms"?}
 //	                201 {"id", "status": "captured", ...}; 400; 404 no such order;
-//	                402 card 4000000000000002; 503 card 4000000000000119
+//	                402 card 4000000000000002; 503 card 4000000000000119;
+//	                503 outcome-unknown card 4000000000000259 (key kept indeterminate)
 //	GET  /orders/{id}  200 with its payments; 404 unknown or another tenant's
 //
 // The tenant is the caller: the JWT authorizer's sub claim

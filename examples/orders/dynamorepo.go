@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/idemkit/idemkit/awswrite"
 	"github.com/idemkit/idemkit/dynamo"
 )
 
@@ -239,21 +239,32 @@ func (r *DynamoRepo) AddPayment(ctx context.Context, tenant string, p Payment) (
 // put sends a conditional PutItem until its outcome is known, at most
 // WriteAttempts times: stored (found false), or refused because the item
 // exists, which find then reads (found true; find bounds its own calls).
-// It fails with ErrWriteUnknown when no send gave a known outcome, and
-// with the error itself when the server refused the write as invalid
-// (nothing stored).
+// A send that may have been applied (awswrite.Unknown) or was throttled is
+// sent again. It fails with ErrWriteUnknown when a send may have been
+// applied and none gave a known outcome, and with the error itself when
+// nothing was stored: the server refused the write (it is invalid, the
+// table or the operation does not exist), or throttled every send.
 func (r *DynamoRepo) put(ctx context.Context, what string, in *dynamodb.PutItemInput, find func(context.Context) error) (found bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("orders: put %s: not sent: %w", what, err)
 	}
-	var last error
+	var (
+		last    error
+		unknown bool // a send may have been applied
+	)
+	fail := func() error {
+		if unknown {
+			return fmt.Errorf("orders: put %s: %w: %w", what, ErrWriteUnknown, last)
+		}
+		return fmt.Errorf("orders: put %s: not stored: %w", what, last)
+	}
 	for attempt := range WriteAttempts {
 		if attempt > 0 {
 			t := time.NewTimer(writeBackoff << (attempt - 1))
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return false, fmt.Errorf("orders: put %s: %w: %w", what, ErrWriteUnknown, last)
+				return false, fail()
 			case <-t.C:
 			}
 		}
@@ -273,33 +284,24 @@ func (r *DynamoRepo) put(ctx context.Context, what string, in *dynamodb.PutItemI
 			}
 			// Refused, yet not found: the read failed (or the server is
 			// inconsistent); the outcome is still unknown.
-			last = ferr
-		case refused(err):
-			return false, fmt.Errorf("orders: put %s: %w", what, err)
-		default:
+			last, unknown = ferr, true
+		case awswrite.Classify(err) == awswrite.Unknown:
+			last, unknown = err, true
+		case throttled(err):
 			last = err
+		default:
+			// Refused, as every send would be: nothing stored by this
+			// one (nor by an earlier one, unless that was unknown).
+			last = err
+			return false, fail()
 		}
 	}
-	return false, fmt.Errorf("orders: put %s: %w: %w", what, ErrWriteUnknown, last)
+	return false, fail()
 }
 
-// refused reports whether err is DynamoDB refusing a request as invalid (a
-// client error other than throttling): the same request was refused on
-// every attempt, so nothing was stored.
-func refused(err error) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) || ae.ErrorFault() != smithy.FaultClient {
-		return false
-	}
-	code := ae.ErrorCode()
-	if _, ok := retry.DefaultThrottleErrorCodes[code]; ok {
-		return false
-	}
-	switch code {
-	case "TransactionConflictException", "TransactionInProgressException", "ConditionalCheckFailedException":
-		return false
-	}
-	return true
+// throttled reports whether err is a throttle, which a later send may pass.
+func throttled(err error) bool {
+	return retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary
 }
 
 // GetOrder implements Repo with one consistent Query (paged when large).

@@ -89,9 +89,14 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logge
 	}
 	// IndexInFlight: an execution that crashed is listed by
 	// idemkit list --state stale (one index write more per claim).
-	if o.Store, err = dynamo.New(client, table, dynamo.Options{IndexInFlight: true}); err != nil {
+	store, err := dynamo.New(client, table, dynamo.Options{IndexInFlight: true})
+	if err != nil {
 		return Options{}, "", err
 	}
+	if err := checkTable(ctx, store, logger); err != nil {
+		return Options{}, "", err
+	}
+	o.Store = store
 	// The orders client has no client-side retry quota: DynamoRepo bounds
 	// its retries itself (see ClientOptions).
 	o.Repo = &DynamoRepo{Client: dynamodb.NewFromConfig(cfg, ClientOptions), Table: orders}
@@ -100,6 +105,28 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logge
 		desc += ", endpoint " + ep
 	}
 	return o, desc + ")", nil
+}
+
+// checkTable stops the function at its start when the records table is
+// missing or laid out otherwise than dynamo.TableDefinition (Store.Check).
+// TTL off is logged, not fatal: it only keeps expired records (reads
+// treat them as absent), and a server without the TTL API, such as
+// dynalite, has it off on every table.
+func checkTable(ctx context.Context, store *dynamo.Store, logger *slog.Logger) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := store.Check(cctx)
+	var mm *dynamo.TableMismatchError
+	if errors.As(err, &mm) && len(mm.Problems) == 0 && mm.TTLDisabled {
+		if logger != nil {
+			logger.Warn("orders: the records table keeps expired records", "error", err.Error())
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("orders: %w", err)
+	}
+	return nil
 }
 
 func createTables(ctx context.Context, c *dynamodb.Client, table, orders string) error {

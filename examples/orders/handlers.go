@@ -147,6 +147,10 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 	case errors.Is(err, errProcessorDown):
 		return (&Problem{Type: TypeProcessorDown, Title: "Payment processor unavailable", Status: 503, RetryAfter: 1,
 			Detail: "The payment processor did not answer. Nothing was charged and nothing was recorded for this Idempotency-Key; retry with the same key."}).Response(), nil
+	case errors.Is(err, errChargeUnknown):
+		// Charged or not, nobody can say: keep the key for an operator,
+		// never capture again.
+		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("orders: capture %s: %w: %w", payID, idemkit.ErrOutcomeUnknown, err)
 	case err != nil:
 		return events.APIGatewayV2HTTPResponse{}, err
 	}

@@ -144,6 +144,37 @@ func TestHandlerWritesRunOnce(t *testing.T) {
 	}
 }
 
+// The card that loses the processor's answer (for practising the runbook)
+// ends its payment as an unknown outcome: 503 outcome-unknown, the key
+// kept, the retry 409 indeterminate-operator-required, nothing charged
+// twice nor stored.
+func TestCardOutcomeUnknown(t *testing.T) {
+	repo := &orders.MemRepo{}
+	h, err := orders.Handler(orders.Options{Store: memstore.New(), Repo: repo, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = orders.DevAuthorizer(h)
+	created, _ := h(context.Background(), event("POST", "POST /orders", "/orders", orderBody))
+	var o orders.Order
+	if err := json.Unmarshal([]byte(created.Body), &o); err != nil || created.StatusCode != 201 {
+		t.Fatalf("create: %d %s", created.StatusCode, created.Body)
+	}
+	pay := event("POST", "POST /payments", "/payments", `{"order_id":"`+o.ID+`","amount_cents":500,"card":"`+orders.CardOutcomeUnknown+`"}`)
+	pay.Headers["idempotency-key"] = "pay-1"
+	first, _ := h(context.Background(), pay)
+	if first.StatusCode != 503 || problemOf(t, first.Body).Type != kitOutcomeUnknown {
+		t.Fatalf("payment: %d %s, want 503 outcome-unknown", first.StatusCode, first.Body)
+	}
+	retry, _ := h(context.Background(), pay)
+	if retry.StatusCode != 409 || problemOf(t, retry.Body).Type != kitIndeterminate {
+		t.Fatalf("retry: %d %s, want 409 indeterminate-operator-required", retry.StatusCode, retry.Body)
+	}
+	if got, _ := repo.GetOrder(context.Background(), "alice", o.ID); len(got.Payments) != 0 {
+		t.Errorf("payments %+v, want none stored", got.Payments)
+	}
+}
+
 // Order IDs differ across keys, callers and runs of other keys: the
 // execution identity, not a constant.
 func TestOrderIDsPerKey(t *testing.T) {
@@ -202,7 +233,10 @@ func TestHandlerOutcomeUnknownOnDynamoDB(t *testing.T) {
 
 // kitOutcomeUnknown is the problem type the guard answers for a handler
 // error wrapping idemkit.ErrOutcomeUnknown.
-const kitOutcomeUnknown = "https://idemkit.dev/problems/outcome-unknown"
+const (
+	kitOutcomeUnknown = "https://idemkit.dev/problems/outcome-unknown"
+	kitIndeterminate  = "https://idemkit.dev/problems/indeterminate-operator-required"
+)
 
 // lateHandler returns a handler on repo whose idempotency records are
 // gone: the state of a retry that arrives after the record's retention

@@ -14,11 +14,18 @@ const (
 	// CardProcessorDown makes the processor unavailable: 503, never stored,
 	// so a retry with the same key runs again.
 	CardProcessorDown = "4000000000000119"
+	// CardOutcomeUnknown makes the processor lose its answer after it may
+	// have charged: the handler cannot tell and cannot ask again, so it
+	// ends with idemkit.ErrOutcomeUnknown (503 outcome-unknown; the key
+	// is kept indeterminate for an operator). For practising the runbook
+	// (docs/OPERATIONS.md) on a local server.
+	CardOutcomeUnknown = "4000000000000259"
 )
 
 var (
 	errDeclined      = errors.New("orders: card declined")
 	errProcessorDown = errors.New("orders: processor unavailable")
+	errChargeUnknown = errors.New("orders: the processor's answer was lost; the card may have been charged")
 )
 
 // capture charges a card with the simulated processor. It first waits
@@ -43,6 +50,8 @@ func capture(ctx context.Context, ref, card string, delay time.Duration) error {
 		return errDeclined
 	case CardProcessorDown:
 		return errProcessorDown
+	case CardOutcomeUnknown:
+		return errChargeUnknown
 	}
 	return nil
 }

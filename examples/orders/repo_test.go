@@ -13,6 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/idemkit/idemkit/examples/orders"
 	"github.com/idemkit/idemkit/internal/dynalite"
@@ -185,6 +188,62 @@ func TestDynamoRepoDefiniteFailures(t *testing.T) {
 	if _, err := bad.CreateOrder(context.Background(), "alice", testOrder); err == nil || errors.Is(err, orders.ErrWriteUnknown) {
 		t.Errorf("missing table: %v, want a definite failure", err)
 	}
+}
+
+// unsupported sends every PutItem as an operation the server does not
+// have (its X-Amz-Target, set before the request is signed).
+type unsupported struct{ *dynamodb.Client }
+
+func (u unsupported) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return u.Client.PutItem(ctx, in, append(optFns, func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Build.Add(middleware.BuildMiddlewareFunc("target", func(ctx context.Context, in middleware.BuildInput, next middleware.BuildHandler) (middleware.BuildOutput, middleware.Metadata, error) {
+				if r, ok := in.Request.(*smithyhttp.Request); ok {
+					r.Header.Set("X-Amz-Target", faults.TargetPrefix+"NoSuchOperation")
+				}
+				return next.HandleBuild(ctx, in)
+			}), middleware.After)
+		})
+	})...)
+}
+
+// Writes the server refuses for good, or throttles on every send, stored
+// nothing: they fail at once (a refusal) or after WriteAttempts sends (a
+// throttle), never with ErrWriteUnknown, which would keep the key for an
+// operator. An operation the server does not support (dynalite's 400
+// UnknownOperationException, which the SDK labels neither a client nor a
+// server fault) is such a refusal.
+func TestDynamoRepoNotApplied(t *testing.T) {
+	raw := dynalite.Client(t)
+	table := dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("orders"))
+	ctx := t.Context()
+	t.Run("unsupported operation", func(t *testing.T) {
+		ft := faults.New(http.DefaultTransport)
+		r := &orders.DynamoRepo{Client: unsupported{faultyClient(t, ft)}, Table: table}
+		_, err := r.CreateOrder(ctx, "alice", testOrder)
+		var ae smithy.APIError
+		if !errors.As(err, &ae) || ae.ErrorCode() != "UnknownOperationException" {
+			t.Skipf("the test server (%s) answers an unknown operation with %v", dynalite.ServerName(), err)
+		}
+		if errors.Is(err, orders.ErrWriteUnknown) {
+			t.Errorf("create: %v, want a definite failure", err)
+		}
+		if n := ft.Calls(""); n != 1 {
+			t.Errorf("%d sends, want 1", n)
+		}
+	})
+	t.Run("throttled on every send", func(t *testing.T) {
+		ft := faults.New(http.DefaultTransport, faults.Rule{Op: "PutItem", Kind: faults.Throttle, Times: -1})
+		one := dynamodb.New(faultyClient(t, ft).Options(), func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+		r := &orders.DynamoRepo{Client: one, Table: table}
+		_, err := r.CreateOrder(ctx, "alice", testOrder)
+		if err == nil || errors.Is(err, orders.ErrWriteUnknown) {
+			t.Errorf("create: %v, want a definite failure", err)
+		}
+		if n := ft.Calls("PutItem"); n != orders.WriteAttempts {
+			t.Errorf("%d sends, want %d", n, orders.WriteAttempts)
+		}
+	})
 }
 
 // deadlines is a DynamoClient that sends every call to the server and

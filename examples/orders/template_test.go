@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -255,8 +256,9 @@ func TestTemplateOrdersTableMatchesRepo(t *testing.T) {
 // The function's role may do what the code does and nothing more: the
 // three item operations the guard makes on the idempotency table (claim,
 // complete and release: PutItem; mark indeterminate: UpdateItem; the read
-// of a lost claim's record: GetItem), PutItem and
-// Query on the orders table. No wildcards, no Scan, no other resources,
+// of a lost claim's record: GetItem) and the two reads of its startup
+// check (DescribeTable, DescribeTimeToLive), PutItem and Query on the
+// orders table. No wildcards, no Scan, no other resources,
 // no SAM policy templates or managed policies, no role of its own.
 func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
 	_, raw := loadTemplate(t)
@@ -273,7 +275,7 @@ func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
 		return "arn:aws:dynamodb:us-east-1:123456789012:table/ref:" + logical
 	}
 	allowed := map[string][]string{
-		arn("IdempotencyTable"): {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		arn("IdempotencyTable"): {"dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 		arn("OrdersTable"):      {"dynamodb:PutItem", "dynamodb:Query"},
 	}
 	granted := map[string][]string{}
@@ -376,11 +378,11 @@ func TestTemplateFunction(t *testing.T) {
 		t.Errorf("Timeout %v, want %v: the local server's deadline (orders.DefaultLocalTimeout)", fn.Timeout, orders.DefaultLocalTimeout)
 	}
 	meta, _ := resource(t, raw, "OrdersFunction")["Metadata"].(map[string]any)
-	if meta["BuildMethod"] != "go1.x" {
-		t.Errorf("Metadata.BuildMethod %v, want go1.x", meta["BuildMethod"])
+	if meta["BuildMethod"] != "makefile" {
+		t.Errorf("Metadata.BuildMethod %v, want makefile (the recipe of make build: TestSAMBuildIsMakeBuild)", meta["BuildMethod"])
 	}
 	code, _ := props(t, raw, "OrdersFunction")["CodeUri"].(string)
-	if _, err := os.Stat(filepath.Join("../..", code, "main.go")); err != nil || filepath.Clean(code) != "examples/orders/cmd/lambda" {
+	if _, err := os.Stat(filepath.Join("../..", code, "Makefile")); err != nil || filepath.Clean(code) != "examples/orders/cmd/lambda" {
 		t.Errorf("CodeUri %q, want examples/orders/cmd/lambda (%v)", code, err)
 	}
 
@@ -532,5 +534,83 @@ func TestTemplateHoursBounds(t *testing.T) {
 		if err := fromEnv(*p.MaxValue + 1); err == nil {
 			t.Errorf("%s: MaxValue %v is below the function's bound; the function accepts %v", name, *p.MaxValue, *p.MaxValue+1)
 		}
+	}
+}
+
+// TestDeploySnippetMatchesDynamo: docs/DEPLOY.md's snippet for adding
+// idemkit to an existing template (its table and the function's grant)
+// is the layout of dynamo.TableDefinition with TTL on exp, and grants the
+// function what template.yaml grants it on the records table; wrapped in
+// a template, it passes cfn-lint where cfn-lint is installed.
+func TestDeploySnippetMatchesDynamo(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/DEPLOY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sect, ok := strings.Cut(string(doc), "\n## Adding idemkit to your own template\n")
+	if !ok {
+		t.Fatal(`docs/DEPLOY.md has no "## Adding idemkit to your own template" section`)
+	}
+	sect, _, _ = strings.Cut(sect, "\n## ")
+	var blocks []string
+	for rest := sect; ; {
+		_, b, ok := strings.Cut(rest, "```yaml\n")
+		if !ok {
+			break
+		}
+		b, rest, _ = strings.Cut(b, "```\n")
+		blocks = append(blocks, b)
+	}
+	if len(blocks) != 2 {
+		t.Fatalf("found %d yaml blocks, want the table and the function", len(blocks))
+	}
+	fn := strings.Replace(blocks[1], "      # ... your function's other properties, unchanged ...\n",
+		"      CodeUri: .\n      Handler: bootstrap\n      Runtime: provided.al2023\n", 1)
+	tplText := "AWSTemplateFormatVersion: \"2010-09-09\"\nTransform: AWS::Serverless-2016-10-31\nResources:\n" + blocks[0] + fn
+	path := filepath.Join(t.TempDir(), "template.yaml")
+	if err := os.WriteFile(path, []byte(tplText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := goformation.OpenWithOptions(path, templateOptions())
+	if err != nil {
+		t.Fatalf("parse the snippet: %v", err)
+	}
+	tbl, err := tpl.GetDynamoDBTableWithName("IdempotencyTable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, "snippet IdempotencyTable", tbl, wantFrom(dynamo.TableDefinition("x")))
+	if tbl.TimeToLiveSpecification == nil || !tbl.TimeToLiveSpecification.Enabled || aws.ToString(tbl.TimeToLiveSpecification.AttributeName) != dynamo.AttrExpiresAt {
+		t.Errorf("snippet IdempotencyTable: TTL %+v, want enabled on %s", tbl.TimeToLiveSpecification, dynamo.AttrExpiresAt)
+	}
+	granted := func(text string) []string {
+		t.Helper()
+		var acts []string
+		_, after, ok := strings.Cut(text, "Sid: IdempotencyRecords")
+		if !ok {
+			t.Fatal("no IdempotencyRecords statement")
+		}
+		after, _, _ = strings.Cut(after, "Resource:")
+		for _, line := range strings.Split(after, "\n") {
+			if a, ok := strings.CutPrefix(strings.TrimSpace(line), "- dynamodb:"); ok {
+				acts = append(acts, a)
+			}
+		}
+		slices.Sort(acts)
+		return acts
+	}
+	tplBytes, err := os.ReadFile(templatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := granted(blocks[1]), granted(string(tplBytes)); !slices.Equal(got, want) || len(want) == 0 {
+		t.Errorf("the snippet grants %v, template.yaml %v", got, want)
+	}
+	if _, err := exec.LookPath("cfn-lint"); err != nil {
+		t.Log("cfn-lint not installed: the snippet is not linted")
+		return
+	}
+	if out, err := exec.Command("cfn-lint", path).CombinedOutput(); err != nil {
+		t.Errorf("cfn-lint on the snippet: %v\n%s", err, out)
 	}
 }

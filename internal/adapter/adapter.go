@@ -252,6 +252,10 @@ type Request struct {
 	// and the error, joined with idemkit.ErrTenantMissing, is reported to
 	// the observer. Nil: no tenant.
 	Tenant func(ctx context.Context) (string, error)
+	// OtherShape, for an event without a method, says what the event is
+	// and which wrapper takes it ("this is a REST API (v1) event: use
+	// WrapV1"), when the adapter can tell. It is added to ErrNoMethod.
+	OtherShape string
 }
 
 // Operation returns the operation of r: its method, exactly as sent
@@ -363,7 +367,12 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 		// Every HTTP event names its method; one that does not is of
 		// another shape, its key and tenant unread. Passed on unguarded,
 		// a retried POST would run twice.
-		a.Refuse(ctx, r, ErrNoMethod)
+		err := ErrNoMethod
+		if r.OtherShape != "" {
+			err = fmt.Errorf("%w: %s", ErrNoMethod, r.OtherShape)
+		}
+		a.Refuse(ctx, r, err)
+		logUnobserved(ctx, a.g, idemkit.Scope{Operation: a.Operation(r)}, err)
 		return c.Problem(NoMethod()), nil
 	}
 	if a.Unguarded(r) {
@@ -453,6 +462,7 @@ func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *Problem)
 			err = errors.Join(err, terr)
 		}
 		a.g.Refuse(ctx, scope, err)
+		logUnobserved(ctx, a.g, scope, err)
 		return scope, ProblemFor(err, a.storeRetry)
 	}
 	if len(r.Key) == 0 {

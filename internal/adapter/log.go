@@ -9,20 +9,28 @@ import (
 	"github.com/idemkit/idemkit/internal/clip"
 )
 
-// logUnobserved logs a store failure through slog.Default when g has no
-// Observer. A wrong table name or a missing IAM permission answers every
-// request 503 (or 500 for an unreadable record); without an observer
-// nothing else would say why. A request whose caller cancelled it (a
-// net/http client that hung up) before its claim was made is no store
-// failure, unless its claim could not be freed either.
+// logUnobserved logs a store failure or a misconfiguration through
+// slog.Default when g has no Observer. A wrong table name or a missing
+// IAM permission answers every request 503 (or 500 for an unreadable
+// record), a tenant extractor that finds no tenant 500 tenant-missing, a
+// wrapper that does not match the event source 500 guard-failure; without
+// an observer nothing else would say why. A request whose caller cancelled
+// it (a net/http client that hung up) before its claim was made is no
+// store failure, unless its claim could not be freed either.
 func logUnobserved(ctx context.Context, g *idemkit.Guard, scope idemkit.Scope, err error) {
-	if g.Observed() || !(errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrCorruptRecord)) {
+	if g.Observed() {
 		return
 	}
-	if errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, idemkit.ErrClaimUnknown) {
+	msg := "idemkit: store failure (set an Observer, e.g. lambda/observe, to log every outcome instead)"
+	switch {
+	case errors.Is(err, idemkit.ErrTenantMissing) || errors.Is(err, ErrNoMethod):
+		msg = "idemkit: misconfiguration, request refused (set an Observer, e.g. lambda/observe, to log every outcome instead)"
+	case !(errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrCorruptRecord)):
+		return
+	case errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, idemkit.ErrClaimUnknown):
 		return
 	}
-	slog.Default().LogAttrs(ctx, slog.LevelError, "idemkit: store failure (set an Observer, e.g. lambda/observe, to log every outcome instead)",
+	slog.Default().LogAttrs(ctx, slog.LevelError, msg,
 		slog.String("operation", clip.String(scope.Operation, clip.MaxLogField)),
 		slog.String("error", clip.String(err.Error(), clip.MaxLogField)))
 }

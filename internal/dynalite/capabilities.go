@@ -46,10 +46,14 @@ const (
 	// UpdateTimeToLive: the UpdateTimeToLive operation exists (DynamoDB,
 	// moto; dynalite answers UnknownOperationException).
 	UpdateTimeToLive
+	// TransactWriteItems: the TransactWriteItems operation exists and
+	// applies a transaction (DynamoDB, DynamoDB Local, moto; dynalite
+	// answers UnknownOperationException).
+	TransactWriteItems
 )
 
 // Capabilities lists every Capability.
-var Capabilities = []Capability{AllOldOnConditionFailure, FaithfulCapacity, AtomicConditionalWrites, RegionScopedTables, UpdateTimeToLive}
+var Capabilities = []Capability{AllOldOnConditionFailure, FaithfulCapacity, AtomicConditionalWrites, RegionScopedTables, UpdateTimeToLive, TransactWriteItems}
 
 var capabilityNames = map[Capability]string{
 	AllOldOnConditionFailure: "ALL_OLD on condition failure",
@@ -57,6 +61,7 @@ var capabilityNames = map[Capability]string{
 	AtomicConditionalWrites:  "atomic conditional writes",
 	RegionScopedTables:       "region-scoped tables",
 	UpdateTimeToLive:         "UpdateTimeToLive",
+	TransactWriteItems:       "TransactWriteItems",
 }
 
 func (c Capability) String() string {
@@ -142,6 +147,8 @@ func Probe(ctx context.Context, endpoint string, c Capability) (Support, error) 
 		s, err = p.regions(ctx, endpoint)
 	case UpdateTimeToLive:
 		s, err = p.ttl(ctx)
+	case TransactWriteItems:
+		s, err = p.transact(ctx)
 	default:
 		return Support{}, fmt.Errorf("probe: unknown capability %d", int(c))
 	}
@@ -301,6 +308,20 @@ func (p prober) ttl(ctx context.Context) (Support, error) {
 	return Support{}, err
 }
 
+func (p prober) transact(ctx context.Context) (Support, error) {
+	_, err := p.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(p.table), Item: p.key("tx")}}},
+	})
+	var ae smithy.APIError
+	switch {
+	case err == nil:
+		return Support{Has: true, Detail: "TransactWriteItems applied a transaction"}, nil
+	case errors.As(err, &ae) && ae.ErrorCode() == "UnknownOperationException":
+		return Support{Detail: "TransactWriteItems answers UnknownOperationException"}, nil
+	}
+	return Support{}, err
+}
+
 // probes caches the probes of each endpoint: each capability is probed
 // once per server and test binary, on first use.
 var probes struct {
@@ -358,9 +379,15 @@ func Require(t testing.TB, cs ...Capability) {
 	t.Helper()
 	for _, c := range cs {
 		if s := Supports(t, c); !s.Has {
-			t.Skipf("skipping: the test server (%s) lacks capability %q: %s", ServerName(), c, s.Detail)
+			t.Skip(skipMessage(ServerName(), c, s.Detail))
 		}
 	}
+}
+
+// skipMessage is Require's reason for skipping: .ci/moto-summary.sh
+// counts the skips of each capability by it.
+func skipMessage(server string, c Capability, detail string) string {
+	return fmt.Sprintf("skipping: the test server (%s) lacks capability %q: %s", server, c, detail)
 }
 
 // ServerName names the server Endpoint uses: "dynalite", "moto",

@@ -22,6 +22,7 @@ func TestProbeDynalite(t *testing.T) {
 		dynalite.AtomicConditionalWrites:  true,
 		dynalite.RegionScopedTables:       false,
 		dynalite.UpdateTimeToLive:         false,
+		dynalite.TransactWriteItems:       false,
 	}
 	probeAll(t, ep, want)
 }
@@ -36,6 +37,7 @@ func TestProbeMoto(t *testing.T) {
 		dynalite.AtomicConditionalWrites:  false,
 		dynalite.RegionScopedTables:       true,
 		dynalite.UpdateTimeToLive:         true,
+		dynalite.TransactWriteItems:       true,
 	}
 	probeAll(t, ep, want)
 }

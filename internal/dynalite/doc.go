@@ -33,7 +33,8 @@
 //
 // Compatible servers differ from DynamoDB in ways the tests meet. Each
 // Capability (ALL_OLD on a failed condition, faithful consumed capacity,
-// atomic conditional writes, region-scoped tables, UpdateTimeToLive) is
+// atomic conditional writes, region-scoped tables, UpdateTimeToLive,
+// TransactWriteItems) is
 // measured once per server by Probe, on first use. A test asserts
 // DynamoDB's behaviour and adapts to Has (a replay is one call where the
 // server returns the item with a failed condition, two where it does not)
@@ -41,8 +42,8 @@
 //
 //	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 //
-// dynalite 4.0.0 lacks ALL_OLD on condition failure, region-scoped tables
-// and UpdateTimeToLive; moto 5.2.1 lacks faithful capacity and atomic
+// dynalite 4.0.0 lacks ALL_OLD on condition failure, region-scoped tables,
+// UpdateTimeToLive and TransactWriteItems; moto 5.2.1 lacks faithful capacity and atomic
 // conditional writes (TestProbeDynalite, TestProbeMoto).
 //
 // # dynalite 4.0.0 versus DynamoDB

@@ -49,7 +49,10 @@
 // WrapV2, an integration whose payload format version does not match) has
 // no HTTP method where the wrapper reads it: it is refused with a 500
 // guard-failure problem, reported to the Observer as [ErrNoMethod], and
-// never passed on unguarded.
+// never passed on unguarded. Where the wrapper can tell, the error names
+// the one the event needs ("this is a REST API (v1) event: use WrapV1").
+// Without an Observer, such refusals and tenant-missing ones are logged
+// through slog.Default, as store failures are.
 //
 // A handler's Go error is returned as the wrapper's error after the claim
 // was released, so a retry runs again; a panic is released and re-raised.
@@ -81,7 +84,8 @@ type Config struct {
 	// Required: the Wrap functions panic without it. An empty result or an
 	// error: the request fails closed (500 tenant-missing), the handler
 	// does not run and nothing is stored. The error, joined with
-	// idemkit.ErrTenantMissing, goes to the Observer (never to the caller).
+	// idemkit.ErrTenantMissing, goes to the Observer, or without one to
+	// slog.Default (never to the caller).
 	Tenant Tenant
 
 	// Methods are the guarded methods. Nil: POST and PATCH. GET, HEAD,

@@ -2,6 +2,7 @@ package apigw
 
 import (
 	"context"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
@@ -48,10 +49,26 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			Header: func() map[string][]string {
 				return adapter.MultiOr(ev.Headers, ev.MultiValueHeaders)
 			},
-			Tenant: cfg.tenant(Request{V1: &ev}),
+			Tenant:     cfg.tenant(Request{V1: &ev}),
+			OtherShape: v1Shape(&ev),
 		}
 		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.APIGatewayProxyResponse, error) {
 			return h(ctx, ev)
 		})
 	}
+}
+
+// v1Shape names the wrapper for an event WrapV1 cannot read: a payload
+// 2.0 event (HTTP API, Function URL) has its method and path in fields a
+// REST API event does not have, so only its requestContext's apiId and
+// domainName remain.
+func v1Shape(ev *events.APIGatewayProxyRequest) string {
+	rc := ev.RequestContext
+	if ev.HTTPMethod != "" || rc.HTTPMethod != "" || rc.APIID == "" || ev.Path != "" || ev.Resource != "" {
+		return ""
+	}
+	if strings.Contains(rc.DomainName, ".lambda-url.") {
+		return "this is a Function URL event: use WrapFunctionURL"
+	}
+	return "this is an HTTP API (v2) event: use WrapV2"
 }

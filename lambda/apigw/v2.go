@@ -49,11 +49,25 @@ func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			RawQuery:    ev.RawQueryString,
 			Header:      multi(ev.Headers),
 			Tenant:      cfg.tenant(Request{V2: &ev}),
+			OtherShape:  v2Shape(&ev),
 		}
 		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.APIGatewayV2HTTPResponse, error) {
 			return h(ctx, ev)
 		})
 	}
+}
+
+// v2Shape names the wrapper for an event WrapV2 cannot read: a REST API
+// event (or payload format 1.0) has no requestContext.http, and either
+// version "1.0" or no version, where every payload 2.0 event has "2.0".
+func v2Shape(ev *events.APIGatewayV2HTTPRequest) string {
+	if ev.RequestContext.HTTP.Method != "" {
+		return ""
+	}
+	if ev.Version == "1.0" || (ev.Version == "" && ev.RequestContext.APIID != "") {
+		return "this is a REST API (v1) event: use WrapV1"
+	}
+	return ""
 }
 
 // routeTemplate returns the path of an HTTP API route key ("POST

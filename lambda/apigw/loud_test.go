@@ -1,0 +1,107 @@
+package apigw_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/memstore"
+)
+
+// TestMisconfigurationIsLoud: a request refused because the function is
+// misconfigured (no tenant, an event of another shape than its wrapper
+// reads) is logged through slog.Default when the guard has no Observer,
+// and the error names the wrapper the event needs. With an Observer, the
+// observer gets the same error and slog.Default stays quiet.
+func TestMisconfigurationIsLoud(t *testing.T) {
+	ok := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+	}
+	okV1 := func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		return events.APIGatewayProxyResponse{StatusCode: 201}, nil
+	}
+	for _, tc := range []struct {
+		name   string
+		call   func(t *testing.T, g *idemkit.Guard) int
+		status int
+		want   string
+	}{
+		{"no tenant", func(t *testing.T, g *idemkit.Guard) int {
+			h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("tenant_id")}, ok)
+			return call(t, h, withKey(load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "k-1")).StatusCode
+		}, 500, "no tenant for the request"},
+		{"REST API event to WrapV2", func(t *testing.T, g *idemkit.Guard) int {
+			h := apigw.WrapV2(g, jwt, ok)
+			return call(t, h, load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")).StatusCode
+		}, 500, "this is a REST API (v1) event: use WrapV1"},
+		{"HTTP API event to WrapV1", func(t *testing.T, g *idemkit.Guard) int {
+			resp, err := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)(context.Background(), load[events.APIGatewayProxyRequest](t, "v2-jwt.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode
+		}, 500, "this is an HTTP API (v2) event: use WrapV2"},
+		{"Function URL event to WrapV1", func(t *testing.T, g *idemkit.Guard) int {
+			resp, err := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)(context.Background(), load[events.APIGatewayProxyRequest](t, "url-iam.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode
+		}, 500, "this is a Function URL event: use WrapFunctionURL"},
+	} {
+		for _, observed := range []bool{false, true} {
+			name := tc.name + ", no observer"
+			if observed {
+				name = tc.name + ", observer"
+			}
+			t.Run(name, func(t *testing.T) {
+				var logs syncBuffer
+				prev := slog.Default()
+				slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+				t.Cleanup(func() { slog.SetDefault(prev) })
+				var (
+					mu   sync.Mutex
+					seen []idemkit.Event
+				)
+				cfg := idemkit.Config{Store: memstore.New()}
+				if observed {
+					cfg.Observer = idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+						mu.Lock()
+						defer mu.Unlock()
+						seen = append(seen, e)
+					})
+				}
+				g, err := idemkit.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := tc.call(t, g); got != tc.status {
+					t.Fatalf("status %d, want %d", got, tc.status)
+				}
+				out := logs.String()
+				if observed {
+					mu.Lock()
+					defer mu.Unlock()
+					if out != "" {
+						t.Errorf("slog.Default logged with an Observer set:\n%s", out)
+					}
+					if len(seen) != 1 || seen[0].Kind != idemkit.EventRefused || seen[0].Err == nil || !strings.Contains(seen[0].Err.Error(), tc.want) {
+						t.Errorf("observer got %+v, want one refusal saying %q", seen, tc.want)
+					}
+					return
+				}
+				for _, w := range []string{"level=ERROR", "idemkit: misconfiguration", tc.want} {
+					if !strings.Contains(out, w) {
+						t.Errorf("log lacks %q:\n%s", w, out)
+					}
+				}
+			})
+		}
+	}
+}
