@@ -25,6 +25,10 @@ type Spec[In any] struct {
 	Operation string
 	Payload   func(In) ([]byte, error) // nil: the JSON encoding of the input
 	Print     *fingerprint.Fingerprinter
+	// ContentType is the payload's media type for the fingerprint's
+	// ModeAuto: "application/json" reads it as JSON; empty, as JSON when
+	// it starts with "{" or "[", as raw bytes otherwise.
+	ContentType string
 	// Prefix starts the errors of Key, Payload and the fingerprint
 	// ("event").
 	Prefix string
@@ -63,7 +67,7 @@ func (s *Spec[In]) Request(ctx context.Context, g *idemkit.Guard, in In) (idemki
 	if err != nil {
 		return idemkit.Request{}, fmt.Errorf("%s: payload: %w", s.Prefix, err)
 	}
-	fin := fingerprint.Input{ContentType: "application/json", Body: payload}
+	fin := fingerprint.Input{ContentType: s.ContentType, Body: payload}
 	sum, err := s.Print.Compute(fin)
 	if err != nil {
 		return idemkit.Request{}, fmt.Errorf("%s: fingerprint: %w", s.Prefix, err)

@@ -74,7 +74,7 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 		op = reflect.TypeFor[In]().String()
 	}
 	spec := &eventreq.Spec[In]{Key: cfg.Key, MaxKeyLen: cfg.MaxKeyLen, Tenant: cfg.Tenant, TenantOf: cfg.TenantOf,
-		Operation: op, Payload: cfg.Payload, Print: fp, Prefix: "event"}
+		Operation: op, Payload: cfg.Payload, Print: fp, ContentType: "application/json", Prefix: "event"}
 	return func(ctx context.Context, in In) (Out, error) {
 		var zero Out
 		req, err := spec.Request(ctx, g, in)
