@@ -83,9 +83,11 @@ run-dynamodb: deps
 	AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_EC2_METADATA_DISABLED=true \
 		./bin/orders-local -addr 127.0.0.1:$(PORT)
 
-## build: the Lambda bootstrap for linux/arm64 in bin/bootstrap
+## build: the Lambda bootstraps for linux/arm64: the orders API in
+## bin/bootstrap, the shipping worker in bin/shipping/bootstrap
 build:
 	cd examples && GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o ../bin/bootstrap ./orders/cmd/lambda
+	cd examples && GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o ../bin/shipping/bootstrap ./orders/cmd/shipping
 
 .PHONY: deploy sam-local run-dynamodb
 
