@@ -15,31 +15,33 @@ import (
 	"github.com/idemkit/idemkit/memstore"
 )
 
+// orderIDOfBody keys a message by the order id of its body: an error or
+// an empty id fails the message.
+func orderIDOfBody(m events.SQSMessage) (string, error) {
+	var o struct{ OrderID string }
+	err := json.Unmarshal([]byte(m.Body), &o)
+	return o.OrderID, err
+}
+
+// ship ships an order, keying its conditional write on the execution.
+func ship(ctx context.Context, m events.SQSMessage) error {
+	x, ok := idemkit.ExecutionID(ctx)
+	if !ok {
+		return errors.New("ship: not run by the guard")
+	}
+	_ = x // the shipment's id, its put conditional on it
+	return nil
+}
+
 // An SQS worker that ships each order once, keyed by the order id in the
 // message body, so that a second message about the same order (a
 // producer's retry) is skipped too. The event source mapping lists
-// ReportBatchItemFailures.
+// ReportBatchItemFailures. The README shows its lambda.Start call.
 func ExampleSQS() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()}) // dynamo.New in a deployed function
-	ship := func(ctx context.Context, m events.SQSMessage) error {
-		x, ok := idemkit.ExecutionID(ctx)
-		if !ok {
-			return errors.New("ship: not run by the guard")
-		}
-		_ = x // key the shipment's conditional write on x
-		return nil
-	}
 	lambda.Start(batch.SQS(g, batch.SQSConfig{
-		Config: event.Config[events.SQSMessage]{
-			Key: func(m events.SQSMessage) (string, error) {
-				var o struct{ OrderID string }
-				err := json.Unmarshal([]byte(m.Body), &o)
-				return o.OrderID, err // an error or an empty id fails the message
-			},
-			Tenant:    "shipping",
-			Operation: "orders.ship",
-		},
-	}, ship))
+		Config: event.Config[events.SQSMessage]{Key: orderIDOfBody, Tenant: "shipping", Operation: "orders.ship"},
+	}, ship)) // ship(ctx, events.SQSMessage) error; the key defaults to the message id
 }
 
 // A Kinesis consumer with the defaults: each record keyed by its eventID,
