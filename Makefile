@@ -83,12 +83,19 @@ run-dynamodb: deps
 	AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_EC2_METADATA_DISABLED=true \
 		./bin/orders-local -addr 127.0.0.1:$(PORT)
 
-## build: the Lambda bootstrap for linux/arm64 in bin/bootstrap (or
-## BOOTSTRAP=path); sam build runs this same recipe (BuildMethod makefile,
-## examples/orders/cmd/lambda/Makefile)
+## build: the Lambda bootstraps for linux/arm64: the orders API in
+## $(BOOTSTRAP) (bin/bootstrap), the shipping worker in
+## $(SHIPPING_BOOTSTRAP) (bin/shipping/bootstrap); sam build runs these same
+## recipes (BuildMethod makefile: build-api, build-shipping)
 BOOTSTRAP ?= bin/bootstrap
-build:
-	cd examples && GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(abspath $(BOOTSTRAP)) ./orders/cmd/lambda
+SHIPPING_BOOTSTRAP ?= bin/shipping/bootstrap
+LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+.PHONY: build-api build-shipping
+build: build-api build-shipping
+build-api:
+	cd examples && $(LAMBDA_BUILD) -o $(abspath $(BOOTSTRAP)) ./orders/cmd/lambda
+build-shipping:
+	cd examples && $(LAMBDA_BUILD) -o $(abspath $(SHIPPING_BOOTSTRAP)) ./orders/cmd/shipping
 
 .PHONY: deploy sam-local run-dynamodb
 

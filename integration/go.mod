@@ -14,6 +14,7 @@ require (
 require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.18 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0 // indirect
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.42.0 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 )
 

@@ -51,10 +51,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time
+	// Outbox, when set, is sent a ShipRequest for every order created (and
+	// again when a request is run again): the shipping worker's queue.
+	// Nil: none is sent.
+	Outbox Outbox
 }
 
 type app struct {
 	repo   Repo
+	outbox Outbox // nil: none
 	log    *slog.Logger
 	now    func() time.Time
 	tenant apigw.Tenant
@@ -70,7 +75,7 @@ func Handler(o Options) (HandlerFunc, error) {
 	if o.Store == nil || o.Repo == nil {
 		return nil, errors.New("orders: Options.Store and Options.Repo are required")
 	}
-	a := &app{repo: o.Repo, log: o.Logger, now: o.Now, tenant: apigw.JWTClaim("sub")}
+	a := &app{repo: o.Repo, outbox: o.Outbox, log: o.Logger, now: o.Now, tenant: apigw.JWTClaim("sub")}
 	if a.log == nil {
 		a.log = slog.Default()
 	}

@@ -9,13 +9,20 @@ import (
 )
 
 // make build's command produces what provided.al2023 on arm64 runs: a
-// static ELF aarch64 executable named bootstrap.
+// static ELF aarch64 executable named bootstrap, for the orders function
+// and for the shipping worker.
 func TestLambdaBootstrapIsLinuxARM64(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles the bootstrap; skipped with -short")
 	}
+	for _, pkg := range []string{"./cmd/lambda", "./cmd/shipping"} {
+		t.Run(pkg, func(t *testing.T) { checkBootstrap(t, pkg) })
+	}
+}
+
+func checkBootstrap(t *testing.T, pkg string) {
 	out := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.Command(goTool(), "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./cmd/lambda")
+	cmd := exec.Command(goTool(), "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, b)

@@ -48,8 +48,9 @@ func TestMakeDeployKeepsSamconfigOverrides(t *testing.T) {
 }
 
 // TestSAMBuildIsMakeBuild: sam build (BuildMethod makefile) runs
-// build-OrdersFunction in the function's CodeUri, which is make build with
-// the bootstrap written to SAM's ARTIFACTS_DIR: the same go build command,
+// build-OrdersFunction (build-ShippingFunction) in the function's CodeUri,
+// which is make build-api (build-shipping) with the bootstrap written to
+// SAM's ARTIFACTS_DIR: the same go build command,
 // so what make build tests is what SAM deploys. samconfig.toml builds in
 // the source tree, where the Makefile finds the repository.
 func TestSAMBuildIsMakeBuild(t *testing.T) {
@@ -71,10 +72,15 @@ func TestSAMBuildIsMakeBuild(t *testing.T) {
 		t.Fatalf("make %v runs no go build:\n%s", args, out)
 		return ""
 	}
-	sam := goBuild("-s", "-n", "-C", "cmd/lambda", "build-OrdersFunction", "ARTIFACTS_DIR="+art)
-	mk := goBuild("-s", "-n", "-C", "../..", "build", "BOOTSTRAP="+art+"/bootstrap")
-	if sam != mk || !strings.Contains(sam, "-o "+art+"/bootstrap ./orders/cmd/lambda") {
-		t.Errorf("sam build runs\n  %s\nmake build runs\n  %s", sam, mk)
+	for _, fn := range []struct{ dir, samTarget, target, output, pkg string }{
+		{"cmd/lambda", "build-OrdersFunction", "build-api", "BOOTSTRAP", "./orders/cmd/lambda"},
+		{"cmd/shipping", "build-ShippingFunction", "build-shipping", "SHIPPING_BOOTSTRAP", "./orders/cmd/shipping"},
+	} {
+		sam := goBuild("-s", "-n", "-C", fn.dir, fn.samTarget, "ARTIFACTS_DIR="+art)
+		mk := goBuild("-s", "-n", "-C", "../..", fn.target, fn.output+"="+art+"/bootstrap")
+		if sam != mk || !strings.Contains(sam, "-o "+art+"/bootstrap "+fn.pkg) {
+			t.Errorf("sam build of %s runs\n  %s\nmake %s runs\n  %s", fn.pkg, sam, fn.target, mk)
+		}
 	}
 	cfg, err := os.ReadFile("../../samconfig.toml")
 	if err != nil {

@@ -78,6 +78,17 @@
 // shows every captured payment and their sum, which makes a double charge
 // visible.
 //
+// # Shipping
+//
+// With EnvShippingQueue set (template.yaml sets it), every order created
+// sends a ShipRequest to the shipping queue (SQSOutbox), the tenant in the
+// TenantAttribute message attribute; a send that fails fails the request
+// (503, the key freed), and its retry finds the order and sends again.
+// The shipping worker (ShippingHandler, cmd/shipping) is keyed by the
+// order id, so each order ships once however often it is sent or
+// delivered; it answers SQS with a partial batch response (package
+// lambda/batch). Locally (IDEMKIT_STORE=memory) nothing is sent.
+//
 // # Request ids
 //
 // Every response of the function, replays and refusals included, carries

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -100,6 +101,9 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logge
 	// The orders client has no client-side retry quota: DynamoRepo bounds
 	// its retries itself (see ClientOptions).
 	o.Repo = &DynamoRepo{Client: dynamodb.NewFromConfig(cfg, ClientOptions), Table: orders}
+	if q := getenv(EnvShippingQueue); q != "" {
+		o.Outbox = &SQSOutbox{Client: sqs.NewFromConfig(cfg), QueueURL: q}
+	}
 	desc := fmt.Sprintf("dynamodb (tables %s and %s, region %s", table, orders, cfg.Region)
 	if ep := aws.ToString(client.Options().BaseEndpoint); ep != "" {
 		desc += ", endpoint " + ep

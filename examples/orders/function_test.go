@@ -24,6 +24,9 @@ import (
 	"github.com/idemkit/idemkit/internal/faults"
 )
 
+// sqsCall is one SQS request: the operation and the queue it names.
+type sqsCall struct{ Op, QueueURL string }
+
 // dynamoCall is one DynamoDB request as it went over the wire.
 type dynamoCall struct{ Op, Table, Index string }
 
@@ -117,9 +120,25 @@ func TestFunctionCallsAreGrantedByTemplate(t *testing.T) {
 		ErrorLog:  slog.NewLogLogger(slog.DiscardHandler, slog.LevelError),
 	})
 	t.Cleanup(proxy.Close)
+	// The shipping queue: an endpoint that notes each SQS call and
+	// accepts it.
+	var sqsMu sync.Mutex
+	var sqsCalls []sqsCall
+	queue := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ QueueUrl string }
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		_, op, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
+		sqsMu.Lock()
+		sqsCalls = append(sqsCalls, sqsCall{op, in.QueueUrl})
+		sqsMu.Unlock()
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		io.WriteString(w, `{"MessageId":"00000000-0000-4000-8000-000000000001"}`)
+	}))
+	t.Cleanup(queue.Close)
+	queueURL := queue.URL + "/123456789012/shipping"
 	dir := t.TempDir()
 	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_DYNAMODB": proxy.URL, "AWS_REGION": dynalite.Region,
+		"AWS_ENDPOINT_URL_DYNAMODB": proxy.URL, "AWS_ENDPOINT_URL_SQS": queue.URL, "AWS_REGION": dynalite.Region,
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
 		"AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(dir, "config"),
 		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"), "AWS_ENDPOINT_URL": "",
@@ -137,6 +156,8 @@ func TestFunctionCallsAreGrantedByTemplate(t *testing.T) {
 			v = records
 		case "ref:OrdersTable":
 			v = ordersTable
+		case "ref:ShippingQueue":
+			v = queueURL
 		}
 		env[k] = v
 	}
@@ -221,6 +242,19 @@ func TestFunctionCallsAreGrantedByTemplate(t *testing.T) {
 			if !used[a+" "+res] {
 				t.Logf("%s on %s granted, not called on this server's paths", a, res)
 			}
+		}
+	}
+
+	// Each order created sends its ship request, on the granted queue.
+	sqsMu.Lock()
+	calls := slices.Clone(sqsCalls)
+	sqsMu.Unlock()
+	if len(calls) == 0 {
+		t.Errorf("no ship request sent to the shipping queue")
+	}
+	for _, c := range calls {
+		if c.QueueURL != queueURL || !slices.Contains(granted["getatt:ShippingQueue.Arn"], "sqs:"+c.Op) {
+			t.Errorf("the function calls sqs:%s on %s; the template grants %v on the shipping queue", c.Op, c.QueueURL, granted["getatt:ShippingQueue.Arn"])
 		}
 	}
 

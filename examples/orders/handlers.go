@@ -73,6 +73,15 @@ func (a *app) createOrder(ctx context.Context, tenant string, ev events.APIGatew
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, writeFailed(err)
 	}
+	// The order is shipped by the shipping worker. A send that fails fails
+	// the request: the key is freed, and the retry finds the order and
+	// sends again. A request run again sends again too; the worker ships
+	// each order once, keyed by its id.
+	if a.outbox != nil {
+		if err := a.outbox.Send(ctx, tenant, ShipRequest{OrderID: o.ID, SKU: o.SKU, Quantity: o.Quantity}); err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+	}
 	body, err := json.Marshal(o)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err

@@ -88,6 +88,9 @@ func samePayment(a, b Payment) bool {
 type MemRepo struct {
 	mu     sync.Mutex
 	orders map[[2]string]*Order // guarded by mu; keyed by (tenant, id)
+	// shipments are the shipping worker's (ShipmentRepo); guarded by mu,
+	// keyed by (tenant, shipment id).
+	shipments map[[2]string]Shipment
 }
 
 var _ Repo = (*MemRepo)(nil)

@@ -258,30 +258,41 @@ func TestTemplateOrdersTableMatchesRepo(t *testing.T) {
 // complete and release: PutItem; mark indeterminate: UpdateItem; the read
 // of a lost claim's record: GetItem) and the two reads of its startup
 // check (DescribeTable, DescribeTimeToLive), PutItem and Query on the
-// orders table. No wildcards, no Scan, no other resources,
+// orders table, SendMessage on the shipping queue (the shipping worker's
+// are checked by TestTemplateShippingWorker). No wildcards, no Scan, no
+// other resources,
 // no SAM policy templates or managed policies, no role of its own.
 func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
 	_, raw := loadTemplate(t)
-	fn := props(t, raw, "OrdersFunction")
-	if _, ok := fn["Role"]; ok {
-		t.Fatalf("OrdersFunction: Role is set; the test checks the Policies SAM turns into its role")
-	}
 	for name, r := range raw["Resources"].(map[string]any) {
 		if typ, _ := r.(map[string]any)["Type"].(string); strings.HasPrefix(typ, "AWS::IAM::") {
-			t.Errorf("resource %s (%s): grants are to be made in OrdersFunction's Policies only", name, typ)
+			t.Errorf("resource %s (%s): grants are to be made in the functions' Policies only", name, typ)
 		}
 	}
-	arn := func(logical string) string {
-		return "arn:aws:dynamodb:us-east-1:123456789012:table/ref:" + logical
-	}
-	allowed := map[string][]string{
-		arn("IdempotencyTable"): {"dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-		arn("OrdersTable"):      {"dynamodb:PutItem", "dynamodb:Query"},
+	checkLeastPrivilege(t, raw, "OrdersFunction", map[string][]string{
+		tableARN("IdempotencyTable"): {"dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		tableARN("OrdersTable"):      {"dynamodb:PutItem", "dynamodb:Query"},
+		// The ship request of each order created (orders.SQSOutbox).
+		"getatt:ShippingQueue.Arn": {"sqs:SendMessage"},
+	})
+}
+
+func tableARN(logical string) string {
+	return "arn:aws:dynamodb:us-east-1:123456789012:table/ref:" + logical
+}
+
+// checkLeastPrivilege checks that the inline Policies of function grant
+// exactly allowed: each action on its resource, nothing else.
+func checkLeastPrivilege(t *testing.T, raw map[string]any, function string, allowed map[string][]string) {
+	t.Helper()
+	fn := props(t, raw, function)
+	if _, ok := fn["Role"]; ok {
+		t.Fatalf("%s: Role is set; the test checks the Policies SAM turns into its role", function)
 	}
 	granted := map[string][]string{}
 	pols, ok := fn["Policies"].([]any)
 	if !ok {
-		t.Fatalf("OrdersFunction: Policies must be a list of inline policy documents, got %T", fn["Policies"])
+		t.Fatalf("%s: Policies must be a list of inline policy documents, got %T", function, fn["Policies"])
 	}
 	for i, p := range pols {
 		doc, ok := p.(map[string]any)
@@ -310,14 +321,14 @@ func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
 			}
 			for _, res := range list(st["Resource"]) {
 				if _, ok := allowed[res]; !ok {
-					t.Errorf("statement %v: resource %q is not one of the function's tables (%v)", st["Sid"], res, keys(allowed))
+					t.Errorf("%s: statement %v: resource %q is not one of the function's resources (%v)", function, st["Sid"], res, keys(allowed))
 				}
 				for _, a := range list(st["Action"]) {
 					if strings.Contains(a, "*") {
 						t.Errorf("statement %v: wildcard action %q", st["Sid"], a)
 					}
 					if !slices.Contains(allowed[res], a) {
-						t.Errorf("statement %v: %s on %s is more than the function needs", st["Sid"], a, res)
+						t.Errorf("%s: statement %v: %s on %s is more than the function needs", function, st["Sid"], a, res)
 					}
 					granted[res] = append(granted[res], a)
 				}
@@ -327,7 +338,7 @@ func TestTemplateFunctionPolicyIsLeastPrivilege(t *testing.T) {
 	for res, acts := range allowed {
 		for _, a := range acts {
 			if !slices.Contains(granted[res], a) {
-				t.Errorf("%s on %s is not granted: the function needs it", a, res)
+				t.Errorf("%s: %s on %s is not granted: the function needs it", function, a, res)
 			}
 		}
 	}
@@ -612,5 +623,62 @@ func TestDeploySnippetMatchesDynamo(t *testing.T) {
 	}
 	if out, err := exec.Command("cfn-lint", path).CombinedOutput(); err != nil {
 		t.Errorf("cfn-lint on the snippet: %v\n%s", err, out)
+	}
+}
+
+// TestTemplateShippingWorker: the shipping worker is the bootstrap built
+// from cmd/shipping on the shipping queue, reading its partial batch
+// responses (ReportBatchItemFailures: without it a batch is retried
+// whole); its role may do what orders.ShippingHandler does and no more;
+// the queue hides a message for at least six times the worker's timeout
+// and moves one that keeps failing to a dead-letter queue; the orders
+// function is told the queue.
+func TestTemplateShippingWorker(t *testing.T) {
+	tpl, raw := loadTemplate(t)
+	fn, err := tpl.GetServerlessFunctionWithName("ShippingFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aws.ToString(fn.Runtime) != "provided.al2023" || !slices.Equal(fn.Architectures, []string{"arm64"}) || aws.ToString(fn.Handler) != "bootstrap" {
+		t.Errorf("runtime %v %v %v, want provided.al2023 arm64 bootstrap", aws.ToString(fn.Runtime), fn.Architectures, aws.ToString(fn.Handler))
+	}
+	code, _ := props(t, raw, "ShippingFunction")["CodeUri"].(string)
+	if _, err := os.Stat(filepath.Join("../..", code, "Makefile")); err != nil || filepath.Clean(code) != "examples/orders/cmd/shipping" {
+		t.Errorf("CodeUri %q, want examples/orders/cmd/shipping with its Makefile (%v)", code, err)
+	}
+	if meta, _ := resource(t, raw, "ShippingFunction")["Metadata"].(map[string]any); meta["BuildMethod"] != "makefile" {
+		t.Errorf("Metadata.BuildMethod %v, want makefile (the recipe of make build-shipping: TestSAMBuildIsMakeBuild)", meta["BuildMethod"])
+	}
+	for k, v := range map[string]string{orders.EnvStore: "dynamodb", orders.EnvTable: "ref:IdempotencyTable", orders.EnvOrdersTable: "ref:OrdersTable"} {
+		if got := fn.Environment.Variables[k]; got != v {
+			t.Errorf("ShippingFunction: Environment %s = %q, want %q", k, got, v)
+		}
+	}
+	checkLeastPrivilege(t, raw, "ShippingFunction", map[string][]string{
+		tableARN("IdempotencyTable"): {"dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		tableARN("OrdersTable"):      {"dynamodb:PutItem", "dynamodb:Query"},
+	})
+	evs := props(t, raw, "ShippingFunction")["Events"].(map[string]any)
+	if len(evs) != 1 {
+		t.Fatalf("ShippingFunction: %d events, want the shipping queue's", len(evs))
+	}
+	for name, e := range evs {
+		ev := e.(map[string]any)
+		p, _ := ev["Properties"].(map[string]any)
+		if ev["Type"] != "SQS" || p["Queue"] != "getatt:ShippingQueue.Arn" || !slices.Contains(list(p["FunctionResponseTypes"]), "ReportBatchItemFailures") {
+			t.Errorf("event %s: %v, want SQS on ShippingQueue with ReportBatchItemFailures", name, ev)
+		}
+	}
+	q := props(t, raw, "ShippingQueue")
+	if vis, _ := q["VisibilityTimeout"].(float64); fn.Timeout == nil || vis < 6*float64(*fn.Timeout) {
+		t.Errorf("ShippingQueue: VisibilityTimeout %v, want at least six times the worker's timeout %v", q["VisibilityTimeout"], fn.Timeout)
+	}
+	redrive, _ := q["RedrivePolicy"].(map[string]any)
+	if redrive["deadLetterTargetArn"] != "getatt:ShippingDeadLetterQueue.Arn" || redrive["maxReceiveCount"] == nil {
+		t.Errorf("ShippingQueue: RedrivePolicy %v, want the dead-letter queue", redrive)
+	}
+	api, _ := tpl.GetServerlessFunctionWithName("OrdersFunction")
+	if got := api.Environment.Variables[orders.EnvShippingQueue]; got != "ref:ShippingQueue" {
+		t.Errorf("OrdersFunction: Environment %s = %q, want the shipping queue's URL (ref:ShippingQueue)", orders.EnvShippingQueue, got)
 	}
 }

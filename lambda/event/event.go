@@ -13,13 +13,13 @@ package event
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/eventreq"
 )
 
 // Config configures Wrap for inputs of type In. The zero value refuses
@@ -73,9 +73,11 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 	if op == "" {
 		op = reflect.TypeFor[In]().String()
 	}
+	spec := &eventreq.Spec[In]{Key: cfg.Key, MaxKeyLen: cfg.MaxKeyLen, Tenant: cfg.Tenant, TenantOf: cfg.TenantOf,
+		Operation: op, Payload: cfg.Payload, Print: fp, ContentType: "application/json", Prefix: "event"}
 	return func(ctx context.Context, in In) (Out, error) {
 		var zero Out
-		req, err := cfg.request(ctx, g, fp, op, in)
+		req, err := spec.Request(ctx, g, in)
 		if err != nil {
 			return zero, err
 		}
@@ -105,63 +107,4 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 		}
 		return out, nil
 	}
-}
-
-// request returns the guard request for in: its key, tenant and
-// fingerprint.
-func (cfg *Config[In]) request(ctx context.Context, g *idemkit.Guard, fp *fingerprint.Fingerprinter, op string, in In) (idemkit.Request, error) {
-	if cfg.Key == nil {
-		return idemkit.Request{}, idemkit.ErrKeyMissing
-	}
-	raw, err := cfg.Key(in)
-	if err != nil {
-		return idemkit.Request{}, fmt.Errorf("event: key: %w", err)
-	}
-	key, err := checkKey(raw, cfg.MaxKeyLen)
-	if err != nil {
-		return idemkit.Request{}, err
-	}
-	tenant := cfg.Tenant
-	if cfg.TenantOf != nil {
-		if tenant, err = cfg.TenantOf(ctx, in); err != nil {
-			// Keep the cause: the caller and the observer see both.
-			err = errors.Join(idemkit.ErrTenantMissing, fmt.Errorf("event: tenant: %w", err))
-			g.Refuse(ctx, idemkit.Scope{Operation: op, Key: key}, err)
-			return idemkit.Request{}, err
-		}
-	}
-	var payload []byte
-	if cfg.Payload != nil {
-		payload, err = cfg.Payload(in)
-	} else {
-		payload, err = json.Marshal(in)
-	}
-	if err != nil {
-		return idemkit.Request{}, fmt.Errorf("event: payload: %w", err)
-	}
-	fin := fingerprint.Input{ContentType: "application/json", Body: payload}
-	sum, err := fp.Compute(fin)
-	if err != nil {
-		return idemkit.Request{}, fmt.Errorf("event: fingerprint: %w", err)
-	}
-	return idemkit.Request{
-		Scope:         idemkit.Scope{Tenant: tenant, Operation: op, Key: key},
-		Fingerprint:   sum,
-		FingerprintAs: func(v string) (string, error) { return fp.ComputeVersion(v, fin) },
-	}, nil
-}
-
-// checkKey applies the header key rules that fit any key: not empty, not
-// longer than max bytes.
-func checkKey(key string, max int) (string, error) {
-	if max <= 0 {
-		max = idemkit.DefaultMaxKeyLen
-	}
-	switch {
-	case key == "":
-		return "", idemkit.ErrKeyEmpty
-	case len(key) > max:
-		return "", fmt.Errorf("%w: %d bytes, at most %d allowed", idemkit.ErrKeyTooLong, len(key), max)
-	}
-	return key, nil
 }

@@ -1,0 +1,95 @@
+// Package eventreq builds the guard request of a non-HTTP input (a Lambda
+// event, a record of a batch): its key, tenant and fingerprint. The
+// lambda/event and lambda/batch wrappers share it, so that one input is
+// guarded the same way by both.
+package eventreq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
+)
+
+// Spec says how the guard request of an input of type In is made. Its
+// fields mean what the fields of lambda/event's Config of the same names
+// mean.
+type Spec[In any] struct {
+	Key       func(In) (string, error)
+	MaxKeyLen int
+	Tenant    string
+	TenantOf  func(context.Context, In) (string, error)
+	Operation string
+	Payload   func(In) ([]byte, error) // nil: the JSON encoding of the input
+	Print     *fingerprint.Fingerprinter
+	// ContentType is the payload's media type for the fingerprint's
+	// ModeAuto: "application/json" reads it as JSON; empty, as JSON when
+	// it starts with "{" or "[", as raw bytes otherwise.
+	ContentType string
+	// Prefix starts the errors of Key, Payload and the fingerprint
+	// ("event").
+	Prefix string
+}
+
+// Request returns the guard request for in. A nil Key is
+// idemkit.ErrKeyMissing; an error of TenantOf is joined with
+// idemkit.ErrTenantMissing and reported to g's observer as a refusal.
+func (s *Spec[In]) Request(ctx context.Context, g *idemkit.Guard, in In) (idemkit.Request, error) {
+	if s.Key == nil {
+		return idemkit.Request{}, idemkit.ErrKeyMissing
+	}
+	raw, err := s.Key(in)
+	if err != nil {
+		return idemkit.Request{}, fmt.Errorf("%s: key: %w", s.Prefix, err)
+	}
+	key, err := CheckKey(raw, s.MaxKeyLen)
+	if err != nil {
+		return idemkit.Request{}, err
+	}
+	tenant := s.Tenant
+	if s.TenantOf != nil {
+		if tenant, err = s.TenantOf(ctx, in); err != nil {
+			// Keep the cause: the caller and the observer see both.
+			err = errors.Join(idemkit.ErrTenantMissing, fmt.Errorf("%s: tenant: %w", s.Prefix, err))
+			g.Refuse(ctx, idemkit.Scope{Operation: s.Operation, Key: key}, err)
+			return idemkit.Request{}, err
+		}
+	}
+	var payload []byte
+	if s.Payload != nil {
+		payload, err = s.Payload(in)
+	} else {
+		payload, err = json.Marshal(in)
+	}
+	if err != nil {
+		return idemkit.Request{}, fmt.Errorf("%s: payload: %w", s.Prefix, err)
+	}
+	fin := fingerprint.Input{ContentType: s.ContentType, Body: payload}
+	sum, err := s.Print.Compute(fin)
+	if err != nil {
+		return idemkit.Request{}, fmt.Errorf("%s: fingerprint: %w", s.Prefix, err)
+	}
+	return idemkit.Request{
+		Scope:         idemkit.Scope{Tenant: tenant, Operation: s.Operation, Key: key},
+		Fingerprint:   sum,
+		FingerprintAs: func(v string) (string, error) { return s.Print.ComputeVersion(v, fin) },
+	}, nil
+}
+
+// CheckKey applies the header key rules that fit any key: not empty, not
+// longer than max bytes (idemkit.DefaultMaxKeyLen when max is zero).
+func CheckKey(key string, max int) (string, error) {
+	if max <= 0 {
+		max = idemkit.DefaultMaxKeyLen
+	}
+	switch {
+	case key == "":
+		return "", idemkit.ErrKeyEmpty
+	case len(key) > max:
+		return "", fmt.Errorf("%w: %d bytes, at most %d allowed", idemkit.ErrKeyTooLong, len(key), max)
+	}
+	return key, nil
+}

@@ -1,0 +1,243 @@
+// Package batch makes Lambda functions fed by batches (SQS standard and
+// FIFO queues, Kinesis streams, DynamoDB Streams) run each record at most
+// once per key, and answers the event source with a partial batch
+// response: the records that failed are named in batchItemFailures, so
+// that only they are delivered again. The event source mapping must list
+// ReportBatchItemFailures in its FunctionResponseTypes; without it the
+// response is ignored and a batch is retried whole.
+//
+// [SQS], [Kinesis] and [DynamoDB] wrap a function of one record and return
+// the handler lambda.Start runs. Each record is guarded on its own, in the
+// batch's order, one at a time:
+//
+//   - A record that runs and returns nil is done; its key stays stored.
+//   - A completed duplicate (a redelivery, or the same business key in
+//     another message) is done without running the function.
+//   - A record whose key is held by a running call (idemkit.ErrInFlight),
+//     or that the store could not guard (idemkit.ErrStoreUnavailable), is
+//     reported failed, for the source to deliver again later.
+//   - A function error frees the key and fails the record; an error that
+//     wraps idemkit.ErrOutcomeUnknown keeps the key (indeterminate, for an
+//     operator) and fails the record, which is then never run again.
+//   - An invalid record (no key, a key over the limit, a payload that
+//     cannot be read or fingerprinted) fails with an error that is
+//     [ErrInvalidRecord] under errors.Is, and runs nothing.
+//   - The other refusals of idemkit.Guard.Do (a reused key with another
+//     payload, an indeterminate record, no tenant) fail the record.
+//
+// Ordered sources keep their order: after the first failure of a Kinesis
+// or DynamoDB Streams batch, or of an SQS FIFO batch, every later record is
+// reported failed without running ([ErrEarlierFailure]); with
+// Config.ByGroup a FIFO batch stops only the failed record's message
+// group. A record is started only while more than Config.Margin is left
+// before the function's deadline, so that its outcome can be stored in
+// time; the records not reached are reported failed ([ErrDeadline]),
+// never started.
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/eventreq"
+	"github.com/idemkit/idemkit/lambda/event"
+)
+
+// DefaultMargin is the time kept before the function's deadline when
+// Config.Margin is zero.
+const DefaultMargin = 2 * time.Second
+
+// Reasons a record is reported failed without running.
+var (
+	// ErrEarlierFailure: an earlier record of the ordered batch (or, with
+	// Config.ByGroup, of its FIFO message group) failed, so this one was
+	// not run; the source delivers both again, in order.
+	ErrEarlierFailure = errors.New("batch: not run: an earlier record of the ordered batch failed")
+	// ErrDeadline: no more than Config.Margin was left before the
+	// function's deadline when the record's turn came.
+	ErrDeadline = errors.New("batch: not run: too little time left before the function's deadline")
+	// ErrInvalidRecord is wrapped by the error of a record whose key or
+	// payload cannot be had: Key or Payload failed, the key is empty or
+	// too long (then also idemkit.ErrInvalidKey), or the payload cannot be
+	// fingerprinted (a body that starts like JSON but is not).
+	ErrInvalidRecord = errors.New("batch: invalid record")
+)
+
+// ErrNoIdentifier is returned by a wrapped handler, with nothing run, for
+// a batch with a record that has no identifier (an SQS message id, a
+// sequence number): such a record cannot be named in batchItemFailures,
+// and the event source takes an empty identifier for the failure of the
+// whole batch.
+var ErrNoIdentifier = errors.New("batch: a record has no identifier to report it by")
+
+// Config configures a batch wrapper for records of type R. The zero value
+// is usable: every record is keyed by its own identifier and scoped by its
+// event source (see the defaults of Config's fields).
+type Config[R any] struct {
+	// Config says how each record is guarded, as for event.Wrap: its Key,
+	// Tenant or TenantOf, Operation, Payload and Fingerprint. Zero fields
+	// take the source's defaults: the key is the record's id (the SQS
+	// message id, the eventID of a Kinesis or DynamoDB Streams record);
+	// the tenant is the record's event source ARN (the queue or stream);
+	// the operation is the Go type of the record ("events.SQSMessage"),
+	// as event.Wrap names it; the payload is the record's body (the SQS
+	// body, the Kinesis data, the DynamoDB Streams record's "dynamodb"
+	// member), fingerprinted as JSON when it starts with "{" or "[" and
+	// as its bytes otherwise. A key from the body (an order id) makes a
+	// second message about the same thing a duplicate; the payload must
+	// then be equal too, or the record fails with
+	// idemkit.ErrFingerprintMismatch.
+	event.Config[R]
+	// Margin is the time kept before the function's deadline for storing
+	// a record's outcome: a record is started only while more than Margin
+	// is left, and its function's context ends Margin before the
+	// deadline. Zero: DefaultMargin.
+	Margin time.Duration
+	// ByGroup (SQS FIFO queues only) stops only the failed record's
+	// message group: after a failure, the later records of the same
+	// MessageGroupId are reported failed without running, and the records
+	// of other groups run. False: the first failure stops the rest of the
+	// batch, as AWS advises for FIFO queues.
+	ByGroup bool
+	// OnFailure is called for each record reported failed, with the
+	// reason. Nil: one slog.Default warning line per failed record.
+	OnFailure func(ctx context.Context, f Failure)
+	// Now returns the current time, against which the deadline is read.
+	// Nil: time.Now.
+	Now func() time.Time
+}
+
+// Failure is a record reported failed, and why.
+type Failure struct {
+	ID    string // the identifier reported in batchItemFailures
+	Index int    // the record's position in the batch, from 0
+	Err   error  // why; see the package documentation
+}
+
+// source is what differs between event sources.
+type source[R any] struct {
+	id      func(R) string                       // the identifier batchItemFailures names
+	key     func(R) string                       // the default key
+	tenant  func(R) string                       // the default tenant
+	payload func(R) ([]byte, error)              // the default payload
+	group   func(R) (group string, ordered bool) // the order the record keeps: ordered records of one group stop at a failure
+}
+
+// wrap returns the function that runs a batch of records, and the
+// failures to report by their identifiers.
+func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context.Context, R) error) func(context.Context, []R) ([]string, error) {
+	if g == nil {
+		panic("batch: nil *idemkit.Guard")
+	}
+	if fn == nil {
+		panic("batch: nil function")
+	}
+	fp, err := fingerprint.New(cfg.Fingerprint)
+	if err != nil {
+		panic("batch: invalid Config: " + err.Error())
+	}
+	spec := &eventreq.Spec[R]{Key: cfg.Key, MaxKeyLen: cfg.MaxKeyLen, Tenant: cfg.Tenant, TenantOf: cfg.TenantOf,
+		Operation: cfg.Operation, Payload: cfg.Payload, Print: fp, Prefix: "batch"}
+	if spec.Key == nil {
+		spec.Key = func(r R) (string, error) { return src.key(r), nil }
+	}
+	if spec.Tenant == "" && spec.TenantOf == nil {
+		spec.TenantOf = func(_ context.Context, r R) (string, error) { return src.tenant(r), nil }
+	}
+	if spec.Operation == "" {
+		spec.Operation = reflect.TypeFor[R]().String()
+	}
+	if spec.Payload == nil {
+		spec.Payload = src.payload
+	}
+	margin := cfg.Margin
+	if margin <= 0 {
+		margin = DefaultMargin
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	report := cfg.OnFailure
+	if report == nil {
+		report = func(ctx context.Context, f Failure) {
+			slog.Default().WarnContext(ctx, "batch: record failed", "id", f.ID, "index", f.Index, "error", f.Err.Error())
+		}
+	}
+	run := func(ctx context.Context, r R) error {
+		req, err := spec.Request(ctx, g, r)
+		if err != nil {
+			if !errors.Is(err, idemkit.ErrTenantMissing) {
+				err = fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+			}
+			return err
+		}
+		_, _, err = g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+			if dl, ok := ctx.Deadline(); ok {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, dl.Add(-margin))
+				defer cancel()
+			}
+			if err := fn(ctx, r); err != nil {
+				return nil, err
+			}
+			return &idemkit.Snapshot{Status: 200}, nil
+		})
+		if errors.Is(err, idemkit.ErrReplayWindowPassed) || errors.Is(err, idemkit.ErrSnapshotOmitted) {
+			// Completed earlier: a duplicate, whatever was stored of it.
+			return nil
+		}
+		return err
+	}
+	return func(ctx context.Context, records []R) ([]string, error) {
+		for i, r := range records {
+			if src.id(r) == "" {
+				return nil, fmt.Errorf("%w (record %d)", ErrNoIdentifier, i)
+			}
+		}
+		var failed []string
+		seen := map[string]bool{}
+		fail := func(i int, id string, err error) {
+			report(ctx, Failure{ID: id, Index: i, Err: err})
+			if !seen[id] {
+				seen[id] = true
+				failed = append(failed, id)
+			}
+		}
+		dl, hasDeadline := ctx.Deadline()
+		var late bool
+		stopped := map[string]error{} // ordered groups that failed: why their later records do not run
+		for i, r := range records {
+			id := src.id(r)
+			group, ordered := src.group(r)
+			if ordered && !cfg.ByGroup {
+				group = ""
+			}
+			switch {
+			case late:
+				fail(i, id, ErrDeadline)
+				continue
+			case ordered && stopped[group] != nil:
+				fail(i, id, stopped[group])
+				continue
+			case hasDeadline && dl.Sub(now()) <= margin:
+				late = true
+				fail(i, id, ErrDeadline)
+				continue
+			}
+			if err := run(ctx, r); err != nil {
+				fail(i, id, err)
+				if ordered {
+					stopped[group] = fmt.Errorf("%w (record %s)", ErrEarlierFailure, id)
+				}
+			}
+		}
+		return failed, nil
+	}
+}

@@ -1,0 +1,41 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit"
+)
+
+// DynamoDBConfig configures DynamoDB. ByGroup does not apply: a DynamoDB
+// Streams batch comes from one shard, in order.
+type DynamoDBConfig = Config[events.DynamoDBEventRecord]
+
+// DynamoDB returns the handler of a DynamoDB Streams event source mapping
+// that runs fn once per record key and reports the records that failed by
+// their sequence numbers. After the first failure, the rest of the batch
+// is reported failed without running: the stream is read again from the
+// lowest sequence number reported, in order. DynamoDB panics when g or fn
+// is nil or cfg.Fingerprint cannot be used.
+func DynamoDB(g *idemkit.Guard, cfg DynamoDBConfig, fn func(context.Context, events.DynamoDBEventRecord) error) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	run := wrap(g, cfg, source[events.DynamoDBEventRecord]{
+		id:      func(r events.DynamoDBEventRecord) string { return r.Change.SequenceNumber },
+		key:     func(r events.DynamoDBEventRecord) string { return r.EventID },
+		tenant:  func(r events.DynamoDBEventRecord) string { return r.EventSourceArn },
+		payload: func(r events.DynamoDBEventRecord) ([]byte, error) { return json.Marshal(r.Change) },
+		group:   func(events.DynamoDBEventRecord) (string, bool) { return "", true },
+	}, fn)
+	return func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		ids, err := run(ctx, e.Records)
+		if err != nil {
+			return events.DynamoDBEventResponse{}, err
+		}
+		resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+		for _, id := range ids {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: id})
+		}
+		return resp, nil
+	}
+}

@@ -1,0 +1,40 @@
+package batch
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit"
+)
+
+// KinesisConfig configures Kinesis. ByGroup does not apply: a Kinesis
+// batch comes from one shard, in order.
+type KinesisConfig = Config[events.KinesisEventRecord]
+
+// Kinesis returns the handler of a Kinesis event source mapping that runs
+// fn once per record key and reports the records that failed by their
+// sequence numbers. After the first failure, the rest of the batch is
+// reported failed without running: the stream is read again from the
+// lowest sequence number reported, in order. Kinesis panics when g or fn
+// is nil or cfg.Fingerprint cannot be used.
+func Kinesis(g *idemkit.Guard, cfg KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
+	run := wrap(g, cfg, source[events.KinesisEventRecord]{
+		id:      func(r events.KinesisEventRecord) string { return r.Kinesis.SequenceNumber },
+		key:     func(r events.KinesisEventRecord) string { return r.EventID },
+		tenant:  func(r events.KinesisEventRecord) string { return r.EventSourceArn },
+		payload: func(r events.KinesisEventRecord) ([]byte, error) { return r.Kinesis.Data, nil },
+		group:   func(events.KinesisEventRecord) (string, bool) { return "", true },
+	}, fn)
+	return func(ctx context.Context, e events.KinesisEvent) (events.KinesisEventResponse, error) {
+		ids, err := run(ctx, e.Records)
+		if err != nil {
+			return events.KinesisEventResponse{}, err
+		}
+		resp := events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}
+		for _, id := range ids {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: id})
+		}
+		return resp, nil
+	}
+}

@@ -1,0 +1,44 @@
+package batch
+
+import (
+	"context"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit"
+)
+
+// SQSConfig configures SQS.
+type SQSConfig = Config[events.SQSMessage]
+
+// SQS returns the handler of an SQS event source mapping that runs fn once
+// per message key and reports the messages that failed by their message
+// ids. A message of a FIFO queue (its event source ARN ends in ".fifo",
+// or it has a MessageGroupId attribute) keeps the batch's order: after
+// the first failure, the rest of the batch (with cfg.ByGroup, the rest of
+// that message group) is reported failed without running. SQS panics when
+// g or fn is nil or cfg.Fingerprint cannot be used.
+func SQS(g *idemkit.Guard, cfg SQSConfig, fn func(context.Context, events.SQSMessage) error) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	run := wrap(g, cfg, source[events.SQSMessage]{
+		id:      func(m events.SQSMessage) string { return m.MessageId },
+		key:     func(m events.SQSMessage) string { return m.MessageId },
+		tenant:  func(m events.SQSMessage) string { return m.EventSourceARN },
+		payload: func(m events.SQSMessage) ([]byte, error) { return []byte(m.Body), nil },
+		group: func(m events.SQSMessage) (string, bool) {
+			group, ok := m.Attributes["MessageGroupId"]
+			return group, ok || strings.HasSuffix(m.EventSourceARN, ".fifo")
+		},
+	}, fn)
+	return func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
+		ids, err := run(ctx, e.Records)
+		if err != nil {
+			return events.SQSEventResponse{}, err
+		}
+		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+		for _, id := range ids {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+		}
+		return resp, nil
+	}
+}
