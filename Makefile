@@ -18,14 +18,16 @@ include mk/dynalite.mk
 all: test
 
 ## test: lint, the Go-version and consumer-graph checks, then every test
-## of every module with the race detector (starts dynalite); then, where
-## moto_server is installed, the DynamoDB tests again on it (test-moto)
-test: deps lint compat consumer test-go test-moto-if-installed
+## of every module with the race detector (starts dynalite); then the
+## DynamoDB tests again on DynamoDB Local where java is installed
+## (test-dynamodb-local) and on moto_server where it is (test-moto)
+test: deps lint compat consumer test-go test-dynamodb-local-if-java test-moto-if-installed
 
-## test-go: every test of every module with the race detector
+## test-go: every test of every module with the race detector, on dynalite
+## (or the server IDEMKIT_DYNAMODB_ENDPOINT names)
 test-go:
 	@set -e; for m in $(MODULES); do \
-		echo "go test ($$m)"; \
+		echo "go test ($$m) on $${IDEMKIT_DYNAMODB_ENDPOINT:-dynalite}"; \
 		(cd $$m && $(GO) test -race -count=1 -timeout 15m $(PKGS)); \
 	done
 
@@ -84,8 +86,11 @@ run-dynamodb: deps
 		./bin/orders-local -addr 127.0.0.1:$(PORT)
 
 ## build: the Lambda bootstrap for linux/arm64 in bin/bootstrap
+## (BUILD_ARCH=amd64 BOOTSTRAP=path: another architecture or file)
+BUILD_ARCH ?= arm64
+BOOTSTRAP  ?= bin/bootstrap
 build:
-	cd examples && GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o ../bin/bootstrap ./orders/cmd/lambda
+	cd examples && GOOS=linux GOARCH=$(BUILD_ARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(abspath $(BOOTSTRAP)) ./orders/cmd/lambda
 
 .PHONY: deploy sam-local run-dynamodb
 
@@ -157,6 +162,23 @@ fuzz:
 		echo "fuzz $$pkg $$f"; \
 		(cd $$pkg && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) .) </dev/null; \
 	done
+
+## test-dynamodb-local: the DynamoDB tests against DynamoDB Local, Amazon's
+## own engine (installed by `make deps`; needs java 17), without the race
+## detector (test-go had it); prints the capability skips, full output in
+## bin/test-dynamodb-local.log
+.PHONY: test-dynamodb-local test-dynamodb-local-if-java
+test-dynamodb-local: deps
+	@GO=$(GO) ./.ci/test-server.sh dynamodb-local $(MODULES)
+
+# test-dynamodb-local-if-java: test-dynamodb-local where java is on PATH,
+# else a line saying it was not run.
+test-dynamodb-local-if-java:
+	@if command -v java >/dev/null 2>&1; then \
+		$(MAKE) -s test-dynamodb-local; \
+	else \
+		echo "test-dynamodb-local: java is not on PATH; the DynamoDB Local run is skipped (install Java 17 or later)"; \
+	fi
 
 ## test-moto: the DynamoDB tests against moto_server, a second server
 ## (optional: pip install 'moto[server]'); prints the capability skips,

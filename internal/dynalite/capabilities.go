@@ -46,10 +46,14 @@ const (
 	// UpdateTimeToLive: the UpdateTimeToLive operation exists (DynamoDB,
 	// moto; dynalite answers UnknownOperationException).
 	UpdateTimeToLive
+	// Transactions: TransactWriteItems exists and applies its writes
+	// (DynamoDB, DynamoDB Local, moto; dynalite answers
+	// UnknownOperationException).
+	Transactions
 )
 
 // Capabilities lists every Capability.
-var Capabilities = []Capability{AllOldOnConditionFailure, FaithfulCapacity, AtomicConditionalWrites, RegionScopedTables, UpdateTimeToLive}
+var Capabilities = []Capability{AllOldOnConditionFailure, FaithfulCapacity, AtomicConditionalWrites, RegionScopedTables, UpdateTimeToLive, Transactions}
 
 var capabilityNames = map[Capability]string{
 	AllOldOnConditionFailure: "ALL_OLD on condition failure",
@@ -57,6 +61,7 @@ var capabilityNames = map[Capability]string{
 	AtomicConditionalWrites:  "atomic conditional writes",
 	RegionScopedTables:       "region-scoped tables",
 	UpdateTimeToLive:         "UpdateTimeToLive",
+	Transactions:             "TransactWriteItems",
 }
 
 func (c Capability) String() string {
@@ -142,6 +147,8 @@ func Probe(ctx context.Context, endpoint string, c Capability) (Support, error) 
 		s, err = p.regions(ctx, endpoint)
 	case UpdateTimeToLive:
 		s, err = p.ttl(ctx)
+	case Transactions:
+		s, err = p.transactions(ctx)
 	default:
 		return Support{}, fmt.Errorf("probe: unknown capability %d", int(c))
 	}
@@ -182,10 +189,26 @@ func (p prober) allOld(ctx context.Context) (Support, error) {
 	if !errors.As(err, &ccf) {
 		return Support{}, fmt.Errorf("conditional PutItem on an existing item: err = %v, want ConditionalCheckFailedException", err)
 	}
-	if v, ok := ccf.Item["v"].(*types.AttributeValueMemberS); ok && v.Value == "old" {
-		return Support{Has: true, Detail: "a failed conditional PutItem returned the item"}, nil
+	if v, ok := ccf.Item["v"].(*types.AttributeValueMemberS); !ok || v.Value != "old" {
+		return Support{Detail: fmt.Sprintf("a failed conditional PutItem with ReturnValuesOnConditionCheckFailure=ALL_OLD returned Item %v", ccf.Item)}, nil
 	}
-	return Support{Detail: fmt.Sprintf("a failed conditional PutItem with ReturnValuesOnConditionCheckFailure=ALL_OLD returned Item %v", ccf.Item)}, nil
+	// UpdateItem and DeleteItem take the same parameter, and the store
+	// relies on it there too.
+	_, err = p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(p.table),
+		Key:                                 p.key("allold"),
+		UpdateExpression:                    aws.String("SET v = :new"),
+		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":new": &types.AttributeValueMemberS{Value: "new"}},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if !errors.As(err, &ccf) {
+		return Support{}, fmt.Errorf("conditional UpdateItem on an existing item: err = %v, want ConditionalCheckFailedException", err)
+	}
+	if v, ok := ccf.Item["v"].(*types.AttributeValueMemberS); !ok || v.Value != "old" {
+		return Support{Detail: fmt.Sprintf("a failed conditional PutItem returned the item, a failed conditional UpdateItem with ReturnValuesOnConditionCheckFailure=ALL_OLD returned Item %v", ccf.Item)}, nil
+	}
+	return Support{Has: true, Detail: "a failed conditional PutItem and UpdateItem returned the item"}, nil
 }
 
 func (p prober) capacity(ctx context.Context) (Support, error) {
@@ -299,6 +322,32 @@ func (p prober) ttl(ctx context.Context) (Support, error) {
 		return Support{Detail: "UpdateTimeToLive answers UnknownOperationException"}, nil
 	}
 	return Support{}, err
+}
+
+func (p prober) transactions(ctx context.Context) (Support, error) {
+	_, err := p.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(p.table), Item: p.key("tx1")}},
+			{Put: &types.Put{TableName: aws.String(p.table), Item: p.key("tx2")}},
+		},
+	})
+	var ae smithy.APIError
+	switch {
+	case errors.As(err, &ae) && ae.ErrorCode() == "UnknownOperationException":
+		return Support{Detail: "TransactWriteItems answers UnknownOperationException"}, nil
+	case err != nil:
+		return Support{}, err
+	}
+	for _, pk := range []string{"tx1", "tx2"} {
+		out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.table), Key: p.key(pk), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return Support{}, err
+		}
+		if out.Item == nil {
+			return Support{Detail: "TransactWriteItems succeeded but item " + pk + " is missing"}, nil
+		}
+	}
+	return Support{Has: true, Detail: "TransactWriteItems wrote both items"}, nil
 }
 
 // probes caches the probes of each endpoint: each capability is probed
