@@ -8,7 +8,7 @@ PKGS     := ./...
 # Every module of the repository: the library at the root, and the nested
 # modules that keep test-only dependencies out of a user's module graph
 # (docs/MODULES.md).
-MODULES  := . integration examples internal/localstack lambda/observe/otelobserve
+MODULES  := . integration examples internal/localstack internal/lambdarie lambda/observe/otelobserve
 
 include mk/dynalite.mk
 
@@ -92,7 +92,18 @@ BOOTSTRAP  ?= bin/bootstrap
 build:
 	cd examples && GOOS=linux GOARCH=$(BUILD_ARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(abspath $(BOOTSTRAP)) ./orders/cmd/lambda
 
-.PHONY: deploy sam-local run-dynamodb
+## run-lambda: the deployed bootstrap (make build, for this machine's
+## architecture) under Amazon's Lambda Runtime Interface Emulator in
+## $(SANDBOXES) sandboxes, behind an HTTP API front with a JWT authorizer, on
+## 127.0.0.1:$(PORT), against DynamoDB Local (dynalite where java is missing)
+SANDBOXES ?= 4
+run-lambda: deps
+	@$(MAKE) -s build BUILD_ARCH=$$($(GO) env GOARCH) BOOTSTRAP=bin/host/bootstrap
+	cd internal/lambdarie && $(GO) build -o ../../bin/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie && \
+		$(GO) build -o ../../bin/run-lambda ./cmd/run-lambda
+	exec ./bin/run-lambda -addr 127.0.0.1:$(PORT) -sandboxes $(SANDBOXES) -bootstrap bin/host/bootstrap -rie bin/aws-lambda-rie
+
+.PHONY: deploy sam-local run-dynamodb run-lambda
 
 ## deploy: sam build && sam deploy (SAM CLI and AWS credentials; SAM_ENV=prod
 ## for prod; JWT_ISSUER=... JWT_AUDIENCE=a,b set the JWT authorizer)
