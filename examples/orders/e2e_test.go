@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,21 +247,96 @@ func TestE2EMemory(t *testing.T) {
 
 func TestE2EDynamoDB(t *testing.T) {
 	t.Parallel()
+	drive(t, startServer(t, dynamoEnv(t)...))
+}
+
+// TestE2EDuplicateRaceDynamoDB: the walkthrough's race of twelve
+// concurrent duplicates, on the server of make run-dynamodb with its
+// default limits: one execution (201), eleven 409s answered while it
+// runs, none throttled (429), the payment charged once.
+func TestE2EDuplicateRaceDynamoDB(t *testing.T) {
+	t.Parallel()
+	duplicateRace(t, startServer(t, dynamoEnv(t)...), 12)
+}
+
+// dynamoEnv is the environment of make run-dynamodb, on the test server
+// and tables of t's own.
+func dynamoEnv(t *testing.T) []string {
 	ep := dynalite.Endpoint(t)
 	table := dynalite.TableName(t)
-	drive(t, startServer(t,
+	return []string{
 		"IDEMKIT_STORE=dynamodb",
-		"AWS_ENDPOINT_URL_DYNAMODB="+ep,
+		"AWS_ENDPOINT_URL_DYNAMODB=" + ep,
 		"IDEMKIT_CREATE_TABLE=1",
-		"IDEMKIT_TABLE="+table,
-		"ORDERS_TABLE="+table+"-orders",
-		"AWS_REGION="+dynalite.Region,
+		"IDEMKIT_TABLE=" + table,
+		"ORDERS_TABLE=" + table + "-orders",
+		"AWS_REGION=" + dynalite.Region,
 		"AWS_ACCESS_KEY_ID=test",
 		"AWS_SECRET_ACCESS_KEY=test",
-		"AWS_CONFIG_FILE="+os.DevNull,
-		"AWS_SHARED_CREDENTIALS_FILE="+os.DevNull,
+		"AWS_CONFIG_FILE=" + os.DevNull,
+		"AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
 		"AWS_EC2_METADATA_DISABLED=true",
-	))
+	}
+}
+
+// duplicateRace sends n copies of one slow payment at once, under one
+// key, and requires one execution: one fresh 201, n-1 409 in-flight
+// answers, each received before the 201 (they did not wait for it), no
+// 429, and one payment on the order.
+func duplicateRace(t *testing.T, base string, n int) {
+	c := &client{t: t, base: base, ids: map[string]bool{}}
+	created := c.do("POST", "/orders", "alice", "race-order", `{"sku":"book-42","quantity":1,"amount_cents":1999,"currency":"EUR"}`)
+	expect(t, "create order", created, 201, false)
+	id, _ := created.json(t)["id"].(string)
+	pay := `{"order_id":"` + id + `","amount_cents":1999,"card":"4242424242424242","delay_ms":5000}`
+
+	type answer struct {
+		r     *response
+		order int64 // position among the answers
+	}
+	var done atomic.Int64
+	start := make(chan struct{})
+	answers := make(chan answer, n)
+	for range n {
+		go func() {
+			<-start
+			r := c.do("POST", "/payments", "alice", "race-pay", pay)
+			answers <- answer{r, done.Add(1)}
+		}()
+	}
+	close(start)
+	var fresh, conflicts, throttled int
+	var winner answer
+	var lastConflict int64
+	for range n {
+		a := <-answers
+		switch {
+		case a.r.Status == 201 && a.r.Header.Get("Idempotent-Replayed") == "":
+			fresh++
+			winner = a
+		case a.r.Status == 409:
+			if problemType(t, a.r) != kitProblems+"in-flight" || a.r.Header.Get("Retry-After") == "" {
+				t.Errorf("409 without the in-flight problem or Retry-After: %v %s", a.r.Header, a.r.Body)
+			}
+			conflicts++
+			lastConflict = max(lastConflict, a.order)
+		case a.r.Status == 429:
+			throttled++
+		default:
+			t.Errorf("duplicate: %d %s", a.r.Status, a.r.Body)
+		}
+	}
+	if fresh != 1 || conflicts != n-1 || throttled != 0 {
+		t.Fatalf("%d duplicates: %d executed (201), %d in flight (409), %d throttled (429); want 1, %d, 0", n, fresh, conflicts, throttled, n-1)
+	}
+	if lastConflict > winner.order {
+		t.Errorf("a 409 came after the execution's 201: the duplicates waited for it")
+	}
+	final := c.do("GET", "/orders/"+id, "alice", "", "")
+	expect(t, "order after the race", final, 200, false)
+	if pays, _ := final.json(t)["payments"].([]any); len(pays) != 1 {
+		t.Fatalf("order after %d duplicates of one payment: %s", n, final.Body)
+	}
 }
 
 const kitProblems = "https://idemkit.dev/problems/"

@@ -47,7 +47,7 @@ func TestLocalEventIsWhatAPIGatewaySends(t *testing.T) {
 		{"version", got.Version, "2.0"},
 		{"routeKey", got.RouteKey, "GET /orders/{id}"},
 		{"requestContext.routeKey", rc.RouteKey, "GET /orders/{id}"},
-		{"rawPath", got.RawPath, "/orders/abc%20d"},
+		{"rawPath, decoded as an HTTP API does", got.RawPath, "/orders/abc d"},
 		{"rawQueryString", got.RawQueryString, "x=1&x=2&y=3"},
 		{"queryStringParameters.x", got.QueryStringParameters["x"], "1,2"},
 		{"pathParameters.id", got.PathParameters["id"], "abc d"},
@@ -60,7 +60,7 @@ func TestLocalEventIsWhatAPIGatewaySends(t *testing.T) {
 		{"accountId", rc.AccountID, orders.LocalAccountID},
 		{"apiId", rc.APIID, orders.LocalAPIID},
 		{"http.method", rc.HTTP.Method, "GET"},
-		{"http.path", rc.HTTP.Path, "/orders/abc%20d"},
+		{"http.path, decoded", rc.HTTP.Path, "/orders/abc d"},
 		{"http.protocol", rc.HTTP.Protocol, "HTTP/1.1"},
 		{"http.sourceIp", rc.HTTP.SourceIP, "127.0.0.1"},
 		{"http.userAgent", rc.HTTP.UserAgent, "test-agent"},
@@ -96,7 +96,11 @@ func TestLocalBodyEncoding(t *testing.T) {
 		if tc.contentType != "" {
 			r.Header.Set("Content-Type", tc.contentType)
 		}
-		ev := orders.Event(r, []byte("a=1"), "POST /orders", nil, "id", fixedNow)
+		body, err := orders.ReadBody(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := orders.Event(r, body, "POST /orders", nil, "id", fixedNow)
 		want := "a=1"
 		if tc.base64 {
 			want = base64.StdEncoding.EncodeToString([]byte("a=1"))
@@ -238,5 +242,34 @@ func TestDevAuthorizer401IsAPIGateways(t *testing.T) {
 	}
 	if invoked {
 		t.Errorf("the function was invoked without a token")
+	}
+}
+
+// TestLocalRawPathDecoded: an HTTP API delivers the path decoded, so
+// /orders/%31 and /orders/1 are one event, locally as deployed.
+func TestLocalRawPathDecoded(t *testing.T) {
+	var got []events.APIGatewayV2HTTPRequest
+	h := func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		got = append(got, ev)
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "{}"}, nil
+	}
+	srv := httptest.NewServer(&orders.Local{Handler: h})
+	defer srv.Close()
+	for _, p := range []string{"/orders/%31", "/orders/1"} {
+		req, _ := http.NewRequest("GET", srv.URL+p, nil)
+		req.Header.Set("Authorization", "Bearer alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d invocations, want 2", len(got))
+	}
+	for i, ev := range got {
+		if ev.RawPath != "/orders/1" || ev.RequestContext.HTTP.Path != "/orders/1" || ev.PathParameters["id"] != "1" {
+			t.Errorf("request %d: rawPath %q, http.path %q, id %q; want /orders/1 and 1", i, ev.RawPath, ev.RequestContext.HTTP.Path, ev.PathParameters["id"])
+		}
 	}
 }

@@ -6,8 +6,9 @@ import (
 	"os"
 )
 
-// startBackend starts the server Endpoint shares: dynalite, or moto_server
-// when IDEMKIT_TEST_SERVER=moto. Other servers (LocalStack, DynamoDB Local)
+// startBackend starts the server Endpoint shares: dynalite, moto_server
+// when IDEMKIT_TEST_SERVER=moto, DynamoDB Local when
+// IDEMKIT_TEST_SERVER=dynamodb-local. Other servers (LocalStack, DynamoDB)
 // are used through IDEMKIT_DYNAMODB_ENDPOINT.
 func startBackend(ctx context.Context) (endpoint string, stop func() error, err error) {
 	var s *Server
@@ -16,8 +17,10 @@ func startBackend(ctx context.Context) (endpoint string, stop func() error, err 
 		s, err = Start(ctx)
 	case ServerMoto:
 		s, err = StartMoto(ctx)
+	case ServerDynamoDBLocal:
+		s, err = StartDynamoDBLocal(ctx)
 	default:
-		return "", nil, fmt.Errorf("dynalite: %s=%q: want %q or %q", EnvServer, v, ServerDynalite, ServerMoto)
+		return "", nil, fmt.Errorf("dynalite: %s=%q: want %q, %q or %q", EnvServer, v, ServerDynalite, ServerMoto, ServerDynamoDBLocal)
 	}
 	if err != nil {
 		return "", nil, err

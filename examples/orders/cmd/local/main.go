@@ -3,7 +3,7 @@
 // (HTTP API, payload 2.0) event the deployed function would get, and is
 // passed to the very handler cmd/lambda gives lambda.Start.
 //
-//	cd examples && go run ./orders/cmd/local [-addr 127.0.0.1:3000] [-timeout 29s] [-concurrency 8]
+//	cd examples && go run ./orders/cmd/local [-addr 127.0.0.1:3000] [-timeout 29s] [-concurrency 64]
 //
 // The first line on stdout names the URL (with -addr 127.0.0.1:0, the
 // port chosen). Logs go to stderr. The environment selects the stores
@@ -14,9 +14,10 @@
 //
 // Limits (orders.NewLocalServer, orders.Local): headers within 10 s and
 // 64 KB, a whole request within 30 s, keep-alive connections closed after
-// 30 s idle, bodies up to 10 MB, and -concurrency requests at a time (more
-// get 429 before their body is read), so at most 80 MB of bodies by
-// default. Deployed, Lambda takes events of at most 6 MB, the body
+// 30 s idle, bodies up to 10 MB, and -concurrency invocations at a time
+// (ORDERS_LOCAL_CONCURRENCY, default 64: the function's concurrency, the
+// sandboxes Lambda would run at once; a request past it gets 429 once its
+// body is read). Deployed, Lambda takes events of at most 6 MB, the body
 // included (base64-encoded when binary); the local server does not
 // enforce that (docs/WALKTHROUGH.md, Limits of the local server).
 package main
@@ -31,6 +32,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -51,8 +53,15 @@ func run() error {
 	}
 	addr := flag.String("addr", "127.0.0.1:"+port, "listen address; port 0 picks a free one")
 	timeout := flag.Duration("timeout", orders.DefaultLocalTimeout, "deadline of each invocation, like the function's Timeout")
-	concurrency := flag.Int("concurrency", orders.DefaultLocalConcurrency, "requests served at once; more get 429")
+	defConcurrency, err := concurrencyFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	concurrency := flag.Int("concurrency", defConcurrency, "invocations run at once, the function's concurrency; more get 429 (default from "+orders.EnvLocalConcurrency+")")
 	flag.Parse()
+	if *concurrency < 1 {
+		return fmt.Errorf("-concurrency %d: want 1 or more", *concurrency)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -105,4 +114,18 @@ More in docs/WALKTHROUGH.md. Ctrl-C stops the server.
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// concurrencyFromEnv returns -concurrency's default: ORDERS_LOCAL_CONCURRENCY
+// when set (a whole number, 1 or more), else orders.DefaultLocalConcurrency.
+func concurrencyFromEnv(getenv func(string) string) (int, error) {
+	v := getenv(orders.EnvLocalConcurrency)
+	if v == "" {
+		return orders.DefaultLocalConcurrency, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a whole number, 1 or more", orders.EnvLocalConcurrency, v)
+	}
+	return n, nil
 }

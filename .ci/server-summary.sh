@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# moto-summary.sh: the summary of a `go test -v` log of the moto pass
-# (.ci/test-moto.sh): failures as they are, one line per capability moto
-# lacks with the number of tests it skipped, and a closing line
-#   moto: N packages passed, M capabilities skipped: A (k tests), ...
-# Usage: .ci/moto-summary.sh LOG. Exits 1 when a package failed.
+# server-summary.sh: the summary of a `go test -v` log of a pass on one
+# DynamoDB-compatible server (.ci/test-server.sh): failures as they are, one
+# line per capability the server lacks with the number of tests it skipped,
+# and a closing line
+#   SERVER: N packages passed, M capabilities skipped: A (k tests), ...
+# Usage: .ci/server-summary.sh SERVER LOG. Exits 1 when a package failed.
 set -uo pipefail
-log=${1:?usage: moto-summary.sh LOG}
+server=${1:?usage: server-summary.sh SERVER LOG}
+log=${2:?usage: server-summary.sh SERVER LOG}
 grep -E '^\s*--- FAIL|^(FAIL|panic)' "$log"
-awk '
+awk -v server="$server" '
 	/^ok[ \t]/ { passed++ }
 	/^FAIL[ \t]/ { failed++ }
 	/skipping: the test server \(.*\) lacks capability "/ {
@@ -23,10 +25,10 @@ awk '
 		for (i = 1; i <= n; i++) {
 			c = order[i]
 			tests = count[c] (count[c] == 1 ? " test" : " tests")
-			printf "moto lacks %s: %s skipped (%s)\n", c, tests, why[c]
+			printf "%s lacks %s: %s skipped (%s)\n", server, c, tests, why[c]
 			list = list (i > 1 ? ", " : "") c " (" tests ")"
 		}
-		printf "moto: %d packages passed, %d capabilities skipped%s", passed, n, (n > 0 ? ": " list : "")
+		printf "%s: %d packages passed, %d capabilities skipped%s", server, passed, n, (n > 0 ? ": " list : "")
 		if (failed > 0) printf ", %d packages FAILED", failed
 		printf " (full output: %s)\n", FILENAME
 		exit failed > 0

@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// TestMotoSummary: the moto pass of make test ends with one line per
-// capability moto lacks and a closing count, read from Require's own skip
-// message; failures are shown as they are.
-func TestMotoSummary(t *testing.T) {
+// TestServerSummary: each server's pass of make test (here moto's) ends
+// with one line per capability the server lacks and a closing count, read
+// from Require's own skip message; failures are shown as they are.
+func TestServerSummary(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not on PATH")
 	}
@@ -52,7 +52,7 @@ func TestMotoSummary(t *testing.T) {
 			if err := os.WriteFile(log, []byte(tc.log+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Command("bash", "../../.ci/moto-summary.sh", log).CombinedOutput()
+			out, err := exec.Command("bash", "../../.ci/server-summary.sh", "moto", log).CombinedOutput()
 			if (err != nil) != tc.failed {
 				t.Errorf("exit: %v, want failure %v", err, tc.failed)
 			}
