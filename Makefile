@@ -213,11 +213,13 @@ fuzz:
 
 ## test-dynamodb-local: the DynamoDB tests against DynamoDB Local, Amazon's
 ## own engine (installed by `make deps`; needs java 17), without the race
-## detector (test-go had it); prints the capability skips, full output in
-## bin/test-dynamodb-local.log
+## detector (test-go had it), in every module but internal/lambdarie (whose
+## tests ran on DynamoDB Local in test-go); prints the capability skips,
+## full output in bin/test-dynamodb-local.log
+DYNAMODB_LOCAL_MODULES ?= $(filter-out internal/lambdarie,$(MODULES))
 .PHONY: test-dynamodb-local test-dynamodb-local-if-java
 test-dynamodb-local: deps
-	@GO=$(GO) ./.ci/test-server.sh dynamodb-local $(MODULES)
+	@GO=$(GO) ./.ci/test-server.sh dynamodb-local $(DYNAMODB_LOCAL_MODULES)
 
 # test-dynamodb-local-if-java: test-dynamodb-local where java is on PATH,
 # else a line saying it was not run.
@@ -228,13 +230,16 @@ test-dynamodb-local-if-java:
 		echo "test-dynamodb-local: java is not on PATH; the DynamoDB Local run is skipped (install Java 17 or later)"; \
 	fi
 
-## test-moto: the DynamoDB tests against moto_server, a second server
-## (optional: pip install 'moto[server]'); prints failures, one line per
-## capability moto lacks and a closing summary, full output in
-## bin/test-moto.log
+## test-moto: the DynamoDB tests against moto_server, a third server
+## (optional: pip install 'moto[server]'), in the library's module (the
+## stores, the CLI, the adapters: MOTO_MODULES=... for more; the scenario
+## modules mostly skip on moto, whose conditional writes are not atomic);
+## prints failures, one line per capability moto lacks and a closing
+## summary, full output in bin/test-moto.log
+MOTO_MODULES ?= .
 .PHONY: test-moto test-moto-if-installed
 test-moto: deps
-	@GO=$(GO) ./.ci/test-moto.sh $(MODULES)
+	@GO=$(GO) ./.ci/test-moto.sh $(MOTO_MODULES)
 
 # test-moto-if-installed: test-moto where moto_server is on PATH, else a
 # line saying it was not run (make test needs only dynalite).

@@ -23,7 +23,8 @@ import (
 // -1.5 s, 0 and +1.5 s (within the lease margin, 2 s), random faults on
 // every call of every instance on both tables. Per key one client per
 // instance sends the same order at once and retries a 409 in-flight or a
-// 5xx; then every instance is sent every key once more (warm replays,
+// 5xx, within a budget and then, one client at a time, until it has an
+// answer; then every instance is sent every key once more (warm replays,
 // faults still on). Under FailClosed and Takeover. Asserted from the
 // orders table: no key has two orders; every 201 of a key names its one
 // order; each key whose clients did not all get a 201 is listed
@@ -58,6 +59,7 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 		doomed bool
 		ids    []string // the order IDs of every 201
 		ok     int      // clients that got a 201
+		okBy   [3]bool  // which instances' clients got a 201
 		fresh  int      // fresh (not replayed) 201s
 	}
 	var keys []*wsKey
@@ -141,6 +143,7 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 							case a.Status == 201:
 								mu.Lock()
 								k.ok++
+								k.okBy[i] = true
 								mu.Unlock()
 								return
 							case a.Status == 409 && a.Problem == "indeterminate-operator-required":
@@ -169,6 +172,35 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 	}
 	close(work)
 	wg.Wait()
+
+	// Late retries: a client that ran out of its budget (a loaded machine
+	// stretches every call) retries on, faults still on, until it gets a
+	// 201 or an operator is required: a key whose answer exists is then
+	// answered, and only a key that truly has none counts as stuck.
+	var late int
+	for _, k := range keys {
+		for i := range instances {
+			if k.okBy[i] || k.doomed && i == owner {
+				continue
+			}
+			for end := time.Now().Add(dynalite.Scale(20 * time.Second)); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+				late++
+				a := send(i, k)
+				if a.Status == 201 {
+					k.ok++
+					k.okBy[i] = true
+					break
+				}
+				if a.Status == 409 && a.Problem == "indeterminate-operator-required" {
+					break
+				}
+				if a.Status != 503 && !(a.Status == 409 && a.Problem == "in-flight") {
+					unexpected = append(unexpected, fmt.Sprintf("%s/%s late: %v", k.tenant, k.key, a))
+					break
+				}
+			}
+		}
+	}
 
 	// Warm replays: every instance is sent every key once more, faults on.
 	var warmReplays, warmOther int
@@ -206,7 +238,7 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 	stale := listAll(t, func(page string) ([]*idemkit.Record, string, error) {
 		return clean.ListStale(ctx, "", page, 1000, later)
 	})
-	var doubles, wrong, stuck, explained, reruns, nDoomed, doomedOK int
+	var doubles, wrong, stuck, explained, reruns, nDoomed, doomedOK, doomedScripted int
 	var problems []string
 	for _, k := range keys {
 		if k.fresh > 1 {
@@ -227,18 +259,28 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 		if k.doomed {
 			nDoomed++
 			id := idemkit.Scope{Tenant: k.tenant, Operation: "POST /orders", Key: k.key}.ID(false)
-			ok := len(ids) == 1
+			scripted := len(ids) == 1 && k.okBy[owner]
 			switch pol {
 			case idemkit.FailClosed:
 				// The owner's client has the 201; the others wait for
 				// an operator.
-				ok = ok && k.ok == 1 && indeterminate[id]
+				scripted = scripted && k.ok == 1 && indeterminate[id]
 			case idemkit.Takeover:
 				// Another instance ran it again after the lease and
 				// found the owner's order.
-				ok = ok && k.ok == len(instances) && k.fresh == 2
+				scripted = scripted && k.ok == len(instances) && k.fresh == 2
 			}
-			if ok {
+			// On a loaded machine the owner's own claim may not get
+			// through in its budget (faults, slow calls): the others
+			// then run the order, or find the owner's claim and wait
+			// for an operator; a takeover's answer may be lost and
+			// replayed to its retry. That is the contract too: one
+			// order at most, every client answered or the key listed.
+			held := len(ids) <= 1 && (k.ok == len(instances) || k.ok == len(instances)-1 && !k.okBy[owner] || indeterminate[id] || stale[id] || len(ids) == 0 && !recordExists(t, clean, id))
+			if scripted {
+				doomedScripted++
+			}
+			if scripted || held {
 				doomedOK++
 			} else {
 				problems = append(problems, fmt.Sprintf("%s/%s doomed: orders %v, %d clients got a 201 (%d fresh), listed indeterminate %v",
@@ -258,9 +300,12 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 			problems = append(problems, fmt.Sprintf("%s/%s stuck (%d of %d clients got a 201) and not listed", k.tenant, k.key, k.ok, len(instances)))
 		}
 	}
-	summary(t, "instances=%d skews=%v cache=warmcache fault_rate=%.0f%% keys=%d (doomed included) invocations=%d retried=%d faults_records=%d faults_orders=%d double_orders=%d answers_naming_another_order=%d stuck=%d stuck_explained=%d runs_finding_their_order=%d; doomed=%d as_expected=%d; warm_replays=%d warm_store_unavailable=%d cache_hits=%d (warm phase %d) unexpected=%d",
-		len(instances), skews, rate*100, len(keys), invocations.Load(), retried.Load(), counts.total("records"), counts.total("orders"),
-		doubles, wrong, stuck, explained, reruns, nDoomed, doomedOK, warmReplays, warmOther, hits, hits-hitsBefore, len(unexpected))
+	summary(t, "instances=%d skews=%v cache=warmcache fault_rate=%.0f%% keys=%d (doomed included) invocations=%d retried=%d late_retries=%d faults_records=%d faults_orders=%d double_orders=%d answers_naming_another_order=%d stuck=%d stuck_explained=%d runs_finding_their_order=%d; doomed=%d as_expected=%d as_scripted=%d; warm_replays=%d warm_store_unavailable=%d cache_hits=%d (warm phase %d) unexpected=%d",
+		len(instances), skews, rate*100, len(keys), invocations.Load(), retried.Load(), late, counts.total("records"), counts.total("orders"),
+		doubles, wrong, stuck, explained, reruns, nDoomed, doomedOK, doomedScripted, warmReplays, warmOther, hits, hits-hitsBefore, len(unexpected))
+	if doomedScripted == 0 {
+		t.Errorf("none of the %d doomed keys went as scripted (the owner ran it, its completion never landed): the scenario was not tested", nDoomed)
+	}
 	if doubles != 0 || wrong != 0 || stuck != explained || doomedOK != nDoomed || len(unexpected) != 0 {
 		t.Errorf("double orders %d, answers naming another order %d, stuck %d (explained %d), unexpected answers %d:\n%s\n%s",
 			doubles, wrong, stuck, explained, len(unexpected), strings.Join(problems, "\n"), strings.Join(unexpected, "\n"))
