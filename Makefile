@@ -176,7 +176,7 @@ bench-fingerprint:
 		printf "  %-28s first call %6.3fx body   steady %8.4fx body   %s allocs/op\n", name, first, bop/1048576, al }' $(BENCH_OUT)/fingerprint.txt
 
 ## reliability: the reliability scenarios at full size, figures in
-## bin/reliability.log (docs/RELIABILITY.md quotes them)
+## bin/reliability.log (integration/RESULTS.md records them)
 RELIABILITY_RUN := ^(TestFaultInjection|TestCrashAfterClaim|TestStorm.*|TestEndToEndStorm|TestRegions.*|TestPropertyNoCrossScope.*|TestLateArrivals|TestBadInputs)$$
 reliability: deps
 	@mkdir -p bin

@@ -11,36 +11,41 @@ import (
 )
 
 // ErrOutcomeUnknown is returned by a handler (wrapped in its error) that
-// cannot tell whether its effect took place: a write whose answer was lost,
-// a downstream call that timed out. The guard then keeps the claim: the
-// record becomes indeterminate at once instead of being released, so the
-// request is never run again until an operator resolves it, and Do returns
-// an error that is ErrOutcomeUnknown under errors.Is (a 5xx for the client:
-// retrying with the same key is safe, it will not run twice).
+// cannot tell whether its effect took place, such as a write whose answer
+// was lost or a downstream call that timed out. The guard then keeps the
+// claim. The record becomes indeterminate at once instead of being
+// released, so the request is never run again until an operator resolves
+// it. Do returns an error that is ErrOutcomeUnknown under errors.Is, which
+// the client gets as a 5xx. Retrying with the same key is safe; it will
+// not run twice.
 var ErrOutcomeUnknown = errors.New("idemkit: the outcome of the request is unknown; the key is kept")
 
 type executionKey struct{}
 
 // ExecutionID returns the execution identity of the guarded request ctx
-// belongs to, and false outside a guarded handler (a handler called by
-// its own unit test, or a route the guard does not cover): a handler that
-// keys its writes on it must then refuse to write, since every unguarded
-// call would share one identity. It is the same for every retry of one
-// request, and distinct wherever the request's identity differs: its
-// tenant, operation, key ([Scope]) and concrete resource
-// ([Request.Resource]: the path, which an operation named by a route
-// template does not say, and the query when it is fingerprinted), so a key
-// reused for another resource once its record is gone never gets the
-// identity of the first. It does not depend on the fingerprint or its
-// version. A handler can key its own writes on it (an order ID, a
-// conditional put, a payment provider's idempotency key) and recognise a
-// write of an earlier attempt whose answer was lost. It is 32 lowercase
-// hex digits: an HMAC-SHA-256 over the scope and the resource, with
-// Config.ExecutionSecret as the key when set, so it cannot be derived from
-// the Idempotency-Key alone (nor, with a secret, from the request). Any
-// prefix of it is a shorter identity of the same kind: 20 digits (80 bits)
-// give two of a billion executions the same one with a chance below one
-// in a million.
+// belongs to. It returns false outside a guarded handler, such as a
+// handler called by its own unit test or a route the guard does not
+// cover. A handler that keys its writes on it must then refuse to write,
+// since every unguarded call would share one identity.
+//
+// The identity is the same for every retry of one request. It differs
+// wherever the request's identity differs, which is its tenant, operation
+// and key ([Scope]) and its concrete resource ([Request.Resource]). The
+// resource is the path, which an operation named by a route template does
+// not say, and the query when it is fingerprinted. So a key reused for
+// another resource once its record is gone never gets the identity of the
+// first. The identity does not depend on the fingerprint or its version.
+//
+// A handler can key its own writes on it (an order ID, a conditional put,
+// a payment provider's idempotency key) and recognise a write of an
+// earlier attempt whose answer was lost.
+//
+// It is 32 lowercase hex digits, an HMAC-SHA-256 over the scope and the
+// resource. Config.ExecutionSecret is the HMAC key when set, so the
+// identity cannot be derived from the Idempotency-Key alone (nor, with a
+// secret, from the request). Any prefix of it is a shorter identity of the
+// same kind. With 20 digits (80 bits), two of a billion executions share
+// one with a chance below one in a million.
 func ExecutionID(ctx context.Context) (id string, ok bool) {
 	e, ok := ctx.Value(executionKey{}).(*execution)
 	if !ok {

@@ -32,8 +32,8 @@ func s2Codec(name string, enc func(dst, src []byte) []byte) codec {
 		func(dst, src []byte) ([]byte, error) { return s2.Decode(dst[:cap(dst)], src) }}
 }
 
-// BenchmarkCodecs compares the compression choices docs/PERFORMANCE.md
-// records, on the bench's order JSON and on a payment-list JSON
+// BenchmarkCodecs compares the compression choices
+// internal/bench/OPTIMIZATIONS.md records, on the bench's order JSON and on a payment-list JSON
 // (bench.APIJSON), at 4 KB and 64 KB: encode cpu-ns/op, the compressed
 // size (out-bytes) and decode CPU per body (dec-cpu-ns). "zstd-default"
 // is what the store uses. Not part of make bench:

@@ -28,7 +28,7 @@ import (
 )
 
 // EnvReliability picks the sizes of the reliability scenarios: "full" runs
-// the sizes docs/RELIABILITY.md reports (make reliability); anything else
+// the sizes integration/RESULTS.md records (make reliability); anything else
 // the reduced sizes make test runs.
 const EnvReliability = "IDEMKIT_RELIABILITY"
 
@@ -44,7 +44,7 @@ func size(reduced, fullSize int) int {
 }
 
 // summary logs the one-line figures of a scenario, the lines
-// docs/RELIABILITY.md quotes.
+// RESULTS.md records.
 func summary(t *testing.T, format string, args ...any) {
 	t.Helper()
 	mode := "reduced"

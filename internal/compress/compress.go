@@ -13,10 +13,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// ZstdLevel is the level Zstd compresses at. SpeedDefault, not
-// SpeedFastest: on JSON the fastest level writes about 3% more bytes,
+// ZstdLevel is the level Zstd compresses at. It is SpeedDefault, not
+// SpeedFastest. On JSON the fastest level writes about 3% more bytes,
 // which at 64 KB costs one more write unit per completion (12 instead of
-// 11, docs/PERFORMANCE.md).
+// 11; internal/bench/OPTIMIZATIONS.md).
 const ZstdLevel = zstd.SpeedDefault
 
 // compressor is one encoder with its output buffer, used by one body at
