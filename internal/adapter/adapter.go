@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/httpguard"
 )
 
 // DefaultHeader is the request header carrying the key.
@@ -29,46 +30,12 @@ const DefaultStoreRetryAfter = time.Second
 // unguarded.
 var ErrNoMethod = errors.New("idemkit: event has no HTTP method: the wrapper does not match the event source or its payload format version")
 
-// Options are the settings shared by every adapter; each adapter's Config
-// documents them for its users.
-type Options struct {
-	// NoTenant is set by an adapter whose Config names no tenant source:
-	// New refuses it, so that a missing Tenant stops the function at init
-	// instead of failing every request.
-	NoTenant        bool
-	Methods         []string
-	Header          string
-	MaxKeyLen       int
-	KeyOptional     bool
-	Routes          map[string]Route
-	RouteTemplate   bool
-	Fingerprint     fingerprint.Options
-	ReplayHeaders   []string
-	StoreRetryAfter time.Duration
-}
+// Options are the settings New compiles: the Settings every adapter's
+// Config embeds.
+type Options = httpguard.Settings
 
 // Route overrides Options for one route.
-type Route struct {
-	KeyOptional bool
-	Fingerprint *fingerprint.Options
-}
-
-// Routes converts an adapter's per-route overrides, whose Route type has
-// exactly the fields of [Route], to the shared type: an adapter whose
-// Route drifts from it does not compile.
-func Routes[R ~struct {
-	KeyOptional bool
-	Fingerprint *fingerprint.Options
-}](m map[string]R) map[string]Route {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]Route, len(m))
-	for k, r := range m {
-		out[k] = Route(r)
-	}
-	return out
-}
+type Route = httpguard.Route
 
 type route struct {
 	optional bool
@@ -99,9 +66,6 @@ type Front struct {
 func New(g *idemkit.Guard, o Options) (*Front, error) {
 	if g == nil {
 		return nil, errors.New("nil *idemkit.Guard")
-	}
-	if o.NoTenant {
-		return nil, errors.New("the Tenant setting is nil: name the authenticated caller (a JWT claim, the authorizer's context, the API key, the IAM caller, your own function), or SingleTenant for an internal API")
 	}
 	a := &Front{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
 		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter}
@@ -197,11 +161,15 @@ func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 	return route{optional: optional, fp: fp, fpPath: fpPath, query: !o.IgnoreQuery, headers: len(o.Headers) > 0}, nil
 }
 
-// MustNew is New that panics, naming pkg, when o cannot be used. Adapters
+// MustNew is New that panics, naming pkg, when o cannot be used or the
+// adapter's Config names no tenant source (hasTenant false). Adapters
 // call it when a handler is wrapped, at init, so a bad Config stops the
-// function from starting instead of failing requests.
-func MustNew(pkg string, g *idemkit.Guard, o Options) *Front {
+// function from starting instead of failing every request.
+func MustNew(pkg string, g *idemkit.Guard, o Options, hasTenant bool) *Front {
 	a, err := New(g, o)
+	if err == nil && !hasTenant {
+		err = errors.New("the Tenant setting is nil: name the authenticated caller (a JWT claim, the authorizer's context, the API key, the IAM caller, your own function), or SingleTenant for an internal API")
+	}
 	if err != nil {
 		panic(pkg + ": invalid Config: " + err.Error())
 	}
@@ -343,7 +311,10 @@ type Codec[R any] struct {
 	// without the ReplayedHeader in any spelling, which only a replay
 	// carries. Nil: the response as it is.
 	Fresh func(R) R
-	// Problem returns the response for a problem.
+	// Respond returns the adapter's response for a problem's response.
+	Respond func(httpguard.Response) R
+	// Problem, when set, returns the response for a problem instead of
+	// Respond (a test that reads the problem itself).
 	Problem func(*Problem) R
 	// Pass, when set, runs the handler of a request that is not guarded
 	// instead of next (the net/http middleware lets it write directly).
@@ -356,7 +327,7 @@ type Codec[R any] struct {
 // (tenant, operation, key) through the idemkit.Guard.
 // A fresh execution returns next's response, through c.Fresh (without
 // the ReplayedHeader a handler may have set); a replay returns
-// c.Replay of the stored snapshot; a refusal returns c.Problem. An error
+// c.Replay of the stored snapshot; a refusal returns c.Respond of the problem's response. An error
 // returned by next is returned as is, after the claim was released.
 func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
 	pass := next
@@ -373,14 +344,14 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 		}
 		a.Refuse(ctx, r, err)
 		logUnobserved(ctx, a.g, idemkit.Scope{Operation: a.Operation(r)}, err)
-		return c.Problem(NoMethod()), nil
+		return problem(ctx, a, c, NoMethod()), nil
 	}
 	if a.Unguarded(r) {
 		return pass(ctx)
 	}
 	req, p := a.request(ctx, r)
 	if p != nil {
-		return c.Problem(p), nil
+		return problem(ctx, a, c, p), nil
 	}
 	var (
 		fresh R
@@ -405,7 +376,7 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 		// Refused, or the handler's outcome is unknown and its key kept:
 		// the client gets a problem that says what a retry will get.
 		logUnobserved(ctx, a.g, req.Scope, err)
-		return c.Problem(ProblemFor(err, a.storeRetry)), nil
+		return problem(ctx, a, c, ProblemFor(err, a.storeRetry)), nil
 	case replayed:
 		return c.Replay(snap), nil
 	}
@@ -413,6 +384,19 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 		fresh = c.Fresh(fresh)
 	}
 	return fresh, nil
+}
+
+// problem returns the response of c for p.
+func problem[R any](ctx context.Context, a *Front, c Codec[R], p *Problem) R {
+	if c.Problem != nil {
+		return c.Problem(p)
+	}
+	return c.Respond(a.ProblemResponse(ctx, p))
+}
+
+// ProblemResponse returns the response for p.
+func (a *Front) ProblemResponse(_ context.Context, p *Problem) httpguard.Response {
+	return p.Response()
 }
 
 // request returns the guard request for r, or the problem that refuses it
