@@ -1,6 +1,8 @@
 // Package httpguard holds what idemkit's HTTP adapters share: the
 // [Settings] that the Config of lambda/apigw, lambda/alb and httpmw
-// embeds, and the problem responses they answer with. A setting means the
+// embeds, the problem responses they answer with, and two hooks: one that
+// answers problems in the API's own error format, one that adjusts the
+// header of replayed responses. A setting means the
 // same in every adapter; where an adapter reads it differently (what a
 // route template is), Settings says so.
 //
@@ -39,6 +41,8 @@
 package httpguard
 
 import (
+	"context"
+	"net/http"
 	"time"
 
 	"github.com/idemkit/idemkit/fingerprint"
@@ -98,6 +102,28 @@ type Settings struct {
 	// StoreRetryAfter is the Retry-After of a 503 store-unavailable
 	// problem. Zero: 1 s.
 	StoreRetryAfter time.Duration
+
+	// ProblemResponse returns the response sent for a problem, in the
+	// API's own error format: from its Type, Status, Detail and RetryAfter
+	// (send Retry-After yourself when it is set). Nil: p.Response(), RFC
+	// 9457. A status outside 200-599 is replaced by p.Status; header
+	// fields that are not valid, hop-by-hop fields and the framing
+	// (Connection, Transfer-Encoding, Content-Length) and
+	// Idempotent-Replayed, which only a replay carries, are dropped.
+	// idemclient reads RFC 9457 problems only: another format reaches its
+	// callers as a plain response, retried only when it is a 429 or a 5xx
+	// (a 409 in-flight is then not waited out).
+	ProblemResponse func(ctx context.Context, p Problem) Response
+	// AdjustReplay may add, change or remove header fields of a replayed
+	// response before it is sent; status is the stored status. The body
+	// and status are the stored answer and cannot change, nor can what
+	// describes the body: Content-Type and Content-Encoding keep their
+	// stored values, and Idempotent-Replayed stays "true". Hop-by-hop
+	// fields, the framing and fields that are not valid are dropped. A
+	// field that is never stored (Set-Cookie, Date, X-Request-Id,
+	// RateLimit-*) is sent as the hook sets it: it is this response's
+	// own, not the first one's. Nil: the stored header as it is.
+	AdjustReplay func(ctx context.Context, status int, header http.Header)
 }
 
 // Route overrides Settings for one route.

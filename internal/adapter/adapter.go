@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
 // DefaultHeader is the request header carrying the key.
@@ -57,6 +58,9 @@ type Front struct {
 	template   bool
 	replay     []string
 	storeRetry time.Duration
+
+	problemHook func(context.Context, httpguard.Problem) httpguard.Response
+	replayHook  func(context.Context, int, http.Header)
 }
 
 // New compiles o. It fails when g is nil or o cannot be used: a safe
@@ -68,7 +72,8 @@ func New(g *idemkit.Guard, o Options) (*Front, error) {
 		return nil, errors.New("nil *idemkit.Guard")
 	}
 	a := &Front{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
-		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter}
+		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter,
+		problemHook: o.ProblemResponse, replayHook: o.AdjustReplay}
 	if a.header == "" {
 		a.header = DefaultHeader
 	}
@@ -378,6 +383,11 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 		logUnobserved(ctx, a.g, req.Scope, err)
 		return problem(ctx, a, c, ProblemFor(err, a.storeRetry)), nil
 	case replayed:
+		if a.replayHook != nil {
+			adjusted := *snap
+			adjusted.Header = a.replayHeader(ctx, snap)
+			snap = &adjusted
+		}
 		return c.Replay(snap), nil
 	}
 	if c.Fresh != nil {
@@ -394,9 +404,75 @@ func problem[R any](ctx context.Context, a *Front, c Codec[R], p *Problem) R {
 	return c.Respond(a.ProblemResponse(ctx, p))
 }
 
-// ProblemResponse returns the response for p.
-func (a *Front) ProblemResponse(_ context.Context, p *Problem) httpguard.Response {
-	return p.Response()
+// ProblemResponse returns the response for p: Settings.ProblemResponse's,
+// held to its rules, or p.Response().
+func (a *Front) ProblemResponse(ctx context.Context, p *Problem) httpguard.Response {
+	if a.problemHook == nil {
+		return p.Response()
+	}
+	r := a.problemHook(ctx, *p)
+	if r.Status < 200 || r.Status > 599 {
+		r.Status = p.Status
+	}
+	h := make(http.Header, len(r.Header))
+	for k, vs := range r.Header {
+		if hookField(k, vs) && !httpheader.EqualFold(k, ReplayedHeader) {
+			h[k] = vs
+		}
+	}
+	r.Header = h
+	return r
+}
+
+// replayHeader returns the header of s's replay (without the
+// ReplayedHeader, which the codec sets): s.Header itself without
+// Settings.AdjustReplay, else the header the hook left, held to its rules.
+func (a *Front) replayHeader(ctx context.Context, s *idemkit.Snapshot) http.Header {
+	if a.replayHook == nil {
+		return s.Header
+	}
+	h := s.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	a.replayHook(ctx, s.Status, h)
+	for k, vs := range h {
+		if !hookField(k, vs) || httpheader.EqualFold(k, ReplayedHeader) || describesBody(k) {
+			delete(h, k)
+		}
+	}
+	for _, k := range bodyFields {
+		if vs, ok := s.Header[k]; ok {
+			h[k] = vs
+		}
+	}
+	return h
+}
+
+// bodyFields describe a stored body; a replay keeps their stored values.
+var bodyFields = []string{"Content-Type", "Content-Encoding"}
+
+func describesBody(name string) bool {
+	for _, f := range bodyFields {
+		if httpheader.EqualFold(name, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// hookField reports whether a hook's header field may be sent: a valid
+// name and values, not hop-by-hop or framing.
+func hookField(name string, vs []string) bool {
+	if !httpheader.ValidName(name) || httpheader.HopByHop(name) {
+		return false
+	}
+	for _, v := range vs {
+		if !httpheader.ValidValue(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // request returns the guard request for r, or the problem that refuses it
