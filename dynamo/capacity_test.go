@@ -46,7 +46,7 @@ func TestNoCallsAtInit(t *testing.T) {
 	_ = apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("t")}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{}, nil
 	})
-	_ = httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "t", nil }})(http.NotFoundHandler())
+	_ = httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "t", nil }})(http.NotFoundHandler())
 	if n := calls.Load(); n != 0 {
 		t.Fatalf("%d DynamoDB calls at init, want none", n)
 	}

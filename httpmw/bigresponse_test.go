@@ -170,7 +170,7 @@ func TestMiddlewareLargeResponseOverHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			runs := 0
-			mw := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "tenant-a", nil }, MaxResponseBytes: limit})
+			mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }, MaxResponseBytes: limit})
 			srv := httptest.NewServer(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				runs++
 				w.Header().Set("Trailer", "X-Checksum")

@@ -96,7 +96,7 @@ func newProbe(t *testing.T, store idemkit.Store, pol idemkit.Policy, h http.Hand
 	if err != nil {
 		t.Fatal(err)
 	}
-	mw := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "tenant-a", nil }})
+	mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }})
 	p.h = mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.runs.Add(1)
 		h(w, r)

@@ -3,8 +3,8 @@
 // once per (tenant, operation, key), and its retries get the first
 // response back byte for byte, marked Idempotent-Replayed: true. Use it
 // behind the Lambda Web Adapter, aws-lambda-go-api-proxy or in a
-// container; the semantics and problem types are those of package
-// lambda/apigw.
+// container; the semantics are those of package lambda/apigw, the
+// settings and problem types package httpguard's.
 //
 //	g, _ := idemkit.New(idemkit.Config{Store: store})
 //	mw := httpmw.New(g, httpmw.Config{Tenant: tenantFromAuth})
@@ -62,10 +62,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
 	"github.com/idemkit/idemkit/internal/httpheader"
 )
@@ -79,45 +78,20 @@ const DefaultMaxBodyBytes = 6 << 20
 // DynamoDB store keeps (it stores a longer one without its body).
 const DefaultMaxResponseBytes = 16 << 20
 
-// Config configures New. Its zero value and the settings it shares with
-// [github.com/idemkit/idemkit/lambda/apigw.Config] are documented there:
-// they mean the same here, except where a field below says otherwise (a
-// request's operation uses its escaped path, normalized as
-// docs/FINGERPRINT.md says: "/orders/%31" and "/orders/1" are one).
+// Config configures New: the tenant, the settings every adapter shares
+// (see httpguard.Settings; a route template is the ServeMux pattern that
+// matched, Request.Pattern, when the middleware wraps a handler registered
+// on the mux), and the bounds of what the middleware buffers. A request's
+// operation uses its escaped path, normalized as docs/FINGERPRINT.md says:
+// "/orders/%31" and "/orders/1" are one.
 type Config struct {
-	// Tenant returns the authenticated caller of r (from the session or
-	// token your authentication middleware verified, never from the body),
-	// exactly: taken byte for byte, so return an error wrapping
-	// idemkit.ErrTenantInexact for an identity that may not be exact (a
-	// numeric claim decoded as a float64 past 2^53-1 may be the rounding
-	// of another caller's id), never a rounded or reformatted one.
-	// Required: New panics without it. An empty result or an error: the
-	// request fails closed (500 tenant-missing), the handler does not run
-	// and nothing is stored. The error, joined with
-	// idemkit.ErrTenantMissing, goes to the Observer (never to the caller).
-	Tenant func(r *http.Request) (string, error)
+	// Tenant returns the authenticated caller of r, from the session or
+	// token your authentication middleware verified, as idemkit.TenantFunc
+	// says; ctx is r's context. Required: New panics without it. An empty
+	// result or an error fails the request closed (500 tenant-missing).
+	Tenant idemkit.TenantFunc[*http.Request]
 
-	// The settings of apigw.Config.
-	Methods     []string
-	Header      string
-	MaxKeyLen   int
-	KeyOptional bool
-
-	// Routes overrides KeyOptional and Fingerprint per route, keyed by
-	// "METHOD /pattern" (the ServeMux pattern without its method) or
-	// "METHOD /path".
-	Routes map[string]Route
-	// RouteTemplate scopes records by the ServeMux pattern that matched
-	// (Request.Pattern) instead of the path. It applies when the middleware
-	// wraps a handler registered on the mux, not the mux itself. The
-	// escaped path (normalized) is then part of the fingerprint: a key reused for
-	// another resource of the pattern is a 422 fingerprint-mismatch.
-	RouteTemplate bool
-
-	// The settings of apigw.Config.
-	Fingerprint     fingerprint.Options
-	ReplayHeaders   []string
-	StoreRetryAfter time.Duration
+	httpguard.Settings
 
 	// MaxBodyBytes bounds a guarded request's body; a larger one gets a 413
 	// problem, reported to the Observer as ErrBodyTooLarge (as does a body
@@ -134,26 +108,10 @@ type Config struct {
 	MaxResponseBytes int64
 }
 
-// Route overrides a Config for one route.
-type Route struct {
-	KeyOptional bool
-	Fingerprint *fingerprint.Options
-}
-
-// options converts c to the settings every adapter shares.
-func (c *Config) options() adapter.Options {
-	return adapter.Options{
-		NoTenant: c.Tenant == nil,
-		Methods:  c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
-		Routes: adapter.Routes(c.Routes), RouteTemplate: c.RouteTemplate, Fingerprint: c.Fingerprint,
-		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
-	}
-}
-
 // New returns middleware that guards the requests of the handler it wraps.
 // It panics when cfg cannot be used or g is nil.
 func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
-	a := adapter.MustNew("httpmw", g, cfg.options())
+	a := adapter.MustNew("httpmw", g, cfg.Settings, cfg.Tenant != nil)
 	limit := cfg.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
@@ -194,7 +152,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 			}
 			return r
 		},
-		Problem: problem,
+		Respond: respond,
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -212,7 +170,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 				Header:      func() map[string][]string { return req.Header },
 			}
 			if cfg.Tenant != nil {
-				r.Tenant = func(context.Context) (string, error) { return cfg.Tenant(req) }
+				r.Tenant = func(ctx context.Context) (string, error) { return cfg.Tenant(ctx, req) }
 			}
 			// Decide first: a request that is not guarded reaches next
 			// with its body unread, whatever its size.
@@ -231,7 +189,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 					p = adapter.BodyTooLarge(limit)
 				}
 				a.Refuse(req.Context(), &r, err)
-				problem(p).writeTo(w)
+				respond(a.ProblemResponse(req.Context(), p)).writeTo(w)
 				return
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
@@ -285,7 +243,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 			if resp == nil && err != nil {
 				// The handler failed (Fail) and its key was freed: what it
 				// wrote is dropped, so a retry runs it again.
-				resp = problem(adapter.HandlerFailed())
+				resp = respond(a.ProblemResponse(req.Context(), adapter.HandlerFailed()))
 			}
 			if resp != nil {
 				resp.writeTo(w)
@@ -414,12 +372,13 @@ func template(pattern string) string {
 	return pattern
 }
 
-func problem(p *adapter.Problem) *response {
-	r := &response{status: p.Status, sent: http.Header{}}
-	for k, v := range p.Header() {
-		r.sent.Set(k, v)
+// respond returns the response recorded for resp.
+func respond(resp httpguard.Response) *response {
+	r := &response{status: resp.Status, sent: resp.Header}
+	if r.sent == nil {
+		r.sent = http.Header{}
 	}
-	r.body = *bytes.NewBuffer(p.Body())
+	r.body = *bytes.NewBuffer(resp.Body)
 	return r
 }
 

@@ -23,7 +23,7 @@ func sendTwice(t *testing.T, h http.Handler) [2]*http.Response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "tenant-a", nil }})(h))
+	srv := httptest.NewServer(httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }})(h))
 	defer srv.Close()
 	var out [2]*http.Response
 	for i := range out {
@@ -150,7 +150,7 @@ func TestMiddlewareClientGone(t *testing.T) {
 	}
 	var runs atomic.Int32
 	started := make(chan struct{})
-	h := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "tenant-a", nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
 			close(started)
 			<-r.Context().Done() // the client is gone

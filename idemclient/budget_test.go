@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/idemclient"
 	"github.com/idemkit/idemkit/internal/testclock"
@@ -41,7 +42,7 @@ func unavailable(t *testing.T, retryAfter time.Duration) (*api, *downStore, stri
 	clock := testclock.New()
 	store := &downStore{Store: memstore.New(), clock: clock}
 	a := &api{store: store, clock: clock, guard: idemkit.Config{ClaimAttempts: 1},
-		mw: httpmw.Config{StoreRetryAfter: retryAfter}}
+		mw: httpmw.Config{Settings: httpguard.Settings{StoreRetryAfter: retryAfter}}}
 	return a, store, a.start(t).URL
 }
 

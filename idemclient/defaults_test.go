@@ -5,6 +5,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/adapter"
+	"github.com/idemkit/idemkit/internal/problemtype"
 )
 
 // TestDefaultsMatchServer: the client's defaults are the server's.
@@ -15,7 +16,7 @@ func TestDefaultsMatchServer(t *testing.T) {
 	if DefaultMargin != idemkit.DefaultKeyClockSkew {
 		t.Errorf("DefaultMargin %s, the server's KeyClockSkew %s", DefaultMargin, idemkit.DefaultKeyClockSkew)
 	}
-	if ReplayedHeader != adapter.ReplayedHeader || ProblemContentType != adapter.ProblemContentType || ProblemBase != adapter.ProblemBase {
+	if ReplayedHeader != adapter.ReplayedHeader || ProblemContentType != problemtype.ContentType || ProblemBase != problemtype.Base {
 		t.Errorf("header, media type or problem base differ from the server's")
 	}
 }

@@ -26,7 +26,7 @@ func ordersAPI() *httptest.Server {
 	if err != nil {
 		log.Fatal(err)
 	}
-	guard := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "alice", nil }})
+	guard := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "alice", nil }})
 	return httptest.NewServer(guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)

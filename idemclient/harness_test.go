@@ -62,7 +62,7 @@ func (a *api) start(t *testing.T) *httptest.Server {
 	}
 	mwc := a.mw
 	if mwc.Tenant == nil {
-		mwc.Tenant = func(*http.Request) (string, error) { return "t1", nil }
+		mwc.Tenant = func(context.Context, *http.Request) (string, error) { return "t1", nil }
 	}
 	h := a.handler
 	if h == nil {

@@ -6,33 +6,35 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/idemkit/idemkit/internal/problemtype"
 )
 
 // ProblemBase is the prefix of the problem types an idemkit server
 // answers with.
-const ProblemBase = "https://idemkit.dev/problems/"
+const ProblemBase = problemtype.Base
 
 // The problem types of an idemkit server (README.md, "What clients get").
 const (
-	TypeKeyMissing          = ProblemBase + "key-missing"
-	TypeKeyInvalid          = ProblemBase + "key-invalid"
-	TypeKeyExpired          = ProblemBase + "key-expired"
-	TypeBodyInvalid         = ProblemBase + "body-invalid"
-	TypeBodyTooLarge        = ProblemBase + "body-too-large"
-	TypePathTooLong         = ProblemBase + "path-too-long"
-	TypeQueryTooLarge       = ProblemBase + "query-too-large"
-	TypeFingerprintMismatch = ProblemBase + "fingerprint-mismatch"
-	TypeOperationMismatch   = ProblemBase + "operation-mismatch"
-	TypeInFlight            = ProblemBase + "in-flight"
-	TypeIndeterminate       = ProblemBase + "indeterminate-operator-required"
-	TypeResponseNotStored   = ProblemBase + "response-not-stored"
-	TypeReplayWindowPassed  = ProblemBase + "replay-window-passed"
-	TypeStoreUnavailable    = ProblemBase + "store-unavailable"
-	TypeOutcomeUnknown      = ProblemBase + "outcome-unknown"
-	TypeCorruptRecord       = ProblemBase + "record-corrupt"
-	TypeTenantMissing       = ProblemBase + "tenant-missing"
-	TypeGuardFailure        = ProblemBase + "guard-failure"
-	TypeHandlerFailed       = ProblemBase + "handler-failed"
+	TypeKeyMissing          = problemtype.KeyMissing
+	TypeKeyInvalid          = problemtype.KeyInvalid
+	TypeKeyExpired          = problemtype.KeyExpired
+	TypeBodyInvalid         = problemtype.BodyInvalid
+	TypeBodyTooLarge        = problemtype.BodyTooLarge
+	TypePathTooLong         = problemtype.PathTooLong
+	TypeQueryTooLarge       = problemtype.QueryTooLarge
+	TypeFingerprintMismatch = problemtype.FingerprintMismatch
+	TypeOperationMismatch   = problemtype.OperationMismatch
+	TypeInFlight            = problemtype.InFlight
+	TypeIndeterminate       = problemtype.Indeterminate
+	TypeResponseNotStored   = problemtype.ResponseNotStored
+	TypeReplayWindowPassed  = problemtype.ReplayWindowPassed
+	TypeStoreUnavailable    = problemtype.StoreUnavailable
+	TypeOutcomeUnknown      = problemtype.OutcomeUnknown
+	TypeCorruptRecord       = problemtype.CorruptRecord
+	TypeTenantMissing       = problemtype.TenantMissing
+	TypeGuardFailure        = problemtype.GuardFailure
+	TypeHandlerFailed       = problemtype.HandlerFailed
 )
 
 // Problem is an RFC 9457 problem detail, with the extension members an
@@ -55,7 +57,7 @@ type Problem struct {
 }
 
 // ProblemContentType is the media type of a problem body.
-const ProblemContentType = "application/problem+json"
+const ProblemContentType = problemtype.ContentType
 
 // readProblem returns the problem body of resp, nil when it has none.
 func readProblem(resp *http.Response, body []byte) *Problem {
@@ -79,7 +81,7 @@ type verdict struct {
 	happened, check string
 }
 
-// verdicts holds every problem type an idemkit server answers with.
+// verdicts holds every problem type of problemtype.All.
 var verdicts = map[string]verdict{
 	TypeInFlight:         {retry: true},
 	TypeStoreUnavailable: {retry: true},

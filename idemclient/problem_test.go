@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/idemclient"
 	"github.com/idemkit/idemkit/memstore"
@@ -60,9 +61,9 @@ func TestProblemsNotRetried(t *testing.T) {
 		kind    error
 		says    string
 	}{
-		{name: "key missing", api: &api{mw: httpmw.Config{Header: "X-Idempotency-Key"}}, final: order,
+		{name: "key missing", api: &api{mw: httpmw.Config{Settings: httpguard.Settings{Header: "X-Idempotency-Key"}}}, final: order,
 			typ: idemclient.TypeKeyMissing, status: 400, kind: idemclient.ErrRefused, says: "Config.Header names"},
-		{name: "key invalid", api: &api{mw: httpmw.Config{MaxKeyLen: 8}}, final: order,
+		{name: "key invalid", api: &api{mw: httpmw.Config{Settings: httpguard.Settings{MaxKeyLen: 8}}}, final: order,
 			typ: idemclient.TypeKeyInvalid, status: 400, kind: idemclient.ErrRefused, says: "(too long)"},
 		{name: "key expired", api: &api{policy: idemkit.Policy{ReplayWindow: time.Hour, RecordRetention: time.Hour}},
 			key: func(now time.Time) string { return idemclient.NewKeyAt(now.Add(-2 * time.Hour)) }, final: order,
@@ -87,7 +88,7 @@ func TestProblemsNotRetried(t *testing.T) {
 			typ: idemclient.TypeReplayWindowPassed, status: 410, kind: idemclient.ErrCompleted, says: "location /orders/ord_1"},
 		{name: "response not stored", api: &api{store: omittingStore{memstore.New()}}, first: &order, final: order,
 			typ: idemclient.TypeResponseNotStored, status: 410, kind: idemclient.ErrCompleted, says: "status 201"},
-		{name: "tenant missing", api: &api{mw: httpmw.Config{Tenant: func(*http.Request) (string, error) { return "", nil }}}, final: order,
+		{name: "tenant missing", api: &api{mw: httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "", nil }}}, final: order,
 			typ: idemclient.TypeTenantMissing, status: 500, kind: idemclient.ErrServerFailure, says: "Tenant setting"},
 		{name: "record corrupt", api: &api{store: failingStore{memstore.New(), idemkit.ErrCorruptRecord}}, final: order,
 			typ: idemclient.TypeCorruptRecord, status: 500, kind: idemclient.ErrServerFailure, says: "idemkit inspect"},

@@ -209,7 +209,7 @@ func TestBatchSQSQueue(t *testing.T) {
 				err := json.Unmarshal([]byte(m.Body), &o)
 				return o.OrderID, err
 			},
-			Tenant:    "acme",
+			Tenant:    idemkit.SingleTenant[events.SQSMessage]("acme"),
 			Operation: "orders.ship",
 		},
 		OnFailure: func(_ context.Context, f batch.Failure) {

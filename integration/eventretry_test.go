@@ -83,7 +83,7 @@ func TestEventRedeliveredUnderFaults(t *testing.T) {
 			}
 			h := lambdaevent.Wrap(g, lambdaevent.Config[transferEvent]{
 				Key:       func(in transferEvent) (string, error) { return in.TransferID, nil },
-				Tenant:    "acme",
+				Tenant:    idemkit.SingleTenant[transferEvent]("acme"),
 				Operation: "transfers.execute",
 			}, fn)
 			ev := transferEvent{TransferID: key, Amount: 1999}

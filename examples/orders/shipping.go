@@ -179,7 +179,7 @@ func ShippingHandler(o WorkerOptions) (SQSHandlerFunc, error) {
 				r, err := shipRequestOf(m)
 				return r.OrderID, err
 			},
-			TenantOf: func(_ context.Context, m events.SQSMessage) (string, error) {
+			Tenant: func(_ context.Context, m events.SQSMessage) (string, error) {
 				if a, ok := m.MessageAttributes[TenantAttribute]; ok && a.StringValue != nil {
 					return *a.StringValue, nil
 				}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
 // DefaultHeader is the request header carrying the key.
@@ -29,46 +31,12 @@ const DefaultStoreRetryAfter = time.Second
 // unguarded.
 var ErrNoMethod = errors.New("idemkit: event has no HTTP method: the wrapper does not match the event source or its payload format version")
 
-// Options are the settings shared by every adapter; each adapter's Config
-// documents them for its users.
-type Options struct {
-	// NoTenant is set by an adapter whose Config names no tenant source:
-	// New refuses it, so that a missing Tenant stops the function at init
-	// instead of failing every request.
-	NoTenant        bool
-	Methods         []string
-	Header          string
-	MaxKeyLen       int
-	KeyOptional     bool
-	Routes          map[string]Route
-	RouteTemplate   bool
-	Fingerprint     fingerprint.Options
-	ReplayHeaders   []string
-	StoreRetryAfter time.Duration
-}
+// Options are the settings New compiles: the Settings every adapter's
+// Config embeds.
+type Options = httpguard.Settings
 
 // Route overrides Options for one route.
-type Route struct {
-	KeyOptional bool
-	Fingerprint *fingerprint.Options
-}
-
-// Routes converts an adapter's per-route overrides, whose Route type has
-// exactly the fields of [Route], to the shared type: an adapter whose
-// Route drifts from it does not compile.
-func Routes[R ~struct {
-	KeyOptional bool
-	Fingerprint *fingerprint.Options
-}](m map[string]R) map[string]Route {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]Route, len(m))
-	for k, r := range m {
-		out[k] = Route(r)
-	}
-	return out
-}
+type Route = httpguard.Route
 
 type route struct {
 	optional bool
@@ -90,6 +58,9 @@ type Front struct {
 	template   bool
 	replay     []string
 	storeRetry time.Duration
+
+	problemHook func(context.Context, httpguard.Problem) httpguard.Response
+	replayHook  func(context.Context, int, http.Header)
 }
 
 // New compiles o. It fails when g is nil or o cannot be used: a safe
@@ -100,11 +71,9 @@ func New(g *idemkit.Guard, o Options) (*Front, error) {
 	if g == nil {
 		return nil, errors.New("nil *idemkit.Guard")
 	}
-	if o.NoTenant {
-		return nil, errors.New("the Tenant setting is nil: name the authenticated caller (a JWT claim, the authorizer's context, the API key, the IAM caller, your own function), or SingleTenant for an internal API")
-	}
 	a := &Front{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
-		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter}
+		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter,
+		problemHook: o.ProblemResponse, replayHook: o.AdjustReplay}
 	if a.header == "" {
 		a.header = DefaultHeader
 	}
@@ -197,11 +166,15 @@ func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 	return route{optional: optional, fp: fp, fpPath: fpPath, query: !o.IgnoreQuery, headers: len(o.Headers) > 0}, nil
 }
 
-// MustNew is New that panics, naming pkg, when o cannot be used. Adapters
+// MustNew is New that panics, naming pkg, when o cannot be used or the
+// adapter's Config names no tenant source (hasTenant false). Adapters
 // call it when a handler is wrapped, at init, so a bad Config stops the
-// function from starting instead of failing requests.
-func MustNew(pkg string, g *idemkit.Guard, o Options) *Front {
+// function from starting instead of failing every request.
+func MustNew(pkg string, g *idemkit.Guard, o Options, hasTenant bool) *Front {
 	a, err := New(g, o)
+	if err == nil && !hasTenant {
+		err = errors.New("the Tenant setting is nil: name the authenticated caller (a JWT claim, the authorizer's context, the API key, the IAM caller, your own function), or SingleTenant for an internal API")
+	}
 	if err != nil {
 		panic(pkg + ": invalid Config: " + err.Error())
 	}
@@ -343,7 +316,10 @@ type Codec[R any] struct {
 	// without the ReplayedHeader in any spelling, which only a replay
 	// carries. Nil: the response as it is.
 	Fresh func(R) R
-	// Problem returns the response for a problem.
+	// Respond returns the adapter's response for a problem's response.
+	Respond func(httpguard.Response) R
+	// Problem, when set, returns the response for a problem instead of
+	// Respond (a test that reads the problem itself).
 	Problem func(*Problem) R
 	// Pass, when set, runs the handler of a request that is not guarded
 	// instead of next (the net/http middleware lets it write directly).
@@ -356,7 +332,7 @@ type Codec[R any] struct {
 // (tenant, operation, key) through the idemkit.Guard.
 // A fresh execution returns next's response, through c.Fresh (without
 // the ReplayedHeader a handler may have set); a replay returns
-// c.Replay of the stored snapshot; a refusal returns c.Problem. An error
+// c.Replay of the stored snapshot; a refusal returns c.Respond of the problem's response. An error
 // returned by next is returned as is, after the claim was released.
 func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
 	pass := next
@@ -373,14 +349,14 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 		}
 		a.Refuse(ctx, r, err)
 		logUnobserved(ctx, a.g, idemkit.Scope{Operation: a.Operation(r)}, err)
-		return c.Problem(NoMethod()), nil
+		return problem(ctx, a, c, NoMethod()), nil
 	}
 	if a.Unguarded(r) {
 		return pass(ctx)
 	}
 	req, p := a.request(ctx, r)
 	if p != nil {
-		return c.Problem(p), nil
+		return problem(ctx, a, c, p), nil
 	}
 	var (
 		fresh R
@@ -405,14 +381,98 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 		// Refused, or the handler's outcome is unknown and its key kept:
 		// the client gets a problem that says what a retry will get.
 		logUnobserved(ctx, a.g, req.Scope, err)
-		return c.Problem(ProblemFor(err, a.storeRetry)), nil
+		return problem(ctx, a, c, ProblemFor(err, a.storeRetry)), nil
 	case replayed:
+		if a.replayHook != nil {
+			adjusted := *snap
+			adjusted.Header = a.replayHeader(ctx, snap)
+			snap = &adjusted
+		}
 		return c.Replay(snap), nil
 	}
 	if c.Fresh != nil {
 		fresh = c.Fresh(fresh)
 	}
 	return fresh, nil
+}
+
+// problem returns the response of c for p.
+func problem[R any](ctx context.Context, a *Front, c Codec[R], p *Problem) R {
+	if c.Problem != nil {
+		return c.Problem(p)
+	}
+	return c.Respond(a.ProblemResponse(ctx, p))
+}
+
+// ProblemResponse returns the response for p: Settings.ProblemResponse's,
+// held to its rules, or p.Response().
+func (a *Front) ProblemResponse(ctx context.Context, p *Problem) httpguard.Response {
+	if a.problemHook == nil {
+		return p.Response()
+	}
+	r := a.problemHook(ctx, *p)
+	if r.Status < 200 || r.Status > 599 {
+		r.Status = p.Status
+	}
+	h := make(http.Header, len(r.Header))
+	for k, vs := range r.Header {
+		if hookField(k, vs) && !httpheader.EqualFold(k, ReplayedHeader) {
+			h[k] = vs
+		}
+	}
+	r.Header = h
+	return r
+}
+
+// replayHeader returns the header of s's replay (without the
+// ReplayedHeader, which the codec sets): s.Header itself without
+// Settings.AdjustReplay, else the header the hook left, held to its rules.
+func (a *Front) replayHeader(ctx context.Context, s *idemkit.Snapshot) http.Header {
+	if a.replayHook == nil {
+		return s.Header
+	}
+	h := s.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	a.replayHook(ctx, s.Status, h)
+	for k, vs := range h {
+		if !hookField(k, vs) || httpheader.EqualFold(k, ReplayedHeader) || describesBody(k) {
+			delete(h, k)
+		}
+	}
+	for _, k := range bodyFields {
+		if vs, ok := s.Header[k]; ok {
+			h[k] = vs
+		}
+	}
+	return h
+}
+
+// bodyFields describe a stored body; a replay keeps their stored values.
+var bodyFields = []string{"Content-Type", "Content-Encoding"}
+
+func describesBody(name string) bool {
+	for _, f := range bodyFields {
+		if httpheader.EqualFold(name, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// hookField reports whether a hook's header field may be sent: a valid
+// name and values, not hop-by-hop or framing.
+func hookField(name string, vs []string) bool {
+	if !httpheader.ValidName(name) || httpheader.HopByHop(name) {
+		return false
+	}
+	for _, v := range vs {
+		if !httpheader.ValidValue(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // request returns the guard request for r, or the problem that refuses it

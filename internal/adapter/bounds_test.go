@@ -63,7 +63,7 @@ func sizedFronts(g *idemkit.Guard, runs *int) map[string]sizedFront {
 		*runs++
 		return events.ALBTargetGroupResponse{StatusCode: 201}, nil
 	})
-	mw := httpmw.New(g, httpmw.Config{Tenant: func(r *http.Request) (string, error) { return tenant(r.Context()) }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := httpmw.New(g, httpmw.Config{Tenant: func(_ context.Context, r *http.Request) (string, error) { return tenant(r.Context()) }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*runs++
 		w.WriteHeader(201)
 	}))

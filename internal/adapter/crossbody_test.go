@@ -36,7 +36,7 @@ func TestBinaryReplayAcrossFronts(t *testing.T) {
 				return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/zip"},
 					Body: base64.StdEncoding.EncodeToString(bin), IsBase64Encoded: true}, nil
 			})
-			mw := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "t", nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "t", nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				runs++
 				w.Header().Set("Content-Type", "application/zip")
 				w.WriteHeader(201)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/clip"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -187,25 +188,6 @@ func TestSingleSplit(t *testing.T) {
 	}
 }
 
-// TestProblemHeader: every problem response is typed, never cached and
-// never sniffed; Retry-After is sent exactly when the problem names a
-// delay, in the same whole seconds as its retryAfter member.
-func TestProblemHeader(t *testing.T) {
-	base := map[string]string{"Content-Type": "application/problem+json", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
-	if got := (&Problem{Status: 422}).Header(); !reflect.DeepEqual(got, base) {
-		t.Errorf("Header = %v, want %v", got, base)
-	}
-	for s, v := range map[int]string{1: "1", 2: "2", 30: "30"} {
-		want := map[string]string{"Retry-After": v}
-		for k, v := range base {
-			want[k] = v
-		}
-		if got := (&Problem{Status: 409, RetryAfter: s}).Header(); !reflect.DeepEqual(got, want) {
-			t.Errorf("RetryAfter %d: Header = %v, want %v", s, got, want)
-		}
-	}
-}
-
 // TestValuesDeterministic: the key header's values under several spellings
 // come in one order whatever the map order, so a request whose lines are
 // invalid in two ways is refused with the same reason on every retry. A
@@ -239,7 +221,7 @@ func TestKeyMissingNamesHeader(t *testing.T) {
 	}
 	tenant := func(context.Context) (string, error) { return "t", nil }
 	_, p := a.request(context.Background(), &Request{Method: "POST", Path: "/orders", Tenant: tenant})
-	if p == nil || p.Type != TypeKeyMissing || !strings.Contains(p.Detail, "X-Request-Key header") {
+	if p == nil || p.Type != httpguard.TypeKeyMissing || !strings.Contains(p.Detail, "X-Request-Key header") {
 		t.Fatalf("problem %+v, want key-missing naming X-Request-Key", p)
 	}
 }

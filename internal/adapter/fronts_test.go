@@ -66,7 +66,7 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 		*runs++
 		return events.ALBTargetGroupResponse{StatusCode: 201, MultiValueHeaders: map[string][]string{"Content-Type": {"application/json"}}, Body: `{"id":"ord_1"}`}, nil
 	})
-	mw := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return tenant, nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*runs++
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(201)

@@ -280,6 +280,16 @@ func LambdaBody(s *idemkit.Snapshot) (body string, isBase64 bool) {
 	return base64.StdEncoding.EncodeToString(s.Body), true
 }
 
+// ResponseBody returns b as a Lambda proxy response body: as it is when
+// it is valid UTF-8, which the Lambda runtime carries intact as a JSON
+// string, base64-encoded otherwise.
+func ResponseBody(b []byte) (body string, isBase64 bool) {
+	if utf8.Valid(b) {
+		return string(b), false
+	}
+	return base64.StdEncoding.EncodeToString(b), true
+}
+
 // Single returns h as single-value headers, several values joined by ", ".
 func Single(h http.Header, extra int) map[string]string {
 	out := make(map[string]string, len(h)+extra)

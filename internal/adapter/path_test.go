@@ -43,7 +43,7 @@ func pathFronts(t *testing.T) map[string]func(path string) bool {
 		ran = true
 		return events.ALBTargetGroupResponse{StatusCode: 201}, nil
 	})
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(*http.Request) (string, error) { return "t", nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "t", nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ran = true
 		w.WriteHeader(201)
 	}))

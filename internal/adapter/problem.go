@@ -1,69 +1,20 @@
 package adapter
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/clip"
 	"github.com/idemkit/idemkit/internal/retryafter"
 )
 
-// ProblemBase is the prefix of every problem type URI.
-const ProblemBase = "https://idemkit.dev/problems/"
-
-// ProblemContentType is the media type of a problem body (RFC 9457).
-const ProblemContentType = "application/problem+json"
-
-// Problem is an RFC 9457 problem detail. The fields after Detail are
-// extension members; zero ones are left out.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-
-	// Reason says why a key was refused.
-	Reason string `json:"reason,omitempty"`
-	// RetryAfter is the whole seconds also sent in the Retry-After header.
-	RetryAfter int `json:"retryAfter,omitempty"`
-	// OriginalStatus, Location and CompletedAt name the first outcome of a
-	// completed request whose response cannot be replayed.
-	OriginalStatus int    `json:"originalStatus,omitempty"`
-	Location       string `json:"location,omitempty"`
-	CompletedAt    string `json:"completedAt,omitempty"`
-}
-
-// The problem types. Each is a stable URI under ProblemBase; the table in
-// the package documentation of the adapters lists them with their status.
-const (
-	TypeKeyMissing          = ProblemBase + "key-missing"
-	TypeKeyInvalid          = ProblemBase + "key-invalid"
-	TypeKeyExpired          = ProblemBase + "key-expired"
-	TypeBodyInvalid         = ProblemBase + "body-invalid"
-	TypeBodyTooLarge        = ProblemBase + "body-too-large"
-	TypePathTooLong         = ProblemBase + "path-too-long"
-	TypeQueryTooLarge       = ProblemBase + "query-too-large"
-	TypeFingerprintMismatch = ProblemBase + "fingerprint-mismatch"
-	TypeOperationMismatch   = ProblemBase + "operation-mismatch"
-	TypeInFlight            = ProblemBase + "in-flight"
-	TypeIndeterminate       = ProblemBase + "indeterminate-operator-required"
-	TypeResponseNotStored   = ProblemBase + "response-not-stored"
-	TypeReplayWindowPassed  = ProblemBase + "replay-window-passed"
-	TypeStoreUnavailable    = ProblemBase + "store-unavailable"
-	TypeOutcomeUnknown      = ProblemBase + "outcome-unknown"
-	TypeCorruptRecord       = ProblemBase + "record-corrupt"
-	TypeTenantMissing       = ProblemBase + "tenant-missing"
-	TypeGuardFailure        = ProblemBase + "guard-failure"
-	TypeHandlerFailed       = ProblemBase + "handler-failed"
-)
-
 // HandlerFailed is the problem for a handler that failed without a
 // response (httpmw.Fail): its key was freed and a retry runs it again.
-func HandlerFailed() *Problem {
-	return &Problem{Type: TypeHandlerFailed, Title: "Request failed", Status: 500,
+func HandlerFailed() *httpguard.Problem {
+	return &httpguard.Problem{Type: httpguard.TypeHandlerFailed, Title: "Request failed", Status: 500,
 		Detail: "The request failed before it reached an outcome, and its key was freed. Retry with the same key."}
 }
 
@@ -76,73 +27,48 @@ const MaxEchoBytes = 200
 // UTF-8 replaced by U+FFFD, so a detail stays small whatever the request.
 func Echo(s string) string { return clip.String(s, MaxEchoBytes) }
 
-// Header returns the headers a problem response carries, canonical names:
-// the problem media type, no-store, and nosniff so that a browser never
-// reads the body as anything else.
-func (p *Problem) Header() map[string]string {
-	h := map[string]string{
-		"Content-Type":           ProblemContentType,
-		"Cache-Control":          "no-store",
-		"X-Content-Type-Options": "nosniff",
-	}
-	if p.RetryAfter > 0 {
-		h["Retry-After"] = strconv.Itoa(p.RetryAfter)
-	}
-	return h
-}
-
-// Body returns the problem as JSON.
-func (p *Problem) Body() []byte {
-	b, err := json.Marshal(p)
-	if err != nil {
-		// A Problem holds only strings and ints.
-		panic("adapter: marshal problem: " + err.Error())
-	}
-	return b
-}
-
 // NoMethod is the problem for an event without an HTTP method
 // (ErrNoMethod): a misconfiguration, so the request fails closed.
-func NoMethod() *Problem {
-	return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
+func NoMethod() *httpguard.Problem {
+	return &httpguard.Problem{Type: httpguard.TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 		Detail: "The request was not run because its event names no HTTP method: the function's wrapper does not match the event source or the payload format version of its integration."}
 }
 
 // KeyMissing is the problem for a guarded request without a key.
-func KeyMissing(header string) *Problem {
-	return &Problem{Type: TypeKeyMissing, Title: "Idempotency key required", Status: 400,
+func KeyMissing(header string) *httpguard.Problem {
+	return &httpguard.Problem{Type: httpguard.TypeKeyMissing, Title: "Idempotency key required", Status: 400,
 		Detail: "This operation requires an " + header + " header."}
 }
 
 // TenantMissing is the problem for a guarded request whose tenant could not
 // be determined: a misconfiguration, so the request fails closed.
-func TenantMissing() *Problem {
-	return &Problem{Type: TypeTenantMissing, Title: "Idempotency tenant not configured", Status: 500,
+func TenantMissing() *httpguard.Problem {
+	return &httpguard.Problem{Type: httpguard.TypeTenantMissing, Title: "Idempotency tenant not configured", Status: 500,
 		Detail: "The idempotency guard found no authenticated caller (tenant) for this request and refused to run it. The Tenant setting or the authorizer of this route is misconfigured."}
 }
 
 // BodyInvalid is the problem for a body that cannot be fingerprinted.
-func BodyInvalid(err error) *Problem {
-	return &Problem{Type: TypeBodyInvalid, Title: "Request body cannot be fingerprinted", Status: 400,
+func BodyInvalid(err error) *httpguard.Problem {
+	return &httpguard.Problem{Type: httpguard.TypeBodyInvalid, Title: "Request body cannot be fingerprinted", Status: 400,
 		Detail: "The request body could not be read to compare retries: " + Echo(err.Error()) + "."}
 }
 
 // BodyTooLarge is the problem for a body over the configured limit.
-func BodyTooLarge(limit int64) *Problem {
-	return &Problem{Type: TypeBodyTooLarge, Title: "Request body too large", Status: 413,
+func BodyTooLarge(limit int64) *httpguard.Problem {
+	return &httpguard.Problem{Type: httpguard.TypeBodyTooLarge, Title: "Request body too large", Status: 413,
 		Detail: "The request body is larger than " + strconv.FormatInt(limit, 10) + " bytes."}
 }
 
 // PathTooLong is the problem for a path over idemkit.MaxPathLen bytes.
-func PathTooLong() *Problem {
-	return &Problem{Type: TypePathTooLong, Title: "Request path too long", Status: 414,
+func PathTooLong() *httpguard.Problem {
+	return &httpguard.Problem{Type: httpguard.TypePathTooLong, Title: "Request path too long", Status: 414,
 		Detail: "The request path is longer than " + strconv.Itoa(idemkit.MaxPathLen) + " bytes; it was not run."}
 }
 
 // QueryTooLarge is the problem for a query of more than
 // idemkit.MaxQueryParams parameters.
-func QueryTooLarge() *Problem {
-	return &Problem{Type: TypeQueryTooLarge, Title: "Query string too large", Status: 414,
+func QueryTooLarge() *httpguard.Problem {
+	return &httpguard.Problem{Type: httpguard.TypeQueryTooLarge, Title: "Query string too large", Status: 414,
 		Detail: "The query string has more than " + strconv.Itoa(idemkit.MaxQueryParams) + " parameters; it was not run."}
 }
 
@@ -150,7 +76,7 @@ func QueryTooLarge() *Problem {
 // ran to its problem. storeRetry is the Retry-After sent when the store is
 // unavailable. Errors outside the guard's contract map to a 500
 // guard-failure problem.
-func ProblemFor(err error, storeRetry time.Duration) *Problem {
+func ProblemFor(err error, storeRetry time.Duration) *httpguard.Problem {
 	var (
 		ke *idemkit.KeyError
 		ce *idemkit.ConflictError
@@ -165,55 +91,55 @@ func ProblemFor(err error, storeRetry time.Duration) *Problem {
 	case errors.Is(err, idemkit.ErrQueryTooLarge):
 		return QueryTooLarge()
 	case errors.Is(err, idemkit.ErrKeyExpired):
-		return &Problem{Type: TypeKeyExpired, Title: "Idempotency key expired", Status: 400,
+		return &httpguard.Problem{Type: httpguard.TypeKeyExpired, Title: "Idempotency key expired", Status: 400,
 			Detail: "The key embeds a time older than this operation's record retention: its first request may have been forgotten, so it is not run. Use a new key only if you know the first request did not take effect."}
 	case errors.As(err, &ke):
-		return &Problem{Type: TypeKeyInvalid, Title: "Invalid idempotency key", Status: 400,
+		return &httpguard.Problem{Type: httpguard.TypeKeyInvalid, Title: "Invalid idempotency key", Status: 400,
 			Detail: "The idempotency key is invalid: " + Echo(ke.Reason) + ".", Reason: Echo(ke.Reason)}
 	case errors.Is(err, idemkit.ErrOperationMismatch):
-		return &Problem{Type: TypeOperationMismatch, Title: "Idempotency key reused for a different operation", Status: 422,
+		return &httpguard.Problem{Type: httpguard.TypeOperationMismatch, Title: "Idempotency key reused for a different operation", Status: 422,
 			Detail: "This key was first used for a different operation. Use a new key for a new request."}
 	case errors.Is(err, idemkit.ErrFingerprintMismatch):
-		return &Problem{Type: TypeFingerprintMismatch, Title: "Idempotency key reused with a different request", Status: 422,
+		return &httpguard.Problem{Type: httpguard.TypeFingerprintMismatch, Title: "Idempotency key reused with a different request", Status: 422,
 			Detail: "This key was first used with a different request (body, query string or resource). Use a new key for a new request."}
 	case errors.As(err, &ce):
 		s := retryafter.Seconds(ce.RetryAfter)
-		return &Problem{Type: TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
+		return &httpguard.Problem{Type: httpguard.TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
 			Detail: "A request with this key is being processed. Retry after the delay given in Retry-After.", RetryAfter: s}
 	case errors.Is(err, idemkit.ErrInFlight):
-		return &Problem{Type: TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
+		return &httpguard.Problem{Type: httpguard.TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
 			Detail: "A request with this key is being processed. Retry after the delay given in Retry-After.", RetryAfter: 1}
 	case errors.Is(err, idemkit.ErrIndeterminate):
-		return &Problem{Type: TypeIndeterminate, Title: "Outcome unknown: operator resolution required", Status: 409,
+		return &httpguard.Problem{Type: httpguard.TypeIndeterminate, Title: "Outcome unknown: operator resolution required", Status: 409,
 			Detail: "An earlier request with this key stopped before its outcome was recorded, so it may or may not have taken effect. It will not be run again until an operator resolves the key."}
 	case errors.As(err, &oe):
 		return outcomeProblem(oe)
 	case errors.Is(err, idemkit.ErrCorruptRecord):
-		return &Problem{Type: TypeCorruptRecord, Title: "Idempotency record unreadable", Status: 500,
+		return &httpguard.Problem{Type: httpguard.TypeCorruptRecord, Title: "Idempotency record unreadable", Status: 500,
 			Detail: "The stored record for this key could not be read; nothing was run or replayed."}
 	case errors.Is(err, idemkit.ErrOutcomeUnknown) && markFailed(err):
 		// The key could not be kept: the record stays in flight until its
 		// lease ends, then follows the operation's stale-lease policy.
-		return &Problem{Type: TypeOutcomeUnknown, Title: "Outcome unknown: the request could not be kept", Status: 503,
+		return &httpguard.Problem{Type: httpguard.TypeOutcomeUnknown, Title: "Outcome unknown: the request could not be kept", Status: 503,
 			Detail:     "The request may or may not have taken effect, and the store failed while its key was being kept. Until the key's lease ends a retry gets 409 in-flight; after it, an operation that fails closed waits for an operator (409 indeterminate-operator-required), and one that allows takeover runs again.",
 			RetryAfter: retryafter.Seconds(storeRetry)}
 	case errors.Is(err, idemkit.ErrOutcomeUnknown):
-		return &Problem{Type: TypeOutcomeUnknown, Title: "Outcome unknown: the request is kept", Status: 503,
+		return &httpguard.Problem{Type: httpguard.TypeOutcomeUnknown, Title: "Outcome unknown: the request is kept", Status: 503,
 			Detail: "The request may or may not have taken effect; its key is kept so that it is never run twice. Retrying with the same key is safe: the answer is 409 indeterminate-operator-required until an operator resolves the key, then the resolved outcome."}
 	case errors.As(err, &cu):
 		// The store is unavailable too, but "nothing stored" would not be
 		// true: the claim may have been stored with its answer lost.
-		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
+		return &httpguard.Problem{Type: httpguard.TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail:     "The request was not run, but its key may have been recorded before the store failed, and it could not be freed. Retrying with the same key is safe: until the key's lease ends a retry may get 409 in-flight; after that the key is listed as a stale lease, and the retry runs or, for operations that fail closed, waits for an operator.",
 			RetryAfter: retryafter.Seconds(storeRetry)}
 	case errors.Is(err, idemkit.ErrRecordInvalid):
-		return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
+		return &httpguard.Problem{Type: httpguard.TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 			Detail: "The request was not run because the idempotency store refused its record as invalid. Retrying the same request cannot succeed."}
 	case errors.Is(err, idemkit.ErrStoreUnavailable):
-		return &Problem{Type: TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
+		return &httpguard.Problem{Type: httpguard.TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail: "The request was not run because the idempotency store did not confirm its key. Retry with the same key.", RetryAfter: retryafter.Seconds(storeRetry)}
 	}
-	return &Problem{Type: TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
+	return &httpguard.Problem{Type: httpguard.TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
 		Detail: "The request was not run because the idempotency guard failed."}
 }
 
@@ -240,16 +166,16 @@ func markFailed(err error) bool {
 
 // outcomeProblem is the 410 problem of a completed request whose response
 // cannot be replayed.
-func outcomeProblem(oe *idemkit.OutcomeError) *Problem {
-	p := &Problem{Status: 410, OriginalStatus: oe.Status, Location: oe.Location}
+func outcomeProblem(oe *idemkit.OutcomeError) *httpguard.Problem {
+	p := &httpguard.Problem{Status: 410, OriginalStatus: oe.Status, Location: oe.Location}
 	if !oe.CompletedAt.IsZero() {
 		p.CompletedAt = oe.CompletedAt.UTC().Format(time.RFC3339)
 	}
 	if errors.Is(oe.Reason, idemkit.ErrSnapshotOmitted) {
-		p.Type, p.Title = TypeResponseNotStored, "Completed, response not stored"
+		p.Type, p.Title = httpguard.TypeResponseNotStored, "Completed, response not stored"
 		p.Detail = "The request with this key completed, but its response was too large to store. Its status and location are given here; fetch the result instead of retrying."
 	} else {
-		p.Type, p.Title = TypeReplayWindowPassed, "Completed, replay window passed"
+		p.Type, p.Title = httpguard.TypeReplayWindowPassed, "Completed, replay window passed"
 		p.Detail = "The request with this key completed, and its response is no longer replayed. Its status and location are given here; fetch the result instead of retrying."
 	}
 	return p

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 )
 
 // TestProblemFor pins the guard error -> status and type table.
@@ -22,41 +23,41 @@ func TestProblemFor(t *testing.T) {
 		typ        string
 		retryAfter int
 	}{
-		{"missing tenant", idemkit.ErrTenantMissing, 500, TypeTenantMissing, 0},
-		{"key too long", fmt.Errorf("%w: 300 bytes", idemkit.ErrKeyTooLong), 400, TypeKeyInvalid, 0},
-		{"two key values", idemkit.ErrKeyMultiple, 400, TypeKeyInvalid, 0},
-		{"key expired", fmt.Errorf("%w: key time x", idemkit.ErrKeyExpired), 400, TypeKeyExpired, 0},
-		{"operation mismatch", fmt.Errorf("%w: first used for %q", idemkit.ErrOperationMismatch, "POST /a"), 422, TypeOperationMismatch, 0},
-		{"fingerprint mismatch", idemkit.ErrFingerprintMismatch, 422, TypeFingerprintMismatch, 0},
-		{"in flight, 2.2 s left", &idemkit.ConflictError{RetryAfter: 2200 * time.Millisecond}, 409, TypeInFlight, 3},
-		{"in flight, no time", &idemkit.ConflictError{}, 409, TypeInFlight, 1},
-		{"indeterminate", idemkit.ErrIndeterminate, 409, TypeIndeterminate, 0},
-		{"replay window passed", &idemkit.OutcomeError{Reason: idemkit.ErrReplayWindowPassed, Status: 201, Location: "/o/1", CompletedAt: done}, 410, TypeReplayWindowPassed, 0},
-		{"snapshot omitted", &idemkit.OutcomeError{Reason: idemkit.ErrSnapshotOmitted, Status: 200, CompletedAt: done}, 410, TypeResponseNotStored, 0},
-		{"corrupt record", fmt.Errorf("idemkit: store get: %w", idemkit.ErrCorruptRecord), 500, TypeCorruptRecord, 0},
-		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, TypeStoreUnavailable, 2},
-		{"record refused by the store", fmt.Errorf("idemkit: store claim: %w", idemkit.ErrRecordInvalid), 500, TypeGuardFailure, 0},
-		{"tenant too long", idemkit.ErrTenantTooLong, 500, TypeTenantMissing, 0},
-		{"path too long", idemkit.ErrPathTooLong, 414, TypePathTooLong, 0},
-		{"query too large", idemkit.ErrQueryTooLarge, 414, TypeQueryTooLarge, 0},
-		{"unknown", errors.New("surprise"), 500, TypeGuardFailure, 0},
+		{"missing tenant", idemkit.ErrTenantMissing, 500, httpguard.TypeTenantMissing, 0},
+		{"key too long", fmt.Errorf("%w: 300 bytes", idemkit.ErrKeyTooLong), 400, httpguard.TypeKeyInvalid, 0},
+		{"two key values", idemkit.ErrKeyMultiple, 400, httpguard.TypeKeyInvalid, 0},
+		{"key expired", fmt.Errorf("%w: key time x", idemkit.ErrKeyExpired), 400, httpguard.TypeKeyExpired, 0},
+		{"operation mismatch", fmt.Errorf("%w: first used for %q", idemkit.ErrOperationMismatch, "POST /a"), 422, httpguard.TypeOperationMismatch, 0},
+		{"fingerprint mismatch", idemkit.ErrFingerprintMismatch, 422, httpguard.TypeFingerprintMismatch, 0},
+		{"in flight, 2.2 s left", &idemkit.ConflictError{RetryAfter: 2200 * time.Millisecond}, 409, httpguard.TypeInFlight, 3},
+		{"in flight, no time", &idemkit.ConflictError{}, 409, httpguard.TypeInFlight, 1},
+		{"indeterminate", idemkit.ErrIndeterminate, 409, httpguard.TypeIndeterminate, 0},
+		{"replay window passed", &idemkit.OutcomeError{Reason: idemkit.ErrReplayWindowPassed, Status: 201, Location: "/o/1", CompletedAt: done}, 410, httpguard.TypeReplayWindowPassed, 0},
+		{"snapshot omitted", &idemkit.OutcomeError{Reason: idemkit.ErrSnapshotOmitted, Status: 200, CompletedAt: done}, 410, httpguard.TypeResponseNotStored, 0},
+		{"corrupt record", fmt.Errorf("idemkit: store get: %w", idemkit.ErrCorruptRecord), 500, httpguard.TypeCorruptRecord, 0},
+		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, httpguard.TypeStoreUnavailable, 2},
+		{"record refused by the store", fmt.Errorf("idemkit: store claim: %w", idemkit.ErrRecordInvalid), 500, httpguard.TypeGuardFailure, 0},
+		{"tenant too long", idemkit.ErrTenantTooLong, 500, httpguard.TypeTenantMissing, 0},
+		{"path too long", idemkit.ErrPathTooLong, 414, httpguard.TypePathTooLong, 0},
+		{"query too large", idemkit.ErrQueryTooLarge, 414, httpguard.TypeQueryTooLarge, 0},
+		{"unknown", errors.New("surprise"), 500, httpguard.TypeGuardFailure, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ProblemFor(tc.err, 1500*time.Millisecond)
 			if p.Status != tc.status || p.Type != tc.typ || p.RetryAfter != tc.retryAfter || p.Title == "" || p.Detail == "" {
 				t.Fatalf("%+v, want %d %s retryAfter %d", p, tc.status, tc.typ, tc.retryAfter)
 			}
-			h := p.Header()
-			if h["Content-Type"] != ProblemContentType || h["X-Content-Type-Options"] != "nosniff" || (tc.retryAfter > 0) != (h["Retry-After"] != "") {
+			h := p.Response().Header
+			if h.Get("Content-Type") != httpguard.ProblemContentType || h.Get("X-Content-Type-Options") != "nosniff" || (tc.retryAfter > 0) != (h.Get("Retry-After") != "") {
 				t.Errorf("headers %v", h)
 			}
 			var m map[string]any
-			if err := json.Unmarshal(p.Body(), &m); err != nil || m["status"] != float64(tc.status) {
-				t.Errorf("body %s", p.Body())
+			if err := json.Unmarshal(p.Response().Body, &m); err != nil || m["status"] != float64(tc.status) {
+				t.Errorf("body %s", p.Response().Body)
 			}
 			if oe := (*idemkit.OutcomeError)(nil); errors.As(tc.err, &oe) {
 				if m["originalStatus"] != float64(oe.Status) || m["completedAt"] != "2026-01-02T03:04:05Z" {
-					t.Errorf("outcome members missing: %s", p.Body())
+					t.Errorf("outcome members missing: %s", p.Response().Body)
 				}
 			}
 		})
@@ -106,7 +107,7 @@ func TestEcho(t *testing.T) {
 func TestBodyInvalidBounded(t *testing.T) {
 	err := fmt.Errorf("fingerprint: invalid number %q", strings.Repeat("9", 2<<20))
 	p := BodyInvalid(err)
-	if len(p.Detail) > 400 || len(p.Body()) > 1024 {
-		t.Fatalf("detail %d bytes, body %d bytes", len(p.Detail), len(p.Body()))
+	if len(p.Detail) > 400 || len(p.Response().Body) > 1024 {
+		t.Fatalf("detail %d bytes, body %d bytes", len(p.Detail), len(p.Response().Body))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 )
 
 func TestProblemForUnknownOutcomes(t *testing.T) {
@@ -17,9 +18,9 @@ func TestProblemForUnknownOutcomes(t *testing.T) {
 		typ        string
 		retryAfter bool
 	}{
-		{fmt.Errorf("put order: %w", idemkit.ErrOutcomeUnknown), TypeOutcomeUnknown, false},
-		{&idemkit.ClaimUnknownError{LeaseUntil: lease, Err: &idemkit.StoreError{Op: "claim", Err: fmt.Errorf("reset")}}, TypeStoreUnavailable, true},
-		{&idemkit.StoreError{Op: "claim", Err: fmt.Errorf("reset")}, TypeStoreUnavailable, true},
+		{fmt.Errorf("put order: %w", idemkit.ErrOutcomeUnknown), httpguard.TypeOutcomeUnknown, false},
+		{&idemkit.ClaimUnknownError{LeaseUntil: lease, Err: &idemkit.StoreError{Op: "claim", Err: fmt.Errorf("reset")}}, httpguard.TypeStoreUnavailable, true},
+		{&idemkit.StoreError{Op: "claim", Err: fmt.Errorf("reset")}, httpguard.TypeStoreUnavailable, true},
 	} {
 		p := ProblemFor(tc.err, time.Second)
 		if p.Type != tc.typ || p.Status != 503 || (p.RetryAfter > 0) != tc.retryAfter {
@@ -55,8 +56,8 @@ func TestProblemForUnknownOutcomeNotKept(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ProblemFor(tc.err, time.Second)
-			if p.Type != TypeOutcomeUnknown || p.Status != 503 {
-				t.Fatalf("ProblemFor(%v) = %s %d, want %s 503", tc.err, p.Type, p.Status, TypeOutcomeUnknown)
+			if p.Type != httpguard.TypeOutcomeUnknown || p.Status != 503 {
+				t.Fatalf("ProblemFor(%v) = %s %d, want %s 503", tc.err, p.Type, p.Status, httpguard.TypeOutcomeUnknown)
 			}
 			if promised := strings.Contains(p.Detail, "its key is kept"); promised != tc.kept {
 				t.Fatalf("detail %q: promises the key is kept %v, want %v", p.Detail, promised, tc.kept)

@@ -87,7 +87,7 @@ func headerFronts(t *testing.T, hdr [][2]string, runs *int) map[string]sentFront
 		*runs++
 		return events.ALBTargetGroupResponse{StatusCode: 201, Headers: single(), Body: body}, nil
 	})
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(*http.Request) (string, error) { return tenant, nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*runs++
 		for _, kv := range hdr {
 			w.Header()[kv[0]] = append(w.Header()[kv[0]], kv[1]) // spelled as given

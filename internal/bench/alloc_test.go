@@ -146,7 +146,7 @@ func newRequester(t *testing.T, adapterName, path string, body []byte) func() {
 			}
 		}
 	default:
-		mw := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "bench", nil }})
+		mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "bench", nil }})
 		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Location", "/orders/ord_1")

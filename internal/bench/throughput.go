@@ -97,7 +97,7 @@ func orderHandler(size int) http.Handler {
 }
 
 // benchTenant is the tenant of every request Throughput makes.
-func benchTenant(*http.Request) (string, error) { return "bench", nil }
+func benchTenant(context.Context, *http.Request) (string, error) { return "bench", nil }
 
 // kitRequestOpts returns a request through httpmw over a DynamoDB store
 // with opts around handler, under a given key, that fails unless it

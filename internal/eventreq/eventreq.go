@@ -20,8 +20,7 @@ import (
 type Spec[In any] struct {
 	Key       func(In) (string, error)
 	MaxKeyLen int
-	Tenant    string
-	TenantOf  func(context.Context, In) (string, error)
+	Tenant    idemkit.TenantFunc[In] // nil: no tenant
 	Operation string
 	Payload   func(In) ([]byte, error) // nil: the JSON encoding of the input
 	Print     *fingerprint.Fingerprinter
@@ -35,7 +34,7 @@ type Spec[In any] struct {
 }
 
 // Request returns the guard request for in. A nil Key is
-// idemkit.ErrKeyMissing; an error of TenantOf is joined with
+// idemkit.ErrKeyMissing; an error of Tenant is joined with
 // idemkit.ErrTenantMissing and reported to g's observer as a refusal.
 func (s *Spec[In]) Request(ctx context.Context, g *idemkit.Guard, in In) (idemkit.Request, error) {
 	if s.Key == nil {
@@ -49,9 +48,9 @@ func (s *Spec[In]) Request(ctx context.Context, g *idemkit.Guard, in In) (idemki
 	if err != nil {
 		return idemkit.Request{}, err
 	}
-	tenant := s.Tenant
-	if s.TenantOf != nil {
-		if tenant, err = s.TenantOf(ctx, in); err != nil {
+	var tenant string
+	if s.Tenant != nil {
+		if tenant, err = s.Tenant(ctx, in); err != nil {
 			// Keep the cause: the caller and the observer see both.
 			err = errors.Join(idemkit.ErrTenantMissing, fmt.Errorf("%s: tenant: %w", s.Prefix, err))
 			g.Refuse(ctx, idemkit.Scope{Operation: s.Operation, Key: key}, err)

@@ -50,6 +50,20 @@ func NeverReplayed(name string) bool {
 	return false
 }
 
+// HopByHop reports whether a header name describes one connection or the
+// message framing (Connection, Transfer-Encoding, Content-Length, ...),
+// not the response: such a field is never stored, and one a hook sets is
+// dropped, as the server frames each response itself.
+func HopByHop(name string) bool {
+	n := lower(name)
+	for _, v := range hopByHop {
+		if n == v {
+			return true
+		}
+	}
+	return false
+}
+
 // ValidName reports whether name is an HTTP field name: a non-empty token
 // of ASCII letters, digits and !#$%&'*+-.^_`|~.
 func ValidName(name string) bool {

@@ -2,8 +2,8 @@
 // retry: wrap a handler with [Wrap], and a POST or PATCH that carries an
 // Idempotency-Key runs at most once per (tenant, operation, key); its
 // retries get the first response back byte for byte, marked
-// Idempotent-Replayed: true. The semantics and problem types are those of
-// package apigw.
+// Idempotent-Replayed: true. The semantics are those of package apigw;
+// the settings and problem types are package httpguard's.
 //
 // Responses follow the target group's header mode: when the event carries
 // multiValueHeaders (multi-value headers enabled), replays and problems set
@@ -32,11 +32,10 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -45,52 +44,22 @@ import (
 // a 500 guard-failure problem, never run unguarded.
 var ErrNoMethod = adapter.ErrNoMethod
 
-// Config configures Wrap. Its zero value and the settings it shares with
-// [github.com/idemkit/idemkit/lambda/apigw.Config] are documented there:
-// they mean the same here. ALB events carry no route template, so records
-// are always scoped by method and path, and Routes are keyed by
-// "METHOD /path".
+// Config configures Wrap: the tenant, and the settings every adapter
+// shares (see httpguard.Settings). ALB events carry no route template, so
+// records are always scoped by method and path (RouteTemplate changes
+// nothing), and Routes are keyed by "METHOD /path".
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
 	// your own. Required: Wrap panics without it. An empty result or an
-	// error: the request fails closed; the error, joined with
-	// idemkit.ErrTenantMissing, goes to the Observer.
+	// error fails the request closed, as idemkit.TenantFunc says.
 	Tenant Tenant
 
-	// The settings of apigw.Config.
-	Methods         []string
-	Header          string
-	MaxKeyLen       int
-	KeyOptional     bool
-	Routes          map[string]Route
-	Fingerprint     fingerprint.Options
-	ReplayHeaders   []string
-	StoreRetryAfter time.Duration
-}
-
-// Route overrides a Config for one route.
-type Route struct {
-	KeyOptional bool
-	Fingerprint *fingerprint.Options
-}
-
-// options converts c to the settings every adapter shares. ALB events
-// carry no route template, so there is no RouteTemplate.
-func (c *Config) options() adapter.Options {
-	return adapter.Options{
-		NoTenant: c.Tenant == nil,
-		Methods:  c.Methods, Header: c.Header, MaxKeyLen: c.MaxKeyLen, KeyOptional: c.KeyOptional,
-		Routes: adapter.Routes(c.Routes), Fingerprint: c.Fingerprint,
-		ReplayHeaders: c.ReplayHeaders, StoreRetryAfter: c.StoreRetryAfter,
-	}
+	httpguard.Settings
 }
 
 // Tenant returns the tenant of a request from its authenticated caller,
-// or "" when it has none. A tenant is exact or refused, as
-// [github.com/idemkit/idemkit/lambda/apigw.Tenant] says: return an error
-// wrapping idemkit.ErrTenantInexact for an identity that may have been
-// rounded or rendered lossily, never a rounded value.
-type Tenant func(ctx context.Context, r *events.ALBTargetGroupRequest) (string, error)
+// as idemkit.TenantFunc says.
+type Tenant = idemkit.TenantFunc[*events.ALBTargetGroupRequest]
 
 // OIDCIdentity names the tenant by the x-amzn-oidc-identity header, the
 // subject the load balancer's authenticate-oidc or authenticate-cognito
@@ -109,13 +78,13 @@ func OIDCIdentity() Tenant {
 
 // SingleTenant puts every request in one tenant, for internal services.
 func SingleTenant(name string) Tenant {
-	return func(context.Context, *events.ALBTargetGroupRequest) (string, error) { return name, nil }
+	return idemkit.SingleTenant[*events.ALBTargetGroupRequest](name)
 }
 
 // Wrap guards an ALB target handler and returns a handler of the same
 // signature. It panics when cfg cannot be used or g is nil.
 func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error)) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
-	a := adapter.MustNew("alb", g, cfg.options())
+	a := adapter.MustNew("alb", g, cfg.Settings, cfg.Tenant != nil)
 	return func(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		multi := ev.MultiValueHeaders != nil
 		respond := func(status int, h http.Header, body string, b64 bool) events.ALBTargetGroupResponse {
@@ -149,12 +118,9 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 				r.Headers, r.MultiValueHeaders = adapter.WithoutReplayed(r.Headers), adapter.WithoutReplayed(r.MultiValueHeaders)
 				return r
 			},
-			Problem: func(p *adapter.Problem) events.ALBTargetGroupResponse {
-				h := http.Header{}
-				for k, v := range p.Header() {
-					h.Set(k, v)
-				}
-				return respond(p.Status, h, string(p.Body()), false)
+			Respond: func(r httpguard.Response) events.ALBTargetGroupResponse {
+				body, b64 := adapter.ResponseBody(r.Body)
+				return respond(r.Status, r.Header, body, b64)
 			},
 		}
 		r := adapter.Request{

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -23,13 +24,14 @@ func ExampleWrapV2() {
 // records scoped by route template and a fingerprint of two fields.
 func ExampleWrapV1() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
-	handler := apigw.WrapV1(g, apigw.Config{
-		Tenant:        apigw.APIKeyID(),
-		RouteTemplate: true,
-		Routes: map[string]apigw.Route{
-			"POST /carts/{id}/items": {KeyOptional: true},
+	cfg := apigw.Config{
+		Tenant: apigw.APIKeyID(),
+		Settings: httpguard.Settings{
+			RouteTemplate: true,
+			Routes:        map[string]httpguard.Route{"POST /carts/{id}/items": {KeyOptional: true}},
 		},
-	}, func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	}
+	handler := apigw.WrapV1(g, cfg, func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		return events.APIGatewayProxyResponse{StatusCode: 201, Body: `{}`}, nil
 	})
 	lambda.Start(handler)

@@ -20,17 +20,12 @@ type Request struct {
 	URL *events.LambdaFunctionURLRequest // function URL
 }
 
-// Tenant returns the tenant of a request, from its authenticated caller
-// only, never from the body or a client-chosen header. It returns "" when
-// the request has none; the request then fails closed.
-//
-// A tenant is exact or refused: two callers must never share one. The
-// built-in extractors take strings byte for byte (no case folding,
-// trimming or Unicode normalization, which could merge two callers), and
-// refuse, with an error naming the field and wrapping
+// Tenant returns the tenant of a request from its authenticated caller,
+// as idemkit.TenantFunc says. The built-in extractors take strings byte for
+// byte and refuse, with an error naming the field and wrapping
 // idemkit.ErrTenantInexact, every value that may not be exact: see
-// AuthorizerContext for numbers. A Tenant of your own must do the same.
-type Tenant func(ctx context.Context, r Request) (string, error)
+// AuthorizerContext for numbers.
+type Tenant = idemkit.TenantFunc[Request]
 
 // JWTClaim names the tenant by a claim of an HTTP API JWT authorizer
 // (requestContext.authorizer.jwt.claims). Empty claim: "sub". API Gateway
@@ -128,9 +123,7 @@ func IAMUserARN() Tenant {
 
 // SingleTenant puts every request in one tenant. Use it only for internal
 // APIs whose callers all share one key space.
-func SingleTenant(name string) Tenant {
-	return func(context.Context, Request) (string, error) { return name, nil }
-}
+func SingleTenant(name string) Tenant { return idemkit.SingleTenant[Request](name) }
 
 // maxExactFloat is the largest integer below which every integer has a
 // float64 of its own: 2^53-1. A float64 past it may be the rounding of

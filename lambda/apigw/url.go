@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -15,7 +16,7 @@ import (
 // (IAMUserARN) when the URL uses AWS_IAM auth. Response cookies are never
 // stored or replayed. It panics when cfg cannot be used or g is nil.
 func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-	a := adapter.MustNew("apigw", g, cfg.options())
+	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
 	codec := adapter.Codec[events.LambdaFunctionURLResponse]{
 		Snapshot: func(r events.LambdaFunctionURLResponse) *idemkit.Snapshot {
 			return a.LambdaSnapshot(r.StatusCode, r.Headers, nil, r.Body, r.IsBase64Encoded)
@@ -30,8 +31,9 @@ func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, event
 			r.Headers = adapter.WithoutReplayed(r.Headers)
 			return r
 		},
-		Problem: func(p *adapter.Problem) events.LambdaFunctionURLResponse {
-			return events.LambdaFunctionURLResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}
+		Respond: func(r httpguard.Response) events.LambdaFunctionURLResponse {
+			body, b64 := adapter.ResponseBody(r.Body)
+			return events.LambdaFunctionURLResponse{StatusCode: r.Status, Headers: adapter.Single(r.Header, 0), Body: body, IsBase64Encoded: b64}
 		},
 	}
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -14,7 +15,7 @@ import (
 // Config) or g is nil. It panics when it is called, so a bad setup stops
 // the function at init.
 func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	a := adapter.MustNew("apigw", g, cfg.options())
+	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
 	codec := adapter.Codec[events.APIGatewayProxyResponse]{
 		Snapshot: func(r events.APIGatewayProxyResponse) *idemkit.Snapshot {
 			return a.LambdaSnapshot(r.StatusCode, r.Headers, r.MultiValueHeaders, r.Body, r.IsBase64Encoded)
@@ -30,8 +31,11 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			r.Headers, r.MultiValueHeaders = adapter.WithoutReplayed(r.Headers), adapter.WithoutReplayed(r.MultiValueHeaders)
 			return r
 		},
-		Problem: func(p *adapter.Problem) events.APIGatewayProxyResponse {
-			return events.APIGatewayProxyResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}
+		Respond: func(r httpguard.Response) events.APIGatewayProxyResponse {
+			single, multi := adapter.Split(r.Header, 0)
+			body, b64 := adapter.ResponseBody(r.Body)
+			return events.APIGatewayProxyResponse{StatusCode: r.Status, Headers: single, MultiValueHeaders: multi,
+				Body: body, IsBase64Encoded: b64}
 		},
 	}
 	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -16,7 +17,7 @@ import (
 // panics when cfg cannot be used (see Config) or g is nil, when it is
 // called, so that a bad setup stops the function at init.
 func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	a := adapter.MustNew("apigw", g, cfg.options())
+	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
 	codec := adapter.Codec[events.APIGatewayV2HTTPResponse]{
 		Snapshot: func(r events.APIGatewayV2HTTPResponse) *idemkit.Snapshot {
 			// Payload format 2.0 responses have no multiValueHeaders: API
@@ -33,8 +34,9 @@ func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			r.Headers = adapter.WithoutReplayed(r.Headers)
 			return r
 		},
-		Problem: func(p *adapter.Problem) events.APIGatewayV2HTTPResponse {
-			return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: p.Header(), Body: string(p.Body())}
+		Respond: func(r httpguard.Response) events.APIGatewayV2HTTPResponse {
+			body, b64 := adapter.ResponseBody(r.Body)
+			return events.APIGatewayV2HTTPResponse{StatusCode: r.Status, Headers: adapter.Single(r.Header, 0), Body: body, IsBase64Encoded: b64}
 		},
 	}
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {

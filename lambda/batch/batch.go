@@ -81,7 +81,7 @@ var ErrNoIdentifier = errors.New("batch: a record has no identifier to report it
 // event source (see the defaults of Config's fields).
 type Config[R any] struct {
 	// Config says how each record is guarded, as for event.Wrap: its Key,
-	// Tenant or TenantOf, Operation, Payload and Fingerprint. Zero fields
+	// Tenant, Operation, Payload and Fingerprint. Zero fields
 	// take the source's defaults: the key is the record's id (the SQS
 	// message id, the eventID of a Kinesis or DynamoDB Streams record);
 	// the tenant is the record's event source ARN (the queue or stream);
@@ -142,13 +142,13 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 	if err != nil {
 		panic("batch: invalid Config: " + err.Error())
 	}
-	spec := &eventreq.Spec[R]{Key: cfg.Key, MaxKeyLen: cfg.MaxKeyLen, Tenant: cfg.Tenant, TenantOf: cfg.TenantOf,
+	spec := &eventreq.Spec[R]{Key: cfg.Key, MaxKeyLen: cfg.MaxKeyLen, Tenant: cfg.Tenant,
 		Operation: cfg.Operation, Payload: cfg.Payload, Print: fp, Prefix: "batch"}
 	if spec.Key == nil {
 		spec.Key = func(r R) (string, error) { return src.key(r), nil }
 	}
-	if spec.Tenant == "" && spec.TenantOf == nil {
-		spec.TenantOf = func(_ context.Context, r R) (string, error) { return src.tenant(r), nil }
+	if spec.Tenant == nil {
+		spec.Tenant = func(_ context.Context, r R) (string, error) { return src.tenant(r), nil }
 	}
 	if spec.Operation == "" {
 		spec.Operation = reflect.TypeFor[R]().String()

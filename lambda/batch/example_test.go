@@ -40,7 +40,7 @@ func ship(ctx context.Context, m events.SQSMessage) error {
 func ExampleSQS() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()}) // dynamo.New in a deployed function
 	lambda.Start(batch.SQS(g, batch.SQSConfig{
-		Config: event.Config[events.SQSMessage]{Key: orderIDOfBody, Tenant: "shipping", Operation: "orders.ship"},
+		Config: event.Config[events.SQSMessage]{Key: orderIDOfBody, Tenant: idemkit.SingleTenant[events.SQSMessage]("shipping"), Operation: "orders.ship"},
 	}, ship)) // ship(ctx, events.SQSMessage) error; the key defaults to the message id
 }
 

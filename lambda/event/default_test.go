@@ -18,7 +18,7 @@ import (
 // input is compared.
 var transferConfig = event.Config[transfer]{
 	Key:       func(t transfer) (string, error) { return t.TransferID, nil },
-	Tenant:    "acme",
+	Tenant:    idemkit.SingleTenant[transfer]("acme"),
 	Operation: "transfers.execute",
 }
 

@@ -33,17 +33,12 @@ type Config[In any] struct {
 	Key func(In) (string, error)
 	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
 	MaxKeyLen int
-	// Tenant is the tenant of every input, for a function that serves one
-	// key space. TenantOf, when set, is used instead.
-	Tenant string
-	// TenantOf returns the tenant of an input (the account the message
-	// belongs to). An empty result or an error refuses the call with an
-	// error that is idemkit.ErrTenantMissing under errors.Is and, for an
-	// error, also that error. The tenant is taken byte for byte: return an
-	// error wrapping idemkit.ErrTenantInexact for an identity that may not
-	// be exact (a JSON number decoded as a float64 past 2^53-1 may be the
-	// rounding of another account's id), never a rounded one.
-	TenantOf func(context.Context, In) (string, error)
+	// Tenant returns the tenant of an input (the account the message
+	// belongs to), as idemkit.TenantFunc says; idemkit.SingleTenant for a
+	// function that serves one key space. Nil, an empty result or an error
+	// refuses the call with an error that is idemkit.ErrTenantMissing
+	// under errors.Is and, for an error, also that error.
+	Tenant idemkit.TenantFunc[In]
 	// Operation names what the function does; two functions sharing a
 	// store need different names. Empty: the Go type of In ("events.SQSMessage").
 	Operation string
@@ -73,7 +68,7 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 	if op == "" {
 		op = reflect.TypeFor[In]().String()
 	}
-	spec := &eventreq.Spec[In]{Key: cfg.Key, MaxKeyLen: cfg.MaxKeyLen, Tenant: cfg.Tenant, TenantOf: cfg.TenantOf,
+	spec := &eventreq.Spec[In]{Key: cfg.Key, MaxKeyLen: cfg.MaxKeyLen, Tenant: cfg.Tenant,
 		Operation: op, Payload: cfg.Payload, Print: fp, ContentType: "application/json", Prefix: "event"}
 	return func(ctx context.Context, in In) (Out, error) {
 		var zero Out

@@ -57,7 +57,7 @@ var sqsConfig = event.Config[events.SQSMessage]{
 		err := json.Unmarshal([]byte(m.Body), &tr)
 		return tr.TransferID, err
 	},
-	TenantOf: func(_ context.Context, m events.SQSMessage) (string, error) {
+	Tenant: func(_ context.Context, m events.SQSMessage) (string, error) {
 		if a, ok := m.MessageAttributes["tenant"]; ok && a.StringValue != nil {
 			return *a.StringValue, nil
 		}
@@ -106,7 +106,7 @@ func TestSQSRefusals(t *testing.T) {
 		want error
 	}{
 		{name: "zero Config has no key", cfg: func(c *event.Config[events.SQSMessage]) { *c = event.Config[events.SQSMessage]{} }, want: idemkit.ErrInvalidKey},
-		{name: "no tenant", cfg: func(c *event.Config[events.SQSMessage]) { c.TenantOf = nil }, want: idemkit.ErrTenantMissing},
+		{name: "no tenant", cfg: func(c *event.Config[events.SQSMessage]) { c.Tenant = nil }, want: idemkit.ErrTenantMissing},
 		{name: "empty key", msg: func(m *events.SQSMessage) { m.Body = `{"transferId":"","amount":1}` }, want: idemkit.ErrInvalidKey},
 		{name: "key too long", cfg: func(c *event.Config[events.SQSMessage]) { c.MaxKeyLen = 4 }, want: idemkit.ErrKeyTooLong},
 		{name: "same key, different body", msg: func(m *events.SQSMessage) {
@@ -188,7 +188,7 @@ func TestEventBridgeDetail(t *testing.T) {
 	runs := 0
 	h := event.Wrap(guard(t), event.Config[events.EventBridgeEvent]{
 		Key:         func(e events.EventBridgeEvent) (string, error) { return e.ID, nil },
-		Tenant:      "orders",
+		Tenant:      idemkit.SingleTenant[events.EventBridgeEvent]("orders"),
 		Payload:     func(e events.EventBridgeEvent) ([]byte, error) { return e.Detail, nil },
 		Fingerprint: fingerprintAmountOnly,
 	}, func(_ context.Context, e events.EventBridgeEvent) (map[string]any, error) {
@@ -209,7 +209,7 @@ func TestEventBridgeDetail(t *testing.T) {
 	}
 }
 
-// TestTenantError: an error of TenantOf refuses the call without running
+// TestTenantError: an error of Tenant refuses the call without running
 // it; the caller and the observer get it joined with ErrTenantMissing.
 func TestTenantError(t *testing.T) {
 	errDirectory := errors.New("directory down")
@@ -221,17 +221,17 @@ func TestTenantError(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := sqsConfig
-	cfg.TenantOf = func(context.Context, events.SQSMessage) (string, error) { return "acme", errDirectory }
+	cfg.Tenant = func(context.Context, events.SQSMessage) (string, error) { return "acme", errDirectory }
 	x := &transfers{}
 	_, err = event.Wrap(g, cfg, x.handle)(context.Background(), load[events.SQSEvent](t, "sqs-event.json").Records[0])
 	if !errors.Is(err, idemkit.ErrTenantMissing) || !errors.Is(err, errDirectory) {
-		t.Errorf("error %v, want ErrTenantMissing and the TenantOf error", err)
+		t.Errorf("error %v, want ErrTenantMissing and the Tenant error", err)
 	}
 	if x.runs.Load() != 0 {
 		t.Error("handler ran")
 	}
 	if len(observed) != 1 || observed[0].Kind != idemkit.EventRefused || !errors.Is(observed[0].Err, errDirectory) ||
 		!errors.Is(observed[0].Err, idemkit.ErrTenantMissing) || observed[0].Scope.Operation != "transfers.execute" {
-		t.Errorf("observed %+v, want one refusal carrying the TenantOf error", observed)
+		t.Errorf("observed %+v, want one refusal carrying the Tenant error", observed)
 	}
 }

@@ -24,7 +24,7 @@ func ExampleWrap() {
 			err := json.Unmarshal([]byte(m.Body), &t)
 			return t.TransferID, err
 		},
-		Tenant:    "payments",
+		Tenant:    idemkit.SingleTenant[events.SQSMessage]("payments"),
 		Operation: "transfers.execute",
 		Payload:   func(m events.SQSMessage) ([]byte, error) { return []byte(m.Body), nil },
 	}, func(ctx context.Context, m events.SQSMessage) (string, error) {

@@ -19,7 +19,7 @@ func TestExecutionID(t *testing.T) {
 	run := func(op string, fail bool, x in) (ids []string) {
 		cfg := event.Config[in]{
 			Key:       func(x in) (string, error) { return x.Key, nil },
-			TenantOf:  func(_ context.Context, x in) (string, error) { return x.Tenant, nil },
+			Tenant:    func(_ context.Context, x in) (string, error) { return x.Tenant, nil },
 			Operation: op,
 		}
 		fn := event.Wrap(guard(t), cfg, func(ctx context.Context, _ in) (string, error) {

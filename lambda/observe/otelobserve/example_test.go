@@ -45,7 +45,7 @@ func ExampleObserver_Observe() {
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)).Tracer("example")
 	o, _ := otelobserve.New(otelobserve.Config{MeterProvider: otel.GetMeterProvider()})
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: o})
-	api := httpmw.New(g, httpmw.Config{Tenant: func(*http.Request) (string, error) { return "alice", nil }})(
+	api := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "alice", nil }})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
 
 	for range 2 { // a request and its retry

@@ -47,7 +47,7 @@ func newTraced(t *testing.T, cfg otelobserve.Config) *traced {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := httpmw.New(g, httpmw.Config{Tenant: func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil }})
+	guard := httpmw.New(g, httpmw.Config{Tenant: func(_ context.Context, r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil }})
 	api := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 		w.Write([]byte(`{"id":"ord_1"}`))

@@ -1,0 +1,136 @@
+// Package httpguard holds what idemkit's HTTP adapters share: the
+// [Settings] that the Config of lambda/apigw, lambda/alb and httpmw
+// embeds, the problem responses they answer with, and two hooks: one that
+// answers problems in the API's own error format, one that adjusts the
+// header of replayed responses. A setting means the
+// same in every adapter; where an adapter reads it differently (what a
+// route template is), Settings says so.
+//
+//	cfg := apigw.Config{
+//		Tenant:   apigw.JWTClaim("sub"),
+//		Settings: httpguard.Settings{RouteTemplate: true, ReplayHeaders: []string{"ETag"}},
+//	}
+//
+// Refusals are RFC 9457 problem responses (application/problem+json, with
+// Cache-Control: no-store and X-Content-Type-Options: nosniff) whose type
+// is a stable URI under https://idemkit.dev/problems/. A detail repeats at
+// most 200 bytes of anything taken from the request. The table lists the
+// problem types of every adapter; when several apply, the one returned
+// follows the order of precedence of
+// [github.com/idemkit/idemkit.Guard.Do]:
+//
+//	key-missing                      400  the route requires a key and none was sent
+//	key-invalid                      400  empty, too long, not printable ASCII, two values
+//	key-expired                      400  a UUIDv7 key older than the record retention
+//	body-invalid                     400  the body cannot be fingerprinted (bad JSON, duplicate keys, too deep)
+//	body-too-large                   413  httpmw only: the body is over MaxBodyBytes or an outer http.MaxBytesReader's limit
+//	path-too-long                    414  the path is over idemkit.MaxPathLen (2,048) bytes; nothing ran
+//	query-too-large                  414  the query has more than idemkit.MaxQueryParams (10,000) parameters, as net/url refuses; nothing ran
+//	fingerprint-mismatch             422  the key was used with a different request (body, query, resource)
+//	operation-mismatch               422  account-wide keys: the key was used for another operation
+//	in-flight                        409  a request with the key is running; Retry-After says when to retry
+//	indeterminate-operator-required  409  an earlier run ended without a recorded outcome; an operator must resolve it
+//	replay-window-passed             410  completed; the response is no longer replayed (originalStatus, location, completedAt)
+//	response-not-stored              410  completed; the response was too large to store (originalStatus, location, completedAt)
+//	store-unavailable                503  the store did not confirm the key; nothing ran; Retry-After
+//	outcome-unknown                  503  the handler returned idemkit.ErrOutcomeUnknown; the key is kept, never run again
+//	record-corrupt                   500  the stored record is unreadable; nothing ran or replayed
+//	tenant-missing                   500  no authenticated caller: the Tenant setting is misconfigured; nothing ran
+//	guard-failure                    500  an unexpected guard error, a record the store refuses, or an event without an HTTP method; nothing ran
+//	handler-failed                   500  httpmw only: the handler called httpmw.Fail; the key was freed
+package httpguard
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idemkit/fingerprint"
+)
+
+// Settings are the settings every HTTP adapter shares; each adapter's
+// Config embeds them. The zero value guards POST and PATCH on every
+// route, requires an Idempotency-Key of at most 255 bytes, scopes records
+// by method and concrete path, fingerprints the body (canonical JSON for
+// JSON bodies, raw bytes otherwise) and the query string, and replays
+// Content-Type, Content-Encoding and Location.
+type Settings struct {
+	// Methods are the guarded methods. Nil: POST and PATCH. GET, HEAD,
+	// OPTIONS, TRACE and CONNECT cannot be listed, nor a method with a
+	// lower-case letter: methods are case-sensitive (RFC 9110), so "post"
+	// would not name POST. Requests with other methods pass through
+	// untouched, even with a key, except a guarded method spelled in
+	// another case ("post"): it is another method, with an operation of
+	// its own ("post /orders", which never shares a record with "POST
+	// /orders"), and is guarded all the same, in case the handler folds
+	// the case of methods and would run it as a POST.
+	Methods []string
+	// Header is the request header carrying the key, matched in any case.
+	// Empty: "Idempotency-Key".
+	Header string
+	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
+	MaxKeyLen int
+	// KeyOptional lets guarded requests without a key run unguarded.
+	// False: they get a 400 key-missing problem.
+	KeyOptional bool
+	// Routes overrides KeyOptional and Fingerprint per route, keyed by
+	// "METHOD /template" (the method upper case, matched exactly) or,
+	// where the request has no template, "METHOD /concrete/path" (a
+	// percent-encoded path in its normal form, as docs/FINGERPRINT.md
+	// says: "/orders/~ann", not "/orders/%7Eann"). The template is the
+	// REST API resource ("POST /orders/{id}/capture"), the HTTP API route
+	// key, or the http.ServeMux pattern without its method (httpmw);
+	// Function URL and ALB events have none.
+	Routes map[string]Route
+	// RouteTemplate scopes records by the route template instead of the
+	// concrete path. A greedy template ("{proxy+}", "$default", a ServeMux
+	// pattern ending in "/" or "{x...}") and a request without one
+	// (Function URL, ALB, httpmw wrapping a whole mux) still use the
+	// concrete path. The concrete path is then part of the fingerprint: a
+	// key reused for another resource of the template (/orders/2/capture
+	// after /orders/1/capture) is a 422 fingerprint-mismatch, never a
+	// replay.
+	RouteTemplate bool
+	// Fingerprint says what of the request must be equal for a retry to be
+	// replayed. Zero: the whole body and the query string (set IgnoreQuery,
+	// per route if need be, to leave the query out).
+	Fingerprint fingerprint.Options
+	// ReplayHeaders adds response headers to the replayed ones (Content-Type,
+	// Content-Encoding, Location). Set-Cookie, Date, Retry-After, RateLimit-*,
+	// request and trace ids and hop-by-hop fields cannot be listed.
+	ReplayHeaders []string
+	// StoreRetryAfter is the Retry-After of a 503 store-unavailable
+	// problem. Zero: 1 s.
+	StoreRetryAfter time.Duration
+
+	// ProblemResponse returns the response sent for a problem, in the
+	// API's own error format: from its Type, Status, Detail and RetryAfter
+	// (send Retry-After yourself when it is set). Nil: p.Response(), RFC
+	// 9457. A status outside 200-599 is replaced by p.Status; header
+	// fields that are not valid, hop-by-hop fields and the framing
+	// (Connection, Transfer-Encoding, Content-Length) and
+	// Idempotent-Replayed, which only a replay carries, are dropped.
+	// idemclient reads RFC 9457 problems only: another format reaches its
+	// callers as a plain response, retried only when it is a 429 or a 5xx
+	// (a 409 in-flight is then not waited out).
+	ProblemResponse func(ctx context.Context, p Problem) Response
+	// AdjustReplay may add, change or remove header fields of a replayed
+	// response before it is sent; status is the stored status. The body
+	// and status are the stored answer and cannot change, nor can what
+	// describes the body: Content-Type and Content-Encoding keep their
+	// stored values, and Idempotent-Replayed stays "true". Hop-by-hop
+	// fields, the framing and fields that are not valid are dropped. A
+	// field that is never stored (Set-Cookie, Date, X-Request-Id,
+	// RateLimit-*) is sent as the hook sets it: it is this response's
+	// own, not the first one's. Nil: the stored header as it is.
+	AdjustReplay func(ctx context.Context, status int, header http.Header)
+}
+
+// Route overrides Settings for one route.
+type Route struct {
+	// KeyOptional lets requests without a key run unguarded.
+	KeyOptional bool
+	// Fingerprint replaces Settings.Fingerprint for the route. Nil:
+	// Settings'.
+	Fingerprint *fingerprint.Options
+}

@@ -1,0 +1,26 @@
+package idemkit
+
+import "context"
+
+// TenantFunc returns the tenant of a request r (an API Gateway event, an
+// *http.Request, a queue message): the one convention of every adapter.
+// It reads the authenticated caller only (the authorizer's identity, a
+// verified token, the account a message belongs to), never the body or a
+// header the client chooses.
+//
+// It returns "" when r has none. An empty tenant or an error fails the
+// request closed: nothing runs and nothing is stored, and the error,
+// joined with [ErrTenantMissing], goes to the Observer (never to an HTTP
+// caller). A tenant is exact or refused: take the identity byte for byte
+// (no case folding, trimming or Unicode normalization, which could merge
+// two callers), and return an error wrapping [ErrTenantInexact] for one
+// that may not be exact (a number past 2^53-1 decoded as a float64 may be
+// the rounding of another caller's id), never a rounded value.
+type TenantFunc[R any] func(ctx context.Context, r R) (string, error)
+
+// SingleTenant returns a TenantFunc that puts every request in the tenant
+// name. Use it only where every caller shares one key space (an internal
+// API, a queue of one account).
+func SingleTenant[R any](name string) TenantFunc[R] {
+	return func(context.Context, R) (string, error) { return name, nil }
+}
