@@ -199,7 +199,16 @@ func (w *World) answered(r *request) {
 			lie("the key was first used for this operation")
 		}
 	case adapter.TypeInFlight:
-		if rec == nil || rec.State != idemkit.StateInFlight {
+		switch {
+		case strings.Contains(p.Detail, "ended moments ago"):
+			// The fence against late copies: the key was freed by a clock
+			// ahead of this instance's by more than FenceSkew.
+			if rec != nil && rec.State != idemkit.StateFailed {
+				lie("the key is held, not freed")
+			} else if !w.freedAhead(id, now) {
+				lie("no clock ahead of this instance's by FenceSkew freed the key")
+			}
+		case rec == nil || rec.State != idemkit.StateInFlight:
 			lie("no request holds the key")
 		}
 	case adapter.TypeIndeterminate:
@@ -331,4 +340,16 @@ func (w *World) checkStored() {
 			w.fail(invNeverStored, "%s stores %d %s, which e%d did not answer for it", id, s.Status, s.Body, e.n)
 		}
 	}
+}
+
+// freedAhead reports whether the key id was freed (its latest release, or
+// its failed resolution) at a time more than FenceSkew after now, the
+// clock of the instance whose claim the fence refused.
+func (w *World) freedAhead(id string, now time.Time) bool {
+	fence := now.Add(idemkit.FenceSkew)
+	if rel, ok := w.released[id]; ok && fence.Before(rel.at) {
+		return true
+	}
+	rec, err := w.inner.Get(context.Background(), id, now)
+	return err == nil && rec.State == idemkit.StateFailed && rec.Resolution != nil && fence.Before(rec.Resolution.ResolvedAt)
 }
