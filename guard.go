@@ -292,8 +292,20 @@ func (c *call) oldKey(rec *Record, expired error, h Handler) (*Snapshot, bool, e
 			return nil, false, err
 		case res.Won:
 			return c.won(rec, res, h)
+		case res.Fenced:
+			return nil, false, c.fenced()
 		}
 	}
+}
+
+// fenced answers a claim the store's fence against late copies refused:
+// made by a clock behind the one that freed the key (a claim of ours is
+// never made again after its release), it wins once that clock catches
+// up, within FenceSkew of the other's.
+func (c *call) fenced() error {
+	err := &ConflictError{RetryAfter: time.Second, Freed: true}
+	c.emitRefusal(nil, err)
+	return err
 }
 
 // call is the state of one Do: the request, its policy and its event.
@@ -383,6 +395,9 @@ func (c *call) opts() ClaimOptions { return ClaimOptions{Takeover: c.policy.OnSt
 // again, at most reclaims times.
 func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, error) {
 	for attempt := 0; ; attempt++ {
+		if res.Fenced {
+			return nil, false, c.fenced()
+		}
 		snap, again, err := c.g.classify(c.ctx, c.req, c.policy, res.Existing, c.start)
 		if again && attempt < reclaims {
 			if ex := res.Existing; ex != nil {

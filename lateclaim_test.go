@@ -120,3 +120,52 @@ func TestLateClaimCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimBehindTheFence: a key freed by a clock ahead of this
+// instance's by more than FenceSkew (a release, a failed resolution) is
+// refused to this instance's claims, which the store's fence cannot tell
+// from late copies sent before: the request gets a conflict that says no
+// request holds the key, with a Retry-After, and runs once its clock is
+// within FenceSkew of the other's.
+func TestClaimBehindTheFence(t *testing.T) {
+	ahead := idemkit.FenceSkew + time.Second
+	failing := func(context.Context) (*idemkit.Snapshot, error) { return nil, errors.New("downstream failed") }
+	unknown := func(context.Context) (*idemkit.Snapshot, error) {
+		return nil, fmt.Errorf("provider timed out: %w", idemkit.ErrOutcomeUnknown)
+	}
+	for _, tc := range []struct {
+		name  string
+		first idemkit.Handler
+		// resolve, when set, resolves the first run failed by the clock ahead.
+		resolve bool
+	}{
+		{name: "release", first: failing},
+		{name: "failed-resolution", first: unknown, resolve: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			now := func() time.Time { return f.clock.Now().Add(ahead) }
+			a, err := idemkit.New(idemkit.Config{Store: f.store, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := a.Do(context.Background(), req("k"), tc.first); err == nil {
+				t.Fatal("the first run: no error")
+			}
+			if tc.resolve {
+				if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, now()); err != nil {
+					t.Fatalf("resolve: %v", err)
+				}
+			}
+			_, _, err = f.do(t, req("k"), respond(201, "ok"))
+			var ce *idemkit.ConflictError
+			if !errors.As(err, &ce) || !ce.Freed || ce.RetryAfter < time.Second || f.runs != 0 {
+				t.Fatalf("a claim by a clock %s behind: %v, %d runs; want a freed-key conflict with a Retry-After, no run", ahead, err, f.runs)
+			}
+			f.clock.Advance(ahead - idemkit.FenceSkew)
+			if snap, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || string(snap.Body) != "ok" || f.runs != 1 {
+				t.Fatalf("once the clock caught up: %+v %v %v, %d runs; want one run", snap, replayed, err, f.runs)
+			}
+		})
+	}
+}

@@ -45,9 +45,11 @@ import (
 type Store interface {
 	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
 	// no record with rec.ID is live, or the live record
-	//   - has State failed, another Owner than rec's, and rec's Fingerprint
+	//   - has State failed, another Owner than rec's, rec's Fingerprint
 	//     and Scope.Operation (a late copy of the failed run's own claim
-	//     must not bring that run back), or
+	//     must not bring that run back), and a Resolution.ResolvedAt not
+	//     after now plus FenceSkew (a claim sent before the resolution,
+	//     landing late, must not take the key it freed), or
 	//   - is in_flight with the same Owner and a LeaseUntil not after
 	//     rec.LeaseUntil (a retried claim whose first attempt was applied:
 	//     it is ours; a late copy of it, after the lease was extended, is
@@ -60,8 +62,11 @@ type Store interface {
 	// operation is in the ID unless keys are account-wide; there the
 	// comparison is what refuses a reuse for another operation.
 	// The tombstone a Release leaves counts as no record, except to a claim
-	// with its owner (a copy of the released claim, landing late): that
-	// claim stores nothing and returns Won false with a nil Existing.
+	// by an owner released on it (a copy of a released claim, landing late)
+	// or made at a now before the tombstone's latest release by more than
+	// FenceSkew (a copy sent before the key was freed): that claim stores
+	// nothing and returns Won false, Fenced true and a nil Existing. A claim
+	// refused by a failed record's time fence returns Fenced true too.
 	// Otherwise it stores nothing and returns Won false with the live record
 	// that blocked it. When Won is true, Existing holds the record that was
 	// replaced, if the store can tell (it may be nil, and is nil for a
@@ -94,10 +99,13 @@ type Store interface {
 	// in_flight again for a run nobody makes. Release leaves the same
 	// tombstone when no record with the id is live (a retried release, or
 	// the release of a claim that was never confirmed, whose copies may
-	// still land), unless a tombstone made after now is there (a copy of
-	// an earlier release, landing late, leaves it), and returns nil. It
-	// returns ErrNotOwner, changing nothing, when the live record has
-	// another owner or is not in_flight.
+	// still land), and returns nil. Over a live tombstone it adds owner to
+	// the owners released on it (at most MaxReleasedOwners: one that finds
+	// them all there starts them again with owner alone), keeps the later
+	// of its release time and now (a copy of an earlier release, landing
+	// late, moves it back never), and lives at least until now plus
+	// MaxWriteDelay. It returns ErrNotOwner, changing nothing, when the
+	// live record has another owner or is not in_flight.
 	Release(ctx context.Context, id, owner string, now time.Time) error
 
 	// Extend sets the LeaseUntil of the live in_flight record with this id
@@ -169,17 +177,32 @@ type Store interface {
 // signatures. A store on another backend must bound the delay of its
 // writes as tightly, or keep such records longer.
 //
-// A late copy of a claim can still land after another request claimed the
-// key: over that request's tombstone, or its record resolved failed, it
-// holds the key, for a run nobody makes, until its lease ends. An
-// operator who resolves a record failed only once its lease ended at least
-// MaxWriteDelay ago leaves no such copy, neither to that record nor to a
-// key its resolution freed: every copy of a claim made before has landed
-// or been refused by then. What remains is a copy delayed through two
-// releases (its own run's and another request's, both within
-// MaxWriteDelay), and a copy of a claim whose every attempt failed and
+// A tombstone refuses every claim of an owner released on it, and every
+// claim made more than FenceSkew before its latest release; a failed
+// record, every claim made more than FenceSkew before its resolution:
+// such a claim was sent before the key was freed. What a late copy can
+// still do is land over another request's tombstone or failed record
+// when it was sent less than FenceSkew (by the clocks compared) before
+// the key was freed: a copy of a claim its request saw refused meanwhile
+// (409), or one delayed through two releases, sent within FenceSkew of
+// the second; it then holds the key, for a run nobody makes, until its
+// lease ends. So does a copy of a claim whose every attempt failed and
 // whose release failed too (the guard's ErrClaimUnknown).
 const MaxWriteDelay = 15 * time.Minute
+
+// FenceSkew is the clock skew between instances that a store's time fence
+// tolerates, DefaultLeaseMargin: a claim made by a clock up to FenceSkew
+// behind the one that freed a key (a release, a failed resolution) is not
+// taken for a late copy sent before. A claim made by a clock further
+// behind is refused as one until that clock catches up, answered as a
+// conflict to retry.
+const FenceSkew = DefaultLeaseMargin
+
+// MaxReleasedOwners bounds the owners a tombstone fences by name. A key
+// released more often within a tombstone's life starts the set again,
+// and an owner dropped from it is fenced by time alone: its claims made
+// more than FenceSkew before the latest release.
+const MaxReleasedOwners = 32
 
 // ClaimOptions modify a claim.
 type ClaimOptions struct {
@@ -195,4 +218,9 @@ type ClaimResult struct {
 	// Existing is the live record that blocked the claim when Won is false.
 	// When Won is true it is the record replaced, if any and if known.
 	Existing *Record
+	// Fenced is true when the claim lost to a fence against late copies
+	// (see Store.Claim): a tombstone, or a failed record's resolution time.
+	// A legitimate claim meets it only when its clock runs more than
+	// FenceSkew behind the one that freed the key; made later, it may win.
+	Fenced bool
 }

@@ -33,16 +33,23 @@
 // condition is what refuses another operation).
 //
 // A release leaves the key's tombstone, an item of its own state
-// (released) holding the releasing owner and the release's time in lu,
-// with an exp of idemkit.MaxWriteDelay and five minutes (for the SDK's
-// clock-skew correction) after the release. Every method but Claim and
-// Release reads it as no record; a claim passes it unless the claim is the
-// releasing owner's (a copy of the claim landing late, after the key was
-// freed), which is then lost with no record. A release replaces the in_flight item
-// as the DeleteItem it replaces did, for one write unit, and the tombstone
+// (released) holding the latest releasing owner in ow, the latest
+// release's time in lu, every owner released on it in rl (a string set of
+// at most idemkit.MaxReleasedOwners), with an exp of
+// idemkit.MaxWriteDelay and five minutes (for the SDK's clock-skew
+// correction) after the latest release. Every method but Claim and
+// Release reads it as no record; a claim passes it unless the claim's
+// owner is in rl (a copy of a released claim landing late) or the claim
+// was made more than idemkit.FenceSkew before lu (a copy sent before the
+// key was freed), and is then lost with no record (ClaimResult.Fenced).
+// Likewise a claim made more than FenceSkew before a failed record's
+// resolution (rt) loses to it. A release replaces the in_flight item as
+// the DeleteItem it replaces did, for one write unit, and the tombstone
 // carries no index key. A release refused by its condition reads the item
-// (returned with the failure, or one GetItem) to tell a later tombstone
-// (nil) from another's record (idemkit.ErrNotOwner).
+// (returned with the failure, or one GetItem): another's record is
+// idemkit.ErrNotOwner; a tombstone gets the owner added by one
+// conditional UpdateItem (ADD to rl; ow, lu and exp moved only by a later
+// release).
 //
 // # Item layout
 //
@@ -67,6 +74,7 @@
 //	           flight, with Options.IndexInFlight; else absent
 //	it   S     tenant, only while indeterminate
 //	mk   S     a random token of the last mark or resolution
+//	rl   SS    a tombstone's released owners (st released only)
 //
 // A header value that is not UTF-8 (HTTP allows bytes 0x80-0xFF) is a B
 // in its list, so that it is replayed byte for byte; a store of an older

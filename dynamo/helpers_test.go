@@ -89,6 +89,12 @@ func valSize(v types.AttributeValue) int {
 		return len(v.Value)
 	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
 		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, e := range v.Value {
+			n += len(e)
+		}
+		return n
 	case *types.AttributeValueMemberL:
 		n := 3
 		for _, e := range v.Value {

@@ -40,6 +40,7 @@ const (
 	AttrReason       = "rr"  // S  resolution reason
 	AttrResolvedAt   = "rt"  // N  resolution time, epoch milliseconds
 	AttrMark         = "mk"  // S  a random token of the last mark or resolution
+	AttrReleased     = "rl"  // SS a tombstone's released owners (at most idemkit.MaxReleasedOwners)
 
 	// AttrIndeterminate is the hash key of IndexIndeterminate. It is set to
 	// IndeterminateValue while a record is indeterminate and, when the

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -351,16 +353,20 @@ func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) 
 // seconds rounded up, and now < ExpiresAt <=> floor(now) < exp); a lease
 // has expired when lu <= :nowMs.
 //
-// A released key's tombstone (st = released, ow its releasing owner, lu
-// the release's time) counts as absent to a claim by another owner; a
-// claim replaces a failed record, or takes an in_flight one over, only
-// with its fingerprint and operation.
+// A released key's tombstone (st = released, ow its latest releasing
+// owner, lu the latest release's time, rl the owners released on it)
+// counts as absent to a claim by another owner made at most
+// idemkit.FenceSkew before lu (:fence is now plus FenceSkew; ow is
+// compared too for a tombstone without rl, written before rl was); a
+// claim replaces a failed record (made at most FenceSkew before its
+// resolution, rt), or takes an in_flight one over, only with its
+// fingerprint and operation.
 const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
-	condFree     = condAbsent + " OR (#st = :released AND #ow <> :owner)"
+	condFree     = condAbsent + " OR (#st = :released AND #ow <> :owner AND NOT contains(#rl, :owner) AND #lu <= :fence)"
 	condOurs     = " OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
 	condBound    = " OR (#fp = :fp AND #op = :op AND "
-	condFailed   = "#st = :failed AND #ow <> :owner"
+	condFailed   = "#st = :failed AND #ow <> :owner AND #rt <= :fence"
 	condClaim    = condFree + condOurs + condBound + condFailed + ")"
 	condTakeover = condFree + condOurs + condBound + "((" + condFailed + ") OR (#st = :inflight AND #lu <= :nowMs)))"
 	// condFenced is a claim fenced by a Failover: it may only make again
@@ -369,7 +375,7 @@ const (
 	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
 	condExtend   = condOwned + " AND #lu <= :lu"
-	condRelease  = condAbsent + " OR (#st = :released AND #lu <= :nowMs) OR (#ow = :owner AND #st = :inflight)"
+	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
 	// condReleaseOwned is a release routed by a fencing Failover: it
 	// replaces only our own claim, never an absent item, since a tombstone
 	// written in the new home would win, by last-writer-wins replication,
@@ -392,9 +398,9 @@ var (
 	pUpdateLease       = aws.String("SET #lu = :lu")
 
 	namesClaim = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil,
-		"#fp": AttrFingerprint, "#op": AttrOperation}
+		"#fp": AttrFingerprint, "#op": AttrOperation, "#rl": AttrReleased, "#rt": AttrResolvedAt}
 	namesComplete     = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
-	namesRelease      = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState, "#lu": AttrLeaseUntil}
+	namesRelease      = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
 	namesExtend       = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
 	namesReleaseOwned = map[string]string{"#ow": AttrOwner, "#st": AttrState}
 	namesClaimFenced  = map[string]string{"#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
@@ -467,12 +473,12 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 		if fenced {
 			return s.fenced(ctx, client, cf, rec, now, opts, fo)
 		}
-		cur, blocked, err := s.blocker(ctx, client, cf, rec, now, opts)
+		cur, blocked, fenced, err := s.blocker(ctx, client, cf, rec, now, opts)
 		if err != nil {
 			return idemkit.ClaimResult{}, err
 		}
 		if blocked {
-			return idemkit.ClaimResult{Existing: cur}, nil
+			return idemkit.ClaimResult{Existing: cur, Fenced: fenced}, nil
 		}
 		// The record that failed the condition is gone or changed: the
 		// claim may succeed now.
@@ -518,7 +524,8 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	// owner's claim, a failed or stale record only with the record's
 	// fingerprint and operation.
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":released": vReleased,
-		":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil], ":fp": item[AttrFingerprint], ":op": item[AttrOperation]}
+		":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil], ":fp": item[AttrFingerprint], ":op": item[AttrOperation],
+		":fence": nowMilli(now.Add(idemkit.FenceSkew))}
 	switch {
 	case fenced:
 		cond, names = pCondClaimFenced, namesClaimFenced
@@ -554,38 +561,62 @@ func claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
 // blocker reports the usage of a claim refused by its condition (cf) and
 // returns the record that blocks it: the item returned with the failure,
 // or else the record read after it. blocked is false when no record blocks
-// the claim any more (released, expired or resolved meanwhile). A
-// tombstone that refuses the claim (its own owner's: a late copy of the
-// claim) blocks it with a nil cur.
-func (s *Store) blocker(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (cur *idemkit.Record, blocked bool, err error) {
+// the claim any more (released, expired or resolved meanwhile). fenced is
+// true when a fence against late copies refused it: a tombstone (with a
+// nil cur), or a failed record's resolution time.
+func (s *Store) blocker(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (cur *idemkit.Record, blocked, fenced bool, err error) {
 	const op = "claim"
 	failedWriteUsage(ctx, cf.Item)
-	if len(cf.Item) > 0 {
-		// The item that failed the condition: it blocks the claim.
-		if released(cf.Item) {
-			return nil, true, nil
+	item := cf.Item
+	returned := len(item) > 0
+	if !returned {
+		if item, err = s.getItem(ctx, client, op, rec.ID); err != nil {
+			return nil, false, false, err
 		}
-		if cur, err = decodeItem(cf.Item); err != nil {
-			return nil, false, err
+		if len(item) == 0 || expired(item, now) {
+			return nil, false, false, nil
 		}
-		return cur, true, nil
 	}
-	item, err := s.getItem(ctx, client, op, rec.ID)
-	switch {
-	case err != nil:
-		return nil, false, err
-	case len(item) == 0 || expired(item, now):
-		return nil, false, nil
-	case released(item):
-		return nil, attrS(item, AttrOwner) == rec.Owner, nil
+	if released(item) {
+		// The item that failed the condition refuses the claim; one read
+		// after it only if its fence does.
+		fenced = returned || tombstoneFences(item, rec.Owner, now)
+		return nil, fenced, fenced, nil
 	}
 	if cur, err = decodeItem(item); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	if blocks(cur, rec, now, opts) {
-		return cur, true, nil
+	if returned || blocks(cur, rec, now, opts) {
+		return cur, true, failedFences(cur, rec, now), nil
 	}
-	return nil, false, nil
+	return nil, false, false, nil
+}
+
+// tombstoneFences reports whether a tombstone item refuses a claim of
+// owner made at now: the Claim condition, on a tombstone read after it.
+func tombstoneFences(item map[string]types.AttributeValue, owner string, now time.Time) bool {
+	if attrS(item, AttrOwner) == owner || slices.Contains(releasedOwners(item), owner) {
+		return true
+	}
+	lu, err := strconv.ParseInt(attrN(item, AttrLeaseUntil), 10, 64)
+	return err == nil && lu > now.Add(idemkit.FenceSkew).UnixMilli()
+}
+
+// failedFences reports whether the failed record cur, which rec's
+// fingerprint and operation and another owner may claim again, refuses
+// rec's claim made at now, as sent before its resolution.
+func failedFences(cur, rec *idemkit.Record, now time.Time) bool {
+	return cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && cur.Resolution != nil &&
+		cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation &&
+		cur.Resolution.ResolvedAt.UnixMilli() > now.Add(idemkit.FenceSkew).UnixMilli()
+}
+
+// releasedOwners returns the owners released on a tombstone item.
+func releasedOwners(item map[string]types.AttributeValue) []string {
+	if v, ok := item[AttrReleased].(*types.AttributeValueMemberSS); ok {
+		return v.Value
+	}
+	return nil
 }
 
 // failedOn reports the usage of a claim refused by its condition (cf) and
@@ -634,7 +665,7 @@ func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) 
 	case !cur.Live(now):
 		return false
 	case cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && bound:
-		return false
+		return failedFences(cur, rec, now)
 	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && cur.LeaseUntil.UnixMilli() <= ceilMilli(rec.LeaseUntil):
 		return false
 	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now) && bound:
@@ -692,16 +723,18 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 }
 
 // Release implements idemkit.Store with one conditional PutItem of the
-// key's tombstone (st released, the owner, lu the release's time and exp
-// tombstoneLife later), in place of the owner's in_flight record, of no
-// live record, or of a tombstone not made after now. A refused release
-// reads the item that refused it (returned with the failure, or one
-// consistent GetItem where the server does not): a later tombstone is
-// no record (nil), anything else another's (idemkit.ErrNotOwner). Routed
-// by a Failover that fences, it replaces only the owner's in_flight
-// record: a tombstone of an absent one would win, under global tables'
-// last-writer-wins replication, over an older record of the key that has
-// not replicated from the previous region yet.
+// key's tombstone (st released, ow the owner, lu the release's time, rl
+// the owner, exp tombstoneLife later), in place of the owner's in_flight
+// record or of no live record. A refused release reads the item that
+// refused it (returned with the failure, or one consistent GetItem where
+// the server does not): another's record is idemkit.ErrNotOwner; a
+// tombstone gets the owner added with one conditional UpdateItem (see
+// addReleased), made again on the item it then returns while it changes
+// under it, a bounded number of times. Routed by a Failover that fences,
+// it replaces only the owner's in_flight record: a tombstone of an absent
+// one would win, under global tables' last-writer-wins replication, over
+// an older record of the key that has not replicated from the previous
+// region yet.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
 	const op = "release"
 	if !utf8.ValidString(id) {
@@ -715,35 +748,111 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 	}
 	nowMs := nowMilli(now)
 	cond, names := pCondRelease, namesRelease
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":nowMs": nowMs, ":owner": str(owner), ":inflight": vInFlight, ":released": vReleased}
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight}
 	if fo.fencing() {
 		cond, names = pCondReleaseOwned, namesReleaseOwned
 		values = map[string]types.AttributeValue{":owner": values[":owner"], ":inflight": vInFlight}
 	}
-	cctx, cancel := s.ctxFor(ctx)
-	defer cancel()
-	out, err := client.PutItem(cctx, &dynamodb.PutItemInput{
+	put := &dynamodb.PutItemInput{
 		TableName: s.tableName,
 		Item: map[string]types.AttributeValue{AttrID: str(id), AttrState: vReleased, AttrOwner: str(owner), AttrLeaseUntil: nowMs,
-			AttrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))},
+			AttrReleased: &types.AttributeValueMemberSS{Value: []string{owner}}, AttrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))},
 		ConditionExpression:                 cond,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}, s.optFns...)
-	if err == nil {
-		usage(ctx, out.ConsumedCapacity, true)
+	}
+	var update *dynamodb.UpdateItemInput
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := s.ctxFor(ctx)
+		var cc *types.ConsumedCapacity
+		if update == nil {
+			var out *dynamodb.PutItemOutput
+			if out, err = client.PutItem(cctx, put, s.optFns...); err == nil {
+				cc = out.ConsumedCapacity
+			}
+		} else {
+			var out *dynamodb.UpdateItemOutput
+			if out, err = client.UpdateItem(cctx, update, s.optFns...); err == nil {
+				cc = out.ConsumedCapacity
+			}
+		}
+		cancel()
+		if err == nil {
+			usage(ctx, cc, true)
+			return nil
+		}
+		cur, err := s.refusedItem(ctx, client, op, id, err, "whether the key is free")
+		switch {
+		case err != nil:
+			return err
+		case len(cur) == 0 || expired(cur, now):
+			update = nil // gone meanwhile: the tombstone may be put now
+		case !released(cur):
+			return idemkit.ErrNotOwner
+		case fo.fencing():
+			return nil // the fenced release writes no tombstone of its own
+		default:
+			if update = s.addReleased(id, cur, owner, now); update == nil {
+				return nil // a retried release
+			}
+		}
+		if attempt == claimAttempts {
+			return fmt.Errorf("dynamo: %s %q: the key kept changing: %w", op, id, idemkit.ErrStoreUnavailable)
+		}
+	}
+}
+
+// addReleased returns the UpdateItem that adds owner to the tombstone
+// item (as read: it is made only on that item, unchanged), or nil when
+// owner is released on it already. A release later than the tombstone's
+// moves ow, lu and exp to its own; an earlier one leaves them. A full rl
+// (idemkit.MaxReleasedOwners) starts again with owner alone; a tombstone
+// without rl (written before rl was) gets its ow and owner.
+func (s *Store) addReleased(id string, item map[string]types.AttributeValue, owner string, now time.Time) *dynamodb.UpdateItemInput {
+	ow, owners := attrS(item, AttrOwner), releasedOwners(item)
+	if ow == owner || slices.Contains(owners, owner) {
 		return nil
 	}
-	cur, err := s.refusedItem(ctx, client, op, id, err, "whether the key is free")
-	if err != nil {
-		return err
+	lu0, _ := strconv.ParseInt(attrN(item, AttrLeaseUntil), 10, 64)
+	names := map[string]string{"#st": AttrState, "#lu": AttrLeaseUntil, "#exp": AttrExpiresAt, "#rl": AttrReleased}
+	values := map[string]types.AttributeValue{":released": vReleased, ":lu0": num(lu0), ":nowS": nowSec(now),
+		":o": &types.AttributeValueMemberSS{Value: []string{owner}}}
+	cond := "#st = :released AND #lu = :lu0 AND #exp > :nowS AND "
+	var set []string
+	add := ""
+	switch {
+	case owners == nil:
+		values[":o"] = &types.AttributeValueMemberSS{Value: []string{ow, owner}}
+		set, cond = append(set, "#rl = :o"), cond+"attribute_not_exists(#rl)"
+	case len(owners) >= idemkit.MaxReleasedOwners:
+		values[":max"] = num(idemkit.MaxReleasedOwners)
+		set, cond = append(set, "#rl = :o"), cond+"size(#rl) >= :max"
+	default:
+		values[":max"] = num(idemkit.MaxReleasedOwners)
+		add, cond = " ADD #rl :o", cond+"size(#rl) < :max"
 	}
-	if len(cur) == 0 || expired(cur, now) || released(cur) {
-		return nil
+	if lu0 <= now.UnixMilli() {
+		// A later release: the tombstone fences from its time.
+		names["#ow"] = AttrOwner
+		values[":owner"], values[":nowMs"], values[":exp"] = str(owner), nowMilli(now), num(ceilSec(now.Add(tombstoneLife)))
+		set = append(set, "#ow = :owner", "#lu = :nowMs", "#exp = :exp")
 	}
-	return idemkit.ErrNotOwner
+	update := strings.TrimSpace(add)
+	if len(set) > 0 {
+		update = "SET " + strings.Join(set, ", ") + add
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                           s.tableName,
+		Key:                                 key(id),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	}
 }
 
 // Extend implements idemkit.Store with one conditional UpdateItem of the
@@ -807,6 +916,16 @@ func (s *Store) refusedItem(ctx context.Context, client Client, op, id string, e
 		return nil, fmt.Errorf("dynamo: %s was refused, and the record could not be read again to tell %s: %w", op, what, err)
 	}
 	return item, nil
+}
+
+// attrN returns the number attribute name of item, as written; "" when
+// it has none.
+func attrN(item map[string]types.AttributeValue, name string) string {
+	v, _ := item[name].(*types.AttributeValueMemberN)
+	if v == nil {
+		return ""
+	}
+	return v.Value
 }
 
 // attrS returns the string attribute name of item; "" when it has none.

@@ -27,6 +27,7 @@ import (
 type Store struct {
 	mu      sync.Mutex
 	recs    map[string]*idemkit.Record // guarded by mu; values are never shared with callers
+	fenced  map[string][]string        // guarded by mu; the owners released on each tombstone
 	sweepAt int                        // guarded by mu; the size at which put drops expired records
 }
 
@@ -39,8 +40,9 @@ func New() *Store { return &Store{} }
 var _ idemkit.Store = (*Store)(nil)
 
 // stateReleased is the state of a released key's tombstone: its Owner
-// is the releasing owner and its LeaseUntil the time of the release. A
-// tombstone counts as no record to every method but Claim and Release.
+// is the last releasing owner, its LeaseUntil the latest release's time,
+// and s.fenced holds every owner released on it. A tombstone counts as no
+// record to every method but Claim and Release.
 const stateReleased idemkit.State = "released"
 
 // live returns the live record with id, nil for a tombstone; the caller
@@ -68,8 +70,12 @@ func (s *Store) tombstone(id string, now time.Time) *idemkit.Record {
 func (s *Store) put(r *idemkit.Record, now time.Time) {
 	if s.recs == nil {
 		s.recs = make(map[string]*idemkit.Record)
+		s.fenced = make(map[string][]string)
 	}
 	s.recs[r.ID] = r.Clone()
+	if r.State != stateReleased {
+		delete(s.fenced, r.ID)
+	}
 	if len(s.recs) < s.sweepAt {
 		return
 	}
@@ -85,6 +91,8 @@ func (s *Store) put(r *idemkit.Record, now time.Time) {
 		for id, rec := range s.recs {
 			if rec.Live(now) {
 				m[id] = rec
+			} else {
+				delete(s.fenced, id)
 			}
 		}
 		s.recs = m
@@ -105,15 +113,20 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	idemkit.AddUsage(ctx, 0, 1)
 	prev := s.recs[rec.ID]
 	if t := s.tombstone(rec.ID, now); t != nil {
-		if t.Owner == rec.Owner {
-			// A copy of the released owner's claim, landing late.
-			return idemkit.ClaimResult{}, nil
+		if s.isFenced(rec.ID, rec.Owner) || sentBefore(now, t.LeaseUntil) {
+			// A copy of a released owner's claim, or of a claim sent
+			// before the release, landing late.
+			return idemkit.ClaimResult{Fenced: true}, nil
 		}
 		prev = nil
 	}
 	cur := s.live(rec.ID, now)
 	// The key stays bound to its first request's fingerprint and operation.
 	bound := cur != nil && cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
+	if cur != nil && cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && bound && sentBefore(now, resolvedAt(cur)) {
+		// A claim sent before the failed resolution, landing late.
+		return idemkit.ClaimResult{Existing: cur.Clone(), Fenced: true}, nil
+	}
 	ok := cur == nil ||
 		(cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && bound) ||
 		(cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && !cur.LeaseUntil.After(rec.LeaseUntil)) ||
@@ -123,6 +136,29 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	}
 	s.put(rec, now)
 	return idemkit.ClaimResult{Won: true, Existing: prev.Clone()}, nil
+}
+
+// sentBefore reports whether a claim made at now was sent before a key
+// was freed at freed, by more than the clock skew the fence tolerates.
+func sentBefore(now, freed time.Time) bool { return now.Add(idemkit.FenceSkew).Before(freed) }
+
+// resolvedAt returns the time of cur's resolution (zero: none).
+func resolvedAt(cur *idemkit.Record) time.Time {
+	if cur.Resolution == nil {
+		return time.Time{}
+	}
+	return cur.Resolution.ResolvedAt
+}
+
+// isFenced reports whether owner was released on id's tombstone; the
+// caller holds s.mu.
+func (s *Store) isFenced(id, owner string) bool {
+	for _, o := range s.fenced[id] {
+		if o == owner {
+			return true
+		}
+	}
+	return false
 }
 
 // Complete implements idemkit.Store.
@@ -201,10 +237,33 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 	if cur := s.live(id, now); cur != nil && (cur.Owner != owner || cur.State != idemkit.StateInFlight) {
 		return idemkit.ErrNotOwner
 	}
-	if t := s.tombstone(id, now); t != nil && now.Before(t.LeaseUntil) {
-		return nil // a later release's tombstone stays
+	t := s.tombstone(id, now)
+	switch {
+	case t == nil:
+		s.put(&idemkit.Record{ID: id, State: stateReleased, Owner: owner, LeaseUntil: now, ExpiresAt: now.Add(idemkit.MaxWriteDelay)}, now)
+		s.fenced[id] = []string{owner}
+		return nil
+	case s.isFenced(id, owner):
+		return nil // a retried release
 	}
-	s.put(&idemkit.Record{ID: id, State: stateReleased, Owner: owner, LeaseUntil: now, ExpiresAt: now.Add(idemkit.MaxWriteDelay)}, now)
+	// The tombstone fences every owner released on it, up to
+	// idemkit.MaxReleasedOwners: a release that finds it full starts the
+	// set again with its own owner. It keeps the latest release's time
+	// (a late copy of an earlier release moves it back never) and lives
+	// MaxWriteDelay past each release.
+	r := t.Clone()
+	if now.After(r.LeaseUntil) {
+		r.Owner, r.LeaseUntil = owner, now
+	}
+	if exp := now.Add(idemkit.MaxWriteDelay); exp.After(r.ExpiresAt) {
+		r.ExpiresAt = exp
+	}
+	owners := append(s.fenced[id], owner)
+	if len(owners) > idemkit.MaxReleasedOwners {
+		owners = []string{owner}
+	}
+	s.put(r, now)
+	s.fenced[id] = owners
 	return nil
 }
 

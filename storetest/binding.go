@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -206,5 +207,82 @@ func testLateClaimAfterFailed(t *testing.T, s idemkit.Store) {
 	}
 	if res := claim(t, s, late, m.CreatedAt, true); res.Won || res.Existing == nil || res.Existing.State != idemkit.StateCompleted {
 		t.Fatalf("the late copy after another's completion: won %v, existing %+v; want lost to the completed record", res.Won, res.Existing)
+	}
+}
+
+// testTombstoneFencesEveryOwner: a tombstone refuses the claims of every
+// owner released on it, not only the last: a release over a tombstone,
+// even one made after it (by a clock ahead, or a copy landing late),
+// adds its owner. Beyond MaxReleasedOwners the set starts again with the
+// releasing owner, who is fenced still.
+func testTombstoneFencesEveryOwner(t *testing.T, s idemkit.Store) {
+	ctx := context.Background()
+	now := base()
+	rel := now.Add(time.Second)
+	a := newRecord(now, "a")
+	claim(t, s, a, now, false)
+	if err := s.Release(ctx, a.ID, "a", rel); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	// b's claim attempts all failed (one is on its way); b frees the key
+	// by a clock behind a's.
+	b := again(a, "b", rel.Add(-200*time.Millisecond))
+	if err := s.Release(ctx, a.ID, "b", b.CreatedAt); err != nil {
+		t.Fatalf("an earlier release over a tombstone: %v, want nil", err)
+	}
+	lostToNothing(t, s, "a copy of b's claim after b's release under a's tombstone", b, b.CreatedAt)
+	lostToNothing(t, s, "a copy of a's claim after b's release", a, now)
+	// A later release (c's) keeps a and b fenced.
+	c := again(a, "c", rel.Add(time.Second))
+	if err := s.Release(ctx, a.ID, "c", c.CreatedAt); err != nil {
+		t.Fatalf("a later release over a tombstone: %v, want nil", err)
+	}
+	for _, r := range []*idemkit.Record{a, b, c} {
+		lostToNothing(t, s, "a copy of "+r.Owner+"'s claim after three releases", r, r.CreatedAt)
+	}
+	d := again(a, "d", c.CreatedAt)
+	if res := claim(t, s, d, c.CreatedAt, false); !res.Won {
+		t.Fatalf("a new owner's claim over the tombstone lost to %+v", res.Existing)
+	}
+
+	// A key released by more owners than the set holds.
+	k := newRecord(now, "k0")
+	for i := 0; i <= idemkit.MaxReleasedOwners; i++ {
+		if err := s.Release(ctx, k.ID, fmt.Sprintf("k%d", i), rel); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+	}
+	last := again(k, fmt.Sprintf("k%d", idemkit.MaxReleasedOwners), rel)
+	lostToNothing(t, s, "a copy of the last owner's claim past the set's bound", last, rel)
+}
+
+// testTimeFence: a claim made more than FenceSkew before the key was
+// freed (a tombstone's latest release, a failed record's resolution) was
+// sent before it: it loses, whoever its owner. One made within FenceSkew
+// (a clock behind the one that freed the key) wins.
+func testTimeFence(t *testing.T, s idemkit.Store) {
+	now := base()
+	rel := now.Add(time.Minute)
+	a := newRecord(now, "a")
+	claim(t, s, a, now, false)
+	if err := s.Release(context.Background(), a.ID, "a", rel); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	early := rel.Add(-idemkit.FenceSkew - time.Millisecond)
+	lostToNothing(t, s, "another owner's claim sent before the release", again(a, "b", early), early)
+	within := rel.Add(-idemkit.FenceSkew + time.Millisecond)
+	if res := claim(t, s, again(a, "c", within), within, false); !res.Won {
+		t.Fatalf("a claim within FenceSkew of the release lost to %+v", res.Existing)
+	}
+
+	m, at := failedRecord(t, s)
+	early = at.Add(-idemkit.FenceSkew - time.Millisecond)
+	res := claim(t, s, again(m, "b", early), early, true)
+	if res.Won || res.Existing == nil || res.Existing.State != idemkit.StateFailed {
+		t.Fatalf("a claim sent before the failed resolution: won %v, existing %+v; want lost to the failed record", res.Won, res.Existing)
+	}
+	within = at.Add(-idemkit.FenceSkew + time.Millisecond)
+	if res := claim(t, s, again(m, "c", within), within, false); !res.Won {
+		t.Fatalf("a claim within FenceSkew of the failed resolution lost to %+v", res.Existing)
 	}
 }

@@ -81,6 +81,8 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"ClaimBoundToFirstRequest", testClaimBound},
 		{"ReleaseLeavesTombstone", testReleaseTombstone},
 		{"LateClaimAfterFailed", testLateClaimAfterFailed},
+		{"TombstoneFencesEveryOwner", testTombstoneFencesEveryOwner},
+		{"TimeFence", testTimeFence},
 		{"MarkIndeterminate", testMarkIndeterminate},
 		{"ResolveCompleted", testResolveCompleted},
 		{"ResolveFailed", testResolveFailed},

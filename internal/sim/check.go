@@ -51,25 +51,43 @@ func (w *World) claimed(r *request, rec *idemkit.Record, pre *idemkit.Record, no
 			w.fail(invClaim, "%s of r%d replaced %s", how, r.n, describe(pre, now))
 		}
 	}
+	tomb, wasFreed := w.released[rec.ID]
+	if pre == nil {
+		// The claim replaced the tombstone, if any: a later release
+		// leaves one of its own.
+		delete(w.released, rec.ID)
+	}
 	if !r.done || claimUnknown(r) {
 		return
 	}
 	// A copy of a claim landing after its request answered holds the key
-	// for a run nobody makes. Over its own run's release or failed
-	// resolution it must be refused. Over another request's (a copy of a
-	// refused request's claim, or one delayed through two releases) it is
-	// the residual store.go documents at MaxWriteDelay: counted, and an
+	// for a run nobody makes. Over a tombstone of its own owner's release,
+	// or over its own run's failed resolution, it must be refused; so must
+	// a copy made more than FenceSkew (by the sender's clock) before the
+	// key was freed (the tombstone's latest release, or the failed
+	// resolution, by the freeing clock). What is left, a copy of another
+	// request's claim sent within FenceSkew of the freeing, is the
+	// residual store.go documents at MaxWriteDelay: counted, and an
 	// invariant only in strict worlds.
 	if pre != nil && pre.State == idemkit.StateInFlight && pre.Owner == rec.Owner {
 		return // a copy landing over the phantom an earlier copy made
 	}
-	own := pre == nil && w.released[rec.ID].owner == rec.Owner || pre != nil && pre.Owner == rec.Owner
-	if own || w.strict {
-		w.fail(invPhantom, "%s of r%d landed after r%d was answered (%s): %s is in_flight for a run nobody makes", how, r.n, r.n, r.answer(), rec.ID)
+	var freed time.Time
+	switch {
+	case pre == nil && wasFreed:
+		freed = tomb.at
+	case pre != nil && pre.Resolution != nil:
+		freed = pre.Resolution.ResolvedAt
+	}
+	own := pre == nil && tomb.owners[rec.Owner] || pre != nil && pre.Owner == rec.Owner
+	early := !freed.IsZero() && now.Add(idemkit.FenceSkew).Before(freed)
+	if own || early || w.strict {
+		w.fail(invPhantom, "%s of r%d, made at %s, landed after r%d was answered (%s) and the key was freed at %s: %s is in_flight for a run nobody makes",
+			how, r.n, w.since(now), r.n, r.answer(), w.since(freed), rec.ID)
 		return
 	}
 	w.stats.Phantoms++
-	w.logf("  (a phantom: the residual of MaxWriteDelay)")
+	w.logf("  (a phantom: the residual of MaxWriteDelay, sent within FenceSkew of the key's freeing)")
 }
 
 // claimUnknown reports whether r was told that its claim may be left.
@@ -199,7 +217,16 @@ func (w *World) answered(r *request) {
 			lie("the key was first used for this operation")
 		}
 	case adapter.TypeInFlight:
-		if rec == nil || rec.State != idemkit.StateInFlight {
+		switch {
+		case strings.Contains(p.Detail, "ended moments ago"):
+			// The fence against late copies: the key was freed by a clock
+			// ahead of this instance's by more than FenceSkew.
+			if rec != nil && rec.State != idemkit.StateFailed {
+				lie("the key is held, not freed")
+			} else if !w.freedAhead(id, now) {
+				lie("no clock ahead of this instance's by FenceSkew freed the key")
+			}
+		case rec == nil || rec.State != idemkit.StateInFlight:
 			lie("no request holds the key")
 		}
 	case adapter.TypeIndeterminate:
@@ -331,4 +358,16 @@ func (w *World) checkStored() {
 			w.fail(invNeverStored, "%s stores %d %s, which e%d did not answer for it", id, s.Status, s.Body, e.n)
 		}
 	}
+}
+
+// freedAhead reports whether the key id was freed (its latest release, or
+// its failed resolution) at a time more than FenceSkew after now, the
+// clock of the instance whose claim the fence refused.
+func (w *World) freedAhead(id string, now time.Time) bool {
+	fence := now.Add(idemkit.FenceSkew)
+	if rel, ok := w.released[id]; ok && fence.Before(rel.at) {
+		return true
+	}
+	rec, err := w.inner.Get(context.Background(), id, now)
+	return err == nil && rec.State == idemkit.StateFailed && rec.Resolution != nil && fence.Before(rec.Resolution.ResolvedAt)
 }

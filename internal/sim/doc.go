@@ -48,9 +48,11 @@
 //   - claim, binding: a claim replaces a live record only when it is its
 //     own retried claim, a failed resolution or (Takeover) a lease ended,
 //     and then only for the request the key is bound to;
-//   - phantom-claim: no copy of a run's claim lands after its own release
-//     or failed resolution (copies of another request's claim landing
-//     over a release are the residual MaxWriteDelay documents: counted);
+//   - phantom-claim: no copy of a claim lands after its owner's release
+//     or failed resolution, nor one made more than idemkit.FenceSkew
+//     before the release or resolution it lands over (copies of another
+//     request's claim sent within FenceSkew of it are the residual
+//     MaxWriteDelay documents: counted);
 //   - answer: every answer is the response of an execution of a request
 //     with the same tenant, operation and fingerprint (or an operator's
 //     decision on such a record), or a problem whose words are true of

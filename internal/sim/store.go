@@ -179,13 +179,19 @@ func (s *faultStore) Release(ctx context.Context, id, owner string, now time.Tim
 	return s.write(ctx, "release", now, func(ctx context.Context, late bool) error {
 		err := s.inner.Release(ctx, id, owner, now)
 		if err == nil {
-			// A release made now must fence its owner's claims; a late
-			// copy of an earlier one leaves a later release's tombstone
-			// (Store.Release).
+			// A release fences its owner's claims, and those of every
+			// owner released before it on the tombstone, which keeps the
+			// latest release's time (Store.Release).
 			s.w.mu.Lock()
-			if prev, ok := s.w.released[id]; !late || !ok || !now.Before(prev.at) {
-				s.w.released[id] = release{owner: owner, at: now}
+			rel, ok := s.w.released[id]
+			if !ok {
+				rel = release{owners: map[string]bool{}}
 			}
+			rel.owners[owner] = true
+			if now.After(rel.at) {
+				rel.at = now
+			}
+			s.w.released[id] = rel
 			s.w.logf("  release of %s landed at %s", owner, s.w.since(now))
 			s.w.mu.Unlock()
 		}

@@ -203,10 +203,11 @@ type execution struct {
 
 func (e *execution) tag() string { return "e" + strconv.Itoa(e.n) }
 
-// release is a release that landed: its owner and its time.
+// release is the tombstone the releases that landed left: the owners
+// released on it and the latest release's time.
 type release struct {
-	owner string
-	at    time.Time
+	owners map[string]bool
+	at     time.Time
 }
 
 // resolution is an operator's accepted decision.
