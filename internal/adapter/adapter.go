@@ -320,7 +320,7 @@ type Codec[R any] struct {
 	Respond func(httpguard.Response) R
 	// Problem, when set, returns the response for a problem instead of
 	// Respond (a test that reads the problem itself).
-	Problem func(*Problem) R
+	Problem func(*httpguard.Problem) R
 	// Pass, when set, runs the handler of a request that is not guarded
 	// instead of next (the net/http middleware lets it write directly).
 	Pass func(context.Context) (R, error)
@@ -397,7 +397,7 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 }
 
 // problem returns the response of c for p.
-func problem[R any](ctx context.Context, a *Front, c Codec[R], p *Problem) R {
+func problem[R any](ctx context.Context, a *Front, c Codec[R], p *httpguard.Problem) R {
 	if c.Problem != nil {
 		return c.Problem(p)
 	}
@@ -406,7 +406,7 @@ func problem[R any](ctx context.Context, a *Front, c Codec[R], p *Problem) R {
 
 // ProblemResponse returns the response for p: Settings.ProblemResponse's,
 // held to its rules, or p.Response().
-func (a *Front) ProblemResponse(ctx context.Context, p *Problem) httpguard.Response {
+func (a *Front) ProblemResponse(ctx context.Context, p *httpguard.Problem) httpguard.Response {
 	if a.problemHook == nil {
 		return p.Response()
 	}
@@ -478,7 +478,7 @@ func hookField(name string, vs []string) bool {
 // request returns the guard request for r, or the problem that refuses it
 // (reported to the observer): no tenant, no key or an invalid one, a body
 // that cannot be fingerprinted.
-func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Problem) {
+func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *httpguard.Problem) {
 	scope, p := a.scope(ctx, r)
 	if p != nil {
 		return idemkit.Request{}, p
@@ -506,7 +506,7 @@ func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *Prob
 
 // scope returns r's tenant, operation and key, or the problem that
 // refuses r (reported to the observer).
-func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *Problem) {
+func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *httpguard.Problem) {
 	tenant, terr := "", error(nil)
 	if r.Tenant != nil {
 		tenant, terr = r.Tenant(ctx)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/adapter"
+	"github.com/idemkit/idemkit/httpguard"
 )
 
 // The invariants, each checked from the data (the store's contents and
@@ -93,7 +93,7 @@ func (w *World) claimed(r *request, rec *idemkit.Record, pre *idemkit.Record, no
 // claimUnknown reports whether r was told that its claim may be left.
 func claimUnknown(r *request) bool {
 	p := r.resp.Problem
-	return p != nil && p.Type == adapter.TypeStoreUnavailable && strings.Contains(p.Detail, "may have been recorded")
+	return p != nil && p.Type == httpguard.TypeStoreUnavailable && strings.Contains(p.Detail, "may have been recorded")
 }
 
 func describe(rec *idemkit.Record, now time.Time) string {
@@ -134,7 +134,7 @@ func (r *request) answer() string {
 	case r.err != nil:
 		return "error: " + r.err.Error()
 	case r.resp.Problem != nil:
-		return strconv.Itoa(r.resp.Status) + " " + strings.TrimPrefix(r.resp.Problem.Type, adapter.ProblemBase)
+		return strconv.Itoa(r.resp.Status) + " " + strings.TrimPrefix(r.resp.Problem.Type, httpguard.ProblemBase)
 	case r.resp.Replayed:
 		return strconv.Itoa(r.resp.Status) + " replay of " + r.resp.Body
 	}
@@ -203,20 +203,20 @@ func (w *World) answered(r *request) {
 		w.fail(invAnswer, "r%d got %s, but %s (record %s: %s)", r.n, r.answer(), why, id, describe(rec, now))
 	}
 	switch p.Type {
-	case adapter.TypeTenantMissing:
+	case httpguard.TypeTenantMissing:
 		if exactTenant(r.shape.tenant) {
 			lie("its tenant is exact")
 		}
-	case adapter.TypeFingerprintMismatch, adapter.TypeOperationMismatch:
+	case httpguard.TypeFingerprintMismatch, httpguard.TypeOperationMismatch:
 		switch {
 		case rec == nil:
 			lie("no record holds the key")
 		case bound == intent:
 			lie("the key is bound to this very request")
-		case p.Type == adapter.TypeOperationMismatch && opOf(bound) == r.shape.method+" "+r.shape.template:
+		case p.Type == httpguard.TypeOperationMismatch && opOf(bound) == r.shape.method+" "+r.shape.template:
 			lie("the key was first used for this operation")
 		}
-	case adapter.TypeInFlight:
+	case httpguard.TypeInFlight:
 		switch {
 		case strings.Contains(p.Detail, "ended moments ago"):
 			// The fence against late copies: the key was freed by a clock
@@ -229,23 +229,23 @@ func (w *World) answered(r *request) {
 		case rec == nil || rec.State != idemkit.StateInFlight:
 			lie("no request holds the key")
 		}
-	case adapter.TypeIndeterminate:
+	case httpguard.TypeIndeterminate:
 		if rec == nil || rec.State != idemkit.StateIndeterminate {
 			lie("the record is not indeterminate")
 		}
-	case adapter.TypeReplayWindowPassed:
+	case httpguard.TypeReplayWindowPassed:
 		if rec == nil || rec.State != idemkit.StateCompleted || now.Before(rec.ReplayUntil) {
 			lie("no completed record past its replay window holds the key")
 		}
-	case adapter.TypeKeyExpired:
+	case httpguard.TypeKeyExpired:
 		if rec != nil {
 			lie("a live record holds the key")
 		}
-	case adapter.TypeStoreUnavailable:
+	case httpguard.TypeStoreUnavailable:
 		if !r.faulted || r.exec != nil {
 			lie("its store calls did not fail, or it ran")
 		}
-	case adapter.TypeOutcomeUnknown:
+	case httpguard.TypeOutcomeUnknown:
 		if r.exec == nil || !(r.exec.unknown || r.exec.lostLease) {
 			lie("its handler did not end with an unknown outcome")
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -154,7 +155,7 @@ type resp struct {
 	Header   map[string]string
 	Body     string
 	Replayed bool
-	Problem  *adapter.Problem
+	Problem  *httpguard.Problem
 }
 
 // request is one request sent by a client.
@@ -317,7 +318,7 @@ func NewWorld(p Params, inner idemkit.Store, wait func()) (*World, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := adapter.New(g, adapter.Options{RouteTemplate: true})
+		f, err := adapter.New(g, httpguard.Settings{RouteTemplate: true})
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +394,7 @@ func (w *World) send(s Step) {
 			}
 			return resp{Status: sn.Status, Header: h, Body: string(sn.Body), Replayed: true}
 		},
-		Problem: func(p *adapter.Problem) resp { return resp{Status: p.Status, Problem: p} },
+		Problem: func(p *httpguard.Problem) resp { return resp{Status: p.Status, Problem: p} },
 	}
 	go func() {
 		defer cancel()
