@@ -17,7 +17,7 @@ import (
 //go:embed testdata/*.json
 var testdata embed.FS
 
-func load(t *testing.T, name string) events.ALBTargetGroupRequest {
+func load(t testing.TB, name string) events.ALBTargetGroupRequest {
 	t.Helper()
 	b, err := testdata.ReadFile("testdata/" + name)
 	if err != nil {

@@ -128,3 +128,58 @@ func FuzzAPIGatewayV1(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFunctionURL does the same for a Lambda function URL handler (IAM
+// caller), whose key may arrive as one header line holding several values
+// and whose cookies and raw query ride beside the headers.
+func FuzzFunctionURL(f *testing.F) {
+	base := load[events.LambdaFunctionURLRequest](f, "url-iam.json")
+	f.Add("POST", "idempotency-key", "k-1", "application/json", `{"amount":1}`, "a=1&b=2", false)
+	f.Add("POST", "Idempotency-Key", `"a", "b"`, "application/json", `{"a":1,"a":2}`, "", false)
+	f.Add("PUT", "idempotency-key", "k\x00", "", "eyJhIjoxfQ==", "a=%zz", true)
+	f.Add("POST", "idempotency-key", "k", "application/x-www-form-urlencoded", "a=%zz", "x", false)
+	f.Add("GET", "idempotency-key", "k", "text/plain", "\xff\xfe", "", false)
+	f.Add("", "idempotency-key", "k", "application/json", `{}`, "", false)
+	f.Fuzz(func(t *testing.T, method, name, key, contentType, body, query string, b64 bool) {
+		e := newEnv(t, nil)
+		runs := 0
+		h := apigw.WrapFunctionURL(e.g, apigw.Config{Tenant: apigw.IAMUserARN()}, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+			runs++
+			return events.LambdaFunctionURLResponse{StatusCode: 202, Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"ok":true}`, Cookies: []string{"s=1"}}, nil
+		})
+		ev := base
+		ev.RequestContext.HTTP.Method = method
+		ev.Headers = map[string]string{"content-type": contentType, name: key}
+		ev.RawQueryString = query
+		ev.Body, ev.IsBase64Encoded = body, b64
+		for i := 0; i < 2; i++ {
+			r, err := h(context.Background(), ev)
+			if err != nil {
+				t.Fatalf("error %v", err)
+			}
+			if method == "" {
+				checkProblem(t, r.StatusCode, r.Headers, r.Body, 500, "guard-failure")
+				continue
+			}
+			switch r.StatusCode {
+			case 202:
+			case 400, 409, 414, 422:
+				var p struct {
+					Type   string `json:"type"`
+					Status int    `json:"status"`
+				}
+				if r.Headers["Content-Type"] != "application/problem+json" || json.Unmarshal([]byte(r.Body), &p) != nil || p.Status != r.StatusCode {
+					t.Fatalf("refusal %d without a problem body: %v %q", r.StatusCode, r.Headers, r.Body)
+				}
+			default:
+				t.Fatalf("status %d: %s", r.StatusCode, r.Body)
+			}
+			if i == 1 && r.StatusCode == 202 && r.Headers["Idempotent-Replayed"] == "true" && r.Cookies != nil {
+				t.Fatalf("a replay carries the first caller's cookies: %v", r.Cookies)
+			}
+		}
+		if runs > 2 || method == "" && runs != 0 {
+			t.Fatalf("%q ran %d times", method, runs)
+		}
+	})
+}
