@@ -107,8 +107,9 @@ func keyTime(key string) (time.Time, bool) {
 
 // FailoverError is a claim refused by a Failover's fence: the key is not
 // shown to be first used after the failover, and the failover region
-// holds no record that answers it. It is idemkit.ErrStoreUnavailable under
-// errors.Is: nothing is stored and the client is told to retry later.
+// holds no record that answers it. It is idemkit.ErrStoreUnavailable and
+// idemkit.ErrNothingStored under errors.Is: nothing is stored and the
+// client is told to retry later.
 type FailoverError struct {
 	Tenant   string
 	Key      string
@@ -128,8 +129,13 @@ func (e *FailoverError) Error() string {
 		e.Tenant, e.Failover.Region, e.Failover.At.UTC().Format(time.RFC3339), e.Key, e.Failover.Region, found)
 }
 
-// Unwrap returns idemkit.ErrStoreUnavailable.
-func (e *FailoverError) Unwrap() error { return idemkit.ErrStoreUnavailable }
+// Unwrap returns idemkit.ErrStoreUnavailable and idemkit.ErrNothingStored:
+// the fence refused the claim in a failed condition, so nothing was
+// written, and the guard neither tries it again nor frees a key it does
+// not hold.
+func (e *FailoverError) Unwrap() []error {
+	return []error{idemkit.ErrStoreUnavailable, idemkit.ErrNothingStored}
+}
 
 // NewRegional returns a Store that keeps each record in table in its
 // tenant's home region. The tenant is read from the record ID, whose

@@ -120,22 +120,20 @@ func delayedCases() []delayedCase {
 			steps: s(lateCall, "unknown", lateResolve, "failed", lateDeliver, "refused",
 				lateState, "failed", lateCall, "run", lateCall, "replay", lateState, "completed"),
 			effects: 1},
-		// What is left: the copy lands after a retry claimed the failed
-		// record, answered a transient 503 and freed the key, whose
-		// tombstone is the retry's. Applied: the key is held for a run
-		// nobody makes until the copy's lease ends (over by then here:
-		// FailClosed marks it at once, Takeover runs the request). An
-		// operator who resolves failed only once the lease ended
-		// idemkit.MaxWriteDelay ago meets no such copy.
+		// The copy lands after a retry claimed the failed record, answered
+		// a transient 503 and freed the key, whose tombstone is the
+		// retry's: refused by the time fence (the copy was made long
+		// before the key was freed, more than idemkit.FenceSkew), and the
+		// next retry runs, once.
 		{name: "claim/after-failed-then-release/fail-closed", policy: fc, unknownFirst: true, answer: failFirst,
 			rules: r(onClaim(delayed, 0, 1)),
 			steps: s(lateCall, "unknown", lateLeaseEnds, "", lateResolve, "failed", lateCall, "transient", lateState, "absent",
-				lateDeliver, "applied", lateState, "in_flight", lateCall, "indeterminate", lateState, "indeterminate"),
-			effects: 0},
+				lateDeliver, "refused", lateState, "absent", lateCall, "run", lateCall, "replay", lateState, "completed"),
+			effects: 1},
 		{name: "claim/after-failed-then-release/takeover", policy: to, unknownFirst: true, answer: failFirst,
 			rules: r(onClaim(delayed, 0, 1)),
 			steps: s(lateCall, "unknown", lateLeaseEnds, "", lateResolve, "failed", lateCall, "transient",
-				lateDeliver, "applied", lateState, "in_flight", lateCall, "run", lateCall, "replay", lateState, "completed"),
+				lateDeliver, "refused", lateState, "absent", lateCall, "run", lateCall, "replay", lateState, "completed"),
 			effects: 1},
 		// ... and after two transient 503s, the retry's release leaving
 		// the tombstone: applied, as above, within its lease (409
