@@ -60,7 +60,8 @@ func (e *TableMismatchError) Is(target error) bool { return target == ErrTableMi
 
 // Check reports whether the store's table is one it can use, in every
 // region of the store: nil when it exists and its key schema, indexes and
-// TTL attribute are those of TableDefinition (and TimeToLiveSpecification
+// TTL attribute are those of TableDefinitionFor with the store's Options
+// (and TimeToLiveSpecification
 // on AttrExpiresAt). A table that does not exist is an error wrapping
 // ErrTableNotFound, one laid out otherwise a *TableMismatchError; both
 // name the table. Call it once at startup, so that a wrong table name or
@@ -93,7 +94,7 @@ func (s *Store) checkIn(ctx context.Context, region string, c Client) error {
 	if err != nil {
 		return checkFailed(where, "DescribeTable", err)
 	}
-	mm := &TableMismatchError{Table: s.table, Region: region, Problems: layoutProblems(TableDefinition(s.table), out.Table)}
+	mm := &TableMismatchError{Table: s.table, Region: region, Problems: layoutProblems(TableDefinitionFor(s.table, s.opts), out.Table)}
 	ttl, err := d.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: s.tableName})
 	var ae smithy.APIError
 	switch {

@@ -440,6 +440,12 @@ func (d *decoder) bool(name string) bool {
 func decodeItem(it map[string]types.AttributeValue) (*idemkit.Record, error) {
 	d := &decoder{it: it}
 	d.id = d.str(AttrID, true)
+	return d.record()
+}
+
+// record decodes the record of d's item, whose ID d.id is.
+func (d *decoder) record() (*idemkit.Record, error) {
+	it := d.it
 	rec := &idemkit.Record{
 		ID:          d.id,
 		State:       idemkit.State(d.str(AttrState, true)),

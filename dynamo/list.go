@@ -86,13 +86,13 @@ func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, lim
 		return nil, "", s.fail(q.op, err)
 	}
 	usage(ctx, out.ConsumedCapacity, false)
-	recs, err := q.records(out.Items, now)
+	recs, err := q.records(&s.lay, out.Items, now)
 	if err != nil {
 		return nil, "", err
 	}
 	next := ""
 	if len(out.LastEvaluatedKey) > 0 {
-		if next, err = encodePageOf(out.LastEvaluatedKey, q.kind, tenant); err != nil {
+		if next, err = s.lay.encodePage(out.LastEvaluatedKey, q.kind, tenant); err != nil {
 			return nil, "", s.fail(q.op, err)
 		}
 	}
@@ -133,25 +133,32 @@ func (s *Store) queryInput(q listQuery, tenant, page string, limit int, now time
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}
 	if page != "" {
-		pk, lu, err := decodePageOf(page, q.kind, tenant)
+		t, err := decodeToken(page, q.kind, tenant)
 		if err != nil {
 			return nil, err
 		}
-		in.ExclusiveStartKey = map[string]types.AttributeValue{AttrID: str(pk), AttrLeaseUntil: num(lu), q.hashAttr: str(q.hashValue)}
+		if (t.SK != "") != (s.lay.sortAttr != "") {
+			return nil, fmt.Errorf("%w: issued for a table keyed otherwise", ErrInvalidPage)
+		}
+		in.ExclusiveStartKey = map[string]types.AttributeValue{s.lay.keyAttr: str(t.ID), AttrLeaseUntil: num(t.Lease), q.hashAttr: str(q.hashValue)}
+		if s.lay.sortAttr != "" {
+			in.ExclusiveStartKey[s.lay.sortAttr] = str(t.SK)
+		}
 	}
 	return in, nil
 }
 
-// records decodes the items of a page and keeps the records q lists at
-// now: live, in q's state, with an ended lease and of q's tenant when q
+// records decodes the items of a page that are records of l (a shared
+// table's other items may carry the index keys) and keeps the records q
+// lists at now: live, in q's state, with an ended lease and of q's tenant when q
 // asks for them (the index and the filter may lag).
-func (q listQuery) records(items []map[string]types.AttributeValue, now time.Time) ([]*idemkit.Record, error) {
+func (q listQuery) records(l *layout, items []map[string]types.AttributeValue, now time.Time) ([]*idemkit.Record, error) {
 	recs := make([]*idemkit.Record, 0, len(items))
 	for _, it := range items {
-		if expired(it, now) {
+		if expired(it, now) || !l.ours(it) {
 			continue
 		}
-		r, err := decodeItem(it)
+		r, err := l.decode(it)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +176,8 @@ type pageToken struct {
 	V      int    `json:"v"`
 	Kind   string `json:"k,omitempty"` // "" indeterminate, "stale"
 	Tenant string `json:"t"`
-	ID     string `json:"pk"`
+	ID     string `json:"pk"`           // the partition key value
+	SK     string `json:"sk,omitempty"` // the sort key value, in a table with one
 	Lease  int64  `json:"lu"`
 }
 
@@ -184,40 +192,62 @@ func decodePage(page, tenant string) (id string, lease int64, err error) {
 // encodePageOf and decodePageOf name the listing (kind) in the token, so
 // that a token of one listing is refused by another.
 func encodePageOf(lek map[string]types.AttributeValue, kind, tenant string) (string, error) {
-	id, ok1 := lek[AttrID].(*types.AttributeValueMemberS)
+	l := layoutOf(Options{})
+	return l.encodePage(lek, kind, tenant)
+}
+
+func decodePageOf(page, kind, tenant string) (id string, lease int64, err error) {
+	t, err := decodeToken(page, kind, tenant)
+	if err != nil {
+		return "", 0, err
+	}
+	return t.ID, t.Lease, nil
+}
+
+// encodePage returns the token of a page ending at lek, the
+// LastEvaluatedKey of a query of an index of l's table (its key, which
+// may be another item's, and the index key).
+func (l *layout) encodePage(lek map[string]types.AttributeValue, kind, tenant string) (string, error) {
+	id, ok1 := lek[l.keyAttr].(*types.AttributeValueMemberS)
 	lu, ok2 := lek[AttrLeaseUntil].(*types.AttributeValueMemberN)
-	if !ok1 || !ok2 {
+	sk, ok3 := lek[l.sortAttr].(*types.AttributeValueMemberS)
+	if !ok1 || !ok2 || (l.sortAttr != "" && (!ok3 || sk.Value == "")) {
 		return "", fmt.Errorf("dynamo: unexpected LastEvaluatedKey %v", lek)
+	}
+	skv := ""
+	if ok3 {
+		skv = sk.Value
 	}
 	n, err := strconv.ParseInt(lu.Value, 10, 64)
 	if err != nil {
 		return "", fmt.Errorf("dynamo: unexpected LastEvaluatedKey lease %q", lu.Value)
 	}
-	b, err := json.Marshal(pageToken{V: 1, Kind: kind, Tenant: tenant, ID: id.Value, Lease: n})
+	b, err := json.Marshal(pageToken{V: 1, Kind: kind, Tenant: tenant, ID: id.Value, SK: skv, Lease: n})
 	if err != nil {
 		return "", err
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-func decodePageOf(page, kind, tenant string) (id string, lease int64, err error) {
+// decodeToken returns the token page, refusing one not issued for the
+// listing kind of tenant.
+func decodeToken(page, kind, tenant string) (t pageToken, err error) {
 	b, err := base64.RawURLEncoding.DecodeString(page)
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: %v", ErrInvalidPage, err)
+		return t, fmt.Errorf("%w: %v", ErrInvalidPage, err)
 	}
-	var t pageToken
 	if err := json.Unmarshal(b, &t); err != nil {
-		return "", 0, fmt.Errorf("%w: %v", ErrInvalidPage, err)
+		return t, fmt.Errorf("%w: %v", ErrInvalidPage, err)
 	}
 	switch {
 	case t.V != 1:
-		return "", 0, fmt.Errorf("%w: version %d", ErrInvalidPage, t.V)
+		return t, fmt.Errorf("%w: version %d", ErrInvalidPage, t.V)
 	case t.ID == "":
-		return "", 0, fmt.Errorf("%w: no record ID", ErrInvalidPage)
+		return t, fmt.Errorf("%w: no record ID", ErrInvalidPage)
 	case t.Kind != kind:
-		return "", 0, fmt.Errorf("%w: issued for another listing (%q)", ErrInvalidPage, t.Kind)
+		return t, fmt.Errorf("%w: issued for another listing (%q)", ErrInvalidPage, t.Kind)
 	case t.Tenant != tenant:
-		return "", 0, fmt.Errorf("%w: issued for tenant %q, not %q", ErrInvalidPage, t.Tenant, tenant)
+		return t, fmt.Errorf("%w: issued for tenant %q, not %q", ErrInvalidPage, t.Tenant, tenant)
 	}
-	return t.ID, t.Lease, nil
+	return t, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -96,6 +97,26 @@ type Options struct {
 	// partition, whose write ceiling then bounds the claim rate of the
 	// table. Every store writing to the table should set it alike.
 	IndexInFlight bool
+
+	// KeyAttr, SortKeyAttr, SortKeyValue and KeyPrefix say where records
+	// are keyed, so that they can live in an existing table beside other
+	// items (a single-table design; see the package documentation). Their
+	// zero values are a table of its own: partition key AttrID holding
+	// the record ID, no sort key. Every store of the table must set them
+	// alike; TableDefinitionFor and Check follow them.
+	//
+	// KeyAttr names the partition key attribute. Zero: AttrID ("pk").
+	KeyAttr string
+	// SortKeyAttr names the sort key attribute, if the table has one;
+	// every record has SortKeyValue in it (required with SortKeyAttr, at
+	// most 1024 bytes).
+	SortKeyAttr  string
+	SortKeyValue string
+	// KeyPrefix is put before the record ID in the partition key, e.g.
+	// "IDEM#", at most MaxKeyPrefixLen bytes. A record ID too long to fit
+	// with it (a readable ID of over 2048 bytes less the prefix) is
+	// refused with idemkit.ErrRecordInvalid.
+	KeyPrefix string
 }
 
 // check refuses options no default can mend.
@@ -103,7 +124,7 @@ func (o Options) check() error {
 	if o.Codec != "" && !o.Codec.valid() {
 		return fmt.Errorf("dynamo: Options.Codec %q: %w", o.Codec, idemkit.ErrInvalidConfig)
 	}
-	return nil
+	return o.checkLayout()
 }
 
 func (o Options) withDefaults() Options {
@@ -158,6 +179,11 @@ type Store struct {
 	// every call (sdkOpts): made once, not per call.
 	tableName *string
 	optFns    []func(*dynamodb.Options)
+	// lay is where the record ID is in an item; namesClaim and
+	// namesRelease are the attribute names of those conditions, whose #pk
+	// is its partition key.
+	lay                      layout
+	namesClaim, namesRelease map[string]string
 }
 
 var _ idemkit.Store = (*Store)(nil)
@@ -181,7 +207,12 @@ func New(client Client, table string, opts Options) (*Store, error) {
 }
 
 func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error), regions map[string]Client) *Store {
-	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, regions: regions, tableName: aws.String(table)}
+	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, regions: regions, tableName: aws.String(table),
+		lay: layoutOf(opts), namesClaim: namesClaim, namesRelease: namesRelease}
+	if s.lay.keyAttr != AttrID {
+		s.namesClaim, s.namesRelease = maps.Clone(namesClaim), maps.Clone(namesRelease)
+		s.namesClaim["#pk"], s.namesRelease["#pk"] = s.lay.keyAttr, s.lay.keyAttr
+	}
 	s.optFns = []func(*dynamodb.Options){s.sdkOpts}
 	if !s.opts.KeepRetryQuota {
 		s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
@@ -342,9 +373,8 @@ func failedWriteUsage(ctx context.Context, old map[string]types.AttributeValue) 
 	idemkit.AddUsage(ctx, 0, w)
 }
 
-func key(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrID: str(id)}
-}
+// key returns the key of the item of record id.
+func (s *Store) key(id string) map[string]types.AttributeValue { return s.lay.key(id) }
 
 func nowSec(now time.Time) types.AttributeValue   { return num(now.Unix()) }
 func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) }
@@ -448,6 +478,9 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	if err := checkUTF8(op, rec); err != nil {
 		return idemkit.ClaimResult{}, err
 	}
+	if err := s.lay.keyTooLong(op, rec.ID); err != nil {
+		return idemkit.ClaimResult{}, err
+	}
 	client, fo, err := s.routed(ctx, op, rec.ID)
 	if err != nil {
 		return idemkit.ClaimResult{}, err
@@ -463,7 +496,7 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 		cancel()
 		if err == nil {
 			usage(ctx, out.ConsumedCapacity, true)
-			return claimWon(out), nil
+			return s.claimWon(out), nil
 		}
 		cf, ok := conditionFailed(err)
 		if !ok {
@@ -511,13 +544,14 @@ func checkUTF8(op string, rec *idemkit.Record) error {
 // only our own live in_flight record.
 func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions, fenced bool) (*dynamodb.PutItemInput, error) {
 	item := baseItem(rec)
+	s.lay.keyItem(item, rec.ID)
 	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
 		item[AttrIndeterminate] = str(InFlightValue)
 	}
 	if !s.fits(item, rec.Snapshot) {
 		return nil, s.tooLarge(rec.ID, item)
 	}
-	cond, names := pCondClaim, namesClaim
+	cond, names := pCondClaim, s.namesClaim
 	// Our own in_flight record is ours to claim again only with the lease
 	// this claim writes: a late copy of the claim, landing after the lease
 	// was renewed, must not move it back. A tombstone is passed by another
@@ -548,12 +582,12 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 
 // claimWon returns the result of a claim whose PutItem succeeded, with the
 // record it replaced, if any.
-func claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
+func (s *Store) claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
 	res := idemkit.ClaimResult{Won: true}
 	if len(out.Attributes) > 0 && !released(out.Attributes) {
 		// The replaced record is informative only: we hold the key
 		// whatever it held, so an undecodable one is not an error.
-		res.Existing, _ = decodeItem(out.Attributes)
+		res.Existing, _ = s.lay.decode(out.Attributes)
 	}
 	return res
 }
@@ -583,7 +617,7 @@ func (s *Store) blocker(ctx context.Context, client Client, cf *types.Conditiona
 		fenced = returned || tombstoneFences(item, rec.Owner, now)
 		return nil, fenced, fenced, nil
 	}
-	if cur, err = decodeItem(item); err != nil {
+	if cur, err = s.lay.decode(item); err != nil {
 		return nil, false, false, err
 	}
 	if returned || blocks(cur, rec, now, opts) {
@@ -629,7 +663,7 @@ func (s *Store) failedOn(ctx context.Context, client Client, cf *types.Condition
 			// A tombstone counts as no record.
 			return nil, true, nil
 		}
-		cur, err = decodeItem(cf.Item)
+		cur, err = s.lay.decode(cf.Item)
 		return cur, err == nil, err
 	}
 	cur, err = s.get(ctx, client, "claim", id, now)
@@ -697,11 +731,15 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 	if err := checkUTF8(op, rec); err != nil {
 		return err
 	}
+	if err := s.lay.keyTooLong(op, rec.ID); err != nil {
+		return err
+	}
 	client, err := s.client(ctx, op, rec.ID)
 	if err != nil {
 		return err
 	}
 	item := baseItem(rec)
+	s.lay.keyItem(item, rec.ID)
 	if !s.fits(item, rec.Snapshot) {
 		return s.tooLarge(rec.ID, item)
 	}
@@ -737,9 +775,10 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 // region yet.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
 	const op = "release"
-	if !utf8.ValidString(id) {
+	if !utf8.ValidString(id) || s.lay.keyTooLong(op, id) != nil {
 		// No record has such an ID (Claim refuses it); sent as is, the SDK
-		// would write the tombstone of another ID.
+		// would write the tombstone of another ID, or DynamoDB refuse the
+		// key as too long.
 		return nil
 	}
 	client, fo, err := s.routed(ctx, op, id)
@@ -747,16 +786,18 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 		return err
 	}
 	nowMs := nowMilli(now)
-	cond, names := pCondRelease, namesRelease
+	cond, names := pCondRelease, s.namesRelease
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight}
 	if fo.fencing() {
 		cond, names = pCondReleaseOwned, namesReleaseOwned
 		values = map[string]types.AttributeValue{":owner": values[":owner"], ":inflight": vInFlight}
 	}
+	tomb := map[string]types.AttributeValue{AttrID: str(id), AttrState: vReleased, AttrOwner: str(owner), AttrLeaseUntil: nowMs,
+		AttrReleased: &types.AttributeValueMemberSS{Value: []string{owner}}, AttrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))}
+	s.lay.keyItem(tomb, id)
 	put := &dynamodb.PutItemInput{
-		TableName: s.tableName,
-		Item: map[string]types.AttributeValue{AttrID: str(id), AttrState: vReleased, AttrOwner: str(owner), AttrLeaseUntil: nowMs,
-			AttrReleased: &types.AttributeValueMemberSS{Value: []string{owner}}, AttrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))},
+		TableName:                           s.tableName,
+		Item:                                tomb,
 		ConditionExpression:                 cond,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
@@ -845,7 +886,7 @@ func (s *Store) addReleased(id string, item map[string]types.AttributeValue, own
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           s.tableName,
-		Key:                                 key(id),
+		Key:                                 s.key(id),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            names,
@@ -871,7 +912,7 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
 		TableName:                           s.tableName,
-		Key:                                 key(id),
+		Key:                                 s.key(id),
 		UpdateExpression:                    pUpdateLease,
 		ConditionExpression:                 pCondExtend,
 		ExpressionAttributeNames:            namesExtend,
@@ -969,7 +1010,7 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
 		TableName:                           s.tableName,
-		Key:                                 key(id),
+		Key:                                 s.key(id),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil, "#mk": AttrMark},
@@ -980,7 +1021,7 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 	}, s.optFns...)
 	if err == nil {
 		usage(ctx, out.ConsumedCapacity, true)
-		return decodeItem(out.Attributes)
+		return s.lay.decode(out.Attributes)
 	}
 	return s.ownRefused(ctx, client, op, id, err, idemkit.StateIndeterminate, mark, now, idemkit.ErrNotOwner)
 }
@@ -1000,7 +1041,7 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 	if attrS(old, AttrState) != string(st) || attrS(old, AttrMark) != mark || expired(old, now) {
 		return nil, refusal
 	}
-	return decodeItem(old)
+	return s.lay.decode(old)
 }
 
 // Resolve implements idemkit.Store with one conditional UpdateItem. A zero
@@ -1073,7 +1114,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	defer cancel()
 	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
 		TableName:                           s.tableName,
-		Key:                                 key(id),
+		Key:                                 s.key(id),
 		UpdateExpression:                    aws.String(upd),
 		ConditionExpression:                 aws.String(condResolve),
 		ExpressionAttributeNames:            names,
@@ -1086,7 +1127,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		return s.ownRefused(ctx, client, op, id, err, res.As, mark, now, idemkit.ErrNotIndeterminate)
 	}
 	usage(ctx, out.ConsumedCapacity, true)
-	return decodeItem(out.Attributes)
+	return s.lay.decode(out.Attributes)
 }
 
 // rest reads the item with id with one consistent GetItem and returns the
@@ -1116,6 +1157,9 @@ func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[
 // Get implements idemkit.Store with one consistent GetItem.
 func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
 	const op = "get"
+	if s.lay.keyTooLong(op, id) != nil {
+		return nil, idemkit.ErrNotFound // Claim refuses such an ID
+	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {
 		return nil, err
@@ -1131,7 +1175,7 @@ func (s *Store) get(ctx context.Context, client Client, op, id string, now time.
 	if len(item) == 0 || expired(item, now) || released(item) {
 		return nil, idemkit.ErrNotFound
 	}
-	return decodeItem(item)
+	return s.lay.decode(item)
 }
 
 // getItem reads the item with id with one consistent GetItem, counted in
@@ -1141,7 +1185,7 @@ func (s *Store) getItem(ctx context.Context, client Client, op, id string) (map[
 	defer cancel()
 	out, err := client.GetItem(cctx, &dynamodb.GetItemInput{
 		TableName:              s.tableName,
-		Key:                    key(id),
+		Key:                    s.key(id),
 		ConsistentRead:         aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)

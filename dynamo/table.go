@@ -26,6 +26,15 @@ var _ TableClient = (*dynamodb.Client)(nil)
 // sparse indexes, projecting ALL. TTL on AttrExpiresAt is set apart
 // (CreateTable does it; a template sets TimeToLiveSpecification).
 func TableDefinition(name string) *dynamodb.CreateTableInput {
+	return TableDefinitionFor(name, Options{})
+}
+
+// TableDefinitionFor is TableDefinition keyed as opts say: partition key
+// Options.KeyAttr and, with Options.SortKeyAttr, a sort key (both S). The
+// indexes are the same whatever the keys. Options that New refuses are
+// not checked here.
+func TableDefinitionFor(name string, opts Options) *dynamodb.CreateTableInput {
+	l := layoutOf(opts)
 	s, n := types.ScalarAttributeTypeS, types.ScalarAttributeTypeN
 	index := func(name, hash string) types.GlobalSecondaryIndex {
 		return types.GlobalSecondaryIndex{
@@ -37,21 +46,26 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		}
 	}
-	return &dynamodb.CreateTableInput{
+	def := &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(AttrID), AttributeType: s},
+			{AttributeName: aws.String(l.keyAttr), AttributeType: s},
 			{AttributeName: aws.String(AttrIndeterminate), AttributeType: s},
 			{AttributeName: aws.String(AttrIndeterminateTenant), AttributeType: s},
 			{AttributeName: aws.String(AttrLeaseUntil), AttributeType: n},
 		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(AttrID), KeyType: types.KeyTypeHash}},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(l.keyAttr), KeyType: types.KeyTypeHash}},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
 			index(IndexIndeterminate, AttrIndeterminate),
 			index(IndexIndeterminateTenant, AttrIndeterminateTenant),
 		},
 	}
+	if l.sortAttr != "" {
+		def.AttributeDefinitions = append(def.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(l.sortAttr), AttributeType: s})
+		def.KeySchema = append(def.KeySchema, types.KeySchemaElement{AttributeName: aws.String(l.sortAttr), KeyType: types.KeyTypeRange})
+	}
+	return def
 }
 
 // CreateTable creates the table TableDefinition(name) describes, waits
@@ -61,7 +75,12 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 // saves storage, since every read and condition treats expired items as
 // absent.
 func CreateTable(ctx context.Context, client TableClient, name string) error {
-	if _, err := client.CreateTable(ctx, TableDefinition(name)); err != nil {
+	return CreateTableFor(ctx, client, name, Options{})
+}
+
+// CreateTableFor is CreateTable of TableDefinitionFor(name, opts).
+func CreateTableFor(ctx context.Context, client TableClient, name string, opts Options) error {
+	if _, err := client.CreateTable(ctx, TableDefinitionFor(name, opts)); err != nil {
 		return fmt.Errorf("dynamo: create table %s: %w", name, err)
 	}
 	wait := 2 * time.Minute
