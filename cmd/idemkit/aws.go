@@ -54,11 +54,16 @@ func openDynamo(ctx context.Context, o StoreOptions) (idemkit.Store, error) {
 		return nil, usagef("no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (any values for a local server such as dynalite or DynamoDB Local): %v", err)
 	}
 	client := dynamodb.NewFromConfig(cfg, func(opt *dynamodb.Options) { opt.Region = region })
+	opts := storeOptions
+	opts.KeyAttr, opts.SortKeyAttr, opts.SortKeyValue, opts.KeyPrefix = o.KeyAttr, o.SortKeyAttr, o.SortKeyValue, o.KeyPrefix
 	s, err := dynamo.NewRegional(dynamo.Regions{
 		Clients: map[string]dynamo.Client{region: client},
 		Home:    func(string) string { return region },
 		Local:   region,
-	}, o.Table, storeOptions)
+	}, o.Table, opts)
+	if errors.Is(err, idemkit.ErrInvalidConfig) {
+		return nil, usagef("table layout (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix): %v", err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -229,3 +229,50 @@ func TestNoCredentials(t *testing.T) {
 		t.Errorf("calls sent without credentials: %v", got)
 	}
 }
+
+// The layout flags point the commands at records kept in a shared table
+// as the application's dynamo.Options keep them; without them the
+// commands fail (never a false all-clear), and invalid ones are usage
+// errors.
+func TestSingleTableFlags(t *testing.T) {
+	opts := dynamo.Options{IndexInFlight: true, KeyAttr: "PK", SortKeyAttr: "SK", SortKeyValue: "idem", KeyPrefix: "IDEM#"}
+	f := newFixtureWith(t, opts)
+	awsEnv(t, dynalite.Endpoint(t), fakeSTS(t).URL)
+	env := Env{Getenv: func(string) string { return "" }}
+	s := scopeOf("single-1")
+	f.seedIndeterminate(s, time.Now().Add(-time.Hour))
+	layout := []string{"--table", f.table, "--key-attr", "PK", "--sort-key-attr", "SK", "--sort-key-value", "idem", "--key-prefix", "IDEM#"}
+	with := func(cmd string, args ...string) []string { return append(append([]string{cmd}, layout...), args...) }
+
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout, or in stderr when code is not exitOK
+	}{
+		{"list", with("list", "--tenant", "acme"), exitOK, "single-1"},
+		{"list stale", with("list", "--state", "stale"), exitOK, "No stale records"},
+		{"inspect", with("inspect", scopeArgs(s)...), exitOK, "State         indeterminate"},
+		{"inspect without the layout", append([]string{"inspect", "--table", f.table}, scopeArgs(s)...), exitError, "key"},
+		{"list without the layout", []string{"list", "--table", f.table, "--tenant", "acme"}, exitError, "attribute pk missing"},
+		{"empty sort key value", with("inspect", append(scopeArgs(s), "--sort-key-value", "")...), exitUsage, "without Options.SortKeyValue"},
+		{"key attr of a record attribute", with("inspect", append(scopeArgs(s), "--key-attr", "st")...), exitUsage, `Options.KeyAttr "st" is the name of a record attribute`},
+		{"resolve", with("resolve", append(scopeArgs(s), "--as", "failed", "--reason", "no charge")...), exitOK, "Resolved by   " + stsARN},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runWith(t, env, tc.args...)
+			wantCode(t, code, tc.code, stdout, stderr)
+			out := stdout
+			if tc.code != exitOK {
+				out = stderr
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("output lacks %q:\nstdout: %s\nstderr: %s", tc.want, stdout, stderr)
+			}
+		})
+	}
+	if got := f.get(s).Resolution; got == nil || got.Operator != stsARN {
+		t.Fatalf("resolution %+v, want operator %s", got, stsARN)
+	}
+}

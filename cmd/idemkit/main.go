@@ -12,7 +12,9 @@
 //	        --as completed|failed --reason "..." [--status 201 --body-file f --header 'Name: value' ...]
 //
 // Every command takes --help, --output table|json, --home-region, --profile
-// and --timeout. AWS access uses the SDK's standard configuration (AWS_REGION,
+// and --timeout, and, for records kept in a shared (single-table) table,
+// --key-attr, --sort-key-attr, --sort-key-value and --key-prefix, set as
+// the application's dynamo.Options are. AWS access uses the SDK's standard configuration (AWS_REGION,
 // AWS_PROFILE or --profile, AWS_ENDPOINT_URL_DYNAMODB, ...). Listing reads
 // the table's sparse indexes; no command scans the table.
 //
@@ -62,6 +64,10 @@ type StoreOptions struct {
 	HomeRegion string
 	// Profile is the shared-config profile. Empty: the SDK's default.
 	Profile string
+	// KeyAttr, SortKeyAttr, SortKeyValue and KeyPrefix are the table's
+	// layout, as the application's dynamo.Options set them. Empty: a
+	// table of its own (partition key pk holding the record ID).
+	KeyAttr, SortKeyAttr, SortKeyValue, KeyPrefix string
 }
 
 // Env is what a command takes from its surroundings. Tests replace it;
@@ -161,7 +167,9 @@ Commands:
 	}
 	io.WriteString(w, `
 Every command takes --help, --output table|json, --home-region REGION,
---profile NAME and --timeout. AWS access uses the SDK's standard
+--profile NAME and --timeout; for records in a shared table, --key-attr,
+--sort-key-attr, --sort-key-value and --key-prefix, as the application's
+dynamo.Options set them. AWS access uses the SDK's standard
 configuration: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB, credentials
 from the environment, shared files, SSO or the instance role.
 `+exitCodesHelp+`

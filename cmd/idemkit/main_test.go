@@ -37,11 +37,12 @@ func newFixture(t *testing.T) *fixture {
 	return newFixtureWith(t, dynamo.Options{IndexInFlight: true})
 }
 
-// newFixtureWith is newFixture with a store of the given options.
+// newFixtureWith is newFixture with a store of the given options, on a
+// table laid out as they say.
 func newFixtureWith(t *testing.T, opts dynamo.Options) *fixture {
 	t.Helper()
 	c := dynalite.Client(t)
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("idemkit"))
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinitionFor("idemkit", opts))
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = dynalite.Scale(30 * time.Second)
 	}
