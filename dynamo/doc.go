@@ -94,6 +94,40 @@
 // index writes per request and makes that one partition's write ceiling
 // the table's claim-rate ceiling, hence opt-in (docs/PERFORMANCE.md).
 //
+// # Single-table designs
+//
+// Options.KeyAttr, Options.SortKeyAttr with Options.SortKeyValue, and
+// Options.KeyPrefix put the records in an existing table beside other
+// items: a record is then the item whose partition key KeyAttr holds
+// KeyPrefix and the record ID, and whose sort key, when the table has
+// one, holds SortKeyValue; it has no pk attribute (unless KeyAttr is pk).
+// Every other attribute, the conditions and the indexes are as above, the
+// conditions naming KeyAttr where they name pk. Their zero values are the
+// layout above, unchanged. New refuses a key attribute named as one of the
+// record's attributes (the Attr* constants), an empty SortKeyValue, and a
+// KeyPrefix over MaxKeyPrefixLen bytes (with it, every hashed record ID
+// still fits DynamoDB's 2048-byte partition key); a readable record ID too
+// long to fit with the prefix is refused as idemkit.ErrRecordInvalid.
+//
+// The two indexes keep their attributes and values (ix, it, lu): they are
+// the record's own attributes, the tenant index's key is copied from tn
+// in the same update that marks a record, and an index holds only items
+// that carry its key attributes. An item of another type that does carry
+// them is never listed: a listing skips every item outside the layout
+// (another sort key value, a partition key without the prefix), so two
+// stores of different prefixes or sort keys may share one table, and
+// each lists only its own records. Such items still count toward the
+// listing's page size, and the table's other item types must not use the
+// record attribute names for values of another type in those indexes
+// (DynamoDB refuses such a write: an index key's type is fixed).
+//
+// TableDefinitionFor and CreateTableFor make a table of such a layout,
+// and Check checks it: the key schema Options names, the two indexes and
+// TTL on exp. A table has one TTL attribute: the table's other items that
+// should expire must use exp too, or Check reports the TTL attribute
+// (records on a table whose TTL is elsewhere are still read as absent
+// once expired; only their storage is kept).
+//
 // # Retries
 //
 // The store's calls use the SDK's standard retryer (Options.MaxAttempts,
@@ -179,5 +213,6 @@
 // # Table
 //
 // TableDefinition and CreateTable create a matching table for tests and
-// local use; the SAM template declares the same names.
+// local use (TableDefinitionFor and CreateTableFor for a single-table
+// layout); the SAM template declares the same names.
 package dynamo
