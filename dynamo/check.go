@@ -61,8 +61,7 @@ func (e *TableMismatchError) Is(target error) bool { return target == ErrTableMi
 // Check reports whether the store's table is one it can use, in every
 // region of the store: nil when it exists and its key schema, indexes and
 // TTL attribute are those of TableDefinitionFor with the store's Options
-// (and TimeToLiveSpecification
-// on AttrExpiresAt). A table that does not exist is an error wrapping
+// (and TimeToLiveSpecification on AttrExpiresAt). A table that does not exist is an error wrapping
 // ErrTableNotFound, one laid out otherwise a *TableMismatchError; both
 // name the table. Call it once at startup, so that a wrong table name or
 // layout stops the function at its start instead of answering every
