@@ -53,7 +53,8 @@ const FunctionTimeout = 29
 // FunctionEnv is the environment of one sandbox: template.yaml's
 // variables for OrdersFunction (IDEMKIT_STORE, IDEMKIT_TABLE,
 // ORDERS_TABLE, IDEMKIT_REPLAY_HOURS and IDEMKIT_RETENTION_HOURS at the
-// parameters' defaults), what Lambda sets (function name, timeout, memory,
+// parameters' defaults; SHIPPING_QUEUE_URL empty, as there is no queue
+// here, so no ship request is sent), what Lambda sets (function name, timeout, memory,
 // region, credentials) and the DynamoDB endpoint. Nothing of this
 // process's environment but PATH reaches the function.
 func FunctionEnv(endpoint, region string, tables [2]string) []string {
@@ -64,6 +65,7 @@ func FunctionEnv(endpoint, region string, tables [2]string) []string {
 		"ORDERS_TABLE=" + tables[1],
 		"IDEMKIT_REPLAY_HOURS=24",
 		"IDEMKIT_RETENTION_HOURS=168",
+		"SHIPPING_QUEUE_URL=",
 		"AWS_LAMBDA_FUNCTION_NAME=OrdersFunction",
 		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", FunctionTimeout),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
