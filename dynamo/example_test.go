@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"log"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -63,8 +64,14 @@ func ExampleFailover() {
 		return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.Region = region })
 	}
 	home := map[string]string{"acme": "eu-west-1", "globex": "us-east-1"}
+	// The operator records when acme was failed over, e.g. in the
+	// function's configuration.
+	at, err := time.Parse(time.RFC3339, os.Getenv("ACME_FAILED_OVER_AT"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	failovers := map[string]dynamo.Failover{
-		"acme": {Region: "us-east-1", At: time.Date(2026, 11, 30, 10, 45, 0, 0, time.UTC)},
+		"acme": {Region: "us-east-1", At: at},
 	}
 	store, err := dynamo.NewRegional(dynamo.Regions{
 		Clients: map[string]dynamo.Client{"eu-west-1": client("eu-west-1"), "us-east-1": client("us-east-1")},

@@ -1,10 +1,12 @@
 package apigw_test
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"sync"
 	"testing"
@@ -44,26 +46,68 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// eventLog is an Observer that records every event.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []idemkit.Event
+}
+
+func (l *eventLog) Observe(_ context.Context, ev idemkit.Event) {
+	l.mu.Lock()
+	l.evs = append(l.evs, ev)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) events() []idemkit.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]idemkit.Event(nil), l.evs...)
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a
+// slog handler.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// captureDefaultLog sends slog.Default to the returned buffer until the
+// test ends.
+func captureDefaultLog(t *testing.T) *syncBuffer {
+	var logs syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	return &logs
+}
+
 // env is a guard over a memstore, with a clock and a recorded event log.
 type env struct {
 	store *memstore.Store
 	g     *idemkit.Guard
 	clock *clock
-	mu    sync.Mutex
-	evs   []idemkit.Event
+	eventLog
 }
 
 func newEnv(t testing.TB, mod func(*idemkit.Config)) *env {
 	t.Helper()
 	e := &env{store: memstore.New(), clock: &clock{t: time.Now().Truncate(time.Second)}}
 	cfg := idemkit.Config{
-		Store: e.store,
-		Now:   e.clock.Now,
-		Observer: idemkit.ObserverFunc(func(_ context.Context, ev idemkit.Event) {
-			e.mu.Lock()
-			e.evs = append(e.evs, ev)
-			e.mu.Unlock()
-		}),
+		Store:    e.store,
+		Now:      e.clock.Now,
+		Observer: &e.eventLog,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -74,12 +118,6 @@ func newEnv(t testing.TB, mod func(*idemkit.Config)) *env {
 	}
 	e.g = g
 	return e
-}
-
-func (e *env) events() []idemkit.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]idemkit.Event(nil), e.evs...)
 }
 
 // record returns the live record of scope, or nil.

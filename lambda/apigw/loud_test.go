@@ -2,9 +2,7 @@ package apigw_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -61,21 +59,11 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 				name = tc.name + ", observer"
 			}
 			t.Run(name, func(t *testing.T) {
-				var logs syncBuffer
-				prev := slog.Default()
-				slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
-				t.Cleanup(func() { slog.SetDefault(prev) })
-				var (
-					mu   sync.Mutex
-					seen []idemkit.Event
-				)
+				logs := captureDefaultLog(t)
+				var seen eventLog
 				cfg := idemkit.Config{Store: memstore.New()}
 				if observed {
-					cfg.Observer = idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-						mu.Lock()
-						defer mu.Unlock()
-						seen = append(seen, e)
-					})
+					cfg.Observer = &seen
 				}
 				g, err := idemkit.New(cfg)
 				if err != nil {
@@ -86,13 +74,12 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 				}
 				out := logs.String()
 				if observed {
-					mu.Lock()
-					defer mu.Unlock()
+					evs := seen.events()
 					if out != "" {
 						t.Errorf("slog.Default logged with an Observer set:\n%s", out)
 					}
-					if len(seen) != 1 || seen[0].Kind != idemkit.EventRefused || seen[0].Err == nil || !strings.Contains(seen[0].Err.Error(), tc.want) {
-						t.Errorf("observer got %+v, want one refusal saying %q", seen, tc.want)
+					if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || evs[0].Err == nil || !strings.Contains(evs[0].Err.Error(), tc.want) {
+						t.Errorf("observer got %+v, want one refusal saying %q", evs, tc.want)
 					}
 					return
 				}

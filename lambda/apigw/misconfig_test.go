@@ -1,11 +1,8 @@
 package apigw_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -17,25 +14,6 @@ import (
 )
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a
-// slog handler.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestMisconfiguredStoreIsLogged: a guard whose table does not exist answers
 // 503, and without an Observer the first request already logs why through
@@ -55,22 +33,11 @@ func TestMisconfiguredStoreIsLogged(t *testing.T) {
 		{"observer", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
-			prev := slog.Default()
-			slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
-			t.Cleanup(func() { slog.SetDefault(prev) })
-
-			var (
-				mu   sync.Mutex
-				seen []idemkit.Event
-			)
+			logs := captureDefaultLog(t)
+			var seen eventLog
 			cfg := idemkit.Config{Store: store}
 			if tc.observed {
-				cfg.Observer = idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-					mu.Lock()
-					defer mu.Unlock()
-					seen = append(seen, e)
-				})
+				cfg.Observer = &seen
 			}
 			g, err := idemkit.New(cfg)
 			if err != nil {
@@ -98,10 +65,9 @@ func TestMisconfiguredStoreIsLogged(t *testing.T) {
 			if out != "" {
 				t.Errorf("slog.Default logged with an Observer set:\n%s", out)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(seen) != 1 || seen[0].Kind != idemkit.EventStoreError {
-				t.Errorf("observer got %+v, want one %s", seen, idemkit.EventStoreError)
+			evs := seen.events()
+			if len(evs) != 1 || evs[0].Kind != idemkit.EventStoreError {
+				t.Errorf("observer got %+v, want one %s", evs, idemkit.EventStoreError)
 			}
 		})
 	}
