@@ -8,7 +8,7 @@ PKGS     := ./...
 # Every module of the repository: the library at the root, and the nested
 # modules that keep test-only dependencies out of a user's module graph
 # (docs/MODULES.md).
-MODULES  := . integration examples internal/localstack internal/lambdarie lambda/observe/otelobserve
+MODULES  := . integration examples internal/localstack internal/lambdarie observe/otelobserve
 
 include mk/dynalite.mk
 

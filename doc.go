@@ -74,6 +74,6 @@
 //
 // Adapters for API Gateway, Function URLs, ALB and net/http live in
 // packages lambda/apigw, lambda/alb and httpmw; lambda/event guards
-// non-HTTP events (SQS, EventBridge, Step Functions), and lambda/observe
+// non-HTTP events (SQS, EventBridge, Step Functions). Package observe
 // turns [Event] values into log lines and metrics.
 package idemkit

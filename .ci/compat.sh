@@ -18,6 +18,6 @@ if ! out=$(GOTOOLCHAIN=$tc $GO version 2>&1); then
 	echo "compat: SKIPPED: cannot obtain the $tc toolchain: $(printf '%s\n' "$out" | tail -n 1)"
 	exit 0
 fi
-pkgs=(. ./dynamo ./fingerprint ./httpmw ./idemclient ./lambda/... ./memstore ./storetest ./warmcache ./cmd/idemkit)
+pkgs=(. ./dynamo ./fingerprint ./httpmw ./idemclient ./lambda/... ./memstore ./observe ./storetest ./warmcache ./cmd/idemkit)
 GOTOOLCHAIN=$tc GOFLAGS=-mod=readonly $GO build "${pkgs[@]}"
 echo "compat: the library builds with $out"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/lambda/observe"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestMiddlewareLogLinesBounded: whatever a request holds, the log line

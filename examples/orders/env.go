@@ -17,8 +17,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/lambda/observe"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // The environment FromEnv reads. template.yaml sets them for the function.

@@ -21,10 +21,10 @@ func logUnobserved(ctx context.Context, g *idemkit.Guard, scope idemkit.Scope, e
 	if g.Observed() {
 		return
 	}
-	msg := "idemkit: store failure (set an Observer, e.g. lambda/observe, to log every outcome instead)"
+	msg := "idemkit: store failure (set an Observer, e.g. from package observe, to log every outcome instead)"
 	switch {
 	case errors.Is(err, idemkit.ErrTenantMissing) || errors.Is(err, ErrNoMethod):
-		msg = "idemkit: misconfiguration, request refused (set an Observer, e.g. lambda/observe, to log every outcome instead)"
+		msg = "idemkit: misconfiguration, request refused (set an Observer, e.g. from package observe, to log every outcome instead)"
 	case !(errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrCorruptRecord)):
 		return
 	case errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, idemkit.ErrClaimUnknown):

@@ -11,7 +11,7 @@ import (
 const Ellipsis = "..."
 
 // MaxLogField bounds every text field of a log line idemkit writes
-// (lambda/observe's MaxFieldBytes).
+// (package observe's MaxFieldBytes).
 const MaxLogField = 4096
 
 // String returns s bounded to max bytes (at least len(Ellipsis)+1): s

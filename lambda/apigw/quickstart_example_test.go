@@ -13,7 +13,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/lambda/observe"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // createOrder is your handler, unchanged: it runs at most once per key.

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemkit/idemkit/examples/orders"
-	"github.com/idemkit/idemkit/lambda/observe"
+	"github.com/idemkit/idemkit/observe"
 )
 
 func main() {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/lambda/observe"
-	"github.com/idemkit/idemkit/lambda/observe/otelobserve"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
+	"github.com/idemkit/idemkit/observe/otelobserve"
 )
 
 // The observer beside the slog one, recording to the global

@@ -59,7 +59,7 @@ const (
 )
 
 // MeterName is the instrumentation scope of the instruments.
-const MeterName = "github.com/idemkit/idemkit/lambda/observe/otelobserve"
+const MeterName = "github.com/idemkit/idemkit/observe/otelobserve"
 
 // durationBuckets are the histogram's bounds, in seconds: OpenTelemetry's
 // HTTP duration buckets.

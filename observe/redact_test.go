@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/lambda/observe"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // lines returns what each observer writes for e, one JSON object per

@@ -1,4 +1,4 @@
-module github.com/idemkit/idemkit/lambda/observe/otelobserve
+module github.com/idemkit/idemkit/observe/otelobserve
 
 go 1.26.0
 
@@ -23,4 +23,4 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 )
 
-replace github.com/idemkit/idemkit => ../../..
+replace github.com/idemkit/idemkit => ../..

@@ -19,8 +19,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/lambda/observe/otelobserve"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe/otelobserve"
 )
 
 // traced is an httpmw-guarded API whose every request runs in a span

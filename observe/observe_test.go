@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/lambda/observe"
+	"github.com/idemkit/idemkit/observe"
 )
 
 var sample = idemkit.Event{
