@@ -31,11 +31,8 @@ type Config struct {
 	// log store failures through slog.Default (see Guard.Observed).
 	Observer Observer
 	// Clock is the time the guard reads and the timers it sets. Nil: the
-	// system clock, read through Now when that is set.
+	// system clock.
 	Clock Clock
-	// Now returns the current time, with the system's timers. Nil:
-	// time.Now. It is ignored when Clock is set.
-	Now func() time.Time
 	// NewToken returns a fresh owner token. Nil: a random UUID. Tokens
 	// must never repeat: two requests given the same token both own the
 	// key, and both run.
@@ -127,7 +124,7 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("%w: Config.Store is nil", ErrInvalidConfig)
 	}
-	g := &Guard{cfg: cfg, defaultPolicy: cfg.Policy.withDefaults(), now: cfg.Now, newToken: cfg.NewToken, observer: cfg.Observer,
+	g := &Guard{cfg: cfg, defaultPolicy: cfg.Policy.withDefaults(), now: time.Now, newToken: cfg.NewToken, observer: cfg.Observer,
 		writeAttempts: orDefault(cfg.WriteAttempts, defaultWriteAttempts), writeTimeout: orDefault(cfg.WriteTimeout, defaultWriteTimeout),
 		claimAttempts: orDefault(cfg.ClaimAttempts, defaultClaimAttempts), claimBackoff: orDefault(cfg.ClaimBackoff, defaultClaimBackoff)}
 	if err := g.defaultPolicy.check(); err != nil {
@@ -144,9 +141,6 @@ func New(cfg Config) (*Guard, error) {
 	}
 	if cfg.Clock != nil {
 		g.now = cfg.Clock.Now
-	}
-	if g.now == nil {
-		g.now = time.Now
 	}
 	if g.newToken == nil {
 		g.newToken = uuid.NewString

@@ -61,7 +61,7 @@ type fixture struct {
 func newFixture(t *testing.T, mod func(*idemkit.Config)) *fixture {
 	t.Helper()
 	f := &fixture{clock: newClock(), store: memstore.New(), obs: &recorder{}}
-	cfg := idemkit.Config{Store: f.store, Observer: f.obs, Now: f.clock.Now}
+	cfg := idemkit.Config{Store: f.store, Observer: f.obs, Clock: f.clock}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -418,7 +418,7 @@ func (s *faulty) Release(ctx context.Context, id, owner string, now time.Time) e
 func faultyFixture(t *testing.T, fs *faulty) *fixture {
 	f := newFixture(t, nil)
 	fs.Store = f.store
-	g, err := idemkit.New(idemkit.Config{Store: fs, Observer: f.obs, Now: f.clock.Now})
+	g, err := idemkit.New(idemkit.Config{Store: fs, Observer: f.obs, Clock: f.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,7 +685,7 @@ func TestUUIDv7KeyAge(t *testing.T) {
 			}
 		})
 	}
-	g, _ := idemkit.New(idemkit.Config{Store: memstore.New(), Now: f.clock.Now, Policy: idemkit.Policy{IgnoreKeyTime: true}})
+	g, _ := idemkit.New(idemkit.Config{Store: memstore.New(), Clock: f.clock, Policy: idemkit.Policy{IgnoreKeyTime: true}})
 	if _, _, err := g.Do(context.Background(), req(at(now.Add(-30*24*time.Hour))), respond(201, "x")); err != nil {
 		t.Fatalf("IgnoreKeyTime: %v", err)
 	}
@@ -745,7 +745,7 @@ func TestUUIDv7KeyAgeLiveRecord(t *testing.T) {
 			// its skew. The first request's record lives until 7 days.
 			f.clock.Advance(50 * time.Minute)
 			if tc.outage {
-				g, err := idemkit.New(idemkit.Config{Store: getFails{f.store}, Now: f.clock.Now})
+				g, err := idemkit.New(idemkit.Config{Store: getFails{f.store}, Clock: f.clock})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -829,7 +829,7 @@ func TestMarkRaceLooksAgain(t *testing.T) {
 	crash(t, f, req("k"), time.Second)
 	f.clock.Advance(2 * time.Second)
 	rs := &racyStore{Store: f.store, clock: f.clock}
-	g, _ := idemkit.New(idemkit.Config{Store: rs, Now: f.clock.Now})
+	g, _ := idemkit.New(idemkit.Config{Store: rs, Clock: f.clock})
 	snap, replayed, err := g.Do(context.Background(), req("k"), respond(201, "x"))
 	if err != nil || !replayed || string(snap.Body) != "late" {
 		t.Fatalf("%+v %v %v, want the late completion replayed", snap, replayed, err)
@@ -954,7 +954,7 @@ func TestWriteAttempts(t *testing.T) {
 			fs := &faulty{releaseErr: errors.New("timeout")}
 			f := newFixture(t, nil)
 			fs.Store = f.store
-			g, err := idemkit.New(idemkit.Config{Store: fs, Observer: f.obs, Now: f.clock.Now,
+			g, err := idemkit.New(idemkit.Config{Store: fs, Observer: f.obs, Clock: f.clock,
 				WriteAttempts: tc.write})
 			if err != nil {
 				t.Fatal(err)

@@ -84,7 +84,7 @@ func TestLateClaimCopy(t *testing.T) {
 			t.Run(tc.name+"/"+pol.String(), func(t *testing.T) {
 				f := newFixture(t, nil)
 				hs := &holding{Store: f.store}
-				g, err := idemkit.New(idemkit.Config{Store: hs, Now: f.clock.Now, ClaimBackoff: time.Millisecond,
+				g, err := idemkit.New(idemkit.Config{Store: hs, Clock: f.clock, ClaimBackoff: time.Millisecond,
 					Policy: idemkit.Policy{Lease: 2 * time.Second, OnStaleLease: pol}})
 				if err != nil {
 					t.Fatal(err)
@@ -144,8 +144,8 @@ func TestClaimBehindTheFence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
-			now := func() time.Time { return f.clock.Now().Add(ahead) }
-			a, err := idemkit.New(idemkit.Config{Store: f.store, Now: now})
+			aheadClock := f.clock.Ahead(ahead)
+			a, err := idemkit.New(idemkit.Config{Store: f.store, Clock: aheadClock})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +153,7 @@ func TestClaimBehindTheFence(t *testing.T) {
 				t.Fatal("the first run: no error")
 			}
 			if tc.resolve {
-				if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, now()); err != nil {
+				if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, aheadClock.Now()); err != nil {
 					t.Fatalf("resolve: %v", err)
 				}
 			}

@@ -193,7 +193,7 @@ func TestRecordOutlivesLeaseByMargin(t *testing.T) {
 			clk := testclock.New()
 			store := memstore.New()
 			pol := idemkit.Policy{ReplayWindow: time.Second, RecordRetention: time.Second, LeaseMargin: margin}
-			g, err := idemkit.New(idemkit.Config{Store: store, Policy: pol, Now: clk.Now})
+			g, err := idemkit.New(idemkit.Config{Store: store, Policy: pol, Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}

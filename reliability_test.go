@@ -83,7 +83,7 @@ func flakyFixture(t *testing.T, fs *flaky, mod func(*idemkit.Config)) *fixture {
 	t.Helper()
 	f := newFixture(t, nil)
 	fs.Store = f.store
-	cfg := idemkit.Config{Store: fs, Observer: f.obs, Now: f.clock.Now, ClaimBackoff: time.Millisecond, WriteAttempts: 3}
+	cfg := idemkit.Config{Store: fs, Observer: f.obs, Clock: f.clock, ClaimBackoff: time.Millisecond, WriteAttempts: 3}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -358,7 +358,7 @@ func TestOutcomeUnknownKeepsTheClaim(t *testing.T) {
 // marked indeterminate meanwhile: later retries get the response.
 func TestLateCompletionHeals(t *testing.T) {
 	f := newFixture(t, nil)
-	f.guard, _ = idemkit.New(idemkit.Config{Store: f.store, Observer: f.obs, Now: f.clock.Now, Policy: idemkit.Policy{Lease: time.Minute}})
+	f.guard, _ = idemkit.New(idemkit.Config{Store: f.store, Observer: f.obs, Clock: f.clock, Policy: idemkit.Policy{Lease: time.Minute}})
 	started, finish := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {

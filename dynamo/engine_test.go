@@ -80,7 +80,7 @@ func TestEngineFencing(t *testing.T) {
 		events = append(events, e.Kind)
 		mu.Unlock()
 	})
-	g, err := idemkit.New(idemkit.Config{Store: s, Now: clk.Now, Observer: obs,
+	g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Observer: obs,
 		Policy: idemkit.Policy{Lease: 10 * time.Second, OnStaleLease: idemkit.Takeover}})
 	if err != nil {
 		t.Fatal(err)

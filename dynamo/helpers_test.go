@@ -111,12 +111,15 @@ func valSize(v types.AttributeValue) int {
 	panic("unexpected attribute type")
 }
 
-// clock is a settable clock for idemkit.Config.Now, near the real time so
-// that records are not born expired.
+// clock is a settable clock for idemkit.Config.Clock, near the real time so
+// that records are not born expired; its timers are the system's.
 type clock struct{ off atomic.Int64 }
 
 func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
+func (c *clock) AfterFunc(d time.Duration, f func()) idemkit.Timer {
+	return time.AfterFunc(d, f)
+}
 
 // fakeClient returns a client of an httptest server answering every call
 // with h.

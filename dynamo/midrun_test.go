@@ -155,7 +155,7 @@ func TestClockSkewDuringRenewals(t *testing.T) {
 	}
 	ahead := &clock{}
 	ahead.Advance(pol.Lease + time.Minute)
-	b, err := idemkit.New(idemkit.Config{Store: s, Policy: pol, Now: ahead.Now})
+	b, err := idemkit.New(idemkit.Config{Store: s, Policy: pol, Clock: ahead})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestLeaseRenewalEngine(t *testing.T) {
 func TestLateCompletionEngine(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
 	clk := &clock{}
-	g, err := idemkit.New(idemkit.Config{Store: s, Now: clk.Now, Policy: idemkit.Policy{Lease: time.Minute}})
+	g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Policy: idemkit.Policy{Lease: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}

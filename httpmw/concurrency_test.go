@@ -92,7 +92,7 @@ func (b *syncBuffer) String() string {
 func newProbe(t *testing.T, store idemkit.Store, pol idemkit.Policy, h http.HandlerFunc) *probe {
 	t.Helper()
 	p := &probe{clk: testclock.New()}
-	g, err := idemkit.New(idemkit.Config{Store: store, Policy: pol, Now: p.clk.Now})
+	g, err := idemkit.New(idemkit.Config{Store: store, Policy: pol, Clock: p.clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,33 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
-
-// clock is a settable clock for the Guard.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time // guarded by mu
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 // The compact operation record (docs/DESIGN.md, "Lifetime"): inside the replay window a
 // retry gets the stored response; between the replay window and the record
@@ -59,9 +41,9 @@ func TestCompactOperationRecord(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			t0 := time.Now().Truncate(time.Second)
-			clk := &clock{now: t0}
-			g, err := idemkit.New(idemkit.Config{Store: store, Policy: tc.policy, Now: clk.Now})
+			clk := testclock.New()
+			t0 := clk.Now()
+			g, err := idemkit.New(idemkit.Config{Store: store, Policy: tc.policy, Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +65,7 @@ func TestCompactOperationRecord(t *testing.T) {
 			}
 			do := func(at time.Duration, r idemkit.Request) (*idemkit.Snapshot, bool, error) {
 				t.Helper()
-				clk.set(t0.Add(at))
+				clk.Set(t0.Add(at))
 				return g.Do(t.Context(), r, charge)
 			}
 

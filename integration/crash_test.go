@@ -9,6 +9,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // TestCrashAfterClaim runs the wrapped handler in a separate process
@@ -46,8 +47,8 @@ func TestCrashAfterClaim(t *testing.T) {
 			}
 			_ = w.cmd.Wait()
 
-			clk := &clock{now: time.Now()}
-			g, err := idemkit.New(idemkit.Config{Store: store, Now: clk.Now, Policy: idemkit.Policy{Lease: lease, OnStaleLease: stale}})
+			clk := testclock.New()
+			g, err := idemkit.New(idemkit.Config{Store: store, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: stale}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +68,7 @@ func TestCrashAfterClaim(t *testing.T) {
 				}
 			}
 			// The lease has ended.
-			advance(clk, lease+time.Second)
+			clk.Advance(lease + time.Second)
 			a := call(ctx, h, ev)
 			switch stale {
 			case idemkit.Takeover:

@@ -44,7 +44,7 @@ func TestDeadlineUsedUpOnArrival(t *testing.T) {
 			// The deadlines here are tens of milliseconds: align the clock,
 			// truncated to the second, with the wall clock.
 			clk.Advance(time.Since(clk.Now()))
-			g, err := idemkit.New(idemkit.Config{Store: store, Now: clk.Now, ClaimBackoff: time.Hour})
+			g, err := idemkit.New(idemkit.Config{Store: store, Clock: clk, ClaimBackoff: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}

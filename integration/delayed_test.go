@@ -337,7 +337,7 @@ func TestDelayedWrites(t *testing.T) {
 					}
 					got = deliveryKind(ft.Deliver())
 				case lateLeaseEnds:
-					advance(clk, lease+time.Second)
+					clk.Advance(lease + time.Second)
 					continue
 				case lateClear:
 					ft.Clear()
@@ -456,12 +456,12 @@ func TestDelayedLeaseWrites(t *testing.T) {
 						return
 					}
 					for _, d := range tc.renewals {
-						advance(clk, d)
+						clk.Advance(d)
 						if err := store.Extend(ctx, id, rec.Owner, clk.Now().Add(lease), clk.Now()); err != nil {
 							t.Errorf("extend: %v", err)
 						}
 					}
-					advance(clk, tc.last)
+					clk.Advance(tc.last)
 					late = ft.Deliver()
 					retry = call(ctx, h, ev)
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testclock"
 	lambdaevent "github.com/idemkit/idemkit/lambda/event"
 )
 
@@ -59,8 +60,8 @@ func TestEventRedeliveredUnderFaults(t *testing.T) {
 			ft := faults.New(baseTransport(), tc.rules...)
 			store, raw, _ := newStore(t, ft, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
 			fx := newEffects(t, raw)
-			clk := &clock{now: time.Now().Truncate(time.Millisecond)}
-			g, err := idemkit.New(idemkit.Config{Store: store, Now: clk.Now, Policy: idemkit.Policy{Lease: lease, OnStaleLease: tc.policy}})
+			clk := testclock.New()
+			g, err := idemkit.New(idemkit.Config{Store: store, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: tc.policy}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +124,7 @@ func TestEventRedeliveredUnderFaults(t *testing.T) {
 				t.Fatal("no fault was injected")
 			}
 			ft.Clear()
-			clk.set(clk.Now().Add(time.Minute)) // the service's retry delay: past the lease
+			clk.Advance(time.Minute) // the service's retry delay: past the lease
 
 			var want transferReceipt
 			for i := 0; i < 3; i++ {

@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // A tenant's home region is lost with a payment not yet replicated, and an
@@ -30,7 +31,7 @@ func TestRegionsFailover(t *testing.T) {
 	ctx := context.Background()
 	r := newRegions(t)
 	fx := newEffects(t, r.rawW)
-	clk := &clock{now: time.Now().Truncate(time.Millisecond)}
+	clk := testclock.New()
 	var (
 		fo   atomic.Pointer[dynamo.Failover]
 		down *faults.Transport // the west's calls to the east
@@ -59,7 +60,7 @@ func TestRegionsFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := idemkit.New(idemkit.Config{Store: s, Now: clk.Now, Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+		g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
 			if e.Err != nil {
 				mu.Lock()
 				errs = append(errs, e.Err)
@@ -104,7 +105,7 @@ func TestRegionsFailover(t *testing.T) {
 	// The operator fails acme over to the west.
 	at := clk.Now().Add(time.Second)
 	fo.Store(&dynamo.Failover{Region: "west", At: at})
-	advance(clk, time.Minute)
+	clk.Advance(time.Minute)
 	expect("retry in the west after the failover", call(ctx, west, ev), "unavailable", key, 1)
 	var fe *dynamo.FailoverError
 	if err := lastErr(); !errors.As(err, &fe) || !errors.Is(err, idemkit.ErrStoreUnavailable) || !strings.Contains(err.Error(), "failed over to west") {

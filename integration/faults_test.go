@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // The store's calls, told apart by operation and, for the PutItems, by
@@ -57,7 +58,7 @@ func reads(rules []faults.Rule) bool {
 type faultRig struct {
 	g     *idemkit.Guard
 	store *dynamo.Store
-	clk   *clock            // the guard's clock
+	clk   *testclock.Clock  // the guard's clock
 	ft    *faults.Transport // under the store's client
 	raw   *dynamodb.Client  // a client of the same table without faults
 }
@@ -74,8 +75,8 @@ func newFaultRig(t testing.TB, rules []faults.Rule, lease time.Duration, policy 
 	}
 	ft := faults.New(base, rules...)
 	store, raw, _ := newStore(t, ft, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
-	clk := &clock{now: time.Now().Truncate(time.Millisecond)}
-	g, err := idemkit.New(idemkit.Config{Store: store, Now: clk.Now, Policy: idemkit.Policy{Lease: lease, OnStaleLease: policy}})
+	clk := testclock.New()
+	g, err := idemkit.New(idemkit.Config{Store: store, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: policy}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestFaultInjection(t *testing.T) {
 				t.Errorf("immediate retry: %v, want %s", a2, tc.second)
 			}
 			if tc.late {
-				advance(clk, lease+time.Second)
+				clk.Advance(lease + time.Second)
 				check(call(ctx, h, ev))
 			}
 			injectedHere := len(ft.Events())
@@ -289,7 +290,7 @@ func TestFaultInjection(t *testing.T) {
 				final = call(ctx, h, ev)
 				check(final)
 				if final.Problem == "in-flight" {
-					advance(clk, lease+time.Second)
+					clk.Advance(lease + time.Second)
 					continue
 				}
 				if final.Status == 201 && !final.Replay {

@@ -62,7 +62,7 @@ type hwInstance struct {
 
 type hwOptions struct {
 	policy   idemkit.Policy
-	now      func() time.Time
+	clock    idemkit.Clock
 	callTime time.Duration
 	cache    bool // put a warmcache.Store in front of the store
 	// repoGap is the repository's DeadlineGap; zero: its default.
@@ -93,7 +93,7 @@ func newHWInstance(t *testing.T, tb hwTables, ft http.RoundTripper, o hwOptions)
 		Store:  s,
 		Repo:   repo,
 		Policy: o.policy,
-		Now:    o.now,
+		Clock:  o.clock,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -291,7 +291,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 				clk := testclock.New()
 				ft := faults.New(baseTransport())
 				in := newHWInstance(t, tb, ft, hwOptions{
-					policy: idemkit.Policy{OnStaleLease: pol}, now: clk.Now, callTime: dynalite.Scale(300 * time.Millisecond),
+					policy: idemkit.Policy{OnStaleLease: pol}, clock: clk, callTime: dynalite.Scale(300 * time.Millisecond),
 				})
 				const invocation = 3 * time.Second
 				lease := invocation + idemkit.DefaultLeaseMargin
@@ -470,7 +470,7 @@ func TestAbandonedInvocation(t *testing.T) {
 					ftA.Add(r(tb, tenant))
 				}
 				kill := &killSwitch{base: ftA, deadline: dl}
-				opts.now = clkA.Now
+				opts.clock = clkA
 				a := newHWInstance(t, tb, kill, opts)
 				first := call(ctx, a.h, event(tenant, "/orders", key, body))
 				if !kill.dead() {
@@ -618,7 +618,7 @@ func TestThawedInvocation(t *testing.T) {
 			// deadline; the next one is frozen.
 			ftA := faults.New(baseTransport(), kitComplete(faults.Timeout, 1)(tb, tenant))
 			frz := &freezer{base: ftA, deadline: dl, thaw: make(chan struct{}), frozen: make(chan struct{})}
-			opts.now = clkA.Now
+			opts.clock = clkA
 			a := newHWInstance(t, tb, frz, opts)
 			firstDone := make(chan answer, 1)
 			go func() { firstDone <- call(ctx, a.h, event(tenant, "/orders", key, body)) }()
@@ -629,7 +629,7 @@ func TestThawedInvocation(t *testing.T) {
 			}
 
 			clkB := testclock.New()
-			opts.now = clkB.Now
+			opts.clock = clkB
 			b := newHWInstance(t, tb, faults.New(baseTransport()), opts)
 			send := func() answer {
 				t.Helper()
@@ -703,7 +703,7 @@ func TestKeyReusedAfterRetention(t *testing.T) {
 	const retention = 10 * time.Second
 	in := newHWInstance(t, tb, faults.New(baseTransport()), hwOptions{
 		policy: idemkit.Policy{ReplayWindow: retention / 2, RecordRetention: retention},
-		now:    clk.Now, callTime: callTimeout,
+		clock:  clk, callTime: callTimeout,
 	})
 	send := func(key, sku string) answer {
 		t.Helper()
@@ -780,7 +780,7 @@ func TestHandlerErrorAfterItsWriteLanded(t *testing.T) {
 				ft.Add(r(tb, tenant))
 			}
 			clk := testclock.New()
-			in := newHWInstance(t, tb, ft, hwOptions{now: clk.Now, callTime: dynalite.Scale(300 * time.Millisecond),
+			in := newHWInstance(t, tb, ft, hwOptions{clock: clk, callTime: dynalite.Scale(300 * time.Millisecond),
 				repo: func(r orders.Repo) orders.Repo {
 					f := &failAfterWrite{Repo: r}
 					f.fail.Store(1)

@@ -331,6 +331,3 @@ func newStore(t testing.TB, rt http.RoundTripper, opts dynamo.Options) (*dynamo.
 	}
 	return s, raw, table
 }
-
-// advance moves c forward by d.
-func advance(c *clock, d time.Duration) { c.set(c.Now().Add(d)) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // uuidV7At returns a random UUIDv7 whose embedded time is t.
@@ -35,10 +36,10 @@ func uuidV7At(t time.Time) string {
 func TestLateArrivals(t *testing.T) {
 	t.Parallel()
 	store, _, _ := newStore(t, nil, dynamo.Options{})
-	t0 := time.Now().Truncate(time.Millisecond)
-	clk := &clock{now: t0}
+	clk := testclock.New()
+	t0 := clk.Now()
 	const day = 24 * time.Hour
-	g, err := idemkit.New(idemkit.Config{Store: store, Now: clk.Now, Operations: map[string]idemkit.Policy{
+	g, err := idemkit.New(idemkit.Config{Store: store, Clock: clk, Operations: map[string]idemkit.Policy{
 		"POST /payments": {RecordRetention: 7 * day, KeyClockSkew: time.Minute},
 		"POST /notes":    {RecordRetention: day},
 		"POST /wide":     {RecordRetention: 7 * day, KeyClockSkew: 10 * time.Minute},

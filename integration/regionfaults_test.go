@@ -9,6 +9,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // TestRegionsUnderFaults: a tenant homed in the east is served by a
@@ -50,7 +51,7 @@ func TestRegionsUnderFaults(t *testing.T) {
 			"unavailable-held", "in-flight", "replay", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := &clock{now: time.Now().Truncate(time.Millisecond)}
+			clk := testclock.New()
 			var ft *faults.Transport
 			process := func(local string) v2Handler {
 				var wrapE func(http.RoundTripper) http.RoundTripper
@@ -68,7 +69,7 @@ func TestRegionsUnderFaults(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				g, err := idemkit.New(idemkit.Config{Store: s, Now: clk.Now, Policy: idemkit.Policy{Lease: lease, OnStaleLease: tc.policy}})
+				g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: tc.policy}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -127,7 +128,7 @@ func TestRegionsUnderFaults(t *testing.T) {
 			}
 			ft.Clear()
 			if tc.east == "in-flight" {
-				advance(clk, lease+time.Second)
+				clk.Advance(lease + time.Second)
 			}
 			flush()
 			for _, h := range []v2Handler{east, west, west, east} {

@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // extendUpdate tells a lease renewal's UpdateItem from the marks'.
@@ -86,7 +87,7 @@ func TestRenewalUnderFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gB, err := idemkit.New(idemkit.Config{Store: storeB, Policy: policy, Now: func() time.Time { return time.Now().Add(skew) }})
+			gB, err := idemkit.New(idemkit.Config{Store: storeB, Policy: policy, Clock: testclock.Skewed(skew)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit/examples/orders"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // TestWarmCacheSkewStorm: the example API on three instances over one
@@ -39,11 +40,6 @@ func TestWarmCacheSkewStorm(t *testing.T) {
 			warmSkewStorm(t, pol, 0.2, size(15, 300))
 		})
 	}
-}
-
-// skewedClock is an instance's clock: the real time plus a fixed skew.
-func skewedClock(skew time.Duration) func() time.Time {
-	return func() time.Time { return time.Now().Add(skew) }
 }
 
 func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerTenant int) {
@@ -87,7 +83,7 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 		}
 		ft := randomFaults(rate, tables, counts, own)
 		instances = append(instances, newHWInstance(t, tb, ft, hwOptions{
-			policy: idemkit.Policy{OnStaleLease: pol}, now: skewedClock(skew),
+			policy: idemkit.Policy{OnStaleLease: pol}, clock: testclock.Skewed(skew),
 			callTime: dynalite.Scale(300 * time.Millisecond), cache: true,
 		}))
 	}

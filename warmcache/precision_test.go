@@ -45,11 +45,11 @@ func TestReplayUntilAtStorePrecision(t *testing.T) {
 			start := clk.Now()
 			pol := idemkit.Policy{ReplayWindow: window, RecordRetention: time.Hour}
 			under := milliStore{memstore.New()}
-			direct, err := idemkit.New(idemkit.Config{Store: under, Now: clk.Now, Policy: pol})
+			direct, err := idemkit.New(idemkit.Config{Store: under, Clock: clk, Policy: pol})
 			if err != nil {
 				t.Fatal(err)
 			}
-			cached, err := idemkit.New(idemkit.Config{Store: warmcache.New(under, warmcache.Config{}), Now: clk.Now, Policy: pol})
+			cached, err := idemkit.New(idemkit.Config{Store: warmcache.New(under, warmcache.Config{}), Clock: clk, Policy: pol})
 			if err != nil {
 				t.Fatal(err)
 			}

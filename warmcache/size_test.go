@@ -81,7 +81,7 @@ func TestNoStaleReplayAfterReuse(t *testing.T) {
 	if st := e.cache.Stats(); st.Entries != 1 {
 		t.Fatalf("stats %+v, want the first answer cached", st)
 	}
-	e.clock.Add(time.Hour + time.Second)
+	e.clock.Advance(time.Hour + time.Second)
 	// Another instance, on the store itself, reuses the key and its
 	// execution's outcome is unknown; an operator resolves it.
 	now := e.clock.Now()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/storetest"
 	"github.com/idemkit/idemkit/warmcache"
@@ -35,19 +36,6 @@ func (c *counting) Claim(ctx context.Context, rec *idemkit.Record, now time.Time
 	return c.Store.Claim(ctx, rec, now, opts)
 }
 
-// clock is a settable time source.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type lastEvent struct {
 	mu sync.Mutex
 	ev idemkit.Event
@@ -61,16 +49,16 @@ type env struct {
 	under *counting
 	cache *warmcache.Store
 	g     *idemkit.Guard
-	clock *clock
+	clock *testclock.Clock
 	obs   *lastEvent
 }
 
 func newEnv(t *testing.T, cfg warmcache.Config, pol idemkit.Policy) *env {
 	t.Helper()
-	e := &env{mem: memstore.New(), clock: &clock{t: time.Now().Truncate(time.Second)}, obs: &lastEvent{}}
+	e := &env{mem: memstore.New(), clock: testclock.New(), obs: &lastEvent{}}
 	e.under = &counting{Store: e.mem}
 	e.cache = warmcache.New(e.under, cfg)
-	g, err := idemkit.New(idemkit.Config{Store: e.cache, Now: e.clock.Now, Observer: e.obs, Policy: pol})
+	g, err := idemkit.New(idemkit.Config{Store: e.cache, Clock: e.clock, Observer: e.obs, Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +115,7 @@ func TestWarmReplayNoCalls(t *testing.T) {
 // the first time a claim loses to it.
 func TestFillOnLostClaim(t *testing.T) {
 	e := newEnv(t, warmcache.Config{}, idemkit.Policy{})
-	other, err := idemkit.New(idemkit.Config{Store: e.mem, Now: e.clock.Now})
+	other, err := idemkit.New(idemkit.Config{Store: e.mem, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +163,7 @@ func TestExpiry(t *testing.T) {
 	if _, _, err := e.g.Do(ctx, req("k", "v1:a"), respond("x")); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Add(61 * time.Second)
+	e.clock.Advance(61 * time.Second)
 	_, _, err := e.g.Do(ctx, req("k", "v1:a"), mustNotRun(t))
 	var oe *idemkit.OutcomeError
 	if !errors.As(err, &oe) {
@@ -187,7 +175,7 @@ func TestExpiry(t *testing.T) {
 	if st := e.cache.Stats(); st.Entries != 0 {
 		t.Fatalf("%d entries after the replay window, want none", st.Entries)
 	}
-	e.clock.Add(time.Hour)
+	e.clock.Advance(time.Hour)
 	if _, replayed, err := e.g.Do(ctx, req("k", "v1:a"), respond("new")); err != nil || replayed {
 		t.Fatalf("after expiry: replayed %v, %v; want a fresh execution", replayed, err)
 	}
@@ -226,7 +214,7 @@ func TestNeverCachesUnfinished(t *testing.T) {
 	if res, err := e.cache.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatal(res, err)
 	}
-	e.clock.Add(2 * time.Second)
+	e.clock.Advance(2 * time.Second)
 	for i := 0; i < 2; i++ {
 		if _, _, err := e.g.Do(ctx, req("crash", "v1:a"), mustNotRun(t)); !errors.Is(err, idemkit.ErrIndeterminate) {
 			t.Fatalf("indeterminate: %v", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // resolve --as failed frees the key: the next request runs the handler.
@@ -373,7 +374,7 @@ func TestResolveMarkedEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ahead, err := idemkit.New(idemkit.Config{Store: f.store, Policy: policy, Now: func() time.Time { return time.Now().Add(11 * time.Minute) }})
+	ahead, err := idemkit.New(idemkit.Config{Store: f.store, Policy: policy, Clock: testclock.Skewed(11 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}

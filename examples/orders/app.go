@@ -50,8 +50,9 @@ type Options struct {
 	// Logger receives one line per request and every failure. Nil:
 	// slog.Default().
 	Logger *slog.Logger
-	// Now is the clock. Nil: time.Now.
-	Now func() time.Time
+	// Clock is the time the guard and the handlers read. Nil: the system
+	// clock.
+	Clock idemkit.Clock
 	// Outbox, when set, is sent a ShipRequest for every order created (and
 	// again when a request is run again): the shipping worker's queue.
 	// Nil: none is sent.
@@ -76,14 +77,14 @@ func Handler(o Options) (HandlerFunc, error) {
 	if o.Store == nil || o.Repo == nil {
 		return nil, errors.New("orders: Options.Store and Options.Repo are required")
 	}
-	a := &app{repo: o.Repo, outbox: o.Outbox, log: o.Logger, now: o.Now, tenant: apigw.JWTClaim("sub")}
+	a := &app{repo: o.Repo, outbox: o.Outbox, log: o.Logger, now: time.Now, tenant: apigw.JWTClaim("sub")}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	if a.now == nil {
-		a.now = time.Now
+	if o.Clock != nil {
+		a.now = o.Clock.Now
 	}
-	g, err := idemkit.New(idemkit.Config{Store: o.Store, Policy: o.Policy, Observer: o.Observer, Now: o.Now})
+	g, err := idemkit.New(idemkit.Config{Store: o.Store, Policy: o.Policy, Observer: o.Observer, Clock: o.Clock})
 	if err != nil {
 		return nil, err
 	}

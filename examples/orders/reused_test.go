@@ -22,7 +22,7 @@ func TestKeyReusedAfterRetention(t *testing.T) {
 	clk := testclock.New()
 	const retention = time.Hour
 	repo := &orders.MemRepo{}
-	h, err := orders.Handler(orders.Options{Store: memstore.New(), Repo: repo, Now: clk.Now,
+	h, err := orders.Handler(orders.Options{Store: memstore.New(), Repo: repo, Clock: clk,
 		Policy: idemkit.Policy{ReplayWindow: retention, RecordRetention: retention}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -138,8 +138,8 @@ type WorkerOptions struct {
 	// fail closed (the zero value): a shipment is never made twice.
 	Policy   idemkit.Policy
 	Observer idemkit.Observer
-	Logger   *slog.Logger // nil: slog.Default()
-	Now      func() time.Time
+	Logger   *slog.Logger  // nil: slog.Default()
+	Clock    idemkit.Clock // nil: the system clock
 }
 
 // SQSHandlerFunc is the signature lambda.Start runs for an SQS event
@@ -165,11 +165,11 @@ func ShippingHandler(o WorkerOptions) (SQSHandlerFunc, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
+	now := time.Now
+	if o.Clock != nil {
+		now = o.Clock.Now
 	}
-	g, err := idemkit.New(idemkit.Config{Store: o.Store, Policy: o.Policy, Observer: o.Observer, Now: o.Now})
+	g, err := idemkit.New(idemkit.Config{Store: o.Store, Policy: o.Policy, Observer: o.Observer, Clock: o.Clock})
 	if err != nil {
 		return nil, err
 	}

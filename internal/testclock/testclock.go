@@ -5,6 +5,9 @@
 // any calendar day. A test that needs a fixed calendar date may pin one with
 // At, but only when nothing real-time is built from it: Deadline refuses a
 // clock that has drifted more than MaxDrift from the wall clock.
+//
+// Every clock here is an [idemkit.Clock] whose timers are the system's: a
+// timer fires after d of real time, whatever Advance does.
 package testclock
 
 import (
@@ -12,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idemkit"
 )
 
 // MaxDrift is how far a Clock may be from the wall clock when a real deadline
@@ -44,6 +49,35 @@ func (c *Clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// AfterFunc calls f in its own goroutine after d of real time.
+func (c *Clock) AfterFunc(d time.Duration, f func()) idemkit.Timer { return time.AfterFunc(d, f) }
+
+// Ahead returns a clock that reads c's time plus d (minus, when d is
+// negative). It is another instance's clock, skewed from c's, and it
+// follows c's Advance and Set.
+func (c *Clock) Ahead(d time.Duration) idemkit.Clock { return skewed{now: c.Now, skew: d} }
+
+// Skewed returns a clock that runs with the wall clock, d ahead of it
+// (behind it when d is negative).
+func Skewed(d time.Duration) idemkit.Clock { return skewed{now: time.Now, skew: d} }
+
+// skewed is a clock off by skew from the clock now reads.
+type skewed struct {
+	now  func() time.Time
+	skew time.Duration
+}
+
+func (s skewed) Now() time.Time { return s.now().Add(s.skew) }
+
+func (s skewed) AfterFunc(d time.Duration, f func()) idemkit.Timer { return time.AfterFunc(d, f) }
 
 // Deadline returns a context whose real deadline is the clock's time plus d.
 // It fails the test when the clock is more than MaxDrift from the wall

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idemkit"
 )
 
 func TestNewStartsAtWallClock(t *testing.T) {
@@ -52,4 +54,32 @@ func (f *fakeTB) Helper() {}
 func (f *fakeTB) Fatalf(string, ...any) {
 	f.failed = true
 	panic("fatal")
+}
+
+func TestClockIsAnIdemkitClock(t *testing.T) {
+	var _ idemkit.Clock = New()
+	c := New()
+	c.Set(c.Now().Add(time.Hour))
+	if d := time.Until(c.Now()); d < 59*time.Minute || d > time.Hour+time.Second {
+		t.Fatalf("after Set(now+1h) the clock is %s ahead of the wall clock", d)
+	}
+	fired := make(chan struct{})
+	c.AfterFunc(time.Millisecond, func() { close(fired) })
+	<-fired // a real timer fires in real time, though the clock stands still
+}
+
+func TestSkewedClocks(t *testing.T) {
+	c := New()
+	ahead := c.Ahead(10 * time.Second)
+	if got := ahead.Now().Sub(c.Now()); got != 10*time.Second {
+		t.Fatalf("Ahead(10s) reads %s past its base", got)
+	}
+	c.Advance(time.Minute)
+	if got := ahead.Now().Sub(c.Now()); got != 10*time.Second {
+		t.Fatalf("after Advance, Ahead(10s) reads %s past its base", got)
+	}
+	behind := Skewed(-time.Hour)
+	if d := time.Since(behind.Now()); d < time.Hour || d > time.Hour+time.Second {
+		t.Fatalf("Skewed(-1h) is %s behind the wall clock", d)
+	}
 }

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -31,19 +31,6 @@ func load[T any](t testing.TB, name string) T {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return v
-}
-
-// clock is a settable time source for the guard.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 // eventLog is an Observer that records every event.
@@ -97,16 +84,16 @@ func captureDefaultLog(t *testing.T) *syncBuffer {
 type env struct {
 	store *memstore.Store
 	g     *idemkit.Guard
-	clock *clock
+	clock *testclock.Clock
 	eventLog
 }
 
 func newEnv(t testing.TB, mod func(*idemkit.Config)) *env {
 	t.Helper()
-	e := &env{store: memstore.New(), clock: &clock{t: time.Now().Truncate(time.Second)}}
+	e := &env{store: memstore.New(), clock: testclock.New()}
 	cfg := idemkit.Config{
 		Store:    e.store,
-		Now:      e.clock.Now,
+		Clock:    e.clock,
 		Observer: &e.eventLog,
 	}
 	if mod != nil {

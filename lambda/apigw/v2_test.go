@@ -822,7 +822,7 @@ func TestV2ReplayWindowPassed(t *testing.T) {
 	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	call(t, h, ev)
 	done := e.clock.Now()
-	e.clock.Add(25 * time.Hour)
+	e.clock.Advance(25 * time.Hour)
 	r := call(t, h, ev)
 	p := checkProblem(t, r.StatusCode, r.Headers, r.Body, 410, "replay-window-passed")
 	if p.OriginalStatus != 201 || p.Location != "/orders/ord_1" || p.CompletedAt != done.UTC().Format(time.RFC3339) {

@@ -108,9 +108,9 @@ type Config[R any] struct {
 	// OnFailure is called for each record reported failed, with the
 	// reason. Nil: one slog.Default warning line per failed record.
 	OnFailure func(ctx context.Context, f Failure)
-	// Now returns the current time, against which the deadline is read.
-	// Nil: time.Now.
-	Now func() time.Time
+	// Clock is the time against which the deadline is read. Nil: the
+	// system clock.
+	Clock idemkit.Clock
 }
 
 // Failure is a record reported failed, and why.
@@ -160,9 +160,9 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 	if margin <= 0 {
 		margin = DefaultMargin
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	now := time.Now
+	if cfg.Clock != nil {
+		now = cfg.Clock.Now
 	}
 	report := cfg.OnFailure
 	if report == nil {

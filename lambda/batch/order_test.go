@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/lambda/batch"
 )
 
@@ -191,12 +192,6 @@ func TestStreamsOrder(t *testing.T) {
 	}
 }
 
-// clock is a test clock that starts at the real time (the deadline is a
-// real one) and moves only when told.
-type clock struct{ now time.Time }
-
-func (c *clock) Now() time.Time { return c.now }
-
 // TestDeadline: a record is started only while more than Margin is left
 // before the context's deadline; the records not reached are reported
 // failed with ErrDeadline and never run, in every kind of source, and a
@@ -218,8 +213,8 @@ func TestDeadline(t *testing.T) {
 		{name: "default margin not yet reached", advance: 10*time.Minute - batch.DefaultMargin - time.Second, runs: []string{"o1", "o2", "o3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := &clock{now: time.Now()}
-			deadline := clk.now.Add(10 * time.Minute)
+			clk := testclock.New() // the deadline is a real one
+			deadline := clk.Now().Add(10 * time.Minute)
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			defer cancel()
 			w := newWorker()
@@ -228,11 +223,11 @@ func TestDeadline(t *testing.T) {
 				dl, _ := ctx.Deadline()
 				seen = append(seen, dl)
 				if order == "o1" {
-					clk.now = clk.now.Add(tc.advance)
+					clk.Advance(tc.advance)
 				}
 			}
 			var got failures
-			h := batch.SQS(newGuard(t, nil), batch.SQSConfig{Margin: tc.margin, Now: clk.Now, OnFailure: got.add}, w.sqs)
+			h := batch.SQS(newGuard(t, nil), batch.SQSConfig{Margin: tc.margin, Clock: clk, OnFailure: got.add}, w.sqs)
 			resp, err := h(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2"), message(t, "m3", "o3")}})
 			if err != nil {
 				t.Fatal(err)
@@ -255,13 +250,13 @@ func TestDeadline(t *testing.T) {
 // TestDeadlineOrdered: a Kinesis batch out of time reports the records
 // not reached; the one after is run on the redelivery, once.
 func TestDeadlineOrdered(t *testing.T) {
-	clk := &clock{now: time.Now()}
-	ctx, cancel := context.WithDeadline(context.Background(), clk.now.Add(time.Minute))
+	clk := testclock.New() // the deadline is a real one
+	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(time.Minute))
 	defer cancel()
 	w := newWorker()
-	w.during = func(context.Context, string) { clk.now = clk.now.Add(30 * time.Second) }
+	w.during = func(context.Context, string) { clk.Advance(30 * time.Second) }
 	var got failures
-	h := batch.Kinesis(newGuard(t, nil), batch.KinesisConfig{Margin: 40 * time.Second, Now: clk.Now, OnFailure: got.add}, w.kinesis)
+	h := batch.Kinesis(newGuard(t, nil), batch.KinesisConfig{Margin: 40 * time.Second, Clock: clk, OnFailure: got.add}, w.kinesis)
 	resp, _ := h(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{kinesisRecord(t, "1", "o1"), kinesisRecord(t, "2", "o2"), kinesisRecord(t, "3", "o3")}})
 	checkFailures(t, "delivery", kinesisIDs(resp), got.take(), []failed{{"2", batch.ErrDeadline}, {"3", batch.ErrDeadline}})
 	resp, _ = h(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{kinesisRecord(t, "2", "o2"), kinesisRecord(t, "3", "o3")}})
