@@ -182,7 +182,7 @@ func TestExpiredClaimIsNoTakeover(t *testing.T) {
 	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
 		t.Fatalf("after the crashed record expired: replayed %v err %v runs %d", replayed, err, f.runs)
 	}
-	if ks := f.obs.kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
+	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
 		t.Fatalf("events %v, want [executed]", ks)
 	}
 }

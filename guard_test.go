@@ -12,55 +12,22 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
 
-// clock is the shared test clock: it starts at the real time, so the
-// deadlines built from it hold on any day.
-type clock = testclock.Clock
-
-func newClock() *clock { return testclock.New() }
-
-// recorder collects observed events.
-type recorder struct {
-	mu     sync.Mutex
-	events []idemkit.Event
-}
-
-func (r *recorder) Observe(_ context.Context, e idemkit.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
-func (r *recorder) kinds() []idemkit.EventKind {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var ks []idemkit.EventKind
-	for _, e := range r.events {
-		ks = append(ks, e.Kind)
-	}
-	return ks
-}
-
-func (r *recorder) last() idemkit.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.events[len(r.events)-1]
-}
-
 type fixture struct {
-	clock *clock
+	clock *testclock.Clock
 	store *memstore.Store
-	obs   *recorder
+	obs   *eventlog.Log
 	guard *idemkit.Guard
 	runs  int
 }
 
 func newFixture(t *testing.T, mod func(*idemkit.Config)) *fixture {
 	t.Helper()
-	f := &fixture{clock: newClock(), store: memstore.New(), obs: &recorder{}}
+	f := &fixture{clock: testclock.New(), store: memstore.New(), obs: &eventlog.Log{}}
 	cfg := idemkit.Config{Store: f.store, Observer: f.obs, Clock: f.clock}
 	if mod != nil {
 		mod(&cfg)
@@ -98,7 +65,7 @@ func TestExecuteThenReplay(t *testing.T) {
 	if err != nil || replayed || snap.Status != 201 {
 		t.Fatalf("first: %+v %v %v", snap, replayed, err)
 	}
-	if e := f.obs.last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls != 2 {
+	if e := f.obs.Last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls != 2 {
 		t.Fatalf("first event %s with %d store calls, want executed with 2", e.Kind, e.Usage.Calls)
 	}
 	f.clock.Advance(time.Hour)
@@ -109,7 +76,7 @@ func TestExecuteThenReplay(t *testing.T) {
 	if f.runs != 1 {
 		t.Fatalf("handler ran %d times, want 1", f.runs)
 	}
-	if e := f.obs.last(); e.Kind != idemkit.EventReplayed || e.Usage.Calls != 1 || e.Status != 201 {
+	if e := f.obs.Last(); e.Kind != idemkit.EventReplayed || e.Usage.Calls != 1 || e.Status != 201 {
 		t.Fatalf("replay event %+v, want replayed with 1 store call", e)
 	}
 }
@@ -142,8 +109,8 @@ func TestFingerprintMismatch(t *testing.T) {
 	if !errors.Is(err, idemkit.ErrFingerprintMismatch) {
 		t.Fatalf("err = %v, want ErrFingerprintMismatch", err)
 	}
-	if f.runs != 1 || f.obs.last().Kind != idemkit.EventMismatch {
-		t.Fatalf("runs %d, event %s", f.runs, f.obs.last().Kind)
+	if f.runs != 1 || f.obs.Last().Kind != idemkit.EventMismatch {
+		t.Fatalf("runs %d, event %s", f.runs, f.obs.Last().Kind)
 	}
 }
 
@@ -228,7 +195,7 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Owner != "crashed" {
 		t.Fatalf("indeterminate listing: %v %v", recs, err)
 	}
-	if k := f.obs.last().Kind; k != idemkit.EventIndeterminate {
+	if k := f.obs.Last().Kind; k != idemkit.EventIndeterminate {
 		t.Fatalf("event %s, want indeterminate", k)
 	}
 
@@ -272,7 +239,7 @@ func TestStaleLeaseTakeover(t *testing.T) {
 	if err != nil || replayed || string(snap.Body) != "takeover" || f.runs != 1 {
 		t.Fatalf("takeover: %+v %v %v runs %d", snap, replayed, err, f.runs)
 	}
-	ks := f.obs.kinds()
+	ks := f.obs.Kinds()
 	if len(ks) < 2 || ks[len(ks)-2] != idemkit.EventTakeover || ks[len(ks)-1] != idemkit.EventExecuted {
 		t.Fatalf("events %v, want ... takeover, executed", ks)
 	}
@@ -340,7 +307,7 @@ func TestHandlerErrorReleases(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the handler's error", err)
 	}
-	if k := f.obs.last().Kind; k != idemkit.EventReleased {
+	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
 	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
@@ -461,7 +428,7 @@ func TestCompletionFailure(t *testing.T) {
 	if fs.completeCalls != 3 {
 		t.Fatalf("completion attempted %d times, want 3", fs.completeCalls)
 	}
-	e := f.obs.last()
+	e := f.obs.Last()
 	if e.Kind != idemkit.EventCompletionFailed || !errors.Is(e.Err, idemkit.ErrStoreUnavailable) {
 		t.Fatalf("event %+v, want completion_failed", e)
 	}
@@ -513,7 +480,7 @@ func TestEmptyKeyRefused(t *testing.T) {
 	if _, err := f.store.Get(context.Background(), r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("a record was stored for a request without a key: %v", err)
 	}
-	if ks := f.obs.kinds(); len(ks) != 1 || ks[0] != idemkit.EventRefused {
+	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventRefused {
 		t.Fatalf("events %v, want [refused]", ks)
 	}
 }
@@ -765,7 +732,7 @@ func TestUUIDv7KeyAgeLiveRecord(t *testing.T) {
 				t.Fatalf("handler ran %d times, want %d", f.runs, tc.runs)
 			}
 			if tc.first == nil && !tc.outage {
-				if e := f.obs.last(); e.Kind != idemkit.EventRefused || e.Usage.Calls != 1 {
+				if e := f.obs.Last(); e.Kind != idemkit.EventRefused || e.Usage.Calls != 1 {
 					t.Errorf("event %s with %d store calls, want refused after one read", e.Kind, e.Usage.Calls)
 				}
 				if _, err := f.store.Get(context.Background(), r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
@@ -838,7 +805,7 @@ func TestMarkRaceLooksAgain(t *testing.T) {
 
 type racyStore struct {
 	idemkit.Store
-	clock *clock
+	clock *testclock.Clock
 }
 
 func (s *racyStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
@@ -857,16 +824,10 @@ func (s *racyStore) MarkIndeterminate(ctx context.Context, id, owner string, now
 	return s.Store.MarkIndeterminate(ctx, id, owner, now)
 }
 
-func TestNewRequiresStore(t *testing.T) {
-	if _, err := idemkit.New(idemkit.Config{}); err == nil {
-		t.Fatal("New without a store succeeded")
-	}
-}
-
 func TestRefuseIsObserved(t *testing.T) {
 	f := newFixture(t, nil)
 	f.guard.Refuse(context.Background(), req("k").Scope, idemkit.ErrKeyMalformed)
-	if e := f.obs.last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrKeyMalformed) || e.Scope.Tenant != "acme" {
+	if e := f.obs.Last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrKeyMalformed) || e.Scope.Tenant != "acme" {
 		t.Fatalf("event %+v, want refused", e)
 	}
 	if _, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
@@ -1039,7 +1000,7 @@ func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 			if !errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrClaimUnknown) != tc.claimUnknown {
 				t.Fatalf("err %v, want ErrStoreUnavailable (ErrClaimUnknown %v)", err, tc.claimUnknown)
 			}
-			e := f.obs.last()
+			e := f.obs.Last()
 			if e.Kind != tc.want || e.Err != err {
 				t.Fatalf("event %s (err %v), want %s with the returned error", e.Kind, e.Err, tc.want)
 			}

@@ -128,7 +128,7 @@ func TestTenantTooLong(t *testing.T) {
 	if !errors.Is(err, idemkit.ErrTenantTooLong) || !errors.Is(err, idemkit.ErrTenantMissing) || f.runs != 0 {
 		t.Fatalf("err %v runs %d, want ErrTenantTooLong (ErrTenantMissing) and no run", err, f.runs)
 	}
-	if e := f.obs.last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrTenantTooLong) {
+	if e := f.obs.Last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrTenantTooLong) {
 		t.Fatalf("event %+v, want a refusal", e)
 	}
 	r.Scope.Tenant = strings.Repeat("t", idemkit.MaxTenantLen)

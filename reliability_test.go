@@ -110,7 +110,7 @@ func TestLostClaimAnswerIsReclaimed(t *testing.T) {
 				t.Fatalf("%d claims, %d releases; want %d and 0", claims, releases, fails+1)
 			}
 			// The record the claim replaced was our own: no takeover.
-			if ks := f.obs.kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
+			if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
 				t.Fatalf("events %v, want [executed]", ks)
 			}
 			if _, replayed, err := f.do(t, req("k"), respond(201, "y")); err != nil || !replayed || f.runs != 1 {
@@ -333,7 +333,7 @@ func TestOutcomeUnknownKeepsTheClaim(t *testing.T) {
 			if !errors.Is(err, idemkit.ErrOutcomeUnknown) {
 				t.Fatalf("err %v, want ErrOutcomeUnknown", err)
 			}
-			if k := f.obs.last().Kind; k != idemkit.EventOutcomeUnknown {
+			if k := f.obs.Last().Kind; k != idemkit.EventOutcomeUnknown {
 				t.Fatalf("event %s, want %s", k, idemkit.EventOutcomeUnknown)
 			}
 			rec, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
@@ -420,7 +420,7 @@ func TestLeaseRenewal(t *testing.T) {
 	if n := fs.extendAfterDo.Load(); n != 0 {
 		t.Fatalf("%d renewals after Do returned", n)
 	}
-	if e := f.obs.last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls < 4 {
+	if e := f.obs.Last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls < 4 {
 		t.Fatalf("event %s with %d store calls, want executed with the renewals counted", e.Kind, e.Usage.Calls)
 	}
 }
@@ -479,7 +479,7 @@ func TestHandlerPanicKeepsItsStack(t *testing.T) {
 	if !strings.Contains(stack, "explodingHandler") {
 		t.Fatalf("the panic's stack lost the handler's frame:\n%s", stack)
 	}
-	if k := f.obs.last().Kind; k != idemkit.EventReleased {
+	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
 	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed {
@@ -500,7 +500,7 @@ func TestHandlerGoexitReleases(t *testing.T) {
 		})
 	}()
 	<-exited
-	if k := f.obs.last().Kind; k != idemkit.EventReleased {
+	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
 	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 1 {

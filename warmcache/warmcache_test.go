@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/storetest"
@@ -36,26 +37,18 @@ func (c *counting) Claim(ctx context.Context, rec *idemkit.Record, now time.Time
 	return c.Store.Claim(ctx, rec, now, opts)
 }
 
-type lastEvent struct {
-	mu sync.Mutex
-	ev idemkit.Event
-}
-
-func (o *lastEvent) Observe(_ context.Context, e idemkit.Event) { o.mu.Lock(); o.ev = e; o.mu.Unlock() }
-func (o *lastEvent) Last() idemkit.Event                        { o.mu.Lock(); defer o.mu.Unlock(); return o.ev }
-
 type env struct {
 	mem   *memstore.Store
 	under *counting
 	cache *warmcache.Store
 	g     *idemkit.Guard
 	clock *testclock.Clock
-	obs   *lastEvent
+	obs   *eventlog.Log
 }
 
 func newEnv(t *testing.T, cfg warmcache.Config, pol idemkit.Policy) *env {
 	t.Helper()
-	e := &env{mem: memstore.New(), clock: testclock.New(), obs: &lastEvent{}}
+	e := &env{mem: memstore.New(), clock: testclock.New(), obs: &eventlog.Log{}}
 	e.under = &counting{Store: e.mem}
 	e.cache = warmcache.New(e.under, cfg)
 	g, err := idemkit.New(idemkit.Config{Store: e.cache, Clock: e.clock, Observer: e.obs, Policy: pol})

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/compress"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/warmcache"
 )
@@ -97,24 +97,6 @@ func LatencyWith(ctx context.Context, client *dynamodb.Client, table string, n i
 	return rows, nil
 }
 
-// usageObserver keeps the usage of the last guarded request.
-type usageObserver struct {
-	mu   sync.Mutex
-	last idemkit.Event
-}
-
-func (o *usageObserver) Observe(_ context.Context, e idemkit.Event) {
-	o.mu.Lock()
-	o.last = e
-	o.mu.Unlock()
-}
-
-func (o *usageObserver) Last() idemkit.Event {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.last
-}
-
 // Event returns an HTTP API POST /orders event carrying key.
 func Event(key string) events.APIGatewayV2HTTPRequest {
 	return events.APIGatewayV2HTTPRequest{
@@ -138,9 +120,9 @@ type rig struct {
 	want    int // the wrapped handler's status; unused for the error path
 	bare    handler
 	wrapped handler
-	capture *capturing     // the store's client
-	store   *dynamo.Store  // the store under the wrapped handler's guard
-	obs     *usageObserver // the usage of the last guarded request
+	capture *capturing    // the store's client
+	store   *dynamo.Store // the store under the wrapped handler's guard
+	obs     *eventlog.Log // the usage of the last guarded request
 	raw     *raw
 	sent    []call // the requests of the latest wrapped invocation
 	// zAt is the index in sent of the request whose item carries the
@@ -212,7 +194,7 @@ func measure(ctx context.Context, client *dynamodb.Client, table, path string, s
 // (behind the warm cache for replay+cache) on a capturing client, around a
 // handler answering a body-sized 201, or failing for the error path.
 func newRig(client *dynamodb.Client, table, path, body string, codec dynamo.Codec) (*rig, error) {
-	rg := &rig{path: path, want: 201, capture: &capturing{Client: client}, obs: &usageObserver{}, zAt: -1, zBody: []byte(body)}
+	rg := &rig{path: path, want: 201, capture: &capturing{Client: client}, obs: &eventlog.Log{KeepLast: true}, zAt: -1, zBody: []byte(body)}
 	rg.bare = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201,
 			Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1", "X-Request-Id": "r"}, Body: body}, nil

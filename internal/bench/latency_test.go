@@ -18,6 +18,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/compress"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/eventlog"
 )
 
 // TestSummarisePaired holds the paired estimate: each round's wrapped time
@@ -40,7 +41,7 @@ func TestSummarisePaired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rg := &rig{obs: &usageObserver{}, raw: &raw{calls: 2}}
+			rg := &rig{obs: &eventlog.Log{KeepLast: true}, raw: &raw{calls: 2}}
 			var row Row
 			rg.summarise(&row, samples{wrapped: tt.wrapped, bare: tt.bare, same: tt.same, min: tt.same})
 			if row.Added != tt.added {
@@ -84,7 +85,7 @@ func TestSummariseCompress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rg := &rig{obs: &usageObserver{}, raw: &raw{calls: 2}}
+			rg := &rig{obs: &eventlog.Log{KeepLast: true}, raw: &raw{calls: 2}}
 			var row Row
 			w := us(5000, 5000, 5000)
 			rg.summarise(&row, samples{wrapped: w, bare: w, same: tt.same, min: tt.same, samez: tt.samez})
@@ -103,7 +104,7 @@ func TestSummariseCompress(t *testing.T) {
 func TestRoundOrder(t *testing.T) {
 	var log []string
 	body := bytes.Repeat([]byte(`{"id":"ord_1","amount":{"value":42,"currency":"EUR"}},`), 80)
-	rg := &rig{path: "fresh", want: 201, capture: &capturing{}, obs: &usageObserver{}, zAt: -1, zBody: body, raw: &raw{}}
+	rg := &rig{path: "fresh", want: 201, capture: &capturing{}, obs: &eventlog.Log{KeepLast: true}, zAt: -1, zBody: body, raw: &raw{}}
 	compressing := true
 	var compressed []byte // what same+z had compressed when it sent its completion
 	rg.wrapped = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {

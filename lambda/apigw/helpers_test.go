@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -31,24 +32,6 @@ func load[T any](t testing.TB, name string) T {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return v
-}
-
-// eventLog is an Observer that records every event.
-type eventLog struct {
-	mu  sync.Mutex
-	evs []idemkit.Event
-}
-
-func (l *eventLog) Observe(_ context.Context, ev idemkit.Event) {
-	l.mu.Lock()
-	l.evs = append(l.evs, ev)
-	l.mu.Unlock()
-}
-
-func (l *eventLog) events() []idemkit.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]idemkit.Event(nil), l.evs...)
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a
@@ -85,7 +68,7 @@ type env struct {
 	store *memstore.Store
 	g     *idemkit.Guard
 	clock *testclock.Clock
-	eventLog
+	eventlog.Log
 }
 
 func newEnv(t testing.TB, mod func(*idemkit.Config)) *env {
@@ -94,7 +77,7 @@ func newEnv(t testing.TB, mod func(*idemkit.Config)) *env {
 	cfg := idemkit.Config{
 		Store:    e.store,
 		Clock:    e.clock,
-		Observer: &e.eventLog,
+		Observer: &e.Log,
 	}
 	if mod != nil {
 		mod(&cfg)

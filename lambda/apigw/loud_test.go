@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -60,7 +61,7 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				logs := captureDefaultLog(t)
-				var seen eventLog
+				var seen eventlog.Log
 				cfg := idemkit.Config{Store: memstore.New()}
 				if observed {
 					cfg.Observer = &seen
@@ -74,7 +75,7 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 				}
 				out := logs.String()
 				if observed {
-					evs := seen.events()
+					evs := seen.Events()
 					if out != "" {
 						t.Errorf("slog.Default logged with an Observer set:\n%s", out)
 					}

@@ -10,6 +10,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -34,7 +35,7 @@ func TestMisconfiguredStoreIsLogged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := captureDefaultLog(t)
-			var seen eventLog
+			var seen eventlog.Log
 			cfg := idemkit.Config{Store: store}
 			if tc.observed {
 				cfg.Observer = &seen
@@ -65,7 +66,7 @@ func TestMisconfiguredStoreIsLogged(t *testing.T) {
 			if out != "" {
 				t.Errorf("slog.Default logged with an Observer set:\n%s", out)
 			}
-			evs := seen.events()
+			evs := seen.Events()
 			if len(evs) != 1 || evs[0].Kind != idemkit.EventStoreError {
 				t.Errorf("observer got %+v, want one %s", evs, idemkit.EventStoreError)
 			}

@@ -69,7 +69,7 @@ func TestWrongEventShape(t *testing.T) {
 			if runs != 0 {
 				t.Errorf("handler ran %d times", runs)
 			}
-			evs := e.events()
+			evs := e.Events()
 			if len(evs) != 2 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, apigw.ErrNoMethod) {
 				t.Errorf("events %+v, want two refusals with ErrNoMethod", evs)
 			}

@@ -148,7 +148,7 @@ func TestTenantsNeverMerge(t *testing.T) {
 	if n := o.runs.Load(); n != 0 {
 		t.Errorf("handler ran %d times, want none", n)
 	}
-	evs := e.events()
+	evs := e.Events()
 	if len(evs) != 2 {
 		t.Fatalf("events %+v, want two refusals", evs)
 	}

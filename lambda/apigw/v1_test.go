@@ -50,7 +50,7 @@ func TestV1TenantExtractors(t *testing.T) {
 			if err != nil || r.StatusCode != 201 {
 				t.Fatalf("%d %s %v", r.StatusCode, r.Body, err)
 			}
-			if evs := e.events(); len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
+			if evs := e.Events(); len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
 				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
 			}
 		})
@@ -138,7 +138,7 @@ func TestV1RouteTemplate(t *testing.T) {
 		e := newEnv(t, nil)
 		h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpguard.Settings{RouteTemplate: tc.template}}, (&restOrders{}).handle)
 		h(context.Background(), load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json"))
-		if evs := e.events(); len(evs) != 1 || evs[0].Scope.Operation != tc.want {
+		if evs := e.Events(); len(evs) != 1 || evs[0].Scope.Operation != tc.want {
 			t.Errorf("RouteTemplate=%v: events %+v, want operation %q", tc.template, evs, tc.want)
 		}
 	}
@@ -153,8 +153,8 @@ func TestV1OptionalRoute(t *testing.T) {
 	ev.Headers, ev.MultiValueHeaders = nil, nil
 	h(context.Background(), ev)
 	h(context.Background(), ev)
-	if o.runs != 2 || len(e.events()) != 0 {
-		t.Errorf("runs %d, events %d: want two unguarded runs", o.runs, len(e.events()))
+	if o.runs != 2 || len(e.Events()) != 0 {
+		t.Errorf("runs %d, events %d: want two unguarded runs", o.runs, len(e.Events()))
 	}
 }
 
@@ -173,7 +173,7 @@ func TestFunctionURL(t *testing.T) {
 	if runs != 1 || r.StatusCode != 202 || r.Body != fresh.Body || r.Cookies != nil || r.Headers["Idempotent-Replayed"] != "true" || r.Headers["Location"] != "/payouts/po_1" {
 		t.Errorf("replay %+v after %d runs", r, runs)
 	}
-	if evs := e.events(); evs[0].Scope.Tenant != "arn:aws:sts::123456789012:assumed-role/payout-worker/payout-worker" || evs[0].Scope.Operation != "POST /payouts" {
+	if evs := e.Events(); evs[0].Scope.Tenant != "arn:aws:sts::123456789012:assumed-role/payout-worker/payout-worker" || evs[0].Scope.Operation != "POST /payouts" {
 		t.Errorf("scope %+v", evs[0].Scope)
 	}
 	ev.Body = `{"amount":25001,"currency":"eur"}`

@@ -157,8 +157,8 @@ func TestV2Methods(t *testing.T) {
 			if n := o.runs.Load(); n != want {
 				t.Errorf("handler ran %d times, want %d", n, want)
 			}
-			if !tc.guarded && len(e.events()) != 0 {
-				t.Errorf("unguarded request reached the guard: %v", e.events())
+			if !tc.guarded && len(e.Events()) != 0 {
+				t.Errorf("unguarded request reached the guard: %v", e.Events())
 			}
 		})
 	}
@@ -181,7 +181,7 @@ func TestV2MethodCase(t *testing.T) {
 		t.Fatalf("POST after post: replayed %v after %d runs; want a run of its own", replayed(r), o.runs.Load())
 	}
 	ops := map[string]bool{}
-	for _, ev := range e.events() {
+	for _, ev := range e.Events() {
 		ops[ev.Scope.Operation] = true
 	}
 	if !ops["post /orders"] || !ops["POST /orders"] || len(ops) != 2 {
@@ -372,7 +372,7 @@ func TestV2TenantMissing(t *testing.T) {
 			if o.runs.Load() != 0 {
 				t.Error("handler ran without a tenant")
 			}
-			evs := e.events()
+			evs := e.Events()
 			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrTenantMissing) {
 				t.Fatalf("events %+v, want one refused ErrTenantMissing", evs)
 			}
@@ -409,7 +409,7 @@ func TestV2TenantExtractors(t *testing.T) {
 			if r := call(t, h, load[events.APIGatewayV2HTTPRequest](t, tc.file)); r.StatusCode != 201 {
 				t.Fatalf("%d %s", r.StatusCode, r.Body)
 			}
-			evs := e.events()
+			evs := e.Events()
 			if len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
 				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
 			}
@@ -436,7 +436,7 @@ func TestV2Operations(t *testing.T) {
 		if r := call(t, h, capture(t, "2")); replayed(r) || o.runs.Load() != 2 {
 			t.Fatalf("capture of order 2 replayed order 1's")
 		}
-		if op := e.events()[1].Scope.Operation; op != "POST /orders/2/capture" {
+		if op := e.Events()[1].Scope.Operation; op != "POST /orders/2/capture" {
 			t.Errorf("operation %q", op)
 		}
 	})
@@ -453,7 +453,7 @@ func TestV2Operations(t *testing.T) {
 		if r := call(t, h, capture(t, "1")); !replayed(r) || o.runs.Load() != 1 {
 			t.Fatalf("retry of order 1's capture: %d replayed=%v", r.StatusCode, replayed(r))
 		}
-		if op := e.events()[0].Scope.Operation; op != "POST /orders/{id}/capture" {
+		if op := e.Events()[0].Scope.Operation; op != "POST /orders/{id}/capture" {
 			t.Errorf("operation %q", op)
 		}
 	})
@@ -471,7 +471,7 @@ func TestV2Operations(t *testing.T) {
 			if r := call(t, h, ev); replayed(r) {
 				t.Fatalf("%s replayed the response for /orders/1/capture", tc.path)
 			}
-			if op := e.events()[len(e.events())-1].Scope.Operation; op != "POST "+tc.path {
+			if op := e.Events()[len(e.Events())-1].Scope.Operation; op != "POST "+tc.path {
 				t.Errorf("operation %q", op)
 			}
 		})
@@ -493,7 +493,7 @@ func TestV2Operations(t *testing.T) {
 		e := newEnv(t, nil)
 		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), Settings: httpguard.Settings{RouteTemplate: true}}, (&orders{}).handle)
 		call(t, h, load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json"))
-		if op := e.events()[0].Scope.Operation; op != "POST /internal/refunds" {
+		if op := e.Events()[0].Scope.Operation; op != "POST /internal/refunds" {
 			t.Errorf("operation %q for a $default route", op)
 		}
 	})
@@ -1083,7 +1083,7 @@ func TestV2RefusalsAreObserved(t *testing.T) {
 			if r.StatusCode != 400 || o.runs.Load() != 0 {
 				t.Fatalf("status %d, runs %d; want 400 and no run", r.StatusCode, o.runs.Load())
 			}
-			evs := e.events()
+			evs := e.Events()
 			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, tc.want) || evs[0].Scope.Tenant == "" {
 				t.Fatalf("events %+v, want one refused %v with the tenant", evs, tc.want)
 			}

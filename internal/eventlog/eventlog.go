@@ -1,0 +1,61 @@
+// Package eventlog records the events a Guard reports, for tests and
+// benchmarks.
+package eventlog
+
+import (
+	"context"
+	"sync"
+
+	"github.com/idemkit/idemkit"
+)
+
+// Log is an [idemkit.Observer] that keeps the events it is given. Its zero
+// value keeps every event and is safe for concurrent use.
+type Log struct {
+	// KeepLast keeps only the last event, so that a benchmark's memory
+	// does not grow with its iterations.
+	KeepLast bool
+
+	mu     sync.Mutex
+	events []idemkit.Event // guarded by mu
+}
+
+// Observe records e.
+func (l *Log) Observe(_ context.Context, e idemkit.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.KeepLast && len(l.events) > 0 {
+		l.events[0] = e
+		return
+	}
+	l.events = append(l.events, e)
+}
+
+// Events returns the events recorded, oldest first.
+func (l *Log) Events() []idemkit.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]idemkit.Event(nil), l.events...)
+}
+
+// Kinds returns the kind of each event recorded, oldest first.
+func (l *Log) Kinds() []idemkit.EventKind {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ks []idemkit.EventKind
+	for _, e := range l.events {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+// Last returns the last event recorded. It returns the zero Event when
+// none was.
+func (l *Log) Last() idemkit.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) == 0 {
+		return idemkit.Event{}
+	}
+	return l.events[len(l.events)-1]
+}
