@@ -21,39 +21,39 @@
 // [Guard.Do] claims the scope with one atomic conditional write that either
 // creates an in_flight record holding a random owner token and a lease, or
 // returns the record that is already there. The winner runs the handler and
-// completes the record with a [Snapshot] of the response: a write that
-// succeeds only while the record still carries its token, so an execution
-// whose lease was taken over can never overwrite the new owner's result.
-// A loser gets the stored response (a replay) or the reason it cannot: a
-// different request with the key, another request holding it (it never
-// waits for the first to finish), an unknown outcome. [Guard.Do] lists the
-// reasons in their order of precedence.
+// completes the record with a [Snapshot] of the response. The completion
+// succeeds only while the record still carries the winner's token, so an
+// execution whose lease was taken over can never overwrite the new owner's
+// result. A loser gets the stored response (a replay), or the reason it
+// cannot: a different request with the key, another request holding it,
+// or an unknown outcome. A loser never waits for the first request to
+// finish. [Guard.Do] lists the reasons in their order of precedence.
 //
 // # What is remembered
 //
 // Deterministic outcomes are stored: 2xx, and the 4xx and 500 responses the
-// handler chose. Transient ones are not: [DefaultCacheable] lists them, and
-// handler errors and panics release the claim so that a retry can run.
+// handler chose. Transient ones are not; [DefaultCacheable] lists them.
+// Handler errors and panics release the claim so that a retry can run.
 // [Policy.Cacheable] changes the list per operation.
 //
 // # Leases and crashes
 //
 // A claim's lease lasts until the Lambda's deadline plus a margin. When it
 // ends without an outcome, nobody knows whether the effect happened. The
-// operation's [StalePolicy] decides: [FailClosed] (the default) marks the
-// record indeterminate for an operator to resolve; [Takeover] lets the next
+// operation's [StalePolicy] decides. [FailClosed], the default, marks the
+// record indeterminate for an operator to resolve. [Takeover] lets the next
 // request run the handler again, for downstreams that are idempotent. A
 // request without a deadline renews its lease while the handler runs
-// ([Policy.Heartbeat]), and the owner's late completion still replaces an
+// ([Policy.Heartbeat]). The owner's late completion still replaces an
 // indeterminate record no operator has resolved. [Store.ListStale] lists
 // leases that ended without an outcome, and [Resolve] records an operator's
 // decision, never while the execution may still be running.
 //
 // # The handler's own writes
 //
-// [ExecutionID] gives a handler an identity that is the same for every
-// retry of a request and differs wherever its tenant, operation, key or
-// resource does, to key its own writes on; a handler error wrapping
+// [ExecutionID] gives a handler an identity to key its own writes on. It is
+// the same for every retry of a request, and differs wherever the request's
+// tenant, operation, key or resource does. A handler error wrapping
 // [ErrOutcomeUnknown] keeps the key instead of releasing it, so that a
 // request whose effect is unknown is never run twice.
 //
@@ -61,9 +61,9 @@
 //
 // A response is replayed for [Policy.ReplayWindow] (24 h by default) and the
 // record is kept for [Policy.RecordRetention] (7 days). In between, a retry
-// is not run again: it gets an [*OutcomeError] naming the first outcome. A
+// is not run again; it gets an [*OutcomeError] naming the first outcome. A
 // UUIDv7 key older than the retention is refused with [ErrKeyExpired] when
-// no record of it is live; a live record answers whatever the key's age.
+// no record of it is live. A live record answers whatever the key's age.
 //
 // # Stores
 //

@@ -75,52 +75,54 @@ var (
 	// ErrNothingStored is wrapped by a store's error that proves the call
 	// stored nothing and that making it again would fail the same way (the
 	// table does not exist, the caller may not write it). The guard then
-	// neither tries the claim again nor frees it: no key is held. Such an
-	// error is ErrStoreUnavailable too.
+	// neither tries the claim again nor frees it, since no key is held.
+	// Such an error is ErrStoreUnavailable too.
 	ErrNothingStored = errors.New("idemkit: nothing stored")
 )
 
 // ErrLeaseLost is the cause (context.Cause) of a renewed handler's
-// context cancelled because the guard can no longer protect the run: its
-// renewals have not landed and the lease is about to end (less
-// LeaseMargin, as far as the renewal interval allows), or its renewals ran
-// out (MaxRenewals) or reached the record's expiry, under either policy;
-// under [Takeover] also when the key was taken over. Past its lease,
-// another request may run the handler again ([Takeover]), or an operator
-// may resolve the key ([FailClosed]; failed frees it for a retry). Under
-// FailClosed the key is then kept as an unknown outcome
-// ([ErrOutcomeUnknown]) instead of being freed. A handler that stops when
-// its context is done does not run alongside another run, nor past an
-// operator's decision. The error Do returns for such a run, and the
-// Observer's event, wrap ErrLeaseLost.
+// context when the guard cancels it because it can no longer protect the
+// run. Under either policy, that is when no renewal has landed and the
+// lease is about to end, when the renewals ran out (MaxRenewals), or when
+// they reached the record's expiry. "About to end" is LeaseMargin before
+// the end, or later when the renewal interval is too short for that.
+// Under [Takeover] it is also when the key was taken over.
+//
+// Past its lease, another request may run the handler again ([Takeover]),
+// or an operator may resolve the key ([FailClosed]); a failed resolution
+// frees it for a retry. Under FailClosed the guard keeps the key of such a
+// run as an unknown outcome ([ErrOutcomeUnknown]) instead of freeing it.
+// A handler that stops when its context is done never runs alongside
+// another run, nor past an operator's decision. The error Do returns for
+// such a run, and the Observer's event, wrap ErrLeaseLost.
 var ErrLeaseLost = errors.New("idemkit: the lease on the idempotency key was lost")
 
 // ErrTenantTooLong: the tenant is longer than [MaxTenantLen] bytes. It is
-// also ErrTenantMissing under errors.Is: a misconfiguration of the tenant,
-// so the request fails closed.
+// also ErrTenantMissing under errors.Is. Like a missing tenant it is a
+// misconfiguration, and the request fails closed.
 var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrTenantMissing, MaxTenantLen)
 
 // ErrTenantInexact is wrapped by the error of a tenant extractor given an
-// identity that cannot name a tenant exactly: a number past 2^53-1 decoded
-// as float64 (the decoder may have rounded it, and two callers with it),
-// a fraction, a boolean, an object, an array, or text that spells one of
-// them lossily. Returned as a Tenant's error it fails the request closed,
-// like any tenant error: a tenant is exact or refused, never rounded into
-// another caller's.
+// identity that cannot name a tenant exactly. Such an identity is a number
+// past 2^53-1 decoded as float64 (the decoder may have rounded it, and
+// another caller's number to the same value), a fraction, a boolean, an
+// object, an array, or text that spells one of them lossily. Like any
+// tenant error, it fails the request closed. A tenant is exact or refused,
+// never rounded into another caller's.
 var ErrTenantInexact = errors.New("idemkit: the caller's identity cannot name a tenant exactly")
 
 // MaxPathLen is the longest request path, in bytes, that the HTTP adapters
-// guard: the operation names the path, and is stored and logged with
+// guard. The operation names the path, and it is stored and logged with
 // every record. A guarded request with a longer path is refused before the
-// store ([ErrPathTooLong]).
+// store with [ErrPathTooLong].
 const MaxPathLen = 2048
 
 // MaxQueryParams is the most query parameters the HTTP adapters read from
-// a guarded request: the limit net/url sets (by default, since Go 1.26),
-// counted as it counts them (one more than the "&" of a raw query, or the
-// values of an event's parameters). A guarded request with more is
-// refused before the store ([ErrQueryTooLarge]): its handler would read
-// no parameter at all.
+// a guarded request. It is the default limit of net/url since Go 1.26, and
+// parameters are counted as net/url counts them: one more than the "&" of
+// a raw query, or the values of an event's parameters. A guarded request
+// with more is refused before the store with [ErrQueryTooLarge], because
+// its handler would read no parameter at all.
 const MaxQueryParams = 10000
 
 // Errors the HTTP adapters report to the Observer for a guarded request
@@ -154,10 +156,9 @@ var (
 type ConflictError struct {
 	// RetryAfter is the time until the holder's lease ends, at least one second.
 	RetryAfter time.Duration
-	// Freed is true when no request holds the key: it was freed moments
-	// ago by an instance whose clock runs ahead of this one's, and the
-	// store's fence against late copies refused the claim (see
-	// ClaimResult.Fenced).
+	// Freed is true when no request holds the key. An instance whose clock
+	// runs ahead of this one's freed it moments ago, and the store's fence
+	// against late copies refused the claim (see ClaimResult.Fenced).
 	Freed bool
 }
 
@@ -200,12 +201,13 @@ func (e *StoreError) Error() string { return fmt.Sprintf("idemkit: store %s: %v"
 func (e *StoreError) Unwrap() []error { return []error{ErrStoreUnavailable, e.Err} }
 
 // ClaimUnknownError is returned when a claim failed and freeing it failed
-// too: the handler did not run, but a claim may be stored (its answer may
-// have been lost). Until LeaseUntil a retry with the key gets ErrInFlight;
-// after it the record is a stale lease (Store.ListStale lists it) that the
-// next request handles by the operation's StalePolicy: under FailClosed it
-// is marked indeterminate for an operator, under Takeover it is claimed
-// again. It is ErrClaimUnknown and ErrStoreUnavailable under errors.Is.
+// too. The handler did not run, but a claim may be stored, since its
+// answer may have been lost. Until LeaseUntil a retry with the key gets
+// ErrInFlight. After it the record is a stale lease (Store.ListStale lists
+// it), which the next request handles by the operation's StalePolicy.
+// Under FailClosed the record is marked indeterminate for an operator;
+// under Takeover the key is claimed again. It is ErrClaimUnknown and
+// ErrStoreUnavailable under errors.Is.
 type ClaimUnknownError struct {
 	LeaseUntil time.Time // when the claim, if stored, stops holding the key
 	Err        error     // the claim's and the release's errors

@@ -45,10 +45,10 @@ type Config struct {
 	// (completion, release), which run even when the request's context is
 	// done. Zero: 5 s.
 	WriteTimeout time.Duration
-	// ClaimAttempts bounds the attempts of a claim that fails (its answer
-	// may have been lost: each attempt uses the same owner token, so an
-	// applied one is recognised as ours), within the request's deadline.
-	// Zero: 3.
+	// ClaimAttempts bounds the attempts of a claim that fails, within the
+	// request's deadline. A failed attempt's answer may have been lost.
+	// Every attempt uses the same owner token, so an applied one is
+	// recognised as ours. Zero: 3.
 	ClaimAttempts int
 	// ClaimBackoff is the pause before the second claim attempt; the n-th
 	// waits n times as long. Zero: 50 ms.
@@ -62,8 +62,9 @@ type Config struct {
 
 // Handler executes a guarded request and returns the response to send. Its
 // Snapshot must hold only what may be replayed (allow-listed headers).
-// Returning an error means the request did not reach a deterministic
-// outcome: the claim is released and the error is returned to the caller.
+// An error means the request did not reach a deterministic outcome. The
+// claim is then released, unless the error wraps [ErrOutcomeUnknown], and
+// the error is returned to the caller.
 type Handler func(ctx context.Context) (*Snapshot, error)
 
 // Request identifies a guarded request.
@@ -75,12 +76,12 @@ type Request struct {
 	// older version, for records stored before a version change. Without it
 	// a stored fingerprint of another version is a mismatch.
 	FingerprintAs func(version string) (string, error)
-	// Resource names the concrete resource the request acts on where the
-	// scope may not (an operation named by a route template covers many):
-	// the adapters give the concrete path and the query as the fingerprint
-	// reads it. It is part of the request's [ExecutionID] only, not of its
-	// record's identity, which the fingerprint guards. Empty: the scope
-	// alone names the request.
+	// Resource names the concrete resource the request acts on, where the
+	// scope may not: an operation named by a route template covers many.
+	// The adapters give the concrete path, and the query as the
+	// fingerprint reads it. It is part of the request's [ExecutionID]
+	// only, not of its record's identity, which the fingerprint guards.
+	// Empty: the scope alone names the request.
 	Resource string
 }
 
@@ -191,10 +192,10 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 //     answered by the errors below, or replayed. Nothing is stored for a
 //     refused key. Other keys are not read before their claim.
 //   - ErrStoreUnavailable: the claim, or that read, could not be made. The
-//     claim is tried again with the same owner token (a claim whose answer
-//     was lost is recognised as ours) and then freed; when freeing it fails
-//     too, the error is also ErrClaimUnknown: a claim may be left until its
-//     lease ends.
+//     claim is tried again with the same owner token, so that a claim whose
+//     answer was lost is recognised as ours, and then freed. When freeing
+//     it fails too, the error is also ErrClaimUnknown, and a claim may hold
+//     the key until its lease ends.
 //   - ErrRecordInvalid: the store refused the record, and a retry cannot
 //     succeed.
 //   - ErrOperationMismatch (account-wide keys), then ErrFingerprintMismatch:
@@ -203,15 +204,15 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 //   - ErrIndeterminate: a lease ended without an outcome under FailClosed.
 //   - *OutcomeError: completed, but the response cannot be replayed.
 //
-// h runs with [ExecutionID] set in its context and, when the request has
-// no deadline or the policy sets Heartbeat, with its lease renewed while it
-// runs. When h returns an error, the claim is released so that a retry can
-// run, and Do returns h's error (joined with any release error); when that
-// error wraps [ErrOutcomeUnknown], the claim is kept instead: the record
+// h runs with [ExecutionID] set in its context. Its lease is renewed while
+// it runs when the request has no deadline or the policy sets Heartbeat.
+// When h returns an error, the claim is released so that a retry can run,
+// and Do returns h's error, joined with any release error. When that error
+// wraps [ErrOutcomeUnknown], the claim is kept instead, and the record
 // becomes indeterminate at once. When h panics or calls runtime.Goexit, the
 // claim is released and the panic goes on with its own stack. When the
 // outcome cannot be stored after h ran, Do still returns h's response and
-// reports EventCompletionFailed; the record is then left to its lease
+// reports EventCompletionFailed. The record is then left to its lease
 // policy.
 func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot, replayed bool, err error) {
 	c := g.newCall(ctx, req)

@@ -17,7 +17,7 @@ const (
 )
 
 // StalePolicy says what happens when an in_flight record's lease has ended
-// without an outcome: the execution may or may not have had its effect.
+// without an outcome. The execution may or may not have had its effect.
 type StalePolicy int
 
 const (
@@ -27,10 +27,9 @@ const (
 	FailClosed StalePolicy = iota
 	// Takeover lets the next request claim the key with a new owner token and
 	// run the handler again. Use it only when the downstream is itself
-	// idempotent. A run whose renewed lease can no longer be held has its
-	// context cancelled with the cause ErrLeaseLost before the lease ends.
-	// Under either policy a renewed run is cancelled so before its lease
-	// ends, and so before its record can expire.
+	// idempotent. Under either policy, a renewed run whose lease can no
+	// longer be held has its context cancelled with the cause ErrLeaseLost
+	// before the lease ends, and so before its record can expire.
 	Takeover
 )
 
@@ -50,62 +49,64 @@ type Policy struct {
 	// Lease is how long a claim protects the key. Zero: until the context
 	// deadline (the Lambda's remaining time) plus LeaseMargin, or
 	// DefaultLease when the context has no deadline. A lease must outlast
-	// the execution: when it ends the outcome is treated as unknown.
+	// the execution. When it ends, the outcome is treated as unknown.
 	Lease time.Duration
 	// LeaseMargin is added to the context deadline. Zero: DefaultLeaseMargin.
 	LeaseMargin time.Duration
 	// ReplayWindow is how long after the first request its response is
 	// replayed byte for byte. Zero: DefaultReplayWindow.
 	ReplayWindow time.Duration
-	// RecordRetention is how long after the first request the record is kept
-	// (the TTL). Between ReplayWindow and RecordRetention a retry is not run
-	// again: it gets an *OutcomeError naming the first outcome. Zero:
-	// DefaultRecordRetention, or ReplayWindow when that is longer. A value
-	// below ReplayWindow is refused by New: a record must outlive the
-	// replay of its response. A record is also kept at least LeaseMargin
-	// (at least a second) after the request's deadline and after the last
-	// lease its renewals can reach (MaxRenewals intervals after the first
-	// lease ends), so that it never expires while its handler may still
-	// run, by any clock the lease tolerates; a renewed handler still
-	// running then has its context cancelled with ErrLeaseLost before the
-	// record expires.
+	// RecordRetention is how long after the first request the record is
+	// kept (the TTL). Between ReplayWindow and RecordRetention a retry is
+	// not run again; it gets an *OutcomeError naming the first outcome.
+	// Zero: DefaultRecordRetention, or ReplayWindow when that is longer.
+	// New refuses a value below ReplayWindow, since a record must outlive
+	// the replay of its response.
+	//
+	// A record is also kept at least LeaseMargin, and at least a second,
+	// past the request's deadline and past the last lease its renewals can
+	// reach (MaxRenewals intervals after the first lease ends). So it never
+	// expires while its handler may still run, by any clock the lease
+	// tolerates. A renewed handler still running then has its context
+	// cancelled with ErrLeaseLost before the record expires.
 	RecordRetention time.Duration
 	// OnStaleLease chooses FailClosed (zero) or Takeover.
 	OnStaleLease StalePolicy
 	// Cacheable reports whether a response status is a deterministic
 	// outcome to store and replay. Nil: DefaultCacheable. A status outside
 	// 100-999 is not an HTTP status and is never stored, whatever
-	// Cacheable says: the key is freed, as for a status it refuses.
+	// Cacheable says. The key is then freed, as for a status Cacheable
+	// refuses.
 	Cacheable func(status int) bool
-	// KeyClockSkew is the clock skew tolerated when a key is a UUIDv7: a key
-	// whose embedded time is older than RecordRetention plus this skew is
-	// refused with ErrKeyExpired. Zero: DefaultKeyClockSkew.
+	// KeyClockSkew is the clock skew tolerated for a UUIDv7 key. A key whose
+	// embedded time is older than RecordRetention plus this skew is refused
+	// with ErrKeyExpired. Zero: DefaultKeyClockSkew.
 	KeyClockSkew time.Duration
 	// IgnoreKeyTime turns the UUIDv7 age check off.
 	IgnoreKeyTime bool
 	// MaxRetryAfter caps the Retry-After told to a request that finds the
-	// key in flight. Zero: no cap, the time until the lease ends (which on
-	// Lambda is the function's remaining time), rounded up to whole
-	// seconds. Retry-After is whole seconds, at least one: the cap is
-	// rounded down to whole seconds, so that it is never exceeded, and a
-	// cap below a second gives 1.
+	// key in flight. Zero: no cap. Without a cap, Retry-After is the time
+	// until the lease ends (on Lambda, the function's remaining time),
+	// rounded up to whole seconds. Retry-After is always whole seconds and
+	// at least one. The cap is rounded down to whole seconds, so that it is
+	// never exceeded; a cap below a second gives 1.
 	MaxRetryAfter time.Duration
 	// Heartbeat is the interval at which the lease is renewed while the
-	// handler runs, each renewal ending the lease one first-lease length
-	// later. Zero: renewals only for requests without a deadline (servers,
-	// containers), every third of the lease. A value above half the lease
+	// handler runs. Each renewal ends the lease the first lease's length
+	// after the renewal. Zero: renewals only for requests without a
+	// deadline (servers, containers), every third of the lease. A value above half the lease
 	// is lowered to it. Each renewal is one store write.
 	Heartbeat time.Duration
-	// MaxRenewals bounds the renewals of one execution; after the last one
-	// the lease runs out and the outcome counts as unknown. Zero:
+	// MaxRenewals bounds the renewals of one execution. After the last one
+	// the lease runs out, and the outcome counts as unknown. Zero:
 	// DefaultMaxRenewals (with the 30 s default lease, about 20 minutes).
 	MaxRenewals int
 }
 
 // DefaultCacheable stores every status except the transient ones a retry
 // may change: 401, 403, 407, 408, 425, 429, 502, 503 and 504. A 500 that the
-// handler returned is stored: the handler chose it, and a retry must not run
-// again what may have had its effect. Handler errors and panics are never
+// handler returned is stored. The handler chose it, and a retry must not
+// run again what may have had its effect. Handler errors and panics are never
 // stored.
 func DefaultCacheable(status int) bool {
 	switch status {

@@ -16,7 +16,7 @@ import (
 const resolveGrace = time.Minute
 
 // ErrMayBeRunning: [Resolve] refused a decision because the record's
-// execution may still be running, or a write it sent still reach the
+// execution may still be running, or a write it sent may still reach the
 // store. The error is a *ResolveError that says from when the decision is
 // accepted.
 var ErrMayBeRunning = errors.New("idemkit: the execution may still be running")
@@ -48,34 +48,36 @@ func (e *ResolveError) Unwrap() error { return e.Reason }
 //
 // An indeterminate record is resolved. An in_flight record whose lease has
 // ended is first marked indeterminate, fenced on the owner token read, as a
-// retry under FailClosed does; if the record changed meanwhile (completed,
-// released, taken over) the mark is refused, nothing is changed, and the
+// retry under FailClosed does. If the record changed meanwhile (completed,
+// released, taken over), the mark is refused, nothing is changed, and the
 // error is ErrNotOwner.
 //
-// In every state the execution may still be running until a minute (the
-// clock skew tolerated) after the record's LeaseUntil, which marking it
-// indeterminate keeps (a retry whose clock runs ahead marks it early) and
-// MarkUnknown sets to the time of the mark: until then Resolve refuses. A
-// failed decision frees the key, so it waits MaxWriteDelay longer, until no
-// copy of the execution's claim can land on the freed key and hold it again.
-// Both refusals are a *ResolveError whose Reason is ErrMayBeRunning; a
-// completed or failed record gets one whose Reason is ErrNotIndeterminate.
+// Resolve refuses while the execution may still be running. In every
+// state, that is until a minute (the clock skew tolerated) after the
+// record's LeaseUntil. Marking a record indeterminate keeps its
+// LeaseUntil, even when a retry whose clock runs ahead marks it early;
+// MarkUnknown sets it to the time of the mark. A failed decision frees the
+// key, so it waits MaxWriteDelay longer, until no copy of the execution's
+// claim can land on the freed key and hold it again. Both refusals are a
+// *ResolveError whose Reason is ErrMayBeRunning. A completed or failed
+// record gets one whose Reason is ErrNotIndeterminate.
 //
 // A completed decision whose Snapshot holds a header a replay never
 // carries (see the adapters' ReplayHeaders) is refused with
 // ErrRecordInvalid before anything is read.
 //
-// Resolve sets res.ResolvedAt to now. For a completed decision it sets
-// res.ReplayUntil and res.ExpiresAt to the record's replay window, and its
-// retention after it, counted again from now, where that is later than the
-// record's: retries after a late resolution get the answer, not only its
-// outcome. For a failed one it leaves them zero.
+// Resolve sets res.ResolvedAt to now. For a completed decision it counts
+// the record's replay window again from now. It sets res.ReplayUntil to the
+// window's end, and res.ExpiresAt to that end plus the time the record was
+// kept past its own window. Each is set only where it is later than the
+// record's, and left zero otherwise. So retries after a late resolution get
+// the answer, not only its outcome. For a failed decision both stay zero.
 //
 // A write whose answer was lost and whose retry was refused is recognised
-// by reading the record: a record holding this mark or this resolution is
-// Resolve's own. When another writer changed the record first the error is
+// by reading the record. A record holding this mark or this resolution is
+// Resolve's own. When another writer changed the record first, the error is
 // ErrNotIndeterminate. A record marked here but not resolved (the store
-// failed) stays indeterminate; Resolve may be called again.
+// failed) stays indeterminate, and Resolve may be called again.
 func Resolve(ctx context.Context, s Store, id string, res Resolution, now time.Time) (rec *Record, was State, err error) {
 	switch {
 	case res.As != StateCompleted && res.As != StateFailed:

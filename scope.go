@@ -88,8 +88,8 @@ func (s Scope) readableID(accountWide bool) string {
 }
 
 // ErrHashedID is returned by [ParseID] for an ID whose operation and key
-// are hashed: a scope too long for a readable ID. The tenant of such an ID
-// is had with [IDTenant]; the scope itself is in the record.
+// are hashed, because the scope is too long for a readable ID. [IDTenant]
+// returns the tenant of such an ID; the scope itself is in the record.
 var ErrHashedID = errors.New("idemkit: record ID is hashed")
 
 // IDTenant returns the tenant of a record ID, readable or hashed. It fails
