@@ -1,10 +1,10 @@
-// Package httpguard holds what idemkit's HTTP adapters share: the
-// [Settings] that the Config of lambda/apigw, lambda/alb and httpmw
-// embeds, the problem responses they answer with, and two hooks: one that
-// answers problems in the API's own error format, one that adjusts the
-// header of replayed responses. A setting means the
-// same in every adapter; where an adapter reads it differently (what a
-// route template is), Settings says so.
+// Package httpguard holds what idemkit's HTTP adapters share. The Config of
+// lambda/apigw, lambda/alb and httpmw embeds its [Settings]. It defines the
+// problem responses the adapters answer with, and two hooks: one answers
+// problems in the API's own error format, the other adjusts the header of
+// replayed responses. A setting means the same in every adapter. Where an
+// adapter reads one differently (what a route template is), Settings says
+// so.
 //
 //	cfg := apigw.Config{
 //		Tenant:   apigw.JWTClaim("sub"),
@@ -15,9 +15,9 @@
 // Cache-Control: no-store and X-Content-Type-Options: nosniff) whose type
 // is a stable URI under https://idemkit.dev/problems/. A detail repeats at
 // most 200 bytes of anything taken from the request. The table lists the
-// problem types of every adapter; when several apply, the one returned
+// problem types of every adapter. When several apply, the one returned
 // follows the order of precedence of
-// [github.com/idemkit/idemkit.Guard.Do]:
+// [github.com/idemkit/idemkit.Guard.Do].
 //
 //	key-missing                      400  the route requires a key and none was sent
 //	key-invalid                      400  empty, too long, not printable ASCII, two values
@@ -56,14 +56,14 @@ import (
 // Content-Type, Content-Encoding and Location.
 type Settings struct {
 	// Methods are the guarded methods. Nil: POST and PATCH. GET, HEAD,
-	// OPTIONS, TRACE and CONNECT cannot be listed, nor a method with a
-	// lower-case letter: methods are case-sensitive (RFC 9110), so "post"
-	// would not name POST. Requests with other methods pass through
-	// untouched, even with a key, except a guarded method spelled in
-	// another case ("post"): it is another method, with an operation of
-	// its own ("post /orders", which never shares a record with "POST
-	// /orders"), and is guarded all the same, in case the handler folds
-	// the case of methods and would run it as a POST.
+	// OPTIONS, TRACE and CONNECT cannot be listed. Nor can a method with a
+	// lower-case letter, since methods are case-sensitive (RFC 9110) and
+	// "post" would not name POST. Requests with other methods pass through
+	// untouched, even with a key. The exception is a guarded method spelled
+	// in another case ("post"). It is another method, with an operation of
+	// its own ("post /orders" never shares a record with "POST /orders"),
+	// and it is guarded all the same, in case the handler folds the case of
+	// methods and would run it as a POST.
 	Methods []string
 	// Header is the request header carrying the key, matched in any case.
 	// Empty: "Idempotency-Key".
@@ -73,23 +73,23 @@ type Settings struct {
 	// KeyOptional lets guarded requests without a key run unguarded.
 	// False: they get a 400 key-missing problem.
 	KeyOptional bool
-	// Routes overrides KeyOptional and Fingerprint per route, keyed by
-	// "METHOD /template" (the method upper case, matched exactly) or,
-	// where the request has no template, "METHOD /concrete/path" (a
-	// percent-encoded path in its normal form, as docs/FINGERPRINT.md
-	// says: "/orders/~ann", not "/orders/%7Eann"). The template is the
-	// REST API resource ("POST /orders/{id}/capture"), the HTTP API route
-	// key, or the http.ServeMux pattern without its method (httpmw);
-	// Function URL and ALB events have none.
+	// Routes overrides KeyOptional and Fingerprint per route. Its keys are
+	// "METHOD /template", with the method upper case and matched exactly.
+	// Where the request has no template, a key is "METHOD /concrete/path",
+	// with the path percent-encoded in its normal form as
+	// docs/FINGERPRINT.md says ("/orders/~ann", not "/orders/%7Eann"). The
+	// template is the REST API resource ("POST /orders/{id}/capture"), the
+	// HTTP API route key, or the http.ServeMux pattern without its method
+	// (httpmw). Function URL and ALB events have none.
 	Routes map[string]Route
 	// RouteTemplate scopes records by the route template instead of the
 	// concrete path. A greedy template ("{proxy+}", "$default", a ServeMux
 	// pattern ending in "/" or "{x...}") and a request without one
 	// (Function URL, ALB, httpmw wrapping a whole mux) still use the
-	// concrete path. The concrete path is then part of the fingerprint: a
-	// key reused for another resource of the template (/orders/2/capture
-	// after /orders/1/capture) is a 422 fingerprint-mismatch, never a
-	// replay.
+	// concrete path. With a template, the concrete path is part of the
+	// fingerprint. A key reused for another resource of the template
+	// (/orders/2/capture after /orders/1/capture) is a 422
+	// fingerprint-mismatch, never a replay.
 	RouteTemplate bool
 	// Fingerprint says what of the request must be equal for a retry to be
 	// replayed. Zero: the whole body and the query string (set IgnoreQuery,
@@ -104,25 +104,25 @@ type Settings struct {
 	StoreRetryAfter time.Duration
 
 	// ProblemResponse returns the response sent for a problem, in the
-	// API's own error format: from its Type, Status, Detail and RetryAfter
-	// (send Retry-After yourself when it is set). Nil: p.Response(), RFC
-	// 9457. A status outside 200-599 is replaced by p.Status; header
-	// fields that are not valid, hop-by-hop fields and the framing
-	// (Connection, Transfer-Encoding, Content-Length) and
-	// Idempotent-Replayed, which only a replay carries, are dropped.
-	// idemclient reads RFC 9457 problems only: another format reaches its
-	// callers as a plain response, retried only when it is a 429 or a 5xx
-	// (a 409 in-flight is then not waited out).
+	// API's own error format, built from the problem's Type, Status, Detail
+	// and RetryAfter. When RetryAfter is set, send Retry-After yourself.
+	// Nil: p.Response(), RFC 9457. A status outside 200-599 is replaced by
+	// p.Status. These header fields are dropped: fields that are not valid,
+	// hop-by-hop fields, the framing (Connection, Transfer-Encoding,
+	// Content-Length), and Idempotent-Replayed, which only a replay
+	// carries. idemclient reads RFC 9457 problems only. It takes another
+	// format for a plain response and retries it only when it is a 429 or
+	// a 5xx, so it does not wait out a 409 in-flight.
 	ProblemResponse func(ctx context.Context, p Problem) Response
 	// AdjustReplay may add, change or remove header fields of a replayed
 	// response before it is sent; status is the stored status. The body
-	// and status are the stored answer and cannot change, nor can what
-	// describes the body: Content-Type and Content-Encoding keep their
-	// stored values, and Idempotent-Replayed stays "true". Hop-by-hop
-	// fields, the framing and fields that are not valid are dropped. A
-	// field that is never stored (Set-Cookie, Date, X-Request-Id,
-	// RateLimit-*) is sent as the hook sets it: it is this response's
-	// own, not the first one's. Nil: the stored header as it is.
+	// and status are the stored answer and cannot change. Content-Type and
+	// Content-Encoding, which describe the body, keep their stored values,
+	// and Idempotent-Replayed stays "true". Hop-by-hop fields, the framing
+	// and fields that are not valid are dropped. A field that is never
+	// stored (Set-Cookie, Date, X-Request-Id, RateLimit-*) is sent as the
+	// hook sets it, since it belongs to this response, not the first one.
+	// Nil: the stored header as it is.
 	AdjustReplay func(ctx context.Context, status int, header http.Header)
 }
 

@@ -60,7 +60,7 @@ type Problem struct {
 	CompletedAt    string `json:"completedAt,omitempty"`
 }
 
-// Response is an HTTP response an adapter sends: a problem's, as
+// Response is the HTTP response an adapter sends for a problem, as
 // Settings.ProblemResponse returns it.
 type Response struct {
 	Status int

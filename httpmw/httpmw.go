@@ -1,55 +1,63 @@
 // Package httpmw is net/http middleware that makes POST and PATCH handlers
-// safe to retry: a request that carries an Idempotency-Key runs at most
-// once per (tenant, operation, key), and its retries get the first
-// response back byte for byte, marked Idempotent-Replayed: true. Use it
-// behind the Lambda Web Adapter, aws-lambda-go-api-proxy or in a
-// container; the semantics are those of package lambda/apigw, the
-// settings and problem types package httpguard's.
+// safe to retry. A request that carries an Idempotency-Key runs at most
+// once per (tenant, operation, key). Its retries get the first response
+// back, byte for byte, marked Idempotent-Replayed: true. Use it behind the
+// Lambda Web Adapter or aws-lambda-go-api-proxy, or in a container. The
+// semantics are those of package lambda/apigw; the settings and problem
+// types are package httpguard's.
 //
 //	g, _ := idemkit.New(idemkit.Config{Store: store})
 //	mw := httpmw.New(g, httpmw.Config{Tenant: tenantFromAuth})
 //	http.ListenAndServe(":8080", mw(mux))
 //
 // Place it after authentication and rate limiting, before business logic.
+//
+// # Responses
+//
 // A guarded response is buffered and sent once its outcome is stored, so a
-// client that got it and retries is always replayed; guarded handlers
-// therefore cannot stream (the writer is not an http.Flusher). Trailers
-// reach the first response, after its body, but are not stored: a replay
-// has none. Requests that are not guarded reach the handler with the
+// client that got it and retries is always replayed. Guarded handlers
+// therefore cannot stream; the writer is not an http.Flusher. Trailers
+// reach the first response, after its body, but are not stored, so a
+// replay has none. Requests that are not guarded reach the handler with the
 // original writer.
 //
 // A guarded response whose body grows past MaxResponseBytes (16 MiB by
 // default, the largest body the DynamoDB store keeps) is not buffered
-// further: what the handler wrote goes on to the client, and its later
+// further. What the handler wrote goes on to the client, and its later
 // writes pass straight through, so memory stays bounded whatever the
-// response. Its record completes without the body (Snapshot.Omitted), as
-// a store would keep it: a retry gets 410 response-not-stored, with the
-// first status and Location. Such a response reaches the client before
-// its outcome is stored, so a retry sent at once may get 409 in-flight. A
-// handler that calls Fail after that point can no longer take back what
-// was sent: its connection is aborted (http.ErrAbortHandler), so the
-// client sees a cut response, never a whole one.
+// response. Its record completes without the body (Snapshot.Omitted), as a
+// store would keep it, and a retry gets 410 response-not-stored with the
+// first status and Location. Such a response reaches the client before its
+// outcome is stored, so a retry sent at once may get 409 in-flight. A
+// handler that calls Fail after that point cannot take back what was sent.
+// Its connection is aborted (http.ErrAbortHandler), so the client sees a
+// cut response, never a whole one.
+//
+// # Cancellation, failures and panics
 //
 // A net/http request has no deadline, so its lease is renewed while its
-// handler runs, and a client that hangs up (or a Shutdown cut short)
-// cancels its context without freeing the key: a handler that goes on
-// stores its outcome; one that stops should end with Fail. One that then
-// returns having written nothing keeps the key as an unknown outcome
-// (ErrWroteNothing): nothing says whether it acted. Under
-// idemkit.Takeover, a handler whose lease is lost has its context
-// cancelled with idemkit.ErrLeaseLost; returning then without writing
-// frees the key. A handler that
-// panics frees its key, unless it had called Fail with
-// idemkit.ErrOutcomeUnknown, which keeps it; either way its panic reaches
+// handler runs. A client that hangs up, or a Shutdown cut short, cancels
+// the request's context without freeing the key. A handler that goes on
+// stores its outcome. One that stops should end with Fail. One that
+// returns having written nothing after its context was cancelled keeps the
+// key as an unknown outcome (ErrWroteNothing), since nothing says whether
+// it acted. Under idemkit.Takeover, a handler whose lease is lost has its
+// context cancelled with idemkit.ErrLeaseLost, and returning then without
+// writing frees the key.
+//
+// A handler that panics frees its key, unless it had called Fail with
+// idemkit.ErrOutcomeUnknown, which keeps it. Either way its panic reaches
 // net/http unchanged (http.ErrAbortHandler included), which closes the
 // connection without a response.
 //
-// A guarded request's body is read whole before the handler runs, into
-// one buffer of its declared Content-Length (up to MaxBodyBytes); for a
-// body over 64 KB, that buffer is set aside only once the first 64 KB
-// have arrived, so a client that declares a large body and sends little
-// holds 64 KB, not the declared length. Give the server a ReadTimeout all
-// the same, so that a slow sender cannot hold even that for long.
+// # Request bodies
+//
+// A guarded request's body is read whole before the handler runs, into one
+// buffer of its declared Content-Length (up to MaxBodyBytes). For a body
+// over 64 KB, that buffer is set aside only once the first 64 KB have
+// arrived. So a client that declares a large body and sends little holds
+// 64 KB, not the declared length. Give the server a ReadTimeout all the
+// same, so that a slow sender cannot hold even that for long.
 package httpmw
 
 import (
@@ -78,24 +86,25 @@ const DefaultMaxBodyBytes = 6 << 20
 // DynamoDB store keeps (it stores a longer one without its body).
 const DefaultMaxResponseBytes = 16 << 20
 
-// Config configures New: the tenant, the settings every adapter shares
-// (see httpguard.Settings; a route template is the ServeMux pattern that
-// matched, Request.Pattern, when the middleware wraps a handler registered
-// on the mux), and the bounds of what the middleware buffers. A request's
-// operation uses its escaped path, normalized as docs/FINGERPRINT.md says:
-// "/orders/%31" and "/orders/1" are one.
+// Config configures New. It holds the tenant, the settings every adapter
+// shares (httpguard.Settings), and the bounds of what the middleware
+// buffers. A route template is the ServeMux pattern that matched
+// (Request.Pattern), when the middleware wraps a handler registered on the
+// mux. A request's operation uses its escaped path, normalized as
+// docs/FINGERPRINT.md says, so "/orders/%31" and "/orders/1" are one.
 type Config struct {
 	// Tenant returns the authenticated caller of r, from the session or
 	// token your authentication middleware verified, as idemkit.TenantFunc
-	// says; ctx is r's context. Required: New panics without it. An empty
-	// result or an error fails the request closed (500 tenant-missing).
+	// says. Its ctx is r's context. Required: New panics without it. An
+	// empty result or an error fails the request closed (500
+	// tenant-missing).
 	Tenant idemkit.TenantFunc[*http.Request]
 
 	httpguard.Settings
 
-	// MaxBodyBytes bounds a guarded request's body; a larger one gets a 413
-	// problem, reported to the Observer as ErrBodyTooLarge (as does a body
-	// cut by an outer http.MaxBytesReader). A request that is not guarded
+	// MaxBodyBytes bounds a guarded request's body. A larger one gets a 413
+	// problem, reported to the Observer as ErrBodyTooLarge, and so does a
+	// body cut by an outer http.MaxBytesReader. A request that is not guarded
 	// (its method, or no key on a key-optional route) is passed on with its
 	// body unread, whatever its size. Zero: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -103,13 +112,14 @@ type Config struct {
 	// MaxResponseBytes bounds the guarded response body buffered until its
 	// outcome is stored. Past it the response goes on to the client as it
 	// is written, and its record completes without the body
-	// (Snapshot.Omitted): a retry gets 410 response-not-stored. Zero:
+	// (Snapshot.Omitted). A retry then gets 410 response-not-stored. Zero:
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int64
 }
 
 // New returns middleware that guards the requests of the handler it wraps.
-// It panics when cfg cannot be used or g is nil.
+// It panics when g is nil, when cfg has no Tenant, or when a setting
+// cannot be used.
 func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 	a := adapter.MustNew("httpmw", g, cfg.Settings, cfg.Tenant != nil)
 	limit := cfg.MaxBodyBytes
@@ -256,10 +266,10 @@ type failureKey struct{}
 
 // ErrWroteNothing is wrapped, with idemkit.ErrOutcomeUnknown, by the
 // error reported for a guarded handler that returned without writing
-// anything (and without calling Fail) after its request's context was
-// done: it may have stopped before acting or gone on and meant an
-// implicit 200, so the key is kept rather than either run again or
-// answered with a 200 that may never have been meant.
+// anything, and without calling Fail, after its request's context was
+// done. The handler may have stopped before acting, or gone on and meant
+// an implicit 200. So the key is kept, rather than run again or answered
+// with a 200 that may never have been meant.
 var ErrWroteNothing = errors.New("httpmw: the handler wrote nothing after its request's context was done")
 
 // stoppedUnwritten returns the outcome of a handler that wrote nothing,
@@ -283,12 +293,12 @@ type failure struct{ err error }
 
 // Fail ends the guarded request that ctx (the request's context) belongs to
 // with err instead of the response the handler wrote, which is discarded.
-// It is the net/http counterpart of a Lambda handler returning an error:
+// It is the net/http counterpart of a Lambda handler returning an error.
 //
-//   - err wraps idemkit.ErrOutcomeUnknown: the key is kept (indeterminate)
-//     and the client gets 503 outcome-unknown, so the request never runs
-//     twice;
-//   - any other err: the key is freed and the client gets 500
+//   - When err wraps idemkit.ErrOutcomeUnknown, the key is kept
+//     (indeterminate) and the client gets 503 outcome-unknown, so the
+//     request never runs twice.
+//   - For any other err, the key is freed and the client gets 500
 //     handler-failed, so a retry runs the handler again.
 //
 // Call it before returning from the handler. It reports false, doing

@@ -1,31 +1,31 @@
 // Package alb makes Application Load Balancer Lambda targets safe to
-// retry: wrap a handler with [Wrap], and a POST or PATCH that carries an
-// Idempotency-Key runs at most once per (tenant, operation, key); its
-// retries get the first response back byte for byte, marked
-// Idempotent-Replayed: true. The semantics are those of package apigw;
-// the settings and problem types are package httpguard's.
+// retry. Wrap a handler with [Wrap]. A POST or PATCH that carries an
+// Idempotency-Key then runs at most once per (tenant, operation, key). Its
+// retries get the first response back, byte for byte, marked
+// Idempotent-Replayed: true. The semantics are those of package apigw; the
+// settings and problem types are package httpguard's.
 //
-// Responses follow the target group's header mode: when the event carries
+// Responses follow the target group's header mode, since the load balancer
+// reads either headers or multiValueHeaders. When the event carries
 // multiValueHeaders (multi-value headers enabled), replays and problems set
-// only multiValueHeaders, otherwise only headers, as the load balancer
-// reads one or the other. For the same reason a snapshot keeps the
-// handler's headers from that field only: the other one never reached
-// the client.
+// only multiValueHeaders, and otherwise only headers. For the same reason a
+// snapshot keeps the handler's headers from that field only. The other one
+// never reached the client.
 //
 // The load balancer passes query parameters as sent, percent-encoded,
-// where API Gateway decodes them: the fingerprint reads them decoded ("+"
-// a space, an invalid escape as sent), so a retry that encodes a value
+// where API Gateway decodes them. The fingerprint reads them decoded ("+"
+// as a space, an invalid escape as sent). So a retry that encodes a value
 // another way (a%20b, a+b) is replayed, as through the other fronts. The
 // handler still gets the event as the load balancer sent it.
 //
 // A replay's StatusDescription is the standard one for its status ("201
-// Created"), not the handler's own: a snapshot keeps the status code, not
-// the reason phrase. The phrase is no part of the response's meaning:
-// clients must ignore it (RFC 9112, section 4), HTTP/2 and HTTP/3, which
-// the load balancer speaks to clients that offer them, do not carry it,
-// and a snapshot stored through one front may be replayed through another.
-// The standard phrase is also always in the "code reason" form the load
-// balancer requires. Do not put meaning in a custom StatusDescription.
+// Created"), not the handler's own, because a snapshot keeps the status
+// code, not the reason phrase. The phrase is no part of the response's
+// meaning. Clients must ignore it (RFC 9112, section 4). HTTP/2 and
+// HTTP/3, which the load balancer speaks to clients that offer them, do not
+// carry it. A snapshot stored through one front may be replayed through
+// another. The standard phrase is also always in the "code reason" form the
+// load balancer requires. Do not put meaning in a custom StatusDescription.
 package alb
 
 import (
@@ -44,10 +44,10 @@ import (
 // a 500 guard-failure problem, never run unguarded.
 var ErrNoMethod = adapter.ErrNoMethod
 
-// Config configures Wrap: the tenant, and the settings every adapter
-// shares (see httpguard.Settings). ALB events carry no route template, so
-// records are always scoped by method and path (RouteTemplate changes
-// nothing), and Routes are keyed by "METHOD /path".
+// Config configures Wrap. It holds the tenant, and the settings every
+// adapter shares (httpguard.Settings). ALB events carry no route template,
+// so records are always scoped by method and path, and Routes are keyed by
+// "METHOD /path". RouteTemplate changes nothing.
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
 	// your own. Required: Wrap panics without it. An empty result or an
@@ -63,9 +63,10 @@ type Tenant = idemkit.TenantFunc[*events.ALBTargetGroupRequest]
 
 // OIDCIdentity names the tenant by the x-amzn-oidc-identity header, the
 // subject the load balancer's authenticate-oidc or authenticate-cognito
-// action sets, byte for byte (no case folding, trimming or normalization,
-// which could merge two callers). Use it only on listener rules with such an action: without
-// one, the client chooses the header.
+// action sets. It takes the header byte for byte, with no case folding,
+// trimming or normalization, which could merge two callers. Use it only on
+// listener rules with such an action. Without one, the client chooses the
+// header.
 func OIDCIdentity() Tenant {
 	return func(_ context.Context, r *events.ALBTargetGroupRequest) (string, error) {
 		vs := adapter.Values(r.Headers, r.MultiValueHeaders, "X-Amzn-Oidc-Identity")
@@ -82,7 +83,9 @@ func SingleTenant(name string) Tenant {
 }
 
 // Wrap guards an ALB target handler and returns a handler of the same
-// signature. It panics when cfg cannot be used or g is nil.
+// signature. It panics when g is nil, when cfg has no Tenant, or when a
+// setting cannot be used. It panics when it is called, not at the first
+// request, so a bad setup stops the function at init.
 func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error)) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 	a := adapter.MustNew("alb", g, cfg.Settings, cfg.Tenant != nil)
 	return func(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {

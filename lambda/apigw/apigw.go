@@ -1,8 +1,8 @@
 // Package apigw makes API Gateway and Lambda function URL handlers safe to
-// retry: wrap a handler with [WrapV1] (REST API), [WrapV2] (HTTP API) or
-// [WrapFunctionURL], and a POST or PATCH that carries an Idempotency-Key
-// runs at most once per (tenant, operation, key); its retries get the first
-// response back byte for byte, marked Idempotent-Replayed: true.
+// retry. Wrap a handler with [WrapV1] (REST API), [WrapV2] (HTTP API) or
+// [WrapFunctionURL]. A POST or PATCH that carries an Idempotency-Key then
+// runs at most once per (tenant, operation, key). Its retries get the first
+// response back, byte for byte, marked Idempotent-Replayed: true.
 //
 // The wrappers return the handler's own signature, so they go straight to
 // lambda.Start:
@@ -11,28 +11,31 @@
 //	h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("sub")}, createOrder)
 //	lambda.Start(h)
 //
-// Refusals are RFC 9457 problem responses; package
+// Refusals are RFC 9457 problem responses. Package
 // [github.com/idemkit/idemkit/httpguard] lists their types and statuses,
 // and documents the settings every adapter shares.
 //
-// A replay is the first response as the caller received it: a body
-// without IsBase64Encoded that is not valid UTF-8 reached the caller with
-// each bad byte replaced by U+FFFD (the Lambda runtime encodes it as a JSON
-// string), and it is stored and replayed so. Return binary bodies base64
-// encoded, with IsBase64Encoded set.
+// A replay is the first response as the caller received it. The Lambda
+// runtime encodes a body as a JSON string, so a body without
+// IsBase64Encoded that is not valid UTF-8 reached the caller with each bad
+// byte replaced by U+FFFD. It is stored and replayed so. Return binary
+// bodies base64 encoded, with IsBase64Encoded set.
 //
 // An event of another shape than the wrapper's (a REST API event given to
 // WrapV2, an integration whose payload format version does not match) has
-// no HTTP method where the wrapper reads it: it is refused with a 500
+// no HTTP method where the wrapper reads it. It is refused with a 500
 // guard-failure problem, reported to the Observer as [ErrNoMethod], and
 // never passed on unguarded. Where the wrapper can tell, the error names
-// the one the event needs ("this is a REST API (v1) event: use WrapV1").
-// Without an Observer, such refusals and tenant-missing ones are logged
-// through slog.Default, as store failures are.
+// the wrapper the event needs ("this is a REST API (v1) event: use
+// WrapV1"). Without an Observer, such refusals and tenant-missing ones are
+// logged through slog.Default, as store failures are.
 //
 // A handler's Go error is returned as the wrapper's error after the claim
-// was released, so a retry runs again; a panic is released and re-raised.
-// Pass the Lambda context through: the claim's lease ends at its deadline.
+// was released, so a retry runs again. An error wrapping
+// idemkit.ErrOutcomeUnknown keeps the key instead, and the client gets a
+// 503 outcome-unknown problem. A panic releases the claim and is raised
+// again. Pass the Lambda context through, since the claim's lease ends at
+// its deadline.
 package apigw
 
 import (
@@ -46,10 +49,10 @@ import (
 // method, refused with a 500 guard-failure problem.
 var ErrNoMethod = adapter.ErrNoMethod
 
-// Config configures a wrapper: the tenant, and the settings every
-// adapter shares (see httpguard.Settings, whose zero value guards POST and
-// PATCH). Tenant has no default: a Config without one is refused when it
-// is wrapped.
+// Config configures a wrapper. It holds the tenant, and the settings every
+// adapter shares (httpguard.Settings, whose zero value guards POST and
+// PATCH). Tenant has no default. A Config without one is refused when the
+// handler is wrapped.
 type Config struct {
 	// Tenant names the authenticated caller: JWTClaim, CognitoClaim,
 	// AuthorizerContext, APIKeyID, IAMUserARN, SingleTenant or your own.

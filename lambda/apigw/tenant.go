@@ -22,17 +22,17 @@ type Request struct {
 
 // Tenant returns the tenant of a request from its authenticated caller,
 // as idemkit.TenantFunc says. The built-in extractors take strings byte for
-// byte and refuse, with an error naming the field and wrapping
-// idemkit.ErrTenantInexact, every value that may not be exact: see
-// AuthorizerContext for numbers.
+// byte. They refuse every value that may not be exact, with an error that
+// names the field and wraps idemkit.ErrTenantInexact. AuthorizerContext
+// says which numbers are exact.
 type Tenant = idemkit.TenantFunc[Request]
 
 // JWTClaim names the tenant by a claim of an HTTP API JWT authorizer
 // (requestContext.authorizer.jwt.claims). Empty claim: "sub". API Gateway
-// delivers these claims as strings; the tenant is the string, byte for
-// byte. Name a string claim (sub is one): a claim API Gateway rendered from
+// delivers these claims as strings, and the tenant is the string, byte for
+// byte. Name a string claim, such as sub. A claim API Gateway rendered from
 // an array ("[a b]", which loses the boundaries of its elements) is
-// refused, and so is a number in fraction or exponent form ("1.5",
+// refused. So is a number in fraction or exponent form ("1.5",
 // "1.2345678901234567E19"), which may have been rounded.
 func JWTClaim(claim string) Tenant {
 	if claim == "" {
@@ -49,8 +49,8 @@ func JWTClaim(claim string) Tenant {
 
 // CognitoClaim names the tenant by a claim of a REST API Cognito user pool
 // or JWT authorizer (requestContext.authorizer.claims). Empty claim: "sub".
-// A string claim is the tenant byte for byte, refused as JWTClaim says; a
-// number follows the rules of AuthorizerContext; a boolean, an object or
+// A string claim is the tenant byte for byte, or refused as JWTClaim says.
+// A number follows the rules of AuthorizerContext. A boolean, an object or
 // an array is refused.
 func CognitoClaim(claim string) Tenant {
 	if claim == "" {
@@ -67,16 +67,16 @@ func CognitoClaim(claim string) Tenant {
 }
 
 // AuthorizerContext names the tenant by a key of a Lambda authorizer's
-// context: requestContext.authorizer.<key> on a REST API ("principalId"
-// is the authorizer's principal), requestContext.authorizer.lambda.<key>
-// on an HTTP API. A string is the tenant byte for byte, unless it spells
-// a number in fraction or exponent form (a REST API delivers the
-// context's numbers as text: "1.5", "1.2345678901234567E19"). An integer
-// is the tenant in decimal when it is exact: the Lambda runtime decodes a
-// JSON number as a float64, which holds every integer only up to 2^53-1
-// in magnitude; past it, two ids that round alike decode alike, so a
-// float64 past 2^53-1 is refused, as a fraction is. Return ids from the
-// authorizer as strings. A json.Number is exact when it is an integer
+// context. On a REST API that is requestContext.authorizer.<key>
+// ("principalId" is the authorizer's principal); on an HTTP API it is
+// requestContext.authorizer.lambda.<key>. A string is the tenant byte for
+// byte, unless it spells a number in fraction or exponent form. A REST API
+// delivers the context's numbers as such text ("1.5",
+// "1.2345678901234567E19"). An integer is the tenant in decimal when it is
+// exact. The Lambda runtime decodes a JSON number as a float64, which holds
+// every integer only up to 2^53-1 in magnitude. Past it, two ids that round
+// alike decode alike, so a float64 past 2^53-1 is refused, as a fraction
+// is. Return ids from the authorizer as strings. A json.Number is exact when it is an integer
 // literal, of any size; a Go integer always is. A boolean, an object or
 // an array is refused.
 func AuthorizerContext(key string) Tenant {
@@ -92,9 +92,9 @@ func AuthorizerContext(key string) Tenant {
 	}
 }
 
-// APIKeyID names the tenant by the REST API key id the caller used
-// (requestContext.identity.apiKeyId; the key's id, not its secret value),
-// byte for byte.
+// APIKeyID names the tenant by the id of the REST API key the caller used
+// (requestContext.identity.apiKeyId), byte for byte. It is the key's id,
+// not its secret value.
 func APIKeyID() Tenant {
 	return func(_ context.Context, r Request) (string, error) {
 		if r.V1 == nil {
@@ -105,8 +105,9 @@ func APIKeyID() Tenant {
 }
 
 // IAMUserARN names the tenant by the IAM principal that signed the
-// request, byte for byte: requestContext.identity.userArn on a REST API,
-// requestContext.authorizer.iam.userArn on an HTTP API or function URL.
+// request, byte for byte. That is requestContext.identity.userArn on a REST
+// API, and requestContext.authorizer.iam.userArn on an HTTP API or function
+// URL.
 func IAMUserARN() Tenant {
 	return func(_ context.Context, r Request) (string, error) {
 		switch {

@@ -10,11 +10,14 @@ import (
 )
 
 // WrapFunctionURL guards a Lambda function URL handler and returns a
-// handler of the same signature. A function URL has no route templates:
-// records are scoped by method and concrete path, and Routes are keyed by
+// handler of the same signature. A function URL has no route templates.
+// Records are scoped by method and concrete path, and Routes are keyed by
 // "METHOD /path". Its authenticated caller is the IAM principal
 // (IAMUserARN) when the URL uses AWS_IAM auth. Response cookies are never
-// stored or replayed. It panics when cfg cannot be used or g is nil.
+// stored or replayed.
+// It panics when g is nil, when cfg has no Tenant, or when a setting
+// cannot be used. It panics when it is called, not at the first request,
+// so a bad setup stops the function at init.
 func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
 	codec := adapter.Codec[events.LambdaFunctionURLResponse]{

@@ -11,9 +11,10 @@ import (
 )
 
 // WrapV1 guards a REST API (payload 1.0) proxy handler and returns a
-// handler of the same signature. It panics when cfg cannot be used (see
-// Config) or g is nil. It panics when it is called, so a bad setup stops
-// the function at init.
+// handler of the same signature.
+// It panics when g is nil, when cfg has no Tenant, or when a setting
+// cannot be used. It panics when it is called, not at the first request,
+// so a bad setup stops the function at init.
 func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
 	codec := adapter.Codec[events.APIGatewayProxyResponse]{

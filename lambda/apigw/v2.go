@@ -13,9 +13,10 @@ import (
 // WrapV2 guards an HTTP API (payload 2.0) handler and returns a handler of
 // the same signature. HTTP API delivers rawPath decoded already, so the
 // operation uses it as it is. Response cookies are never stored or replayed, nor
-// MultiValueHeaders, which payload format 2.0 does not deliver. It
-// panics when cfg cannot be used (see Config) or g is nil, when it is
-// called, so that a bad setup stops the function at init.
+// MultiValueHeaders, which payload format 2.0 does not deliver.
+// It panics when g is nil, when cfg has no Tenant, or when a setting
+// cannot be used. It panics when it is called, not at the first request,
+// so a bad setup stops the function at init.
 func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
 	codec := adapter.Codec[events.APIGatewayV2HTTPResponse]{

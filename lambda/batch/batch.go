@@ -1,10 +1,10 @@
 // Package batch makes Lambda functions fed by batches (SQS standard and
 // FIFO queues, Kinesis streams, DynamoDB Streams) run each record at most
-// once per key, and answers the event source with a partial batch
-// response: the records that failed are named in batchItemFailures, so
-// that only they are delivered again. The event source mapping must list
-// ReportBatchItemFailures in its FunctionResponseTypes; without it the
-// response is ignored and a batch is retried whole.
+// once per key. It answers the event source with a partial batch response,
+// which names the records that failed in batchItemFailures, so that only
+// they are delivered again. The event source mapping must list
+// ReportBatchItemFailures in its FunctionResponseTypes. Without it the
+// response is ignored, and a batch is retried whole.
 //
 // [SQS], [Kinesis] and [DynamoDB] wrap a function of one record and return
 // the handler lambda.Start runs. Each record is guarded on its own, in the
@@ -16,7 +16,7 @@
 //   - A record whose key is held by a running call (idemkit.ErrInFlight),
 //     or that the store could not guard (idemkit.ErrStoreUnavailable), is
 //     reported failed, for the source to deliver again later.
-//   - A function error frees the key and fails the record; an error that
+//   - A function error frees the key and fails the record. An error that
 //     wraps idemkit.ErrOutcomeUnknown keeps the key (indeterminate, for an
 //     operator) and fails the record, which is then never run again.
 //   - An invalid record (no key, a key over the limit, a payload that
@@ -25,13 +25,13 @@
 //   - The other refusals of idemkit.Guard.Do (a reused key with another
 //     payload, an indeterminate record, no tenant) fail the record.
 //
-// Ordered sources keep their order: after the first failure of a Kinesis
+// Ordered sources keep their order. After the first failure of a Kinesis
 // or DynamoDB Streams batch, or of an SQS FIFO batch, every later record is
-// reported failed without running ([ErrEarlierFailure]); with
-// Config.ByGroup a FIFO batch stops only the failed record's message
+// reported failed without running ([ErrEarlierFailure]). With
+// Config.ByGroup, a FIFO batch stops only the failed record's message
 // group. A record is started only while more than Config.Margin is left
 // before the function's deadline, so that its outcome can be stored in
-// time; the records not reached are reported failed ([ErrDeadline]),
+// time. The records not reached are reported failed ([ErrDeadline]) and
 // never started.
 package batch
 
@@ -57,21 +57,22 @@ const DefaultMargin = 2 * time.Second
 var (
 	// ErrEarlierFailure: an earlier record of the ordered batch (or, with
 	// Config.ByGroup, of its FIFO message group) failed, so this one was
-	// not run; the source delivers both again, in order.
+	// not run. The source delivers both again, in order.
 	ErrEarlierFailure = errors.New("batch: not run: an earlier record of the ordered batch failed")
 	// ErrDeadline: no more than Config.Margin was left before the
 	// function's deadline when the record's turn came.
 	ErrDeadline = errors.New("batch: not run: too little time left before the function's deadline")
 	// ErrInvalidRecord is wrapped by the error of a record whose key or
-	// payload cannot be had: Key or Payload failed, the key is empty or
-	// too long (then also idemkit.ErrInvalidKey), or the payload cannot be
-	// fingerprinted (a body that starts like JSON but is not).
+	// payload cannot be had. Key or Payload failed, the key is empty or
+	// too long (the error is then also idemkit.ErrInvalidKey), or the
+	// payload cannot be fingerprinted (a body that starts like JSON but is
+	// not).
 	ErrInvalidRecord = errors.New("batch: invalid record")
 )
 
 // ErrNoIdentifier is returned by a wrapped handler, with nothing run, for
 // a batch with a record that has no identifier (an SQS message id, a
-// sequence number): such a record cannot be named in batchItemFailures,
+// sequence number). Such a record cannot be named in batchItemFailures,
 // and the event source takes an empty identifier for the failure of the
 // whole batch.
 var ErrNoIdentifier = errors.New("batch: a record has no identifier to report it by")
@@ -81,21 +82,25 @@ var ErrNoIdentifier = errors.New("batch: a record has no identifier to report it
 // event source (see the defaults of Config's fields).
 type Config[R any] struct {
 	// Config says how each record is guarded, as for event.Wrap: its Key,
-	// Tenant, Operation, Payload and Fingerprint. Zero fields
-	// take the source's defaults: the key is the record's id (the SQS
-	// message id, the eventID of a Kinesis or DynamoDB Streams record);
-	// the tenant is the record's event source ARN (the queue or stream);
-	// the operation is the Go type of the record ("events.SQSMessage"),
-	// as event.Wrap names it; the payload is the record's body (the SQS
-	// body, the Kinesis data, the DynamoDB Streams record's "dynamodb"
-	// member), fingerprinted as JSON when it starts with "{" or "[" and
-	// as its bytes otherwise. A key from the body (an order id) makes a
-	// second message about the same thing a duplicate; the payload must
-	// then be equal too, or the record fails with
-	// idemkit.ErrFingerprintMismatch.
+	// Tenant, Operation, Payload and Fingerprint. Zero fields take the
+	// source's defaults:
+	//
+	//   - the key is the record's id (the SQS message id, the eventID of a
+	//     Kinesis or DynamoDB Streams record);
+	//   - the tenant is the record's event source ARN (the queue or
+	//     stream);
+	//   - the operation is the Go type of the record ("events.SQSMessage"),
+	//     as event.Wrap names it;
+	//   - the payload is the record's body (the SQS body, the Kinesis data,
+	//     the DynamoDB Streams record's "dynamodb" member), fingerprinted as
+	//     JSON when it starts with "{" or "[" and as its bytes otherwise.
+	//
+	// A key from the body (an order id) makes a second message about the
+	// same thing a duplicate. The payload must then be equal too, or the
+	// record fails with idemkit.ErrFingerprintMismatch.
 	event.Config[R]
 	// Margin is the time kept before the function's deadline for storing
-	// a record's outcome: a record is started only while more than Margin
+	// a record's outcome. A record is started only while more than Margin
 	// is left, and its function's context ends Margin before the
 	// deadline. Zero: DefaultMargin.
 	Margin time.Duration

@@ -16,8 +16,8 @@ type DynamoDBConfig = Config[events.DynamoDBEventRecord]
 // DynamoDB returns the handler of a DynamoDB Streams event source mapping
 // that runs fn once per record key and reports the records that failed by
 // their sequence numbers. After the first failure, the rest of the batch
-// is reported failed without running: the stream is read again from the
-// lowest sequence number reported, in order. DynamoDB panics when g or fn
+// is reported failed without running. The stream is then read again from
+// the lowest sequence number reported, in order. DynamoDB panics when g or fn
 // is nil or cfg.Fingerprint cannot be used.
 func DynamoDB(g *idemkit.Guard, cfg DynamoDBConfig, fn func(context.Context, events.DynamoDBEventRecord) error) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	run := wrap(g, cfg, source[events.DynamoDBEventRecord]{

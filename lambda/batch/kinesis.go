@@ -15,7 +15,7 @@ type KinesisConfig = Config[events.KinesisEventRecord]
 // Kinesis returns the handler of a Kinesis event source mapping that runs
 // fn once per record key and reports the records that failed by their
 // sequence numbers. After the first failure, the rest of the batch is
-// reported failed without running: the stream is read again from the
+// reported failed without running. The stream is then read again from the
 // lowest sequence number reported, in order. Kinesis panics when g or fn
 // is nil or cfg.Fingerprint cannot be used.
 func Kinesis(g *idemkit.Guard, cfg KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {

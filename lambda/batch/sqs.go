@@ -14,11 +14,12 @@ type SQSConfig = Config[events.SQSMessage]
 
 // SQS returns the handler of an SQS event source mapping that runs fn once
 // per message key and reports the messages that failed by their message
-// ids. A message of a FIFO queue (its event source ARN ends in ".fifo",
-// or it has a MessageGroupId attribute) keeps the batch's order: after
-// the first failure, the rest of the batch (with cfg.ByGroup, the rest of
-// that message group) is reported failed without running. SQS panics when
-// g or fn is nil or cfg.Fingerprint cannot be used.
+// ids. A message of a FIFO queue keeps the batch's order. It is one whose
+// event source ARN ends in ".fifo", or that has a MessageGroupId
+// attribute. After the first failure, the rest of the batch (with
+// cfg.ByGroup, the rest of that message group) is reported failed without
+// running. SQS panics when g or fn is nil or cfg.Fingerprint cannot be
+// used.
 func SQS(g *idemkit.Guard, cfg SQSConfig, fn func(context.Context, events.SQSMessage) error) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	run := wrap(g, cfg, source[events.SQSMessage]{
 		id:      func(m events.SQSMessage) string { return m.MessageId },

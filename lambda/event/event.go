@@ -1,13 +1,15 @@
 // Package event makes non-HTTP Lambda handlers (an SQS message, an
-// EventBridge detail, a Step Functions task) run at most once per key:
+// EventBridge detail, a Step Functions task) run at most once per key.
 // [Wrap] stores the JSON encoding of the first run's result and returns it
 // to every later call with the same key, without running again.
 //
 // A call whose key is held by a running call fails at once with an error
-// that is idemkit.ErrInFlight under errors.Is (an SQS message then returns
-// to the queue and is retried later); the other refusals are the errors of
-// idemkit.Guard.Do. An error returned by the function is returned as is,
-// after the claim was released, so a retry runs again.
+// that is idemkit.ErrInFlight under errors.Is. An SQS message then returns
+// to the queue and is retried later. The other refusals are the errors of
+// idemkit.Guard.Do. An error returned by the function is returned as
+// Guard.Do returns it, after the claim was released, so a retry runs
+// again. An error wrapping idemkit.ErrOutcomeUnknown keeps the key
+// instead.
 package event
 
 import (
@@ -34,10 +36,10 @@ type Config[In any] struct {
 	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
 	MaxKeyLen int
 	// Tenant returns the tenant of an input (the account the message
-	// belongs to), as idemkit.TenantFunc says; idemkit.SingleTenant for a
-	// function that serves one key space. Nil, an empty result or an error
-	// refuses the call with an error that is idemkit.ErrTenantMissing
-	// under errors.Is and, for an error, also that error.
+	// belongs to), as idemkit.TenantFunc says. Use idemkit.SingleTenant for
+	// a function that serves one key space. Nil, an empty result or an
+	// error refuses the call with an error that is idemkit.ErrTenantMissing
+	// under errors.Is. For an error, it is also that error.
 	Tenant idemkit.TenantFunc[In]
 	// Operation names what the function does; two functions sharing a
 	// store need different names. Empty: the Go type of In ("events.SQSMessage").
@@ -52,10 +54,10 @@ type Config[In any] struct {
 	Fingerprint fingerprint.Options
 }
 
-// Wrap returns fn guarded by g: a function of the same signature that
-// runs fn at most once per (tenant, operation, key) and returns the stored
+// Wrap returns fn guarded by g. The function it returns has fn's signature,
+// runs fn at most once per (tenant, operation, key), and returns the stored
 // result to later calls. Out must encode to and decode from JSON. Wrap
-// panics when cfg.Fingerprint cannot be used or g is nil.
+// panics when g is nil or cfg.Fingerprint cannot be used.
 func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
 	if g == nil {
 		panic("event: nil *idemkit.Guard")
