@@ -50,8 +50,8 @@ var kindMetric = map[idemkit.EventKind]string{
 }
 
 // EMF is an idemkit.Observer printing one CloudWatch Embedded Metric
-// Format line per outcome. Metrics carry only the fixed Dimensions: an
-// operation, a tenant or a key would make one metric per value. Each line
+// Format line per outcome. Metrics carry only the fixed Dimensions, since
+// an operation, a tenant or a key would make one metric per value. Each line
 // also carries the kind, the operation (bounded to MaxFieldBytes) and the
 // status as properties, searchable in Logs Insights, and the tenant and
 // the key only when Tenant and Key ask for them. The zero value writes to
@@ -64,8 +64,8 @@ type EMF struct {
 	Namespace string
 	// Dimensions are fixed dimensions of every metric ("Service": "orders").
 	Dimensions map[string]string
-	// Now returns the metric timestamp. Nil: time.Now.
-	Now func() time.Time
+	// Clock is the time of the metric timestamps. Nil: the system clock.
+	Clock idemkit.Clock
 	// Tenant and Key say whether and how the scope's tenant and
 	// Idempotency-Key are written as properties ("tenant", "key"). Zero:
 	// Omitted; Logger lines carry them.
@@ -93,8 +93,8 @@ type emfMeta struct {
 // Observe implements idemkit.Observer.
 func (m *EMF) Observe(_ context.Context, e idemkit.Event) {
 	now := time.Now
-	if m.Now != nil {
-		now = m.Now
+	if m.Clock != nil {
+		now = m.Clock.Now
 	}
 	ns := m.Namespace
 	if ns == "" {

@@ -1,20 +1,20 @@
-// Package observe reports every idemkit outcome: [Logger] writes one
-// structured log/slog line per guarded request, and [EMF] prints
-// CloudWatch Embedded Metric Format lines to stdout, which Lambda turns
-// into metrics without an SDK call. Combine them with [Multi]:
+// Package observe reports every idemkit outcome. [Logger] writes one
+// structured log/slog line per guarded request. [EMF] prints CloudWatch
+// Embedded Metric Format lines to stdout, which Lambda turns into metrics
+// without an SDK call. Combine them with [Multi]:
 //
 //	idemkit.Config{Store: store, Observer: observe.Multi(
 //		observe.Logger{},
 //		&observe.EMF{Dimensions: map[string]string{"Service": "orders"}},
 //	)}
 //
-// Lines are bounded whatever the request: every text field (tenant,
+// Lines are bounded whatever the request. Every text field (tenant,
 // operation, key, error) is cut to [MaxFieldBytes]. The Idempotency-Key is
-// written hashed by default ([Hashed]): with the tenant and the operation
-// it is the whole scope, from which anyone who reads the logs could
-// compute a handler's [idemkit.ExecutionID] when no ExecutionSecret is
-// set, and send it downstream as the handler would. The hash still finds
-// every line of one key: it is [Hash] of the key.
+// written hashed by default ([Hashed]). With the tenant and the operation,
+// the key makes the whole scope. From the scope, anyone who reads the logs
+// could compute a handler's [idemkit.ExecutionID] when no ExecutionSecret
+// is set, and send it downstream as the handler would. The hash still
+// finds every line of one key, since it is [Hash] of the key.
 package observe
 
 import (
@@ -27,10 +27,10 @@ import (
 	"github.com/idemkit/idemkit/internal/clip"
 )
 
-// MaxFieldBytes bounds every text field an observer writes: a longer one
+// MaxFieldBytes bounds every text field an observer writes. A longer one
 // is cut on a UTF-8 boundary and ends in "...", MaxFieldBytes bytes in
 // all. It is above every scope the adapters accept (a path of
-// idemkit.MaxPathLen bytes, a tenant of idemkit.MaxTenantLen), so only
+// idemkit.MaxPathLen bytes, a tenant of idemkit.MaxTenantLen). So only
 // refused requests and long errors are cut, and a line stays far below
 // the 256 KB CloudWatch Logs keeps of an event.
 const MaxFieldBytes = clip.MaxLogField
@@ -42,17 +42,17 @@ type Redaction uint8
 const (
 	// InClear writes the value as it is (bounded to MaxFieldBytes).
 	InClear Redaction = iota + 1
-	// Hashed writes [Hash] of the value: lines of one value still share
-	// it, and a key (random, unguessable) cannot be read back from it. A
-	// tenant can: its hash is found by hashing the tenants one knows.
+	// Hashed writes [Hash] of the value. Lines of one value still share
+	// it. A key, random and unguessable, cannot be read back from it. A
+	// tenant can, by hashing the tenants one knows.
 	Hashed
 	// Omitted leaves the field out.
 	Omitted
 )
 
-// Hash returns the form in which [Hashed] writes s: "sha256:" and the
-// first 32 hex digits of the SHA-256 of s (the first 32 digits
-// `printf %s "$KEY" | sha256sum` prints); "" for "".
+// Hash returns the form in which [Hashed] writes s. That is "sha256:" and
+// the first 32 hex digits of the SHA-256 of s, the digits that
+// `printf %s "$KEY" | sha256sum` prints first. Hash returns "" for "".
 func Hash(s string) string {
 	if s == "" {
 		return ""

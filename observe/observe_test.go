@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/observe"
 )
 
@@ -40,7 +41,7 @@ func TestEMFShape(t *testing.T) {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			var buf bytes.Buffer
 			m := &observe.EMF{Writer: &buf, Dimensions: map[string]string{"Service": "orders", "Stage": "prod"},
-				Now: func() time.Time { return time.UnixMilli(1700000000123) }}
+				Clock: testclock.At(time.UnixMilli(1700000000123))}
 			e := sample
 			e.Kind = tc.kind
 			m.Observe(context.Background(), e)

@@ -1,8 +1,8 @@
-// Package otelobserve reports idemkit outcomes to OpenTelemetry: an
-// [Observer] sets attributes on the span of the guarded request (the one
-// in the context the guard was given, e.g. by otelhttp or the Lambda
-// instrumentation) and records counters and a latency histogram per
-// outcome.
+// Package otelobserve reports idemkit outcomes to OpenTelemetry. An
+// [Observer] sets attributes on the span of the guarded request, the one in
+// the context the guard was given (by otelhttp or the Lambda
+// instrumentation, for instance). It also records counters and a latency
+// histogram per outcome.
 //
 //	o, err := otelobserve.New(otelobserve.Config{}) // the global MeterProvider
 //	if err != nil {
@@ -10,7 +10,7 @@
 //	}
 //	g, err := idemkit.New(idemkit.Config{Store: store, Observer: observe.Multi(observe.Logger{}, o)})
 //
-// The key and the tenant never leave in clear unless Config says so: the
+// The key and the tenant never leave in clear unless Config says so. The
 // span gets a hash of the two, the same on every retry of one request and
 // different across tenants. Metrics carry the outcome and the fixed
 // Config.Attributes only, never tenants, keys or concrete paths, which
@@ -75,8 +75,8 @@ type Config struct {
 	Attributes []attribute.KeyValue
 	// KeyHashSecret, when set, makes idemkit.key.hash an HMAC-SHA256 of
 	// the tenant and key under it, which nobody without it can compute.
-	// Without it the hash is a plain SHA-256: a short or guessable key
-	// (order-1) can be found from it by anyone who knows the tenant.
+	// Without it the hash is a plain SHA-256, from which anyone who knows
+	// the tenant can find a short or guessable key (order-1).
 	KeyHashSecret []byte
 	// RecordKey sets idemkit.key, the key in clear, on the span.
 	RecordKey bool
@@ -161,9 +161,10 @@ func (o *Observer) Observe(ctx context.Context, e idemkit.Event) {
 	o.write.Add(ctx, e.Usage.WriteUnits, set)
 }
 
-// KeyHash returns the idemkit.key.hash of a key of tenant: the first 16
-// bytes, in hex, of the SHA-256 (HMAC-SHA256 under Config.KeyHashSecret)
-// of the tenant and key, each preceded by its length.
+// KeyHash returns the idemkit.key.hash of a key of tenant. It is the first
+// 16 bytes, in hex, of the SHA-256 of the tenant and key, each preceded by
+// its length. With Config.KeyHashSecret, it is an HMAC-SHA256 under the
+// secret instead.
 func (o *Observer) KeyHash(tenant, key string) string {
 	var h hash.Hash
 	if o.cfg.KeyHashSecret != nil {
