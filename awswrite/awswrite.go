@@ -1,7 +1,8 @@
-// Package awswrite tells, from the error of an AWS SDK for Go v2 call, whether
-// the call was applied: the question a guarded handler must answer before it
-// ends with a plain error (its key freed, a retry runs it again) or with one
-// wrapping idemkit.ErrOutcomeUnknown (its key kept for an operator).
+// Package awswrite tells, from the error of an AWS SDK for Go v2 call,
+// whether the call was applied. A guarded handler must know that before it
+// ends. With a plain error its key is freed and a retry runs it again. With
+// an error wrapping idemkit.ErrOutcomeUnknown its key is kept for an
+// operator.
 //
 //	_, err := client.PutItem(ctx, in)
 //	switch awswrite.Classify(err) {
@@ -12,8 +13,8 @@
 //
 // The classification reads the SDK's error types only (smithy.APIError, the
 // HTTP response and send errors, the retryer's errors, context errors),
-// never message text, and the HTTP status of a service's answer rather
-// than the SDK's client/server fault labels, which an unmodelled error
+// never message text. It reads the HTTP status of a service's answer, not
+// the SDK's client/server fault labels, which an unmodelled error
 // (dynalite's UnknownOperationException) does not carry.
 package awswrite
 
@@ -66,24 +67,24 @@ func (o Outcome) String() string {
 }
 
 // Classify returns what err, returned by one call of an AWS SDK v2 client,
-// says about whether the call was applied: Applied for nil, NotApplied
-// only where the error proves that nothing was changed, Unknown otherwise
-// (an error it does not recognise included).
+// says about whether the call was applied. It returns Applied for nil, and
+// NotApplied only where the error proves that nothing was changed. It
+// returns Unknown otherwise, for an error it does not recognise too.
 //
 // The SDK retries an attempt that failed retryably, and its error is the
 // last attempt's. Classify reports Unknown when the error shows that
 // earlier attempts failed (the retryer gave up after more than one
 // attempt, its pause was cut short, or its retry quota ran out), since one
 // of them may have been applied. A refusal returned without those marks
-// ended the call at once; Classify takes it as the answer every attempt
-// would have got, which holds for the service's refusals (a request that
-// is invalid, or names a missing table, is refused on every attempt).
+// ended the call at once. Classify takes it as the answer every attempt
+// would have got. That holds for the service's refusals: a request that
+// is invalid, or names a missing table, is refused on every attempt.
 //
 // A failed condition (ConditionalCheckFailedException, or a
-// TransactionCanceledException for one) is NotApplied: this call wrote
-// nothing. The item that failed it may be an earlier write of the same
-// request, whose answer was lost: a write keyed on idemkit.ExecutionID
-// reads the item back and takes it as its own.
+// TransactionCanceledException for one) is NotApplied, since this call
+// wrote nothing. The item that failed it may be an earlier write of the
+// same request, whose answer was lost. A write keyed on
+// idemkit.ExecutionID reads the item back and takes it as its own.
 func Classify(err error) Outcome {
 	if err == nil {
 		return Applied
@@ -151,13 +152,13 @@ func retried(err error) bool {
 }
 
 // HandlerError returns the error a guarded handler ends with after a
-// failed call: nil for nil, err itself when the call was not applied (the
-// key is freed and a retry runs the handler again), and err wrapped in
-// idemkit.ErrOutcomeUnknown when it may have been (the key is kept for an
-// operator, the handler never runs again). For a write keyed on
-// idemkit.ExecutionID and conditional on that key, the plain error is
-// safe whatever Classify says: the retry's conditional write finds the
-// item if it landed.
+// failed call. It returns nil for nil. It returns err itself when the call
+// was not applied; the key is then freed and a retry runs the handler
+// again. It returns err wrapped in idemkit.ErrOutcomeUnknown when the call
+// may have been applied; the key is then kept for an operator, and the
+// handler never runs again. For a write keyed on idemkit.ExecutionID and
+// conditional on that key, the plain error is safe whatever Classify says,
+// because the retry's conditional write finds the item if it landed.
 func HandlerError(err error) error {
 	if err == nil || Classify(err) == NotApplied {
 		return err

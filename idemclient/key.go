@@ -16,7 +16,7 @@ type keyContext struct{}
 
 // WithKey returns a copy of ctx under which a guarded request is sent with
 // key instead of a new one. Use it to retry a request whose key you stored
-// before sending it, after a crash or a restart: mint the key with
+// before sending it, after a crash or a restart. Mint the key with
 // [NewKey], store it with the request, and send the request under it as
 // often as it takes. A request that also sets the header must set the same
 // key.

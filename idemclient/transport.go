@@ -36,8 +36,8 @@ const (
 const ReplayedHeader = "Idempotent-Replayed"
 
 // Replayed reports whether resp is a replay of the first answer to its
-// key: the header the server sets, read from the response, which is
-// returned as the server sent it.
+// key. It reads the header the server sets ([ReplayedHeader]), which the
+// Transport returns as the server sent it.
 func Replayed(resp *http.Response) bool {
 	return resp != nil && resp.Header.Get(ReplayedHeader) == "true"
 }
@@ -83,8 +83,9 @@ type Config struct {
 	MaxResponseBytes int64
 
 	// NewKey mints a key for a request the caller gave none. Nil: a UUIDv7
-	// of Now. The retention is checked against the key's age only for a
-	// UUIDv7; any other key, from the first attempt of the request.
+	// of Now. For a UUIDv7 key, the retention is checked against the key's
+	// age. For any other key, it is checked from the first attempt of the
+	// request.
 	NewKey func() (string, error)
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time

@@ -7,14 +7,14 @@
 //
 // # What is cached
 //
-// Only completed records, and only while they can be replayed: an entry is
-// used while now is before both the record's ExpiresAt and its
+// Only completed records are cached, and only while they can be replayed.
+// An entry is used while now is before both the record's ExpiresAt and its
 // ReplayUntil (rounded down to the millisecond, as a store may keep it),
-// and dropped afterwards. In-flight, indeterminate and failed
-// records are never cached, so a conflict, a takeover or an operator's
-// decision always comes from the store. An entry answers a claim only
-// for the same record ID, the same scope (tenant, operation, key) and the
-// same fingerprint; anything else goes to the store.
+// and dropped afterwards. In-flight, indeterminate and failed records are
+// never cached, so a conflict, a takeover or an operator's decision always
+// comes from the store. An entry answers a claim only for the same record
+// ID, the same scope (tenant, operation, key) and the same fingerprint.
+// Anything else goes to the store.
 //
 // Claim answers from the cache with ClaimResult{Won: false, Existing: a
 // copy of the cached record}, without a store call. The cache fills when
@@ -22,10 +22,10 @@
 // Release, MarkIndeterminate, MarkUnknown and Resolve pass through and drop
 // the ID; Extend, Get, ListIndeterminate and ListStale pass through.
 //
-// This is sound because a completed record is final in the store contract:
-// no method changes a live completed record except a retried completion
-// by its own owner with the same outcome, so a cached completed record
-// stays what the store would answer until it expires.
+// This is sound because a completed record is final in the store
+// contract. No method changes a live completed record, except a retried
+// completion by its own owner with the same outcome. So a cached completed
+// record stays what the store would answer until it expires.
 //
 // # The trade-off
 //
@@ -33,21 +33,21 @@
 // outside the contract (an item deleted or edited by hand in the table, a
 // table restored from a backup, a retention shortened by rewriting
 // items) is not seen by an instance that has it cached until the entry
-// leaves the cache (eviction, ReplayUntil or ExpiresAt); each Lambda
+// leaves the cache (eviction, ReplayUntil or ExpiresAt). Each Lambda
 // instance has its own cache. A record completed by another instance is
 // cached here the first time a claim loses to it (one store call), never
-// before. Keep the cache off (the default: do not wrap the store) when
-// operators repair completed records by hand and expect every instance to
-// see the repair at once.
+// before. Keep the cache off when operators repair completed records by
+// hand and expect every instance to see the repair at once. Off is the
+// default: do not wrap the store.
 //
 // # Bounds
 //
 // The cache holds at most Config.MaxEntries records and Config.MaxBytes
-// bytes (an estimate: body, headers, identifiers, an operator's resolution
-// with its own copy of the answer, and a fixed overhead per entry),
-// evicting the least recently used. A record larger than
-// Config.MaxEntryBytes is not cached; keep that below the store's item cap
-// (dynamo.Options.MaxItemSize) so that a response the store keeps without
+// bytes, evicting the least recently used. The bytes are an estimate (see
+// Size): body, headers, identifiers, an operator's resolution with its own
+// copy of the answer, and a fixed overhead per entry. A record larger than
+// Config.MaxEntryBytes is not cached. Keep that below the store's item cap
+// (dynamo.Options.MaxItemSize), so that a response the store keeps without
 // its body (Snapshot.Omitted) is never replayed with one from the cache.
 package warmcache
 
@@ -140,9 +140,10 @@ func New(next idemkit.Store, cfg Config) *Store {
 	return s
 }
 
-// Size is the estimate of a record's memory that the byte bounds count:
-// its strings, its snapshot and, for a record an operator resolved, the
-// resolution's own copy of the answer, operator and reason.
+// Size is the estimate of a record's memory that the byte bounds count. It
+// is a fixed overhead plus the record's strings, its snapshot and, for a
+// record an operator resolved, the resolution's own copy of the answer,
+// operator and reason.
 func Size(r *idemkit.Record) int64 {
 	n := entryOverhead + len(r.ID) + len(r.Scope.Tenant) + len(r.Scope.Operation) + len(r.Scope.Key) + len(r.Fingerprint) + len(r.Owner)
 	n += snapshotSize(r.Snapshot)
