@@ -1,5 +1,5 @@
 // Package fingerprint computes the request fingerprint idemkit stores next
-// to an idempotency key: a retry with the same key must carry the same
+// to an idempotency key. A retry with the same key must carry the same
 // fingerprint, or it is refused (422) instead of being answered with the
 // first request's response.
 //
@@ -12,15 +12,15 @@
 //
 // # What is hashed
 //
-// By default the body and the query string: every query parameter, names
-// sorted bytewise, each name's values in the order sent (Options.Query
-// narrows it to named parameters, Options.IgnoreQuery leaves it out). The
-// method, the path and chosen headers are added only when Options asks for
-// them; headers that vary between retries (User-Agent, Date, trace ids)
-// should never be listed. Each part is tagged and length-prefixed (or
-// terminated by a byte that cannot occur in UTF-8), so two requests that
-// differ in any hashed part never produce the same hash input; the exact
-// grammar is in v1.go and v2.go.
+// By default the fingerprint hashes the body and the query string. The
+// query string counts every parameter, names sorted bytewise, each name's
+// values in the order sent. Options.Query narrows it to named parameters,
+// and Options.IgnoreQuery leaves it out. The method, the path and chosen
+// headers are added only when Options asks for them. Never list headers
+// that vary between retries (User-Agent, Date, trace ids). Each part is
+// tagged and length-prefixed, or terminated by a byte that cannot occur in
+// UTF-8. So two requests that differ in any hashed part never produce the
+// same hash input. The exact grammar is in v1.go and v2.go.
 //
 // The HTTP adapters add the concrete path whenever a route template names
 // the operation, so one key cannot be reused for another resource of the
@@ -84,15 +84,15 @@
 //
 // # Memory
 //
-// JSON is canonicalized without building a tree: the body is validated
+// JSON is canonicalized without building a tree. The body is validated
 // once, then read again and hashed as it goes. The only memory that grows
 // with the body is 4 bytes per member of the objects being read (an object
-// and its ancestors), so one call allocates less than the body's size for
-// every shape of body; the figures per shape are in docs/FINGERPRINT.md and
+// and its ancestors). So one call allocates less than the body's size for
+// every shape of body. The figures per shape are in docs/FINGERPRINT.md and
 // BenchmarkCanonicalShapes. A form body is read in place too, with 4 bytes
-// per field (at most twice the body; BenchmarkFormShapes), and so is a raw
-// query string (Input.RawQuery), with 4 bytes per parameter; a base64
-// body is decoded into one buffer first. Input.BodyString is read in place.
+// per field (at most twice the body; BenchmarkFormShapes). So is a raw
+// query string (Input.RawQuery), with 4 bytes per parameter. A base64 body
+// is decoded into one buffer first. Input.BodyString is read in place.
 //
 // # Versions
 //
@@ -111,17 +111,18 @@
 // v2 (current) differs from v1 in two rules: the query string is hashed by
 // default, and a body sniffed as JSON that is not I-JSON is an error where
 // v1 hashed its raw bytes. A v1 fingerprint is computed only for a request
-// that v1 can compare completely: one with a query string, under Options
-// that hash it, is [ErrNotComparable], so a stored v1 record is never
-// replayed to a request whose query string it cannot show to be equal. Options are not part of the version:
-// changing them changes fingerprints, and records stored before the change
-// will report a mismatch.
+// that v1 can compare completely. For a request with a query string, under
+// Options that hash it, v1 gives [ErrNotComparable]. So a stored v1 record
+// is never replayed to a request whose query string it cannot show to be
+// equal. Options are not part of the version. Changing them changes
+// fingerprints, and records stored before the change will report a
+// mismatch.
 //
 // # Errors
 //
-// Every error matches a sentinel with [errors.Is]: body problems are
-// [ErrInvalidJSON] (and [ErrDuplicateKey]), [ErrTooDeep], [ErrInvalidForm],
-// [ErrInvalidBase64]; configuration problems are [ErrInvalidOptions], with
-// [*PointerError] for a malformed JSON Pointer; version problems are
+// Every error matches a sentinel with [errors.Is]. Body problems are
+// [ErrInvalidJSON] (and [ErrDuplicateKey]), [ErrTooDeep], [ErrInvalidForm]
+// and [ErrInvalidBase64]. Configuration problems are [ErrInvalidOptions],
+// with [*PointerError] for a malformed JSON Pointer. Version problems are
 // [ErrUnknownVersion] and [ErrNotComparable].
 package fingerprint

@@ -18,7 +18,7 @@ const CurrentVersion = "v2"
 // DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero.
 const DefaultMaxDepth = 64
 
-// MaxDepthLimit is the largest Options.MaxDepth [New] accepts: the time a
+// MaxDepthLimit is the largest Options.MaxDepth [New] accepts. The time a
 // JSON body takes grows with its size times its object nesting depth.
 const MaxDepthLimit = 256
 
@@ -65,14 +65,14 @@ type Options struct {
 	// Order and duplicates do not matter.
 	Include []string
 
-	// Exclude removes the values at these JSON Pointers before hashing:
-	// a removed member disappears from its object, a removed element from
+	// Exclude removes the values at these JSON Pointers before hashing. A
+	// removed member disappears from its object, a removed element from
 	// its array. A pointer that matches nothing is ignored. Exclude may be
-	// combined with Include: it is applied first, so it can remove volatile
+	// combined with Include. It is applied first, so it can remove volatile
 	// fields inside an included value, and an included pointer at or under
 	// an excluded one selects nothing. The empty pointer (the whole body)
-	// cannot be excluded. Pointers in both lists always refer to the body as
-	// sent: excluding "/items/0" does not renumber "/items/1".
+	// cannot be excluded. Pointers in both lists always refer to the body
+	// as sent, so excluding "/items/0" does not renumber "/items/1".
 	Exclude []string
 
 	// Method and Path add the request method and the path, as given.
@@ -107,21 +107,21 @@ type Input struct {
 	Method string
 	Path   string
 	Query  map[string][]string // parameter names are case-sensitive
-	// RawQuery is the query string as sent, without "?", read when Query
-	// is nil: it hashes as the parameters url.ParseQuery returns for it
-	// (a net/http request's URL.RawQuery gives r.URL.Query()'s
-	// fingerprint), read in place with 4 bytes per parameter and no limit
-	// on their number. A query that url.ParseQuery does not read whole (a
-	// pair with ";", a malformed escape) hashes as one parameter named by
-	// the whole raw query, without a value: no query that parses cleanly
-	// reads so, so it matches only the very same text.
+	// RawQuery is the query string as sent, without "?". It is read when
+	// Query is nil, and hashes as the parameters url.ParseQuery returns for
+	// it, so a net/http request's URL.RawQuery gives r.URL.Query()'s
+	// fingerprint. It is read in place, with 4 bytes per parameter and no
+	// limit on their number. A query that url.ParseQuery does not read
+	// whole (a pair with ";", a malformed escape) hashes as one parameter,
+	// named by the whole raw query, without a value. No query that parses
+	// cleanly reads so, so it matches only the very same text.
 	RawQuery    string
 	Header      map[string][]string // names are matched case-insensitively
 	ContentType string              // used by ModeAuto; when empty, Header's Content-Type is used
 	Body        []byte
 
 	// BodyString is the body when Body is nil, for callers that hold it as
-	// a string (Lambda events): it is read in place, never copied.
+	// a string (Lambda events). It is read in place, never copied.
 	BodyString string
 
 	// IsBase64Encoded says Body holds standard base64 text to decode first,
@@ -249,8 +249,8 @@ func Compute(in Input, opts Options) (string, error) {
 // can be recomputed. An unknown version is an error matching
 // [ErrUnknownVersion]. When the older version's rules leave out a part of
 // the request that opts hash today (v1 and a query string), the result is
-// an error matching [ErrNotComparable]: an old fingerprint cannot show
-// that such a request is the same.
+// an error matching [ErrNotComparable], because an old fingerprint cannot
+// show that such a request is the same.
 func ComputeVersion(version string, in Input, opts Options) (string, error) {
 	f, err := New(opts)
 	if err != nil {
@@ -401,12 +401,13 @@ func (f *Fingerprinter) resolveMode(contentType string, body []byte) (mode Mode,
 // resourceMagic starts the hash input of Resource.
 const resourceMagic = "idemkit.resource.v1\x00"
 
-// Resource returns an identity of the resource in acts on: its path and
-// the query parameters f reads, as the current version reads them (every
-// parameter unless Options.IgnoreQuery, or Options.Query's selection),
-// however the query spells them. It depends on neither the body nor the
-// fingerprint version, so every retry of one request shares it; two
-// requests the fingerprint tells apart by their path or query never do.
+// Resource returns an identity of the resource in acts on. It is the path
+// and the query parameters f reads, as the current version reads them
+// (every parameter unless Options.IgnoreQuery, or Options.Query's
+// selection), however the query spells them. It depends on neither the
+// body nor the fingerprint version, so every retry of one request shares
+// it. Two requests the fingerprint tells apart by their path or query
+// never share it.
 // It reads a raw query in place, as Compute does.
 func (f *Fingerprinter) Resource(in Input) string {
 	st := getState()
