@@ -13,10 +13,11 @@ owner token; the request fingerprint; the stored response's status, headers
 and body size; and the operator's resolution, if any.
 
 The body is printed only with --body. In the table, a body that is not UTF-8
-is printed as base64, and text holding control characters other than tab and
-line feed (a carriage return, an escape sequence) quoted as a Go string, each
-said so, so that it cannot act on the terminal. --output json --body gives the
-exact body (body_encoding "text", or "base64" when it is not printable UTF-8).
+is printed as base64. Text holding control characters other than tab and
+line feed (a carriage return, an escape sequence) is quoted as a Go string.
+The table says which was done, and neither can act on the terminal.
+--output json --body gives the exact body (body_encoding "text", or
+"base64" when it is not printable UTF-8).
 
 The key is parsed as the service parses the Idempotency-Key header: bare
 (abc) and quoted ("abc") name the same key. --account-wide is needed when

@@ -14,32 +14,33 @@ import (
 
 const listHelp = `Usage: idemkit list --table T [--state indeterminate|stale] [--tenant X] [--limit N] [--all | --page TOKEN]
 
-List indeterminate records (the default), oldest lease first: executions
-whose lease ended without an outcome under the fail-closed policy, or whose
-handler ended with the outcome unknown. Every retry of such a request is
-refused until the record is resolved (idemkit resolve).
+List indeterminate records (the default), oldest lease first. They are
+executions whose lease ended without an outcome under the fail-closed
+policy, or whose handler ended with the outcome unknown. Every retry of such
+a request is refused until the record is resolved (idemkit resolve).
 
---state stale lists in-flight records whose lease has ended: executions
-that crashed or were abandoned and that no retry has marked indeterminate
-yet (a key whose client gave up stays so). The next retry of such a key
-marks it indeterminate (fail-closed) or runs it again (takeover). Only
-records claimed by a store with dynamo.Options.IndexInFlight set are
-indexed, so only they can be listed; set it on every store of the table.
+--state stale lists in-flight records whose lease has ended. They are
+executions that crashed or were abandoned, and that no retry has marked
+indeterminate yet. A key whose client gave up stays so. The next retry of
+such a key marks it indeterminate (fail-closed) or runs it again
+(takeover). Only records claimed by a store with
+dynamo.Options.IndexInFlight set are indexed, so only they can be listed.
+Set it on every store of the table.
 
-The listing reads the table's sparse indexes (one Query per page); it never
+The listing reads the table's sparse indexes, one Query per page. It never
 scans the table. One page is printed at a time, followed by the token of the
-next page, if any; --page TOKEN prints that page and --all prints every page.
-A page may hold fewer than --limit records and still have a next page.
+next page, if any. --page TOKEN prints that page, and --all prints every
+page. A page may hold fewer than --limit records and still have a next page.
 AGE is the time since the lease ended. An operation marked (account-wide)
 belongs to a record of account-wide keys ("account_wide": true in --output
-json): pass --account-wide to inspect and resolve it. Index reads are eventually
-consistent: a record marked or resolved a moment ago may be missing or still
-listed; inspect reads the record itself.
+json). Pass --account-wide to inspect and resolve it. Index reads are
+eventually consistent, so a record marked or resolved a moment ago may be
+missing or still listed. inspect reads the record itself.
 
 Without --tenant, every tenant's records are listed from the region the
-table is read in (--home-region or the SDK's region): a global table holds
-every tenant's records in every region. With --tenant, that tenant's home
-region should be given.
+table is read in (--home-region or the SDK's region), since a global table
+holds every tenant's records in every region. With --tenant, give that
+tenant's home region.
 `
 
 // stateStale is the --state of in_flight records whose lease has ended.

@@ -2,9 +2,9 @@
 // idemkit keeps in DynamoDB. When an execution's lease ends without an
 // outcome under the fail-closed policy, the record becomes indeterminate
 // and every retry of that request is refused until a person decides what
-// happened downstream. idemkit lists those records (and, with --state
-// stale, in-flight ones whose lease ended that no retry has marked yet),
-// shows one, and records the decision:
+// happened downstream. idemkit lists those records, shows one, and records
+// the decision. With --state stale it also lists in-flight records whose
+// lease ended and that no retry has marked yet.
 //
 //	idemkit list    --table T [--state indeterminate|stale] [--tenant X] [--limit N] [--all | --page TOKEN]
 //	idemkit inspect --table T --tenant X --operation "POST /orders" --key K [--body]
@@ -12,11 +12,12 @@
 //	        --as completed|failed --reason "..." [--status 201 --body-file f --header 'Name: value' ...]
 //
 // Every command takes --help, --output table|json, --home-region, --profile
-// and --timeout, and, for records kept in a shared (single-table) table,
-// --key-attr, --sort-key-attr, --sort-key-value and --key-prefix, set as
-// the application's dynamo.Options are. AWS access uses the SDK's standard configuration (AWS_REGION,
-// AWS_PROFILE or --profile, AWS_ENDPOINT_URL_DYNAMODB, ...). Listing reads
-// the table's sparse indexes; no command scans the table.
+// and --timeout. For records kept in a shared (single-table) table, every
+// command also takes --key-attr, --sort-key-attr, --sort-key-value and
+// --key-prefix, set as the application's dynamo.Options are. AWS access
+// uses the SDK's standard configuration (AWS_REGION, AWS_PROFILE or
+// --profile, AWS_ENDPOINT_URL_DYNAMODB, ...). Listing reads the table's
+// sparse indexes. No command scans the table.
 //
 // Exit codes:
 //
@@ -167,11 +168,12 @@ Commands:
 	}
 	io.WriteString(w, `
 Every command takes --help, --output table|json, --home-region REGION,
---profile NAME and --timeout; for records in a shared table, --key-attr,
---sort-key-attr, --sort-key-value and --key-prefix, as the application's
-dynamo.Options set them. AWS access uses the SDK's standard
-configuration: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB, credentials
-from the environment, shared files, SSO or the instance role.
+--profile NAME and --timeout. For records in a shared table, every command
+also takes --key-attr, --sort-key-attr, --sort-key-value and --key-prefix,
+as the application's dynamo.Options set them. AWS access uses the SDK's
+standard configuration: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB,
+and credentials from the environment, shared files, SSO or the instance
+role.
 `+exitCodesHelp+`
 The runbook is docs/OPERATIONS.md.
 `)

@@ -29,7 +29,7 @@ its effect:
   --as completed  it happened: the given response (--status, --header,
                   --body-file) is stored and replayed to every retry.
 
-The write is conditional on the record still being indeterminate: when
+The write is conditional on the record still being indeterminate. When
 another operator or a retry changed it first, nothing is changed and the
 exit code is 4. The reason, the operator and the time are kept on the record.
 
@@ -40,12 +40,12 @@ record over first (the takeover policy), or the execution completes first,
 the mark is refused and nothing is changed (exit 4).
 
 While the request may still be running, resolve refuses whatever the
-record's state (exit 4): until a minute after its lease ended (the clock
-skew tolerated between this host and the service's). --as failed waits 15
-minutes longer: DynamoDB accepts a request until 15 minutes after it was
-signed, so until then a copy of the request's claim can still land and
-take the freed key back for the old request. The refusal says from when
-the decision is accepted.
+record's state (exit 4). That is until a minute after its lease ended, the
+clock skew tolerated between this host and the service's. --as failed waits
+15 minutes longer. DynamoDB accepts a request until 15 minutes after it was
+signed, so until then a copy of the request's claim can still land and take
+the freed key back for the old request. The refusal says from when the
+decision is accepted.
 
 The operator is --operator when given, else the ARN of the caller's AWS
 identity (STS GetCallerIdentity, 5 s timeout). When neither can be had the
