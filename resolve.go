@@ -135,7 +135,7 @@ func Resolve(ctx context.Context, s Store, id string, res Resolution, now time.T
 // landed with its answer lost (or a retry's own mark): a record then found
 // indeterminate under the same owner, unresolved, counts as marked.
 func mark(ctx context.Context, s Store, rec *Record, now time.Time) error {
-	_, err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now)
+	err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now)
 	if !errors.Is(err, ErrNotOwner) {
 		return err
 	}

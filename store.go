@@ -117,17 +117,17 @@ type Store interface {
 	Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error
 
 	// MarkUnknown changes the live in_flight record with this id and owner
-	// to State indeterminate whatever its lease, sets its LeaseUntil to now,
-	// and returns it: its owner reports that the handler's outcome is
-	// unknown, so the key must not be run again. It returns ErrNotOwner when
-	// there is no such record.
-	MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*Record, error)
+	// to State indeterminate whatever its lease and sets its LeaseUntil to
+	// now: its owner reports that the handler's outcome is unknown, so the
+	// key must not be run again. It returns ErrNotOwner when there is no
+	// such record.
+	MarkUnknown(ctx context.Context, id, owner string, now time.Time) error
 
 	// MarkIndeterminate changes the live in_flight record with this id and
-	// owner whose lease has expired at now to State indeterminate and returns
-	// it. It returns ErrNotOwner when no such record exists (it was
-	// completed, released, taken over, or already marked).
-	MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*Record, error)
+	// owner whose lease has expired at now to State indeterminate. It
+	// returns ErrNotOwner when no such record exists (it was completed,
+	// released, taken over, or already marked).
+	MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error
 
 	// Resolve records an operator's decision on the live indeterminate
 	// record with this id: State becomes res.As (completed or failed), the

@@ -30,7 +30,7 @@ var storeCalls = map[string]func(ctx context.Context, s idemkit.Store) error{
 		return s.Release(ctx, "o1|1:a1:b1:c", "o", time.Now())
 	},
 	"MarkIndeterminate": func(ctx context.Context, s idemkit.Store) error {
-		_, err := s.MarkIndeterminate(ctx, "o1|1:a1:b1:c", "o", time.Now())
+		err := s.MarkIndeterminate(ctx, "o1|1:a1:b1:c", "o", time.Now())
 		return err
 	},
 	"Resolve": func(ctx context.Context, s idemkit.Store) error {

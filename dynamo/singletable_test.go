@@ -169,7 +169,7 @@ func TestSingleTableForeignItemsUntouched(t *testing.T) {
 				t.Fatalf("Release: %v", err)
 			}
 		case 2:
-			if _, err := s.MarkUnknown(ctx, r.ID, r.Owner, now); err != nil {
+			if err := s.MarkUnknown(ctx, r.ID, r.Owner, now); err != nil {
 				t.Fatalf("MarkUnknown: %v", err)
 			}
 		}

@@ -981,25 +981,25 @@ func attrS(item map[string]types.AttributeValue, name string) string {
 // MarkUnknown implements idemkit.Store with one conditional UpdateItem,
 // fenced on the owner token and state in_flight, that also sets the sparse
 // index keys and ends the lease at now.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
 	return s.toIndeterminate(ctx, "mark unknown", id, owner, now, condOwned, num(ceilMilli(now)), true)
 }
 
 // MarkIndeterminate implements idemkit.Store with one conditional
 // UpdateItem that also sets the sparse index keys.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
 	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), false)
 }
 
 // toIndeterminate sets the record's state to indeterminate, its index
 // keys and a new token (mk) under cond; endLease also sets its lease end
 // to nowMs (which cond may compare with otherwise). Its own mark, refused
-// on the SDK's retry after its answer was lost, is returned as marked
+// on the SDK's retry after its answer was lost, is reported as made
 // (ownRefused); any other mark, earlier or concurrent, is ErrNotOwner.
-func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, endLease bool) (*idemkit.Record, error) {
+func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, endLease bool) error {
 	client, err := s.client(ctx, op, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn, #mk = :mk"
 	if endLease {
@@ -1015,15 +1015,15 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil, "#mk": AttrMark},
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark)},
-		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err == nil {
 		usage(ctx, out.ConsumedCapacity, true)
-		return s.lay.decode(out.Attributes)
+		return nil
 	}
-	return s.ownRefused(ctx, client, op, id, err, idemkit.StateIndeterminate, mark, now, idemkit.ErrNotOwner)
+	_, err = s.ownRefused(ctx, client, op, id, err, idemkit.StateIndeterminate, mark, now, idemkit.ErrNotOwner)
+	return err
 }
 
 // ownRefused handles the failure err of a state change of the item with
@@ -1033,7 +1033,7 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 // was lost and refused on the SDK's retry, and the item is returned. Any
 // other refusal is refusal; any other error, or a failed read, a
 // StoreError.
-func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, err error, st idemkit.State, mark string, now time.Time, refusal error) (*idemkit.Record, error) {
+func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, err error, st idemkit.State, mark string, now time.Time, refusal error) (map[string]types.AttributeValue, error) {
 	old, err := s.refusedItem(ctx, client, op, id, err, "whether the write was this call's own, its answer lost")
 	if err != nil {
 		return nil, err
@@ -1041,7 +1041,7 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 	if attrS(old, AttrState) != string(st) || attrS(old, AttrMark) != mark || expired(old, now) {
 		return nil, refusal
 	}
-	return s.lay.decode(old)
+	return old, nil
 }
 
 // Resolve implements idemkit.Store with one conditional UpdateItem. A zero
@@ -1124,7 +1124,11 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err != nil {
-		return s.ownRefused(ctx, client, op, id, err, res.As, mark, now, idemkit.ErrNotIndeterminate)
+		item, err := s.ownRefused(ctx, client, op, id, err, res.As, mark, now, idemkit.ErrNotIndeterminate)
+		if err != nil {
+			return nil, err
+		}
+		return s.lay.decode(item)
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return s.lay.decode(out.Attributes)

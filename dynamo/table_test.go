@@ -70,7 +70,7 @@ func TestListPages(t *testing.T) {
 		if _, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.MarkIndeterminate(ctx, r.ID, "o", now.Add(2*time.Second)); err != nil {
+		if err := s.MarkIndeterminate(ctx, r.ID, "o", now.Add(2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}

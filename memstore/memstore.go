@@ -210,20 +210,20 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 }
 
 // MarkUnknown implements idemkit.Store.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
 	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "mark unknown", Err: err}
+		return &idemkit.StoreError{Op: "mark unknown", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
 	cur := s.live(id, now)
 	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight {
-		return nil, idemkit.ErrNotOwner
+		return idemkit.ErrNotOwner
 	}
 	cur.State = idemkit.StateIndeterminate
 	cur.LeaseUntil = now
-	return cur.Clone(), nil
+	return nil
 }
 
 // Release implements idemkit.Store.
@@ -268,19 +268,19 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 }
 
 // MarkIndeterminate implements idemkit.Store.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
 	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "mark indeterminate", Err: err}
+		return &idemkit.StoreError{Op: "mark indeterminate", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
 	cur := s.live(id, now)
 	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight || !cur.LeaseExpired(now) {
-		return nil, idemkit.ErrNotOwner
+		return idemkit.ErrNotOwner
 	}
 	cur.State = idemkit.StateIndeterminate
-	return cur.Clone(), nil
+	return nil
 }
 
 // Resolve implements idemkit.Store.

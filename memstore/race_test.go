@@ -151,7 +151,7 @@ func blocked(t *testing.T, s *memstore.Store, rec, ex *idemkit.Record, now time.
 	if err := s.Complete(ctx, done, now); !errors.Is(err, idemkit.ErrNotOwner) {
 		t.Errorf("completion by a loser: %v, want ErrNotOwner", err)
 	}
-	if _, err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); !errors.Is(err, idemkit.ErrNotOwner) {
+	if err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); !errors.Is(err, idemkit.ErrNotOwner) {
 		t.Errorf("mark unknown by a loser: %v, want ErrNotOwner", err)
 	}
 	// The key may have been freed meanwhile (nil); never another's deleted.

@@ -108,9 +108,9 @@ func testReleaseTombstone(t *testing.T, s idemkit.Store) {
 		t.Fatalf("Get of a released key: %v, want ErrNotFound", err)
 	}
 	wantErr(t, "Extend of a released key", s.Extend(ctx, r.ID, "a", rel.Add(time.Minute), rel), idemkit.ErrNotOwner)
-	_, err := s.MarkUnknown(ctx, r.ID, "a", rel)
+	err := s.MarkUnknown(ctx, r.ID, "a", rel)
 	wantErr(t, "MarkUnknown of a released key", err, idemkit.ErrNotOwner)
-	_, err = s.MarkIndeterminate(ctx, r.ID, "a", rel.Add(time.Minute))
+	err = s.MarkIndeterminate(ctx, r.ID, "a", rel.Add(time.Minute))
 	wantErr(t, "MarkIndeterminate of a released key", err, idemkit.ErrNotOwner)
 	wantErr(t, "Complete of a released key", s.Complete(ctx, completed(r, rel, sampleSnapshot()), rel), idemkit.ErrNotOwner)
 	_, err = s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, rel)

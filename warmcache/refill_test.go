@@ -67,7 +67,7 @@ func TestEntryEndsAtExpiresAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := now.Add(2 * time.Second)
-	if _, err := c.MarkIndeterminate(ctx, r.ID, "a", at); err != nil {
+	if err := c.MarkIndeterminate(ctx, r.ID, "a", at); err != nil {
 		t.Fatal(err)
 	}
 	exp := now.Add(time.Hour)

@@ -23,7 +23,7 @@ func resolvedRecord(t *testing.T, mem idemkit.Store, key string, body []byte, no
 	if res, err := mem.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatal(res, err)
 	}
-	if _, err := mem.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
+	if err := mem.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
 		t.Fatal(err)
 	}
 	got, err := mem.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: strings.Repeat("o", 1000), Reason: strings.Repeat("r", 4000),

@@ -290,7 +290,7 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 }
 
 // MarkIndeterminate passes through and drops the ID from the cache.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
 	defer s.Forget(id)
 	return s.next.MarkIndeterminate(ctx, id, owner, now)
 }
@@ -301,7 +301,7 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 }
 
 // MarkUnknown passes through and drops the ID from the cache.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
 	defer s.Forget(id)
 	return s.next.MarkUnknown(ctx, id, owner, now)
 }

@@ -146,7 +146,7 @@ func TestListAccountWideHashed(t *testing.T) {
 	if res, err := f.store.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
-	if _, err := f.store.MarkUnknown(t.Context(), id, rec.Owner, now); err != nil {
+	if err := f.store.MarkUnknown(t.Context(), id, rec.Owner, now); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := f.run("list", "--tenant", "acme")

@@ -128,9 +128,13 @@ func (f *fixture) seedStale(s idemkit.Scope) *idemkit.Record {
 func (f *fixture) seedIndeterminate(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
 	f.t.Helper()
 	rec := f.seed(s, leaseUntil)
-	out, err := f.store.MarkIndeterminate(f.t.Context(), rec.ID, rec.Owner, time.Now())
-	if err != nil {
+	now := time.Now()
+	if err := f.store.MarkIndeterminate(f.t.Context(), rec.ID, rec.Owner, now); err != nil {
 		f.t.Fatalf("mark %s: %v", s.Key, err)
+	}
+	out, err := f.store.Get(f.t.Context(), rec.ID, now)
+	if err != nil {
+		f.t.Fatalf("read %s: %v", s.Key, err)
 	}
 	return out
 }

@@ -205,28 +205,16 @@ func (s *faultStore) Extend(ctx context.Context, id, owner string, leaseUntil, n
 	})
 }
 
-func (s *faultStore) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-	var out *idemkit.Record
-	err := s.write(ctx, "mark-unknown", now, func(ctx context.Context, late bool) error {
-		r, err := s.inner.MarkUnknown(ctx, id, owner, now)
-		if !late {
-			out = r
-		}
-		return err
+func (s *faultStore) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
+	return s.write(ctx, "mark-unknown", now, func(ctx context.Context, late bool) error {
+		return s.inner.MarkUnknown(ctx, id, owner, now)
 	})
-	return out, err
 }
 
-func (s *faultStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-	var out *idemkit.Record
-	err := s.write(ctx, "mark-indeterminate", now, func(ctx context.Context, late bool) error {
-		r, err := s.inner.MarkIndeterminate(ctx, id, owner, now)
-		if !late {
-			out = r
-		}
-		return err
+func (s *faultStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
+	return s.write(ctx, "mark-indeterminate", now, func(ctx context.Context, late bool) error {
+		return s.inner.MarkIndeterminate(ctx, id, owner, now)
 	})
-	return out, err
 }
 
 func (s *faultStore) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
