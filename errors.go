@@ -202,7 +202,7 @@ func (e *StoreError) Unwrap() []error { return []error{ErrStoreUnavailable, e.Er
 // ClaimUnknownError is returned when a claim failed and freeing it failed
 // too: the handler did not run, but a claim may be stored (its answer may
 // have been lost). Until LeaseUntil a retry with the key gets ErrInFlight;
-// after it the record is a stale lease (Store.ListStale lists it) that the
+// after it the record is a stale lease (StaleLister.ListStale lists it) that the
 // next request handles by the operation's StalePolicy: under FailClosed it
 // is marked indeterminate for an operator, under Takeover it is claimed
 // again. It is ErrClaimUnknown and ErrStoreUnavailable under errors.Is.

@@ -76,7 +76,7 @@ func (e *ResolveError) Unwrap() error { return e.Reason }
 // Resolve's own. When another writer changed the record first the error is
 // ErrNotIndeterminate. A record marked here but not resolved (the store
 // failed) stays indeterminate; Resolve may be called again.
-func Resolve(ctx context.Context, s Store, id string, res Resolution, now time.Time) (rec *Record, was State, err error) {
+func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, now time.Time) (rec *Record, was State, err error) {
 	switch {
 	case res.As != StateCompleted && res.As != StateFailed:
 		return nil, "", fmt.Errorf("%w: resolve as %q: want completed or failed", ErrRecordInvalid, res.As)

@@ -5,14 +5,20 @@ import (
 	"time"
 )
 
-// Store keeps records. Implementations must be safe for concurrent use and
-// give every method the exact semantics documented here; the conformance
-// suite in package storetest checks them. Every method takes the current
-// time from the caller: a store keeps no clock of its own.
+// Store keeps records for a [Guard]: it is what [New] needs. Its methods
+// claim, complete, release, renew, mark and read one record.
+// [OperatorStore] adds what operator tools need, and [StaleLister] is an
+// optional ability; the contract written here holds for every method of
+// all three.
+//
+// Implementations must be safe for concurrent use and give every method
+// the exact semantics documented here; the conformance suite in package
+// storetest checks them. Every method takes the current time from the
+// caller: a store keeps no clock of its own.
 //
 // A record is live at now when now is before its ExpiresAt. A record that
 // is not live counts as absent to every method, whatever the store still
-// holds (DynamoDB deletes expired items lazily).
+// holds (a backend may delete expired records late, or never).
 //
 // Time precision: a store may keep times at millisecond precision, and
 // ExpiresAt at second precision rounded up (never down: a record must not
@@ -129,6 +135,20 @@ type Store interface {
 	// released, taken over, or already marked).
 	MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error
 
+	// Get returns the live record with this id, or ErrNotFound. The guard
+	// reads a record without claiming it only for a key older than the
+	// record retention, which must not be claimed unless a record of it is
+	// live.
+	Get(ctx context.Context, id string, now time.Time) (*Record, error)
+}
+
+// OperatorStore is a Store that operator tools can use: it also records an
+// operator's decision on an indeterminate record and lists the records
+// that wait for one. [Resolve] takes one, and so does every command of the
+// idemkit CLI. A guard needs only the Store.
+type OperatorStore interface {
+	Store
+
 	// Resolve records an operator's decision on the live indeterminate
 	// record with this id: State becomes res.As (completed or failed), the
 	// Snapshot becomes res.Snapshot and CompletedAt the resolution's time
@@ -141,28 +161,42 @@ type Store interface {
 	// ErrNotIndeterminate: read the record to see the outcome.
 	Resolve(ctx context.Context, id string, res Resolution, now time.Time) (*Record, error)
 
-	// Get returns the live record with this id, or ErrNotFound.
-	Get(ctx context.Context, id string, now time.Time) (*Record, error)
-
 	// ListIndeterminate returns live indeterminate records, oldest lease
 	// first, at most limit (a store default when limit <= 0). When tenant is
 	// not empty only that tenant's records are listed. A non-empty next
 	// token is passed as page to get the following page; an empty one means
 	// the listing is complete. A page token the store did not issue gives
-	// ErrInvalidPage. A durable store answers from an index of
-	// the records listed (a DynamoDB global secondary index), so that its
-	// cost grows with the records listed, not with the records stored: it
-	// must not scan its table. An in-process store (package memstore) may
-	// scan its memory. A listing may be eventually consistent, and a page
+	// ErrInvalidPage. A listing may be eventually consistent, and a page
 	// may hold fewer than limit records while a next token remains.
+	// A durable store answers from an index of the records listed, so that
+	// its cost grows with the records listed, not with the records stored:
+	// it must not scan its table. An in-process store (package memstore)
+	// may scan its memory.
 	ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
+}
 
-	// ListStale returns live in_flight records whose lease has ended at now
-	// (crashed or abandoned executions no request has marked yet), oldest
-	// lease first, under the paging contract of ListIndeterminate. A store
-	// that can list them only when configured to (it must index in_flight
-	// records as it claims them) returns an error wrapping
-	// errors.ErrUnsupported when it is not.
+// StaleLister is an optional interface of an OperatorStore: it lists stale
+// leases, in_flight records whose lease ended without an outcome (a
+// crashed execution, or a claim whose answer was lost and whose release
+// failed) that no request has marked or taken over yet. Operator tools
+// check for it with a type assertion, then call ListsStale; the guard
+// never calls it.
+//
+// A store that can list stale leases only when configured to (it must
+// index in_flight records as it claims them) says so with ListsStale, not
+// with a type of its own: one store type serves both configurations, and
+// a store wrapping another implements StaleLister by asking the one it
+// wraps.
+type StaleLister interface {
+	// ListsStale reports whether ListStale lists every stale lease. It
+	// does not change over the store's life. When it is false, ListStale
+	// lists nothing and returns an error that is errors.ErrUnsupported:
+	// an empty listing would read as an all-clear.
+	ListsStale() bool
+
+	// ListStale returns live in_flight records whose lease has ended at now,
+	// oldest lease first, paged, and answered from an index, as
+	// OperatorStore.ListIndeterminate is.
 	ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-// ListIndeterminate implements idemkit.Store with one Query of a sparse
+// ListIndeterminate implements idemkit.OperatorStore with one Query of a sparse
 // index: IndexIndeterminate for all tenants, IndexIndeterminateTenant for
 // one. Records come oldest lease first (ties in no set order), across
 // tenants too. Expired records are filtered out, so a page may hold fewer
@@ -34,14 +34,21 @@ func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limi
 	return s.query(ctx, q, tenant, page, limit, now)
 }
 
-// ListStale implements idemkit.Store with one Query of IndexIndeterminate,
-// whose hash key in_flight records carry when the store that claimed them
-// had Options.IndexInFlight set: the records under InFlightValue whose lease
-// ended at now, oldest lease first. A tenant's listing reads the same
-// partition and filters on the tenant. Without Options.IndexInFlight it
-// returns an error wrapping errors.ErrUnsupported: records claimed without
-// it are not indexed, and an empty listing would be a false all-clear.
-// Paging, limits and consistency are as in ListIndeterminate.
+// ListsStale implements idemkit.StaleLister: it reports whether
+// Options.IndexInFlight is set. In_flight records are indexed only when
+// the store claiming them has it, and every store of a table should set
+// it alike; a store without it takes the table's to be unindexed.
+func (s *Store) ListsStale() bool { return s.opts.IndexInFlight }
+
+// ListStale implements idemkit.StaleLister with one Query of
+// IndexIndeterminate, whose hash key in_flight records carry when the
+// store that claimed them had Options.IndexInFlight set: the records under
+// InFlightValue whose lease ended at now, oldest lease first. A tenant's
+// listing reads the same partition and filters on the tenant. Without
+// Options.IndexInFlight (ListsStale false) it returns an error wrapping
+// errors.ErrUnsupported: records claimed without it are not indexed, and
+// an empty listing would be a false all-clear. Paging, limits and
+// consistency are as in ListIndeterminate.
 func (s *Store) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	const op = "list stale"
 	if !s.opts.IndexInFlight {

@@ -159,8 +159,10 @@ func (o Options) withDefaults() Options {
 // page token it did not issue (or issued for another tenant).
 var ErrInvalidPage = fmt.Errorf("dynamo: %w", idemkit.ErrInvalidPage)
 
-// Store is an idemkit.Store on a DynamoDB table laid out as the package
-// documentation describes. It is safe for concurrent use.
+// Store is an idemkit.OperatorStore on a DynamoDB table laid out as the
+// package documentation describes. It is an idemkit.StaleLister too,
+// listing stale leases only with Options.IndexInFlight (ListsStale). It
+// is safe for concurrent use.
 type Store struct {
 	table string
 	opts  Options
@@ -186,7 +188,10 @@ type Store struct {
 	namesClaim, namesRelease map[string]string
 }
 
-var _ idemkit.Store = (*Store)(nil)
+var (
+	_ idemkit.OperatorStore = (*Store)(nil)
+	_ idemkit.StaleLister   = (*Store)(nil)
+)
 
 // New returns a Store keeping records in table through client. It refuses
 // a nil client, an empty table and invalid Options with an error wrapping
@@ -1044,7 +1049,7 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 	return old, nil
 }
 
-// Resolve implements idemkit.Store with one conditional UpdateItem. A zero
+// Resolve implements idemkit.OperatorStore with one conditional UpdateItem. A zero
 // res.ResolvedAt is stored as now; a completed resolution's snapshot
 // follows the same size rules as Complete and is the record's Snapshot
 // (Resolution.Snapshot is not stored twice). A resolution first reads the

@@ -37,7 +37,10 @@ const minSweep = 64
 // New returns an empty Store.
 func New() *Store { return &Store{} }
 
-var _ idemkit.Store = (*Store)(nil)
+var (
+	_ idemkit.OperatorStore = (*Store)(nil)
+	_ idemkit.StaleLister   = (*Store)(nil)
+)
 
 // stateReleased is the state of a released key's tombstone: its Owner
 // is the last releasing owner, its LeaseUntil the latest release's time,
@@ -283,7 +286,7 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 	return nil
 }
 
-// Resolve implements idemkit.Store.
+// Resolve implements idemkit.OperatorStore.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &idemkit.StoreError{Op: "resolve", Err: err}
@@ -341,7 +344,7 @@ func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Rec
 	return cur.Clone(), nil
 }
 
-// ListIndeterminate implements idemkit.Store. The page token is the offset
+// ListIndeterminate implements idemkit.OperatorStore. The page token is the offset
 // into the sorted listing.
 func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	return s.list(ctx, "list indeterminate", tenant, page, limit, now, func(r *idemkit.Record) bool {
@@ -349,8 +352,12 @@ func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limi
 	})
 }
 
-// ListStale implements idemkit.Store. The page token is the offset into
-// the sorted listing.
+// ListsStale implements idemkit.StaleLister: it is true, since the
+// store sees every record it holds.
+func (s *Store) ListsStale() bool { return true }
+
+// ListStale implements idemkit.StaleLister. The page token is the offset
+// into the sorted listing.
 func (s *Store) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	return s.list(ctx, "list stale", tenant, page, limit, now, func(r *idemkit.Record) bool {
 		return r.State == idemkit.StateInFlight && r.LeaseExpired(now)

@@ -1,13 +1,18 @@
-// Package storetest is the conformance suite for idemkit.Store
-// implementations. Every store runs it in one line:
+// Package storetest is the conformance suite for idemkit stores. Every
+// store runs it in one line:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) idemkit.Store { return memstore.New() })
+//		storetest.Run(t, func(t *testing.T) idemkit.OperatorStore { return memstore.New() })
 //	}
 //
 // newStore is called once per subtest and must return an empty store. The
-// suite checks the contract written on idemkit.Store (its time precision
-// included); [Options] name the capabilities a store has or lacks.
+// suite checks the contract written on idemkit.Store and
+// idemkit.OperatorStore (its time precision included), and on
+// idemkit.StaleLister for a store that implements it: the listing when
+// ListsStale is true, the refusal when it is false. [Options] name the
+// capabilities a store has or lacks. A store that is only an
+// idemkit.Store, such as a cache in front of another, runs the suite with
+// the operator methods of the store it wraps.
 package storetest
 
 import (
@@ -45,17 +50,17 @@ type Options struct {
 	// NonAtomic says the store's conditional writes are not atomic under
 	// concurrency (an emulator that checks and writes in two steps): the
 	// checks that race writers on one record are skipped, since they prove
-	// nothing there. Such a store falls short of the idemkit.Store contract.
+	// nothing there. Such a store falls short of the idemkit.OperatorStore contract.
 	NonAtomic bool
 }
 
 // Run runs the conformance suite against the stores newStore returns.
-func Run(t *testing.T, newStore func(t *testing.T) idemkit.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) idemkit.OperatorStore) {
 	RunWith(t, newStore, Options{})
 }
 
 // RunWith is Run with options.
-func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Options) {
+func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.OperatorStore, opts Options) {
 	if opts.DistinctKeys <= 0 {
 		opts.DistinctKeys = 10000
 	}
@@ -64,7 +69,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 	}
 	tests := []struct {
 		name string
-		fn   func(*testing.T, idemkit.Store)
+		fn   func(*testing.T, idemkit.OperatorStore)
 	}{
 		{"FirstClaim", testFirstClaim},
 		{"ClaimLiveRecord", testClaimLive},
@@ -99,12 +104,12 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"NoAliasing", testNoAliasing},
 		{"ResolvedAtDefaultsToNow", testResolvedAtDefault},
 		{"BadArguments", testBadArguments},
-		{"SnapshotLimit", func(t *testing.T, s idemkit.Store) { testSnapshotLimit(t, s, opts.SnapshotLimit) }},
+		{"SnapshotLimit", func(t *testing.T, s idemkit.OperatorStore) { testSnapshotLimit(t, s, opts.SnapshotLimit) }},
 		{"LongScope", testLongScope},
-		{"RaceOneKey", func(t *testing.T, s idemkit.Store) { testRace(t, s, opts.Racers) }},
-		{"RaceTakeover", func(t *testing.T, s idemkit.Store) { testRaceOver(t, s, opts.Racers, staleRecord) }},
-		{"RaceResolvedFailed", func(t *testing.T, s idemkit.Store) { testRaceOver(t, s, opts.Racers, failedRecord) }},
-		{"DistinctKeys", func(t *testing.T, s idemkit.Store) { testDistinct(t, s, opts.DistinctKeys) }},
+		{"RaceOneKey", func(t *testing.T, s idemkit.OperatorStore) { testRace(t, s, opts.Racers) }},
+		{"RaceTakeover", func(t *testing.T, s idemkit.OperatorStore) { testRaceOver(t, s, opts.Racers, staleRecord) }},
+		{"RaceResolvedFailed", func(t *testing.T, s idemkit.OperatorStore) { testRaceOver(t, s, opts.Racers, failedRecord) }},
+		{"DistinctKeys", func(t *testing.T, s idemkit.OperatorStore) { testDistinct(t, s, opts.DistinctKeys) }},
 	}
 	races := map[string]bool{"LateCompletionRacesResolve": true, "RaceOneKey": true, "RaceTakeover": true, "RaceResolvedFailed": true}
 	for _, tc := range tests {
@@ -162,7 +167,7 @@ func sampleSnapshot() *idemkit.Snapshot {
 	}
 }
 
-func claim(t *testing.T, s idemkit.Store, r *idemkit.Record, now time.Time, takeover bool) idemkit.ClaimResult {
+func claim(t *testing.T, s idemkit.OperatorStore, r *idemkit.Record, now time.Time, takeover bool) idemkit.ClaimResult {
 	t.Helper()
 	res, err := s.Claim(context.Background(), r, now, idemkit.ClaimOptions{Takeover: takeover})
 	if err != nil {
@@ -171,13 +176,20 @@ func claim(t *testing.T, s idemkit.Store, r *idemkit.Record, now time.Time, take
 	return res
 }
 
-func mustGet(t *testing.T, s idemkit.Store, id string, now time.Time) *idemkit.Record {
+func mustGet(t *testing.T, s idemkit.OperatorStore, id string, now time.Time) *idemkit.Record {
 	t.Helper()
 	r, err := s.Get(context.Background(), id, now)
 	if err != nil {
 		t.Fatalf("Get(%s): %v", id, err)
 	}
 	return r
+}
+
+// staleLister returns s as an idemkit.StaleLister when it lists stale
+// leases.
+func staleLister(s idemkit.OperatorStore) (idemkit.StaleLister, bool) {
+	sl, ok := s.(idemkit.StaleLister)
+	return sl, ok && sl.ListsStale()
 }
 
 func wantErr(t *testing.T, what string, err, target error) {
@@ -187,7 +199,7 @@ func wantErr(t *testing.T, what string, err, target error) {
 	}
 }
 
-func testFirstClaim(t *testing.T, s idemkit.Store) {
+func testFirstClaim(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	res := claim(t, s, r, now, false)
@@ -203,7 +215,7 @@ func testFirstClaim(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testClaimLive(t *testing.T, s idemkit.Store) {
+func testClaimLive(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
@@ -222,7 +234,7 @@ func testClaimLive(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testClaimAfterExpiry(t *testing.T, s idemkit.Store) {
+func testClaimAfterExpiry(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	r.LeaseUntil = now.Add(5 * time.Second)
@@ -254,7 +266,7 @@ func testClaimAfterExpiry(t *testing.T, s idemkit.Store) {
 // its own owner too, even under a lease that runs past it: renewing,
 // marking or completing it is refused and does not bring it back, and its
 // release is the no-op of an absent record.
-func testExpiredInFlight(t *testing.T, s idemkit.Store) {
+func testExpiredInFlight(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	r := newRecord(now, "a")
@@ -287,7 +299,7 @@ func testExpiredInFlight(t *testing.T, s idemkit.Store) {
 // ExpiresAt (live means now before ExpiresAt), not a moment later, in
 // every state and to every method; a millisecond before, it is there.
 // The times are whole seconds, exact at any precision a store may keep.
-func testExpiryBoundary(t *testing.T, s idemkit.Store) {
+func testExpiryBoundary(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	exp := now.Add(5 * time.Second)
@@ -346,7 +358,7 @@ func testExpiryBoundary(t *testing.T, s idemkit.Store) {
 // means now not before LeaseUntil): then a takeover wins, the record can
 // be marked indeterminate and it is listed stale; a millisecond before,
 // none of these. The times are whole seconds.
-func testLeaseBoundary(t *testing.T, s idemkit.Store) {
+func testLeaseBoundary(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	lease := now.Add(5 * time.Second)
@@ -358,10 +370,10 @@ func testLeaseBoundary(t *testing.T, s idemkit.Store) {
 	}
 	b := withOwner(taken, "b")
 	b.LeaseUntil = lease.Add(30 * time.Second)
-	_, _, staleErr := s.ListStale(ctx, marked.Scope.Tenant, "", 10, before)
+	sl, lists := staleLister(s)
 	stale := func(at time.Time) bool {
 		t.Helper()
-		recs, _, err := s.ListStale(ctx, marked.Scope.Tenant, "", 10, at)
+		recs, _, err := sl.ListStale(ctx, marked.Scope.Tenant, "", 10, at)
 		if err != nil {
 			t.Fatalf("ListStale: %v", err)
 		}
@@ -373,11 +385,11 @@ func testLeaseBoundary(t *testing.T, s idemkit.Store) {
 	}
 	err := s.MarkIndeterminate(ctx, marked.ID, "a", before)
 	wantErr(t, "MarkIndeterminate a millisecond before the lease ends", err, idemkit.ErrNotOwner)
-	if staleErr == nil && stale(before) {
+	if lists && stale(before) {
 		t.Fatal("listed stale a millisecond before its lease ends")
 	}
 
-	if staleErr == nil && !stale(lease) {
+	if lists && !stale(lease) {
 		t.Fatal("not listed stale at its LeaseUntil")
 	}
 	if res := claim(t, s, b, lease, true); !res.Won {
@@ -391,7 +403,7 @@ func testLeaseBoundary(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testStaleLeaseTakeover(t *testing.T, s idemkit.Store) {
+func testStaleLeaseTakeover(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	r.LeaseUntil = now.Add(5 * time.Second)
@@ -420,7 +432,7 @@ func testStaleLeaseTakeover(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testFencing(t *testing.T, s idemkit.Store) {
+func testFencing(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	r.LeaseUntil = now.Add(5 * time.Second)
@@ -451,7 +463,7 @@ func testFencing(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testRetriedClaim(t *testing.T, s idemkit.Store) {
+func testRetriedClaim(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
@@ -485,7 +497,7 @@ func testRetriedClaim(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testComplete(t *testing.T, s idemkit.Store) {
+func testComplete(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
@@ -506,7 +518,7 @@ func testComplete(t *testing.T, s idemkit.Store) {
 	sameRecord(t, res.Existing, c)
 }
 
-func testCompleteRefused(t *testing.T, s idemkit.Store) {
+func testCompleteRefused(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
@@ -518,7 +530,7 @@ func testCompleteRefused(t *testing.T, s idemkit.Store) {
 	wantErr(t, "Complete with another token", s.Complete(ctx, completed(withOwner(r, "x"), now, sampleSnapshot()), now), idemkit.ErrNotOwner)
 }
 
-func testRelease(t *testing.T, s idemkit.Store) {
+func testRelease(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
@@ -547,7 +559,7 @@ func testRelease(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testMarkIndeterminate(t *testing.T, s idemkit.Store) {
+func testMarkIndeterminate(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
@@ -589,7 +601,7 @@ func testMarkIndeterminate(t *testing.T, s idemkit.Store) {
 // testLateCompletion: the owner's completion replaces an indeterminate
 // record no operator resolved, and removes it from the listing; once an
 // operator resolved it (either way) the late completion is refused.
-func testLateCompletion(t *testing.T, s idemkit.Store) {
+func testLateCompletion(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	m := markedRecord(t, s, now)
@@ -629,7 +641,7 @@ func testLateCompletion(t *testing.T, s idemkit.Store) {
 // testLateCompletionRacesResolve: the owner's late completion and an
 // operator's resolution race for one indeterminate record: exactly one
 // wins and the record is what the winner wrote.
-func testLateCompletionRacesResolve(t *testing.T, s idemkit.Store) {
+func testLateCompletionRacesResolve(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	at := now.Add(time.Minute)
@@ -665,7 +677,7 @@ func testLateCompletionRacesResolve(t *testing.T, s idemkit.Store) {
 }
 
 // listed returns the IDs ListIndeterminate lists for tenant at now.
-func listed(t *testing.T, s idemkit.Store, tenant string, now time.Time) map[string]bool {
+func listed(t *testing.T, s idemkit.OperatorStore, tenant string, now time.Time) map[string]bool {
 	t.Helper()
 	ids := map[string]bool{}
 	for page, n := "", 0; ; n++ {
@@ -685,7 +697,7 @@ func listed(t *testing.T, s idemkit.Store, tenant string, now time.Time) map[str
 
 // testExtend: only the owner extends a live in_flight lease; a renewed
 // lease protects the key from a takeover and from being marked.
-func testExtend(t *testing.T, s idemkit.Store) {
+func testExtend(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	r := newRecord(now, "a")
@@ -728,7 +740,7 @@ func testExtend(t *testing.T, s idemkit.Store) {
 
 // testMarkUnknown: the owner turns its live in_flight record indeterminate
 // whatever its lease; nobody else can, and it happens once.
-func testMarkUnknown(t *testing.T, s idemkit.Store) {
+func testMarkUnknown(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	r := newRecord(now, "a")
@@ -757,11 +769,19 @@ func testMarkUnknown(t *testing.T, s idemkit.Store) {
 // testListStale: in_flight records whose lease ended are listed, oldest
 // lease first, paged; live leases, completed, released, indeterminate and
 // expired records are not.
-func testListStale(t *testing.T, s idemkit.Store) {
+func testListStale(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
-	if _, _, err := s.ListStale(ctx, "", "", 1, now); errors.Is(err, errors.ErrUnsupported) {
-		t.Skipf("store does not list stale leases as configured: %v", err)
+	sl, ok := s.(idemkit.StaleLister)
+	if !ok {
+		t.Skip("store does not implement idemkit.StaleLister")
+	}
+	if !sl.ListsStale() {
+		// It says so, and its listing refuses rather than list nothing.
+		if _, _, err := sl.ListStale(ctx, "", "", 1, now); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("ListStale of a store whose ListsStale is false: %v, want errors.ErrUnsupported", err)
+		}
+		t.Skip("store does not list stale leases as configured (ListsStale is false)")
 	}
 	n0 := seq.Load()
 	tenants := []string{fmt.Sprintf("stale:%d", n0), fmt.Sprintf("stale:%d:x", n0)}
@@ -778,7 +798,7 @@ func testListStale(t *testing.T, s idemkit.Store) {
 	at := now.Add(2 * time.Minute)
 	other := notStale(t, s, tenants[0], now, at)
 	for _, tenant := range []string{"", tenants[0], tenants[1]} {
-		list := func(page string) ([]*idemkit.Record, string, error) { return s.ListStale(ctx, tenant, page, 2, at) }
+		list := func(page string) ([]*idemkit.Record, string, error) { return sl.ListStale(ctx, tenant, page, 2, at) }
 		got, pages := listPages(t, "ListStale("+tenant+")", list, want[""], func(r *idemkit.Record) {
 			if r.State != idemkit.StateInFlight || !r.LeaseExpired(at) {
 				t.Fatalf("listed a %q record with lease until %v at %v", r.State, r.LeaseUntil, at)
@@ -798,16 +818,16 @@ func testListStale(t *testing.T, s idemkit.Store) {
 		}
 	}
 	// Before the leases end nothing of ours is listed.
-	noneListed(t, s, tenants[1], now, want[""])
+	noneListed(t, sl, tenants[1], now, want[""])
 	for _, page := range foreignPages {
-		if _, _, err := s.ListStale(ctx, "", page, 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+		if _, _, err := sl.ListStale(ctx, "", page, 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
 			t.Fatalf("ListStale with the foreign page token %q: %v, want ErrInvalidPage", page, err)
 		}
 	}
 }
 
 // noneListed checks that ListStale for tenant at now lists none of ours.
-func noneListed(t *testing.T, s idemkit.Store, tenant string, now time.Time, ours map[string]bool) {
+func noneListed(t *testing.T, s idemkit.StaleLister, tenant string, now time.Time, ours map[string]bool) {
 	t.Helper()
 	recs, _, err := s.ListStale(context.Background(), tenant, "", 100, now)
 	if err != nil {
@@ -823,7 +843,7 @@ func noneListed(t *testing.T, s idemkit.Store, tenant string, now time.Time, our
 // notStale claims, in tenant, records that are not stale leases at at:
 // a live lease (extended past at), a completed, a released, an
 // indeterminate and an expired record. It returns their IDs.
-func notStale(t *testing.T, s idemkit.Store, tenant string, now, at time.Time) map[string]bool {
+func notStale(t *testing.T, s idemkit.OperatorStore, tenant string, now, at time.Time) map[string]bool {
 	t.Helper()
 	ctx := context.Background()
 	other := map[string]bool{}
@@ -904,7 +924,7 @@ func listPages(t *testing.T, name string, list func(page string) ([]*idemkit.Rec
 	}
 }
 
-func markedRecord(t *testing.T, s idemkit.Store, now time.Time) *idemkit.Record {
+func markedRecord(t *testing.T, s idemkit.OperatorStore, now time.Time) *idemkit.Record {
 	t.Helper()
 	r := newRecord(now, "a")
 	r.LeaseUntil = now.Add(time.Second)
@@ -916,7 +936,7 @@ func markedRecord(t *testing.T, s idemkit.Store, now time.Time) *idemkit.Record 
 	return mustGet(t, s, r.ID, at)
 }
 
-func testResolveCompleted(t *testing.T, s idemkit.Store) {
+func testResolveCompleted(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
@@ -968,7 +988,7 @@ func checkResolvedCompleted(t *testing.T, g *idemkit.Record, res idemkit.Resolut
 	}
 }
 
-func testResolveFailed(t *testing.T, s idemkit.Store) {
+func testResolveFailed(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	m := markedRecord(t, s, now)
@@ -1002,7 +1022,7 @@ func testResolveFailed(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testListIndeterminate(t *testing.T, s idemkit.Store) {
+func testListIndeterminate(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	n0 := seq.Load()
@@ -1088,7 +1108,7 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 // read as a position (nor panic).
 var foreignPages = []string{"not a token we issued", "-1", "-"}
 
-func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
+func testSnapshotRoundTrip(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	binary := make([]byte, 256)
 	for i := range binary {
@@ -1136,7 +1156,7 @@ func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testRecordRoundTrip(t *testing.T, s idemkit.Store) {
+func testRecordRoundTrip(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "owner-token-\u00e9")
 	r.Scope = idemkit.Scope{Tenant: "t|1:2 \u00fc", Operation: "PATCH /orders/1", Key: `"quoted" key`}
@@ -1151,7 +1171,7 @@ func testRecordRoundTrip(t *testing.T, s idemkit.Store) {
 // are claimed, read back whole, completed, marked indeterminate and listed
 // like any other, per operation and account-wide; scopes differing in one
 // byte stay apart.
-func testLongScope(t *testing.T, s idemkit.Store) {
+func testLongScope(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	for _, aw := range []bool{false, true} {
@@ -1209,7 +1229,7 @@ func testLongScope(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testCanceled(t *testing.T, s idemkit.Store) {
+func testCanceled(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -1220,7 +1240,7 @@ func testCanceled(t *testing.T, s idemkit.Store) {
 	wantErr(t, "Get with a canceled context", err, idemkit.ErrStoreUnavailable)
 }
 
-func testRace(t *testing.T, s idemkit.Store, n int) {
+func testRace(t *testing.T, s idemkit.OperatorStore, n int) {
 	now := base()
 	r := newRecord(now, "")
 	winners, seen := race(t, n, func(i int) (idemkit.ClaimResult, error) {
@@ -1280,7 +1300,7 @@ func race(t *testing.T, n int, claim func(i int) (idemkit.ClaimResult, error)) (
 
 // staleRecord stores an in_flight record whose lease has ended at the
 // time it returns, by owner "crashed".
-func staleRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
+func staleRecord(t *testing.T, s idemkit.OperatorStore) (*idemkit.Record, time.Time) {
 	now := base()
 	r := newRecord(now, "crashed")
 	r.LeaseUntil = now.Add(time.Second)
@@ -1290,7 +1310,7 @@ func staleRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
 
 // failedRecord stores an indeterminate record an operator resolved as
 // failed (claimable again), and returns it with a time it is live.
-func failedRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
+func failedRecord(t *testing.T, s idemkit.OperatorStore) (*idemkit.Record, time.Time) {
 	m := markedRecord(t, s, base())
 	at := m.LeaseUntil.Add(time.Second)
 	if _, err := s.Resolve(context.Background(), m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "not charged"}, at); err != nil {
@@ -1304,7 +1324,7 @@ func failedRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
 // resolution): exactly one wins, and every loser is shown the winner's
 // record. A store that checked and wrote in two steps would let several
 // replace it, and each would run the handler.
-func testRaceOver(t *testing.T, s idemkit.Store, n int, setup func(*testing.T, idemkit.Store) (*idemkit.Record, time.Time)) {
+func testRaceOver(t *testing.T, s idemkit.OperatorStore, n int, setup func(*testing.T, idemkit.OperatorStore) (*idemkit.Record, time.Time)) {
 	old, now := setup(t, s)
 	racers := make([]*idemkit.Record, n)
 	for i := range racers {
@@ -1327,7 +1347,7 @@ func testRaceOver(t *testing.T, s idemkit.Store, n int, setup func(*testing.T, i
 	}
 }
 
-func testDistinct(t *testing.T, s idemkit.Store, n int) {
+func testDistinct(t *testing.T, s idemkit.OperatorStore, n int) {
 	now := base()
 	const workers = 16
 	var (
@@ -1442,9 +1462,9 @@ func sameSnapshot(t *testing.T, got, want *idemkit.Snapshot) {
 }
 
 // testCanceledEveryMethod: every method called with a done context returns
-// an error that is ErrStoreUnavailable (ListStale may instead report that
-// the store does not list stale leases), and does not block.
-func testCanceledEveryMethod(t *testing.T, s idemkit.Store) {
+// an error that is ErrStoreUnavailable, and does not block. ListStale is
+// called when the store lists stale leases.
+func testCanceledEveryMethod(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
@@ -1467,7 +1487,12 @@ func testCanceledEveryMethod(t *testing.T, s idemkit.Store) {
 		}},
 		{"Get", func() error { _, err := s.Get(ctx, r.ID, now); return err }},
 		{"ListIndeterminate", func() error { _, _, err := s.ListIndeterminate(ctx, "", "", 10, now); return err }},
-		{"ListStale", func() error { _, _, err := s.ListStale(ctx, "", "", 10, at); return err }},
+	}
+	if sl, ok := staleLister(s); ok {
+		calls = append(calls, struct {
+			name string
+			call func() error
+		}{"ListStale", func() error { _, _, err := sl.ListStale(ctx, "", "", 10, at); return err }})
 	}
 	for _, c := range calls {
 		done := make(chan error, 1)
@@ -1476,9 +1501,6 @@ func testCanceledEveryMethod(t *testing.T, s idemkit.Store) {
 		select {
 		case err := <-done:
 			timer.Stop()
-			if c.name == "ListStale" && errors.Is(err, errors.ErrUnsupported) {
-				continue
-			}
 			wantErr(t, c.name+" with a canceled context", err, idemkit.ErrStoreUnavailable)
 		case <-timer.C:
 			t.Fatalf("%s with a canceled context did not return within 30 s", c.name)
@@ -1492,7 +1514,7 @@ func testCanceledEveryMethod(t *testing.T, s idemkit.Store) {
 // shares nothing it returns: changing a record after Claim, Complete or
 // Resolve, or a record returned by Get, Claim or Resolve, leaves what is
 // stored as it was.
-func testNoAliasing(t *testing.T, s idemkit.Store) {
+func testNoAliasing(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
@@ -1554,13 +1576,15 @@ func testNoAliasing(t *testing.T, s idemkit.Store) {
 	k := newRecord(now, "a")
 	k.LeaseUntil = now.Add(time.Second)
 	claim(t, s, k, now, false)
-	if recs, _, err := s.ListStale(ctx, k.Scope.Tenant, "", 10, at); err == nil {
+	if sl, ok := staleLister(s); ok {
+		recs, _, err := sl.ListStale(ctx, k.Scope.Tenant, "", 10, at)
+		if err != nil {
+			t.Fatalf("ListStale: %v", err)
+		}
 		for _, r := range recs {
 			scribble(r)
 		}
 		sameRecord(t, mustGet(t, s, k.ID, at), k)
-	} else if !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("ListStale: %v", err)
 	}
 	if err := s.MarkIndeterminate(ctx, k.ID, "a", at); err != nil {
 		t.Fatalf("MarkIndeterminate: %v", err)
@@ -1574,7 +1598,7 @@ func testNoAliasing(t *testing.T, s idemkit.Store) {
 }
 
 // listedRecords returns the records ListIndeterminate lists for tenant.
-func listedRecords(t *testing.T, s idemkit.Store, tenant string, now time.Time) []*idemkit.Record {
+func listedRecords(t *testing.T, s idemkit.OperatorStore, tenant string, now time.Time) []*idemkit.Record {
 	t.Helper()
 	recs, _, err := s.ListIndeterminate(context.Background(), tenant, "", 100, now)
 	if err != nil {
@@ -1620,7 +1644,7 @@ func scribbleSnapshot(s *idemkit.Snapshot) {
 
 // testResolvedAtDefault: a Resolution without ResolvedAt is stored as
 // resolved at the call's now.
-func testResolvedAtDefault(t *testing.T, s idemkit.Store) {
+func testResolvedAtDefault(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
@@ -1638,7 +1662,7 @@ func testResolvedAtDefault(t *testing.T, s idemkit.Store) {
 // testBadArguments: a record or resolution the contract rules out is
 // refused as ErrRecordInvalid (with unclassified, as any error that is not
 // ErrStoreUnavailable), and nothing is stored.
-func testBadArguments(t *testing.T, s idemkit.Store) {
+func testBadArguments(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	check := func(what string, err error) {
@@ -1676,7 +1700,7 @@ func testBadArguments(t *testing.T, s idemkit.Store) {
 
 // testSnapshotLimit: a body the store cannot keep is stored Omitted,
 // without its body, with its status and headers; Complete succeeds.
-func testSnapshotLimit(t *testing.T, s idemkit.Store, limit int) {
+func testSnapshotLimit(t *testing.T, s idemkit.OperatorStore, limit int) {
 	if limit <= 0 {
 		t.Skip("store keeps bodies of any size (Options.SnapshotLimit is zero)")
 	}

@@ -60,7 +60,8 @@ func TestRefillCountsOnce(t *testing.T) {
 // be claimed again.
 func TestEntryEndsAtExpiresAt(t *testing.T) {
 	ctx := context.Background()
-	c := warmcache.New(memstore.New(), warmcache.Config{})
+	mem := memstore.New()
+	c := warmcache.New(mem, warmcache.Config{})
 	now := time.Now()
 	r := inFlight(now, "a")
 	if _, err := c.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
@@ -73,7 +74,7 @@ func TestEntryEndsAtExpiresAt(t *testing.T) {
 	exp := now.Add(time.Hour)
 	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("checked")},
 		Operator: "ops", ReplayUntil: now.Add(3 * time.Hour), ExpiresAt: exp}
-	if _, err := c.Resolve(ctx, r.ID, res, at); err != nil {
+	if _, err := mem.Resolve(ctx, r.ID, res, at); err != nil {
 		t.Fatal(err)
 	}
 	if cr, err := c.Claim(ctx, inFlight(at, "b"), at, idemkit.ClaimOptions{}); err != nil || cr.Won {

@@ -14,7 +14,7 @@ import (
 
 // resolvedRecord stores, in mem, a record an operator resolved as
 // completed with body, and returns the record as the store answers it.
-func resolvedRecord(t *testing.T, mem idemkit.Store, key string, body []byte, now time.Time) *idemkit.Record {
+func resolvedRecord(t *testing.T, mem idemkit.OperatorStore, key string, body []byte, now time.Time) *idemkit.Record {
 	t.Helper()
 	ctx := context.Background()
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}

@@ -120,7 +120,7 @@ func helpFor(fs *flag.FlagSet, text string) func(io.Writer) {
 }
 
 // open opens the store named by o.
-func (c *cli) open(ctx context.Context, o *common) (idemkit.Store, error) {
+func (c *cli) open(ctx context.Context, o *common) (idemkit.OperatorStore, error) {
 	s, err := c.env.OpenStore(ctx, o.store)
 	if err != nil {
 		return nil, fmt.Errorf("open table %s: %w", o.store.Table, err)

@@ -52,7 +52,7 @@ func newFixtureWith(t *testing.T, opts dynamo.Options) *fixture {
 	}
 	f := &fixture{t: t, table: table, store: s}
 	f.env = Env{
-		OpenStore: func(_ context.Context, o StoreOptions) (idemkit.Store, error) {
+		OpenStore: func(_ context.Context, o StoreOptions) (idemkit.OperatorStore, error) {
 			if o.Table != table {
 				t.Errorf("OpenStore: table %q, want %q", o.Table, table)
 			}
@@ -202,7 +202,7 @@ func wantCode(t *testing.T, got int, want int, stdout, stderr string) {
 }
 
 // failingStore fails every call as unavailable.
-type failingStore struct{ idemkit.Store }
+type failingStore struct{ idemkit.OperatorStore }
 
 var errDown = &idemkit.StoreError{Op: "get", Err: errors.New("connection refused")}
 

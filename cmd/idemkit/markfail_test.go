@@ -11,7 +11,7 @@ import (
 )
 
 // markFails is a store whose MarkIndeterminate fails as an outage does.
-type markFails struct{ idemkit.Store }
+type markFails struct{ idemkit.OperatorStore }
 
 func (markFails) MarkIndeterminate(context.Context, string, string, time.Time) error {
 	return &idemkit.StoreError{Op: "mark indeterminate", Err: errors.New("throttled")}
