@@ -40,14 +40,21 @@ import (
 // Context: a method whose ctx is done returns promptly with an error that
 // is ErrStoreUnavailable; it must not block past ctx.
 //
+// Preconditions: every id and Record.ID passed in is not empty; every
+// owner and Record.Owner is not empty; a record passed to Claim or
+// Complete has a Scope.Tenant (the guard refuses a request without one,
+// ErrTenantMissing) and the State the method names (in_flight for Claim;
+// completed, with a Snapshot, for Complete); a Resolution has As
+// completed, with a Snapshot, or failed. A call that breaks one changes
+// nothing and returns an error that is ErrRecordInvalid, whatever the
+// store holds. So does a record over one of the store's own limits (its
+// size, its encoding), which the store documents.
+//
 // Errors: methods return the sentinel errors named below (test them with
-// errors.Is). A bad argument (a record without an ID or an Owner, a
-// Resolution that is neither completed nor failed or completed without a
-// Snapshot, a record over one of the store's limits) is the caller's
-// fault and retrying cannot help: the error is ErrRecordInvalid, never
-// ErrStoreUnavailable. Any other failure (network, throttling, timeout)
-// must be returned as an error that is ErrStoreUnavailable under
-// errors.Is.
+// errors.Is). A bad argument is the caller's fault and retrying cannot
+// help: the error is ErrRecordInvalid, never ErrStoreUnavailable. Any
+// other failure (network, throttling, timeout) must be returned as an
+// error that is ErrStoreUnavailable under errors.Is.
 type Store interface {
 	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
 	// no record with rec.ID is live, or the live record

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/storearg"
 )
 
 // Client is the part of *dynamodb.Client the store uses. Inputs share
@@ -477,8 +478,8 @@ const claimAttempts = 3
 // that blocks it, or else a *FailoverError.
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
 	const op = "claim"
-	if rec.ID == "" || rec.Owner == "" || rec.Scope.Tenant == "" {
-		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: claim %q: %w: want a record with an ID, an owner and a tenant", rec.ID, idemkit.ErrRecordInvalid)
+	if err := storearg.Claim(rec); err != nil {
+		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: %s: %w", op, err)
 	}
 	if err := checkUTF8(op, rec); err != nil {
 		return idemkit.ClaimResult{}, err
@@ -733,6 +734,9 @@ func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error 
 // MaxItemSize is stored without its body, Snapshot.Omitted set.
 func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
 	const op = "complete"
+	if err := storearg.Complete(rec); err != nil {
+		return fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	if err := checkUTF8(op, rec); err != nil {
 		return err
 	}
@@ -780,6 +784,9 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 // region yet.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
 	const op = "release"
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	if !utf8.ValidString(id) || s.lay.keyTooLong(op, id) != nil {
 		// No record has such an ID (Claim refuses it); sent as is, the SDK
 		// would write the tombstone of another ID, or DynamoDB refuse the
@@ -909,6 +916,9 @@ func (s *Store) addReleased(id string, item map[string]types.AttributeValue, own
 // then tells it from a record that is no longer ours.
 func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
 	const op = "extend"
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {
 		return err
@@ -1002,6 +1012,9 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 // on the SDK's retry after its answer was lost, is reported as made
 // (ownRefused); any other mark, earlier or concurrent, is ErrNotOwner.
 func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, endLease bool) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {
 		return err
@@ -1062,11 +1075,8 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 // required when res.As is completed and ignored when it is failed.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	const op = "resolve"
-	switch {
-	case res.As == idemkit.StateCompleted && res.Snapshot == nil:
-		return nil, fmt.Errorf("dynamo: resolve %q as completed: %w: no snapshot", id, idemkit.ErrRecordInvalid)
-	case res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed:
-		return nil, fmt.Errorf("dynamo: resolve %q as %q: %w: want completed or failed", id, res.As, idemkit.ErrRecordInvalid)
+	if err := storearg.Resolution(id, res); err != nil {
+		return nil, fmt.Errorf("dynamo: %w", err)
 	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {
@@ -1166,6 +1176,9 @@ func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[
 // Get implements idemkit.Store with one consistent GetItem.
 func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
 	const op = "get"
+	if err := storearg.ID(id); err != nil {
+		return nil, fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	if s.lay.keyTooLong(op, id) != nil {
 		return nil, idemkit.ErrNotFound // Claim refuses such an ID
 	}

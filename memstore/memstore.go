@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/storearg"
 )
 
 // Store is an in-memory idemkit.Store. The zero value is ready to use and
@@ -105,11 +106,11 @@ func (s *Store) put(r *idemkit.Record, now time.Time) {
 
 // Claim implements idemkit.Store.
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	if err := storearg.Claim(rec); err != nil {
+		return idemkit.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "claim", Err: err}
-	}
-	if rec == nil || rec.ID == "" || rec.Owner == "" {
-		return idemkit.ClaimResult{}, fmt.Errorf("memstore: claim: %w: want a record with an ID and an owner", idemkit.ErrRecordInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,6 +167,9 @@ func (s *Store) isFenced(id, owner string) bool {
 
 // Complete implements idemkit.Store.
 func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
+	if err := storearg.Complete(rec); err != nil {
+		return fmt.Errorf("memstore: complete: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &idemkit.StoreError{Op: "complete", Err: err}
 	}
@@ -195,6 +199,9 @@ func completable(cur *idemkit.Record) bool {
 
 // Extend implements idemkit.Store.
 func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("memstore: extend: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &idemkit.StoreError{Op: "extend", Err: err}
 	}
@@ -214,6 +221,9 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 
 // MarkUnknown implements idemkit.Store.
 func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("memstore: mark unknown: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &idemkit.StoreError{Op: "mark unknown", Err: err}
 	}
@@ -231,6 +241,9 @@ func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time
 
 // Release implements idemkit.Store.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("memstore: release: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &idemkit.StoreError{Op: "release", Err: err}
 	}
@@ -272,6 +285,9 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 
 // MarkIndeterminate implements idemkit.Store.
 func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("memstore: mark indeterminate: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &idemkit.StoreError{Op: "mark indeterminate", Err: err}
 	}
@@ -288,11 +304,11 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 
 // Resolve implements idemkit.OperatorStore.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+	if err := storearg.Resolution(id, res); err != nil {
+		return nil, fmt.Errorf("memstore: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, &idemkit.StoreError{Op: "resolve", Err: err}
-	}
-	if res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed {
-		return nil, fmt.Errorf("memstore: resolve as %q: %w: want completed or failed", res.As, idemkit.ErrRecordInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -313,9 +329,6 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		rc.Snapshot = nil
 	}
 	if res.As == idemkit.StateCompleted {
-		if res.Snapshot == nil {
-			return nil, fmt.Errorf("memstore: resolve as completed: %w: no snapshot", idemkit.ErrRecordInvalid)
-		}
 		r.Snapshot = res.Snapshot.Clone()
 		r.CompletedAt = rc.ResolvedAt
 	}
@@ -331,6 +344,9 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 
 // Get implements idemkit.Store.
 func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
+	if err := storearg.ID(id); err != nil {
+		return nil, fmt.Errorf("memstore: get: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, &idemkit.StoreError{Op: "get", Err: err}
 	}

@@ -72,7 +72,7 @@ func TestMixedRace(t *testing.T) {
 			for i := 0; i < iterations; i++ {
 				k := rnd.IntN(keys)
 				token := fmt.Sprintf("owner-%d", tokens.Add(1))
-				rec := &idemkit.Record{ID: id(k), State: idemkit.StateInFlight, Owner: token, Fingerprint: "v2:sha256:x",
+				rec := &idemkit.Record{ID: id(k), Scope: idemkit.Scope{Tenant: "tenant-a"}, State: idemkit.StateInFlight, Owner: token, Fingerprint: "v2:sha256:x",
 					LeaseUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
 				res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{})
 				if err != nil {

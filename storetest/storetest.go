@@ -145,9 +145,12 @@ func newRecord(now time.Time, owner string) *idemkit.Record {
 	}
 }
 
+// withOwner returns a claim by owner of r's scope, with r's fingerprint
+// and times: in_flight, without an answer or a resolution.
 func withOwner(r *idemkit.Record, owner string) *idemkit.Record {
 	c := r.Clone()
-	c.Owner = owner
+	c.Owner, c.State = owner, idemkit.StateInFlight
+	c.Snapshot, c.Resolution, c.CompletedAt = nil, nil, time.Time{}
 	return c
 }
 
@@ -1659,9 +1662,12 @@ func testResolvedAtDefault(t *testing.T, s idemkit.OperatorStore) {
 	}
 }
 
-// testBadArguments: a record or resolution the contract rules out is
-// refused as ErrRecordInvalid (with unclassified, as any error that is not
-// ErrStoreUnavailable), and nothing is stored.
+// testBadArguments: every call that breaks a precondition of the
+// contract (an empty ID or owner, a record without a tenant or in another
+// state than the method's, a completion without a snapshot, a resolution
+// neither completed nor failed or completed without a snapshot) is
+// refused as ErrRecordInvalid (never ErrStoreUnavailable), whatever the
+// store holds, and nothing is stored.
 func testBadArguments(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
@@ -1676,23 +1682,70 @@ func testBadArguments(t *testing.T, s idemkit.OperatorStore) {
 			t.Fatalf("%s: %v, want ErrRecordInvalid", what, err)
 		}
 	}
+	claimOf := func(what string, r *idemkit.Record) {
+		t.Helper()
+		_, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{})
+		check("Claim of "+what, err)
+	}
+	claimOf("a nil record", nil)
 	noOwner := newRecord(now, "")
-	_, err := s.Claim(ctx, noOwner, now, idemkit.ClaimOptions{})
-	check("Claim of a record without an owner", err)
+	claimOf("a record without an owner", noOwner)
 	if _, err := s.Get(ctx, noOwner.ID, now); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("Get after a refused claim: %v, want ErrNotFound", err)
 	}
 	noID := newRecord(now, "a")
 	noID.ID = ""
-	_, err = s.Claim(ctx, noID, now, idemkit.ClaimOptions{})
-	check("Claim of a record without an ID", err)
+	claimOf("a record without an ID", noID)
+	noTenant := newRecord(now, "a")
+	noTenant.Scope.Tenant = ""
+	claimOf("a record without a tenant", noTenant)
+	done := completed(newRecord(now, "a"), now, sampleSnapshot())
+	claimOf("a completed record", done)
+	if _, err := s.Get(ctx, done.ID, now); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get after a refused claim of a completed record: %v, want ErrNotFound", err)
+	}
+
+	// A live in_flight record of owner a: no bad call changes it.
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	bad := func(change func(c *idemkit.Record)) *idemkit.Record {
+		c := completed(r, now, sampleSnapshot())
+		change(c)
+		return c
+	}
+	for what, c := range map[string]*idemkit.Record{
+		"a nil record":                         nil,
+		"a record without an ID":               bad(func(c *idemkit.Record) { c.ID = "" }),
+		"a record without an owner":            bad(func(c *idemkit.Record) { c.Owner = "" }),
+		"a record without a tenant":            bad(func(c *idemkit.Record) { c.Scope.Tenant = "" }),
+		"an in_flight record":                  bad(func(c *idemkit.Record) { c.State, c.Snapshot, c.CompletedAt = idemkit.StateInFlight, nil, time.Time{} }),
+		"a completed record without an answer": bad(func(c *idemkit.Record) { c.Snapshot = nil }),
+	} {
+		check("Complete of "+what, s.Complete(ctx, c, now))
+	}
+	later := now.Add(time.Minute) // after r's lease
+	for _, a := range []struct{ id, owner string }{{"", "a"}, {r.ID, ""}} {
+		what := fmt.Sprintf("(id %q, owner %q)", a.id, a.owner)
+		check("Release"+what, s.Release(ctx, a.id, a.owner, now))
+		check("Extend"+what, s.Extend(ctx, a.id, a.owner, later, now))
+		check("MarkUnknown"+what, s.MarkUnknown(ctx, a.id, a.owner, now))
+		check("MarkIndeterminate"+what, s.MarkIndeterminate(ctx, a.id, a.owner, later))
+	}
+	_, err := s.Get(ctx, "", now)
+	check("Get of an empty ID", err)
+	sameRecord(t, mustGet(t, s, r.ID, now), r)
 
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
+	_, err = s.Resolve(ctx, "", idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
+	check("Resolve of an empty ID", err)
 	_, err = s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateInFlight, Operator: "ops"}, at)
 	check("Resolve as in_flight", err)
 	_, err = s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, at)
 	check("Resolve as completed without a snapshot", err)
+	// Whatever the store holds: a record that is not indeterminate.
+	_, err = s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, at)
+	check("Resolve of an in_flight record as completed without a snapshot", err)
 	if got := mustGet(t, s, m.ID, at); got.State != idemkit.StateIndeterminate {
 		t.Fatalf("after refused resolutions the record is %q, want indeterminate", got.State)
 	}

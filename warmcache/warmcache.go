@@ -59,6 +59,7 @@ package warmcache
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/storearg"
 )
 
 // Defaults applied to the zero fields of Config.
@@ -261,6 +263,10 @@ func (s *Store) Stats() Stats {
 // lost to it, and no store call is made. Otherwise it claims in the store
 // and caches the completed record a lost claim returns.
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	if err := storearg.Claim(rec); err != nil {
+		// Refused as the store would, before the cache answers.
+		return idemkit.ClaimResult{}, fmt.Errorf("warmcache: claim: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "claim", Err: err}
 	}
