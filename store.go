@@ -40,6 +40,29 @@ import (
 // Context: a method whose ctx is done returns promptly with an error that
 // is ErrStoreUnavailable; it must not block past ctx.
 //
+// Lost answers: a write whose answer was lost (a timeout, a reset) may
+// have landed, and is then made again, by the store's own client within
+// the call (an SDK retry) or by the caller in another call. A store must
+// take a change it finds landed by the write it retries as that write's
+// own, never as another writer's:
+//   - Within one call, a write sent again that finds its first attempt
+//     landed answers as that attempt would have. Claim, Complete, Release
+//     and Extend tell by their own rules (below). MarkUnknown,
+//     MarkIndeterminate and Resolve cannot: the change they make refuses a
+//     second copy of itself, as it does another writer's. A store that
+//     sends one of them more than once writes a token of the call with
+//     the change and compares it in the record that refused the copy
+//     (package dynamo does). A store that makes each call once (package
+//     memstore) has nothing to recognise.
+//   - In another call, the rules of each method answer: Claim wins over
+//     its own in_flight record, Complete completes its own completed
+//     record again, Release finds its own tombstone and Extend its own
+//     lease, and each returns what its first call did. MarkUnknown and
+//     MarkIndeterminate return ErrNotOwner and Resolve ErrNotIndeterminate,
+//     changing nothing; the caller reads the record to tell its own change
+//     (indeterminate with the same Owner and no Resolution; a Resolution
+//     equal to its own), as the guard and [Resolve] do.
+//
 // Preconditions: every id and Record.ID passed in is not empty; every
 // owner and Record.Owner is not empty; a record passed to Claim or
 // Complete has a Scope.Tenant (the guard refuses a request without one,
@@ -209,14 +232,12 @@ type StaleLister interface {
 
 // MaxWriteDelay bounds how late a write sent to a store can land. A write
 // whose answer was lost (a timeout, a reset) may still be on its way, and
-// reach the store after its sender moved on; DynamoDB refuses a request
-// whose signature is more than 15 minutes old (SigV4, "Signature
-// expired"), so a copy lands within 15 minutes of being signed, or never.
-// What a store keeps to refuse late copies (a released key's tombstone)
-// lives at least this long past the write that made it, by the clock of
-// the instance whose copies it refuses, which also dates their
-// signatures. A store on another backend must bound the delay of its
-// writes as tightly, or keep such records longer.
+// reach the store after its sender moved on. What a store keeps to refuse
+// late copies (a released key's tombstone) lives at least this long past
+// the write that made it, by the clock of the instance whose copies it
+// refuses. A store must bound the delay of its writes as tightly (package
+// dynamo's backend refuses a request signed more than 15 minutes before
+// it arrives), or keep such records longer.
 //
 // A tombstone refuses every claim of an owner released on it, and every
 // claim made more than FenceSkew before its latest release; a failed

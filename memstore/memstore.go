@@ -4,6 +4,10 @@
 // use package dynamo for that. It passes the same conformance suite
 // (package storetest) as the DynamoDB store.
 //
+// Each call is applied once, under one lock, and its answer cannot be
+// lost: a write made again is a caller's retry, answered by the rules of
+// the idemkit.Store contract (its lost answers).
+//
 // Expired records are dropped as new ones are written, so that a
 // long-running process holds about its live records, not every record it
 // ever stored. Like DynamoDB's TTL deletion, a record that a write has

@@ -80,6 +80,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.OperatorStore, op
 		{"StaleLeaseTakeover", testStaleLeaseTakeover},
 		{"FencingRefusesStaleToken", testFencing},
 		{"RetriedClaimIsOurs", testRetriedClaim},
+		{"RetriedWrites", testRetriedWrites},
 		{"CompleteAndRetriedComplete", testComplete},
 		{"CompleteRefused", testCompleteRefused},
 		{"Release", testRelease},
@@ -497,6 +498,125 @@ func testRetriedClaim(t *testing.T, s idemkit.OperatorStore) {
 	}
 	if res := claim(t, s, r, now.Add(5*time.Second), false); res.Won {
 		t.Fatal("a claim with the owner token won over the completed record")
+	}
+}
+
+// testRetriedWrites: every write made again a second later, as a caller
+// does after its first answer was lost, gets the answer the contract
+// gives a retry (the lost answers of idemkit.Store) and leaves the record
+// as the first call left it, which tells the caller its own change: Claim
+// wins, Complete, Release and Extend return nil; MarkUnknown and
+// MarkIndeterminate return ErrNotOwner, the record indeterminate with the
+// same owner, its lease as the mark set it, no resolution; Resolve
+// returns ErrNotIndeterminate, the record holding the first resolution.
+func testRetriedWrites(t *testing.T, s idemkit.OperatorStore) {
+	ctx := context.Background()
+	now := base()
+	again := now.Add(time.Second)
+	claimed := func() *idemkit.Record {
+		r := newRecord(now, "a")
+		r.LeaseUntil = now.Add(time.Minute)
+		claim(t, s, r, now, false)
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		// first makes the write and returns the record it leaves (nil:
+		// none) and the retry, made at again.
+		first func() (*idemkit.Record, func() error)
+		want  error
+	}{
+		{"Claim", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			return r, func() error {
+				if res := claim(t, s, r, again, false); !res.Won {
+					return fmt.Errorf("lost to %+v", res.Existing)
+				}
+				return nil
+			}
+		}, nil},
+		{"Complete", func() (*idemkit.Record, func() error) {
+			c := completed(claimed(), now, sampleSnapshot())
+			if err := s.Complete(ctx, c, now); err != nil {
+				t.Fatal(err)
+			}
+			return c, func() error { return s.Complete(ctx, c, again) }
+		}, nil},
+		{"Release", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			if err := s.Release(ctx, r.ID, "a", now); err != nil {
+				t.Fatal(err)
+			}
+			return nil, func() error {
+				if err := s.Release(ctx, r.ID, "a", again); err != nil {
+					return err
+				}
+				if _, err := s.Get(ctx, r.ID, again); !errors.Is(err, idemkit.ErrNotFound) {
+					return fmt.Errorf("Get after the retried release: %v, want ErrNotFound", err)
+				}
+				return nil
+			}
+		}, nil},
+		{"Extend", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			r.LeaseUntil = now.Add(time.Hour)
+			if err := s.Extend(ctx, r.ID, "a", r.LeaseUntil, now); err != nil {
+				t.Fatal(err)
+			}
+			return r, func() error { return s.Extend(ctx, r.ID, "a", r.LeaseUntil, again) }
+		}, nil},
+		{"MarkUnknown", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			if err := s.MarkUnknown(ctx, r.ID, "a", now); err != nil {
+				t.Fatal(err)
+			}
+			r.State, r.LeaseUntil = idemkit.StateIndeterminate, now
+			return r, func() error { return s.MarkUnknown(ctx, r.ID, "a", again) }
+		}, idemkit.ErrNotOwner},
+		{"MarkIndeterminate", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			at := r.LeaseUntil.Add(time.Second)
+			if err := s.MarkIndeterminate(ctx, r.ID, "a", at); err != nil {
+				t.Fatal(err)
+			}
+			r.State = idemkit.StateIndeterminate
+			return r, func() error { return s.MarkIndeterminate(ctx, r.ID, "a", at.Add(time.Second)) }
+		}, idemkit.ErrNotOwner},
+		{"Resolve", func() (*idemkit.Record, func() error) {
+			m := markedRecord(t, s, now)
+			res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot(), Operator: "ops", Reason: "checked", ResolvedAt: now.Add(time.Minute)}
+			got, err := s.Resolve(ctx, m.ID, res, res.ResolvedAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got, func() error {
+				_, err := s.Resolve(ctx, m.ID, res, res.ResolvedAt.Add(time.Second))
+				return err
+			}
+		}, idemkit.ErrNotIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, retry := tc.first()
+			err := retry()
+			if tc.want == nil && err != nil {
+				t.Fatalf("retried %s: %v, want nil", tc.name, err)
+			}
+			if tc.want != nil {
+				wantErr(t, "retried "+tc.name, err, tc.want)
+			}
+			if want == nil {
+				return
+			}
+			got := mustGet(t, s, want.ID, again)
+			sameRecord(t, got, want)
+			if (got.Resolution == nil) != (want.Resolution == nil) {
+				t.Fatalf("resolution %+v, want %+v", got.Resolution, want.Resolution)
+			}
+			if r := want.Resolution; r != nil && (got.Resolution.Operator != r.Operator || got.Resolution.Reason != r.Reason ||
+				!timeEq(got.Resolution.ResolvedAt, r.ResolvedAt)) {
+				t.Fatalf("resolution %+v, want the first one, %+v", got.Resolution, r)
+			}
+		})
 	}
 }
 
