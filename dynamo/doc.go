@@ -211,7 +211,7 @@
 //
 // With global tables, use NewRegional: each tenant has a home region and
 // every call for its records goes there (see Regions). The tenant is read
-// from the record ID (TenantOf), which ties this package to the ID
+// from the record ID (idemkit.IDTenant), which ties this package to the ID
 // encoding of idemkit.Scope.ID. An operator moves a tenant with a
 // Failover, whose claims are fenced until the records its old home wrote
 // are known to have replicated.

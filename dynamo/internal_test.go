@@ -12,27 +12,6 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-func TestTenantOf(t *testing.T) {
-	for _, sc := range []idemkit.Scope{
-		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
-		{Tenant: "t|1:2 \u00fc", Operation: "PATCH /x", Key: `"q"`},
-		{Tenant: "12:ab", Operation: "", Key: "3:x"},
-		{Tenant: "", Operation: "op", Key: "k"},
-	} {
-		for _, aw := range []bool{false, true} {
-			got, err := TenantOf(sc.ID(aw))
-			if err != nil || got != sc.Tenant {
-				t.Errorf("TenantOf(%q) = %q, %v; want %q", sc.ID(aw), got, err, sc.Tenant)
-			}
-		}
-	}
-	for _, id := range []string{"", "x1|4:acme", "o1|", "o1|4acme", "o1|9:acme", "o1|-1:a", "o1|04:acme", "o1|+4:acme"} {
-		if got, err := TenantOf(id); err == nil {
-			t.Errorf("TenantOf(%q) = %q, want an error", id, got)
-		}
-	}
-}
-
 func TestPageToken(t *testing.T) {
 	lek := map[string]types.AttributeValue{AttrID: str("o1|1:a1:b1:c"), AttrLeaseUntil: num(1767225600123), AttrIndeterminate: str(IndeterminateValue)}
 	tok, err := encodePage(lek, "acme")
@@ -50,8 +29,8 @@ func TestPageToken(t *testing.T) {
 		"no ID":        "eyJ2IjoxLCJ0IjoiYmV0YSJ9",
 		"version":      "eyJ2IjoyLCJ0IjoiYmV0YSIsInBrIjoieCJ9",
 	} {
-		if _, _, err := decodePage(page, "beta"); !errors.Is(err, ErrInvalidPage) {
-			t.Errorf("%s: %v, want ErrInvalidPage", name, err)
+		if _, _, err := decodePage(page, "beta"); !errors.Is(err, idemkit.ErrInvalidPage) {
+			t.Errorf("%s: %v, want idemkit.ErrInvalidPage", name, err)
 		}
 	}
 	// A token of the stale listing is refused by the indeterminate one and
@@ -60,11 +39,11 @@ func TestPageToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := decodePage(stale, "acme"); !errors.Is(err, ErrInvalidPage) {
-		t.Errorf("a stale listing's token in the indeterminate listing: %v, want ErrInvalidPage", err)
+	if _, _, err := decodePage(stale, "acme"); !errors.Is(err, idemkit.ErrInvalidPage) {
+		t.Errorf("a stale listing's token in the indeterminate listing: %v, want idemkit.ErrInvalidPage", err)
 	}
-	if _, _, err := decodePageOf(tok, "stale", "acme"); !errors.Is(err, ErrInvalidPage) {
-		t.Errorf("an indeterminate listing's token in the stale listing: %v, want ErrInvalidPage", err)
+	if _, _, err := decodePageOf(tok, "stale", "acme"); !errors.Is(err, idemkit.ErrInvalidPage) {
+		t.Errorf("an indeterminate listing's token in the stale listing: %v, want idemkit.ErrInvalidPage", err)
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 // means DefaultListLimit; it is at most MaxListLimit. Index reads are
 // eventually consistent: a record marked or resolved a moment ago may be
 // missing or still listed. A page token not issued for this tenant's
-// listing is refused with an error wrapping ErrInvalidPage.
+// listing is refused with an error wrapping idemkit.ErrInvalidPage.
 func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	q := listQuery{op: "list indeterminate", kind: "", state: idemkit.StateIndeterminate, hashAttr: AttrIndeterminate, hashValue: IndeterminateValue, index: IndexIndeterminate}
 	if tenant != "" {
@@ -145,7 +145,7 @@ func (s *Store) queryInput(q listQuery, tenant, page string, limit int, now time
 			return nil, err
 		}
 		if (t.SK != "") != (s.lay.sortAttr != "") {
-			return nil, fmt.Errorf("%w: issued for a table keyed otherwise", ErrInvalidPage)
+			return nil, fmt.Errorf("dynamo: %w: issued for a table keyed otherwise", idemkit.ErrInvalidPage)
 		}
 		in.ExclusiveStartKey = map[string]types.AttributeValue{s.lay.keyAttr: str(t.ID), AttrLeaseUntil: num(t.Lease), q.hashAttr: str(q.hashValue)}
 		if s.lay.sortAttr != "" {
@@ -241,20 +241,20 @@ func (l *layout) encodePage(lek map[string]types.AttributeValue, kind, tenant st
 func decodeToken(page, kind, tenant string) (t pageToken, err error) {
 	b, err := base64.RawURLEncoding.DecodeString(page)
 	if err != nil {
-		return t, fmt.Errorf("%w: %v", ErrInvalidPage, err)
+		return t, fmt.Errorf("dynamo: %w: %v", idemkit.ErrInvalidPage, err)
 	}
 	if err := json.Unmarshal(b, &t); err != nil {
-		return t, fmt.Errorf("%w: %v", ErrInvalidPage, err)
+		return t, fmt.Errorf("dynamo: %w: %v", idemkit.ErrInvalidPage, err)
 	}
 	switch {
 	case t.V != 1:
-		return t, fmt.Errorf("%w: version %d", ErrInvalidPage, t.V)
+		return t, fmt.Errorf("dynamo: %w: version %d", idemkit.ErrInvalidPage, t.V)
 	case t.ID == "":
-		return t, fmt.Errorf("%w: no record ID", ErrInvalidPage)
+		return t, fmt.Errorf("dynamo: %w: no record ID", idemkit.ErrInvalidPage)
 	case t.Kind != kind:
-		return t, fmt.Errorf("%w: issued for another listing (%q)", ErrInvalidPage, t.Kind)
+		return t, fmt.Errorf("dynamo: %w: issued for another listing (%q)", idemkit.ErrInvalidPage, t.Kind)
 	case t.Tenant != tenant:
-		return t, fmt.Errorf("%w: issued for tenant %q, not %q", ErrInvalidPage, t.Tenant, tenant)
+		return t, fmt.Errorf("dynamo: %w: issued for tenant %q, not %q", idemkit.ErrInvalidPage, t.Tenant, tenant)
 	}
 	return t, nil
 }

@@ -156,10 +156,6 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// ErrInvalidPage is wrapped by the error ListIndeterminate returns for a
-// page token it did not issue (or issued for another tenant).
-var ErrInvalidPage = fmt.Errorf("dynamo: %w", idemkit.ErrInvalidPage)
-
 // Store is an idemkit.OperatorStore on a DynamoDB table laid out as the
 // package documentation describes. It is an idemkit.StaleLister too,
 // listing stale leases only with Options.IndexInFlight (ListsStale). It

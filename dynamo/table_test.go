@@ -83,7 +83,7 @@ func TestListPages(t *testing.T) {
 		"all tenants":  {"", next},
 		"garbage":      {"acme", "not a token"},
 	} {
-		if _, _, err := s.ListIndeterminate(ctx, tc.tenant, tc.page, 2, now); !errors.Is(err, dynamo.ErrInvalidPage) {
+		if _, _, err := s.ListIndeterminate(ctx, tc.tenant, tc.page, 2, now); !errors.Is(err, idemkit.ErrInvalidPage) {
 			t.Errorf("%s: %v, want ErrInvalidPage", name, err)
 		}
 	}

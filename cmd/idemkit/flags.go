@@ -155,7 +155,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue), errors.Is(err, dynamo.ErrInvalidPage):
+	case errors.As(err, &ue), errors.Is(err, idemkit.ErrInvalidPage):
 		return exitUsage
 	case errors.Is(err, idemkit.ErrNotFound):
 		return exitNotFound
