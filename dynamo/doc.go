@@ -84,8 +84,11 @@
 // in its list, so that it is replayed byte for byte; a store of an older
 // version reads such a record as corrupt, never as another value.
 //
-// The Attr* and Index* constants name them. A completed resolution's
-// snapshot is the record's snapshot (sc, sh, sb, ...), not stored twice.
+// The layout is this package's to change: only the names a table's
+// definition and its TTL need are exported (DefaultKeyAttr, TTLAttr and
+// the Index* constants; TableDefinition has the rest). A completed
+// resolution's snapshot is the record's snapshot (sc, sh, sb, ...), not
+// stored twice.
 //
 // Two sparse global secondary indexes (projection ALL) list indeterminate
 // records without a scan: IndexIndeterminate (hash ix, range lu) for all
@@ -108,10 +111,11 @@
 // Every other attribute, the conditions and the indexes are as above, the
 // conditions naming KeyAttr where they name pk. Their zero values are the
 // layout above, unchanged. New refuses a key attribute named as one of the
-// record's attributes (the Attr* constants), an empty SortKeyValue, and a
-// KeyPrefix over MaxKeyPrefixLen bytes (with it, every hashed record ID
-// still fits DynamoDB's 2048-byte partition key); a readable record ID too
-// long to fit with the prefix is refused as idemkit.ErrRecordInvalid.
+// record's attributes (those the layout above names), an empty
+// SortKeyValue, and a KeyPrefix over MaxKeyPrefixLen bytes (with it, every
+// hashed record ID still fits DynamoDB's 2048-byte partition key); a
+// readable record ID too long to fit with the prefix is refused as
+// idemkit.ErrRecordInvalid.
 //
 // The two indexes keep their attributes and values (ix, it, lu): they are
 // the record's own attributes, the tenant index's key is copied from tn

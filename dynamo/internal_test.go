@@ -13,7 +13,7 @@ import (
 )
 
 func TestPageToken(t *testing.T) {
-	lek := map[string]types.AttributeValue{AttrID: str("o1|1:a1:b1:c"), AttrLeaseUntil: num(1767225600123), AttrIndeterminate: str(IndeterminateValue)}
+	lek := map[string]types.AttributeValue{attrID: str("o1|1:a1:b1:c"), attrLeaseUntil: num(1767225600123), attrIndeterminate: str(indeterminateValue)}
 	tok, err := encodePage(lek, "acme")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestPageToken(t *testing.T) {
 // limit of zero or less is DefaultListLimit.
 func TestListLimit(t *testing.T) {
 	s := newStore("t", Options{}, nil, nil, nil)
-	q := listQuery{op: "list indeterminate", state: idemkit.StateIndeterminate, hashAttr: AttrIndeterminate, hashValue: IndeterminateValue, index: IndexIndeterminate}
+	q := listQuery{op: "list indeterminate", state: idemkit.StateIndeterminate, hashAttr: attrIndeterminate, hashValue: indeterminateValue, index: IndexIndeterminate}
 	for limit, want := range map[int]int32{-1: DefaultListLimit, 0: DefaultListLimit, 7: 7, MaxListLimit: MaxListLimit, MaxListLimit + 1: MaxListLimit, 1 << 20: MaxListLimit} {
 		in, err := s.queryInput(q, "", "", limit, time.Now())
 		if err != nil {
@@ -130,7 +130,7 @@ func snapshotRoundTrip(t *testing.T, rec *idemkit.Record, snap *idemkit.Snapshot
 	if !snapshotAttrs(it, snap, DefaultMaxItemSize, 64, codec) {
 		t.Fatal("did not fit")
 	}
-	if enc, z := it[AttrBodyEncoding]; z != compressed || z && enc.(*types.AttributeValueMemberS).Value != string(codec) {
+	if enc, z := it[attrBodyEncoding]; z != compressed || z && enc.(*types.AttributeValueMemberS).Value != string(codec) {
 		t.Fatalf("encoding %v, want compressed %v with %s", enc, compressed, codec)
 	}
 	got, err := decodeItem(it)

@@ -91,7 +91,7 @@ type Options struct {
 	// them instead.
 	KeepRetryQuota bool
 	// IndexInFlight gives in_flight records the hash key of
-	// IndexIndeterminate (InFlightValue), so that ListStale can list the
+	// IndexIndeterminate ("in_flight"), so that ListStale can list the
 	// ones whose lease ended without scanning the table. It costs index
 	// writes on every claim and on every completion or release (see
 	// docs/PERFORMANCE.md) and puts every in_flight record in one index
@@ -102,11 +102,11 @@ type Options struct {
 	// KeyAttr, SortKeyAttr, SortKeyValue and KeyPrefix say where records
 	// are keyed, so that they can live in an existing table beside other
 	// items (a single-table design; see the package documentation). Their
-	// zero values are a table of its own: partition key AttrID holding
-	// the record ID, no sort key. Every store of the table must set them
-	// alike; TableDefinitionFor and Check follow them.
+	// zero values are a table of its own: partition key DefaultKeyAttr
+	// holding the record ID, no sort key. Every store of the table must
+	// set them alike; TableDefinitionFor and Check follow them.
 	//
-	// KeyAttr names the partition key attribute. Zero: AttrID ("pk").
+	// KeyAttr names the partition key attribute. Zero: DefaultKeyAttr ("pk").
 	KeyAttr string
 	// SortKeyAttr names the sort key attribute, if the table has one;
 	// every record has SortKeyValue in it (required with SortKeyAttr, at
@@ -211,7 +211,7 @@ func New(client Client, table string, opts Options) (*Store, error) {
 func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error), regions map[string]Client) *Store {
 	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, regions: regions, tableName: aws.String(table),
 		lay: layoutOf(opts), namesClaim: namesClaim, namesRelease: namesRelease}
-	if s.lay.keyAttr != AttrID {
+	if s.lay.keyAttr != attrID {
 		s.namesClaim, s.namesRelease = maps.Clone(namesClaim), maps.Clone(namesRelease)
 		s.namesClaim["#pk"], s.namesRelease["#pk"] = s.lay.keyAttr, s.lay.keyAttr
 	}
@@ -429,13 +429,13 @@ var (
 	pCondExtend        = aws.String(condExtend)
 	pUpdateLease       = aws.String("SET #lu = :lu")
 
-	namesClaim = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil,
-		"#fp": AttrFingerprint, "#op": AttrOperation, "#rl": AttrReleased, "#rt": AttrResolvedAt}
-	namesComplete     = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
-	namesRelease      = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
-	namesExtend       = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
-	namesReleaseOwned = map[string]string{"#ow": AttrOwner, "#st": AttrState}
-	namesClaimFenced  = map[string]string{"#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
+	namesClaim = map[string]string{"#pk": attrID, "#exp": attrExpiresAt, "#st": attrState, "#ow": attrOwner, "#lu": attrLeaseUntil,
+		"#fp": attrFingerprint, "#op": attrOperation, "#rl": attrReleased, "#rt": attrResolvedAt}
+	namesComplete     = map[string]string{"#ow": attrOwner, "#exp": attrExpiresAt, "#st": attrState, "#ra": attrResolvedAs}
+	namesRelease      = map[string]string{"#pk": attrID, "#exp": attrExpiresAt, "#ow": attrOwner, "#st": attrState}
+	namesExtend       = map[string]string{"#lu": attrLeaseUntil, "#ow": attrOwner, "#st": attrState, "#exp": attrExpiresAt}
+	namesReleaseOwned = map[string]string{"#ow": attrOwner, "#st": attrState}
+	namesClaimFenced  = map[string]string{"#exp": attrExpiresAt, "#st": attrState, "#ow": attrOwner, "#lu": attrLeaseUntil}
 )
 
 var (
@@ -458,7 +458,7 @@ const stReleased = "released"
 const tombstoneLife = idemkit.MaxWriteDelay + 5*time.Minute
 
 // released reports whether item is a tombstone.
-func released(item map[string]types.AttributeValue) bool { return attrS(item, AttrState) == stReleased }
+func released(item map[string]types.AttributeValue) bool { return attrS(item, attrState) == stReleased }
 
 // claimAttempts bounds the put-then-get rounds of a claim whose blocking
 // record vanished or changed before it could be read.
@@ -548,7 +548,7 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	item := baseItem(rec)
 	s.lay.keyItem(item, rec.ID)
 	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
-		item[AttrIndeterminate] = str(InFlightValue)
+		item[attrIndeterminate] = str(inFlightValue)
 	}
 	if !s.fits(item, rec.Snapshot) {
 		return nil, s.tooLarge(rec.ID, item)
@@ -560,12 +560,12 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	// owner's claim, a failed or stale record only with the record's
 	// fingerprint and operation.
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":released": vReleased,
-		":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil], ":fp": item[AttrFingerprint], ":op": item[AttrOperation],
+		":owner": item[attrOwner], ":lu": item[attrLeaseUntil], ":fp": item[attrFingerprint], ":op": item[attrOperation],
 		":fence": nowMilli(now.Add(idemkit.FenceSkew))}
 	switch {
 	case fenced:
 		cond, names = pCondClaimFenced, namesClaimFenced
-		values = map[string]types.AttributeValue{":nowS": values[":nowS"], ":inflight": vInFlight, ":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil]}
+		values = map[string]types.AttributeValue{":nowS": values[":nowS"], ":inflight": vInFlight, ":owner": item[attrOwner], ":lu": item[attrLeaseUntil]}
 	case opts.Takeover:
 		cond = pCondClaimTakeover
 		values[":nowMs"] = nowMilli(now)
@@ -631,10 +631,10 @@ func (s *Store) blocker(ctx context.Context, client Client, cf *types.Conditiona
 // tombstoneFences reports whether a tombstone item refuses a claim of
 // owner made at now: the Claim condition, on a tombstone read after it.
 func tombstoneFences(item map[string]types.AttributeValue, owner string, now time.Time) bool {
-	if attrS(item, AttrOwner) == owner || slices.Contains(releasedOwners(item), owner) {
+	if attrS(item, attrOwner) == owner || slices.Contains(releasedOwners(item), owner) {
 		return true
 	}
-	lu, err := strconv.ParseInt(attrN(item, AttrLeaseUntil), 10, 64)
+	lu, err := strconv.ParseInt(attrN(item, attrLeaseUntil), 10, 64)
 	return err == nil && lu > now.Add(idemkit.FenceSkew).UnixMilli()
 }
 
@@ -649,7 +649,7 @@ func failedFences(cur, rec *idemkit.Record, now time.Time) bool {
 
 // releasedOwners returns the owners released on a tombstone item.
 func releasedOwners(item map[string]types.AttributeValue) []string {
-	if v, ok := item[AttrReleased].(*types.AttributeValueMemberSS); ok {
+	if v, ok := item[attrReleased].(*types.AttributeValueMemberSS); ok {
 		return v.Value
 	}
 	return nil
@@ -755,7 +755,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		Item:                      item,
 		ConditionExpression:       pCondComplete,
 		ExpressionAttributeNames:  namesComplete,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[AttrOwner], ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[attrOwner], ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err != nil {
@@ -800,8 +800,8 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 		cond, names = pCondReleaseOwned, namesReleaseOwned
 		values = map[string]types.AttributeValue{":owner": values[":owner"], ":inflight": vInFlight}
 	}
-	tomb := map[string]types.AttributeValue{AttrID: str(id), AttrState: vReleased, AttrOwner: str(owner), AttrLeaseUntil: nowMs,
-		AttrReleased: &types.AttributeValueMemberSS{Value: []string{owner}}, AttrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))}
+	tomb := map[string]types.AttributeValue{attrID: str(id), attrState: vReleased, attrOwner: str(owner), attrLeaseUntil: nowMs,
+		attrReleased: &types.AttributeValueMemberSS{Value: []string{owner}}, attrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))}
 	s.lay.keyItem(tomb, id)
 	put := &dynamodb.PutItemInput{
 		TableName:                           s.tableName,
@@ -860,12 +860,12 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 // (idemkit.MaxReleasedOwners) starts again with owner alone; a tombstone
 // without rl (written before rl was) gets its ow and owner.
 func (s *Store) addReleased(id string, item map[string]types.AttributeValue, owner string, now time.Time) *dynamodb.UpdateItemInput {
-	ow, owners := attrS(item, AttrOwner), releasedOwners(item)
+	ow, owners := attrS(item, attrOwner), releasedOwners(item)
 	if ow == owner || slices.Contains(owners, owner) {
 		return nil
 	}
-	lu0, _ := strconv.ParseInt(attrN(item, AttrLeaseUntil), 10, 64)
-	names := map[string]string{"#st": AttrState, "#lu": AttrLeaseUntil, "#exp": AttrExpiresAt, "#rl": AttrReleased}
+	lu0, _ := strconv.ParseInt(attrN(item, attrLeaseUntil), 10, 64)
+	names := map[string]string{"#st": attrState, "#lu": attrLeaseUntil, "#exp": attrExpiresAt, "#rl": attrReleased}
 	values := map[string]types.AttributeValue{":released": vReleased, ":lu0": num(lu0), ":nowS": nowSec(now),
 		":o": &types.AttributeValueMemberSS{Value: []string{owner}}}
 	cond := "#st = :released AND #lu = :lu0 AND #exp > :nowS AND "
@@ -884,7 +884,7 @@ func (s *Store) addReleased(id string, item map[string]types.AttributeValue, own
 	}
 	if lu0 <= now.UnixMilli() {
 		// A later release: the tombstone fences from its time.
-		names["#ow"] = AttrOwner
+		names["#ow"] = attrOwner
 		values[":owner"], values[":nowMs"], values[":exp"] = str(owner), nowMilli(now), num(ceilSec(now.Add(tombstoneLife)))
 		set = append(set, "#ow = :owner", "#lu = :nowMs", "#exp = :exp")
 	}
@@ -939,7 +939,7 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	if err != nil {
 		return err
 	}
-	if attrS(cur, AttrState) != string(idemkit.StateInFlight) || attrS(cur, AttrOwner) != owner || expired(cur, now) {
+	if attrS(cur, attrState) != string(idemkit.StateInFlight) || attrS(cur, attrOwner) != owner || expired(cur, now) {
 		return idemkit.ErrNotOwner
 	}
 	// Ours, with a lease already ending at or after leaseUntil.
@@ -1027,8 +1027,8 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 		Key:                                 s.key(id),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil, "#mk": AttrMark},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark)},
+		ExpressionAttributeNames:            map[string]string{"#st": attrState, "#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#tn": attrTenant, "#ow": attrOwner, "#exp": attrExpiresAt, "#lu": attrLeaseUntil, "#mk": attrMark},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(indeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
@@ -1052,7 +1052,7 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 	if err != nil {
 		return nil, err
 	}
-	if attrS(old, AttrState) != string(st) || attrS(old, AttrMark) != mark || expired(old, now) {
+	if attrS(old, attrState) != string(st) || attrS(old, attrMark) != mark || expired(old, now) {
 		return nil, refusal
 	}
 	return old, nil
@@ -1083,14 +1083,14 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		at = now
 	}
 	mark := rand.Text()
-	set := map[string]types.AttributeValue{AttrState: str(string(res.As)), AttrMark: str(mark)}
+	set := map[string]types.AttributeValue{attrState: str(string(res.As)), attrMark: str(mark)}
 	resolutionAttrs(set, &res, at)
-	putTime(set, AttrReplayUntil, res.ReplayUntil)
+	putTime(set, attrReplayUntil, res.ReplayUntil)
 	if !res.ExpiresAt.IsZero() {
-		set[AttrExpiresAt] = num(ceilSec(res.ExpiresAt))
+		set[attrExpiresAt] = num(ceilSec(res.ExpiresAt))
 	}
 	if res.As == idemkit.StateCompleted {
-		set[AttrCompletedAt] = num(at.UnixMilli())
+		set[attrCompletedAt] = num(at.UnixMilli())
 	}
 	// The record as it is now: the resolution is of this indeterminate
 	// record, the outcome of its owner's run, and is fenced on its owner.
@@ -1106,7 +1106,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	if res.As == idemkit.StateCompleted && !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
 		return nil, s.tooLarge(id, set)
 	}
-	names := map[string]string{"#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#exp": AttrExpiresAt, "#ow": AttrOwner}
+	names := map[string]string{"#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#exp": attrExpiresAt, "#ow": attrOwner}
 	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now), ":owner": str(owner)}
 	upd := "SET "
 	i := 0
@@ -1119,7 +1119,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		upd += n + " = " + p
 		i++
 	}
-	names["#st"] = AttrState
+	names["#st"] = attrState
 	upd += " REMOVE #ix, #it"
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
@@ -1155,13 +1155,13 @@ func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[
 	if err != nil {
 		return 0, "", err
 	}
-	owner := attrS(item, AttrOwner)
-	if attrS(item, AttrState) != string(idemkit.StateIndeterminate) || owner == "" || expired(item, now) {
+	owner := attrS(item, attrOwner)
+	if attrS(item, attrState) != string(idemkit.StateIndeterminate) || owner == "" || expired(item, now) {
 		return 0, "", idemkit.ErrNotIndeterminate
 	}
 	n := 0
 	for name, v := range item {
-		if _, replaced := set[name]; replaced || name == AttrIndeterminate || name == AttrIndeterminateTenant {
+		if _, replaced := set[name]; replaced || name == attrIndeterminate || name == attrIndeterminateTenant {
 			continue
 		}
 		n += len(name) + valueSize(v)
@@ -1218,7 +1218,7 @@ func (s *Store) getItem(ctx context.Context, client Client, op, id string) (map[
 // expired reports whether an item is past its TTL at now; it is then
 // absent, whatever else it holds.
 func expired(item map[string]types.AttributeValue, now time.Time) bool {
-	n, ok := item[AttrExpiresAt].(*types.AttributeValueMemberN)
+	n, ok := item[attrExpiresAt].(*types.AttributeValueMemberN)
 	if !ok {
 		return false
 	}

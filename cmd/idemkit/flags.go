@@ -30,7 +30,7 @@ func (c *cli) commonFlags(fs *flag.FlagSet, o *common) {
 	fs.StringVar(&o.store.Table, "table", c.env.Getenv(EnvTable), "DynamoDB `table` of the records (default $"+EnvTable+")")
 	fs.StringVar(&o.store.HomeRegion, "home-region", "", "send every read and write to this `region`: the tenant's home region\n(default: the SDK's configured region, AWS_REGION or the profile's)")
 	fs.StringVar(&o.store.Profile, "profile", "", "shared AWS config `profile` (default: AWS_PROFILE, else the default profile)")
-	fs.StringVar(&o.store.KeyAttr, "key-attr", dynamo.AttrID, "partition key `attribute` of the table, as the application's dynamo.Options.KeyAttr")
+	fs.StringVar(&o.store.KeyAttr, "key-attr", dynamo.DefaultKeyAttr, "partition key `attribute` of the table, as the application's dynamo.Options.KeyAttr")
 	fs.StringVar(&o.store.SortKeyAttr, "sort-key-attr", "", "sort key `attribute` of the table, if it has one (dynamo.Options.SortKeyAttr)")
 	fs.StringVar(&o.store.SortKeyValue, "sort-key-value", "", "sort key `value` of every record (dynamo.Options.SortKeyValue)")
 	fs.StringVar(&o.store.KeyPrefix, "key-prefix", "", "`prefix` of the record ID in the partition key (dynamo.Options.KeyPrefix)")
