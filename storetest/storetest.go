@@ -552,7 +552,7 @@ func testRetriedWrites(t *testing.T, s idemkit.OperatorStore) {
 					return err
 				}
 				if _, err := s.Get(ctx, r.ID, again); !errors.Is(err, idemkit.ErrNotFound) {
-					return fmt.Errorf("Get after the retried release: %v, want ErrNotFound", err)
+					return fmt.Errorf("a read after the retried release: %v, want ErrNotFound", err)
 				}
 				return nil
 			}
