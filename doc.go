@@ -45,9 +45,9 @@
 // request run the handler again, for downstreams that are idempotent. A
 // request without a deadline renews its lease while the handler runs
 // ([Policy.Heartbeat]). The owner's late completion still replaces an
-// indeterminate record no operator has resolved. [Store.ListStale] lists
-// leases that ended without an outcome, and [Resolve] records an operator's
-// decision, never while the execution may still be running.
+// indeterminate record no operator has resolved. [StaleLister.ListStale]
+// lists leases that ended without an outcome, and [Resolve] records an
+// operator's decision, never while the execution may still be running.
 //
 // # The handler's own writes
 //
@@ -67,10 +67,27 @@
 //
 // # Stores
 //
-// A [Store] keeps records; its method comments are the contract and package
-// storetest checks it. Package memstore is an in-memory store for local runs
-// and tests; package dynamo is the DynamoDB store for production; package
-// warmcache puts an opt-in cache of completed records in front of either.
+// A [Store] keeps records: it claims, completes, releases, renews, marks
+// and reads one record, which is all a [Guard] calls. An [OperatorStore]
+// is a Store that operator tools can use: [Resolve] calls its Resolve to
+// record a decision on an indeterminate record, and its ListIndeterminate
+// lists the records that wait for one. The method comments are the
+// contract; package storetest checks it.
+//
+// A store may implement an optional interface, which its caller checks
+// with a type assertion:
+//
+//   - [StaleLister] lists in_flight records whose lease ended without an
+//     outcome. Operator tools call ListStale (the idemkit CLI's list
+//     --state stale) when ListsStale reports true; a store that indexes
+//     in_flight records only when configured to reports false otherwise.
+//     The guard never calls it.
+//
+// Package memstore is an in-memory store for local runs and tests, and
+// implements all three; package dynamo is the DynamoDB store for
+// production (its ListsStale reports Options.IndexInFlight); package
+// warmcache puts an opt-in cache of completed records in front of either,
+// for the guard only (it is a Store).
 //
 // Adapters for API Gateway, Function URLs, ALB and net/http live in
 // packages lambda/apigw, lambda/alb and httpmw; lambda/event guards

@@ -203,11 +203,11 @@ func (e *StoreError) Unwrap() []error { return []error{ErrStoreUnavailable, e.Er
 // ClaimUnknownError is returned when a claim failed and freeing it failed
 // too. The handler did not run, but a claim may be stored, since its
 // answer may have been lost. Until LeaseUntil a retry with the key gets
-// ErrInFlight. After it the record is a stale lease (Store.ListStale lists
-// it), which the next request handles by the operation's StalePolicy.
-// Under FailClosed the record is marked indeterminate for an operator;
-// under Takeover the key is claimed again. It is ErrClaimUnknown and
-// ErrStoreUnavailable under errors.Is.
+// ErrInFlight. After it the record is a stale lease (StaleLister.ListStale
+// lists it), which the next request handles by the operation's
+// StalePolicy. Under FailClosed the record is marked indeterminate for an
+// operator; under Takeover the key is claimed again. It is ErrClaimUnknown
+// and ErrStoreUnavailable under errors.Is.
 type ClaimUnknownError struct {
 	LeaseUntil time.Time // when the claim, if stored, stops holding the key
 	Err        error     // the claim's and the release's errors

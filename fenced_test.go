@@ -51,7 +51,7 @@ func (s *writeCounter) Release(ctx context.Context, id, owner string, now time.T
 	return s.Store.Release(ctx, id, owner, now)
 }
 
-func (s *writeCounter) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *writeCounter) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
 	s.mu.Lock()
 	s.unknowns[owner]++
 	s.mu.Unlock()

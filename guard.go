@@ -470,7 +470,7 @@ func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.T
 		// The claim would have taken over; the record changed under us.
 		return nil, true, nil
 	}
-	_, err = g.cfg.Store.MarkIndeterminate(ctx, ex.ID, ex.Owner, now)
+	err = g.cfg.Store.MarkIndeterminate(ctx, ex.ID, ex.Owner, now)
 	switch {
 	case err == nil:
 		return nil, false, ErrIndeterminate
@@ -706,8 +706,7 @@ func (g *Guard) sleep(ctx context.Context, d time.Duration) bool {
 // a retry meanwhile) leaves the record as it is.
 func (g *Guard) keep(ctx context.Context, rec *Record) error {
 	err := g.write(ctx, "mark unknown", func(ctx context.Context) error {
-		_, err := g.cfg.Store.MarkUnknown(ctx, rec.ID, rec.Owner, g.now())
-		return err
+		return g.cfg.Store.MarkUnknown(ctx, rec.ID, rec.Owner, g.now())
 	})
 	if errors.Is(err, ErrNotOwner) {
 		return nil

@@ -808,10 +808,10 @@ type racyStore struct {
 	clock *testclock.Clock
 }
 
-func (s *racyStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *racyStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
 	rec, err := s.Store.Get(ctx, id, now)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The crashed owner completes just in time. Lease checks use the
 	// store's now, so complete under the original lease.
@@ -819,7 +819,7 @@ func (s *racyStore) MarkIndeterminate(ctx context.Context, id, owner string, now
 	rec.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte("late")}
 	rec.CompletedAt = now
 	if err := s.Store.Complete(ctx, rec, now); err != nil {
-		return nil, err
+		return err
 	}
 	return s.Store.MarkIndeterminate(ctx, id, owner, now)
 }

@@ -78,7 +78,7 @@ func (e *ResolveError) Unwrap() error { return e.Reason }
 // Resolve's own. When another writer changed the record first, the error is
 // ErrNotIndeterminate. A record marked here but not resolved (the store
 // failed) stays indeterminate, and Resolve may be called again.
-func Resolve(ctx context.Context, s Store, id string, res Resolution, now time.Time) (rec *Record, was State, err error) {
+func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, now time.Time) (rec *Record, was State, err error) {
 	switch {
 	case res.As != StateCompleted && res.As != StateFailed:
 		return nil, "", fmt.Errorf("%w: resolve as %q: want completed or failed", ErrRecordInvalid, res.As)
@@ -137,7 +137,7 @@ func Resolve(ctx context.Context, s Store, id string, res Resolution, now time.T
 // landed with its answer lost (or a retry's own mark): a record then found
 // indeterminate under the same owner, unresolved, counts as marked.
 func mark(ctx context.Context, s Store, rec *Record, now time.Time) error {
-	_, err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now)
+	err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now)
 	if !errors.Is(err, ErrNotOwner) {
 		return err
 	}

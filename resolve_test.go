@@ -52,14 +52,17 @@ func TestResolveMayBeRunning(t *testing.T) {
 	}{
 		{"indeterminate, marked by a retry whose clock runs ahead", idemkit.StateIndeterminate, func(t *testing.T, s idemkit.Store) time.Time {
 			rec := claimAt(t, s, "k", now, now.Add(10*time.Minute))
-			if _, err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now.Add(11*time.Minute)); err != nil {
+			if err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now.Add(11*time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 			return rec.LeaseUntil
 		}},
 		{"indeterminate, marked unknown by its owner", idemkit.StateIndeterminate, func(t *testing.T, s idemkit.Store) time.Time {
 			rec := claimAt(t, s, "k", now, now.Add(10*time.Minute))
-			marked, err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now.Add(time.Minute))
+			if err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now.Add(time.Minute)); err != nil {
+				t.Fatalf("mark unknown: %v", err)
+			}
+			marked, err := s.Get(ctx, rec.ID, now.Add(time.Minute))
 			if err != nil || !marked.LeaseUntil.Equal(now.Add(time.Minute)) {
 				t.Fatalf("mark unknown: %+v %v", marked, err)
 			}
@@ -121,7 +124,7 @@ func TestResolveRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := claimAt(t, s, "failed", now, now.Add(time.Minute))
-	if _, err := s.MarkIndeterminate(ctx, failed.ID, failed.Owner, later); err != nil {
+	if err := s.MarkIndeterminate(ctx, failed.ID, failed.Owner, later); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := idemkit.Resolve(ctx, s, failed.ID, decision(idemkit.StateFailed), later); err != nil {

@@ -308,3 +308,27 @@ func TestParseKeyLinesJoined(t *testing.T) {
 		}
 	}
 }
+
+// TestIDTenant: the tenant of a readable record ID is read back, per
+// operation and account-wide, an empty one too; an ID of no known
+// encoding is refused.
+func TestIDTenant(t *testing.T) {
+	for _, sc := range []idemkit.Scope{
+		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
+		{Tenant: "t|1:2 \u00fc", Operation: "PATCH /x", Key: `"q"`},
+		{Tenant: "12:ab", Operation: "", Key: "3:x"},
+		{Tenant: "", Operation: "op", Key: "k"},
+	} {
+		for _, aw := range []bool{false, true} {
+			got, err := idemkit.IDTenant(sc.ID(aw))
+			if err != nil || got != sc.Tenant {
+				t.Errorf("IDTenant(%q) = %q, %v; want %q", sc.ID(aw), got, err, sc.Tenant)
+			}
+		}
+	}
+	for _, id := range []string{"", "x1|4:acme", "o1|", "o1|4acme", "o1|9:acme", "o1|-1:a", "o1|04:acme", "o1|+4:acme"} {
+		if got, err := idemkit.IDTenant(id); err == nil {
+			t.Errorf("IDTenant(%q) = %q, want an error", id, got)
+		}
+	}
+}

@@ -5,14 +5,20 @@ import (
 	"time"
 )
 
-// Store keeps records. Implementations must be safe for concurrent use and
-// give every method the exact semantics documented here; the conformance
-// suite in package storetest checks them. Every method takes the current
-// time from the caller: a store keeps no clock of its own.
+// Store keeps records for a [Guard]: it is what [New] needs. Its methods
+// claim, complete, release, renew, mark and read one record.
+// [OperatorStore] adds what operator tools need, and [StaleLister] is an
+// optional ability; the contract written here holds for every method of
+// all three.
+//
+// Implementations must be safe for concurrent use and give every method
+// the exact semantics documented here; the conformance suite in package
+// storetest checks them. Every method takes the current time from the
+// caller: a store keeps no clock of its own.
 //
 // A record is live at now when now is before its ExpiresAt. A record that
 // is not live counts as absent to every method, whatever the store still
-// holds (DynamoDB deletes expired items lazily).
+// holds (a backend may delete expired records late, or never).
 //
 // Time precision: a store may keep times at millisecond precision, and
 // ExpiresAt at second precision rounded up (never down: a record must not
@@ -34,14 +40,44 @@ import (
 // Context: a method whose ctx is done returns promptly with an error that
 // is ErrStoreUnavailable; it must not block past ctx.
 //
+// Lost answers: a write whose answer was lost (a timeout, a reset) may
+// have landed, and is then made again, by the store's own client within
+// the call (an SDK retry) or by the caller in another call. A store must
+// take a change it finds landed by the write it retries as that write's
+// own, never as another writer's:
+//   - Within one call, a write sent again that finds its first attempt
+//     landed answers as that attempt would have. Claim, Complete, Release
+//     and Extend tell by their own rules (below). MarkUnknown,
+//     MarkIndeterminate and Resolve cannot: the change they make refuses a
+//     second copy of itself, as it does another writer's. A store that
+//     sends one of them more than once writes a token of the call with
+//     the change and compares it in the record that refused the copy
+//     (package dynamo does). A store that makes each call once (package
+//     memstore) has nothing to recognise.
+//   - In another call, the rules of each method answer: Claim wins over
+//     its own in_flight record, Complete completes its own completed
+//     record again, Release finds its own tombstone and Extend its own
+//     lease, and each returns what its first call did. MarkUnknown and
+//     MarkIndeterminate return ErrNotOwner and Resolve ErrNotIndeterminate,
+//     changing nothing; the caller reads the record to tell its own change
+//     (indeterminate with the same Owner and no Resolution; a Resolution
+//     equal to its own), as the guard and [Resolve] do.
+//
+// Preconditions: every id and Record.ID passed in is not empty; every
+// owner and Record.Owner is not empty; a record passed to Claim or
+// Complete has a Scope.Tenant (the guard refuses a request without one,
+// ErrTenantMissing) and the State the method names (in_flight for Claim;
+// completed, with a Snapshot, for Complete); a Resolution has As
+// completed, with a Snapshot, or failed. A call that breaks one changes
+// nothing and returns an error that is ErrRecordInvalid, whatever the
+// store holds. So does a record over one of the store's own limits (its
+// size, its encoding), which the store documents.
+//
 // Errors: methods return the sentinel errors named below (test them with
-// errors.Is). A bad argument (a record without an ID or an Owner, a
-// Resolution that is neither completed nor failed or completed without a
-// Snapshot, a record over one of the store's limits) is the caller's
-// fault and retrying cannot help: the error is ErrRecordInvalid, never
-// ErrStoreUnavailable. Any other failure (network, throttling, timeout)
-// must be returned as an error that is ErrStoreUnavailable under
-// errors.Is.
+// errors.Is). A bad argument is the caller's fault and retrying cannot
+// help: the error is ErrRecordInvalid, never ErrStoreUnavailable. Any
+// other failure (network, throttling, timeout) must be returned as an
+// error that is ErrStoreUnavailable under errors.Is.
 type Store interface {
 	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
 	// no record with rec.ID is live, or the live record
@@ -117,17 +153,31 @@ type Store interface {
 	Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error
 
 	// MarkUnknown changes the live in_flight record with this id and owner
-	// to State indeterminate whatever its lease, sets its LeaseUntil to now,
-	// and returns it: its owner reports that the handler's outcome is
-	// unknown, so the key must not be run again. It returns ErrNotOwner when
-	// there is no such record.
-	MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*Record, error)
+	// to State indeterminate whatever its lease and sets its LeaseUntil to
+	// now: its owner reports that the handler's outcome is unknown, so the
+	// key must not be run again. It returns ErrNotOwner when there is no
+	// such record.
+	MarkUnknown(ctx context.Context, id, owner string, now time.Time) error
 
 	// MarkIndeterminate changes the live in_flight record with this id and
-	// owner whose lease has expired at now to State indeterminate and returns
-	// it. It returns ErrNotOwner when no such record exists (it was
-	// completed, released, taken over, or already marked).
-	MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*Record, error)
+	// owner whose lease has expired at now to State indeterminate. It
+	// returns ErrNotOwner when no such record exists (it was completed,
+	// released, taken over, or already marked).
+	MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error
+
+	// Get returns the live record with this id, or ErrNotFound. The guard
+	// reads a record without claiming it only for a key older than the
+	// record retention, which must not be claimed unless a record of it is
+	// live.
+	Get(ctx context.Context, id string, now time.Time) (*Record, error)
+}
+
+// OperatorStore is a Store that operator tools can use: it also records an
+// operator's decision on an indeterminate record and lists the records
+// that wait for one. [Resolve] takes one, and so does every command of the
+// idemkit CLI. A guard needs only the Store.
+type OperatorStore interface {
+	Store
 
 	// Resolve records an operator's decision on the live indeterminate
 	// record with this id: State becomes res.As (completed or failed), the
@@ -141,41 +191,53 @@ type Store interface {
 	// ErrNotIndeterminate: read the record to see the outcome.
 	Resolve(ctx context.Context, id string, res Resolution, now time.Time) (*Record, error)
 
-	// Get returns the live record with this id, or ErrNotFound.
-	Get(ctx context.Context, id string, now time.Time) (*Record, error)
-
 	// ListIndeterminate returns live indeterminate records, oldest lease
 	// first, at most limit (a store default when limit <= 0). When tenant is
 	// not empty only that tenant's records are listed. A non-empty next
 	// token is passed as page to get the following page; an empty one means
 	// the listing is complete. A page token the store did not issue gives
-	// ErrInvalidPage. A durable store answers from an index of
-	// the records listed (a DynamoDB global secondary index), so that its
-	// cost grows with the records listed, not with the records stored: it
-	// must not scan its table. An in-process store (package memstore) may
-	// scan its memory. A listing may be eventually consistent, and a page
+	// ErrInvalidPage. A listing may be eventually consistent, and a page
 	// may hold fewer than limit records while a next token remains.
+	// A durable store answers from an index of the records listed, so that
+	// its cost grows with the records listed, not with the records stored:
+	// it must not scan its table. An in-process store (package memstore)
+	// may scan its memory.
 	ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
+}
 
-	// ListStale returns live in_flight records whose lease has ended at now
-	// (crashed or abandoned executions no request has marked yet), oldest
-	// lease first, under the paging contract of ListIndeterminate. A store
-	// that can list them only when configured to (it must index in_flight
-	// records as it claims them) returns an error wrapping
-	// errors.ErrUnsupported when it is not.
+// StaleLister is an optional interface of an OperatorStore: it lists stale
+// leases, in_flight records whose lease ended without an outcome (a
+// crashed execution, or a claim whose answer was lost and whose release
+// failed) that no request has marked or taken over yet. Operator tools
+// check for it with a type assertion, then call ListsStale; the guard
+// never calls it.
+//
+// A store that can list stale leases only when configured to (it must
+// index in_flight records as it claims them) says so with ListsStale, not
+// with a type of its own: one store type serves both configurations, and
+// a store wrapping another implements StaleLister by asking the one it
+// wraps.
+type StaleLister interface {
+	// ListsStale reports whether ListStale lists every stale lease. It
+	// does not change over the store's life. When it is false, ListStale
+	// lists nothing and returns an error that is errors.ErrUnsupported:
+	// an empty listing would read as an all-clear.
+	ListsStale() bool
+
+	// ListStale returns live in_flight records whose lease has ended at now,
+	// oldest lease first, paged, and answered from an index, as
+	// OperatorStore.ListIndeterminate is.
 	ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) (recs []*Record, next string, err error)
 }
 
 // MaxWriteDelay bounds how late a write sent to a store can land. A write
 // whose answer was lost (a timeout, a reset) may still be on its way, and
-// reach the store after its sender moved on; DynamoDB refuses a request
-// whose signature is more than 15 minutes old (SigV4, "Signature
-// expired"), so a copy lands within 15 minutes of being signed, or never.
-// What a store keeps to refuse late copies (a released key's tombstone)
-// lives at least this long past the write that made it, by the clock of
-// the instance whose copies it refuses, which also dates their
-// signatures. A store on another backend must bound the delay of its
-// writes as tightly, or keep such records longer.
+// reach the store after its sender moved on. What a store keeps to refuse
+// late copies (a released key's tombstone) lives at least this long past
+// the write that made it, by the clock of the instance whose copies it
+// refuses. A store must bound the delay of its writes as tightly (package
+// dynamo's backend refuses a request signed more than 15 minutes before
+// it arrives), or keep such records longer.
 //
 // A tombstone refuses every claim of an owner released on it, and every
 // claim made more than FenceSkew before its latest release; a failed

@@ -50,7 +50,7 @@ func (e *TableMismatchError) Error() string {
 	}
 	problems := e.Problems
 	if e.TTLDisabled {
-		problems = append(slices.Clone(problems), "TTL is not enabled, want it on "+AttrExpiresAt+" (expired records would never be deleted)")
+		problems = append(slices.Clone(problems), "TTL is not enabled, want it on "+attrExpiresAt+" (expired records would never be deleted)")
 	}
 	return fmt.Sprintf("dynamo: table %s does not match dynamo.TableDefinition: %s", where, strings.Join(problems, "; "))
 }
@@ -61,7 +61,7 @@ func (e *TableMismatchError) Is(target error) bool { return target == ErrTableMi
 // Check reports whether the store's table is one it can use, in every
 // region of the store: nil when it exists and its key schema, indexes and
 // TTL attribute are those of TableDefinitionFor with the store's Options
-// (and TimeToLiveSpecification on AttrExpiresAt). A table that does not exist is an error wrapping
+// (and TimeToLiveSpecification on TTLAttr). A table that does not exist is an error wrapping
 // ErrTableNotFound, one laid out otherwise a *TableMismatchError; both
 // name the table. Call it once at startup, so that a wrong table name or
 // layout stops the function at its start instead of answering every
@@ -107,8 +107,8 @@ func (s *Store) checkIn(ctx context.Context, region string, c Client) error {
 		switch st := td.TimeToLiveStatus; {
 		case st != types.TimeToLiveStatusEnabled && st != types.TimeToLiveStatusEnabling:
 			mm.TTLDisabled = true
-		case aws.ToString(td.AttributeName) != AttrExpiresAt:
-			mm.Problems = append(mm.Problems, fmt.Sprintf("TTL is on %s, want %s", aws.ToString(td.AttributeName), AttrExpiresAt))
+		case aws.ToString(td.AttributeName) != attrExpiresAt:
+			mm.Problems = append(mm.Problems, fmt.Sprintf("TTL is on %s, want %s", aws.ToString(td.AttributeName), attrExpiresAt))
 		}
 	}
 	if len(mm.Problems) > 0 || mm.TTLDisabled {

@@ -13,7 +13,7 @@ import (
 )
 
 // Codec is how a store compresses snapshot bodies (Options.Codec). Its
-// value is what a compressed body's item holds in AttrBodyEncoding.
+// value is what a compressed body's item holds in its se attribute.
 // Every store reads bodies in every codec, whatever its own.
 type Codec string
 

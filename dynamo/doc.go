@@ -1,6 +1,7 @@
-// Package dynamo is an idemkit.Store on Amazon DynamoDB (AWS SDK for Go
-// v2). Each record is one item; every state change is one conditional
-// write, so the check and the write are one atomic step on the server:
+// Package dynamo is an idemkit.OperatorStore and idemkit.StaleLister on
+// Amazon DynamoDB (AWS SDK for Go v2). Each record is one item; every
+// state change is one conditional write, so the check and the write are
+// one atomic step on the server:
 //
 //	Claim              PutItem    attribute_not_exists(pk) OR exp <= :nowS
 //	                              OR (st = released AND ow <> :owner)
@@ -37,11 +38,14 @@
 // release's time in lu, every owner released on it in rl (a string set of
 // at most idemkit.MaxReleasedOwners), with an exp of
 // idemkit.MaxWriteDelay and five minutes (for the SDK's clock-skew
-// correction) after the latest release. Every method but Claim and
-// Release reads it as no record; a claim passes it unless the claim's
-// owner is in rl (a copy of a released claim landing late) or the claim
-// was made more than idemkit.FenceSkew before lu (a copy sent before the
-// key was freed), and is then lost with no record (ClaimResult.Fenced).
+// correction) after the latest release: a copy of a write lands within
+// MaxWriteDelay of its signing or never, since DynamoDB refuses a request
+// whose SigV4 signature is more than 15 minutes old ("Signature
+// expired"). Every method but Claim and Release reads it as no record; a
+// claim passes it unless the claim's owner is in rl (a copy of a released
+// claim landing late) or the claim was made more than idemkit.FenceSkew
+// before lu (a copy sent before the key was freed), and is then lost with
+// no record (ClaimResult.Fenced).
 // Likewise a claim made more than FenceSkew before a failed record's
 // resolution (rt) loses to it. A release replaces the in_flight item as
 // the DeleteItem it replaces did, for one write unit, and the tombstone
@@ -80,8 +84,11 @@
 // in its list, so that it is replayed byte for byte; a store of an older
 // version reads such a record as corrupt, never as another value.
 //
-// The Attr* and Index* constants name them. A completed resolution's
-// snapshot is the record's snapshot (sc, sh, sb, ...), not stored twice.
+// The layout is this package's to change: only the names a table's
+// definition and its TTL need are exported (DefaultKeyAttr, TTLAttr and
+// the Index* constants; TableDefinition has the rest). A completed
+// resolution's snapshot is the record's snapshot (sc, sh, sb, ...), not
+// stored twice.
 //
 // Two sparse global secondary indexes (projection ALL) list indeterminate
 // records without a scan: IndexIndeterminate (hash ix, range lu) for all
@@ -104,10 +111,11 @@
 // Every other attribute, the conditions and the indexes are as above, the
 // conditions naming KeyAttr where they name pk. Their zero values are the
 // layout above, unchanged. New refuses a key attribute named as one of the
-// record's attributes (the Attr* constants), an empty SortKeyValue, and a
-// KeyPrefix over MaxKeyPrefixLen bytes (with it, every hashed record ID
-// still fits DynamoDB's 2048-byte partition key); a readable record ID too
-// long to fit with the prefix is refused as idemkit.ErrRecordInvalid.
+// record's attributes (those the layout above names), an empty
+// SortKeyValue, and a KeyPrefix over MaxKeyPrefixLen bytes (with it, every
+// hashed record ID still fits DynamoDB's 2048-byte partition key); a
+// readable record ID too long to fit with the prefix is refused as
+// idemkit.ErrRecordInvalid.
 //
 // The two indexes keep their attributes and values (ix, it, lu): they are
 // the record's own attributes, the tenant index's key is copied from tn
@@ -136,12 +144,14 @@
 // a claim whose answer was lost, a single attempt each.
 // Options.KeepRetryQuota keeps the client's own retryer instead.
 //
-// A retried write whose first attempt landed with its answer lost is
-// recognised as ours: a claim and a completion by their conditions (our
-// owner token), a release by its own tombstone, made at its :nowMs, which
-// it writes again, and a mark
-// (MarkUnknown, MarkIndeterminate) or a resolution by the token it writes
-// in mk, read from the refused item.
+// A write the SDK sends again, its first attempt landed with its answer
+// lost, is recognised as the call's own (the lost answers of the
+// idemkit.Store contract): a claim and a completion by their conditions
+// (our owner token), a release by its own tombstone, made at its :nowMs,
+// which it writes again, and a mark (MarkUnknown, MarkIndeterminate) or a
+// resolution by a random token of the call it writes in mk and finds in
+// the item that refused the retry (returned with the refusal, or read
+// with one consistent GetItem).
 //
 // A copy of a claim or of a renewal that lands late, after a later
 // renewal (lu later than its own :lu), is refused: it would move the lease
@@ -205,7 +215,7 @@
 //
 // With global tables, use NewRegional: each tenant has a home region and
 // every call for its records goes there (see Regions). The tenant is read
-// from the record ID (TenantOf), which ties this package to the ID
+// from the record ID (idemkit.IDTenant), which ties this package to the ID
 // encoding of idemkit.Scope.ID. An operator moves a tenant with a
 // Failover, whose claims are fenced until the records its old home wrote
 // are known to have replicated.

@@ -14,34 +14,34 @@ import (
 )
 
 // storeCalls calls every Store method once.
-var storeCalls = map[string]func(ctx context.Context, s idemkit.Store) error{
-	"Claim": func(ctx context.Context, s idemkit.Store) error {
+var storeCalls = map[string]func(ctx context.Context, s idemkit.OperatorStore) error{
+	"Claim": func(ctx context.Context, s idemkit.OperatorStore) error {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: "k"}
 		now := time.Now()
 		_, err := s.Claim(ctx, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}, now, idemkit.ClaimOptions{})
 		return err
 	},
-	"Complete": func(ctx context.Context, s idemkit.Store) error {
+	"Complete": func(ctx context.Context, s idemkit.OperatorStore) error {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: "k"}
 		now := time.Now()
 		return s.Complete(ctx, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateCompleted, Owner: "o", LeaseUntil: now, ExpiresAt: now.Add(time.Hour), Snapshot: &idemkit.Snapshot{Status: 200}}, now)
 	},
-	"Release": func(ctx context.Context, s idemkit.Store) error {
+	"Release": func(ctx context.Context, s idemkit.OperatorStore) error {
 		return s.Release(ctx, "o1|1:a1:b1:c", "o", time.Now())
 	},
-	"MarkIndeterminate": func(ctx context.Context, s idemkit.Store) error {
-		_, err := s.MarkIndeterminate(ctx, "o1|1:a1:b1:c", "o", time.Now())
+	"MarkIndeterminate": func(ctx context.Context, s idemkit.OperatorStore) error {
+		err := s.MarkIndeterminate(ctx, "o1|1:a1:b1:c", "o", time.Now())
 		return err
 	},
-	"Resolve": func(ctx context.Context, s idemkit.Store) error {
+	"Resolve": func(ctx context.Context, s idemkit.OperatorStore) error {
 		_, err := s.Resolve(ctx, "o1|1:a1:b1:c", idemkit.Resolution{As: idemkit.StateFailed}, time.Now())
 		return err
 	},
-	"Get": func(ctx context.Context, s idemkit.Store) error {
+	"Get": func(ctx context.Context, s idemkit.OperatorStore) error {
 		_, err := s.Get(ctx, "o1|1:a1:b1:c", time.Now())
 		return err
 	},
-	"ListIndeterminate": func(ctx context.Context, s idemkit.Store) error {
+	"ListIndeterminate": func(ctx context.Context, s idemkit.OperatorStore) error {
 		_, _, err := s.ListIndeterminate(ctx, "", "", 0, time.Now())
 		return err
 	},

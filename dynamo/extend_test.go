@@ -33,7 +33,7 @@ func TestExtendCalls(t *testing.T) {
 		{name: "same", lease: 0, stored: 0},
 		{name: "earlier", lease: -time.Second, refused: true, stored: 0},
 		{name: "earlier/marked", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) {
-			if _, err := s.MarkUnknown(context.Background(), rec.ID, rec.Owner, now); err != nil {
+			if err := s.MarkUnknown(context.Background(), rec.ID, rec.Owner, now); err != nil {
 				t.Fatal(err)
 			}
 		}, lease: -time.Second, want: idemkit.ErrNotOwner, refused: true},

@@ -52,7 +52,7 @@ func FuzzDecodeItem(f *testing.F) {
 		if !snapshotAttrs(it, rec.Snapshot, MaxItemSizeLimit, min, codec) {
 			return
 		}
-		_, zipped := it[AttrBodyEncoding]
+		_, zipped := it[attrBodyEncoding]
 		bodyTouched := false
 		names := make([]string, 0, len(it))
 		for k := range it {
@@ -62,7 +62,7 @@ func FuzzDecodeItem(f *testing.F) {
 		for i := 0; i+1 < len(ops); i += 2 {
 			name := names[int(ops[i])%len(names)]
 			arg := int(ops[i+1])
-			if name == AttrBody || name == AttrBodyEncoding {
+			if name == attrBody || name == attrBodyEncoding {
 				bodyTouched = true
 			}
 			v := it[name]
@@ -114,7 +114,7 @@ func FuzzDecodeItem(f *testing.F) {
 			if s.Omitted && len(s.Body) > 0 {
 				t.Fatal("omitted snapshot with a body")
 			}
-			_, stillZipped := it[AttrBodyEncoding]
+			_, stillZipped := it[attrBodyEncoding]
 			if (!bodyTouched || (zipped && stillZipped)) && !s.Omitted && !bytes.Equal(s.Body, body) {
 				t.Fatalf("decoded body %q, stored %q", s.Body, body)
 			}

@@ -12,29 +12,8 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-func TestTenantOf(t *testing.T) {
-	for _, sc := range []idemkit.Scope{
-		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
-		{Tenant: "t|1:2 \u00fc", Operation: "PATCH /x", Key: `"q"`},
-		{Tenant: "12:ab", Operation: "", Key: "3:x"},
-		{Tenant: "", Operation: "op", Key: "k"},
-	} {
-		for _, aw := range []bool{false, true} {
-			got, err := TenantOf(sc.ID(aw))
-			if err != nil || got != sc.Tenant {
-				t.Errorf("TenantOf(%q) = %q, %v; want %q", sc.ID(aw), got, err, sc.Tenant)
-			}
-		}
-	}
-	for _, id := range []string{"", "x1|4:acme", "o1|", "o1|4acme", "o1|9:acme", "o1|-1:a", "o1|04:acme", "o1|+4:acme"} {
-		if got, err := TenantOf(id); err == nil {
-			t.Errorf("TenantOf(%q) = %q, want an error", id, got)
-		}
-	}
-}
-
 func TestPageToken(t *testing.T) {
-	lek := map[string]types.AttributeValue{AttrID: str("o1|1:a1:b1:c"), AttrLeaseUntil: num(1767225600123), AttrIndeterminate: str(IndeterminateValue)}
+	lek := map[string]types.AttributeValue{attrID: str("o1|1:a1:b1:c"), attrLeaseUntil: num(1767225600123), attrIndeterminate: str(indeterminateValue)}
 	tok, err := encodePage(lek, "acme")
 	if err != nil {
 		t.Fatal(err)
@@ -50,8 +29,8 @@ func TestPageToken(t *testing.T) {
 		"no ID":        "eyJ2IjoxLCJ0IjoiYmV0YSJ9",
 		"version":      "eyJ2IjoyLCJ0IjoiYmV0YSIsInBrIjoieCJ9",
 	} {
-		if _, _, err := decodePage(page, "beta"); !errors.Is(err, ErrInvalidPage) {
-			t.Errorf("%s: %v, want ErrInvalidPage", name, err)
+		if _, _, err := decodePage(page, "beta"); !errors.Is(err, idemkit.ErrInvalidPage) {
+			t.Errorf("%s: %v, want idemkit.ErrInvalidPage", name, err)
 		}
 	}
 	// A token of the stale listing is refused by the indeterminate one and
@@ -60,11 +39,11 @@ func TestPageToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := decodePage(stale, "acme"); !errors.Is(err, ErrInvalidPage) {
-		t.Errorf("a stale listing's token in the indeterminate listing: %v, want ErrInvalidPage", err)
+	if _, _, err := decodePage(stale, "acme"); !errors.Is(err, idemkit.ErrInvalidPage) {
+		t.Errorf("a stale listing's token in the indeterminate listing: %v, want idemkit.ErrInvalidPage", err)
 	}
-	if _, _, err := decodePageOf(tok, "stale", "acme"); !errors.Is(err, ErrInvalidPage) {
-		t.Errorf("an indeterminate listing's token in the stale listing: %v, want ErrInvalidPage", err)
+	if _, _, err := decodePageOf(tok, "stale", "acme"); !errors.Is(err, idemkit.ErrInvalidPage) {
+		t.Errorf("an indeterminate listing's token in the stale listing: %v, want idemkit.ErrInvalidPage", err)
 	}
 }
 
@@ -72,7 +51,7 @@ func TestPageToken(t *testing.T) {
 // limit of zero or less is DefaultListLimit.
 func TestListLimit(t *testing.T) {
 	s := newStore("t", Options{}, nil, nil, nil)
-	q := listQuery{op: "list indeterminate", state: idemkit.StateIndeterminate, hashAttr: AttrIndeterminate, hashValue: IndeterminateValue, index: IndexIndeterminate}
+	q := listQuery{op: "list indeterminate", state: idemkit.StateIndeterminate, hashAttr: attrIndeterminate, hashValue: indeterminateValue, index: IndexIndeterminate}
 	for limit, want := range map[int]int32{-1: DefaultListLimit, 0: DefaultListLimit, 7: 7, MaxListLimit: MaxListLimit, MaxListLimit + 1: MaxListLimit, 1 << 20: MaxListLimit} {
 		in, err := s.queryInput(q, "", "", limit, time.Now())
 		if err != nil {
@@ -151,7 +130,7 @@ func snapshotRoundTrip(t *testing.T, rec *idemkit.Record, snap *idemkit.Snapshot
 	if !snapshotAttrs(it, snap, DefaultMaxItemSize, 64, codec) {
 		t.Fatal("did not fit")
 	}
-	if enc, z := it[AttrBodyEncoding]; z != compressed || z && enc.(*types.AttributeValueMemberS).Value != string(codec) {
+	if enc, z := it[attrBodyEncoding]; z != compressed || z && enc.(*types.AttributeValueMemberS).Value != string(codec) {
 		t.Fatalf("encoding %v, want compressed %v with %s", enc, compressed, codec)
 	}
 	got, err := decodeItem(it)

@@ -14,60 +14,73 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-// Attribute names of a record item. They are short because names count
-// toward the item size and so toward capacity units.
+// Attribute names of a record item, as the package documentation lays
+// them out. They are short because names count toward the item size and
+// so toward capacity units.
 const (
-	AttrID           = "pk"  // S  record ID (idemkit.Record.ID); the partition key
-	AttrState        = "st"  // S  in_flight, completed, indeterminate or failed
-	AttrTenant       = "tn"  // S  Scope.Tenant
-	AttrOperation    = "op"  // S  Scope.Operation
-	AttrKey          = "ik"  // S  Scope.Key
-	AttrFingerprint  = "fp"  // S  fingerprint of the first request
-	AttrOwner        = "ow"  // S  owner token (the fencing token)
-	AttrLeaseUntil   = "lu"  // N  epoch milliseconds, rounded up
-	AttrReplayUntil  = "ru"  // N  epoch milliseconds
-	AttrExpiresAt    = "exp" // N  epoch seconds, rounded up: the table's TTL attribute
-	AttrCreatedAt    = "ca"  // N  epoch milliseconds
-	AttrCompletedAt  = "da"  // N  epoch milliseconds
-	AttrStatus       = "sc"  // N  snapshot status code
-	AttrHeader       = "sh"  // M  snapshot header: canonical name -> L of S (B for a value that is not UTF-8)
-	AttrBody         = "sb"  // B  snapshot body, encoded as AttrBodyEncoding says
-	AttrBodyEncoding = "se"  // S  the Codec: "zstd" or "s2"; absent: the body is stored as is
-	AttrBase64       = "s64" // BOOL snapshot IsBase64Encoded flag; absent: false
-	AttrOmitted      = "som" // BOOL snapshot body too large to store; absent: false
-	AttrResolvedAs   = "ra"  // S  resolution: completed or failed
-	AttrOperator     = "ro"  // S  resolution operator
-	AttrReason       = "rr"  // S  resolution reason
-	AttrResolvedAt   = "rt"  // N  resolution time, epoch milliseconds
-	AttrMark         = "mk"  // S  a random token of the last mark or resolution
-	AttrReleased     = "rl"  // SS a tombstone's released owners (at most idemkit.MaxReleasedOwners)
+	attrID           = DefaultKeyAttr // S  record ID (idemkit.Record.ID); the partition key
+	attrState        = "st"           // S  in_flight, completed, indeterminate or failed
+	attrTenant       = "tn"           // S  Scope.Tenant
+	attrOperation    = "op"           // S  Scope.Operation
+	attrKey          = "ik"           // S  Scope.Key
+	attrFingerprint  = "fp"           // S  fingerprint of the first request
+	attrOwner        = "ow"           // S  owner token (the fencing token)
+	attrLeaseUntil   = "lu"           // N  epoch milliseconds, rounded up
+	attrReplayUntil  = "ru"           // N  epoch milliseconds
+	attrExpiresAt    = TTLAttr        // N  epoch seconds, rounded up: the table's TTL attribute
+	attrCreatedAt    = "ca"           // N  epoch milliseconds
+	attrCompletedAt  = "da"           // N  epoch milliseconds
+	attrStatus       = "sc"           // N  snapshot status code
+	attrHeader       = "sh"           // M  snapshot header: canonical name -> L of S (B for a value that is not UTF-8)
+	attrBody         = "sb"           // B  snapshot body, encoded as attrBodyEncoding says
+	attrBodyEncoding = "se"           // S  the Codec: "zstd" or "s2"; absent: the body is stored as is
+	attrBase64       = "s64"          // BOOL snapshot IsBase64Encoded flag; absent: false
+	attrOmitted      = "som"          // BOOL snapshot body too large to store; absent: false
+	attrResolvedAs   = "ra"           // S  resolution: completed or failed
+	attrOperator     = "ro"           // S  resolution operator
+	attrReason       = "rr"           // S  resolution reason
+	attrResolvedAt   = "rt"           // N  resolution time, epoch milliseconds
+	attrMark         = "mk"           // S  a random token of the last mark or resolution
+	attrReleased     = "rl"           // SS a tombstone's released owners (at most idemkit.MaxReleasedOwners)
 
-	// AttrIndeterminate is the hash key of IndexIndeterminate. It is set to
-	// IndeterminateValue while a record is indeterminate and, when the
-	// store has Options.IndexInFlight, to InFlightValue while it is in
+	// attrIndeterminate is the hash key of IndexIndeterminate. It is set
+	// to indeterminateValue while a record is indeterminate and, when the
+	// store has Options.IndexInFlight, to inFlightValue while it is in
 	// flight; otherwise it is absent.
-	AttrIndeterminate = "ix" // S
-	// AttrIndeterminateTenant is the hash key of IndexIndeterminateTenant.
+	attrIndeterminate = "ix" // S
+	// attrIndeterminateTenant is the hash key of IndexIndeterminateTenant.
 	// It is set (to the tenant) only while a record is indeterminate.
-	AttrIndeterminateTenant = "it" // S
+	attrIndeterminateTenant = "it" // S
 )
 
-// The values of AttrIndeterminate.
+// The values of attrIndeterminate.
 const (
-	IndeterminateValue = "indeterminate"
-	InFlightValue      = "in_flight"
+	indeterminateValue = "indeterminate"
+	inFlightValue      = "in_flight"
+)
+
+// Names of a store's table, for templates and infrastructure code that
+// create it themselves.
+const (
+	// DefaultKeyAttr is the partition key attribute of a table of its own
+	// (Options.KeyAttr zero): it holds the record ID.
+	DefaultKeyAttr = "pk"
+	// TTLAttr is the table's TTL attribute, epoch seconds: a template
+	// enables TTL on it (TimeToLiveSpecification), as CreateTable does.
+	// TableDefinition cannot name it, since TTL is set apart.
+	TTLAttr = "exp"
 )
 
 // Global secondary indexes. Both are sparse (only indeterminate records
-// carry their hash keys, and in_flight ones carry AttrIndeterminate under
-// Options.IndexInFlight), ordered by AttrLeaseUntil, and project ALL.
+// carry their hash keys ix and it, and in_flight ones carry ix under
+// Options.IndexInFlight), ordered by lu (the lease's end), and project
+// ALL.
 const (
 	// IndexIndeterminate lists all indeterminate records, and in_flight
-	// ones under Options.IndexInFlight: hash AttrIndeterminate, range
-	// AttrLeaseUntil.
+	// ones under Options.IndexInFlight: hash ix, range lu.
 	IndexIndeterminate = "ix-lease"
 	// IndexIndeterminateTenant lists one tenant's indeterminate records:
-	// hash AttrIndeterminateTenant, range AttrLeaseUntil.
+	// hash it, range lu.
 	IndexIndeterminateTenant = "it-lease"
 )
 
@@ -116,9 +129,9 @@ func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 	}
 	it := make(map[string]types.AttributeValue, n)
 	strs := [...]struct{ name, v string }{
-		{AttrID, rec.ID}, {AttrState, string(rec.State)}, {AttrTenant, rec.Scope.Tenant},
-		{AttrOperation, rec.Scope.Operation}, {AttrKey, rec.Scope.Key},
-		{AttrFingerprint, rec.Fingerprint}, {AttrOwner, rec.Owner},
+		{attrID, rec.ID}, {attrState, string(rec.State)}, {attrTenant, rec.Scope.Tenant},
+		{attrOperation, rec.Scope.Operation}, {attrKey, rec.Scope.Key},
+		{attrFingerprint, rec.Fingerprint}, {attrOwner, rec.Owner},
 	}
 	ss := new([len(strs)]types.AttributeValueMemberS)
 	for i, a := range strs {
@@ -126,15 +139,15 @@ func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 		it[a.name] = &ss[i]
 	}
 	var nums numbers
-	nums.add(AttrLeaseUntil, ceilMilli(rec.LeaseUntil))
-	nums.add(AttrExpiresAt, ceilSec(rec.ExpiresAt))
-	nums.time(AttrReplayUntil, rec.ReplayUntil)
-	nums.time(AttrCreatedAt, rec.CreatedAt)
-	nums.time(AttrCompletedAt, rec.CompletedAt)
+	nums.add(attrLeaseUntil, ceilMilli(rec.LeaseUntil))
+	nums.add(attrExpiresAt, ceilSec(rec.ExpiresAt))
+	nums.time(attrReplayUntil, rec.ReplayUntil)
+	nums.time(attrCreatedAt, rec.CreatedAt)
+	nums.time(attrCompletedAt, rec.CompletedAt)
 	nums.put(it)
 	if rec.State == idemkit.StateIndeterminate {
-		it[AttrIndeterminate] = str(IndeterminateValue)
-		it[AttrIndeterminateTenant] = str(rec.Scope.Tenant)
+		it[attrIndeterminate] = str(indeterminateValue)
+		it[attrIndeterminateTenant] = str(rec.Scope.Tenant)
 	}
 	if r := rec.Resolution; r != nil {
 		resolutionAttrs(it, r, r.ResolvedAt)
@@ -182,10 +195,10 @@ func (ns *numbers) put(it map[string]types.AttributeValue) {
 }
 
 func resolutionAttrs(it map[string]types.AttributeValue, r *idemkit.Resolution, at time.Time) {
-	it[AttrResolvedAs] = str(string(r.As))
-	it[AttrOperator] = str(r.Operator)
-	it[AttrReason] = str(r.Reason)
-	putTime(it, AttrResolvedAt, at)
+	it[attrResolvedAs] = str(string(r.As))
+	it[attrOperator] = str(r.Operator)
+	it[attrReason] = str(r.Reason)
+	putTime(it, attrResolvedAt, at)
 }
 
 func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
@@ -202,17 +215,17 @@ func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
 // Location, and the snapshot is marked omitted even when it had no body.
 // It reports false when even that does not fit.
 func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, max, compressMin int, codec Codec) bool {
-	it[AttrStatus] = num(int64(snap.Status))
+	it[attrStatus] = num(int64(snap.Status))
 	if snap.Base64 {
-		it[AttrBase64] = &types.AttributeValueMemberBOOL{Value: true}
+		it[attrBase64] = &types.AttributeValueMemberBOOL{Value: true}
 	}
 	if h := headerAttr(snap.Header); h != nil {
-		it[AttrHeader] = h
+		it[attrHeader] = h
 	}
 	omit := func() {
-		delete(it, AttrBody)
-		delete(it, AttrBodyEncoding)
-		it[AttrOmitted] = &types.AttributeValueMemberBOOL{Value: true}
+		delete(it, attrBody)
+		delete(it, attrBodyEncoding)
+		it[attrOmitted] = &types.AttributeValueMemberBOOL{Value: true}
 	}
 	if snap.Omitted || len(snap.Body) > maxDecodedBody {
 		// A body over maxDecodedBody could fit compressed, but would never
@@ -223,10 +236,10 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 		if compressMin >= 0 && len(body) >= compressMin {
 			if z, ok := compressBody(body, codec); ok {
 				body = z
-				it[AttrBodyEncoding] = str(string(codec))
+				it[attrBodyEncoding] = str(string(codec))
 			}
 		}
-		it[AttrBody] = &types.AttributeValueMemberB{Value: body}
+		it[attrBody] = &types.AttributeValueMemberB{Value: body}
 		if itemSize(it) > max {
 			omit()
 		}
@@ -238,9 +251,9 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 	// has no body: a replay must not answer the status alone.
 	omit()
 	if loc := snap.Header.Values("Location"); len(loc) > 0 {
-		it[AttrHeader] = headerAttr(http.Header{"Location": loc})
+		it[attrHeader] = headerAttr(http.Header{"Location": loc})
 	} else {
-		delete(it, AttrHeader)
+		delete(it, attrHeader)
 	}
 	return itemSize(it) <= max
 }
@@ -439,7 +452,7 @@ func (d *decoder) bool(name string) bool {
 // idemkit.ErrCorruptRecord; no partly decoded record is returned.
 func decodeItem(it map[string]types.AttributeValue) (*idemkit.Record, error) {
 	d := &decoder{it: it}
-	d.id = d.str(AttrID, true)
+	d.id = d.str(attrID, true)
 	return d.record()
 }
 
@@ -448,16 +461,16 @@ func (d *decoder) record() (*idemkit.Record, error) {
 	it := d.it
 	rec := &idemkit.Record{
 		ID:          d.id,
-		State:       idemkit.State(d.str(AttrState, true)),
-		Scope:       idemkit.Scope{Tenant: d.str(AttrTenant, true), Operation: d.str(AttrOperation, false), Key: d.str(AttrKey, true)},
-		Fingerprint: d.str(AttrFingerprint, false),
-		Owner:       d.str(AttrOwner, true),
-		LeaseUntil:  d.millis(AttrLeaseUntil, true),
-		ReplayUntil: d.millis(AttrReplayUntil, false),
-		CreatedAt:   d.millis(AttrCreatedAt, false),
-		CompletedAt: d.millis(AttrCompletedAt, false),
+		State:       idemkit.State(d.str(attrState, true)),
+		Scope:       idemkit.Scope{Tenant: d.str(attrTenant, true), Operation: d.str(attrOperation, false), Key: d.str(attrKey, true)},
+		Fingerprint: d.str(attrFingerprint, false),
+		Owner:       d.str(attrOwner, true),
+		LeaseUntil:  d.millis(attrLeaseUntil, true),
+		ReplayUntil: d.millis(attrReplayUntil, false),
+		CreatedAt:   d.millis(attrCreatedAt, false),
+		CompletedAt: d.millis(attrCompletedAt, false),
 	}
-	if exp, ok := d.int(AttrExpiresAt, true); ok {
+	if exp, ok := d.int(attrExpiresAt, true); ok {
 		rec.ExpiresAt = time.Unix(exp, 0).UTC()
 	}
 	switch rec.State {
@@ -465,15 +478,15 @@ func (d *decoder) record() (*idemkit.Record, error) {
 	default:
 		d.fail("unknown state %q", rec.State)
 	}
-	if _, ok := it[AttrStatus]; ok || rec.State == idemkit.StateCompleted {
+	if _, ok := it[attrStatus]; ok || rec.State == idemkit.StateCompleted {
 		rec.Snapshot = d.snapshot()
 	}
-	if _, ok := it[AttrResolvedAs]; ok {
+	if _, ok := it[attrResolvedAs]; ok {
 		r := &idemkit.Resolution{
-			As:         idemkit.State(d.str(AttrResolvedAs, true)),
-			Operator:   d.str(AttrOperator, false),
-			Reason:     d.str(AttrReason, false),
-			ResolvedAt: d.millis(AttrResolvedAt, false),
+			As:         idemkit.State(d.str(attrResolvedAs, true)),
+			Operator:   d.str(attrOperator, false),
+			Reason:     d.str(attrReason, false),
+			ResolvedAt: d.millis(attrResolvedAt, false),
 		}
 		if r.As != idemkit.StateCompleted && r.As != idemkit.StateFailed {
 			d.fail("unknown resolution %q", r.As)
@@ -490,11 +503,11 @@ func (d *decoder) record() (*idemkit.Record, error) {
 }
 
 func (d *decoder) snapshot() *idemkit.Snapshot {
-	status, _ := d.int(AttrStatus, true)
+	status, _ := d.int(attrStatus, true)
 	if status < 0 || status > 999 {
 		d.fail("status %d out of range", status)
 	}
-	s := &idemkit.Snapshot{Status: int(status), Base64: d.bool(AttrBase64), Omitted: d.bool(AttrOmitted)}
+	s := &idemkit.Snapshot{Status: int(status), Base64: d.bool(attrBase64), Omitted: d.bool(attrOmitted)}
 	var ok bool
 	if s.Header, ok = d.header(); !ok {
 		return nil
@@ -511,13 +524,13 @@ func (d *decoder) snapshot() *idemkit.Snapshot {
 // header decodes the snapshot's header map (nil when absent); ok is false
 // when it is malformed.
 func (d *decoder) header() (h http.Header, ok bool) {
-	v, present := d.it[AttrHeader]
+	v, present := d.it[attrHeader]
 	if !present {
 		return nil, true
 	}
 	m, isMap := v.(*types.AttributeValueMemberM)
 	if !isMap {
-		d.fail("attribute %s is %T, want M", AttrHeader, v)
+		d.fail("attribute %s is %T, want M", attrHeader, v)
 		return nil, false
 	}
 	h = make(http.Header, len(m.Value))
@@ -547,19 +560,19 @@ func (d *decoder) header() (h http.Header, ok bool) {
 // body decodes the snapshot's body (nil when absent), undoing its
 // encoding; ok is false when it is malformed.
 func (d *decoder) body() (body []byte, ok bool) {
-	v, present := d.it[AttrBody]
+	v, present := d.it[attrBody]
 	if !present {
-		if _, enc := d.it[AttrBodyEncoding]; enc {
+		if _, enc := d.it[attrBodyEncoding]; enc {
 			d.fail("body encoding without a body")
 		}
 		return nil, true
 	}
 	b, isBin := v.(*types.AttributeValueMemberB)
 	if !isBin {
-		d.fail("attribute %s is %T, want B", AttrBody, v)
+		d.fail("attribute %s is %T, want B", attrBody, v)
 		return nil, false
 	}
-	switch enc := d.str(AttrBodyEncoding, false); enc {
+	switch enc := d.str(attrBodyEncoding, false); enc {
 	case "":
 		return append([]byte(nil), b.Value...), true
 	default:

@@ -31,12 +31,12 @@ const maxHashedID = len("o1h|") + len("1024:") + idemkit.MaxTenantLen + 64
 const MaxKeyPrefixLen = maxPartitionKey - maxHashedID
 
 // recordAttrs are the attribute names of a record item other than its key
-// (AttrID): none of them may name a key attribute.
+// (attrID): none of them may name a key attribute.
 var recordAttrs = []string{
-	AttrState, AttrTenant, AttrOperation, AttrKey, AttrFingerprint, AttrOwner, AttrLeaseUntil,
-	AttrReplayUntil, AttrExpiresAt, AttrCreatedAt, AttrCompletedAt, AttrStatus, AttrHeader, AttrBody,
-	AttrBodyEncoding, AttrBase64, AttrOmitted, AttrResolvedAs, AttrOperator, AttrReason, AttrResolvedAt,
-	AttrMark, AttrReleased, AttrIndeterminate, AttrIndeterminateTenant,
+	attrState, attrTenant, attrOperation, attrKey, attrFingerprint, attrOwner, attrLeaseUntil,
+	attrReplayUntil, attrExpiresAt, attrCreatedAt, attrCompletedAt, attrStatus, attrHeader, attrBody,
+	attrBodyEncoding, attrBase64, attrOmitted, attrResolvedAs, attrOperator, attrReason, attrResolvedAt,
+	attrMark, attrReleased, attrIndeterminate, attrIndeterminateTenant,
 }
 
 // layout is where a store keeps the record ID in an item: the partition
@@ -52,7 +52,7 @@ type layout struct {
 func layoutOf(opts Options) layout {
 	l := layout{keyAttr: opts.KeyAttr, prefix: opts.KeyPrefix, sortAttr: opts.SortKeyAttr, sortValue: opts.SortKeyValue}
 	if l.keyAttr == "" {
-		l.keyAttr = AttrID
+		l.keyAttr = attrID
 	}
 	if l.sortAttr != "" {
 		l.sort = str(l.sortValue)
@@ -60,9 +60,9 @@ func layoutOf(opts Options) layout {
 	return l
 }
 
-// plain reports whether l is the table of its own: key AttrID, the ID as
+// plain reports whether l is the table of its own: key attrID, the ID as
 // is, no sort key.
-func (l *layout) plain() bool { return l.keyAttr == AttrID && l.prefix == "" && l.sortAttr == "" }
+func (l *layout) plain() bool { return l.keyAttr == attrID && l.prefix == "" && l.sortAttr == "" }
 
 // checkLayout refuses key options DynamoDB or the record items cannot
 // take.
@@ -81,7 +81,7 @@ func (o Options) checkLayout() error {
 	}
 	keyAttr := o.KeyAttr
 	if keyAttr == "" {
-		keyAttr = AttrID
+		keyAttr = attrID
 	}
 	switch {
 	case o.SortKeyAttr == keyAttr:
@@ -104,7 +104,7 @@ func (o Options) checkLayout() error {
 // key returns the key of the item of record id.
 func (l *layout) key(id string) map[string]types.AttributeValue {
 	if l.plain() {
-		return map[string]types.AttributeValue{AttrID: str(id)}
+		return map[string]types.AttributeValue{attrID: str(id)}
 	}
 	k := map[string]types.AttributeValue{l.keyAttr: str(l.prefix + id)}
 	if l.sortAttr != "" {
@@ -113,13 +113,13 @@ func (l *layout) key(id string) map[string]types.AttributeValue {
 	return k
 }
 
-// keyItem moves the record ID of item, written under AttrID by baseItem,
+// keyItem moves the record ID of item, written under attrID by baseItem,
 // to l's key attributes.
 func (l *layout) keyItem(item map[string]types.AttributeValue, id string) {
 	if l.plain() {
 		return
 	}
-	delete(item, AttrID)
+	delete(item, attrID)
 	item[l.keyAttr] = str(l.prefix + id)
 	if l.sortAttr != "" {
 		item[l.sortAttr] = l.sort

@@ -66,14 +66,3 @@ func TestLongScopeThroughAdapter(t *testing.T) {
 		t.Fatalf("ran %d times", runs.Load())
 	}
 }
-
-// TestTenantOfHashedID: the tenant of a hashed record ID is read, so a
-// regional store routes a long scope to its tenant's home region.
-func TestTenantOfHashedID(t *testing.T) {
-	sc := idemkit.Scope{Tenant: "acme-eu", Operation: "POST /" + strings.Repeat("o", 3000), Key: "k"}
-	for _, aw := range []bool{false, true} {
-		if got, err := dynamo.TenantOf(sc.ID(aw)); err != nil || got != sc.Tenant {
-			t.Errorf("TenantOf(hashed, account-wide %v) = %q, %v; want %q", aw, got, err, sc.Tenant)
-		}
-	}
-}

@@ -17,7 +17,7 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-// ListIndeterminate implements idemkit.Store with one Query of a sparse
+// ListIndeterminate implements idemkit.OperatorStore with one Query of a sparse
 // index: IndexIndeterminate for all tenants, IndexIndeterminateTenant for
 // one. Records come oldest lease first (ties in no set order), across
 // tenants too. Expired records are filtered out, so a page may hold fewer
@@ -25,29 +25,36 @@ import (
 // means DefaultListLimit; it is at most MaxListLimit. Index reads are
 // eventually consistent: a record marked or resolved a moment ago may be
 // missing or still listed. A page token not issued for this tenant's
-// listing is refused with an error wrapping ErrInvalidPage.
+// listing is refused with an error wrapping idemkit.ErrInvalidPage.
 func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
-	q := listQuery{op: "list indeterminate", kind: "", state: idemkit.StateIndeterminate, hashAttr: AttrIndeterminate, hashValue: IndeterminateValue, index: IndexIndeterminate}
+	q := listQuery{op: "list indeterminate", kind: "", state: idemkit.StateIndeterminate, hashAttr: attrIndeterminate, hashValue: indeterminateValue, index: IndexIndeterminate}
 	if tenant != "" {
-		q.hashAttr, q.hashValue, q.index = AttrIndeterminateTenant, tenant, IndexIndeterminateTenant
+		q.hashAttr, q.hashValue, q.index = attrIndeterminateTenant, tenant, IndexIndeterminateTenant
 	}
 	return s.query(ctx, q, tenant, page, limit, now)
 }
 
-// ListStale implements idemkit.Store with one Query of IndexIndeterminate,
-// whose hash key in_flight records carry when the store that claimed them
-// had Options.IndexInFlight set: the records under InFlightValue whose lease
-// ended at now, oldest lease first. A tenant's listing reads the same
-// partition and filters on the tenant. Without Options.IndexInFlight it
-// returns an error wrapping errors.ErrUnsupported: records claimed without
-// it are not indexed, and an empty listing would be a false all-clear.
-// Paging, limits and consistency are as in ListIndeterminate.
+// ListsStale implements idemkit.StaleLister: it reports whether
+// Options.IndexInFlight is set. In_flight records are indexed only when
+// the store claiming them has it, and every store of a table should set
+// it alike; a store without it takes the table's to be unindexed.
+func (s *Store) ListsStale() bool { return s.opts.IndexInFlight }
+
+// ListStale implements idemkit.StaleLister with one Query of
+// IndexIndeterminate, whose hash key in_flight records carry when the
+// store that claimed them had Options.IndexInFlight set: the records under
+// ix = "in_flight" whose lease ended at now, oldest lease first. A tenant's
+// listing reads the same partition and filters on the tenant. Without
+// Options.IndexInFlight (ListsStale false) it returns an error wrapping
+// errors.ErrUnsupported: records claimed without it are not indexed, and
+// an empty listing would be a false all-clear. Paging, limits and
+// consistency are as in ListIndeterminate.
 func (s *Store) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	const op = "list stale"
 	if !s.opts.IndexInFlight {
 		return nil, "", fmt.Errorf("dynamo: %s: %w: in_flight records are indexed only when the store claiming them has Options.IndexInFlight set", op, errors.ErrUnsupported)
 	}
-	q := listQuery{op: op, kind: "stale", state: idemkit.StateInFlight, hashAttr: AttrIndeterminate, hashValue: InFlightValue, index: IndexIndeterminate, leaseEnded: true, tenantFilter: tenant}
+	q := listQuery{op: op, kind: "stale", state: idemkit.StateInFlight, hashAttr: attrIndeterminate, hashValue: inFlightValue, index: IndexIndeterminate, leaseEnded: true, tenantFilter: tenant}
 	return s.query(ctx, q, tenant, page, limit, now)
 }
 
@@ -108,17 +115,17 @@ func (s *Store) queryInput(q listQuery, tenant, page string, limit int, now time
 	}
 	limit = min(limit, MaxListLimit)
 	filter := "#exp > :nowS AND #st = :state"
-	names := map[string]string{"#exp": AttrExpiresAt, "#st": AttrState, "#h": q.hashAttr}
+	names := map[string]string{"#exp": attrExpiresAt, "#st": attrState, "#h": q.hashAttr}
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":state": str(string(q.state)), ":h": str(q.hashValue)}
 	keyCond := "#h = :h"
 	if q.leaseEnded {
 		keyCond += " AND #lu <= :nowMs"
-		names["#lu"] = AttrLeaseUntil
+		names["#lu"] = attrLeaseUntil
 		values[":nowMs"] = nowMilli(now)
 	}
 	if q.tenantFilter != "" {
 		filter += " AND #tn = :tn"
-		names["#tn"] = AttrTenant
+		names["#tn"] = attrTenant
 		values[":tn"] = str(q.tenantFilter)
 	}
 	in := &dynamodb.QueryInput{
@@ -138,9 +145,9 @@ func (s *Store) queryInput(q listQuery, tenant, page string, limit int, now time
 			return nil, err
 		}
 		if (t.SK != "") != (s.lay.sortAttr != "") {
-			return nil, fmt.Errorf("%w: issued for a table keyed otherwise", ErrInvalidPage)
+			return nil, fmt.Errorf("dynamo: %w: issued for a table keyed otherwise", idemkit.ErrInvalidPage)
 		}
-		in.ExclusiveStartKey = map[string]types.AttributeValue{s.lay.keyAttr: str(t.ID), AttrLeaseUntil: num(t.Lease), q.hashAttr: str(q.hashValue)}
+		in.ExclusiveStartKey = map[string]types.AttributeValue{s.lay.keyAttr: str(t.ID), attrLeaseUntil: num(t.Lease), q.hashAttr: str(q.hashValue)}
 		if s.lay.sortAttr != "" {
 			in.ExclusiveStartKey[s.lay.sortAttr] = str(t.SK)
 		}
@@ -209,7 +216,7 @@ func decodePageOf(page, kind, tenant string) (id string, lease int64, err error)
 // may be another item's, and the index key).
 func (l *layout) encodePage(lek map[string]types.AttributeValue, kind, tenant string) (string, error) {
 	id, ok1 := lek[l.keyAttr].(*types.AttributeValueMemberS)
-	lu, ok2 := lek[AttrLeaseUntil].(*types.AttributeValueMemberN)
+	lu, ok2 := lek[attrLeaseUntil].(*types.AttributeValueMemberN)
 	sk, ok3 := lek[l.sortAttr].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 || (l.sortAttr != "" && (!ok3 || sk.Value == "")) {
 		return "", fmt.Errorf("dynamo: unexpected LastEvaluatedKey %v", lek)
@@ -234,20 +241,20 @@ func (l *layout) encodePage(lek map[string]types.AttributeValue, kind, tenant st
 func decodeToken(page, kind, tenant string) (t pageToken, err error) {
 	b, err := base64.RawURLEncoding.DecodeString(page)
 	if err != nil {
-		return t, fmt.Errorf("%w: %v", ErrInvalidPage, err)
+		return t, fmt.Errorf("dynamo: %w: %v", idemkit.ErrInvalidPage, err)
 	}
 	if err := json.Unmarshal(b, &t); err != nil {
-		return t, fmt.Errorf("%w: %v", ErrInvalidPage, err)
+		return t, fmt.Errorf("dynamo: %w: %v", idemkit.ErrInvalidPage, err)
 	}
 	switch {
 	case t.V != 1:
-		return t, fmt.Errorf("%w: version %d", ErrInvalidPage, t.V)
+		return t, fmt.Errorf("dynamo: %w: version %d", idemkit.ErrInvalidPage, t.V)
 	case t.ID == "":
-		return t, fmt.Errorf("%w: no record ID", ErrInvalidPage)
+		return t, fmt.Errorf("dynamo: %w: no record ID", idemkit.ErrInvalidPage)
 	case t.Kind != kind:
-		return t, fmt.Errorf("%w: issued for another listing (%q)", ErrInvalidPage, t.Kind)
+		return t, fmt.Errorf("dynamo: %w: issued for another listing (%q)", idemkit.ErrInvalidPage, t.Kind)
 	case t.Tenant != tenant:
-		return t, fmt.Errorf("%w: issued for tenant %q, not %q", ErrInvalidPage, t.Tenant, tenant)
+		return t, fmt.Errorf("dynamo: %w: issued for tenant %q, not %q", idemkit.ErrInvalidPage, t.Tenant, tenant)
 	}
 	return t, nil
 }

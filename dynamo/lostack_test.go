@@ -191,10 +191,17 @@ func resolveUpdate(b []byte) bool { return bytes.Contains(b, []byte("REMOVE #ix,
 // TestLostStateChangeAnswers: a mark or a resolution whose first attempt
 // lands with its answer lost is refused on the SDK's retry (the record is
 // no longer in the state the condition asks for); the store recognises
-// its own write by the token it wrote and returns the changed record. A
-// later, distinct write of the same kind is still refused.
+// its own write by the token it wrote and reports it made (a resolution
+// returns the changed record). A later, distinct write of the same kind
+// is still refused.
 func TestLostStateChangeAnswers(t *testing.T) {
 	type change func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error)
+	// A mark returns no record: the stored one is checked below.
+	mark := func(f func(*dynamo.Store, context.Context, string, string, time.Time) error) change {
+		return func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+			return nil, f(s, ctx, id, owner, now)
+		}
+	}
 	resolveAs := func(as idemkit.State) change {
 		return func(s *dynamo.Store, ctx context.Context, id, _ string, now time.Time) (*idemkit.Record, error) {
 			res := idemkit.Resolution{As: as, Operator: "ops", Reason: "checked"}
@@ -213,10 +220,10 @@ func TestLostStateChangeAnswers(t *testing.T) {
 		want   idemkit.State
 		refuse error
 	}{
-		{"MarkIndeterminate/lost-ack", faults.LostAck, false, markUpdate, (*dynamo.Store).MarkIndeterminate, idemkit.StateIndeterminate, idemkit.ErrNotOwner},
-		{"MarkIndeterminate/lost-ack-body", faults.LostAckBody, false, markUpdate, (*dynamo.Store).MarkIndeterminate, idemkit.StateIndeterminate, idemkit.ErrNotOwner},
-		{"MarkUnknown/lost-ack", faults.LostAck, false, markUpdate, (*dynamo.Store).MarkUnknown, idemkit.StateIndeterminate, idemkit.ErrNotOwner},
-		{"MarkUnknown/lost-ack-body", faults.LostAckBody, false, markUpdate, (*dynamo.Store).MarkUnknown, idemkit.StateIndeterminate, idemkit.ErrNotOwner},
+		{"MarkIndeterminate/lost-ack", faults.LostAck, false, markUpdate, mark((*dynamo.Store).MarkIndeterminate), idemkit.StateIndeterminate, idemkit.ErrNotOwner},
+		{"MarkIndeterminate/lost-ack-body", faults.LostAckBody, false, markUpdate, mark((*dynamo.Store).MarkIndeterminate), idemkit.StateIndeterminate, idemkit.ErrNotOwner},
+		{"MarkUnknown/lost-ack", faults.LostAck, false, markUpdate, mark((*dynamo.Store).MarkUnknown), idemkit.StateIndeterminate, idemkit.ErrNotOwner},
+		{"MarkUnknown/lost-ack-body", faults.LostAckBody, false, markUpdate, mark((*dynamo.Store).MarkUnknown), idemkit.StateIndeterminate, idemkit.ErrNotOwner},
 		{"Resolve-failed/lost-ack", faults.LostAck, true, resolveUpdate, resolveAs(idemkit.StateFailed), idemkit.StateFailed, idemkit.ErrNotIndeterminate},
 		{"Resolve-completed/lost-ack-body", faults.LostAckBody, true, resolveUpdate, resolveAs(idemkit.StateCompleted), idemkit.StateCompleted, idemkit.ErrNotIndeterminate},
 	} {
@@ -227,7 +234,7 @@ func TestLostStateChangeAnswers(t *testing.T) {
 			rec, now := inFlightRecord(t, cs, "change-"+tc.name, time.Second)
 			at := now.Add(2 * time.Second) // the lease has ended
 			if tc.marked {
-				if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
+				if err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -238,7 +245,7 @@ func TestLostStateChangeAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a change whose answer was lost: %v, want the changed record", err)
 			}
-			if got.State != tc.want || got.Owner != rec.Owner || got.ID != rec.ID {
+			if got != nil && (got.State != tc.want || got.Owner != rec.Owner || got.ID != rec.ID) {
 				t.Fatalf("change returned %+v", got)
 			}
 			// The refusal carries the item where the server returns it
@@ -256,7 +263,7 @@ func TestLostStateChangeAnswers(t *testing.T) {
 				t.Errorf("%d GetItem calls, want %d", n, wantGets)
 			}
 			stored, err := cs.Get(ctx, rec.ID, at)
-			if err != nil || stored.State != tc.want {
+			if err != nil || stored.State != tc.want || stored.Owner != rec.Owner {
 				t.Fatalf("stored record %+v %v, want %s", stored, err, tc.want)
 			}
 			// The same change made again, by another call: the contract's
@@ -276,6 +283,11 @@ func TestLostStateChangeErrors(t *testing.T) {
 	resolve := func(s *dynamo.Store, ctx context.Context, id, _ string, now time.Time) (*idemkit.Record, error) {
 		return s.Resolve(ctx, id, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "checked"}, now)
 	}
+	mark := func(f func(*dynamo.Store, context.Context, string, string, time.Time) error) func(*dynamo.Store, context.Context, string, string, time.Time) (*idemkit.Record, error) {
+		return func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+			return nil, f(s, ctx, id, owner, now)
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		marked bool // the record is indeterminate before the change
@@ -284,9 +296,9 @@ func TestLostStateChangeErrors(t *testing.T) {
 		refuse error
 	}{
 		{"MarkUnknown/unavailable", false, []faults.Rule{{Op: "UpdateItem", Times: -1, Kind: faults.ServerError}},
-			(*dynamo.Store).MarkUnknown, idemkit.ErrNotOwner},
+			mark((*dynamo.Store).MarkUnknown), idemkit.ErrNotOwner},
 		{"MarkIndeterminate/unreadable", false, []faults.Rule{{Op: "UpdateItem", Match: markUpdate, Times: 1, Kind: faults.LostAck}, {Op: "GetItem", Times: -1, Kind: faults.ServerError}},
-			(*dynamo.Store).MarkIndeterminate, idemkit.ErrNotOwner},
+			mark((*dynamo.Store).MarkIndeterminate), idemkit.ErrNotOwner},
 		{"Resolve/unavailable", true, []faults.Rule{{Op: "UpdateItem", Match: resolveUpdate, Times: -1, Kind: faults.ServerError}},
 			resolve, idemkit.ErrNotIndeterminate},
 		// The first GetItem is the resolution's read before its write.
@@ -301,7 +313,7 @@ func TestLostStateChangeErrors(t *testing.T) {
 			rec, now := inFlightRecord(t, cs, "change-err-"+tc.name, time.Second)
 			at := now.Add(2 * time.Second) // the lease has ended
 			if tc.marked {
-				if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
+				if err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -31,7 +31,7 @@ func TestRefusedMarkUsage(t *testing.T) {
 		}
 		// A retry, its lease over by its clock, marks the claim first
 		// (outside this request: its calls are not this request's).
-		if _, err := s.MarkIndeterminate(context.Background(), rec.ID, rec.Owner, time.Now().Add(2*time.Minute)); err != nil {
+		if err := s.MarkIndeterminate(context.Background(), rec.ID, rec.Owner, time.Now().Add(2*time.Minute)); err != nil {
 			return nil, err
 		}
 		return nil, idemkit.ErrOutcomeUnknown

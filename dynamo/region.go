@@ -15,7 +15,7 @@ import (
 // record to its tenant's home region, whichever region it runs in, and
 // fails closed (idemkit.ErrStoreUnavailable) when that region cannot be
 // reached; it never falls back to another region on its own. An ID whose
-// tenant cannot be read (see TenantOf) is refused with
+// tenant cannot be read (idemkit.IDTenant) is refused with
 // idemkit.ErrRecordInvalid, without a call.
 type Regions struct {
 	// Clients holds one client per region name. Required.
@@ -139,7 +139,7 @@ func (e *FailoverError) Unwrap() []error {
 
 // NewRegional returns a Store that keeps each record in table in its
 // tenant's home region. The tenant is read from the record ID, whose
-// encoding is idemkit.Scope.ID's (see TenantOf). It refuses Regions
+// encoding is idemkit.Scope.ID's (idemkit.IDTenant). It refuses Regions
 // without Clients or Home, a nil client and an empty table with an error
 // wrapping idemkit.ErrInvalidConfig.
 func NewRegional(r Regions, table string, opts Options) (*Store, error) {
@@ -177,10 +177,10 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 		return c, fo, nil
 	}
 	route := func(id string) (Client, *Failover, error) {
-		tenant, err := TenantOf(id)
+		tenant, err := idemkit.IDTenant(id)
 		if err != nil {
 			// No record has such an ID: a bad argument, not an outage.
-			return nil, nil, fmt.Errorf("%w: %w", idemkit.ErrRecordInvalid, err)
+			return nil, nil, fmt.Errorf("dynamo: %w: %w", idemkit.ErrRecordInvalid, err)
 		}
 		return home(tenant)
 	}
@@ -196,15 +196,4 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 		return c, nil
 	}
 	return newStore(table, opts, route, list, clients), nil
-}
-
-// TenantOf returns the tenant of a record ID, readable or hashed (see
-// idemkit.Scope.ID and idemkit.IDTenant). It refuses any other encoding,
-// and an ID whose tenant, over idemkit.MaxTenantLen bytes, is hashed.
-func TenantOf(id string) (string, error) {
-	tenant, err := idemkit.IDTenant(id)
-	if err != nil {
-		return "", fmt.Errorf("dynamo: %w", err)
-	}
-	return tenant, nil
 }

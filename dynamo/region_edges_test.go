@@ -93,7 +93,7 @@ func TestRegionalListing(t *testing.T) {
 				t.Fatalf("claim %s/%s: %+v %v", tenant, key, res, err)
 			}
 			if key == "indet" {
-				if _, err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, now); err != nil {
+				if err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, now); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -196,7 +196,7 @@ func TestFailoverFence(t *testing.T) {
 		stale    before = func(t *testing.T, req idemkit.Request) { claim(-time.Second)(t, req) }
 		failed   before = func(t *testing.T, req idemkit.Request) {
 			rec := claim(-time.Second)(t, req)
-			if _, err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, time.Now()); err != nil {
+			if err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := inEU.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "alice", Reason: "declined"}, time.Now()); err != nil {
@@ -330,7 +330,7 @@ func TestFailoverUnfencedCalls(t *testing.T) {
 			return moved.Complete(ctx, &done, now)
 		}},
 		{"release", func(r *idemkit.Record) error { return moved.Release(ctx, r.ID, r.Owner, now) }},
-		{"mark unknown", func(r *idemkit.Record) error { _, err := moved.MarkUnknown(ctx, r.ID, r.Owner, now); return err }},
+		{"mark unknown", func(r *idemkit.Record) error { return moved.MarkUnknown(ctx, r.ID, r.Owner, now) }},
 		{"list", func(r *idemkit.Record) error {
 			_, _, err := moved.ListIndeterminate(ctx, "acme", "", 0, now)
 			return err

@@ -40,10 +40,10 @@ func TestRegionalUnroutableID(t *testing.T) {
 			"Release":  func() error { return s.Release(ctx, id, "o", now) },
 			"Extend":   func() error { return s.Extend(ctx, id, "o", now.Add(time.Minute), now) },
 			"MarkIndeterminate": func() error {
-				_, err := s.MarkIndeterminate(ctx, id, "o", now)
+				err := s.MarkIndeterminate(ctx, id, "o", now)
 				return err
 			},
-			"MarkUnknown": func() error { _, err := s.MarkUnknown(ctx, id, "o", now); return err },
+			"MarkUnknown": func() error { return s.MarkUnknown(ctx, id, "o", now) },
 			"Resolve": func() error {
 				_, err := s.Resolve(ctx, id, idemkit.Resolution{As: idemkit.StateFailed}, now)
 				return err

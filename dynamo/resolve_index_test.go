@@ -33,7 +33,7 @@ func TestResolvedRecordsLeaveTheIndexes(t *testing.T) {
 		if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.MarkIndeterminate(ctx, rec.ID, "o", now.Add(2*time.Second)); err != nil {
+		if err := s.MarkIndeterminate(ctx, rec.ID, "o", now.Add(2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		res := idemkit.Resolution{As: as, Operator: "ops"}

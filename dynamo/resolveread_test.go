@@ -37,7 +37,7 @@ func TestResolveRefusedByItsRead(t *testing.T) {
 			}
 			rec, now := inFlightRecord(t, seed, "resolve-read-"+tc.name, time.Second)
 			if tc.mark {
-				if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, now.Add(2*time.Second)); err != nil {
+				if err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, now.Add(2*time.Second)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -82,7 +82,7 @@ func TestResolveConcurrent(t *testing.T) {
 			ctx := context.Background()
 			rec, now := inFlightRecord(t, cs, "resolve-concurrent-"+string(as), time.Second)
 			at := now.Add(2 * time.Second)
-			if _, err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
+			if err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
 				t.Fatal(err)
 			}
 			resolution := func(operator string) idemkit.Resolution {

@@ -46,7 +46,7 @@ func TestResolveSizeOfTheRest(t *testing.T) {
 			if res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 				t.Fatalf("claim: %+v, %v", res, err)
 			}
-			if _, err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
+			if err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
 				t.Fatal(err)
 			}
 			body := randomBytes(tc.body)

@@ -43,7 +43,7 @@ func newSingleTableStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dyn
 // layout changes keys and names, not the conditions the bulk and race
 // tests of TestConformance exercise.
 func TestConformanceSingleTable(t *testing.T) {
-	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
+	storetest.RunWith(t, func(t *testing.T) idemkit.OperatorStore {
 		s, _, _ := newSingleTableStore(t, dynamo.Options{IndexInFlight: true})
 		return s
 	}, conformanceOptions(t, storetest.Options{DistinctKeys: 100, Racers: 10}))
@@ -169,7 +169,7 @@ func TestSingleTableForeignItemsUntouched(t *testing.T) {
 				t.Fatalf("Release: %v", err)
 			}
 		case 2:
-			if _, err := s.MarkUnknown(ctx, r.ID, r.Owner, now); err != nil {
+			if err := s.MarkUnknown(ctx, r.ID, r.Owner, now); err != nil {
 				t.Fatalf("MarkUnknown: %v", err)
 			}
 		}

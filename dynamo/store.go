@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/storearg"
 )
 
 // Client is the part of *dynamodb.Client the store uses. Inputs share
@@ -90,7 +91,7 @@ type Options struct {
 	// them instead.
 	KeepRetryQuota bool
 	// IndexInFlight gives in_flight records the hash key of
-	// IndexIndeterminate (InFlightValue), so that ListStale can list the
+	// IndexIndeterminate ("in_flight"), so that ListStale can list the
 	// ones whose lease ended without scanning the table. It costs index
 	// writes on every claim and on every completion or release (see
 	// docs/PERFORMANCE.md) and puts every in_flight record in one index
@@ -101,11 +102,11 @@ type Options struct {
 	// KeyAttr, SortKeyAttr, SortKeyValue and KeyPrefix say where records
 	// are keyed, so that they can live in an existing table beside other
 	// items (a single-table design; see the package documentation). Their
-	// zero values are a table of its own: partition key AttrID holding
-	// the record ID, no sort key. Every store of the table must set them
-	// alike; TableDefinitionFor and Check follow them.
+	// zero values are a table of its own: partition key DefaultKeyAttr
+	// holding the record ID, no sort key. Every store of the table must
+	// set them alike; TableDefinitionFor and Check follow them.
 	//
-	// KeyAttr names the partition key attribute. Zero: AttrID ("pk").
+	// KeyAttr names the partition key attribute. Zero: DefaultKeyAttr ("pk").
 	KeyAttr string
 	// SortKeyAttr names the sort key attribute, if the table has one;
 	// every record has SortKeyValue in it (required with SortKeyAttr, at
@@ -155,12 +156,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// ErrInvalidPage is wrapped by the error ListIndeterminate returns for a
-// page token it did not issue (or issued for another tenant).
-var ErrInvalidPage = fmt.Errorf("dynamo: %w", idemkit.ErrInvalidPage)
-
-// Store is an idemkit.Store on a DynamoDB table laid out as the package
-// documentation describes. It is safe for concurrent use.
+// Store is an idemkit.OperatorStore on a DynamoDB table laid out as the
+// package documentation describes. It is an idemkit.StaleLister too,
+// listing stale leases only with Options.IndexInFlight (ListsStale). It
+// is safe for concurrent use.
 type Store struct {
 	table string
 	opts  Options
@@ -186,7 +185,10 @@ type Store struct {
 	namesClaim, namesRelease map[string]string
 }
 
-var _ idemkit.Store = (*Store)(nil)
+var (
+	_ idemkit.OperatorStore = (*Store)(nil)
+	_ idemkit.StaleLister   = (*Store)(nil)
+)
 
 // New returns a Store keeping records in table through client. It refuses
 // a nil client, an empty table and invalid Options with an error wrapping
@@ -209,7 +211,7 @@ func New(client Client, table string, opts Options) (*Store, error) {
 func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error), regions map[string]Client) *Store {
 	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, regions: regions, tableName: aws.String(table),
 		lay: layoutOf(opts), namesClaim: namesClaim, namesRelease: namesRelease}
-	if s.lay.keyAttr != AttrID {
+	if s.lay.keyAttr != attrID {
 		s.namesClaim, s.namesRelease = maps.Clone(namesClaim), maps.Clone(namesRelease)
 		s.namesClaim["#pk"], s.namesRelease["#pk"] = s.lay.keyAttr, s.lay.keyAttr
 	}
@@ -427,13 +429,13 @@ var (
 	pCondExtend        = aws.String(condExtend)
 	pUpdateLease       = aws.String("SET #lu = :lu")
 
-	namesClaim = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil,
-		"#fp": AttrFingerprint, "#op": AttrOperation, "#rl": AttrReleased, "#rt": AttrResolvedAt}
-	namesComplete     = map[string]string{"#ow": AttrOwner, "#exp": AttrExpiresAt, "#st": AttrState, "#ra": AttrResolvedAs}
-	namesRelease      = map[string]string{"#pk": AttrID, "#exp": AttrExpiresAt, "#ow": AttrOwner, "#st": AttrState}
-	namesExtend       = map[string]string{"#lu": AttrLeaseUntil, "#ow": AttrOwner, "#st": AttrState, "#exp": AttrExpiresAt}
-	namesReleaseOwned = map[string]string{"#ow": AttrOwner, "#st": AttrState}
-	namesClaimFenced  = map[string]string{"#exp": AttrExpiresAt, "#st": AttrState, "#ow": AttrOwner, "#lu": AttrLeaseUntil}
+	namesClaim = map[string]string{"#pk": attrID, "#exp": attrExpiresAt, "#st": attrState, "#ow": attrOwner, "#lu": attrLeaseUntil,
+		"#fp": attrFingerprint, "#op": attrOperation, "#rl": attrReleased, "#rt": attrResolvedAt}
+	namesComplete     = map[string]string{"#ow": attrOwner, "#exp": attrExpiresAt, "#st": attrState, "#ra": attrResolvedAs}
+	namesRelease      = map[string]string{"#pk": attrID, "#exp": attrExpiresAt, "#ow": attrOwner, "#st": attrState}
+	namesExtend       = map[string]string{"#lu": attrLeaseUntil, "#ow": attrOwner, "#st": attrState, "#exp": attrExpiresAt}
+	namesReleaseOwned = map[string]string{"#ow": attrOwner, "#st": attrState}
+	namesClaimFenced  = map[string]string{"#exp": attrExpiresAt, "#st": attrState, "#ow": attrOwner, "#lu": attrLeaseUntil}
 )
 
 var (
@@ -456,7 +458,7 @@ const stReleased = "released"
 const tombstoneLife = idemkit.MaxWriteDelay + 5*time.Minute
 
 // released reports whether item is a tombstone.
-func released(item map[string]types.AttributeValue) bool { return attrS(item, AttrState) == stReleased }
+func released(item map[string]types.AttributeValue) bool { return attrS(item, attrState) == stReleased }
 
 // claimAttempts bounds the put-then-get rounds of a claim whose blocking
 // record vanished or changed before it could be read.
@@ -472,8 +474,8 @@ const claimAttempts = 3
 // that blocks it, or else a *FailoverError.
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
 	const op = "claim"
-	if rec.ID == "" || rec.Owner == "" || rec.Scope.Tenant == "" {
-		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: claim %q: %w: want a record with an ID, an owner and a tenant", rec.ID, idemkit.ErrRecordInvalid)
+	if err := storearg.Claim(rec); err != nil {
+		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: %s: %w", op, err)
 	}
 	if err := checkUTF8(op, rec); err != nil {
 		return idemkit.ClaimResult{}, err
@@ -546,7 +548,7 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	item := baseItem(rec)
 	s.lay.keyItem(item, rec.ID)
 	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
-		item[AttrIndeterminate] = str(InFlightValue)
+		item[attrIndeterminate] = str(inFlightValue)
 	}
 	if !s.fits(item, rec.Snapshot) {
 		return nil, s.tooLarge(rec.ID, item)
@@ -558,12 +560,12 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	// owner's claim, a failed or stale record only with the record's
 	// fingerprint and operation.
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":released": vReleased,
-		":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil], ":fp": item[AttrFingerprint], ":op": item[AttrOperation],
+		":owner": item[attrOwner], ":lu": item[attrLeaseUntil], ":fp": item[attrFingerprint], ":op": item[attrOperation],
 		":fence": nowMilli(now.Add(idemkit.FenceSkew))}
 	switch {
 	case fenced:
 		cond, names = pCondClaimFenced, namesClaimFenced
-		values = map[string]types.AttributeValue{":nowS": values[":nowS"], ":inflight": vInFlight, ":owner": item[AttrOwner], ":lu": item[AttrLeaseUntil]}
+		values = map[string]types.AttributeValue{":nowS": values[":nowS"], ":inflight": vInFlight, ":owner": item[attrOwner], ":lu": item[attrLeaseUntil]}
 	case opts.Takeover:
 		cond = pCondClaimTakeover
 		values[":nowMs"] = nowMilli(now)
@@ -629,10 +631,10 @@ func (s *Store) blocker(ctx context.Context, client Client, cf *types.Conditiona
 // tombstoneFences reports whether a tombstone item refuses a claim of
 // owner made at now: the Claim condition, on a tombstone read after it.
 func tombstoneFences(item map[string]types.AttributeValue, owner string, now time.Time) bool {
-	if attrS(item, AttrOwner) == owner || slices.Contains(releasedOwners(item), owner) {
+	if attrS(item, attrOwner) == owner || slices.Contains(releasedOwners(item), owner) {
 		return true
 	}
-	lu, err := strconv.ParseInt(attrN(item, AttrLeaseUntil), 10, 64)
+	lu, err := strconv.ParseInt(attrN(item, attrLeaseUntil), 10, 64)
 	return err == nil && lu > now.Add(idemkit.FenceSkew).UnixMilli()
 }
 
@@ -647,7 +649,7 @@ func failedFences(cur, rec *idemkit.Record, now time.Time) bool {
 
 // releasedOwners returns the owners released on a tombstone item.
 func releasedOwners(item map[string]types.AttributeValue) []string {
-	if v, ok := item[AttrReleased].(*types.AttributeValueMemberSS); ok {
+	if v, ok := item[attrReleased].(*types.AttributeValueMemberSS); ok {
 		return v.Value
 	}
 	return nil
@@ -728,6 +730,9 @@ func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error 
 // MaxItemSize is stored without its body, Snapshot.Omitted set.
 func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
 	const op = "complete"
+	if err := storearg.Complete(rec); err != nil {
+		return fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	if err := checkUTF8(op, rec); err != nil {
 		return err
 	}
@@ -750,7 +755,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		Item:                      item,
 		ConditionExpression:       pCondComplete,
 		ExpressionAttributeNames:  namesComplete,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[AttrOwner], ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[attrOwner], ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err != nil {
@@ -775,6 +780,9 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 // region yet.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
 	const op = "release"
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	if !utf8.ValidString(id) || s.lay.keyTooLong(op, id) != nil {
 		// No record has such an ID (Claim refuses it); sent as is, the SDK
 		// would write the tombstone of another ID, or DynamoDB refuse the
@@ -792,8 +800,8 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 		cond, names = pCondReleaseOwned, namesReleaseOwned
 		values = map[string]types.AttributeValue{":owner": values[":owner"], ":inflight": vInFlight}
 	}
-	tomb := map[string]types.AttributeValue{AttrID: str(id), AttrState: vReleased, AttrOwner: str(owner), AttrLeaseUntil: nowMs,
-		AttrReleased: &types.AttributeValueMemberSS{Value: []string{owner}}, AttrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))}
+	tomb := map[string]types.AttributeValue{attrID: str(id), attrState: vReleased, attrOwner: str(owner), attrLeaseUntil: nowMs,
+		attrReleased: &types.AttributeValueMemberSS{Value: []string{owner}}, attrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))}
 	s.lay.keyItem(tomb, id)
 	put := &dynamodb.PutItemInput{
 		TableName:                           s.tableName,
@@ -852,12 +860,12 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 // (idemkit.MaxReleasedOwners) starts again with owner alone; a tombstone
 // without rl (written before rl was) gets its ow and owner.
 func (s *Store) addReleased(id string, item map[string]types.AttributeValue, owner string, now time.Time) *dynamodb.UpdateItemInput {
-	ow, owners := attrS(item, AttrOwner), releasedOwners(item)
+	ow, owners := attrS(item, attrOwner), releasedOwners(item)
 	if ow == owner || slices.Contains(owners, owner) {
 		return nil
 	}
-	lu0, _ := strconv.ParseInt(attrN(item, AttrLeaseUntil), 10, 64)
-	names := map[string]string{"#st": AttrState, "#lu": AttrLeaseUntil, "#exp": AttrExpiresAt, "#rl": AttrReleased}
+	lu0, _ := strconv.ParseInt(attrN(item, attrLeaseUntil), 10, 64)
+	names := map[string]string{"#st": attrState, "#lu": attrLeaseUntil, "#exp": attrExpiresAt, "#rl": attrReleased}
 	values := map[string]types.AttributeValue{":released": vReleased, ":lu0": num(lu0), ":nowS": nowSec(now),
 		":o": &types.AttributeValueMemberSS{Value: []string{owner}}}
 	cond := "#st = :released AND #lu = :lu0 AND #exp > :nowS AND "
@@ -876,7 +884,7 @@ func (s *Store) addReleased(id string, item map[string]types.AttributeValue, own
 	}
 	if lu0 <= now.UnixMilli() {
 		// A later release: the tombstone fences from its time.
-		names["#ow"] = AttrOwner
+		names["#ow"] = attrOwner
 		values[":owner"], values[":nowMs"], values[":exp"] = str(owner), nowMilli(now), num(ceilSec(now.Add(tombstoneLife)))
 		set = append(set, "#ow = :owner", "#lu = :nowMs", "#exp = :exp")
 	}
@@ -904,6 +912,9 @@ func (s *Store) addReleased(id string, item map[string]types.AttributeValue, own
 // then tells it from a record that is no longer ours.
 func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
 	const op = "extend"
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {
 		return err
@@ -928,7 +939,7 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	if err != nil {
 		return err
 	}
-	if attrS(cur, AttrState) != string(idemkit.StateInFlight) || attrS(cur, AttrOwner) != owner || expired(cur, now) {
+	if attrS(cur, attrState) != string(idemkit.StateInFlight) || attrS(cur, attrOwner) != owner || expired(cur, now) {
 		return idemkit.ErrNotOwner
 	}
 	// Ours, with a lease already ending at or after leaseUntil.
@@ -981,25 +992,28 @@ func attrS(item map[string]types.AttributeValue, name string) string {
 // MarkUnknown implements idemkit.Store with one conditional UpdateItem,
 // fenced on the owner token and state in_flight, that also sets the sparse
 // index keys and ends the lease at now.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
 	return s.toIndeterminate(ctx, "mark unknown", id, owner, now, condOwned, num(ceilMilli(now)), true)
 }
 
 // MarkIndeterminate implements idemkit.Store with one conditional
 // UpdateItem that also sets the sparse index keys.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
 	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), false)
 }
 
 // toIndeterminate sets the record's state to indeterminate, its index
 // keys and a new token (mk) under cond; endLease also sets its lease end
 // to nowMs (which cond may compare with otherwise). Its own mark, refused
-// on the SDK's retry after its answer was lost, is returned as marked
+// on the SDK's retry after its answer was lost, is reported as made
 // (ownRefused); any other mark, earlier or concurrent, is ErrNotOwner.
-func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, endLease bool) (*idemkit.Record, error) {
+func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, endLease bool) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn, #mk = :mk"
 	if endLease {
@@ -1013,17 +1027,17 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 		Key:                                 s.key(id),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            map[string]string{"#st": AttrState, "#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#tn": AttrTenant, "#ow": AttrOwner, "#exp": AttrExpiresAt, "#lu": AttrLeaseUntil, "#mk": AttrMark},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(IndeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark)},
-		ReturnValues:                        types.ReturnValueAllNew,
+		ExpressionAttributeNames:            map[string]string{"#st": attrState, "#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#tn": attrTenant, "#ow": attrOwner, "#exp": attrExpiresAt, "#lu": attrLeaseUntil, "#mk": attrMark},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(indeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err == nil {
 		usage(ctx, out.ConsumedCapacity, true)
-		return s.lay.decode(out.Attributes)
+		return nil
 	}
-	return s.ownRefused(ctx, client, op, id, err, idemkit.StateIndeterminate, mark, now, idemkit.ErrNotOwner)
+	_, err = s.ownRefused(ctx, client, op, id, err, idemkit.StateIndeterminate, mark, now, idemkit.ErrNotOwner)
+	return err
 }
 
 // ownRefused handles the failure err of a state change of the item with
@@ -1033,18 +1047,18 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 // was lost and refused on the SDK's retry, and the item is returned. Any
 // other refusal is refusal; any other error, or a failed read, a
 // StoreError.
-func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, err error, st idemkit.State, mark string, now time.Time, refusal error) (*idemkit.Record, error) {
+func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, err error, st idemkit.State, mark string, now time.Time, refusal error) (map[string]types.AttributeValue, error) {
 	old, err := s.refusedItem(ctx, client, op, id, err, "whether the write was this call's own, its answer lost")
 	if err != nil {
 		return nil, err
 	}
-	if attrS(old, AttrState) != string(st) || attrS(old, AttrMark) != mark || expired(old, now) {
+	if attrS(old, attrState) != string(st) || attrS(old, attrMark) != mark || expired(old, now) {
 		return nil, refusal
 	}
-	return s.lay.decode(old)
+	return old, nil
 }
 
-// Resolve implements idemkit.Store with one conditional UpdateItem. A zero
+// Resolve implements idemkit.OperatorStore with one conditional UpdateItem. A zero
 // res.ResolvedAt is stored as now; a completed resolution's snapshot
 // follows the same size rules as Complete and is the record's Snapshot
 // (Resolution.Snapshot is not stored twice). A resolution first reads the
@@ -1057,11 +1071,8 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 // required when res.As is completed and ignored when it is failed.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	const op = "resolve"
-	switch {
-	case res.As == idemkit.StateCompleted && res.Snapshot == nil:
-		return nil, fmt.Errorf("dynamo: resolve %q as completed: %w: no snapshot", id, idemkit.ErrRecordInvalid)
-	case res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed:
-		return nil, fmt.Errorf("dynamo: resolve %q as %q: %w: want completed or failed", id, res.As, idemkit.ErrRecordInvalid)
+	if err := storearg.Resolution(id, res); err != nil {
+		return nil, fmt.Errorf("dynamo: %w", err)
 	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {
@@ -1072,14 +1083,14 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		at = now
 	}
 	mark := rand.Text()
-	set := map[string]types.AttributeValue{AttrState: str(string(res.As)), AttrMark: str(mark)}
+	set := map[string]types.AttributeValue{attrState: str(string(res.As)), attrMark: str(mark)}
 	resolutionAttrs(set, &res, at)
-	putTime(set, AttrReplayUntil, res.ReplayUntil)
+	putTime(set, attrReplayUntil, res.ReplayUntil)
 	if !res.ExpiresAt.IsZero() {
-		set[AttrExpiresAt] = num(ceilSec(res.ExpiresAt))
+		set[attrExpiresAt] = num(ceilSec(res.ExpiresAt))
 	}
 	if res.As == idemkit.StateCompleted {
-		set[AttrCompletedAt] = num(at.UnixMilli())
+		set[attrCompletedAt] = num(at.UnixMilli())
 	}
 	// The record as it is now: the resolution is of this indeterminate
 	// record, the outcome of its owner's run, and is fenced on its owner.
@@ -1095,7 +1106,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	if res.As == idemkit.StateCompleted && !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
 		return nil, s.tooLarge(id, set)
 	}
-	names := map[string]string{"#ix": AttrIndeterminate, "#it": AttrIndeterminateTenant, "#exp": AttrExpiresAt, "#ow": AttrOwner}
+	names := map[string]string{"#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#exp": attrExpiresAt, "#ow": attrOwner}
 	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now), ":owner": str(owner)}
 	upd := "SET "
 	i := 0
@@ -1108,7 +1119,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		upd += n + " = " + p
 		i++
 	}
-	names["#st"] = AttrState
+	names["#st"] = attrState
 	upd += " REMOVE #ix, #it"
 	cctx, cancel := s.ctxFor(ctx)
 	defer cancel()
@@ -1124,7 +1135,11 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err != nil {
-		return s.ownRefused(ctx, client, op, id, err, res.As, mark, now, idemkit.ErrNotIndeterminate)
+		item, err := s.ownRefused(ctx, client, op, id, err, res.As, mark, now, idemkit.ErrNotIndeterminate)
+		if err != nil {
+			return nil, err
+		}
+		return s.lay.decode(item)
 	}
 	usage(ctx, out.ConsumedCapacity, true)
 	return s.lay.decode(out.Attributes)
@@ -1140,13 +1155,13 @@ func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[
 	if err != nil {
 		return 0, "", err
 	}
-	owner := attrS(item, AttrOwner)
-	if attrS(item, AttrState) != string(idemkit.StateIndeterminate) || owner == "" || expired(item, now) {
+	owner := attrS(item, attrOwner)
+	if attrS(item, attrState) != string(idemkit.StateIndeterminate) || owner == "" || expired(item, now) {
 		return 0, "", idemkit.ErrNotIndeterminate
 	}
 	n := 0
 	for name, v := range item {
-		if _, replaced := set[name]; replaced || name == AttrIndeterminate || name == AttrIndeterminateTenant {
+		if _, replaced := set[name]; replaced || name == attrIndeterminate || name == attrIndeterminateTenant {
 			continue
 		}
 		n += len(name) + valueSize(v)
@@ -1157,6 +1172,9 @@ func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[
 // Get implements idemkit.Store with one consistent GetItem.
 func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
 	const op = "get"
+	if err := storearg.ID(id); err != nil {
+		return nil, fmt.Errorf("dynamo: %s: %w", op, err)
+	}
 	if s.lay.keyTooLong(op, id) != nil {
 		return nil, idemkit.ErrNotFound // Claim refuses such an ID
 	}
@@ -1200,7 +1218,7 @@ func (s *Store) getItem(ctx context.Context, client Client, op, id string) (map[
 // expired reports whether an item is past its TTL at now; it is then
 // absent, whatever else it holds.
 func expired(item map[string]types.AttributeValue, now time.Time) bool {
-	n, ok := item[AttrExpiresAt].(*types.AttributeValueMemberN)
+	n, ok := item[attrExpiresAt].(*types.AttributeValueMemberN)
 	if !ok {
 		return false
 	}

@@ -69,22 +69,28 @@ func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Clien
 }
 
 func TestConformance(t *testing.T) {
-	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
+	storetest.RunWith(t, func(t *testing.T) idemkit.OperatorStore {
 		s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
 		return s
 	}, conformanceOptions(t, storetest.Options{}))
 }
 
-// Without IndexInFlight, in_flight records are not indexed: ListStale
-// refuses rather than answer a false all-clear, and the rest of the
-// contract holds.
+// Without IndexInFlight, in_flight records are not indexed: ListsStale
+// says so, ListStale refuses rather than answer a false all-clear, and the
+// rest of the contract holds.
 func TestConformanceWithoutInFlightIndex(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
+	if s.ListsStale() {
+		t.Fatal("ListsStale without IndexInFlight: true")
+	}
 	_, _, err := s.ListStale(context.Background(), "", "", 10, time.Now())
 	if !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("ListStale without IndexInFlight: %v, want errors.ErrUnsupported", err)
 	}
-	storetest.RunWith(t, func(t *testing.T) idemkit.Store {
+	if s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true}); !s.ListsStale() {
+		t.Fatal("ListsStale with IndexInFlight: false")
+	}
+	storetest.RunWith(t, func(t *testing.T) idemkit.OperatorStore {
 		s, _, _ := newStore(t, dynamo.Options{})
 		return s
 	}, conformanceOptions(t, storetest.Options{DistinctKeys: 200, Racers: 20}))

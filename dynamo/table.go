@@ -22,8 +22,8 @@ type TableClient interface {
 var _ TableClient = (*dynamodb.Client)(nil)
 
 // TableDefinition returns the definition of a store table named name:
-// partition key AttrID (no sort key), on-demand billing, and the two
-// sparse indexes, projecting ALL. TTL on AttrExpiresAt is set apart
+// partition key DefaultKeyAttr (no sort key), on-demand billing, and the
+// two sparse indexes, projecting ALL. TTL on TTLAttr is set apart
 // (CreateTable does it; a template sets TimeToLiveSpecification).
 func TableDefinition(name string) *dynamodb.CreateTableInput {
 	return TableDefinitionFor(name, Options{})
@@ -41,7 +41,7 @@ func TableDefinitionFor(name string, opts Options) *dynamodb.CreateTableInput {
 			IndexName: aws.String(name),
 			KeySchema: []types.KeySchemaElement{
 				{AttributeName: aws.String(hash), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(AttrLeaseUntil), KeyType: types.KeyTypeRange},
+				{AttributeName: aws.String(attrLeaseUntil), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		}
@@ -51,14 +51,14 @@ func TableDefinitionFor(name string, opts Options) *dynamodb.CreateTableInput {
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String(l.keyAttr), AttributeType: s},
-			{AttributeName: aws.String(AttrIndeterminate), AttributeType: s},
-			{AttributeName: aws.String(AttrIndeterminateTenant), AttributeType: s},
-			{AttributeName: aws.String(AttrLeaseUntil), AttributeType: n},
+			{AttributeName: aws.String(attrIndeterminate), AttributeType: s},
+			{AttributeName: aws.String(attrIndeterminateTenant), AttributeType: s},
+			{AttributeName: aws.String(attrLeaseUntil), AttributeType: n},
 		},
 		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(l.keyAttr), KeyType: types.KeyTypeHash}},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
-			index(IndexIndeterminate, AttrIndeterminate),
-			index(IndexIndeterminateTenant, AttrIndeterminateTenant),
+			index(IndexIndeterminate, attrIndeterminate),
+			index(IndexIndeterminateTenant, attrIndeterminateTenant),
 		},
 	}
 	if l.sortAttr != "" {
@@ -70,7 +70,7 @@ func TableDefinitionFor(name string, opts Options) *dynamodb.CreateTableInput {
 
 // CreateTable creates the table TableDefinition(name) describes, waits
 // until it is ACTIVE (bounded by ctx, or 2 minutes without a deadline),
-// and enables TTL on AttrExpiresAt. A server without the TTL API
+// and enables TTL on TTLAttr. A server without the TTL API
 // (dynalite answers UnknownOperationException) is tolerated: TTL only
 // saves storage, since every read and condition treats expired items as
 // absent.
@@ -97,7 +97,7 @@ func CreateTableFor(ctx context.Context, client TableClient, name string, opts O
 	_, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(name),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(AttrExpiresAt),
+			AttributeName: aws.String(attrExpiresAt),
 			Enabled:       aws.Bool(true),
 		},
 	})

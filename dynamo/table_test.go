@@ -70,7 +70,7 @@ func TestListPages(t *testing.T) {
 		if _, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.MarkIndeterminate(ctx, r.ID, "o", now.Add(2*time.Second)); err != nil {
+		if err := s.MarkIndeterminate(ctx, r.ID, "o", now.Add(2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestListPages(t *testing.T) {
 		"all tenants":  {"", next},
 		"garbage":      {"acme", "not a token"},
 	} {
-		if _, _, err := s.ListIndeterminate(ctx, tc.tenant, tc.page, 2, now); !errors.Is(err, dynamo.ErrInvalidPage) {
+		if _, _, err := s.ListIndeterminate(ctx, tc.tenant, tc.page, 2, now); !errors.Is(err, idemkit.ErrInvalidPage) {
 			t.Errorf("%s: %v, want ErrInvalidPage", name, err)
 		}
 	}

@@ -126,7 +126,7 @@ func TestInvalidUTF8IDNamesNoRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := now.Add(2 * time.Second)
-	if _, err := s.MarkIndeterminate(ctx, rec.ID, "o", later); err != nil {
+	if err := s.MarkIndeterminate(ctx, rec.ID, "o", later); err != nil {
 		t.Fatal(err)
 	}
 	bad := idemkit.Scope{Tenant: "acme\xff", Operation: sc.Operation, Key: "k\xfe"}.ID(false)
@@ -140,10 +140,10 @@ func TestInvalidUTF8IDNamesNoRecord(t *testing.T) {
 	if err := s.Extend(ctx, bad, "o", later.Add(time.Minute), later); !errors.Is(err, idemkit.ErrNotOwner) {
 		t.Errorf("Extend: %v, want ErrNotOwner", err)
 	}
-	if _, err := s.MarkUnknown(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
+	if err := s.MarkUnknown(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
 		t.Errorf("MarkUnknown: %v, want ErrNotOwner", err)
 	}
-	if _, err := s.MarkIndeterminate(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
+	if err := s.MarkIndeterminate(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
 		t.Errorf("MarkIndeterminate: %v, want ErrNotOwner", err)
 	}
 	res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "wrong record"}

@@ -102,7 +102,7 @@ func TestClaimRecordVanishes(t *testing.T) {
 		change   func(holder *idemkit.Record)
 	}{
 		{"resolved as failed between the calls", false, func(holder *idemkit.Record) {
-			if _, err := direct.MarkUnknown(ctx, holder.ID, "holder", now); err != nil {
+			if err := direct.MarkUnknown(ctx, holder.ID, "holder", now); err != nil {
 				t.Error(err)
 			}
 			if _, err := direct.Resolve(ctx, holder.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, now); err != nil {

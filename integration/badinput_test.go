@@ -14,6 +14,15 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 )
 
+// Attributes of a record item, as package dynamo documents its layout:
+// TestBadInputs damages stored items by hand.
+const (
+	attrState        = "st"
+	attrStatus       = "sc"
+	attrBody         = "sb"
+	attrBodyEncoding = "se"
+)
+
 // TestBadInputs is the catalogue of hostile or malformed inputs in
 // docs/RELIABILITY.md, each through the v2 adapter against dynalite, with
 // the answer it must get and the handler runs it may cause. Rows that
@@ -29,7 +38,7 @@ func TestBadInputs(t *testing.T) {
 	big := `{"items":"` + strings.Repeat("x", 4096) + `"}`
 	setAttr := func(t *testing.T, sc idemkit.Scope, name string, v types.AttributeValue) {
 		_, err := raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(table), Key: map[string]types.AttributeValue{dynamo.AttrID: &types.AttributeValueMemberS{Value: sc.ID(false)}},
+			TableName: aws.String(table), Key: map[string]types.AttributeValue{dynamo.DefaultKeyAttr: &types.AttributeValueMemberS{Value: sc.ID(false)}},
 			UpdateExpression: aws.String("SET #a = :v"), ExpressionAttributeNames: map[string]string{"#a": name},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":v": v},
 		})
@@ -39,15 +48,15 @@ func TestBadInputs(t *testing.T) {
 	}
 	truncateBody := func(t *testing.T, sc idemkit.Scope) {
 		out, err := raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{dynamo.AttrID: &types.AttributeValueMemberS{Value: sc.ID(false)}}})
+			Key: map[string]types.AttributeValue{dynamo.DefaultKeyAttr: &types.AttributeValueMemberS{Value: sc.ID(false)}}})
 		if err != nil || out.Item == nil {
 			t.Fatalf("get: %v", err)
 		}
-		if enc, _ := out.Item[dynamo.AttrBodyEncoding].(*types.AttributeValueMemberS); enc == nil || enc.Value != "zstd" {
-			t.Fatalf("body not compressed: %v", out.Item[dynamo.AttrBodyEncoding])
+		if enc, _ := out.Item[attrBodyEncoding].(*types.AttributeValueMemberS); enc == nil || enc.Value != "zstd" {
+			t.Fatalf("body not compressed: %v", out.Item[attrBodyEncoding])
 		}
-		b := out.Item[dynamo.AttrBody].(*types.AttributeValueMemberB).Value
-		setAttr(t, sc, dynamo.AttrBody, &types.AttributeValueMemberB{Value: b[:len(b)/2]})
+		b := out.Item[attrBody].(*types.AttributeValueMemberB).Value
+		setAttr(t, sc, attrBody, &types.AttributeValueMemberB{Value: b[:len(b)/2]})
 	}
 	cases := []struct {
 		name    string
@@ -83,14 +92,14 @@ func TestBadInputs(t *testing.T) {
 		{name: "expired UUIDv7 key", keys: []string{"018cc251-f400-7000-8000-000000000000"}, status: 400, problem: "key-expired"},
 		{name: "stored record with an unknown state", keys: []string{"corrupt-1"}, prime: `{"amount":1}`,
 			corrupt: func(t *testing.T, sc idemkit.Scope) {
-				setAttr(t, sc, dynamo.AttrState, &types.AttributeValueMemberS{Value: "done"})
+				setAttr(t, sc, attrState, &types.AttributeValueMemberS{Value: "done"})
 			},
 			status: 500, problem: "record-corrupt", runs: 1},
 		{name: "stored record with a truncated compressed body", keys: []string{"corrupt-2"}, prime: big, body: big,
 			corrupt: truncateBody, status: 500, problem: "record-corrupt", runs: 1},
 		{name: "stored record with a status as a string", keys: []string{"corrupt-3"}, prime: `{"amount":1}`,
 			corrupt: func(t *testing.T, sc idemkit.Scope) {
-				setAttr(t, sc, dynamo.AttrStatus, &types.AttributeValueMemberS{Value: "201"})
+				setAttr(t, sc, attrStatus, &types.AttributeValueMemberS{Value: "201"})
 			},
 			status: 500, problem: "record-corrupt", runs: 1},
 	}

@@ -4,6 +4,10 @@
 // use package dynamo for that. It passes the same conformance suite
 // (package storetest) as the DynamoDB store.
 //
+// Each call is applied once, under one lock, and its answer cannot be
+// lost: a write made again is a caller's retry, answered by the rules of
+// the idemkit.Store contract (its lost answers).
+//
 // Expired records are dropped as new ones are written, so that a
 // long-running process holds about its live records, not every record it
 // ever stored. Like DynamoDB's TTL deletion, a record that a write has
@@ -20,6 +24,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/storearg"
 )
 
 // Store is an in-memory idemkit.Store. The zero value is ready to use and
@@ -37,7 +42,10 @@ const minSweep = 64
 // New returns an empty Store.
 func New() *Store { return &Store{} }
 
-var _ idemkit.Store = (*Store)(nil)
+var (
+	_ idemkit.OperatorStore = (*Store)(nil)
+	_ idemkit.StaleLister   = (*Store)(nil)
+)
 
 // stateReleased is the state of a released key's tombstone: its Owner
 // is the last releasing owner, its LeaseUntil the latest release's time,
@@ -102,11 +110,11 @@ func (s *Store) put(r *idemkit.Record, now time.Time) {
 
 // Claim implements idemkit.Store.
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	if err := storearg.Claim(rec); err != nil {
+		return idemkit.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "claim", Err: err}
-	}
-	if rec == nil || rec.ID == "" || rec.Owner == "" {
-		return idemkit.ClaimResult{}, fmt.Errorf("memstore: claim: %w: want a record with an ID and an owner", idemkit.ErrRecordInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -163,6 +171,9 @@ func (s *Store) isFenced(id, owner string) bool {
 
 // Complete implements idemkit.Store.
 func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
+	if err := storearg.Complete(rec); err != nil {
+		return fmt.Errorf("memstore: complete: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &idemkit.StoreError{Op: "complete", Err: err}
 	}
@@ -192,6 +203,9 @@ func completable(cur *idemkit.Record) bool {
 
 // Extend implements idemkit.Store.
 func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("memstore: extend: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &idemkit.StoreError{Op: "extend", Err: err}
 	}
@@ -210,24 +224,30 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 }
 
 // MarkUnknown implements idemkit.Store.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("memstore: mark unknown: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "mark unknown", Err: err}
+		return &idemkit.StoreError{Op: "mark unknown", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
 	cur := s.live(id, now)
 	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight {
-		return nil, idemkit.ErrNotOwner
+		return idemkit.ErrNotOwner
 	}
 	cur.State = idemkit.StateIndeterminate
 	cur.LeaseUntil = now
-	return cur.Clone(), nil
+	return nil
 }
 
 // Release implements idemkit.Store.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("memstore: release: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &idemkit.StoreError{Op: "release", Err: err}
 	}
@@ -268,28 +288,31 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 }
 
 // MarkIndeterminate implements idemkit.Store.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
+	if err := storearg.Owned(id, owner); err != nil {
+		return fmt.Errorf("memstore: mark indeterminate: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "mark indeterminate", Err: err}
+		return &idemkit.StoreError{Op: "mark indeterminate", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
 	cur := s.live(id, now)
 	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight || !cur.LeaseExpired(now) {
-		return nil, idemkit.ErrNotOwner
+		return idemkit.ErrNotOwner
 	}
 	cur.State = idemkit.StateIndeterminate
-	return cur.Clone(), nil
+	return nil
 }
 
-// Resolve implements idemkit.Store.
+// Resolve implements idemkit.OperatorStore.
 func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+	if err := storearg.Resolution(id, res); err != nil {
+		return nil, fmt.Errorf("memstore: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, &idemkit.StoreError{Op: "resolve", Err: err}
-	}
-	if res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed {
-		return nil, fmt.Errorf("memstore: resolve as %q: %w: want completed or failed", res.As, idemkit.ErrRecordInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -310,9 +333,6 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		rc.Snapshot = nil
 	}
 	if res.As == idemkit.StateCompleted {
-		if res.Snapshot == nil {
-			return nil, fmt.Errorf("memstore: resolve as completed: %w: no snapshot", idemkit.ErrRecordInvalid)
-		}
 		r.Snapshot = res.Snapshot.Clone()
 		r.CompletedAt = rc.ResolvedAt
 	}
@@ -328,6 +348,9 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 
 // Get implements idemkit.Store.
 func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
+	if err := storearg.ID(id); err != nil {
+		return nil, fmt.Errorf("memstore: get: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, &idemkit.StoreError{Op: "get", Err: err}
 	}
@@ -341,7 +364,7 @@ func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Rec
 	return cur.Clone(), nil
 }
 
-// ListIndeterminate implements idemkit.Store. The page token is the offset
+// ListIndeterminate implements idemkit.OperatorStore. The page token is the offset
 // into the sorted listing.
 func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	return s.list(ctx, "list indeterminate", tenant, page, limit, now, func(r *idemkit.Record) bool {
@@ -349,8 +372,12 @@ func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limi
 	})
 }
 
-// ListStale implements idemkit.Store. The page token is the offset into
-// the sorted listing.
+// ListsStale implements idemkit.StaleLister: it is true, since the
+// store sees every record it holds.
+func (s *Store) ListsStale() bool { return true }
+
+// ListStale implements idemkit.StaleLister. The page token is the offset
+// into the sorted listing.
 func (s *Store) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	return s.list(ctx, "list stale", tenant, page, limit, now, func(r *idemkit.Record) bool {
 		return r.State == idemkit.StateInFlight && r.LeaseExpired(now)

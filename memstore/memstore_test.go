@@ -9,5 +9,5 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) idemkit.Store { return memstore.New() })
+	storetest.Run(t, func(t *testing.T) idemkit.OperatorStore { return memstore.New() })
 }

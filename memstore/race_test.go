@@ -72,7 +72,7 @@ func TestMixedRace(t *testing.T) {
 			for i := 0; i < iterations; i++ {
 				k := rnd.IntN(keys)
 				token := fmt.Sprintf("owner-%d", tokens.Add(1))
-				rec := &idemkit.Record{ID: id(k), State: idemkit.StateInFlight, Owner: token, Fingerprint: "v2:sha256:x",
+				rec := &idemkit.Record{ID: id(k), Scope: idemkit.Scope{Tenant: "tenant-a"}, State: idemkit.StateInFlight, Owner: token, Fingerprint: "v2:sha256:x",
 					LeaseUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
 				res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{})
 				if err != nil {
@@ -151,7 +151,7 @@ func blocked(t *testing.T, s *memstore.Store, rec, ex *idemkit.Record, now time.
 	if err := s.Complete(ctx, done, now); !errors.Is(err, idemkit.ErrNotOwner) {
 		t.Errorf("completion by a loser: %v, want ErrNotOwner", err)
 	}
-	if _, err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); !errors.Is(err, idemkit.ErrNotOwner) {
+	if err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); !errors.Is(err, idemkit.ErrNotOwner) {
 		t.Errorf("mark unknown by a loser: %v, want ErrNotOwner", err)
 	}
 	// The key may have been freed meanwhile (nil); never another's deleted.

@@ -27,7 +27,7 @@ func TestExpiredRecordsAreDropped(t *testing.T) {
 	for g := 0; g < generations; g++ {
 		for i := 0; i < perGeneration; i++ {
 			now := clk.Now()
-			rec := &idemkit.Record{ID: fmt.Sprintf("g%d-%d", g, i), State: idemkit.StateInFlight, Owner: "o",
+			rec := &idemkit.Record{ID: fmt.Sprintf("g%d-%d", g, i), Scope: idemkit.Scope{Tenant: "t"}, State: idemkit.StateInFlight, Owner: "o",
 				LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(retention), CreatedAt: now}
 			if res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 				t.Fatalf("claim %s: %+v %v", rec.ID, res, err)

@@ -1,13 +1,18 @@
-// Package storetest is the conformance suite for idemkit.Store
-// implementations. Every store runs it in one line:
+// Package storetest is the conformance suite for idemkit stores. Every
+// store runs it in one line:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) idemkit.Store { return memstore.New() })
+//		storetest.Run(t, func(t *testing.T) idemkit.OperatorStore { return memstore.New() })
 //	}
 //
 // newStore is called once per subtest and must return an empty store. The
-// suite checks the contract written on idemkit.Store (its time precision
-// included); [Options] name the capabilities a store has or lacks.
+// suite checks the contract written on idemkit.Store and
+// idemkit.OperatorStore (its time precision included), and on
+// idemkit.StaleLister for a store that implements it: the listing when
+// ListsStale is true, the refusal when it is false. [Options] name the
+// capabilities a store has or lacks. A store that is only an
+// idemkit.Store, such as a cache in front of another, runs the suite with
+// the operator methods of the store it wraps.
 package storetest
 
 import (
@@ -45,17 +50,17 @@ type Options struct {
 	// NonAtomic says the store's conditional writes are not atomic under
 	// concurrency (an emulator that checks and writes in two steps): the
 	// checks that race writers on one record are skipped, since they prove
-	// nothing there. Such a store falls short of the idemkit.Store contract.
+	// nothing there. Such a store falls short of the idemkit.OperatorStore contract.
 	NonAtomic bool
 }
 
 // Run runs the conformance suite against the stores newStore returns.
-func Run(t *testing.T, newStore func(t *testing.T) idemkit.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) idemkit.OperatorStore) {
 	RunWith(t, newStore, Options{})
 }
 
 // RunWith is Run with options.
-func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Options) {
+func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.OperatorStore, opts Options) {
 	if opts.DistinctKeys <= 0 {
 		opts.DistinctKeys = 10000
 	}
@@ -64,7 +69,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 	}
 	tests := []struct {
 		name string
-		fn   func(*testing.T, idemkit.Store)
+		fn   func(*testing.T, idemkit.OperatorStore)
 	}{
 		{"FirstClaim", testFirstClaim},
 		{"ClaimLiveRecord", testClaimLive},
@@ -75,6 +80,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"StaleLeaseTakeover", testStaleLeaseTakeover},
 		{"FencingRefusesStaleToken", testFencing},
 		{"RetriedClaimIsOurs", testRetriedClaim},
+		{"RetriedWrites", testRetriedWrites},
 		{"CompleteAndRetriedComplete", testComplete},
 		{"CompleteRefused", testCompleteRefused},
 		{"Release", testRelease},
@@ -99,12 +105,12 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.Store, opts Optio
 		{"NoAliasing", testNoAliasing},
 		{"ResolvedAtDefaultsToNow", testResolvedAtDefault},
 		{"BadArguments", testBadArguments},
-		{"SnapshotLimit", func(t *testing.T, s idemkit.Store) { testSnapshotLimit(t, s, opts.SnapshotLimit) }},
+		{"SnapshotLimit", func(t *testing.T, s idemkit.OperatorStore) { testSnapshotLimit(t, s, opts.SnapshotLimit) }},
 		{"LongScope", testLongScope},
-		{"RaceOneKey", func(t *testing.T, s idemkit.Store) { testRace(t, s, opts.Racers) }},
-		{"RaceTakeover", func(t *testing.T, s idemkit.Store) { testRaceOver(t, s, opts.Racers, staleRecord) }},
-		{"RaceResolvedFailed", func(t *testing.T, s idemkit.Store) { testRaceOver(t, s, opts.Racers, failedRecord) }},
-		{"DistinctKeys", func(t *testing.T, s idemkit.Store) { testDistinct(t, s, opts.DistinctKeys) }},
+		{"RaceOneKey", func(t *testing.T, s idemkit.OperatorStore) { testRace(t, s, opts.Racers) }},
+		{"RaceTakeover", func(t *testing.T, s idemkit.OperatorStore) { testRaceOver(t, s, opts.Racers, staleRecord) }},
+		{"RaceResolvedFailed", func(t *testing.T, s idemkit.OperatorStore) { testRaceOver(t, s, opts.Racers, failedRecord) }},
+		{"DistinctKeys", func(t *testing.T, s idemkit.OperatorStore) { testDistinct(t, s, opts.DistinctKeys) }},
 	}
 	races := map[string]bool{"LateCompletionRacesResolve": true, "RaceOneKey": true, "RaceTakeover": true, "RaceResolvedFailed": true}
 	for _, tc := range tests {
@@ -140,9 +146,12 @@ func newRecord(now time.Time, owner string) *idemkit.Record {
 	}
 }
 
+// withOwner returns a claim by owner of r's scope, with r's fingerprint
+// and times: in_flight, without an answer or a resolution.
 func withOwner(r *idemkit.Record, owner string) *idemkit.Record {
 	c := r.Clone()
-	c.Owner = owner
+	c.Owner, c.State = owner, idemkit.StateInFlight
+	c.Snapshot, c.Resolution, c.CompletedAt = nil, nil, time.Time{}
 	return c
 }
 
@@ -162,7 +171,7 @@ func sampleSnapshot() *idemkit.Snapshot {
 	}
 }
 
-func claim(t *testing.T, s idemkit.Store, r *idemkit.Record, now time.Time, takeover bool) idemkit.ClaimResult {
+func claim(t *testing.T, s idemkit.OperatorStore, r *idemkit.Record, now time.Time, takeover bool) idemkit.ClaimResult {
 	t.Helper()
 	res, err := s.Claim(context.Background(), r, now, idemkit.ClaimOptions{Takeover: takeover})
 	if err != nil {
@@ -171,13 +180,20 @@ func claim(t *testing.T, s idemkit.Store, r *idemkit.Record, now time.Time, take
 	return res
 }
 
-func mustGet(t *testing.T, s idemkit.Store, id string, now time.Time) *idemkit.Record {
+func mustGet(t *testing.T, s idemkit.OperatorStore, id string, now time.Time) *idemkit.Record {
 	t.Helper()
 	r, err := s.Get(context.Background(), id, now)
 	if err != nil {
 		t.Fatalf("Get(%s): %v", id, err)
 	}
 	return r
+}
+
+// staleLister returns s as an idemkit.StaleLister when it lists stale
+// leases.
+func staleLister(s idemkit.OperatorStore) (idemkit.StaleLister, bool) {
+	sl, ok := s.(idemkit.StaleLister)
+	return sl, ok && sl.ListsStale()
 }
 
 func wantErr(t *testing.T, what string, err, target error) {
@@ -187,7 +203,7 @@ func wantErr(t *testing.T, what string, err, target error) {
 	}
 }
 
-func testFirstClaim(t *testing.T, s idemkit.Store) {
+func testFirstClaim(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	res := claim(t, s, r, now, false)
@@ -203,7 +219,7 @@ func testFirstClaim(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testClaimLive(t *testing.T, s idemkit.Store) {
+func testClaimLive(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
@@ -222,7 +238,7 @@ func testClaimLive(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testClaimAfterExpiry(t *testing.T, s idemkit.Store) {
+func testClaimAfterExpiry(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	r.LeaseUntil = now.Add(5 * time.Second)
@@ -254,7 +270,7 @@ func testClaimAfterExpiry(t *testing.T, s idemkit.Store) {
 // its own owner too, even under a lease that runs past it: renewing,
 // marking or completing it is refused and does not bring it back, and its
 // release is the no-op of an absent record.
-func testExpiredInFlight(t *testing.T, s idemkit.Store) {
+func testExpiredInFlight(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	r := newRecord(now, "a")
@@ -267,9 +283,9 @@ func testExpiredInFlight(t *testing.T, s idemkit.Store) {
 	}
 	later := now.Add(11 * time.Second) // expired, inside the renewed lease
 	wantErr(t, "Extend of an expired record", s.Extend(ctx, r.ID, "a", later.Add(time.Minute), later), idemkit.ErrNotOwner)
-	_, err := s.MarkUnknown(ctx, r.ID, "a", later)
+	err := s.MarkUnknown(ctx, r.ID, "a", later)
 	wantErr(t, "MarkUnknown of an expired record", err, idemkit.ErrNotOwner)
-	_, err = s.MarkIndeterminate(ctx, r.ID, "a", later.Add(time.Minute))
+	err = s.MarkIndeterminate(ctx, r.ID, "a", later.Add(time.Minute))
 	wantErr(t, "MarkIndeterminate of an expired record", err, idemkit.ErrNotOwner)
 	wantErr(t, "Complete of an expired record", s.Complete(ctx, completed(r, later, sampleSnapshot()), later), idemkit.ErrNotOwner)
 	if _, err := s.Get(ctx, r.ID, later); !errors.Is(err, idemkit.ErrNotFound) {
@@ -287,7 +303,7 @@ func testExpiredInFlight(t *testing.T, s idemkit.Store) {
 // ExpiresAt (live means now before ExpiresAt), not a moment later, in
 // every state and to every method; a millisecond before, it is there.
 // The times are whole seconds, exact at any precision a store may keep.
-func testExpiryBoundary(t *testing.T, s idemkit.Store) {
+func testExpiryBoundary(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	exp := now.Add(5 * time.Second)
@@ -303,7 +319,7 @@ func testExpiryBoundary(t *testing.T, s idemkit.Store) {
 	m := newRecord(now, "a")
 	m.LeaseUntil, m.ExpiresAt = now.Add(time.Second), exp
 	claim(t, s, m, now, false)
-	if _, err := s.MarkIndeterminate(ctx, m.ID, "a", now.Add(2*time.Second)); err != nil {
+	if err := s.MarkIndeterminate(ctx, m.ID, "a", now.Add(2*time.Second)); err != nil {
 		t.Fatalf("MarkIndeterminate: %v", err)
 	}
 
@@ -346,7 +362,7 @@ func testExpiryBoundary(t *testing.T, s idemkit.Store) {
 // means now not before LeaseUntil): then a takeover wins, the record can
 // be marked indeterminate and it is listed stale; a millisecond before,
 // none of these. The times are whole seconds.
-func testLeaseBoundary(t *testing.T, s idemkit.Store) {
+func testLeaseBoundary(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	lease := now.Add(5 * time.Second)
@@ -358,10 +374,10 @@ func testLeaseBoundary(t *testing.T, s idemkit.Store) {
 	}
 	b := withOwner(taken, "b")
 	b.LeaseUntil = lease.Add(30 * time.Second)
-	_, _, staleErr := s.ListStale(ctx, marked.Scope.Tenant, "", 10, before)
+	sl, lists := staleLister(s)
 	stale := func(at time.Time) bool {
 		t.Helper()
-		recs, _, err := s.ListStale(ctx, marked.Scope.Tenant, "", 10, at)
+		recs, _, err := sl.ListStale(ctx, marked.Scope.Tenant, "", 10, at)
 		if err != nil {
 			t.Fatalf("ListStale: %v", err)
 		}
@@ -371,13 +387,13 @@ func testLeaseBoundary(t *testing.T, s idemkit.Store) {
 	if res := claim(t, s, b, before, true); res.Won {
 		t.Fatal("a takeover won a millisecond before the lease ends")
 	}
-	_, err := s.MarkIndeterminate(ctx, marked.ID, "a", before)
+	err := s.MarkIndeterminate(ctx, marked.ID, "a", before)
 	wantErr(t, "MarkIndeterminate a millisecond before the lease ends", err, idemkit.ErrNotOwner)
-	if staleErr == nil && stale(before) {
+	if lists && stale(before) {
 		t.Fatal("listed stale a millisecond before its lease ends")
 	}
 
-	if staleErr == nil && !stale(lease) {
+	if lists && !stale(lease) {
 		t.Fatal("not listed stale at its LeaseUntil")
 	}
 	if res := claim(t, s, b, lease, true); !res.Won {
@@ -386,12 +402,12 @@ func testLeaseBoundary(t *testing.T, s idemkit.Store) {
 	if got := mustGet(t, s, taken.ID, lease); got.Owner != "b" {
 		t.Fatalf("after a takeover at LeaseUntil the owner is %q, want b", got.Owner)
 	}
-	if _, err := s.MarkIndeterminate(ctx, marked.ID, "a", lease); err != nil {
+	if err := s.MarkIndeterminate(ctx, marked.ID, "a", lease); err != nil {
 		t.Fatalf("MarkIndeterminate at LeaseUntil: %v", err)
 	}
 }
 
-func testStaleLeaseTakeover(t *testing.T, s idemkit.Store) {
+func testStaleLeaseTakeover(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	r.LeaseUntil = now.Add(5 * time.Second)
@@ -420,7 +436,7 @@ func testStaleLeaseTakeover(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testFencing(t *testing.T, s idemkit.Store) {
+func testFencing(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	r.LeaseUntil = now.Add(5 * time.Second)
@@ -434,7 +450,7 @@ func testFencing(t *testing.T, s idemkit.Store) {
 	ctx := context.Background()
 	wantErr(t, "Complete by the old owner", s.Complete(ctx, completed(r, after, sampleSnapshot()), after), idemkit.ErrNotOwner)
 	wantErr(t, "Release by the old owner", s.Release(ctx, r.ID, "a", after), idemkit.ErrNotOwner)
-	_, err := s.MarkIndeterminate(ctx, r.ID, "a", after.Add(time.Minute))
+	err := s.MarkIndeterminate(ctx, r.ID, "a", after.Add(time.Minute))
 	wantErr(t, "MarkIndeterminate of the old owner", err, idemkit.ErrNotOwner)
 	got := mustGet(t, s, r.ID, after)
 	if got.Owner != "b" || got.State != idemkit.StateInFlight || got.Snapshot != nil {
@@ -451,7 +467,7 @@ func testFencing(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testRetriedClaim(t *testing.T, s idemkit.Store) {
+func testRetriedClaim(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
@@ -485,7 +501,126 @@ func testRetriedClaim(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testComplete(t *testing.T, s idemkit.Store) {
+// testRetriedWrites: every write made again a second later, as a caller
+// does after its first answer was lost, gets the answer the contract
+// gives a retry (the lost answers of idemkit.Store) and leaves the record
+// as the first call left it, which tells the caller its own change: Claim
+// wins, Complete, Release and Extend return nil; MarkUnknown and
+// MarkIndeterminate return ErrNotOwner, the record indeterminate with the
+// same owner, its lease as the mark set it, no resolution; Resolve
+// returns ErrNotIndeterminate, the record holding the first resolution.
+func testRetriedWrites(t *testing.T, s idemkit.OperatorStore) {
+	ctx := context.Background()
+	now := base()
+	again := now.Add(time.Second)
+	claimed := func() *idemkit.Record {
+		r := newRecord(now, "a")
+		r.LeaseUntil = now.Add(time.Minute)
+		claim(t, s, r, now, false)
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		// first makes the write and returns the record it leaves (nil:
+		// none) and the retry, made at again.
+		first func() (*idemkit.Record, func() error)
+		want  error
+	}{
+		{"Claim", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			return r, func() error {
+				if res := claim(t, s, r, again, false); !res.Won {
+					return fmt.Errorf("lost to %+v", res.Existing)
+				}
+				return nil
+			}
+		}, nil},
+		{"Complete", func() (*idemkit.Record, func() error) {
+			c := completed(claimed(), now, sampleSnapshot())
+			if err := s.Complete(ctx, c, now); err != nil {
+				t.Fatal(err)
+			}
+			return c, func() error { return s.Complete(ctx, c, again) }
+		}, nil},
+		{"Release", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			if err := s.Release(ctx, r.ID, "a", now); err != nil {
+				t.Fatal(err)
+			}
+			return nil, func() error {
+				if err := s.Release(ctx, r.ID, "a", again); err != nil {
+					return err
+				}
+				if _, err := s.Get(ctx, r.ID, again); !errors.Is(err, idemkit.ErrNotFound) {
+					return fmt.Errorf("a read after the retried release: %v, want ErrNotFound", err)
+				}
+				return nil
+			}
+		}, nil},
+		{"Extend", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			r.LeaseUntil = now.Add(time.Hour)
+			if err := s.Extend(ctx, r.ID, "a", r.LeaseUntil, now); err != nil {
+				t.Fatal(err)
+			}
+			return r, func() error { return s.Extend(ctx, r.ID, "a", r.LeaseUntil, again) }
+		}, nil},
+		{"MarkUnknown", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			if err := s.MarkUnknown(ctx, r.ID, "a", now); err != nil {
+				t.Fatal(err)
+			}
+			r.State, r.LeaseUntil = idemkit.StateIndeterminate, now
+			return r, func() error { return s.MarkUnknown(ctx, r.ID, "a", again) }
+		}, idemkit.ErrNotOwner},
+		{"MarkIndeterminate", func() (*idemkit.Record, func() error) {
+			r := claimed()
+			at := r.LeaseUntil.Add(time.Second)
+			if err := s.MarkIndeterminate(ctx, r.ID, "a", at); err != nil {
+				t.Fatal(err)
+			}
+			r.State = idemkit.StateIndeterminate
+			return r, func() error { return s.MarkIndeterminate(ctx, r.ID, "a", at.Add(time.Second)) }
+		}, idemkit.ErrNotOwner},
+		{"Resolve", func() (*idemkit.Record, func() error) {
+			m := markedRecord(t, s, now)
+			res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot(), Operator: "ops", Reason: "checked", ResolvedAt: now.Add(time.Minute)}
+			got, err := s.Resolve(ctx, m.ID, res, res.ResolvedAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got, func() error {
+				_, err := s.Resolve(ctx, m.ID, res, res.ResolvedAt.Add(time.Second))
+				return err
+			}
+		}, idemkit.ErrNotIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, retry := tc.first()
+			err := retry()
+			if tc.want == nil && err != nil {
+				t.Fatalf("retried %s: %v, want nil", tc.name, err)
+			}
+			if tc.want != nil {
+				wantErr(t, "retried "+tc.name, err, tc.want)
+			}
+			if want == nil {
+				return
+			}
+			got := mustGet(t, s, want.ID, again)
+			sameRecord(t, got, want)
+			if (got.Resolution == nil) != (want.Resolution == nil) {
+				t.Fatalf("resolution %+v, want %+v", got.Resolution, want.Resolution)
+			}
+			if r := want.Resolution; r != nil && (got.Resolution.Operator != r.Operator || got.Resolution.Reason != r.Reason ||
+				!timeEq(got.Resolution.ResolvedAt, r.ResolvedAt)) {
+				t.Fatalf("resolution %+v, want the first one, %+v", got.Resolution, r)
+			}
+		})
+	}
+}
+
+func testComplete(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
@@ -506,7 +641,7 @@ func testComplete(t *testing.T, s idemkit.Store) {
 	sameRecord(t, res.Existing, c)
 }
 
-func testCompleteRefused(t *testing.T, s idemkit.Store) {
+func testCompleteRefused(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
@@ -518,7 +653,7 @@ func testCompleteRefused(t *testing.T, s idemkit.Store) {
 	wantErr(t, "Complete with another token", s.Complete(ctx, completed(withOwner(r, "x"), now, sampleSnapshot()), now), idemkit.ErrNotOwner)
 }
 
-func testRelease(t *testing.T, s idemkit.Store) {
+func testRelease(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
@@ -547,25 +682,24 @@ func testRelease(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testMarkIndeterminate(t *testing.T, s idemkit.Store) {
+func testMarkIndeterminate(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
 	r.LeaseUntil = now.Add(5 * time.Second)
 	claim(t, s, r, now, false)
-	_, err := s.MarkIndeterminate(ctx, r.ID, "a", now.Add(time.Second))
+	err := s.MarkIndeterminate(ctx, r.ID, "a", now.Add(time.Second))
 	wantErr(t, "MarkIndeterminate of a live lease", err, idemkit.ErrNotOwner)
 	after := now.Add(6 * time.Second)
-	_, err = s.MarkIndeterminate(ctx, r.ID, "x", after)
+	err = s.MarkIndeterminate(ctx, r.ID, "x", after)
 	wantErr(t, "MarkIndeterminate with another token", err, idemkit.ErrNotOwner)
-	got, err := s.MarkIndeterminate(ctx, r.ID, "a", after)
-	if err != nil {
+	if err := s.MarkIndeterminate(ctx, r.ID, "a", after); err != nil {
 		t.Fatalf("MarkIndeterminate: %v", err)
 	}
-	if got.State != idemkit.StateIndeterminate || got.Owner != "a" {
+	if got := mustGet(t, s, r.ID, after); got.State != idemkit.StateIndeterminate || got.Owner != "a" {
 		t.Fatalf("marked record: state %q owner %q", got.State, got.Owner)
 	}
-	_, err = s.MarkIndeterminate(ctx, r.ID, "a", after)
+	err = s.MarkIndeterminate(ctx, r.ID, "a", after)
 	wantErr(t, "second MarkIndeterminate", err, idemkit.ErrNotOwner)
 	res := claim(t, s, withOwner(r, "b"), after, true)
 	if res.Won {
@@ -590,7 +724,7 @@ func testMarkIndeterminate(t *testing.T, s idemkit.Store) {
 // testLateCompletion: the owner's completion replaces an indeterminate
 // record no operator resolved, and removes it from the listing; once an
 // operator resolved it (either way) the late completion is refused.
-func testLateCompletion(t *testing.T, s idemkit.Store) {
+func testLateCompletion(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	m := markedRecord(t, s, now)
@@ -630,7 +764,7 @@ func testLateCompletion(t *testing.T, s idemkit.Store) {
 // testLateCompletionRacesResolve: the owner's late completion and an
 // operator's resolution race for one indeterminate record: exactly one
 // wins and the record is what the winner wrote.
-func testLateCompletionRacesResolve(t *testing.T, s idemkit.Store) {
+func testLateCompletionRacesResolve(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	at := now.Add(time.Minute)
@@ -666,7 +800,7 @@ func testLateCompletionRacesResolve(t *testing.T, s idemkit.Store) {
 }
 
 // listed returns the IDs ListIndeterminate lists for tenant at now.
-func listed(t *testing.T, s idemkit.Store, tenant string, now time.Time) map[string]bool {
+func listed(t *testing.T, s idemkit.OperatorStore, tenant string, now time.Time) map[string]bool {
 	t.Helper()
 	ids := map[string]bool{}
 	for page, n := "", 0; ; n++ {
@@ -686,7 +820,7 @@ func listed(t *testing.T, s idemkit.Store, tenant string, now time.Time) map[str
 
 // testExtend: only the owner extends a live in_flight lease; a renewed
 // lease protects the key from a takeover and from being marked.
-func testExtend(t *testing.T, s idemkit.Store) {
+func testExtend(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	r := newRecord(now, "a")
@@ -713,7 +847,7 @@ func testExtend(t *testing.T, s idemkit.Store) {
 	if res := claim(t, s, withOwner(r, "b"), later, true); res.Won {
 		t.Fatal("a takeover won over a renewed lease")
 	}
-	_, err := s.MarkIndeterminate(ctx, r.ID, "a", later)
+	err := s.MarkIndeterminate(ctx, r.ID, "a", later)
 	wantErr(t, "MarkIndeterminate of a renewed lease", err, idemkit.ErrNotOwner)
 	// An expired lease not yet taken over may still be renewed by its owner.
 	if err := s.Extend(ctx, r.ID, "a", now.Add(2*time.Minute), now.Add(90*time.Second)); err != nil {
@@ -729,22 +863,21 @@ func testExtend(t *testing.T, s idemkit.Store) {
 
 // testMarkUnknown: the owner turns its live in_flight record indeterminate
 // whatever its lease; nobody else can, and it happens once.
-func testMarkUnknown(t *testing.T, s idemkit.Store) {
+func testMarkUnknown(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
-	_, err := s.MarkUnknown(ctx, r.ID, "x", now)
+	err := s.MarkUnknown(ctx, r.ID, "x", now)
 	wantErr(t, "MarkUnknown with another token", err, idemkit.ErrNotOwner)
 	at := now.Add(time.Second)
-	got, err := s.MarkUnknown(ctx, r.ID, "a", at)
-	if err != nil {
+	if err := s.MarkUnknown(ctx, r.ID, "a", at); err != nil {
 		t.Fatalf("MarkUnknown of a live lease: %v", err)
 	}
-	if got.State != idemkit.StateIndeterminate || got.Owner != "a" || got.LeaseUntil.After(at.Add(time.Millisecond)) {
+	if got := mustGet(t, s, r.ID, at); got.State != idemkit.StateIndeterminate || got.Owner != "a" || got.LeaseUntil.After(at.Add(time.Millisecond)) {
 		t.Fatalf("marked record: state %q owner %q lease %v (marked at %v)", got.State, got.Owner, got.LeaseUntil, at)
 	}
-	_, err = s.MarkUnknown(ctx, r.ID, "a", at)
+	err = s.MarkUnknown(ctx, r.ID, "a", at)
 	wantErr(t, "second MarkUnknown", err, idemkit.ErrNotOwner)
 	if res := claim(t, s, withOwner(r, "b"), at, true); res.Won {
 		t.Fatal("a takeover won over a record marked unknown")
@@ -752,18 +885,26 @@ func testMarkUnknown(t *testing.T, s idemkit.Store) {
 	if !listed(t, s, r.Scope.Tenant, at.Add(time.Second))[r.ID] {
 		t.Fatal("a record marked unknown is not listed as indeterminate")
 	}
-	_, err = s.MarkUnknown(ctx, "o1|1:x1:y1:z", "a", at)
+	err = s.MarkUnknown(ctx, "o1|1:x1:y1:z", "a", at)
 	wantErr(t, "MarkUnknown of an absent record", err, idemkit.ErrNotOwner)
 }
 
 // testListStale: in_flight records whose lease ended are listed, oldest
 // lease first, paged; live leases, completed, released, indeterminate and
 // expired records are not.
-func testListStale(t *testing.T, s idemkit.Store) {
+func testListStale(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
-	if _, _, err := s.ListStale(ctx, "", "", 1, now); errors.Is(err, errors.ErrUnsupported) {
-		t.Skipf("store does not list stale leases as configured: %v", err)
+	sl, ok := s.(idemkit.StaleLister)
+	if !ok {
+		t.Skip("store does not implement idemkit.StaleLister")
+	}
+	if !sl.ListsStale() {
+		// It says so, and its listing refuses rather than list nothing.
+		if _, _, err := sl.ListStale(ctx, "", "", 1, now); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("ListStale of a store whose ListsStale is false: %v, want errors.ErrUnsupported", err)
+		}
+		t.Skip("store does not list stale leases as configured (ListsStale is false)")
 	}
 	n0 := seq.Load()
 	tenants := []string{fmt.Sprintf("stale:%d", n0), fmt.Sprintf("stale:%d:x", n0)}
@@ -780,7 +921,7 @@ func testListStale(t *testing.T, s idemkit.Store) {
 	at := now.Add(2 * time.Minute)
 	other := notStale(t, s, tenants[0], now, at)
 	for _, tenant := range []string{"", tenants[0], tenants[1]} {
-		list := func(page string) ([]*idemkit.Record, string, error) { return s.ListStale(ctx, tenant, page, 2, at) }
+		list := func(page string) ([]*idemkit.Record, string, error) { return sl.ListStale(ctx, tenant, page, 2, at) }
 		got, pages := listPages(t, "ListStale("+tenant+")", list, want[""], func(r *idemkit.Record) {
 			if r.State != idemkit.StateInFlight || !r.LeaseExpired(at) {
 				t.Fatalf("listed a %q record with lease until %v at %v", r.State, r.LeaseUntil, at)
@@ -800,16 +941,16 @@ func testListStale(t *testing.T, s idemkit.Store) {
 		}
 	}
 	// Before the leases end nothing of ours is listed.
-	noneListed(t, s, tenants[1], now, want[""])
+	noneListed(t, sl, tenants[1], now, want[""])
 	for _, page := range foreignPages {
-		if _, _, err := s.ListStale(ctx, "", page, 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
+		if _, _, err := sl.ListStale(ctx, "", page, 2, at); !errors.Is(err, idemkit.ErrInvalidPage) {
 			t.Fatalf("ListStale with the foreign page token %q: %v, want ErrInvalidPage", page, err)
 		}
 	}
 }
 
 // noneListed checks that ListStale for tenant at now lists none of ours.
-func noneListed(t *testing.T, s idemkit.Store, tenant string, now time.Time, ours map[string]bool) {
+func noneListed(t *testing.T, s idemkit.StaleLister, tenant string, now time.Time, ours map[string]bool) {
 	t.Helper()
 	recs, _, err := s.ListStale(context.Background(), tenant, "", 100, now)
 	if err != nil {
@@ -825,7 +966,7 @@ func noneListed(t *testing.T, s idemkit.Store, tenant string, now time.Time, our
 // notStale claims, in tenant, records that are not stale leases at at:
 // a live lease (extended past at), a completed, a released, an
 // indeterminate and an expired record. It returns their IDs.
-func notStale(t *testing.T, s idemkit.Store, tenant string, now, at time.Time) map[string]bool {
+func notStale(t *testing.T, s idemkit.OperatorStore, tenant string, now, at time.Time) map[string]bool {
 	t.Helper()
 	ctx := context.Background()
 	other := map[string]bool{}
@@ -853,7 +994,7 @@ func notStale(t *testing.T, s idemkit.Store, tenant string, now, at time.Time) m
 	marked := newRecord(now, "a")
 	marked.LeaseUntil = now.Add(time.Second)
 	add(marked)
-	if _, err := s.MarkIndeterminate(ctx, marked.ID, "a", now.Add(time.Minute)); err != nil {
+	if err := s.MarkIndeterminate(ctx, marked.ID, "a", now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	gone := newRecord(now, "a")
@@ -906,19 +1047,19 @@ func listPages(t *testing.T, name string, list func(page string) ([]*idemkit.Rec
 	}
 }
 
-func markedRecord(t *testing.T, s idemkit.Store, now time.Time) *idemkit.Record {
+func markedRecord(t *testing.T, s idemkit.OperatorStore, now time.Time) *idemkit.Record {
 	t.Helper()
 	r := newRecord(now, "a")
 	r.LeaseUntil = now.Add(time.Second)
 	claim(t, s, r, now, false)
-	m, err := s.MarkIndeterminate(context.Background(), r.ID, "a", now.Add(2*time.Second))
-	if err != nil {
+	at := now.Add(2 * time.Second)
+	if err := s.MarkIndeterminate(context.Background(), r.ID, "a", at); err != nil {
 		t.Fatalf("MarkIndeterminate: %v", err)
 	}
-	return m
+	return mustGet(t, s, r.ID, at)
 }
 
-func testResolveCompleted(t *testing.T, s idemkit.Store) {
+func testResolveCompleted(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
@@ -970,7 +1111,7 @@ func checkResolvedCompleted(t *testing.T, g *idemkit.Record, res idemkit.Resolut
 	}
 }
 
-func testResolveFailed(t *testing.T, s idemkit.Store) {
+func testResolveFailed(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	m := markedRecord(t, s, now)
@@ -1004,7 +1145,7 @@ func testResolveFailed(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testListIndeterminate(t *testing.T, s idemkit.Store) {
+func testListIndeterminate(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	n0 := seq.Load()
@@ -1016,7 +1157,7 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 		r.ID = r.Scope.ID(false)
 		r.LeaseUntil = now.Add(time.Duration(i+1) * time.Second)
 		claim(t, s, r, now, false)
-		if _, err := s.MarkIndeterminate(ctx, r.ID, "a", now.Add(time.Minute)); err != nil {
+		if err := s.MarkIndeterminate(ctx, r.ID, "a", now.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		want[""][r.ID] = true
@@ -1027,7 +1168,7 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 	gone := newRecord(now, "a")
 	gone.LeaseUntil, gone.ExpiresAt = now.Add(time.Second), now.Add(90*time.Second)
 	claim(t, s, gone, now, false)
-	if _, err := s.MarkIndeterminate(ctx, gone.ID, "a", now.Add(time.Minute)); err != nil {
+	if err := s.MarkIndeterminate(ctx, gone.ID, "a", now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	at := now.Add(2 * time.Minute)
@@ -1090,7 +1231,7 @@ func testListIndeterminate(t *testing.T, s idemkit.Store) {
 // read as a position (nor panic).
 var foreignPages = []string{"not a token we issued", "-1", "-"}
 
-func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
+func testSnapshotRoundTrip(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	binary := make([]byte, 256)
 	for i := range binary {
@@ -1138,7 +1279,7 @@ func testSnapshotRoundTrip(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testRecordRoundTrip(t *testing.T, s idemkit.Store) {
+func testRecordRoundTrip(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "owner-token-\u00e9")
 	r.Scope = idemkit.Scope{Tenant: "t|1:2 \u00fc", Operation: "PATCH /orders/1", Key: `"quoted" key`}
@@ -1153,7 +1294,7 @@ func testRecordRoundTrip(t *testing.T, s idemkit.Store) {
 // are claimed, read back whole, completed, marked indeterminate and listed
 // like any other, per operation and account-wide; scopes differing in one
 // byte stay apart.
-func testLongScope(t *testing.T, s idemkit.Store) {
+func testLongScope(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	for _, aw := range []bool{false, true} {
@@ -1198,7 +1339,7 @@ func testLongScope(t *testing.T, s idemkit.Store) {
 		sameRecord(t, mustGet(t, s, r.ID, now.Add(time.Second)), c)
 
 		after := o.LeaseUntil.Add(time.Second)
-		if _, err := s.MarkIndeterminate(ctx, o.ID, "a", after); err != nil {
+		if err := s.MarkIndeterminate(ctx, o.ID, "a", after); err != nil {
 			t.Fatalf("MarkIndeterminate of a long scope: %v", err)
 		}
 		recs, _, err := s.ListIndeterminate(ctx, tenant, "", 10, after)
@@ -1211,7 +1352,7 @@ func testLongScope(t *testing.T, s idemkit.Store) {
 	}
 }
 
-func testCanceled(t *testing.T, s idemkit.Store) {
+func testCanceled(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -1222,7 +1363,7 @@ func testCanceled(t *testing.T, s idemkit.Store) {
 	wantErr(t, "Get with a canceled context", err, idemkit.ErrStoreUnavailable)
 }
 
-func testRace(t *testing.T, s idemkit.Store, n int) {
+func testRace(t *testing.T, s idemkit.OperatorStore, n int) {
 	now := base()
 	r := newRecord(now, "")
 	winners, seen := race(t, n, func(i int) (idemkit.ClaimResult, error) {
@@ -1282,7 +1423,7 @@ func race(t *testing.T, n int, claim func(i int) (idemkit.ClaimResult, error)) (
 
 // staleRecord stores an in_flight record whose lease has ended at the
 // time it returns, by owner "crashed".
-func staleRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
+func staleRecord(t *testing.T, s idemkit.OperatorStore) (*idemkit.Record, time.Time) {
 	now := base()
 	r := newRecord(now, "crashed")
 	r.LeaseUntil = now.Add(time.Second)
@@ -1292,7 +1433,7 @@ func staleRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
 
 // failedRecord stores an indeterminate record an operator resolved as
 // failed (claimable again), and returns it with a time it is live.
-func failedRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
+func failedRecord(t *testing.T, s idemkit.OperatorStore) (*idemkit.Record, time.Time) {
 	m := markedRecord(t, s, base())
 	at := m.LeaseUntil.Add(time.Second)
 	if _, err := s.Resolve(context.Background(), m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "not charged"}, at); err != nil {
@@ -1306,7 +1447,7 @@ func failedRecord(t *testing.T, s idemkit.Store) (*idemkit.Record, time.Time) {
 // resolution): exactly one wins, and every loser is shown the winner's
 // record. A store that checked and wrote in two steps would let several
 // replace it, and each would run the handler.
-func testRaceOver(t *testing.T, s idemkit.Store, n int, setup func(*testing.T, idemkit.Store) (*idemkit.Record, time.Time)) {
+func testRaceOver(t *testing.T, s idemkit.OperatorStore, n int, setup func(*testing.T, idemkit.OperatorStore) (*idemkit.Record, time.Time)) {
 	old, now := setup(t, s)
 	racers := make([]*idemkit.Record, n)
 	for i := range racers {
@@ -1329,7 +1470,7 @@ func testRaceOver(t *testing.T, s idemkit.Store, n int, setup func(*testing.T, i
 	}
 }
 
-func testDistinct(t *testing.T, s idemkit.Store, n int) {
+func testDistinct(t *testing.T, s idemkit.OperatorStore, n int) {
 	now := base()
 	const workers = 16
 	var (
@@ -1444,9 +1585,9 @@ func sameSnapshot(t *testing.T, got, want *idemkit.Snapshot) {
 }
 
 // testCanceledEveryMethod: every method called with a done context returns
-// an error that is ErrStoreUnavailable (ListStale may instead report that
-// the store does not list stale leases), and does not block.
-func testCanceledEveryMethod(t *testing.T, s idemkit.Store) {
+// an error that is ErrStoreUnavailable, and does not block. ListStale is
+// called when the store lists stale leases.
+func testCanceledEveryMethod(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
@@ -1461,15 +1602,20 @@ func testCanceledEveryMethod(t *testing.T, s idemkit.Store) {
 		{"Complete", func() error { return s.Complete(ctx, completed(r, now, sampleSnapshot()), now) }},
 		{"Release", func() error { return s.Release(ctx, r.ID, "a", now) }},
 		{"Extend", func() error { return s.Extend(ctx, r.ID, "a", at, now) }},
-		{"MarkUnknown", func() error { _, err := s.MarkUnknown(ctx, r.ID, "a", now); return err }},
-		{"MarkIndeterminate", func() error { _, err := s.MarkIndeterminate(ctx, r.ID, "a", at); return err }},
+		{"MarkUnknown", func() error { return s.MarkUnknown(ctx, r.ID, "a", now) }},
+		{"MarkIndeterminate", func() error { return s.MarkIndeterminate(ctx, r.ID, "a", at) }},
 		{"Resolve", func() error {
 			_, err := s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
 			return err
 		}},
 		{"Get", func() error { _, err := s.Get(ctx, r.ID, now); return err }},
 		{"ListIndeterminate", func() error { _, _, err := s.ListIndeterminate(ctx, "", "", 10, now); return err }},
-		{"ListStale", func() error { _, _, err := s.ListStale(ctx, "", "", 10, at); return err }},
+	}
+	if sl, ok := staleLister(s); ok {
+		calls = append(calls, struct {
+			name string
+			call func() error
+		}{"ListStale", func() error { _, _, err := sl.ListStale(ctx, "", "", 10, at); return err }})
 	}
 	for _, c := range calls {
 		done := make(chan error, 1)
@@ -1478,9 +1624,6 @@ func testCanceledEveryMethod(t *testing.T, s idemkit.Store) {
 		select {
 		case err := <-done:
 			timer.Stop()
-			if c.name == "ListStale" && errors.Is(err, errors.ErrUnsupported) {
-				continue
-			}
 			wantErr(t, c.name+" with a canceled context", err, idemkit.ErrStoreUnavailable)
 		case <-timer.C:
 			t.Fatalf("%s with a canceled context did not return within 30 s", c.name)
@@ -1494,7 +1637,7 @@ func testCanceledEveryMethod(t *testing.T, s idemkit.Store) {
 // shares nothing it returns: changing a record after Claim, Complete or
 // Resolve, or a record returned by Get, Claim or Resolve, leaves what is
 // stored as it was.
-func testNoAliasing(t *testing.T, s idemkit.Store) {
+func testNoAliasing(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	r := newRecord(now, "a")
@@ -1541,17 +1684,13 @@ func testNoAliasing(t *testing.T, s idemkit.Store) {
 		t.Fatalf("resolution changed through a returned record: %+v", stored.Resolution)
 	}
 
-	// The records MarkUnknown, MarkIndeterminate and the listings return
-	// are the caller's own too.
+	// The records the listings return are the caller's own too.
 	u := newRecord(now, "a")
 	claim(t, s, u, now, false)
-	ur, err := s.MarkUnknown(ctx, u.ID, "a", now)
-	if err != nil {
+	if err := s.MarkUnknown(ctx, u.ID, "a", now); err != nil {
 		t.Fatalf("MarkUnknown: %v", err)
 	}
-	wantU := ur.Clone()
-	scribble(ur)
-	sameRecord(t, mustGet(t, s, u.ID, now), wantU)
+	wantU := mustGet(t, s, u.ID, now)
 	for _, r := range listedRecords(t, s, u.Scope.Tenant, at) {
 		scribble(r)
 	}
@@ -1560,25 +1699,29 @@ func testNoAliasing(t *testing.T, s idemkit.Store) {
 	k := newRecord(now, "a")
 	k.LeaseUntil = now.Add(time.Second)
 	claim(t, s, k, now, false)
-	if recs, _, err := s.ListStale(ctx, k.Scope.Tenant, "", 10, at); err == nil {
+	if sl, ok := staleLister(s); ok {
+		recs, _, err := sl.ListStale(ctx, k.Scope.Tenant, "", 10, at)
+		if err != nil {
+			t.Fatalf("ListStale: %v", err)
+		}
 		for _, r := range recs {
 			scribble(r)
 		}
 		sameRecord(t, mustGet(t, s, k.ID, at), k)
-	} else if !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("ListStale: %v", err)
 	}
-	kr, err := s.MarkIndeterminate(ctx, k.ID, "a", at)
-	if err != nil {
+	if err := s.MarkIndeterminate(ctx, k.ID, "a", at); err != nil {
 		t.Fatalf("MarkIndeterminate: %v", err)
 	}
-	wantK := kr.Clone()
-	scribble(kr)
+	for _, r := range listedRecords(t, s, k.Scope.Tenant, at) {
+		scribble(r)
+	}
+	wantK := k.Clone()
+	wantK.State = idemkit.StateIndeterminate
 	sameRecord(t, mustGet(t, s, k.ID, at), wantK)
 }
 
 // listedRecords returns the records ListIndeterminate lists for tenant.
-func listedRecords(t *testing.T, s idemkit.Store, tenant string, now time.Time) []*idemkit.Record {
+func listedRecords(t *testing.T, s idemkit.OperatorStore, tenant string, now time.Time) []*idemkit.Record {
 	t.Helper()
 	recs, _, err := s.ListIndeterminate(context.Background(), tenant, "", 100, now)
 	if err != nil {
@@ -1624,7 +1767,7 @@ func scribbleSnapshot(s *idemkit.Snapshot) {
 
 // testResolvedAtDefault: a Resolution without ResolvedAt is stored as
 // resolved at the call's now.
-func testResolvedAtDefault(t *testing.T, s idemkit.Store) {
+func testResolvedAtDefault(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
@@ -1639,10 +1782,13 @@ func testResolvedAtDefault(t *testing.T, s idemkit.Store) {
 	}
 }
 
-// testBadArguments: a record or resolution the contract rules out is
-// refused as ErrRecordInvalid (with unclassified, as any error that is not
-// ErrStoreUnavailable), and nothing is stored.
-func testBadArguments(t *testing.T, s idemkit.Store) {
+// testBadArguments: every call that breaks a precondition of the
+// contract (an empty ID or owner, a record without a tenant or in another
+// state than the method's, a completion without a snapshot, a resolution
+// neither completed nor failed or completed without a snapshot) is
+// refused as ErrRecordInvalid (never ErrStoreUnavailable), whatever the
+// store holds, and nothing is stored.
+func testBadArguments(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	ctx := context.Background()
 	check := func(what string, err error) {
@@ -1656,23 +1802,70 @@ func testBadArguments(t *testing.T, s idemkit.Store) {
 			t.Fatalf("%s: %v, want ErrRecordInvalid", what, err)
 		}
 	}
+	claimOf := func(what string, r *idemkit.Record) {
+		t.Helper()
+		_, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{})
+		check("Claim of "+what, err)
+	}
+	claimOf("a nil record", nil)
 	noOwner := newRecord(now, "")
-	_, err := s.Claim(ctx, noOwner, now, idemkit.ClaimOptions{})
-	check("Claim of a record without an owner", err)
+	claimOf("a record without an owner", noOwner)
 	if _, err := s.Get(ctx, noOwner.ID, now); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("Get after a refused claim: %v, want ErrNotFound", err)
 	}
 	noID := newRecord(now, "a")
 	noID.ID = ""
-	_, err = s.Claim(ctx, noID, now, idemkit.ClaimOptions{})
-	check("Claim of a record without an ID", err)
+	claimOf("a record without an ID", noID)
+	noTenant := newRecord(now, "a")
+	noTenant.Scope.Tenant = ""
+	claimOf("a record without a tenant", noTenant)
+	done := completed(newRecord(now, "a"), now, sampleSnapshot())
+	claimOf("a completed record", done)
+	if _, err := s.Get(ctx, done.ID, now); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Fatalf("Get after a refused claim of a completed record: %v, want ErrNotFound", err)
+	}
+
+	// A live in_flight record of owner a: no bad call changes it.
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	bad := func(change func(c *idemkit.Record)) *idemkit.Record {
+		c := completed(r, now, sampleSnapshot())
+		change(c)
+		return c
+	}
+	for what, c := range map[string]*idemkit.Record{
+		"a nil record":                         nil,
+		"a record without an ID":               bad(func(c *idemkit.Record) { c.ID = "" }),
+		"a record without an owner":            bad(func(c *idemkit.Record) { c.Owner = "" }),
+		"a record without a tenant":            bad(func(c *idemkit.Record) { c.Scope.Tenant = "" }),
+		"an in_flight record":                  bad(func(c *idemkit.Record) { c.State, c.Snapshot, c.CompletedAt = idemkit.StateInFlight, nil, time.Time{} }),
+		"a completed record without an answer": bad(func(c *idemkit.Record) { c.Snapshot = nil }),
+	} {
+		check("Complete of "+what, s.Complete(ctx, c, now))
+	}
+	later := now.Add(time.Minute) // after r's lease
+	for _, a := range []struct{ id, owner string }{{"", "a"}, {r.ID, ""}} {
+		what := fmt.Sprintf("(id %q, owner %q)", a.id, a.owner)
+		check("Release"+what, s.Release(ctx, a.id, a.owner, now))
+		check("Extend"+what, s.Extend(ctx, a.id, a.owner, later, now))
+		check("MarkUnknown"+what, s.MarkUnknown(ctx, a.id, a.owner, now))
+		check("MarkIndeterminate"+what, s.MarkIndeterminate(ctx, a.id, a.owner, later))
+	}
+	_, err := s.Get(ctx, "", now)
+	check("Get of an empty ID", err)
+	sameRecord(t, mustGet(t, s, r.ID, now), r)
 
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
+	_, err = s.Resolve(ctx, "", idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
+	check("Resolve of an empty ID", err)
 	_, err = s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateInFlight, Operator: "ops"}, at)
 	check("Resolve as in_flight", err)
 	_, err = s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, at)
 	check("Resolve as completed without a snapshot", err)
+	// Whatever the store holds: a record that is not indeterminate.
+	_, err = s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, at)
+	check("Resolve of an in_flight record as completed without a snapshot", err)
 	if got := mustGet(t, s, m.ID, at); got.State != idemkit.StateIndeterminate {
 		t.Fatalf("after refused resolutions the record is %q, want indeterminate", got.State)
 	}
@@ -1680,7 +1873,7 @@ func testBadArguments(t *testing.T, s idemkit.Store) {
 
 // testSnapshotLimit: a body the store cannot keep is stored Omitted,
 // without its body, with its status and headers; Complete succeeds.
-func testSnapshotLimit(t *testing.T, s idemkit.Store, limit int) {
+func testSnapshotLimit(t *testing.T, s idemkit.OperatorStore, limit int) {
 	if limit <= 0 {
 		t.Skip("store keeps bodies of any size (Options.SnapshotLimit is zero)")
 	}

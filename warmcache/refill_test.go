@@ -2,6 +2,7 @@ package warmcache_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -60,20 +61,21 @@ func TestRefillCountsOnce(t *testing.T) {
 // be claimed again.
 func TestEntryEndsAtExpiresAt(t *testing.T) {
 	ctx := context.Background()
-	c := warmcache.New(memstore.New(), warmcache.Config{})
+	mem := memstore.New()
+	c := warmcache.New(mem, warmcache.Config{})
 	now := time.Now()
 	r := inFlight(now, "a")
 	if _, err := c.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	at := now.Add(2 * time.Second)
-	if _, err := c.MarkIndeterminate(ctx, r.ID, "a", at); err != nil {
+	if err := c.MarkIndeterminate(ctx, r.ID, "a", at); err != nil {
 		t.Fatal(err)
 	}
 	exp := now.Add(time.Hour)
 	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("checked")},
 		Operator: "ops", ReplayUntil: now.Add(3 * time.Hour), ExpiresAt: exp}
-	if _, err := c.Resolve(ctx, r.ID, res, at); err != nil {
+	if _, err := mem.Resolve(ctx, r.ID, res, at); err != nil {
 		t.Fatal(err)
 	}
 	if cr, err := c.Claim(ctx, inFlight(at, "b"), at, idemkit.ClaimOptions{}); err != nil || cr.Won {
@@ -85,5 +87,31 @@ func TestEntryEndsAtExpiresAt(t *testing.T) {
 	cr, err := c.Claim(ctx, inFlight(exp, "c"), exp, idemkit.ClaimOptions{})
 	if err != nil || !cr.Won {
 		t.Fatalf("claim at the record's ExpiresAt: %+v %v, want won (the record is gone)", cr, err)
+	}
+}
+
+// TestBadClaimRefusedBeforeCache: a claim the store contract refuses (here
+// without an owner token) is refused as ErrRecordInvalid even when the
+// cache holds a completed record of its scope, as the store would refuse
+// it.
+func TestBadClaimRefusedBeforeCache(t *testing.T) {
+	ctx := context.Background()
+	c := warmcache.New(memstore.New(), warmcache.Config{})
+	now := time.Now()
+	r := inFlight(now, "a")
+	if _, err := c.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := r.Clone()
+	done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201, Body: []byte("x")}
+	if err := c.Complete(ctx, done, now); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Entries != 1 {
+		t.Fatalf("the completed record is not cached: %+v", st)
+	}
+	res, err := c.Claim(ctx, inFlight(now, ""), now, idemkit.ClaimOptions{})
+	if !errors.Is(err, idemkit.ErrRecordInvalid) {
+		t.Fatalf("claim without an owner: %+v %v, want ErrRecordInvalid", res, err)
 	}
 }

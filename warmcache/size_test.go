@@ -14,7 +14,7 @@ import (
 
 // resolvedRecord stores, in mem, a record an operator resolved as
 // completed with body, and returns the record as the store answers it.
-func resolvedRecord(t *testing.T, mem idemkit.Store, key string, body []byte, now time.Time) *idemkit.Record {
+func resolvedRecord(t *testing.T, mem idemkit.OperatorStore, key string, body []byte, now time.Time) *idemkit.Record {
 	t.Helper()
 	ctx := context.Background()
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}
@@ -23,7 +23,7 @@ func resolvedRecord(t *testing.T, mem idemkit.Store, key string, body []byte, no
 	if res, err := mem.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatal(res, err)
 	}
-	if _, err := mem.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
+	if err := mem.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
 		t.Fatal(err)
 	}
 	got, err := mem.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: strings.Repeat("o", 1000), Reason: strings.Repeat("r", 4000),

@@ -19,13 +19,19 @@
 // Claim answers from the cache with ClaimResult{Won: false, Existing: a
 // copy of the cached record}, without a store call. The cache fills when
 // Complete succeeds and when a claim is lost to a completed record.
-// Release, MarkIndeterminate, MarkUnknown and Resolve pass through and drop
-// the ID; Extend, Get, ListIndeterminate and ListStale pass through.
+// Release, MarkIndeterminate and MarkUnknown pass through and drop the ID;
+// Extend and Get pass through.
 //
 // This is sound because a completed record is final in the store
 // contract. No method changes a live completed record, except a retried
 // completion by its own owner with the same outcome. So a cached completed
 // record stays what the store would answer until it expires.
+//
+// The cache is for the guard: a Store is all it implements. Operator
+// tools (idemkit.Resolve, the idemkit CLI) use the store itself, as they
+// do from another process; their decisions need no cache to see them,
+// since only completed records are cached and a decision is made only on
+// an indeterminate one.
 //
 // # The trade-off
 //
@@ -53,6 +59,7 @@ package warmcache
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +67,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/storearg"
 )
 
 // Defaults applied to the zero fields of Config.
@@ -112,6 +120,8 @@ type Stats struct {
 }
 
 // Store is an idemkit.Store caching completed records in front of another.
+// It is not an idemkit.OperatorStore: operator tools use the store it
+// wraps.
 // It is safe for concurrent use.
 type Store struct {
 	next idemkit.Store
@@ -254,6 +264,10 @@ func (s *Store) Stats() Stats {
 // lost to it, and no store call is made. Otherwise it claims in the store
 // and caches the completed record a lost claim returns.
 func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	if err := storearg.Claim(rec); err != nil {
+		// Refused as the store would, before the cache answers.
+		return idemkit.ClaimResult{}, fmt.Errorf("warmcache: claim: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "claim", Err: err}
 	}
@@ -291,7 +305,7 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 }
 
 // MarkIndeterminate passes through and drops the ID from the cache.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
 	defer s.Forget(id)
 	return s.next.MarkIndeterminate(ctx, id, owner, now)
 }
@@ -302,28 +316,12 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 }
 
 // MarkUnknown passes through and drops the ID from the cache.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
 	defer s.Forget(id)
 	return s.next.MarkUnknown(ctx, id, owner, now)
-}
-
-// Resolve passes through and drops the ID from the cache.
-func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	defer s.Forget(id)
-	return s.next.Resolve(ctx, id, res, now)
 }
 
 // Get passes through: it always reads the store.
 func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
 	return s.next.Get(ctx, id, now)
-}
-
-// ListIndeterminate passes through.
-func (s *Store) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
-	return s.next.ListIndeterminate(ctx, tenant, page, limit, now)
-}
-
-// ListStale passes through.
-func (s *Store) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
-	return s.next.ListStale(ctx, tenant, page, limit, now)
 }

@@ -19,11 +19,33 @@ import (
 	"github.com/idemkit/idemkit/warmcache"
 )
 
-// The suite runs through the cache, which must keep every guarantee.
+// The suite runs through the cache, which must keep every guarantee; the
+// operator's methods go to the store under it, as operator tools do.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) idemkit.Store {
-		return warmcache.New(memstore.New(), warmcache.Config{})
+	storetest.Run(t, func(t *testing.T) idemkit.OperatorStore {
+		mem := memstore.New()
+		return operated{Store: warmcache.New(mem, warmcache.Config{}), under: mem}
 	})
+}
+
+// operated is a cache whose operator methods go to the store under it.
+type operated struct {
+	*warmcache.Store
+	under *memstore.Store
+}
+
+func (o operated) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+	return o.under.Resolve(ctx, id, res, now)
+}
+
+func (o operated) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
+	return o.under.ListIndeterminate(ctx, tenant, page, limit, now)
+}
+
+func (o operated) ListsStale() bool { return o.under.ListsStale() }
+
+func (o operated) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
+	return o.under.ListStale(ctx, tenant, page, limit, now)
 }
 
 // counting counts the calls that reach the wrapped store.
@@ -219,9 +241,9 @@ func TestNeverCachesUnfinished(t *testing.T) {
 	if st := e.cache.Stats(); st.Entries != 1 {
 		t.Fatalf("%d entries, want only the completed record", st.Entries)
 	}
-	// Resolved as completed by an operator through this store: the
-	// resolution is replayed.
-	if _, err := e.cache.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("resolved")}}, e.clock.Now()); err != nil {
+	// Resolved as completed by an operator through the store under the
+	// cache, as operator tools do: the resolution is replayed.
+	if _, err := e.mem.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("resolved")}}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	snap, replayed, err := e.g.Do(ctx, req("crash", "v1:a"), mustNotRun(t))

@@ -36,7 +36,7 @@ func awsConfig(ctx context.Context, o StoreOptions) (aws.Config, error) {
 
 // openDynamo opens the DynamoDB store pinned to one region: o.HomeRegion,
 // else the configured region. Every call, listing included, goes there.
-func openDynamo(ctx context.Context, o StoreOptions) (idemkit.Store, error) {
+func openDynamo(ctx context.Context, o StoreOptions) (idemkit.OperatorStore, error) {
 	cfg, err := awsConfig(ctx, o)
 	if err != nil {
 		return nil, usagef("AWS configuration: %v", err)

@@ -20,7 +20,7 @@ import (
 // (a late completion) just before a resolution reaches the store: between
 // the command's read and its write.
 type lateCompletion struct {
-	idemkit.Store
+	idemkit.OperatorStore
 	t   *testing.T
 	rec *idemkit.Record
 }
@@ -29,10 +29,10 @@ func (s *lateCompletion) Resolve(ctx context.Context, id string, res idemkit.Res
 	done := *s.rec
 	done.State, done.CompletedAt = idemkit.StateCompleted, now
 	done.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/orders/from-owner"}}, Body: []byte(`{"id":"owner"}`)}
-	if err := s.Store.Complete(ctx, &done, now); err != nil {
+	if err := s.OperatorStore.Complete(ctx, &done, now); err != nil {
 		s.t.Errorf("late completion: %v", err)
 	}
-	return s.Store.Resolve(ctx, id, res, now)
+	return s.OperatorStore.Resolve(ctx, id, res, now)
 }
 
 // TestResolveCompletedMeanwhile: a record whose execution completes after
@@ -49,8 +49,8 @@ func TestResolveCompletedMeanwhile(t *testing.T) {
 			s := scopeOf("meanwhile-" + decision[1])
 			rec := f.seedIndeterminate(s, time.Now().Add(-time.Hour))
 			env := f.env
-			env.OpenStore = func(context.Context, StoreOptions) (idemkit.Store, error) {
-				return &lateCompletion{Store: f.store, t: t, rec: rec}, nil
+			env.OpenStore = func(context.Context, StoreOptions) (idemkit.OperatorStore, error) {
+				return &lateCompletion{OperatorStore: f.store, t: t, rec: rec}, nil
 			}
 			args := append(append([]string{"resolve", "--table", f.table, "--reason", "checked the processor"}, decision...), scopeArgs(s)...)
 			code, stdout, stderr := runWith(t, env, args...)
@@ -146,7 +146,7 @@ func TestListAccountWideHashed(t *testing.T) {
 	if res, err := f.store.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
-	if _, err := f.store.MarkUnknown(t.Context(), id, rec.Owner, now); err != nil {
+	if err := f.store.MarkUnknown(t.Context(), id, rec.Owner, now); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := f.run("list", "--tenant", "acme")

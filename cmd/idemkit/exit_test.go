@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/dynamo"
 )
 
 // TestExitCode: each kind of error maps to its documented exit code,
@@ -21,7 +20,7 @@ func TestExitCode(t *testing.T) {
 	}{
 		{nil, exitOK},
 		{usagef("--limit 0"), exitUsage},
-		{fmt.Errorf("list: %w", dynamo.ErrInvalidPage), exitUsage},
+		{fmt.Errorf("list: %w", idemkit.ErrInvalidPage), exitUsage},
 		{fmt.Errorf("get: %w", idemkit.ErrNotFound), exitNotFound},
 		{conflictf("record is completed"), exitConflict},
 		{fmt.Errorf("resolve: %w", idemkit.ErrNotIndeterminate), exitConflict},

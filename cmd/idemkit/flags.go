@@ -30,7 +30,7 @@ func (c *cli) commonFlags(fs *flag.FlagSet, o *common) {
 	fs.StringVar(&o.store.Table, "table", c.env.Getenv(EnvTable), "DynamoDB `table` of the records (default $"+EnvTable+")")
 	fs.StringVar(&o.store.HomeRegion, "home-region", "", "send every read and write to this `region`: the tenant's home region\n(default: the SDK's configured region, AWS_REGION or the profile's)")
 	fs.StringVar(&o.store.Profile, "profile", "", "shared AWS config `profile` (default: AWS_PROFILE, else the default profile)")
-	fs.StringVar(&o.store.KeyAttr, "key-attr", dynamo.AttrID, "partition key `attribute` of the table, as the application's dynamo.Options.KeyAttr")
+	fs.StringVar(&o.store.KeyAttr, "key-attr", dynamo.DefaultKeyAttr, "partition key `attribute` of the table, as the application's dynamo.Options.KeyAttr")
 	fs.StringVar(&o.store.SortKeyAttr, "sort-key-attr", "", "sort key `attribute` of the table, if it has one (dynamo.Options.SortKeyAttr)")
 	fs.StringVar(&o.store.SortKeyValue, "sort-key-value", "", "sort key `value` of every record (dynamo.Options.SortKeyValue)")
 	fs.StringVar(&o.store.KeyPrefix, "key-prefix", "", "`prefix` of the record ID in the partition key (dynamo.Options.KeyPrefix)")
@@ -120,7 +120,7 @@ func helpFor(fs *flag.FlagSet, text string) func(io.Writer) {
 }
 
 // open opens the store named by o.
-func (c *cli) open(ctx context.Context, o *common) (idemkit.Store, error) {
+func (c *cli) open(ctx context.Context, o *common) (idemkit.OperatorStore, error) {
 	s, err := c.env.OpenStore(ctx, o.store)
 	if err != nil {
 		return nil, fmt.Errorf("open table %s: %w", o.store.Table, err)
@@ -155,7 +155,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue), errors.Is(err, dynamo.ErrInvalidPage):
+	case errors.As(err, &ue), errors.Is(err, idemkit.ErrInvalidPage):
 		return exitUsage
 	case errors.Is(err, idemkit.ErrNotFound):
 		return exitNotFound

@@ -84,7 +84,11 @@ func runList(ctx context.Context, c *cli, args []string) int {
 	now := c.env.Now()
 	list := store.ListIndeterminate
 	if state == stateStale {
-		list = store.ListStale
+		sl, ok := store.(idemkit.StaleLister)
+		if !ok || !sl.ListsStale() {
+			return c.fail("list", errStaleUnlisted)
+		}
+		list = sl.ListStale
 	}
 	recs, page, err := listPages(ctx, list, tenant, page, limit, all, now)
 	if err != nil {
@@ -117,6 +121,10 @@ func checkList(o *common, state string, limit int, all bool, page string) error 
 	return nil
 }
 
+// errStaleUnlisted: the store does not list stale records
+// (idemkit.StaleLister).
+var errStaleUnlisted = errors.New("the store does not list stale records: they are listed only when the application's stores set dynamo.Options.IndexInFlight")
+
 // listFunc is a listing of a store: ListIndeterminate or ListStale.
 type listFunc func(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error)
 
@@ -127,9 +135,6 @@ func listPages(ctx context.Context, list listFunc, tenant, page string, limit in
 	var recs []*idemkit.Record
 	for {
 		got, next, err := list(ctx, tenant, page, limit, now)
-		if errors.Is(err, errors.ErrUnsupported) {
-			err = fmt.Errorf("%w\nStale records are listed only when the application's stores set dynamo.Options.IndexInFlight", err)
-		}
 		if err != nil {
 			return nil, "", err
 		}

@@ -205,7 +205,7 @@ func TestListJSONAccountWide(t *testing.T) {
 	if res, err := f.store.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
-	if _, err := f.store.MarkIndeterminate(t.Context(), rec.ID, rec.Owner, now); err != nil {
+	if err := f.store.MarkIndeterminate(t.Context(), rec.ID, rec.Owner, now); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := f.run("list", "--tenant", "acme", "--output", "json")

@@ -43,7 +43,7 @@ func (f *fixture) faultyEnvVia(base http.RoundTripper, rules ...faults.Rule) (En
 		f.t.Fatal(err)
 	}
 	env := f.env
-	env.OpenStore = func(context.Context, StoreOptions) (idemkit.Store, error) { return s, nil }
+	env.OpenStore = func(context.Context, StoreOptions) (idemkit.OperatorStore, error) { return s, nil }
 	return env, ft
 }
 

@@ -75,7 +75,7 @@ type StoreOptions struct {
 // the zero value is the real environment.
 type Env struct {
 	// OpenStore opens the store. Nil: the DynamoDB store (openDynamo).
-	OpenStore func(ctx context.Context, o StoreOptions) (idemkit.Store, error)
+	OpenStore func(ctx context.Context, o StoreOptions) (idemkit.OperatorStore, error)
 	// Now returns the current time. Nil: time.Now.
 	Now func() time.Time
 	// Operator returns the caller's identity when --operator is not given.

@@ -52,7 +52,7 @@ func newFixtureWith(t *testing.T, opts dynamo.Options) *fixture {
 	}
 	f := &fixture{t: t, table: table, store: s}
 	f.env = Env{
-		OpenStore: func(_ context.Context, o StoreOptions) (idemkit.Store, error) {
+		OpenStore: func(_ context.Context, o StoreOptions) (idemkit.OperatorStore, error) {
 			if o.Table != table {
 				t.Errorf("OpenStore: table %q, want %q", o.Table, table)
 			}
@@ -128,9 +128,13 @@ func (f *fixture) seedStale(s idemkit.Scope) *idemkit.Record {
 func (f *fixture) seedIndeterminate(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
 	f.t.Helper()
 	rec := f.seed(s, leaseUntil)
-	out, err := f.store.MarkIndeterminate(f.t.Context(), rec.ID, rec.Owner, time.Now())
-	if err != nil {
+	now := time.Now()
+	if err := f.store.MarkIndeterminate(f.t.Context(), rec.ID, rec.Owner, now); err != nil {
 		f.t.Fatalf("mark %s: %v", s.Key, err)
+	}
+	out, err := f.store.Get(f.t.Context(), rec.ID, now)
+	if err != nil {
+		f.t.Fatalf("read %s: %v", s.Key, err)
 	}
 	return out
 }
@@ -198,7 +202,7 @@ func wantCode(t *testing.T, got int, want int, stdout, stderr string) {
 }
 
 // failingStore fails every call as unavailable.
-type failingStore struct{ idemkit.Store }
+type failingStore struct{ idemkit.OperatorStore }
 
 var errDown = &idemkit.StoreError{Op: "get", Err: errors.New("connection refused")}
 

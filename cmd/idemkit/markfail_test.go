@@ -11,10 +11,10 @@ import (
 )
 
 // markFails is a store whose MarkIndeterminate fails as an outage does.
-type markFails struct{ idemkit.Store }
+type markFails struct{ idemkit.OperatorStore }
 
-func (markFails) MarkIndeterminate(context.Context, string, string, time.Time) (*idemkit.Record, error) {
-	return nil, &idemkit.StoreError{Op: "mark indeterminate", Err: errors.New("throttled")}
+func (markFails) MarkIndeterminate(context.Context, string, string, time.Time) error {
+	return &idemkit.StoreError{Op: "mark indeterminate", Err: errors.New("throttled")}
 }
 
 // TestResolveStaleMarkFails: resolving an in_flight record whose lease

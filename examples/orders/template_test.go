@@ -232,12 +232,12 @@ func TestTemplateIdempotencyTableMatchesDynamo(t *testing.T) {
 	}
 	checkTable(t, "IdempotencyTable", tbl, wantFrom(dynamo.TableDefinition("x")))
 	ttl := tbl.TimeToLiveSpecification
-	if ttl == nil || !ttl.Enabled || aws.ToString(ttl.AttributeName) != dynamo.AttrExpiresAt {
+	if ttl == nil || !ttl.Enabled || aws.ToString(ttl.AttributeName) != dynamo.TTLAttr {
 		got := "none"
 		if ttl != nil {
 			got = fmt.Sprintf("%q enabled=%v", aws.ToString(ttl.AttributeName), ttl.Enabled)
 		}
-		t.Errorf("IdempotencyTable: TTL %s, want enabled on %q (dynamo.AttrExpiresAt)", got, dynamo.AttrExpiresAt)
+		t.Errorf("IdempotencyTable: TTL %s, want enabled on %q (dynamo.TTLAttr)", got, dynamo.TTLAttr)
 	}
 }
 
@@ -591,8 +591,8 @@ func TestDeploySnippetMatchesDynamo(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTable(t, "snippet IdempotencyTable", tbl, wantFrom(dynamo.TableDefinition("x")))
-	if tbl.TimeToLiveSpecification == nil || !tbl.TimeToLiveSpecification.Enabled || aws.ToString(tbl.TimeToLiveSpecification.AttributeName) != dynamo.AttrExpiresAt {
-		t.Errorf("snippet IdempotencyTable: TTL %+v, want enabled on %s", tbl.TimeToLiveSpecification, dynamo.AttrExpiresAt)
+	if tbl.TimeToLiveSpecification == nil || !tbl.TimeToLiveSpecification.Enabled || aws.ToString(tbl.TimeToLiveSpecification.AttributeName) != dynamo.TTLAttr {
+		t.Errorf("snippet IdempotencyTable: TTL %+v, want enabled on %s", tbl.TimeToLiveSpecification, dynamo.TTLAttr)
 	}
 	granted := func(text string) []string {
 		t.Helper()

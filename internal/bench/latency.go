@@ -551,8 +551,12 @@ func answered(err error) error {
 	return err
 }
 
+// attrBodyEncoding is the item attribute naming a stored body's codec
+// (the item layout of package dynamo).
+const attrBodyEncoding = "se"
+
 func (c *capturing) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if enc, ok := in.Item[dynamo.AttrBodyEncoding].(*types.AttributeValueMemberS); ok {
+	if enc, ok := in.Item[attrBodyEncoding].(*types.AttributeValueMemberS); ok {
 		c.zAt, c.zCodec = len(c.calls), dynamo.Codec(enc.Value)
 	}
 	c.calls = append(c.calls, func(ctx context.Context, pk string) error {

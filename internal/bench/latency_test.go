@@ -266,8 +266,8 @@ func TestSameZOnDynamoDB(t *testing.T) {
 			if want == "" {
 				want = dynamo.CodecZstd
 			}
-			if enc, _ := out.Item[dynamo.AttrBodyEncoding].(*types.AttributeValueMemberS); enc == nil || dynamo.Codec(enc.Value) != want {
-				t.Errorf("same+z's completion stored encoding %v, want %s", out.Item[dynamo.AttrBodyEncoding], want)
+			if enc, _ := out.Item[attrBodyEncoding].(*types.AttributeValueMemberS); enc == nil || dynamo.Codec(enc.Value) != want {
+				t.Errorf("same+z's completion stored encoding %v, want %s", out.Item[attrBodyEncoding], want)
 			}
 			if z, _ := tc.pool.Body([]byte(body)); !bytes.Equal(z, rg.zOut) {
 				t.Errorf("same+z compressed to %d bytes, want %d", len(rg.zOut), len(z))

@@ -185,7 +185,7 @@ func (r *Result) History() string {
 // checks every invariant after every step. wait must return once every
 // goroutine the world started is blocked: synctest.Wait, with the run
 // inside a testing/synctest bubble.
-func Run(p Params, steps []Step, inner idemkit.Store, wait func()) (*Result, error) {
+func Run(p Params, steps []Step, inner Store, wait func()) (*Result, error) {
 	w, err := NewWorld(p, inner, wait)
 	if err != nil {
 		return nil, err

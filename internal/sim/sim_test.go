@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"testing/synctest"
+
+	"github.com/idemkit/idemkit/memstore"
 )
 
 var (
@@ -70,4 +72,22 @@ func TestSim(t *testing.T) {
 	}
 	t.Logf("SIM histories=%d steps=%d requests=%d executions=%d faults=%d late_copies=%d resolutions=%d phantoms=%d violations=0",
 		len(seeds), total.Steps, total.Requests, total.Executions, total.Faults, total.LateCopies, total.Resolutions, total.Phantoms)
+}
+
+// unlisted is a store that does not list stale leases.
+type unlisted struct{ *memstore.Store }
+
+func (unlisted) ListsStale() bool { return false }
+
+// TestNewWorldNeedsStaleListing: a world refuses a store whose stale
+// leases the operator could not list, since the invariants take every
+// waiting record to be visible.
+func TestNewWorldNeedsStaleListing(t *testing.T) {
+	p, _ := Generate(1, 1)
+	if _, err := NewWorld(p, unlisted{memstore.New()}, func() {}); err == nil {
+		t.Fatal("NewWorld over a store that does not list stale leases: no error")
+	}
+	if _, err := NewWorld(p, memstore.New(), func() {}); err != nil {
+		t.Fatalf("NewWorld over a memstore: %v", err)
+	}
 }

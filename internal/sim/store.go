@@ -42,10 +42,17 @@ type heldCall struct {
 // the store's own answers, what landed: the data the invariants read.
 type faultStore struct {
 	w     *World
-	inner idemkit.Store
+	inner Store
 }
 
-var _ idemkit.Store = (*faultStore)(nil)
+var _ Store = (*faultStore)(nil)
+
+// Store is what a world runs on: the operator tools must see every record
+// that waits for a decision, stale leases included.
+type Store interface {
+	idemkit.OperatorStore
+	idemkit.StaleLister
+}
 
 // draw decides the fault of a call; write says whether it may land late.
 func (s *faultStore) draw(ctx context.Context, op string, write bool) fault {
@@ -205,28 +212,16 @@ func (s *faultStore) Extend(ctx context.Context, id, owner string, leaseUntil, n
 	})
 }
 
-func (s *faultStore) MarkUnknown(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-	var out *idemkit.Record
-	err := s.write(ctx, "mark-unknown", now, func(ctx context.Context, late bool) error {
-		r, err := s.inner.MarkUnknown(ctx, id, owner, now)
-		if !late {
-			out = r
-		}
-		return err
+func (s *faultStore) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
+	return s.write(ctx, "mark-unknown", now, func(ctx context.Context, late bool) error {
+		return s.inner.MarkUnknown(ctx, id, owner, now)
 	})
-	return out, err
 }
 
-func (s *faultStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-	var out *idemkit.Record
-	err := s.write(ctx, "mark-indeterminate", now, func(ctx context.Context, late bool) error {
-		r, err := s.inner.MarkIndeterminate(ctx, id, owner, now)
-		if !late {
-			out = r
-		}
-		return err
+func (s *faultStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
+	return s.write(ctx, "mark-indeterminate", now, func(ctx context.Context, late bool) error {
+		return s.inner.MarkIndeterminate(ctx, id, owner, now)
 	})
-	return out, err
 }
 
 func (s *faultStore) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
@@ -261,6 +256,8 @@ func (s *faultStore) ListIndeterminate(ctx context.Context, tenant, page string,
 	}
 	return s.inner.ListIndeterminate(ctx, tenant, page, limit, now)
 }
+
+func (s *faultStore) ListsStale() bool { return s.inner.ListsStale() }
 
 func (s *faultStore) ListStale(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
 	if err := s.read(ctx, "list-stale"); err != nil {

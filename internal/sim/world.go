@@ -237,7 +237,7 @@ type World struct {
 	p     Params
 	tl    *timeline
 	epoch time.Time
-	inner idemkit.Store
+	inner Store
 	store *faultStore
 	insts []*instance
 	wait  func() // returns once every goroutine of the world is blocked
@@ -292,12 +292,15 @@ func reqOf(ctx context.Context) *request {
 // Epoch is the true time at which every world starts.
 func epoch() time.Time { return time.Now().UTC() }
 
-// NewWorld builds the world of p over inner (nil: a memstore). wait
-// returns once every goroutine the world started is blocked (in a
-// testing/synctest bubble, synctest.Wait).
-func NewWorld(p Params, inner idemkit.Store, wait func()) (*World, error) {
+// NewWorld builds the world of p over inner (nil: a memstore), which
+// must list stale leases. wait returns once every goroutine the world
+// started is blocked (in a testing/synctest bubble, synctest.Wait).
+func NewWorld(p Params, inner Store, wait func()) (*World, error) {
 	if inner == nil {
 		inner = memstore.New()
+	}
+	if !inner.ListsStale() {
+		return nil, errors.New("sim: the store does not list stale leases (idemkit.StaleLister): the operator could not see them")
 	}
 	start := epoch()
 	w := &World{p: p, tl: &timeline{now: start}, epoch: start, inner: inner, wait: wait,

@@ -728,9 +728,6 @@ func seedScope(t testing.TB, e *env, s idemkit.Scope, fp string, snap *idemkit.S
 		return
 	}
 	rec.State, rec.Snapshot, rec.CompletedAt = idemkit.StateCompleted, snap, now.Add(-30*time.Second)
-	if snap.Status == 0 {
-		rec.Snapshot = nil
-	}
 	if err := e.store.Complete(ctx, rec, now); err != nil {
 		t.Fatal(err)
 	}
@@ -741,6 +738,17 @@ type downStore struct{ idemkit.Store }
 
 func (downStore) Claim(context.Context, *idemkit.Record, time.Time, idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
 	return idemkit.ClaimResult{}, errors.New("dial tcp 10.0.0.1:443: i/o timeout")
+}
+
+// corruptStore answers every claim with a completed record of the claim's
+// scope that has no snapshot: a record no store would write, read back
+// from a damaged item.
+type corruptStore struct{ idemkit.Store }
+
+func (corruptStore) Claim(_ context.Context, rec *idemkit.Record, now time.Time, _ idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+	c := rec.Clone()
+	c.State, c.Owner, c.CompletedAt = idemkit.StateCompleted, "another", now
+	return idemkit.ClaimResult{Existing: c}, nil
 }
 
 // uuidV7 returns a UUIDv7 key embedding t.
@@ -785,9 +793,7 @@ func TestV2Refusals(t *testing.T) {
 				}
 			}},
 		{name: "corrupt record", wantStatus: 500, wantType: "record-corrupt",
-			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
-				seed(t, e, *ev, fingerprintOf(t, *ev), &idemkit.Snapshot{})
-			}},
+			mod: func(c *idemkit.Config) { c.Store = corruptStore{c.Store} }},
 		{name: "expired UUIDv7 key", wantStatus: 400, wantType: "key-expired",
 			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
 				*ev = withKey(*ev, uuidV7(e.clock.Now().Add(-8*24*time.Hour)))

@@ -88,11 +88,15 @@ func TestStoredAnswerNotAResult(t *testing.T) {
 	}
 	now := time.Now()
 	s := idemkit.Scope{Tenant: "acme", Operation: "transfers.execute", Key: "tr_1"}
-	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateCompleted, Owner: "operator", Fingerprint: fp,
-		CreatedAt: now.Add(-time.Minute), CompletedAt: now.Add(-time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(24 * time.Hour),
-		Snapshot: &idemkit.Snapshot{Status: 201, Body: []byte(`{"transferId":"tr_1","run":7}`)}}
+	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Owner: "operator", Fingerprint: fp,
+		CreatedAt: now.Add(-time.Minute), LeaseUntil: now, ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(24 * time.Hour)}
 	if res, err := store.Claim(context.Background(), rec, now.Add(-time.Minute), idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
+	}
+	rec.State, rec.CompletedAt = idemkit.StateCompleted, now.Add(-time.Minute)
+	rec.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte(`{"transferId":"tr_1","run":7}`)}
+	if err := store.Complete(context.Background(), rec, now.Add(-time.Minute)); err != nil {
+		t.Fatalf("seed: %v", err)
 	}
 	runs := 0
 	got, err := event.Wrap(g, transferConfig, runTransfer(&runs))(context.Background(), in)
