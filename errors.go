@@ -1,6 +1,7 @@
 package idemkit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -222,3 +223,11 @@ func (e *ClaimUnknownError) Is(target error) bool { return target == ErrClaimUnk
 
 // Unwrap returns the claim's and the release's errors.
 func (e *ClaimUnknownError) Unwrap() error { return e.Err }
+
+// CallerCancelled reports whether err, returned by a call made with ctx,
+// is the caller's own cancellation of ctx and leaves nothing held: it is
+// no store failure. A claim that could not be freed (ErrClaimUnknown) is
+// a store failure even then. An adapter uses it to decide what to log.
+func CallerCancelled(ctx context.Context, err error) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, ErrClaimUnknown)
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -544,7 +543,7 @@ func (c *call) emitRefusal(snap *Snapshot, err error) {
 // left held), else EventStoreError. A claim that could not be freed
 // (ErrClaimUnknown) is a store failure even then.
 func (c *call) storeFailure(err error) EventKind {
-	if errors.Is(c.ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, ErrClaimUnknown) {
+	if CallerCancelled(c.ctx, err) {
 		return EventCancelled
 	}
 	return EventStoreError
@@ -714,138 +713,6 @@ func (g *Guard) keep(ctx context.Context, rec *Record) error {
 	return err
 }
 
-// renew extends rec's lease while the handler runs, when the request has no
-// deadline or pol.Heartbeat is set: every interval, up to pol.MaxRenewals
-// times, to the time of the renewal plus the first lease's length, but
-// never past the record's expiry less its margin (record makes it live
-// long enough for every renewal made on time). It stops when the store
-// refuses (the claim is no longer ours) and when stop is called; stop
-// waits for it to end, so that the renewals' store usage, added to ctx's
-// request like any other call's, is complete when it returns. stop may be
-// called more than once. Nothing runs before the first interval has
-// passed: a handler that returns within it costs a stopped timer, not a
-// goroutine.
-//
-// A non-nil lost is called when the run can no longer be protected: no
-// renewal has landed by lostLead before the end of the last lease that did
-// (or of the first), under either policy, and under Takeover also when the
-// store refused a renewal (the key is no longer ours). Past its lease a
-// run is not protected under FailClosed either: a retry marks the record
-// indeterminate and an operator may resolve it a minute later, and the
-// renewals never reach past the record's expiry.
-func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time, lost func()) (stop func()) {
-	length := rec.LeaseUntil.Sub(start)
-	every := pol.heartbeat(ctx, length)
-	if every <= 0 {
-		return func() {}
-	}
-	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every, margin: pol.expiryMargin(),
-		takeover: pol.OnStaleLease == Takeover, lost: lost}
-	if lost != nil {
-		r.lead = lostLead(pol.LeaseMargin, length, every)
-		r.watch = g.afterFunc(g.until(rec.LeaseUntil)-r.lead, lost)
-	}
-	r.timer = g.afterFunc(every, r.run)
-	return r.stop
-}
-
-// lostLead is how long before its end a lease of length, renewed every
-// interval, is given up when no renewal has landed: margin, the clock skew
-// a lease tolerates, but no more than leaves two renewals (each with an
-// interval to answer) before it, so that one slow renewal does not give
-// up a healthy lease.
-func lostLead(margin, length, every time.Duration) time.Duration {
-	return max(0, min(margin, length-2*every))
-}
-
-// renewal is the lease renewal of one request, started by its timer.
-type renewal struct {
-	g             *Guard
-	ctx           context.Context
-	rec           *Record
-	max           int
-	length, every time.Duration
-	margin        time.Duration // the record outlives every lease by this much
-	takeover      bool          // the policy is Takeover: a lost lease may be run again
-	timer         Timer
-	lost          func() // nil, or called when the run can no longer be protected
-	watch         Timer  // calls lost lead before what protects the run ends
-	lead          time.Duration
-	once          sync.Once
-	mu            sync.Mutex
-	stopped       bool               // stop was called; run must not start
-	cancel        context.CancelFunc // set by run, under mu
-	exited        chan struct{}      // set by run, under mu; closed when it returns
-}
-
-// run renews the lease at once (one interval has passed), then every
-// interval, in the timer's goroutine.
-func (r *renewal) run() {
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return
-	}
-	// The request's context values stay: Extend's usage is the request's.
-	rctx, cancel := context.WithCancel(context.WithoutCancel(r.ctx))
-	r.cancel, r.exited = cancel, make(chan struct{})
-	r.mu.Unlock()
-	defer close(r.exited)
-	for n := 0; n < r.max; n++ {
-		if n > 0 {
-			tick, t := r.g.after(r.every)
-			select {
-			case <-rctx.Done():
-				t.Stop()
-				return
-			case <-tick:
-			}
-		}
-		now := r.g.now()
-		// A late renewal must not extend the lease past the record's
-		// life: the lease then ends first, and the outcome counts as
-		// unknown, instead of the key being freed while the handler runs.
-		until := now.Add(r.length)
-		if end := r.rec.ExpiresAt.Add(-r.margin); until.After(end) {
-			until = end
-		}
-		wctx, wcancel := context.WithTimeout(rctx, r.g.writeTimeout)
-		err := r.g.cfg.Store.Extend(wctx, r.rec.ID, r.rec.Owner, until, now)
-		wcancel()
-		if errors.Is(err, ErrNotOwner) {
-			// Under FailClosed a retry marked the record indeterminate:
-			// the run's late completion still wins, so it goes on.
-			if r.takeover && r.lost != nil && rctx.Err() == nil {
-				r.lost()
-			}
-			return
-		}
-		// A watch that has fired stays fired: the handler was told.
-		if err == nil && r.watch != nil && r.watch.Stop() {
-			r.watch.Reset(r.g.until(until) - r.lead)
-		}
-	}
-}
-
-// stop ends the renewal, waiting for a running one to return.
-func (r *renewal) stop() {
-	r.once.Do(func() {
-		r.timer.Stop()
-		r.mu.Lock()
-		r.stopped = true
-		cancel, exited := r.cancel, r.exited
-		r.mu.Unlock()
-		if cancel != nil {
-			cancel()
-			<-exited
-		}
-		// After run has returned: it resets the watch.
-		if r.watch != nil {
-			r.watch.Stop()
-		}
-	})
-}
-
 // writeCtx returns a context for a write made after the handler ran: it
 // survives the request's cancellation, bounded by the write timeout.
 func (g *Guard) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -903,23 +770,4 @@ func storeErr(op string, err error) error {
 		return fmt.Errorf("idemkit: store %s: %w", op, err)
 	}
 	return &StoreError{Op: op, Err: err}
-}
-
-// checkKeyTime refuses a UUIDv7 key whose embedded time is older than the
-// record retention (plus the clock skew): its first request may have been
-// forgotten, so running it could execute it twice.
-func (p Policy) checkKeyTime(key string, now time.Time) error {
-	if p.IgnoreKeyTime || len(key) != 36 {
-		return nil
-	}
-	u, err := uuid.Parse(key)
-	if err != nil || u.Version() != 7 {
-		return nil
-	}
-	sec, nsec := u.Time().UnixTime()
-	t := time.Unix(sec, nsec)
-	if t.Before(now.Add(-p.RecordRetention - p.KeyClockSkew)) {
-		return fmt.Errorf("%w: key time %s", ErrKeyExpired, t.UTC().Format(time.RFC3339))
-	}
-	return nil
 }

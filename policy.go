@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Defaults applied to the zero fields of a [Policy].
@@ -173,4 +175,23 @@ func (p Policy) heartbeat(ctx context.Context, d time.Duration) time.Duration {
 		every = d / 3
 	}
 	return min(every, d/2)
+}
+
+// checkKeyTime refuses a UUIDv7 key whose embedded time is older than the
+// record retention (plus the clock skew): its first request may have been
+// forgotten, so running it could execute it twice.
+func (p Policy) checkKeyTime(key string, now time.Time) error {
+	if p.IgnoreKeyTime || len(key) != 36 {
+		return nil
+	}
+	u, err := uuid.Parse(key)
+	if err != nil || u.Version() != 7 {
+		return nil
+	}
+	sec, nsec := u.Time().UnixTime()
+	t := time.Unix(sec, nsec)
+	if t.Before(now.Add(-p.RecordRetention - p.KeyClockSkew)) {
+		return fmt.Errorf("%w: key time %s", ErrKeyExpired, t.UTC().Format(time.RFC3339))
+	}
+	return nil
 }

@@ -27,7 +27,7 @@ func logUnobserved(ctx context.Context, g *idemkit.Guard, scope idemkit.Scope, e
 		msg = "idemkit: misconfiguration, request refused (set an Observer, e.g. from package observe, to log every outcome instead)"
 	case !(errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrCorruptRecord)):
 		return
-	case errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, idemkit.ErrClaimUnknown):
+	case idemkit.CallerCancelled(ctx, err):
 		return
 	}
 	slog.Default().LogAttrs(ctx, slog.LevelError, msg,

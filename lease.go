@@ -1,0 +1,140 @@
+package idemkit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// renew extends rec's lease while the handler runs, when the request has no
+// deadline or pol.Heartbeat is set: every interval, up to pol.MaxRenewals
+// times, to the time of the renewal plus the first lease's length, but
+// never past the record's expiry less its margin (record makes it live
+// long enough for every renewal made on time). It stops when the store
+// refuses (the claim is no longer ours) and when stop is called; stop
+// waits for it to end, so that the renewals' store usage, added to ctx's
+// request like any other call's, is complete when it returns. stop may be
+// called more than once. Nothing runs before the first interval has
+// passed: a handler that returns within it costs a stopped timer, not a
+// goroutine.
+//
+// A non-nil lost is called when the run can no longer be protected: no
+// renewal has landed by lostLead before the end of the last lease that did
+// (or of the first), under either policy, and under Takeover also when the
+// store refused a renewal (the key is no longer ours). Past its lease a
+// run is not protected under FailClosed either: a retry marks the record
+// indeterminate and an operator may resolve it a minute later, and the
+// renewals never reach past the record's expiry.
+func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time, lost func()) (stop func()) {
+	length := rec.LeaseUntil.Sub(start)
+	every := pol.heartbeat(ctx, length)
+	if every <= 0 {
+		return func() {}
+	}
+	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every, margin: pol.expiryMargin(),
+		takeover: pol.OnStaleLease == Takeover, lost: lost}
+	if lost != nil {
+		r.lead = lostLead(pol.LeaseMargin, length, every)
+		r.watch = g.afterFunc(g.until(rec.LeaseUntil)-r.lead, lost)
+	}
+	r.timer = g.afterFunc(every, r.run)
+	return r.stop
+}
+
+// lostLead is how long before its end a lease of length, renewed every
+// interval, is given up when no renewal has landed: margin, the clock skew
+// a lease tolerates, but no more than leaves two renewals (each with an
+// interval to answer) before it, so that one slow renewal does not give
+// up a healthy lease.
+func lostLead(margin, length, every time.Duration) time.Duration {
+	return max(0, min(margin, length-2*every))
+}
+
+// renewal is the lease renewal of one request, started by its timer.
+type renewal struct {
+	g             *Guard
+	ctx           context.Context
+	rec           *Record
+	max           int
+	length, every time.Duration
+	margin        time.Duration // the record outlives every lease by this much
+	takeover      bool          // the policy is Takeover: a lost lease may be run again
+	timer         Timer
+	lost          func() // nil, or called when the run can no longer be protected
+	watch         Timer  // calls lost lead before what protects the run ends
+	lead          time.Duration
+	once          sync.Once
+	mu            sync.Mutex
+	stopped       bool               // stop was called; run must not start
+	cancel        context.CancelFunc // set by run, under mu
+	exited        chan struct{}      // set by run, under mu; closed when it returns
+}
+
+// run renews the lease at once (one interval has passed), then every
+// interval, in the timer's goroutine.
+func (r *renewal) run() {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	// The request's context values stay: Extend's usage is the request's.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(r.ctx))
+	r.cancel, r.exited = cancel, make(chan struct{})
+	r.mu.Unlock()
+	defer close(r.exited)
+	for n := 0; n < r.max; n++ {
+		if n > 0 {
+			tick, t := r.g.after(r.every)
+			select {
+			case <-rctx.Done():
+				t.Stop()
+				return
+			case <-tick:
+			}
+		}
+		now := r.g.now()
+		// A late renewal must not extend the lease past the record's
+		// life: the lease then ends first, and the outcome counts as
+		// unknown, instead of the key being freed while the handler runs.
+		until := now.Add(r.length)
+		if end := r.rec.ExpiresAt.Add(-r.margin); until.After(end) {
+			until = end
+		}
+		wctx, wcancel := context.WithTimeout(rctx, r.g.writeTimeout)
+		err := r.g.cfg.Store.Extend(wctx, r.rec.ID, r.rec.Owner, until, now)
+		wcancel()
+		if errors.Is(err, ErrNotOwner) {
+			// Under FailClosed a retry marked the record indeterminate:
+			// the run's late completion still wins, so it goes on.
+			if r.takeover && r.lost != nil && rctx.Err() == nil {
+				r.lost()
+			}
+			return
+		}
+		// A watch that has fired stays fired: the handler was told.
+		if err == nil && r.watch != nil && r.watch.Stop() {
+			r.watch.Reset(r.g.until(until) - r.lead)
+		}
+	}
+}
+
+// stop ends the renewal, waiting for a running one to return.
+func (r *renewal) stop() {
+	r.once.Do(func() {
+		r.timer.Stop()
+		r.mu.Lock()
+		r.stopped = true
+		cancel, exited := r.cancel, r.exited
+		r.mu.Unlock()
+		if cancel != nil {
+			cancel()
+			<-exited
+		}
+		// After run has returned: it resets the watch.
+		if r.watch != nil {
+			r.watch.Stop()
+		}
+	})
+}
