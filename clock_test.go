@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -82,9 +83,11 @@ func (t *stepTimer) Reset(d time.Duration) bool {
 func TestClockDrivesRenewals(t *testing.T) {
 	clk := newStepClock()
 	extended := make(chan time.Time, 1)
-	s := &extendStore{Store: memstore.New()}
-	s.extend = func(int) error { return nil }
-	g, err := idemkit.New(idemkit.Config{Store: &untilStore{extendStore: s, until: extended}, Clock: clk,
+	s := faultstore.New(memstore.New())
+	s.On(faultstore.Extend, func(_ context.Context, c faultstore.Call) faultstore.Fault {
+		return faultstore.Fault{Then: func(error) { extended <- c.LeaseUntil }}
+	})
+	g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk,
 		Policy: idemkit.Policy{Lease: 30 * time.Second, Heartbeat: 10 * time.Second, MaxRenewals: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -109,16 +112,4 @@ func TestClockDrivesRenewals(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-}
-
-// untilStore reports the lease end of each renewal.
-type untilStore struct {
-	*extendStore
-	until chan time.Time
-}
-
-func (s *untilStore) Extend(ctx context.Context, id, owner string, until, now time.Time) error {
-	err := s.extendStore.Extend(ctx, id, owner, until, now)
-	s.until <- until
-	return err
 }

@@ -4,58 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/internal/faultstore"
 )
 
-// writeCounter counts the writes made after a handler ran, by owner.
-type writeCounter struct {
-	idemkit.Store
-	mu                            sync.Mutex
-	completes, releases, unknowns map[string]int
-	claims, releaseCalls          int
-	claimFails                    error // returned by every Claim when set
-}
-
-func newWriteCounter(s idemkit.Store) *writeCounter {
-	return &writeCounter{Store: s, completes: map[string]int{}, releases: map[string]int{}, unknowns: map[string]int{}}
-}
-
-func (s *writeCounter) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	s.mu.Lock()
-	s.claims++
-	err := s.claimFails
-	s.mu.Unlock()
-	if err != nil {
-		return idemkit.ClaimResult{}, err
+// by counts the calls in cs made by owner.
+func by(cs []faultstore.Call, owner string) int {
+	n := 0
+	for _, c := range cs {
+		if c.Owner == owner {
+			n++
+		}
 	}
-	return s.Store.Claim(ctx, r, now, o)
-}
-
-func (s *writeCounter) Complete(ctx context.Context, r *idemkit.Record, now time.Time) error {
-	s.mu.Lock()
-	s.completes[r.Owner]++
-	s.mu.Unlock()
-	return s.Store.Complete(ctx, r, now)
-}
-
-func (s *writeCounter) Release(ctx context.Context, id, owner string, now time.Time) error {
-	s.mu.Lock()
-	s.releases[owner]++
-	s.releaseCalls++
-	s.mu.Unlock()
-	return s.Store.Release(ctx, id, owner, now)
-}
-
-func (s *writeCounter) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	s.mu.Lock()
-	s.unknowns[owner]++
-	s.mu.Unlock()
-	return s.Store.MarkUnknown(ctx, id, owner, now)
+	return n
 }
 
 // TestTakenOverWhileRunning: a handler whose stale lease was taken over
@@ -68,42 +32,40 @@ func TestTakenOverWhileRunning(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		result func() (*idemkit.Snapshot, error)
-		check  func(t *testing.T, w *writeCounter, err error)
+		check  func(t *testing.T, fs *faultstore.Store, err error)
 	}{
 		{"response", func() (*idemkit.Snapshot, error) { return &idemkit.Snapshot{Status: 201, Body: []byte("first")}, nil },
-			func(t *testing.T, w *writeCounter, err error) {
+			func(t *testing.T, fs *faultstore.Store, err error) {
 				if err != nil {
 					t.Fatalf("Do: %v, want the handler's response", err)
 				}
-				if n := w.completes["first"]; n != 1 {
+				if n := by(fs.Calls(faultstore.Complete), "first"); n != 1 {
 					t.Fatalf("%d completions by the taken-over owner, want 1", n)
 				}
 			}},
 		{"error", func() (*idemkit.Snapshot, error) { return nil, errDeclined },
-			func(t *testing.T, w *writeCounter, err error) {
+			func(t *testing.T, fs *faultstore.Store, err error) {
 				// Joined with the release's refusal, as Do documents.
 				if !errors.Is(err, errDeclined) || errors.Is(err, idemkit.ErrStoreUnavailable) {
 					t.Fatalf("Do: %v, want the handler's error", err)
 				}
-				if n := w.releases["first"]; n != 1 {
+				if n := by(fs.Calls(faultstore.Release), "first"); n != 1 {
 					t.Fatalf("%d releases by the taken-over owner, want 1", n)
 				}
 			}},
 		{"outcome unknown", func() (*idemkit.Snapshot, error) { return nil, fmt.Errorf("charge: %w", idemkit.ErrOutcomeUnknown) },
-			func(t *testing.T, w *writeCounter, err error) {
+			func(t *testing.T, fs *faultstore.Store, err error) {
 				if !errors.Is(err, idemkit.ErrOutcomeUnknown) || errors.Is(err, idemkit.ErrNotOwner) || errors.Is(err, idemkit.ErrStoreUnavailable) {
 					t.Fatalf("Do: %v, want ErrOutcomeUnknown alone", err)
 				}
-				if n := w.unknowns["first"]; n != 1 {
+				if n := by(fs.Calls(faultstore.MarkUnknown), "first"); n != 1 {
 					t.Fatalf("%d MarkUnknown calls by the taken-over owner, want 1", n)
 				}
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWriteCounter(memstore.New())
 			tokens := []string{"first", "second"}
-			f := newFixture(t, func(c *idemkit.Config) {
-				c.Store = w
+			f, fs := faultFixture(t, func(c *idemkit.Config) {
 				c.Policy = idemkit.Policy{Lease: time.Second, OnStaleLease: idemkit.Takeover}
 				c.WriteAttempts = 3
 				c.NewToken = func() string { tok := tokens[0]; tokens = tokens[1:]; return tok }
@@ -118,8 +80,8 @@ func TestTakenOverWhileRunning(t *testing.T) {
 				}
 				return tc.result()
 			})
-			tc.check(t, w, err)
-			got, gerr := w.Store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
+			tc.check(t, fs, err)
+			got, gerr := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
 			if gerr != nil || got.Owner != "second" || got.State != idemkit.StateCompleted || string(got.Snapshot.Body) != "second" {
 				t.Fatalf("the new owner's result: %+v %v", got, gerr)
 			}
@@ -132,24 +94,23 @@ func TestTakenOverWhileRunning(t *testing.T) {
 // refused: nothing stored is ours), the error says the store failed, not
 // that a claim of ours may be left (ErrClaimUnknown).
 func TestFailedClaimOverAnothersRecord(t *testing.T) {
-	w := newWriteCounter(memstore.New())
-	f := newFixture(t, func(c *idemkit.Config) { c.Store = w; c.ClaimBackoff = time.Millisecond })
+	f, fs := faultFixture(t, nil)
 	now := f.clock.Now()
 	r := req("k")
 	other := &idemkit.Record{ID: r.Scope.ID(false), Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint,
 		Owner: "other", LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
-	if res, err := w.Store.Claim(context.Background(), other, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := f.store.Claim(context.Background(), other, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatalf("claim of the other request: %+v %v", res, err)
 	}
-	w.claimFails = errReset
+	fs.On(faultstore.Claim, fail(errReset))
 	_, _, err := f.do(t, r, respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrClaimUnknown) || f.runs != 0 {
 		t.Fatalf("Do: %v runs %d, want ErrStoreUnavailable without ErrClaimUnknown", err, f.runs)
 	}
-	if w.releaseCalls != 1 {
-		t.Fatalf("%d releases, want 1 (refused: the key is another's)", w.releaseCalls)
+	if n := fs.Count(faultstore.Release); n != 1 {
+		t.Fatalf("%d releases, want 1 (refused: the key is another's)", n)
 	}
-	if got, err := w.Store.Get(context.Background(), other.ID, now); err != nil || got.Owner != "other" {
+	if got, err := f.store.Get(context.Background(), other.ID, now); err != nil || got.Owner != "other" {
 		t.Fatalf("the other request's record: %+v %v", got, err)
 	}
 }
@@ -159,15 +120,14 @@ func TestFailedClaimOverAnothersRecord(t *testing.T) {
 // answer) is neither tried again nor released, and Do says so without
 // ErrStoreUnavailable.
 func TestInvalidRecordIsClaimedOnce(t *testing.T) {
-	w := newWriteCounter(memstore.New())
-	w.claimFails = fmt.Errorf("test store: item over the size cap: %w", idemkit.ErrRecordInvalid)
-	f := newFixture(t, func(c *idemkit.Config) { c.Store = w; c.ClaimBackoff = time.Millisecond })
+	f, fs := faultFixture(t, nil)
+	fs.On(faultstore.Claim, fail(fmt.Errorf("test store: item over the size cap: %w", idemkit.ErrRecordInvalid)))
 	_, _, err := f.do(t, req("k"), respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrRecordInvalid) || errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
 		t.Fatalf("Do: %v runs %d, want ErrRecordInvalid", err, f.runs)
 	}
-	if w.claims != 1 || w.releaseCalls != 0 {
-		t.Fatalf("%d claims and %d releases, want 1 and 0", w.claims, w.releaseCalls)
+	if claims, releases := fs.Count(faultstore.Claim), fs.Count(faultstore.Release); claims != 1 || releases != 0 {
+		t.Fatalf("%d claims and %d releases, want 1 and 0", claims, releases)
 	}
 }
 
@@ -187,27 +147,10 @@ func TestExpiredClaimIsNoTakeover(t *testing.T) {
 	}
 }
 
-// vanishing is a Store whose first lost claims report no blocking record
-// (it was released or expired before the store could read it), which the
-// Store contract allows and which tells the guard to claim again.
-type vanishing struct {
-	idemkit.Store
-	mu     sync.Mutex
-	vanish int // lost claims to answer without a record
-}
-
-func (s *vanishing) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.vanish > 0 {
-		s.vanish--
-		return idemkit.ClaimResult{}, nil
-	}
-	return s.Store.Claim(ctx, r, now, o)
-}
-
 // TestLostClaimWithoutRecordClaimsAgain: a claim lost with no record
-// (Won false, Existing nil) is made again, at most twice more, and then
+// (Won false, Existing nil: the blocking record was released or expired
+// before the store could read it, which the Store contract allows) is
+// made again, at most twice more, and then
 // runs; past that the client is told to come back (ErrInFlight), never
 // that the key is indeterminate.
 func TestLostClaimWithoutRecordClaimsAgain(t *testing.T) {
@@ -216,8 +159,8 @@ func TestLostClaimWithoutRecordClaimsAgain(t *testing.T) {
 		runs   int
 	}{{1, 1}, {2, 1}, {3, 0}} {
 		t.Run(fmt.Sprint(tc.vanish), func(t *testing.T) {
-			vs := &vanishing{Store: memstore.New(), vanish: tc.vanish}
-			f := newFixture(t, func(c *idemkit.Config) { c.Store = vs })
+			f, fs := faultFixture(t, nil)
+			fs.On(faultstore.Claim, faultstore.First(tc.vanish, faultstore.Fault{Skip: true}))
 			snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
 			if f.runs != tc.runs {
 				t.Fatalf("ran %d times, want %d", f.runs, tc.runs)
@@ -241,18 +184,19 @@ func TestLostClaimWithoutRecordClaimsAgain(t *testing.T) {
 // end while the handler runs, and a retry could take the key over and
 // run it a second time.
 func TestRenewalOutlivesCancelledRequest(t *testing.T) {
-	fs := &flaky{extended: make(chan struct{}, 1)}
-	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond })
+	f, fs := faultFixture(t, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond })
+	extended := make(chan struct{}, 1)
+	fs.On(faultstore.Extend, notify(extended))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, _, err := f.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
-		<-fs.extended
+		<-extended
 		cancel()
 		// Renewals go on: wait for two more (one may have begun before the
 		// cancellation).
 		for i := 0; i < 2; i++ {
 			select {
-			case <-fs.extended:
+			case <-extended:
 			case <-time.After(10 * time.Second):
 				t.Fatal("no renewal after the request's context was cancelled, the handler still running")
 			}

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -341,61 +341,28 @@ func TestNilResponseIsAnError(t *testing.T) {
 	}
 }
 
-// faulty wraps a store and fails chosen methods.
-type faulty struct {
-	idemkit.Store
-	mu                                sync.Mutex
-	claimErr, completeErr, releaseErr error
-	applyClaim                        bool // apply the claim, then fail (a lost answer)
-	completeCalls, releaseCalls       int
-	releaseFailures                   int // fail only the first n releases; 0: all
-}
-
-func (s *faulty) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	if s.claimErr != nil {
-		if s.applyClaim {
-			s.Store.Claim(ctx, r, now, o)
+// faultFixture is newFixture with the guard's store, f.store, wrapped in
+// the faultstore.Store it returns. Claims are tried again after a
+// millisecond, so that tests of failing claims run fast.
+func faultFixture(t *testing.T, mod func(*idemkit.Config)) (*fixture, *faultstore.Store) {
+	t.Helper()
+	var fs *faultstore.Store
+	f := newFixture(t, func(c *idemkit.Config) {
+		fs = faultstore.New(c.Store.(*memstore.Store))
+		c.Store, c.ClaimBackoff = fs, time.Millisecond
+		if mod != nil {
+			mod(c)
 		}
-		return idemkit.ClaimResult{}, s.claimErr
-	}
-	return s.Store.Claim(ctx, r, now, o)
+	})
+	return f, fs
 }
 
-func (s *faulty) Complete(ctx context.Context, r *idemkit.Record, now time.Time) error {
-	s.mu.Lock()
-	s.completeCalls++
-	s.mu.Unlock()
-	if s.completeErr != nil {
-		return s.completeErr
-	}
-	return s.Store.Complete(ctx, r, now)
-}
-
-func (s *faulty) Release(ctx context.Context, id, owner string, now time.Time) error {
-	s.mu.Lock()
-	s.releaseCalls++
-	fail := s.releaseErr != nil && (s.releaseFailures == 0 || s.releaseCalls <= s.releaseFailures)
-	s.mu.Unlock()
-	if fail {
-		return s.releaseErr
-	}
-	return s.Store.Release(ctx, id, owner, now)
-}
-
-func faultyFixture(t *testing.T, fs *faulty) *fixture {
-	f := newFixture(t, nil)
-	fs.Store = f.store
-	g, err := idemkit.New(idemkit.Config{Store: fs, Observer: f.obs, Clock: f.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.guard = g
-	return f
-}
+// fail is a faultstore hook failing every call with err.
+func fail(err error) faultstore.Hook { return faultstore.Always(faultstore.Fault{Err: err}) }
 
 func TestStoreUnavailableBeforeHandler(t *testing.T) {
-	fs := &faulty{claimErr: errors.New("connection reset")}
-	f := faultyFixture(t, fs)
+	f, fs := faultFixture(t, nil)
+	fs.On(faultstore.Claim, fail(errors.New("connection reset")))
 	_, _, err := f.do(t, req("k"), respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
 		t.Fatalf("err %v runs %d, want ErrStoreUnavailable and no run", err, f.runs)
@@ -407,26 +374,26 @@ func TestStoreUnavailableBeforeHandler(t *testing.T) {
 }
 
 func TestLostClaimAnswerFreesTheKey(t *testing.T) {
-	fs := &faulty{claimErr: errors.New("connection reset"), applyClaim: true}
-	f := faultyFixture(t, fs)
+	f, fs := faultFixture(t, nil)
+	fs.On(faultstore.Claim, faultstore.Always(faultstore.Fault{Err: errors.New("connection reset"), Applied: true}))
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatal(err)
 	}
-	fs.claimErr = nil
+	fs.On(faultstore.Claim, nil)
 	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
 		t.Fatalf("retry after a lost claim answer: replayed %v err %v runs %d", replayed, err, f.runs)
 	}
 }
 
 func TestCompletionFailure(t *testing.T) {
-	fs := &faulty{completeErr: errors.New("throttled")}
-	f := faultyFixture(t, fs)
+	f, fs := faultFixture(t, nil)
+	fs.On(faultstore.Complete, fail(errors.New("throttled")))
 	snap, replayed, err := f.do(t, req("k"), respond(201, "real"))
 	if err != nil || replayed || string(snap.Body) != "real" {
 		t.Fatalf("the caller must get the real response: %+v %v %v", snap, replayed, err)
 	}
-	if fs.completeCalls != 3 {
-		t.Fatalf("completion attempted %d times, want 3", fs.completeCalls)
+	if n := fs.Count(faultstore.Complete); n != 3 {
+		t.Fatalf("completion attempted %d times, want 3", n)
 	}
 	e := f.obs.Last()
 	if e.Kind != idemkit.EventCompletionFailed || !errors.Is(e.Err, idemkit.ErrStoreUnavailable) {
@@ -443,8 +410,8 @@ func TestCompletionFailure(t *testing.T) {
 }
 
 func TestReleaseFailureKeepsHandlerError(t *testing.T) {
-	fs := &faulty{releaseErr: errors.New("unreachable")}
-	f := faultyFixture(t, fs)
+	f, fs := faultFixture(t, nil)
+	fs.On(faultstore.Release, fail(errors.New("unreachable")))
 	boom := errors.New("boom")
 	_, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom })
 	if !errors.Is(err, boom) || !errors.Is(err, idemkit.ErrStoreUnavailable) {
@@ -658,13 +625,6 @@ func TestUUIDv7KeyAge(t *testing.T) {
 	}
 }
 
-// getFails is a store whose Get fails as an outage does.
-type getFails struct{ idemkit.Store }
-
-func (getFails) Get(context.Context, string, time.Time) (*idemkit.Record, error) {
-	return nil, &idemkit.StoreError{Op: "get", Err: errors.New("throttled")}
-}
-
 // TestUUIDv7KeyAgeLiveRecord: a UUIDv7 key older than the record retention
 // whose record is still live (made an hour before its first request, or
 // kept longer by a late resolution) is answered from its record as any
@@ -712,7 +672,10 @@ func TestUUIDv7KeyAgeLiveRecord(t *testing.T) {
 			// its skew. The first request's record lives until 7 days.
 			f.clock.Advance(50 * time.Minute)
 			if tc.outage {
-				g, err := idemkit.New(idemkit.Config{Store: getFails{f.store}, Clock: f.clock})
+				// The read fails as an outage does.
+				fs := faultstore.New(f.store)
+				fs.On(faultstore.Get, fail(&idemkit.StoreError{Op: "get", Err: errors.New("throttled")}))
+				g, err := idemkit.New(idemkit.Config{Store: fs, Clock: f.clock})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -795,33 +758,27 @@ func TestMarkRaceLooksAgain(t *testing.T) {
 	f := newFixture(t, nil)
 	crash(t, f, req("k"), time.Second)
 	f.clock.Advance(2 * time.Second)
-	rs := &racyStore{Store: f.store, clock: f.clock}
+	rs := faultstore.New(f.store)
+	rs.On(faultstore.MarkIndeterminate, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
+		rec, err := f.store.Get(ctx, c.ID, c.Now)
+		if err != nil {
+			return faultstore.Fault{Err: err}
+		}
+		// The crashed owner completes just in time. Lease checks use the
+		// store's now, so complete under the original lease.
+		rec.State = idemkit.StateCompleted
+		rec.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte("late")}
+		rec.CompletedAt = c.Now
+		if err := f.store.Complete(ctx, rec, c.Now); err != nil {
+			return faultstore.Fault{Err: err}
+		}
+		return faultstore.Fault{}
+	})
 	g, _ := idemkit.New(idemkit.Config{Store: rs, Clock: f.clock})
 	snap, replayed, err := g.Do(context.Background(), req("k"), respond(201, "x"))
 	if err != nil || !replayed || string(snap.Body) != "late" {
 		t.Fatalf("%+v %v %v, want the late completion replayed", snap, replayed, err)
 	}
-}
-
-type racyStore struct {
-	idemkit.Store
-	clock *testclock.Clock
-}
-
-func (s *racyStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
-	rec, err := s.Store.Get(ctx, id, now)
-	if err != nil {
-		return err
-	}
-	// The crashed owner completes just in time. Lease checks use the
-	// store's now, so complete under the original lease.
-	rec.State = idemkit.StateCompleted
-	rec.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte("late")}
-	rec.CompletedAt = now
-	if err := s.Store.Complete(ctx, rec, now); err != nil {
-		return err
-	}
-	return s.Store.MarkIndeterminate(ctx, id, owner, now)
 }
 
 func TestRefuseIsObserved(t *testing.T) {
@@ -886,14 +843,14 @@ func TestMaxRetryAfter(t *testing.T) {
 func TestReleaseIsRetried(t *testing.T) {
 	// A transient failure of the release after a handler error must not
 	// leave the key held: the write is tried again.
-	fs := &faulty{releaseErr: errors.New("timeout"), releaseFailures: 2}
-	f := faultyFixture(t, fs)
+	f, fs := faultFixture(t, nil)
+	fs.On(faultstore.Release, faultstore.First(2, faultstore.Fault{Err: errors.New("timeout")}))
 	boom := errors.New("processor said: try later")
 	if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom }); !errors.Is(err, boom) || errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatalf("err = %v, want only the handler's error", err)
 	}
-	if fs.releaseCalls != 3 {
-		t.Fatalf("release tried %d times, want 3", fs.releaseCalls)
+	if n := fs.Count(faultstore.Release); n != 3 {
+		t.Fatalf("release tried %d times, want 3", n)
 	}
 	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
 		t.Fatalf("retry after the handler error: replayed %v err %v runs %d", replayed, err, f.runs)
@@ -912,21 +869,14 @@ func TestWriteAttempts(t *testing.T) {
 		{"two write attempts", 2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := &faulty{releaseErr: errors.New("timeout")}
-			f := newFixture(t, nil)
-			fs.Store = f.store
-			g, err := idemkit.New(idemkit.Config{Store: fs, Observer: f.obs, Clock: f.clock,
-				WriteAttempts: tc.write})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.guard = g
+			f, fs := faultFixture(t, func(c *idemkit.Config) { c.WriteAttempts = tc.write })
+			fs.On(faultstore.Release, fail(errors.New("timeout")))
 			boom := errors.New("handler failed")
 			if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom }); !errors.Is(err, boom) {
 				t.Fatalf("err = %v, want the handler's error", err)
 			}
-			if fs.releaseCalls != tc.want {
-				t.Fatalf("release tried %d times, want %d", fs.releaseCalls, tc.want)
+			if n := fs.Count(faultstore.Release); n != tc.want {
+				t.Fatalf("release tried %d times, want %d", n, tc.want)
 			}
 		})
 	}
@@ -978,19 +928,22 @@ func TestStatusOutsideHTTPNeverStored(t *testing.T) {
 func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
-		fs           *faulty
+		fails        faultstore.Method // the method failing, if any
 		cancel       bool
 		want         idemkit.EventKind
 		claimUnknown bool
 	}{
-		{name: "cancelled", fs: &faulty{}, cancel: true, want: idemkit.EventCancelled},
-		{name: "store down", fs: &faulty{claimErr: errors.New("connection reset")}, want: idemkit.EventStoreError},
-		{name: "cancelled, store down", fs: &faulty{claimErr: errors.New("connection reset")}, cancel: true, want: idemkit.EventStoreError},
-		{name: "cancelled, claim not freed", fs: &faulty{releaseErr: errors.New("connection reset")}, cancel: true,
+		{name: "cancelled", cancel: true, want: idemkit.EventCancelled},
+		{name: "store down", fails: faultstore.Claim, want: idemkit.EventStoreError},
+		{name: "cancelled, store down", fails: faultstore.Claim, cancel: true, want: idemkit.EventStoreError},
+		{name: "cancelled, claim not freed", fails: faultstore.Release, cancel: true,
 			want: idemkit.EventStoreError, claimUnknown: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := faultyFixture(t, tc.fs)
+			f, fs := faultFixture(t, nil)
+			if tc.fails != "" {
+				fs.On(tc.fails, fail(errors.New("connection reset")))
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tc.cancel {

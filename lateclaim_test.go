@@ -4,52 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 )
-
-// holding wraps a store: the first claim is held, not applied, and fails
-// as a timed-out call does, so the guard sends it again; deliver applies
-// it later, as the copy that waited in the network lands, with the time
-// it was sent with.
-type holding struct {
-	idemkit.Store
-	mu     sync.Mutex
-	claims int
-	held   func() (idemkit.ClaimResult, error)
-}
-
-func (s *holding) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	s.mu.Lock()
-	s.claims++
-	if s.claims == 1 {
-		c := r.Clone()
-		s.held = func() (idemkit.ClaimResult, error) { return s.Store.Claim(context.Background(), c, now, o) }
-		s.mu.Unlock()
-		return idemkit.ClaimResult{}, errReset
-	}
-	s.mu.Unlock()
-	return s.Store.Claim(ctx, r, now, o)
-}
-
-func (s *holding) deliver(t *testing.T) idemkit.ClaimResult {
-	t.Helper()
-	s.mu.Lock()
-	held := s.held
-	s.held = nil
-	s.mu.Unlock()
-	if held == nil {
-		t.Fatal("no claim held")
-	}
-	res, err := held()
-	if err != nil {
-		t.Fatalf("late claim: %v", err)
-	}
-	return res
-}
 
 // TestLateClaimCopy: the first copy of a request's claim lands late, after
 // its run freed the key: after the handler's error released it, and after
@@ -82,14 +42,14 @@ func TestLateClaimCopy(t *testing.T) {
 	} {
 		for _, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
 			t.Run(tc.name+"/"+pol.String(), func(t *testing.T) {
-				f := newFixture(t, nil)
-				hs := &holding{Store: f.store}
-				g, err := idemkit.New(idemkit.Config{Store: hs, Clock: f.clock, ClaimBackoff: time.Millisecond,
-					Policy: idemkit.Policy{Lease: 2 * time.Second, OnStaleLease: pol}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.guard = g
+				f, fs := faultFixture(t, func(c *idemkit.Config) {
+					c.Policy = idemkit.Policy{Lease: 2 * time.Second, OnStaleLease: pol}
+				})
+				// The first claim is held, not applied, and fails as a
+				// timed-out call does, so the guard sends it again; it
+				// lands later, as the copy that waited in the network,
+				// with the time it was sent with.
+				fs.On(faultstore.Claim, faultstore.First(1, faultstore.Fault{Err: errReset}))
 				if _, _, err := f.do(t, req("k"), tc.first); err == nil {
 					t.Fatal("the first run: no error")
 				}
@@ -97,8 +57,9 @@ func TestLateClaimCopy(t *testing.T) {
 					tc.history(t, f)
 				}
 				f.clock.Advance(time.Second)
-				if res := hs.deliver(t); res.Won {
-					t.Fatal("the late copy of the first claim won")
+				held := fs.Calls(faultstore.Claim)[0]
+				if res, err := f.store.Claim(context.Background(), held.Record, held.Now, held.Opts); err != nil || res.Won {
+					t.Fatalf("the late copy of the first claim: %+v, %v; want refused", res, err)
 				}
 				state := "absent"
 				if rec, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now()); err == nil {

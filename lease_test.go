@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -22,7 +23,9 @@ import (
 // the lease 200 ms renewed every 20 ms, and the retry comes 400 ms after
 // the handler started.
 func TestRenewedLeaseOutlivesRetention(t *testing.T) {
-	fs := &flaky{Store: memstore.New(), extended: make(chan struct{}, 1)}
+	fs := faultstore.New(memstore.New())
+	extended := make(chan struct{}, 1)
+	fs.On(faultstore.Extend, notify(extended))
 	pol := idemkit.Policy{Lease: 200 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
 		ReplayWindow: 300 * time.Millisecond, RecordRetention: 300 * time.Millisecond}
 	g, err := idemkit.New(idemkit.Config{Store: fs, Policy: pol})
@@ -47,7 +50,7 @@ func TestRenewedLeaseOutlivesRetention(t *testing.T) {
 	begin := time.Now()
 	for time.Since(begin) < pol.RecordRetention+pol.Lease/2 {
 		select {
-		case <-fs.extended:
+		case <-extended:
 		case <-time.After(time.Second):
 			t.Logf("no renewal for 1s after %s: the renewals stopped", time.Since(begin).Round(time.Millisecond))
 		}
@@ -74,11 +77,12 @@ func TestRenewedLeaseOutlivesRetention(t *testing.T) {
 // already forgotten. The record is also made to live through every
 // renewal made on time.
 func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
-	fs := &flaky{extended: make(chan struct{}, 1)}
-	f := flakyFixture(t, fs, func(c *idemkit.Config) {
+	f, fs := faultFixture(t, func(c *idemkit.Config) {
 		c.Policy = idemkit.Policy{Heartbeat: 2 * time.Millisecond, MaxRenewals: 1000,
 			ReplayWindow: 10 * time.Second, RecordRetention: 10 * time.Second}
 	})
+	extended := make(chan struct{}, 1)
+	fs.On(faultstore.Extend, notify(extended))
 	start := f.clock.Now()
 	f.do(t, req("late"), func(context.Context) (*idemkit.Snapshot, error) {
 		rec, err := f.store.Get(context.Background(), req("late").Scope.ID(false), f.clock.Now())
@@ -93,7 +97,7 @@ func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
 		f.clock.Advance(31*time.Second + 500*time.Millisecond)
 		for i := 0; i < 2; i++ { // the second one began after the jump
 			select {
-			case <-fs.extended:
+			case <-extended:
 			case <-time.After(5 * time.Second):
 				t.Fatal("no renewal after the clock jumped: the record expired under its lease")
 			}
@@ -122,35 +126,33 @@ func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
 // Do (a late renewal of a freed key could not land, but it would be a
 // write for nothing and a goroutine outliving the request).
 func TestPanicStopsRenewals(t *testing.T) {
-	fs := &flaky{extended: make(chan struct{}, 1)}
-	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond })
+	f, fs := faultFixture(t, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond })
+	extended := make(chan struct{}, 1)
+	fs.On(faultstore.Extend, notify(extended))
+	var extends int // the renewals begun before the panic left Do
 	func() {
 		defer func() {
-			fs.afterDo.Store(true)
+			extends = fs.Count(faultstore.Extend)
 			if p := recover(); p != "renewing" {
 				t.Fatalf("recovered %v, want the handler's panic", p)
 			}
 		}()
 		f.do(t, req("panic"), func(context.Context) (*idemkit.Snapshot, error) {
 			for i := 0; i < 2; i++ {
-				<-fs.extended
+				<-extended
 			}
 			panic("renewing")
 		})
 	}()
-	_, releases, extends := fs.counts()
-	if releases != 1 {
+	if releases := fs.Count(faultstore.Release); releases != 1 {
 		t.Fatalf("%d releases after the panic, want 1", releases)
 	}
 	// A bounded wait for a renewal, which must not come. The store counts
 	// the renewals: one sent before the panic left Do may still sit in
 	// the extended channel, so the channel does not tell.
 	time.Sleep(20 * time.Millisecond)
-	if _, _, n := fs.counts(); n != extends {
-		t.Errorf("%d renewals after Do returned", n-extends)
-	}
-	if n := fs.extendAfterDo.Load(); n != 0 {
-		t.Fatalf("%d renewals after the panic left Do", n)
+	if n := fs.Count(faultstore.Extend); n != extends {
+		t.Fatalf("%d renewals after the panic left Do", n-extends)
 	}
 	if _, replayed, err := f.do(t, req("panic"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
 		t.Fatalf("retry after the panic: replayed %v err %v runs %d, want a second run", replayed, err, f.runs)

@@ -4,31 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
 
-// extendStore is a memstore whose Extend answers as extend says (nil:
-// the memstore's own answer), counting the calls.
-type extendStore struct {
-	idemkit.Store
-	extend func(n int) error
-	calls  atomic.Int32
-}
-
-func (s *extendStore) Extend(ctx context.Context, id, owner string, until, now time.Time) error {
-	n := int(s.calls.Add(1))
-	if s.extend != nil {
-		if err := s.extend(n); err != nil {
-			return err
+// extendAnswers is a faultstore hook: each renewal, numbered n from 1,
+// fails with extend(n) when that is not nil; a nil extend lets all pass.
+func extendAnswers(extend func(n int) error) faultstore.Hook {
+	return func(_ context.Context, c faultstore.Call) faultstore.Fault {
+		if extend == nil {
+			return faultstore.Fault{}
 		}
+		return faultstore.Fault{Err: extend(c.N)}
 	}
-	return s.Store.Extend(ctx, id, owner, until, now)
 }
 
 var errStoreDown = &idemkit.StoreError{Op: "extend", Err: errors.New("503 service unavailable")}
@@ -85,7 +78,8 @@ func TestLeaseLost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := &extendStore{Store: memstore.New(), extend: tt.extend}
+			s := faultstore.New(memstore.New())
+			s.On(faultstore.Extend, extendAnswers(tt.extend))
 			pol := idemkit.Policy{Lease: lease, Heartbeat: every, LeaseMargin: margin, MaxRenewals: tt.renewals, OnStaleLease: tt.policy}
 			if tt.short {
 				pol.ReplayWindow, pol.RecordRetention = time.Millisecond, time.Millisecond
@@ -149,19 +143,14 @@ func TestLeaseLostIsReported(t *testing.T) {
 	}{{idemkit.Takeover, true}, {idemkit.FailClosed, true}, {idemkit.Takeover, false}, {idemkit.FailClosed, false}} {
 		policy := tt.policy
 		t.Run(fmt.Sprintf("%s/lost=%v", policy, tt.lost), func(t *testing.T) {
-			var events []idemkit.Event
-			var mu sync.Mutex
-			s := &extendStore{Store: memstore.New()}
+			obs := &eventlog.Log{}
+			s := faultstore.New(memstore.New())
 			if tt.lost {
-				s.extend = func(int) error { return errStoreDown }
+				s.On(faultstore.Extend, fail(errStoreDown))
 			}
 			g, err := idemkit.New(idemkit.Config{Store: s,
-				Policy: idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: policy},
-				Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-					mu.Lock()
-					defer mu.Unlock()
-					events = append(events, e)
-				})})
+				Policy:   idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: policy},
+				Observer: obs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,8 +165,7 @@ func TestLeaseLostIsReported(t *testing.T) {
 				}
 				return nil, hctx.Err()
 			})
-			mu.Lock()
-			defer mu.Unlock()
+			events := obs.Events()
 			if len(events) == 0 {
 				t.Fatal("no event")
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 )
 
 // TestScopeIDBounded: an ID is at most MaxIDLen bytes whatever the scope;
@@ -141,8 +142,8 @@ func TestTenantTooLong(t *testing.T) {
 // invalid is returned as ErrRecordInvalid, never ErrStoreUnavailable (a
 // retry with the same key cannot succeed), and nothing runs.
 func TestRecordInvalidIsNotTransient(t *testing.T) {
-	fs := &faulty{claimErr: errors.Join(idemkit.ErrRecordInvalid, errors.New("ValidationException: key too large"))}
-	f := faultyFixture(t, fs)
+	f, fs := faultFixture(t, nil)
+	fs.On(faultstore.Claim, fail(errors.Join(idemkit.ErrRecordInvalid, errors.New("ValidationException: key too large"))))
 	_, _, err := f.do(t, req("k"), respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrRecordInvalid) || errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
 		t.Fatalf("err %v runs %d, want ErrRecordInvalid, not ErrStoreUnavailable, and no run", err, f.runs)

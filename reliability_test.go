@@ -7,92 +7,24 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 )
-
-// flaky wraps a store: the first claimFails claims (applied when
-// applyClaim) and the first releaseFails releases fail as unavailable;
-// every call is counted.
-type flaky struct {
-	idemkit.Store
-	mu                        sync.Mutex
-	claimFails, releaseFails  int // negative: all
-	applyClaim                bool
-	claims, releases, extends int
-	afterDo                   atomic.Bool // set when Do returned: no Extend may follow
-	extendAfterDo             atomic.Int32
-	extended                  chan struct{} // receives a value per Extend, if not nil
-}
 
 var errReset = &idemkit.StoreError{Op: "test", Err: errors.New("connection reset")}
 
-func (s *flaky) Claim(ctx context.Context, r *idemkit.Record, now time.Time, o idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	s.mu.Lock()
-	s.claims++
-	fail := s.claimFails < 0 || s.claims <= s.claimFails
-	s.mu.Unlock()
-	if fail {
-		if s.applyClaim {
-			s.Store.Claim(ctx, r, now, o)
-		}
-		return idemkit.ClaimResult{}, errReset
-	}
-	return s.Store.Claim(ctx, r, now, o)
-}
-
-func (s *flaky) Release(ctx context.Context, id, owner string, now time.Time) error {
-	s.mu.Lock()
-	s.releases++
-	fail := s.releaseFails < 0 || s.releases <= s.releaseFails
-	s.mu.Unlock()
-	if fail {
-		return errReset
-	}
-	return s.Store.Release(ctx, id, owner, now)
-}
-
-func (s *flaky) Extend(ctx context.Context, id, owner string, lease, now time.Time) error {
-	if s.afterDo.Load() {
-		s.extendAfterDo.Add(1)
-	}
-	s.mu.Lock()
-	s.extends++
-	s.mu.Unlock()
-	err := s.Store.Extend(ctx, id, owner, lease, now)
-	if s.extended != nil {
+// notify is a faultstore hook sending a value on ch once each call is
+// done, dropping it when ch is full.
+func notify(ch chan<- struct{}) faultstore.Hook {
+	return faultstore.Always(faultstore.Fault{Then: func(error) {
 		select {
-		case s.extended <- struct{}{}:
+		case ch <- struct{}{}:
 		default:
 		}
-	}
-	return err
-}
-
-func (s *flaky) counts() (claims, releases, extends int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.claims, s.releases, s.extends
-}
-
-func flakyFixture(t *testing.T, fs *flaky, mod func(*idemkit.Config)) *fixture {
-	t.Helper()
-	f := newFixture(t, nil)
-	fs.Store = f.store
-	cfg := idemkit.Config{Store: fs, Observer: f.obs, Clock: f.clock, ClaimBackoff: time.Millisecond, WriteAttempts: 3}
-	if mod != nil {
-		mod(&cfg)
-	}
-	g, err := idemkit.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.guard = g
-	return f
+	}})
 }
 
 // A claim whose answers are lost is made again with the same owner token
@@ -100,13 +32,13 @@ func flakyFixture(t *testing.T, fs *flaky, mod func(*idemkit.Config)) *fixture {
 func TestLostClaimAnswerIsReclaimed(t *testing.T) {
 	for _, fails := range []int{1, 2} {
 		t.Run(fmt.Sprint(fails), func(t *testing.T) {
-			fs := &flaky{claimFails: fails, applyClaim: true}
-			f := flakyFixture(t, fs, nil)
+			f, fs := faultFixture(t, nil)
+			fs.On(faultstore.Claim, faultstore.First(fails, faultstore.Fault{Err: errReset, Applied: true}))
 			snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
 			if err != nil || replayed || snap.Status != 201 || f.runs != 1 {
 				t.Fatalf("Do: %+v replayed %v err %v runs %d", snap, replayed, err, f.runs)
 			}
-			if claims, releases, _ := fs.counts(); claims != fails+1 || releases != 0 {
+			if claims, releases := fs.Count(faultstore.Claim), fs.Count(faultstore.Release); claims != fails+1 || releases != 0 {
 				t.Fatalf("%d claims, %d releases; want %d and 0", claims, releases, fails+1)
 			}
 			// The record the claim replaced was our own: no takeover.
@@ -125,24 +57,25 @@ func TestLostClaimAnswerIsReclaimed(t *testing.T) {
 // worked, and ErrClaimUnknown when it did not.
 func TestFailedClaimIsFreedOrReported(t *testing.T) {
 	for _, tc := range []struct {
-		name         string
-		applied      bool
-		releaseFails int
-		unknown      bool
+		name    string
+		applied bool
+		release faultstore.Hook
+		unknown bool
 	}{
-		{"applied, freed at the second release", true, 1, false},
-		{"applied, never freed", true, -1, true},
-		{"not applied, release fails", false, -1, true},
-		{"not applied, freed", false, 0, false},
+		{"applied, freed at the second release", true, faultstore.First(1, faultstore.Fault{Err: errReset}), false},
+		{"applied, never freed", true, fail(errReset), true},
+		{"not applied, release fails", false, fail(errReset), true},
+		{"not applied, freed", false, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := &flaky{claimFails: -1, applyClaim: tc.applied, releaseFails: tc.releaseFails}
-			f := flakyFixture(t, fs, nil)
+			f, fs := faultFixture(t, nil)
+			fs.On(faultstore.Claim, faultstore.Always(faultstore.Fault{Err: errReset, Applied: tc.applied}))
+			fs.On(faultstore.Release, tc.release)
 			_, _, err := f.do(t, req("k"), respond(201, "x"))
 			if !errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
 				t.Fatalf("err %v runs %d, want ErrStoreUnavailable, not run", err, f.runs)
 			}
-			if claims, _, _ := fs.counts(); claims != 3 {
+			if claims := fs.Count(faultstore.Claim); claims != 3 {
 				t.Fatalf("%d claim attempts, want 3", claims)
 			}
 			var cu *idemkit.ClaimUnknownError
@@ -168,9 +101,7 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 			if !errors.Is(gerr, idemkit.ErrNotFound) {
 				t.Fatalf("a claim reported as not stored is stored: %+v %v", rec, gerr)
 			}
-			fs.mu.Lock()
-			fs.claimFails = 0
-			fs.mu.Unlock()
+			fs.On(faultstore.Claim, nil)
 			if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
 				t.Fatalf("retry: replayed %v err %v runs %d", replayed, err, f.runs)
 			}
@@ -180,13 +111,13 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 
 // Claim attempts stop at the request's deadline.
 func TestClaimAttemptsStopAtDeadline(t *testing.T) {
-	fs := &flaky{claimFails: -1}
-	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.ClaimBackoff = time.Hour; c.ClaimAttempts = 5 })
+	f, fs := faultFixture(t, func(c *idemkit.Config) { c.ClaimBackoff = time.Hour; c.ClaimAttempts = 5 })
+	fs.On(faultstore.Claim, fail(errReset))
 	ctx := f.clock.Deadline(t, context.Background(), time.Minute)
 	if _, _, err := f.guard.Do(ctx, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatal(err)
 	}
-	if claims, _, _ := fs.counts(); claims != 1 {
+	if claims := fs.Count(faultstore.Claim); claims != 1 {
 		t.Fatalf("%d claim attempts with a backoff past the deadline, want 1", claims)
 	}
 }
@@ -388,17 +319,19 @@ func TestLateCompletionHeals(t *testing.T) {
 // so a retry after the first lease still finds it in flight; renewals stop
 // when Do returns.
 func TestLeaseRenewal(t *testing.T) {
-	fs := &flaky{extended: make(chan struct{}, 1)}
-	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = 2 * time.Millisecond })
+	f, fs := faultFixture(t, func(c *idemkit.Config) { c.Policy.Heartbeat = 2 * time.Millisecond })
+	extended := make(chan struct{}, 1)
+	fs.On(faultstore.Extend, notify(extended))
 	started, finish := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
+	var extendsByDo int // the renewals begun before Do returned
 	go func() {
 		_, _, err := f.guard.Do(context.Background(), req("k"), func(context.Context) (*idemkit.Snapshot, error) {
 			close(started)
 			<-finish
 			return &idemkit.Snapshot{Status: 201, Body: []byte("first")}, nil
 		})
-		fs.afterDo.Store(true)
+		extendsByDo = fs.Count(faultstore.Extend)
 		done <- err
 	}()
 	<-started
@@ -406,7 +339,7 @@ func TestLeaseRenewal(t *testing.T) {
 	// Wait for a renewal begun after the first lease ended: the third
 	// value sent after the clock moved comes from one.
 	for i := 0; i < 3; i++ {
-		<-fs.extended
+		<-extended
 	}
 	_, _, err := f.guard.Do(context.Background(), req("k"), respond(201, "second"))
 	var ce *idemkit.ConflictError
@@ -417,7 +350,7 @@ func TestLeaseRenewal(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := fs.extendAfterDo.Load(); n != 0 {
+	if n := fs.Count(faultstore.Extend) - extendsByDo; n != 0 {
 		t.Fatalf("%d renewals after Do returned", n)
 	}
 	if e := f.obs.Last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls < 4 {
@@ -428,32 +361,32 @@ func TestLeaseRenewal(t *testing.T) {
 // Renewals are bounded by MaxRenewals, and none are made for a request
 // with a deadline unless Heartbeat is set.
 func TestLeaseRenewalBounds(t *testing.T) {
-	fs := &flaky{extended: make(chan struct{}, 16)}
-	f := flakyFixture(t, fs, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond; c.Policy.MaxRenewals = 3 })
+	f, fs := faultFixture(t, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond; c.Policy.MaxRenewals = 3 })
+	extended := make(chan struct{}, 16)
+	fs.On(faultstore.Extend, notify(extended))
 	f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
 		for i := 0; i < 3; i++ {
-			<-fs.extended
+			<-extended
 		}
 		// A bounded wait for a fourth renewal, which must not come.
 		select {
-		case <-fs.extended:
+		case <-extended:
 			t.Error("a renewal beyond MaxRenewals")
 		case <-time.After(50 * time.Millisecond):
 		}
 		return &idemkit.Snapshot{Status: 201}, nil
 	})
-	if _, _, n := fs.counts(); n != 3 {
+	if n := fs.Count(faultstore.Extend); n != 3 {
 		t.Fatalf("%d renewals, want 3", n)
 	}
 
-	fs2 := &flaky{}
-	g := flakyFixture(t, fs2, func(c *idemkit.Config) { c.Policy.Lease = 30 * time.Millisecond })
+	g, fs2 := faultFixture(t, func(c *idemkit.Config) { c.Policy.Lease = 30 * time.Millisecond })
 	ctx := g.clock.Deadline(t, context.Background(), time.Minute)
 	g.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
 		time.Sleep(40 * time.Millisecond) // over the default interval (a third of the lease)
 		return &idemkit.Snapshot{Status: 201}, nil
 	})
-	if _, _, n := fs2.counts(); n != 0 {
+	if n := fs2.Count(faultstore.Extend); n != 0 {
 		t.Fatalf("%d renewals for a request with a deadline and no Heartbeat", n)
 	}
 }
