@@ -11,7 +11,8 @@ import (
 	"github.com/idemkit/idemkit/memstore"
 )
 
-// stepClock is a Clock that moves only when told.
+// stepClock is a Clock that moves only when told, and whose timers fire
+// as it moves: a testclock.Clock's timers run in real time.
 type stepClock struct {
 	mu     sync.Mutex
 	now    time.Time

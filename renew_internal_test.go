@@ -31,6 +31,9 @@ func TestRenewalStartsLazily(t *testing.T) {
 
 // extendCounter is a Store whose Extend counts its calls and reports one
 // store call each; no other method is used by a renewal.
+//
+// The stores of this file are not faultstore.Stores: a test of package
+// idemkit itself cannot import a package that imports idemkit.
 type extendCounter struct {
 	Store
 	n atomic.Int64

@@ -20,31 +20,34 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
 
-// renewStore is a memstore that reports every lease renewal it applies.
+// renewStore is a memstore, through a faultstore.Store, that reports
+// every lease renewal it applies.
 type renewStore struct {
-	*memstore.Store
+	*faultstore.Store
 	extended chan time.Time // the now of each applied renewal, for a test that listens
 	extends  atomic.Int32
 }
 
 func newRenewStore() *renewStore {
-	return &renewStore{Store: memstore.New(), extended: make(chan time.Time)}
-}
-
-func (s *renewStore) Extend(ctx context.Context, id, owner string, until, now time.Time) error {
-	err := s.Store.Extend(ctx, id, owner, until, now)
-	if err == nil {
-		s.extends.Add(1)
-		select {
-		case s.extended <- now:
-		case <-ctx.Done(): // the renewal was stopped: nobody listens
-		}
-	}
-	return err
+	s := &renewStore{Store: faultstore.New(memstore.New()), extended: make(chan time.Time)}
+	s.On(faultstore.Extend, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
+		return faultstore.Fault{Then: func(err error) {
+			if err != nil {
+				return
+			}
+			s.extends.Add(1)
+			select {
+			case s.extended <- c.Now:
+			case <-ctx.Done(): // the renewal was stopped: nobody listens
+			}
+		}}
+	})
+	return s
 }
 
 // wait returns the now of the next renewal, failing the test when none

@@ -13,20 +13,17 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
 
 // downStore is a store whose writes all fail, as when its table is missing.
-type downStore struct{ *memstore.Store }
-
-var errDown = errors.New("ResourceNotFoundException: table not found")
-
-func (downStore) Claim(context.Context, *idemkit.Record, time.Time, idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "claim", Err: errDown}
-}
-
-func (downStore) Release(context.Context, string, string, time.Time) error {
-	return &idemkit.StoreError{Op: "release", Err: errDown}
+func downStore() *faultstore.Store {
+	errDown := errors.New("ResourceNotFoundException: table not found")
+	fs := faultstore.New(memstore.New())
+	fs.On(faultstore.Claim, faultstore.Fail(&idemkit.StoreError{Op: "claim", Err: errDown}))
+	fs.On(faultstore.Release, faultstore.Fail(&idemkit.StoreError{Op: "release", Err: errDown}))
+	return fs
 }
 
 // TestMiddlewareHangUpIsNoStoreFailure: without an Observer, store failures
@@ -53,8 +50,8 @@ func TestMiddlewareHangUpIsNoStoreFailure(t *testing.T) {
 		wantLog bool
 	}{
 		{name: "client hung up", store: memstore.New(), hangUp: true},
-		{name: "store down", store: downStore{memstore.New()}, wantLog: true},
-		{name: "client hung up, store down", store: downStore{memstore.New()}, hangUp: true, wantLog: true},
+		{name: "store down", store: downStore(), wantLog: true},
+		{name: "client hung up, store down", store: downStore(), hangUp: true, wantLog: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()

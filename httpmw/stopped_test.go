@@ -10,15 +10,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
-
-// failingExtend is a memstore whose lease renewals all fail.
-type failingExtend struct{ *memstore.Store }
-
-func (failingExtend) Extend(context.Context, string, string, time.Time, time.Time) error {
-	return &idemkit.StoreError{Op: "extend", Err: errors.New("503 service unavailable")}
-}
 
 // TestHandlerStoppedWithoutWriting: a handler that returns having written
 // nothing, without Fail, after its context was done has not said what it
@@ -53,7 +47,10 @@ func TestHandlerStoppedWithoutWriting(t *testing.T) {
 			var store idemkit.Store = mem
 			pol := idemkit.Policy{}
 			if tt.lose {
-				store = failingExtend{mem}
+				// Every lease renewal fails.
+				fs := faultstore.New(mem)
+				fs.On(faultstore.Extend, faultstore.Fail(&idemkit.StoreError{Op: "extend", Err: errors.New("503 service unavailable")}))
+				store = fs
 				pol = idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: idemkit.Takeover}
 			}
 			g, err := idemkit.New(idemkit.Config{Store: store, Policy: pol})

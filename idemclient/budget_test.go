@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/idemclient"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -21,18 +22,22 @@ import (
 // throttles: the guard answers 503 store-unavailable with Retry-After. It
 // records the time of each claim on clock.
 type downStore struct {
-	*memstore.Store
+	*faultstore.Store
 	clock *testclock.Clock
 
 	mu     sync.Mutex
 	claims []time.Time
 }
 
-func (s *downStore) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	s.mu.Lock()
-	s.claims = append(s.claims, s.clock.Now())
-	s.mu.Unlock()
-	return idemkit.ClaimResult{}, fmt.Errorf("%w: throttled", idemkit.ErrStoreUnavailable)
+func newDownStore(clock *testclock.Clock) *downStore {
+	s := &downStore{Store: faultstore.New(memstore.New()), clock: clock}
+	s.On(faultstore.Claim, func(context.Context, faultstore.Call) faultstore.Fault {
+		s.mu.Lock()
+		s.claims = append(s.claims, s.clock.Now())
+		s.mu.Unlock()
+		return faultstore.Fault{Err: fmt.Errorf("%w: throttled", idemkit.ErrStoreUnavailable)}
+	})
+	return s
 }
 
 // unavailable starts an API whose store is down, answering Retry-After
@@ -40,7 +45,7 @@ func (s *downStore) Claim(ctx context.Context, rec *idemkit.Record, now time.Tim
 func unavailable(t *testing.T, retryAfter time.Duration) (*api, *downStore, string) {
 	t.Helper()
 	clock := testclock.New()
-	store := &downStore{Store: memstore.New(), clock: clock}
+	store := newDownStore(clock)
 	a := &api{store: store, clock: clock, guard: idemkit.Config{ClaimAttempts: 1},
 		mw: httpmw.Config{Settings: httpguard.Settings{StoreRetryAfter: retryAfter}}}
 	return a, store, a.start(t).URL

@@ -13,21 +13,20 @@ import (
 	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/idemclient"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
 
 // failingStore is memstore with its claims failing with err.
-type failingStore struct {
-	*memstore.Store
-	err error
-}
-
-func (s failingStore) Claim(context.Context, *idemkit.Record, time.Time, idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	return idemkit.ClaimResult{}, s.err
+func failingStore(err error) *faultstore.Store {
+	fs := faultstore.New(memstore.New())
+	fs.On(faultstore.Claim, faultstore.Fail(err))
+	return fs
 }
 
 // omittingStore is memstore storing every response without its body, as
-// the DynamoDB store does one too large for an item.
+// the DynamoDB store does one too large for an item. It is a store's rule
+// of size, not a fault: a faultstore.Store passes every record as given.
 type omittingStore struct{ *memstore.Store }
 
 func (s omittingStore) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
@@ -90,9 +89,9 @@ func TestProblemsNotRetried(t *testing.T) {
 			typ: idemclient.TypeResponseNotStored, status: 410, kind: idemclient.ErrCompleted, says: "status 201"},
 		{name: "tenant missing", api: &api{mw: httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "", nil }}}, final: order,
 			typ: idemclient.TypeTenantMissing, status: 500, kind: idemclient.ErrServerFailure, says: "Tenant setting"},
-		{name: "record corrupt", api: &api{store: failingStore{memstore.New(), idemkit.ErrCorruptRecord}}, final: order,
+		{name: "record corrupt", api: &api{store: failingStore(idemkit.ErrCorruptRecord)}, final: order,
 			typ: idemclient.TypeCorruptRecord, status: 500, kind: idemclient.ErrServerFailure, says: "idemkit inspect"},
-		{name: "guard failure", api: &api{store: failingStore{memstore.New(), idemkit.ErrRecordInvalid}}, final: order,
+		{name: "guard failure", api: &api{store: failingStore(idemkit.ErrRecordInvalid)}, final: order,
 			typ: idemclient.TypeGuardFailure, status: 500, kind: idemclient.ErrServerFailure, says: "logs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

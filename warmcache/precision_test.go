@@ -14,6 +14,8 @@ import (
 
 // milliStore keeps ReplayUntil rounded down to the millisecond, as the
 // DynamoDB store does (epoch milliseconds), which the Store contract allows.
+// It is a store's rule of precision, not a fault: a faultstore.Store
+// passes every record as given.
 type milliStore struct{ idemkit.Store }
 
 func (m milliStore) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/storetest"
@@ -29,6 +30,7 @@ func TestConformance(t *testing.T) {
 }
 
 // operated is a cache whose operator methods go to the store under it.
+// It joins two stores, which no faultstore.Store does.
 type operated struct {
 	*warmcache.Store
 	under *memstore.Store
@@ -48,20 +50,9 @@ func (o operated) ListStale(ctx context.Context, tenant, page string, limit int,
 	return o.under.ListStale(ctx, tenant, page, limit, now)
 }
 
-// counting counts the calls that reach the wrapped store.
-type counting struct {
-	idemkit.Store
-	claims atomic.Int64
-}
-
-func (c *counting) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	c.claims.Add(1)
-	return c.Store.Claim(ctx, rec, now, opts)
-}
-
 type env struct {
 	mem   *memstore.Store
-	under *counting
+	under *faultstore.Store // counts the calls that reach the memstore
 	cache *warmcache.Store
 	g     *idemkit.Guard
 	clock *testclock.Clock
@@ -71,7 +62,7 @@ type env struct {
 func newEnv(t *testing.T, cfg warmcache.Config, pol idemkit.Policy) *env {
 	t.Helper()
 	e := &env{mem: memstore.New(), clock: testclock.New(), obs: &eventlog.Log{}}
-	e.under = &counting{Store: e.mem}
+	e.under = faultstore.New(e.mem)
 	e.cache = warmcache.New(e.under, cfg)
 	g, err := idemkit.New(idemkit.Config{Store: e.cache, Clock: e.clock, Observer: e.obs, Policy: pol})
 	if err != nil {
@@ -118,7 +109,7 @@ func TestWarmReplayNoCalls(t *testing.T) {
 			t.Fatalf("replay event %s usage %+v, want replayed in 0 calls", ev.Kind, ev.Usage)
 		}
 	}
-	if n := e.under.claims.Load(); n != 1 {
+	if n := e.under.Count(faultstore.Claim); n != 1 {
 		t.Fatalf("%d claims reached the store, want 1", n)
 	}
 	if st := e.cache.Stats(); st.Hits != 3 || st.Entries != 1 {

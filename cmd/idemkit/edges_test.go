@@ -14,25 +14,24 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/faultstore"
 )
 
-// lateCompletion is a store on which the record's own execution completes
-// (a late completion) just before a resolution reaches the store: between
-// the command's read and its write.
-type lateCompletion struct {
-	idemkit.OperatorStore
-	t   *testing.T
-	rec *idemkit.Record
-}
-
-func (s *lateCompletion) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	done := *s.rec
-	done.State, done.CompletedAt = idemkit.StateCompleted, now
-	done.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/orders/from-owner"}}, Body: []byte(`{"id":"owner"}`)}
-	if err := s.OperatorStore.Complete(ctx, &done, now); err != nil {
-		s.t.Errorf("late completion: %v", err)
-	}
-	return s.OperatorStore.Resolve(ctx, id, res, now)
+// lateCompletion returns a store on which the record's own execution
+// completes (a late completion) just before a resolution reaches the
+// store: between the command's read and its write.
+func lateCompletion(t *testing.T, s idemkit.OperatorStore, rec *idemkit.Record) *faultstore.Store {
+	fs := faultstore.New(s)
+	fs.On(faultstore.Resolve, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
+		done := *rec
+		done.State, done.CompletedAt = idemkit.StateCompleted, c.Now
+		done.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/orders/from-owner"}}, Body: []byte(`{"id":"owner"}`)}
+		if err := s.Complete(ctx, &done, c.Now); err != nil {
+			t.Errorf("late completion: %v", err)
+		}
+		return faultstore.Fault{}
+	})
+	return fs
 }
 
 // TestResolveCompletedMeanwhile: a record whose execution completes after
@@ -50,7 +49,7 @@ func TestResolveCompletedMeanwhile(t *testing.T) {
 			rec := f.seedIndeterminate(s, time.Now().Add(-time.Hour))
 			env := f.env
 			env.OpenStore = func(context.Context, StoreOptions) (idemkit.OperatorStore, error) {
-				return &lateCompletion{OperatorStore: f.store, t: t, rec: rec}, nil
+				return lateCompletion(t, f.store, rec), nil
 			}
 			args := append(append([]string{"resolve", "--table", f.table, "--reason", "checked the processor"}, decision...), scopeArgs(s)...)
 			code, stdout, stderr := runWith(t, env, args...)

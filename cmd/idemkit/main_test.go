@@ -14,6 +14,8 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/memstore"
 )
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
@@ -201,15 +203,11 @@ func wantCode(t *testing.T, got int, want int, stdout, stderr string) {
 	}
 }
 
-// failingStore fails every call as unavailable.
-type failingStore struct{ idemkit.OperatorStore }
-
-var errDown = &idemkit.StoreError{Op: "get", Err: errors.New("connection refused")}
-
-func (failingStore) Get(context.Context, string, time.Time) (*idemkit.Record, error) {
-	return nil, errDown
-}
-
-func (failingStore) ListIndeterminate(context.Context, string, string, int, time.Time) ([]*idemkit.Record, string, error) {
-	return nil, "", errDown
+// failingStore returns a store failing every call as unavailable.
+func failingStore() *faultstore.Store {
+	fs := faultstore.New(memstore.New())
+	for _, m := range faultstore.Methods() {
+		fs.On(m, faultstore.Fail(&idemkit.StoreError{Op: string(m), Err: errors.New("connection refused")}))
+	}
+	return fs
 }

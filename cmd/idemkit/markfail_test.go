@@ -7,15 +7,9 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
-
-// markFails is a store whose MarkIndeterminate fails as an outage does.
-type markFails struct{ idemkit.OperatorStore }
-
-func (markFails) MarkIndeterminate(context.Context, string, string, time.Time) error {
-	return &idemkit.StoreError{Op: "mark indeterminate", Err: errors.New("throttled")}
-}
 
 // TestResolveStaleMarkFails: resolving an in_flight record whose lease
 // ended first marks it indeterminate; when that mark fails, resolve stops
@@ -33,7 +27,10 @@ func TestResolveStaleMarkFails(t *testing.T) {
 	if res, err := mem.Claim(ctx, rec, now.Add(-time.Hour), idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
-	out, prev, err := idemkit.Resolve(ctx, markFails{mem}, id, idemkit.Resolution{As: idemkit.StateFailed, Reason: "r", Operator: "ops"}, now)
+	// MarkIndeterminate fails as an outage does.
+	markFails := faultstore.New(mem)
+	markFails.On(faultstore.MarkIndeterminate, faultstore.Fail(&idemkit.StoreError{Op: "mark indeterminate", Err: errors.New("throttled")}))
+	out, prev, err := idemkit.Resolve(ctx, markFails, id, idemkit.Resolution{As: idemkit.StateFailed, Reason: "r", Operator: "ops"}, now)
 	if prev != idemkit.StateInFlight || out != nil || exitCode(err) != exitUnavailable {
 		t.Errorf("resolve: was %s, %v, %v (exit %d); want in_flight, nothing, exit %d", prev, out, err, exitCode(err), exitUnavailable)
 	}

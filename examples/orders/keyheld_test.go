@@ -6,26 +6,22 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/examples/orders"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
-
-// noRelease is a store whose releases fail: the key stays held.
-type noRelease struct{ idemkit.Store }
-
-func (noRelease) Release(context.Context, string, string, time.Time) error {
-	return &idemkit.StoreError{Op: "release", Err: errors.New("connection reset")}
-}
 
 // A handler error after which the guard could not free the key must not
 // be answered "nothing was recorded": the key is held, and a retry gets
 // 409 in-flight, not a run.
 func TestHandlerErrorKeyNotFreed(t *testing.T) {
 	repo := &flakyRepo{Repo: &orders.MemRepo{}, err: errors.New("connection reset"), fail: 1}
-	h, err := orders.Handler(orders.Options{Store: noRelease{memstore.New()}, Repo: repo, Logger: slog.New(slog.DiscardHandler)})
+	// The store's releases fail: the key stays held.
+	noRelease := faultstore.New(memstore.New())
+	noRelease.On(faultstore.Release, faultstore.Fail(&idemkit.StoreError{Op: "release", Err: errors.New("connection reset")}))
+	h, err := orders.Handler(orders.Options{Store: noRelease, Repo: repo, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,12 @@ const (
 	ListStale         Method = "ListStale"
 )
 
+// Methods returns every Method, in the order the store interfaces
+// declare them.
+func Methods() []Method {
+	return []Method{Claim, Complete, Release, Extend, MarkUnknown, MarkIndeterminate, Get, Resolve, ListIndeterminate, ListStale}
+}
+
 // Call is one call made to a Store, with its arguments. A field that the
 // method does not take is zero.
 type Call struct {
@@ -88,6 +94,9 @@ type Hook func(ctx context.Context, c Call) Fault
 func Always(f Fault) Hook {
 	return func(context.Context, Call) Fault { return f }
 }
+
+// Fail returns a Hook failing every call with err, unapplied.
+func Fail(err error) Hook { return Always(Fault{Err: err}) }
 
 // First returns a Hook giving the first n calls of its method f; later
 // calls pass. The count is the Store's, from the first call of the method,

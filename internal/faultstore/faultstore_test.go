@@ -36,7 +36,7 @@ func TestClaimFaults(t *testing.T) {
 		stored bool
 	}{
 		{name: "no hook", won: true, stored: true},
-		{name: "fails", hook: faultstore.Always(faultstore.Fault{Err: errReset}), err: errReset},
+		{name: "fails", hook: faultstore.Fail(errReset), err: errReset},
 		{name: "fails applied", hook: faultstore.Always(faultstore.Fault{Err: errReset, Applied: true}), err: errReset, stored: true},
 		{name: "skipped", hook: faultstore.Always(faultstore.Fault{Skip: true})},
 		{name: "first call fails", hook: faultstore.First(1, faultstore.Fault{Err: errReset}), err: errReset},
@@ -93,7 +93,7 @@ func TestCallsRecorded(t *testing.T) {
 // TestOnNilPasses: a hook set to nil lets the next call pass.
 func TestOnNilPasses(t *testing.T) {
 	fs := faultstore.New(memstore.New())
-	fs.On(faultstore.Get, faultstore.Always(faultstore.Fault{Err: errReset}))
+	fs.On(faultstore.Get, faultstore.Fail(errReset))
 	if _, err := fs.Get(context.Background(), "id", time.Now()); err != errReset {
 		t.Fatalf("Get = %v, want the fault", err)
 	}
@@ -187,5 +187,61 @@ func TestListStaleUnsupported(t *testing.T) {
 	}
 	if !faultstore.New(memstore.New()).ListsStale() {
 		t.Fatal("ListsStale over a memstore is false")
+	}
+}
+
+// TestEveryMethodHooked: a hook set on each of Methods fails that method's
+// calls, and only them.
+func TestEveryMethodHooked(t *testing.T) {
+	now := time.Now()
+	ctx := context.Background()
+	calls := map[faultstore.Method]func(*faultstore.Store) error{
+		faultstore.Claim: func(s *faultstore.Store) error {
+			_, err := s.Claim(ctx, record(now), now, idemkit.ClaimOptions{})
+			return err
+		},
+		faultstore.Complete: func(s *faultstore.Store) error {
+			rec := record(now)
+			rec.State, rec.CompletedAt, rec.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201}
+			return s.Complete(ctx, rec, now)
+		},
+		faultstore.Release:           func(s *faultstore.Store) error { return s.Release(ctx, "id", "o1", now) },
+		faultstore.Extend:            func(s *faultstore.Store) error { return s.Extend(ctx, "id", "o1", now, now) },
+		faultstore.MarkUnknown:       func(s *faultstore.Store) error { return s.MarkUnknown(ctx, "id", "o1", now) },
+		faultstore.MarkIndeterminate: func(s *faultstore.Store) error { return s.MarkIndeterminate(ctx, "id", "o1", now) },
+		faultstore.Get: func(s *faultstore.Store) error {
+			_, err := s.Get(ctx, "id", now)
+			return err
+		},
+		faultstore.Resolve: func(s *faultstore.Store) error {
+			_, err := s.Resolve(ctx, "id", idemkit.Resolution{As: idemkit.StateFailed}, now)
+			return err
+		},
+		faultstore.ListIndeterminate: func(s *faultstore.Store) error {
+			_, _, err := s.ListIndeterminate(ctx, "", "", 0, now)
+			return err
+		},
+		faultstore.ListStale: func(s *faultstore.Store) error {
+			_, _, err := s.ListStale(ctx, "", "", 0, now)
+			return err
+		},
+	}
+	if len(calls) != len(faultstore.Methods()) {
+		t.Fatalf("%d methods tested, Methods has %d", len(calls), len(faultstore.Methods()))
+	}
+	for _, m := range faultstore.Methods() {
+		t.Run(string(m), func(t *testing.T) {
+			fs := faultstore.New(memstore.New())
+			fs.On(m, faultstore.Fail(errReset))
+			for other, call := range calls {
+				err := call(fs)
+				if hooked := err == errReset; hooked != (other == m) {
+					t.Errorf("%s with a hook on %s: %v", other, m, err)
+				}
+				if n := fs.Count(other); n != 1 {
+					t.Errorf("%s counted %d calls, want 1", other, n)
+				}
+			}
+		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -733,16 +734,10 @@ func seedScope(t testing.TB, e *env, s idemkit.Scope, fp string, snap *idemkit.S
 	}
 }
 
-// downStore is a store that cannot be reached.
-type downStore struct{ idemkit.Store }
-
-func (downStore) Claim(context.Context, *idemkit.Record, time.Time, idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	return idemkit.ClaimResult{}, errors.New("dial tcp 10.0.0.1:443: i/o timeout")
-}
-
 // corruptStore answers every claim with a completed record of the claim's
 // scope that has no snapshot: a record no store would write, read back
-// from a damaged item.
+// from a damaged item. It is no faultstore.Store: a fault of that store
+// fails a call or loses its answer, and never makes up a record.
 type corruptStore struct{ idemkit.Store }
 
 func (corruptStore) Claim(_ context.Context, rec *idemkit.Record, now time.Time, _ idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
@@ -776,7 +771,12 @@ func TestV2Refusals(t *testing.T) {
 				seed(t, e, *ev, fingerprintOf(t, *ev), nil)
 			}},
 		{name: "store unavailable", wantStatus: 503, wantType: "store-unavailable",
-			mod: func(c *idemkit.Config) { c.Store = downStore{c.Store} },
+			mod: func(c *idemkit.Config) {
+				// A store that cannot be reached.
+				fs := faultstore.New(c.Store.(idemkit.OperatorStore))
+				fs.On(faultstore.Claim, faultstore.Fail(errors.New("dial tcp 10.0.0.1:443: i/o timeout")))
+				c.Store = fs
+			},
 			check: func(t *testing.T, p problem) {
 				if p.RetryAfter != 1 || strings.Contains(p.Detail, "10.0.0.1") {
 					t.Errorf("problem %+v: want Retry-After 1 and no internal detail", p)

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
@@ -253,26 +254,12 @@ func TestSQSInFlight(t *testing.T) {
 	}
 }
 
-// flakyStore fails every claim while down is set.
-type flakyStore struct {
-	idemkit.Store
-	down bool
-}
-
-var errUnreachable = errors.New("connection refused")
-
-func (s *flakyStore) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
-	if s.down {
-		return idemkit.ClaimResult{}, errUnreachable
-	}
-	return s.Store.Claim(ctx, rec, now, opts)
-}
-
 // TestSQSStoreFailure: a message the store cannot guard is reported failed
 // (idemkit.ErrStoreUnavailable) without running, and runs once on its
 // redelivery when the store is back.
 func TestSQSStoreFailure(t *testing.T) {
-	store := &flakyStore{Store: memstore.New(), down: true}
+	store := faultstore.New(memstore.New())
+	store.On(faultstore.Claim, faultstore.Fail(errors.New("connection refused")))
 	g, err := idemkit.New(idemkit.Config{Store: store, ClaimBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +270,7 @@ func TestSQSStoreFailure(t *testing.T) {
 	ev := events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2")}}
 	resp, _ := h(context.Background(), ev)
 	checkFailures(t, "store down", sqsIDs(resp), got.take(), []failed{{"m1", idemkit.ErrStoreUnavailable}, {"m2", idemkit.ErrStoreUnavailable}})
-	store.down = false
+	store.On(faultstore.Claim, nil)
 	resp, _ = h(context.Background(), ev)
 	checkFailures(t, "store back", sqsIDs(resp), got.take(), nil)
 	if runs := w.runList(); !reflect.DeepEqual(runs, []string{"o1", "o2"}) {
