@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/eventlog"
 )
 
 // allOldServer answers every PutItem with the ConditionalCheckFailedException
@@ -77,7 +78,7 @@ func TestClaimLostALLOLD(t *testing.T) {
 // TestReplayUsageALLOLD: a replay through the engine is one round trip.
 func TestReplayUsageALLOLD(t *testing.T) {
 	s, ops := allOldServer(t)
-	obs := &usageObserver{}
+	obs := &eventlog.Log{}
 	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
 	if err != nil {
 		t.Fatal(err)

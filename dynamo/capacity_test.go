@@ -17,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/warmcache"
 )
@@ -67,7 +68,7 @@ func TestRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := &usageObserver{}
+	obs := &eventlog.Log{}
 	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +151,7 @@ func TestConflictALLOLD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := &usageObserver{}
+	obs := &eventlog.Log{}
 	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestCapacityUnits(t *testing.T) {
 	units := func(t *testing.T, opts dynamo.Options, body []byte) (claim, complete float64) {
 		t.Helper()
 		s, _, _ := newStore(t, opts)
-		obs := &usageObserver{}
+		obs := &eventlog.Log{}
 		g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
 		if err != nil {
 			t.Fatal(err)
@@ -307,7 +308,7 @@ func TestReplayCallsByServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			obs := &usageObserver{}
+			obs := &eventlog.Log{}
 			g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
 			if err != nil {
 				t.Fatal(err)

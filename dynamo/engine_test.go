@@ -12,6 +12,8 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 func okHandler(execs *atomic.Int32, body string) idemkit.Handler {
@@ -72,14 +74,8 @@ func TestEngineRace(t *testing.T) {
 // but cannot overwrite the new owner's result.
 func TestEngineFencing(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
-	clk := &clock{}
-	var events []idemkit.EventKind
-	var mu sync.Mutex
-	obs := idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-		mu.Lock()
-		events = append(events, e.Kind)
-		mu.Unlock()
-	})
+	clk := testclock.New()
+	obs := &eventlog.Log{}
 	g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Observer: obs,
 		Policy: idemkit.Policy{Lease: 10 * time.Second, OnStaleLease: idemkit.Takeover}})
 	if err != nil {
@@ -109,10 +105,8 @@ func TestEngineFencing(t *testing.T) {
 	if string(got.Snapshot.Body) != "second" {
 		t.Fatalf("stored body %q, want the new owner's", got.Snapshot.Body)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	want := []idemkit.EventKind{idemkit.EventTakeover, idemkit.EventExecuted, idemkit.EventCompletionFailed}
-	if fmt.Sprint(events) != fmt.Sprint(want) {
+	if events := obs.Kinds(); fmt.Sprint(events) != fmt.Sprint(want) {
 		t.Fatalf("events %v, want %v", events, want)
 	}
 }
@@ -128,7 +122,7 @@ func TestUsage(t *testing.T) {
 		replayCalls = 1
 	}
 	s, _, _ := newStore(t, dynamo.Options{})
-	obs := &usageObserver{}
+	obs := &eventlog.Log{}
 	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
 	if err != nil {
 		t.Fatal(err)

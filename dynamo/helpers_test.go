@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 )
 
@@ -111,16 +109,6 @@ func valSize(v types.AttributeValue) int {
 	panic("unexpected attribute type")
 }
 
-// clock is a settable clock for idemkit.Config.Clock, near the real time so
-// that records are not born expired; its timers are the system's.
-type clock struct{ off atomic.Int64 }
-
-func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
-func (c *clock) AfterFunc(d time.Duration, f func()) idemkit.Timer {
-	return time.AfterFunc(d, f)
-}
-
 // fakeClient returns a client of an httptest server answering every call
 // with h.
 func fakeClient(t *testing.T, h http.HandlerFunc) *dynamodb.Client {
@@ -176,24 +164,6 @@ func readFile(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// usageObserver records the usage of the last event.
-type usageObserver struct {
-	mu sync.Mutex
-	ev idemkit.Event
-}
-
-func (o *usageObserver) Observe(_ context.Context, e idemkit.Event) {
-	o.mu.Lock()
-	o.ev = e
-	o.mu.Unlock()
-}
-
-func (o *usageObserver) Last() idemkit.Event {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.ev
 }
 
 // base is a whole-second time near the real clock.

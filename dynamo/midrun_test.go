@@ -10,6 +10,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // TestContextEndsMidHandler: the request's context is cancelled, or its
@@ -116,28 +118,6 @@ func TestContextEndsMidHandler(t *testing.T) {
 	}
 }
 
-// extendCount wraps a store, counting Extend calls and their refusals.
-type extendCount struct {
-	idemkit.Store
-	calls, refused atomic.Int32
-	renewed        chan struct{} // a value per successful Extend, when there is room
-}
-
-func (s *extendCount) Extend(ctx context.Context, id, owner string, lease, now time.Time) error {
-	s.calls.Add(1)
-	err := s.Store.Extend(ctx, id, owner, lease, now)
-	switch {
-	case errors.Is(err, idemkit.ErrNotOwner):
-		s.refused.Add(1)
-	case err == nil:
-		select {
-		case s.renewed <- struct{}{}:
-		default:
-		}
-	}
-	return err
-}
-
 // TestClockSkewDuringRenewals: two instances share the table; the second's
 // clock is ahead of the first's by more than a lease. The first runs a
 // handler without a deadline, renewing its lease; to the second the lease
@@ -147,15 +127,28 @@ func (s *extendCount) Extend(ctx context.Context, id, owner string, lease, now t
 // later requests through either instance replay it. The handler runs once.
 func TestClockSkewDuringRenewals(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
-	ec := &extendCount{Store: s, renewed: make(chan struct{}, 1)}
+	// The first instance's renewals are counted: refused, and renewed (a
+	// value per successful one, when there is room).
+	ec := faultstore.New(s)
+	var refused atomic.Int32
+	renewed := make(chan struct{}, 1)
+	ec.On(faultstore.Extend, faultstore.Always(faultstore.Fault{Then: func(err error) {
+		switch {
+		case errors.Is(err, idemkit.ErrNotOwner):
+			refused.Add(1)
+		case err == nil:
+			select {
+			case renewed <- struct{}{}:
+			default:
+			}
+		}
+	}}))
 	pol := idemkit.Policy{Lease: 2 * time.Second, Heartbeat: 20 * time.Millisecond}
 	a, err := idemkit.New(idemkit.Config{Store: ec, Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ahead := &clock{}
-	ahead.Advance(pol.Lease + time.Minute)
-	b, err := idemkit.New(idemkit.Config{Store: s, Policy: pol, Clock: ahead})
+	b, err := idemkit.New(idemkit.Config{Store: s, Policy: pol, Clock: testclock.Skewed(pol.Lease + time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +170,7 @@ func TestClockSkewDuringRenewals(t *testing.T) {
 	}()
 	<-started
 	select {
-	case <-ec.renewed:
+	case <-renewed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no renewal")
 	}
@@ -190,18 +183,18 @@ func TestClockSkewDuringRenewals(t *testing.T) {
 	}
 	// The next renewal is refused; none follows it.
 	deadline := time.Now().Add(10 * time.Second)
-	for ec.refused.Load() == 0 {
+	for refused.Load() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("renewals of a record marked indeterminate were not refused")
 		}
 		time.Sleep(5 * time.Millisecond) // poll for the refused renewal
 	}
-	calls := ec.calls.Load()
+	calls := ec.Count(faultstore.Extend)
 	close(finish)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := ec.calls.Load(); n != calls {
+	if n := ec.Count(faultstore.Extend); n != calls {
 		t.Errorf("%d renewals after one was refused", n-calls)
 	}
 	for name, g := range map[string]*idemkit.Guard{"first": a, "second": b} {

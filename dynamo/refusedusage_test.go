@@ -9,6 +9,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/eventlog"
 )
 
 // TestRefusedMarkUsage: a handler whose outcome is unknown has its claim
@@ -18,7 +19,7 @@ import (
 // request's own mark where the refusal carries no item.
 func TestRefusedMarkUsage(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
-	obs := &usageObserver{}
+	obs := &eventlog.Log{}
 	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs, Policy: idemkit.Policy{Lease: time.Minute}})
 	if err != nil {
 		t.Fatal(err)

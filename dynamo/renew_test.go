@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // TestLeaseRenewalEngine: a request without a deadline renews its lease in
@@ -53,7 +54,7 @@ func TestLeaseRenewalEngine(t *testing.T) {
 // a retry marked its record indeterminate heals it, and retries replay.
 func TestLateCompletionEngine(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
-	clk := &clock{}
+	clk := testclock.New()
 	g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Policy: idemkit.Policy{Lease: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
