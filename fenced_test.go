@@ -102,7 +102,7 @@ func TestFailedClaimOverAnothersRecord(t *testing.T) {
 	if res, err := f.store.Claim(context.Background(), other, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
 		t.Fatalf("claim of the other request: %+v %v", res, err)
 	}
-	fs.On(faultstore.Claim, fail(errReset))
+	fs.On(faultstore.Claim, faultstore.Fail(errReset))
 	_, _, err := f.do(t, r, respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrClaimUnknown) || f.runs != 0 {
 		t.Fatalf("Do: %v runs %d, want ErrStoreUnavailable without ErrClaimUnknown", err, f.runs)
@@ -121,7 +121,7 @@ func TestFailedClaimOverAnothersRecord(t *testing.T) {
 // ErrStoreUnavailable.
 func TestInvalidRecordIsClaimedOnce(t *testing.T) {
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Claim, fail(fmt.Errorf("test store: item over the size cap: %w", idemkit.ErrRecordInvalid)))
+	fs.On(faultstore.Claim, faultstore.Fail(fmt.Errorf("test store: item over the size cap: %w", idemkit.ErrRecordInvalid)))
 	_, _, err := f.do(t, req("k"), respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrRecordInvalid) || errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
 		t.Fatalf("Do: %v runs %d, want ErrRecordInvalid", err, f.runs)

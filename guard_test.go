@@ -357,12 +357,9 @@ func faultFixture(t *testing.T, mod func(*idemkit.Config)) (*fixture, *faultstor
 	return f, fs
 }
 
-// fail is a faultstore hook failing every call with err.
-func fail(err error) faultstore.Hook { return faultstore.Always(faultstore.Fault{Err: err}) }
-
 func TestStoreUnavailableBeforeHandler(t *testing.T) {
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Claim, fail(errors.New("connection reset")))
+	fs.On(faultstore.Claim, faultstore.Fail(errors.New("connection reset")))
 	_, _, err := f.do(t, req("k"), respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
 		t.Fatalf("err %v runs %d, want ErrStoreUnavailable and no run", err, f.runs)
@@ -387,7 +384,7 @@ func TestLostClaimAnswerFreesTheKey(t *testing.T) {
 
 func TestCompletionFailure(t *testing.T) {
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Complete, fail(errors.New("throttled")))
+	fs.On(faultstore.Complete, faultstore.Fail(errors.New("throttled")))
 	snap, replayed, err := f.do(t, req("k"), respond(201, "real"))
 	if err != nil || replayed || string(snap.Body) != "real" {
 		t.Fatalf("the caller must get the real response: %+v %v %v", snap, replayed, err)
@@ -411,7 +408,7 @@ func TestCompletionFailure(t *testing.T) {
 
 func TestReleaseFailureKeepsHandlerError(t *testing.T) {
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Release, fail(errors.New("unreachable")))
+	fs.On(faultstore.Release, faultstore.Fail(errors.New("unreachable")))
 	boom := errors.New("boom")
 	_, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom })
 	if !errors.Is(err, boom) || !errors.Is(err, idemkit.ErrStoreUnavailable) {
@@ -674,7 +671,7 @@ func TestUUIDv7KeyAgeLiveRecord(t *testing.T) {
 			if tc.outage {
 				// The read fails as an outage does.
 				fs := faultstore.New(f.store)
-				fs.On(faultstore.Get, fail(&idemkit.StoreError{Op: "get", Err: errors.New("throttled")}))
+				fs.On(faultstore.Get, faultstore.Fail(&idemkit.StoreError{Op: "get", Err: errors.New("throttled")}))
 				g, err := idemkit.New(idemkit.Config{Store: fs, Clock: f.clock})
 				if err != nil {
 					t.Fatal(err)
@@ -870,7 +867,7 @@ func TestWriteAttempts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, fs := faultFixture(t, func(c *idemkit.Config) { c.WriteAttempts = tc.write })
-			fs.On(faultstore.Release, fail(errors.New("timeout")))
+			fs.On(faultstore.Release, faultstore.Fail(errors.New("timeout")))
 			boom := errors.New("handler failed")
 			if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom }); !errors.Is(err, boom) {
 				t.Fatalf("err = %v, want the handler's error", err)
@@ -942,7 +939,7 @@ func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f, fs := faultFixture(t, nil)
 			if tc.fails != "" {
-				fs.On(tc.fails, fail(errors.New("connection reset")))
+				fs.On(tc.fails, faultstore.Fail(errors.New("connection reset")))
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -146,7 +146,7 @@ func TestLeaseLostIsReported(t *testing.T) {
 			obs := &eventlog.Log{}
 			s := faultstore.New(memstore.New())
 			if tt.lost {
-				s.On(faultstore.Extend, fail(errStoreDown))
+				s.On(faultstore.Extend, faultstore.Fail(errStoreDown))
 			}
 			g, err := idemkit.New(idemkit.Config{Store: s,
 				Policy:   idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: policy},

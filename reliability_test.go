@@ -63,8 +63,8 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 		unknown bool
 	}{
 		{"applied, freed at the second release", true, faultstore.First(1, faultstore.Fault{Err: errReset}), false},
-		{"applied, never freed", true, fail(errReset), true},
-		{"not applied, release fails", false, fail(errReset), true},
+		{"applied, never freed", true, faultstore.Fail(errReset), true},
+		{"not applied, release fails", false, faultstore.Fail(errReset), true},
 		{"not applied, freed", false, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,7 +112,7 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 // Claim attempts stop at the request's deadline.
 func TestClaimAttemptsStopAtDeadline(t *testing.T) {
 	f, fs := faultFixture(t, func(c *idemkit.Config) { c.ClaimBackoff = time.Hour; c.ClaimAttempts = 5 })
-	fs.On(faultstore.Claim, fail(errReset))
+	fs.On(faultstore.Claim, faultstore.Fail(errReset))
 	ctx := f.clock.Deadline(t, context.Background(), time.Minute)
 	if _, _, err := f.guard.Do(ctx, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatal(err)
