@@ -25,7 +25,7 @@ import (
 // The round trips and capacity units of each path are deterministic, so
 // these tests pin them exactly; `make bench` reports the same figures.
 // TestUsage (engine_test.go) covers fresh and replay on the test server,
-// TestReplayUsageALLOLD (allold_test.go) the one-call replay on a recorded
+// TestReplayUsageALLOLD (claim_test.go) the one-call replay on a recorded
 // answer, and TestReplayCallsByServer counts a replay on dynalite and moto.
 
 // TestNoCallsAtInit: building the store, the guard, the cache and both

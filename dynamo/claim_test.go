@@ -1,9 +1,12 @@
 package dynamo_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,9 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/faults"
 )
 
 // racyGets stands for other requests changing the record between a
@@ -168,4 +172,149 @@ func TestClaimRecordVanishes(t *testing.T) {
 			t.Fatalf("Do: %v, want ErrInFlight", err)
 		}
 	})
+}
+
+// allOldServer answers every PutItem with the ConditionalCheckFailedException
+// DynamoDB returns for ReturnValuesOnConditionCheckFailure=ALL_OLD, carrying
+// the item in testdata, and counts every operation it is asked for.
+func allOldServer(t *testing.T) (*dynamo.Store, func() map[string]int) {
+	t.Helper()
+	body := readFile(t, "testdata/conditional_check_failed_item.json")
+	var mu sync.Mutex
+	ops := map[string]int{}
+	c := fakeClient(t, func(w http.ResponseWriter, r *http.Request) {
+		op := target(r)
+		mu.Lock()
+		ops[op]++
+		mu.Unlock()
+		if op != "PutItem" {
+			jsonError(w, 400, []byte(`{"__type":"com.amazon.coral.validate#ValidationException","message":"unexpected call in this test"}`))
+			return
+		}
+		w.Header().Set("X-Amzn-Requestid", "8G2K0QF7C1R4T5U6V7W8X9Y0Z1A2B3C4D5E6F7G8H9I0J1K2L3M")
+		jsonError(w, http.StatusBadRequest, body)
+	})
+	s, err := dynamo.New(c, "idem", dynamo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		m := map[string]int{}
+		for k, v := range ops {
+			m[k] = v
+		}
+		return m
+	}
+}
+
+var allOldScope = idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k-001"}
+
+// TestClaimLostALLOLD: a lost claim uses the item returned with the
+// condition failure and makes no second call.
+func TestClaimLostALLOLD(t *testing.T) {
+	s, ops := allOldServer(t)
+	now := time.Now()
+	rec := &idemkit.Record{ID: allOldScope.ID(false), Scope: allOldScope, State: idemkit.StateInFlight, Owner: "other", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+	res, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Won || res.Existing == nil {
+		t.Fatalf("claim result %+v, want lost with the existing record", res)
+	}
+	ex := res.Existing
+	if ex.ID != rec.ID || ex.State != idemkit.StateCompleted || ex.Owner != "5b7f7a1e-6a55-4c36-9a53-0d1f3d2e9c41" || ex.Scope != allOldScope {
+		t.Fatalf("existing record %+v", ex)
+	}
+	if ex.Snapshot == nil || ex.Snapshot.Status != 201 || string(ex.Snapshot.Body) != `{"id":"ord_1","status":"accepted"}` || ex.Snapshot.Header.Get("Location") != "/orders/ord_1" {
+		t.Fatalf("existing snapshot %+v", ex.Snapshot)
+	}
+	if got := ops(); got["PutItem"] != 1 || len(got) != 1 {
+		t.Fatalf("calls %v, want one PutItem and nothing else", got)
+	}
+}
+
+// TestReplayUsageALLOLD: a replay through the engine is one round trip.
+func TestReplayUsageALLOLD(t *testing.T) {
+	s, ops := allOldServer(t)
+	obs := &eventlog.Log{}
+	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, replayed, err := g.Do(context.Background(), idemkit.Request{Scope: allOldScope, Fingerprint: "v1:sha256:3f0c5b2a"}, func(context.Context) (*idemkit.Snapshot, error) {
+		t.Error("handler ran on a replay")
+		return nil, errors.New("ran")
+	})
+	if err != nil || !replayed || snap.Status != 201 {
+		t.Fatalf("Do = %+v, %v, %v; want a replay of 201", snap, replayed, err)
+	}
+	ev := obs.Last()
+	if ev.Kind != idemkit.EventReplayed || ev.Usage.Calls != 1 || ev.Usage.WriteUnits < 1 {
+		t.Fatalf("event %s usage %+v, want replayed in 1 call with write units", ev.Kind, ev.Usage)
+	}
+	if got := ops(); got["PutItem"] != 1 || len(got) != 1 {
+		t.Fatalf("calls %v, want one PutItem", got)
+	}
+}
+
+// claimPut tells a claim's PutItem from a completion's and a release's;
+// releasePut a release's.
+func claimPut(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"in_flight"}`)) }
+
+func releasePut(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"released"}`)) }
+
+// TestLostClaimAnswers: a claim whose every SDK attempt is applied with
+// its answer lost is made again by the engine with the same owner token,
+// recognised as ours, and run once.
+func TestLostClaimAnswers(t *testing.T) {
+	s, _, clean, table := faultyStore(t, dynamo.Options{MaxBackoff: time.Millisecond},
+		faults.Rule{Op: "PutItem", Match: claimPut, Times: dynamo.DefaultMaxAttempts, Kind: faults.LostAck})
+	g, err := idemkit.New(idemkit.Config{Store: s, ClaimBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "lost-1"}, Fingerprint: "v1:sha256:l"}
+	runs := 0
+	snap, replayed, err := g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+		runs++
+		return &idemkit.Snapshot{Status: 201, Body: []byte("ok")}, nil
+	})
+	if err != nil || replayed || snap.Status != 201 || runs != 1 {
+		t.Fatalf("Do: %+v replayed %v err %v runs %d", snap, replayed, err, runs)
+	}
+	cs, _ := dynamo.New(clean, table, dynamo.Options{})
+	if rec, err := cs.Get(context.Background(), req.Scope.ID(false), time.Now()); err != nil || rec.State != idemkit.StateCompleted {
+		t.Fatalf("record %+v %v, want completed", rec, err)
+	}
+}
+
+// TestLostClaimNotFreed: when the claims' answers are all lost and the
+// release fails too, the caller is told a claim may be held, and the
+// claim left behind is listed as a stale lease once its lease ends.
+func TestLostClaimNotFreed(t *testing.T) {
+	s, _, clean, table := faultyStore(t, dynamo.Options{MaxBackoff: time.Millisecond, IndexInFlight: true},
+		faults.Rule{Op: "PutItem", Match: claimPut, Times: -1, Kind: faults.LostAck},
+		faults.Rule{Op: "PutItem", Match: releasePut, Times: -1, Kind: faults.ServerError})
+	g, err := idemkit.New(idemkit.Config{Store: s, ClaimBackoff: time.Millisecond, Policy: idemkit.Policy{Lease: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "lost-2"}, Fingerprint: "v1:sha256:l"}
+	_, _, err = g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+		t.Error("handler ran")
+		return nil, nil
+	})
+	var cu *idemkit.ClaimUnknownError
+	if !errors.As(err, &cu) || !errors.Is(err, idemkit.ErrStoreUnavailable) {
+		t.Fatalf("Do: %v, want a *ClaimUnknownError", err)
+	}
+	cs, _ := dynamo.New(clean, table, dynamo.Options{IndexInFlight: true})
+	after := cu.LeaseUntil.Add(time.Second)
+	recs, _, err := cs.ListStale(context.Background(), "acme", "", 10, after)
+	if err != nil || len(recs) != 1 || recs[0].ID != req.Scope.ID(false) {
+		t.Fatalf("ListStale after the lease: %v %v", recs, err)
+	}
 }

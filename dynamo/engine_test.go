@@ -16,13 +16,6 @@ import (
 	"github.com/idemkit/idemkit/internal/testclock"
 )
 
-func okHandler(execs *atomic.Int32, body string) idemkit.Handler {
-	return func(context.Context) (*idemkit.Snapshot, error) {
-		execs.Add(1)
-		return &idemkit.Snapshot{Status: 201, Body: []byte(body)}, nil
-	}
-}
-
 // TestEngineRace: 200 requests racing one scope through the engine execute
 // it once; the others get a conflict or the replay, nothing else.
 func TestEngineRace(t *testing.T) {
@@ -144,6 +137,110 @@ func TestUsage(t *testing.T) {
 		u := ev.Usage
 		if ev.Kind != want.kind || u.Calls != want.calls || (u.ReadUnits > 0) != want.read || (u.WriteUnits > 0) != want.write {
 			t.Fatalf("request %d: %s with usage %+v, want %s in %d calls (read units %v, write units %v)", i, ev.Kind, u, want.kind, want.calls, want.read, want.write)
+		}
+	}
+}
+
+// TestContextEndsMidHandler: the request's context is cancelled, or its
+// deadline (the Lambda's) passes, while the handler runs. The writes made
+// after the handler do not use that context: an answer is stored and
+// replayed, an error frees the key, ErrOutcomeUnknown keeps it. The
+// handler's runs are counted by the handler.
+func TestContextEndsMidHandler(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	g, err := idemkit.New(idemkit.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An ending makes the request's context of attempt n (from 0).
+	type ending func(t *testing.T, n int) (ctx context.Context, end func())
+	cancelled := func(t *testing.T, _ int) (context.Context, func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		return ctx, cancel
+	}
+	deadline := func(t *testing.T, n int) (context.Context, func()) {
+		// The handler waits for the deadline itself: end does nothing.
+		// The deadline must leave time for the claim: a loaded server
+		// may take longer than the first attempt's 100 ms.
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond<<(2*n))
+		t.Cleanup(cancel)
+		return ctx, func() {}
+	}
+	for _, end := range []struct {
+		name string
+		make ending
+	}{{"cancelled", cancelled}, {"deadline", deadline}} {
+		for _, tc := range []struct {
+			name   string
+			answer func(ctx context.Context) (*idemkit.Snapshot, error)
+			// then is what the retry gets: "replay", "run" or "indeterminate".
+			then string
+		}{
+			{"answers", func(context.Context) (*idemkit.Snapshot, error) {
+				return &idemkit.Snapshot{Status: 201, Body: []byte("charged")}, nil
+			}, "replay"},
+			{"returns the context's error", func(ctx context.Context) (*idemkit.Snapshot, error) {
+				return nil, ctx.Err()
+			}, "run"},
+			{"reports the outcome unknown", func(ctx context.Context) (*idemkit.Snapshot, error) {
+				return nil, fmt.Errorf("charge: %w: %w", idemkit.ErrOutcomeUnknown, ctx.Err())
+			}, "indeterminate"},
+		} {
+			t.Run(end.name+"/"+tc.name, func(t *testing.T) {
+				var (
+					req  idemkit.Request
+					runs atomic.Int32
+					snap *idemkit.Snapshot
+					err  error
+				)
+				// Until the handler runs before the context ends: a
+				// deadline that passed during the claim tests nothing.
+				for n := 0; n < 4 && runs.Load() == 0; n++ {
+					req = idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: fmt.Sprintf("mid-%s-%s-%d", end.name, tc.name, n)},
+						Fingerprint: "v2:sha256:m"}
+					ctx, stop := end.make(t, n)
+					snap, _, err = g.Do(ctx, req, func(hctx context.Context) (*idemkit.Snapshot, error) {
+						runs.Add(1)
+						stop()
+						<-hctx.Done()
+						return tc.answer(hctx)
+					})
+				}
+				if runs.Load() != 1 {
+					t.Fatalf("the handler ran %d times before its context ended, want once (last Do: %v)", runs.Load(), err)
+				}
+				if tc.then == "replay" && (err != nil || string(snap.Body) != "charged") {
+					t.Fatalf("first Do: %v, %v; the caller must get its response", snap, err)
+				}
+				if tc.then != "replay" && err == nil {
+					t.Fatalf("first Do: %v, want the handler's error", snap)
+				}
+				snap, replayed, err := g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+					runs.Add(1)
+					return &idemkit.Snapshot{Status: 201, Body: []byte("retry")}, nil
+				})
+				switch tc.then {
+				case "replay":
+					if err != nil || !replayed || string(snap.Body) != "charged" {
+						t.Fatalf("retry: %v replayed %v err %v, want the replay of the first answer", snap, replayed, err)
+					}
+					if n := runs.Load(); n != 1 {
+						t.Fatalf("the handler ran %d times, want once", n)
+					}
+				case "run":
+					if err != nil || replayed || string(snap.Body) != "retry" {
+						t.Fatalf("retry: %v replayed %v err %v, want a run (the key was freed)", snap, replayed, err)
+					}
+				case "indeterminate":
+					if !errors.Is(err, idemkit.ErrIndeterminate) {
+						t.Fatalf("retry: %v, want ErrIndeterminate (the key is kept)", err)
+					}
+					if n := runs.Load(); n != 1 {
+						t.Fatalf("the handler ran %d times, want once", n)
+					}
+				}
+			})
 		}
 	}
 }

@@ -3,14 +3,19 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/faults"
 )
 
 // storeCalls calls every Store method once.
@@ -151,5 +156,115 @@ func TestCanceledEngine(t *testing.T) {
 	})
 	if !errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatalf("Do: %v, want ErrStoreUnavailable", err)
+	}
+}
+
+// TestRetryQuota measures the SDK's client-side retry quota under
+// sustained errors: after a burst of failing calls has drained it, claims
+// that fail once get no retry with the quota kept, and all succeed with
+// the store's default retryer, which has none.
+func TestRetryQuota(t *testing.T) {
+	const burst, claims = 60, 20
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("KeepRetryQuota=%v", keep), func(t *testing.T) {
+			s, ft, _, _ := faultyStore(t, dynamo.Options{KeepRetryQuota: keep, MaxBackoff: time.Millisecond},
+				faults.Rule{Op: "GetItem", Times: -1, Kind: faults.ServerError},
+				faults.Rule{Op: "PutItem", Times: -1, Every: 2, Kind: faults.ServerError})
+			ctx := context.Background()
+			now := time.Now()
+			for i := 0; i < burst; i++ {
+				if _, err := s.Get(ctx, fmt.Sprintf("o1|1:t1:o1:%d", i%10), now); !errors.Is(err, idemkit.ErrStoreUnavailable) {
+					t.Fatalf("Get under a 5xx fault: %v", err)
+				}
+			}
+			failed, quota := 0, 0
+			for i := 0; i < claims; i++ {
+				sc := idemkit.Scope{Tenant: "t", Operation: "POST /x", Key: fmt.Sprint("quota-", i)}
+				rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:q",
+					LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+				res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{})
+				switch {
+				case err != nil:
+					failed++
+					if strings.Contains(err.Error(), "retry quota exceeded") {
+						quota++
+					}
+				case !res.Won:
+					t.Fatalf("claim %d lost to %+v", i, res.Existing)
+				}
+			}
+			t.Logf("KeepRetryQuota=%v: after %d failing calls, %d of %d claims failed (%d with \"retry quota exceeded\"), every other claim attempt failing; %d faults injected",
+				keep, burst, failed, claims, quota, len(ft.Events()))
+			if keep && quota == 0 {
+				t.Fatalf("with the SDK's retry quota kept, no claim failed for it (%d failed)", failed)
+			}
+			if !keep && failed != 0 {
+				t.Fatalf("without the retry quota, %d of %d claims failed", failed, claims)
+			}
+		})
+	}
+}
+
+// TestTableRefusalsNothingStored: a table that does not exist, or that the
+// caller may not write, refuses the claim; the guard then makes that one
+// call, answers a store error that names the table and says nothing was
+// stored, and never claims that the key may be held (ErrClaimUnknown).
+// Every other store call names the table too.
+func TestTableRefusalsNothingStored(t *testing.T) {
+	denied := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(400)
+		_, _ = io.WriteString(w, `{"__type":"com.amazon.coral.service#AccessDeniedException","message":"User is not authorized to perform: dynamodb:PutItem"}`)
+	}))
+	t.Cleanup(denied.Close)
+	for _, tc := range []struct {
+		name     string
+		client   func(t *testing.T) dynamo.Client
+		sentinel error
+		words    string
+	}{
+		{"table not found", func(t *testing.T) dynamo.Client { return dynalite.Client(t) }, dynamo.ErrTableNotFound, "not found, nothing stored"},
+		{"access denied", func(*testing.T) dynamo.Client { return endpointClient(denied.URL) }, dynamo.ErrAccessDenied, "access denied, nothing stored"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			table := "idemkit-missing-" + strings.ReplaceAll(tc.name, " ", "-")
+			c := newCounting(tc.client(t))
+			store, err := dynamo.New(c, table, dynamo.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := idemkit.New(idemkit.Config{Store: store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: "k"}, Fingerprint: "v2:sha256:x"}
+			ran := false
+			_, _, err = g.Do(t.Context(), req, func(context.Context) (*idemkit.Snapshot, error) {
+				ran = true
+				return &idemkit.Snapshot{Status: 201}, nil
+			})
+			switch {
+			case ran:
+				t.Fatal("handler ran")
+			case !errors.Is(err, idemkit.ErrStoreUnavailable) || !errors.Is(err, idemkit.ErrNothingStored) || !errors.Is(err, tc.sentinel):
+				t.Errorf("Do: %v; want ErrStoreUnavailable, ErrNothingStored and %v", err, tc.sentinel)
+			case errors.Is(err, idemkit.ErrClaimUnknown) || strings.Contains(err.Error(), "may"):
+				t.Errorf("Do: %v; says the key may be held", err)
+			case !strings.Contains(err.Error(), "table "+table+" "+tc.words):
+				t.Errorf("Do: %v; want it to say %q", err, "table "+table+" "+tc.words)
+			}
+			if n := c.Calls("PutItem") + c.Calls("UpdateItem") + c.Calls("GetItem"); n != 1 {
+				t.Errorf("%d store calls, want the claim's one", n)
+			}
+			for name, call := range storeCalls {
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				err := call(ctx, store)
+				cancel()
+				if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), "table "+table+" ") {
+					t.Errorf("%s: %v; want %v naming the table", name, err, tc.sentinel)
+				}
+			}
+		})
 	}
 }

@@ -2,11 +2,14 @@ package dynamo_test
 
 import (
 	"context"
+	"math/rand"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
+	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/faults"
 )
 
 // counting wraps a client, counting calls per operation and recording
@@ -168,3 +173,90 @@ func readFile(t *testing.T, name string) []byte {
 
 // base is a whole-second time near the real clock.
 func base() time.Time { return time.Now().Truncate(time.Second).Add(time.Second) }
+
+// faultyStore returns a store on a fresh table of the shared server whose
+// calls go through a fault transport, a client that sees no faults, and
+// the table. The client is built as the SDK builds one by default, with
+// its standard retryer and retry quota.
+func faultyStore(t *testing.T, opts dynamo.Options, rules ...faults.Rule) (*dynamo.Store, *faults.Transport, *dynamodb.Client, string) {
+	t.Helper()
+	return faultyStoreVia(t, http.DefaultTransport, opts, rules...)
+}
+
+// faultyStoreVia is faultyStore with the server's answers passing through
+// base (faults.WithoutConditionItem: as from a server that does not
+// return the item with a refusal).
+func faultyStoreVia(t *testing.T, base http.RoundTripper, opts dynamo.Options, rules ...faults.Rule) (*dynamo.Store, *faults.Transport, *dynamodb.Client, string) {
+	t.Helper()
+	clean := client(t)
+	table := newTable(t, clean)
+	ft := faults.New(base, rules...)
+	c, err := dynalite.NewClientVia(t.Context(), dynalite.Endpoint(t), ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = dynalite.Scale(30 * time.Second)
+	}
+	s, err := dynamo.New(c, table, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, ft, clean, table
+}
+
+// faultyPair returns a store whose calls go through a fault transport over
+// base (faultyStoreVia), a store on the same table that sees no faults,
+// and the transport.
+func faultyPair(t *testing.T, base http.RoundTripper, opts dynamo.Options, rules ...faults.Rule) (faulty, clean *dynamo.Store, ft *faults.Transport) {
+	t.Helper()
+	s, ft, c, table := faultyStoreVia(t, base, opts, rules...)
+	cs, err := dynamo.New(c, table, dynamo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cs, ft
+}
+
+// inFlightRecord returns an in_flight record of key with owner "o-1",
+// created now (the real time, to the millisecond) with a lease ending
+// lease later, and now; claimed through s unless s is nil.
+func inFlightRecord(t *testing.T, s *dynamo.Store, key string, lease time.Duration) (*idemkit.Record, time.Time) {
+	t.Helper()
+	now := time.Now().Truncate(time.Millisecond)
+	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}
+	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:f",
+		LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+	if s != nil {
+		if res, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			t.Fatalf("claim: %+v %v", res, err)
+		}
+	}
+	return rec, now
+}
+
+func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func N(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+func okHandler(execs *atomic.Int32, body string) idemkit.Handler {
+	return func(context.Context) (*idemkit.Snapshot, error) {
+		execs.Add(1)
+		return &idemkit.Snapshot{Status: 201, Body: []byte(body)}, nil
+	}
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(7)).Read(b)
+	return b
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

@@ -3,22 +3,16 @@ package dynamo_test
 import (
 	"context"
 	"errors"
-	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 )
-
-func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func N(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
 
 // TestCorruptItems: items that cannot be decoded give ErrCorruptRecord from
 // Get, from a lost claim and from the engine, which does not run the
@@ -97,5 +91,159 @@ func TestCorruptItems(t *testing.T) {
 				t.Fatalf("Get after expiry: %v, want ErrNotFound", err)
 			}
 		})
+	}
+}
+
+// TestInvalidUTF8ScopesStayApart: DynamoDB strings are UTF-8, and the SDK
+// sends a Go string that is not as U+FFFD per bad byte, so two scopes that
+// differ only in their invalid bytes ("t\xff" and "t\xfe") would name one
+// item: the second would replay the first's response (another tenant's,
+// another resource's). The store refuses such a record instead
+// (ErrRecordInvalid): the second request neither replays the first nor
+// shares its record.
+func TestInvalidUTF8ScopesStayApart(t *testing.T) {
+	base := idemkit.Scope{Tenant: "acme", Operation: "POST /orders/1", Key: "k"}
+	cases := []struct {
+		name string
+		a, b func(idemkit.Scope) idemkit.Scope
+	}{
+		{"tenant",
+			func(s idemkit.Scope) idemkit.Scope { s.Tenant = "acme\xff"; return s },
+			func(s idemkit.Scope) idemkit.Scope { s.Tenant = "acme\xfe"; return s }},
+		{"operation",
+			func(s idemkit.Scope) idemkit.Scope { s.Operation = "POST /orders/\xff"; return s },
+			func(s idemkit.Scope) idemkit.Scope { s.Operation = "POST /orders/\xc0"; return s }},
+		{"key",
+			func(s idemkit.Scope) idemkit.Scope { s.Key = "k\xe9"; return s },
+			func(s idemkit.Scope) idemkit.Scope { s.Key = "k\xe8"; return s }},
+		{"key, surrogate half",
+			func(s idemkit.Scope) idemkit.Scope { s.Key = "k\xed\xa0\x80"; return s },
+			func(s idemkit.Scope) idemkit.Scope { s.Key = "k\xed\xb0\x80"; return s }},
+	}
+	s, _, _ := newStore(t, dynamo.Options{})
+	for _, aw := range []bool{false, true} {
+		g, err := idemkit.New(idemkit.Config{Store: s, AccountWide: aw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range cases {
+			var runs atomic.Int32
+			for i, sc := range []idemkit.Scope{tc.a(base), tc.b(base)} {
+				body := []byte(sc.Tenant + "|" + sc.Operation + "|" + sc.Key)
+				req := idemkit.Request{Scope: sc, Fingerprint: "v2:sha256:same"}
+				snap, replayed, err := g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+					runs.Add(1)
+					return &idemkit.Snapshot{Status: 201, Body: body}, nil
+				})
+				switch {
+				case replayed:
+					t.Errorf("%s (account-wide %v), request %d: replayed %q, the response of another scope", tc.name, aw, i, snap.Body)
+				case err == nil:
+					t.Errorf("%s (account-wide %v), request %d: stored a scope that is not UTF-8", tc.name, aw, i)
+				case !errors.Is(err, idemkit.ErrRecordInvalid) || errors.Is(err, idemkit.ErrStoreUnavailable):
+					t.Errorf("%s (account-wide %v), request %d: %v, want ErrRecordInvalid", tc.name, aw, i, err)
+				}
+			}
+			if n := runs.Load(); n != 0 {
+				t.Errorf("%s (account-wide %v): the handler ran %d times for records that cannot be stored", tc.name, aw, n)
+			}
+		}
+	}
+}
+
+// TestInvalidUTF8RecordRefused: every string of a record the store writes
+// (ID, scope, fingerprint, owner) must be UTF-8; one that is not is
+// refused with ErrRecordInvalid by Claim and Complete, and nothing is
+// written.
+func TestInvalidUTF8RecordRefused(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	ctx := context.Background()
+	now := time.Now()
+	valid := func() *idemkit.Record {
+		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k-utf8"}
+		return &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v2:sha256:x", Owner: "owner",
+			LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+	}
+	cases := map[string]func(*idemkit.Record){
+		"id":          func(r *idemkit.Record) { r.ID += "\xff" },
+		"tenant":      func(r *idemkit.Record) { r.Scope.Tenant += "\xff" },
+		"operation":   func(r *idemkit.Record) { r.Scope.Operation += "\xff" },
+		"key":         func(r *idemkit.Record) { r.Scope.Key += "\xff" },
+		"fingerprint": func(r *idemkit.Record) { r.Fingerprint += "\xff" },
+		"owner":       func(r *idemkit.Record) { r.Owner += "\xff" },
+	}
+	for name, spoil := range cases {
+		rec := valid()
+		spoil(rec)
+		if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); !errors.Is(err, idemkit.ErrRecordInvalid) {
+			t.Errorf("Claim with a %s that is not UTF-8: %v, want ErrRecordInvalid", name, err)
+		}
+		done := rec.Clone()
+		done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201}
+		if err := s.Complete(ctx, done, now); !errors.Is(err, idemkit.ErrRecordInvalid) {
+			t.Errorf("Complete with a %s that is not UTF-8: %v, want ErrRecordInvalid", name, err)
+		}
+	}
+	// Nothing was written under the ID the SDK would have sent.
+	if _, err := s.Get(ctx, valid().ID+"\uFFFD", now); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Errorf("Get of the replaced ID: %v, want ErrNotFound", err)
+	}
+}
+
+// TestInvalidUTF8IDNamesNoRecord: no stored record has an ID or tenant
+// that is not UTF-8 (Claim refuses them), so every method given one
+// answers as for an absent record, never with the record of the scope the
+// SDK would turn it into (U+FFFD in place of each bad byte). An ID keeps
+// apart by its length prefixes (U+FFFD is three bytes); a tenant listing
+// has none, and listed the other tenant's records.
+func TestInvalidUTF8IDNamesNoRecord(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
+	ctx := context.Background()
+	now := time.Now()
+	// The record the bad bytes would be mangled into: indeterminate, of
+	// tenant "acme\uFFFD", owner "o".
+	sc := idemkit.Scope{Tenant: "acme\uFFFD", Operation: "POST /orders", Key: "k\uFFFD"}
+	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v2:sha256:x", Owner: "o",
+		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
+	if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(2 * time.Second)
+	if err := s.MarkIndeterminate(ctx, rec.ID, "o", later); err != nil {
+		t.Fatal(err)
+	}
+	bad := idemkit.Scope{Tenant: "acme\xff", Operation: sc.Operation, Key: "k\xfe"}.ID(false)
+
+	if _, err := s.Get(ctx, bad, later); !errors.Is(err, idemkit.ErrNotFound) {
+		t.Errorf("Get: %v, want ErrNotFound", err)
+	}
+	if err := s.Release(ctx, bad, "o", later); err != nil {
+		t.Errorf("Release: %v, want nil (no such record)", err)
+	}
+	if err := s.Extend(ctx, bad, "o", later.Add(time.Minute), later); !errors.Is(err, idemkit.ErrNotOwner) {
+		t.Errorf("Extend: %v, want ErrNotOwner", err)
+	}
+	if err := s.MarkUnknown(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
+		t.Errorf("MarkUnknown: %v, want ErrNotOwner", err)
+	}
+	if err := s.MarkIndeterminate(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
+		t.Errorf("MarkIndeterminate: %v, want ErrNotOwner", err)
+	}
+	res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "wrong record"}
+	if _, err := s.Resolve(ctx, bad, res, later); !errors.Is(err, idemkit.ErrNotIndeterminate) {
+		t.Errorf("Resolve: %v, want ErrNotIndeterminate", err)
+	}
+	for name, list := range map[string]func(tenant string) ([]*idemkit.Record, string, error){
+		"ListIndeterminate": func(tn string) ([]*idemkit.Record, string, error) { return s.ListIndeterminate(ctx, tn, "", 0, later) },
+		"ListStale":         func(tn string) ([]*idemkit.Record, string, error) { return s.ListStale(ctx, tn, "", 0, later) },
+	} {
+		if recs, _, err := list("acme\xff"); err != nil || len(recs) != 0 {
+			t.Errorf("%s of tenant \"acme\\xff\": %d records, %v; want none", name, len(recs), err)
+		}
+	}
+	// The record itself is untouched.
+	got, err := s.Get(ctx, rec.ID, later)
+	if err != nil || got.State != idemkit.StateIndeterminate || got.Resolution != nil {
+		t.Fatalf("the record of the mangled ID: %+v, %v; want it indeterminate, unresolved", got, err)
 	}
 }

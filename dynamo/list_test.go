@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -9,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 )
@@ -89,9 +89,37 @@ func TestInFlightIndexWrites(t *testing.T) {
 	}
 }
 
-func abs(n int) int {
-	if n < 0 {
-		return -n
+// TestListPages: a page token is refused when malformed or issued for
+// another tenant's listing.
+func TestListPages(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	ctx := context.Background()
+	now := base()
+	for i := range 3 {
+		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: string(rune('a' + i))}
+		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Second), ExpiresAt: now.Add(time.Hour)}
+		if _, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkIndeterminate(ctx, r.ID, "o", now.Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return n
+	recs, next, err := s.ListIndeterminate(ctx, "acme", "", 2, now)
+	if err != nil || len(recs) != 2 || next == "" {
+		t.Fatalf("first page: %d records, next %q, %v", len(recs), next, err)
+	}
+	for name, tc := range map[string]struct{ tenant, page string }{
+		"other tenant": {"globex", next},
+		"all tenants":  {"", next},
+		"garbage":      {"acme", "not a token"},
+	} {
+		if _, _, err := s.ListIndeterminate(ctx, tc.tenant, tc.page, 2, now); !errors.Is(err, idemkit.ErrInvalidPage) {
+			t.Errorf("%s: %v, want ErrInvalidPage", name, err)
+		}
+	}
+	recs, next, err = s.ListIndeterminate(ctx, "acme", next, 2, now)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("second page: %d records, next %q, %v", len(recs), next, err)
+	}
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -26,12 +28,6 @@ func jsonOf(n int) []byte {
 	}
 	b.WriteString(`]}`)
 	return b.Bytes()
-}
-
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.New(rand.NewSource(7)).Read(b)
-	return b
 }
 
 func TestSnapshotSize(t *testing.T) {
@@ -130,5 +126,123 @@ func TestSnapshotSizeCap(t *testing.T) {
 	}
 	if m := cc.MaxItem(); m > limit {
 		t.Fatalf("an item of %d bytes was sent, cap %d", m, limit)
+	}
+}
+
+// TestHeadersOverTheCap: a snapshot whose allow-listed headers alone do not
+// fit the item is never stored without them as if complete: whatever its
+// body (none, small, large), it is stored Omitted with its status and
+// Location, so that a replay answers "response not stored" instead of the
+// status without the headers the response had.
+func TestHeadersOverTheCap(t *testing.T) {
+	const limit = 8 << 10
+	c := client(t)
+	s, err := dynamo.New(c, newTable(t, c), dynamo.Options{MaxItemSize: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	big := strings.Repeat("v", limit)
+	for i, body := range [][]byte{nil, {}, []byte(`{"id":"ord_1"}`), randomBytes(limit)} {
+		now := base()
+		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "hdr-" + string(rune('a'+i))}
+		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(60e9), ExpiresAt: now.Add(3600e9), CreatedAt: now}
+		if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		done := *rec
+		done.State, done.CompletedAt = idemkit.StateCompleted, now
+		done.Snapshot = &idemkit.Snapshot{Status: 201, Body: body,
+			Header: http.Header{"Location": {"/orders/1"}, "Content-Type": {"application/json"}, "X-Big": {big}}}
+		if err := s.Complete(ctx, &done, now); err != nil {
+			t.Fatalf("body %d bytes: Complete: %v", len(body), err)
+		}
+		got, err := s.Get(ctx, rec.ID, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := got.Snapshot
+		if !g.Omitted || len(g.Body) != 0 || g.Status != 201 || g.Header.Get("Location") != "/orders/1" {
+			t.Errorf("body %d bytes, %d-byte header: stored status %d, omitted %v, %d body bytes, header %v; want omitted with the status and Location",
+				len(body), len(big), g.Status, g.Omitted, len(g.Body), g.Header)
+		}
+	}
+}
+
+// TestCompressibleBodyOverTheDecodeBound: a response larger than the
+// store ever decodes (dynamo.MaxDecodedBody, 16 MB, a bound against
+// decompression bombs) compresses to a few kilobytes, so it fits the item.
+// Stored so, it could never be read back: every retry would get
+// ErrCorruptRecord (a 500) until the record expired. Such a body is
+// stored omitted instead, like one too large for the item: retries get
+// ErrSnapshotOmitted naming the outcome. A body at the bound is replayed.
+func TestCompressibleBodyOverTheDecodeBound(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{})
+	g, err := idemkit.New(idemkit.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		size    int
+		omitted bool
+	}{
+		{"at the bound", dynamo.MaxDecodedBody, false},
+		{"one byte over", dynamo.MaxDecodedBody + 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := bytes.Repeat([]byte("a,b,c\n"), tc.size/6+1)[:tc.size]
+			req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /exports", Key: "big-" + tc.name}, Fingerprint: "v2:sha256:b"}
+			var runs atomic.Int32
+			h := func(context.Context) (*idemkit.Snapshot, error) {
+				runs.Add(1)
+				return &idemkit.Snapshot{Status: 201, Body: body}, nil
+			}
+			snap, replayed, err := g.Do(context.Background(), req, h)
+			if err != nil || replayed || len(snap.Body) != tc.size {
+				t.Fatalf("first Do: replayed %v, err %v; the caller must get its response", replayed, err)
+			}
+			snap, replayed, err = g.Do(context.Background(), req, h)
+			switch {
+			case tc.omitted:
+				if !errors.Is(err, idemkit.ErrSnapshotOmitted) {
+					t.Fatalf("retry: %v, want ErrSnapshotOmitted", err)
+				}
+			case err != nil || !replayed || !bytes.Equal(snap.Body, body):
+				t.Fatalf("retry: replayed %v, err %v; want the body replayed", replayed, err)
+			}
+			if n := runs.Load(); n != 1 {
+				t.Fatalf("the handler ran %d times", n)
+			}
+		})
+	}
+}
+
+// TestMaxItemSizeAboveTheLimit: a MaxItemSize above DynamoDB's 400 KB
+// item limit is lowered to it, so that a body too large for any item is
+// stored omitted and retries get ErrSnapshotOmitted, instead of a
+// completion DynamoDB refuses (the record would stay in flight and end
+// indeterminate).
+func TestMaxItemSizeAboveTheLimit(t *testing.T) {
+	s, _, _ := newStore(t, dynamo.Options{MaxItemSize: 4 << 20})
+	g, err := idemkit.New(idemkit.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, dynamo.MaxItemSizeLimit+1)
+	rand.New(rand.NewSource(3)).Read(body) // incompressible
+	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /exports", Key: "over-the-limit"}, Fingerprint: "v2:sha256:b"}
+	h := func(context.Context) (*idemkit.Snapshot, error) {
+		return &idemkit.Snapshot{Status: 201, Body: body}, nil
+	}
+	if snap, _, err := g.Do(context.Background(), req, h); err != nil || len(snap.Body) != len(body) {
+		t.Fatalf("first Do: %v; the caller must get its response", err)
+	}
+	rec, err := s.Get(context.Background(), req.Scope.ID(false), time.Now())
+	if err != nil || rec.State != idemkit.StateCompleted || rec.Snapshot == nil || !rec.Snapshot.Omitted {
+		t.Fatalf("stored %+v, %v; want completed without its body", rec, err)
+	}
+	if _, _, err := g.Do(context.Background(), req, h); !errors.Is(err, idemkit.ErrSnapshotOmitted) {
+		t.Fatalf("retry: %v, want ErrSnapshotOmitted", err)
 	}
 }
