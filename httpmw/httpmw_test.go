@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -459,13 +459,8 @@ func TestMiddlewareBodyRefusalsObserved(t *testing.T) {
 		{"unreadable", errReader{errReset}, -1, 400, errReset},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var evs []idemkit.Event
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-				mu.Lock()
-				evs = append(evs, e)
-				mu.Unlock()
-			})})
+			obs := &eventlog.Log{}
+			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -480,9 +475,7 @@ func TestMiddlewareBodyRefusalsObserved(t *testing.T) {
 				typ = "body-invalid"
 			}
 			checkProblem(t, w, tc.status, typ)
-			mu.Lock()
-			defer mu.Unlock()
-			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, tc.want) ||
+			if evs := obs.Events(); len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, tc.want) ||
 				evs[0].Scope.Tenant != "tenant-a" || evs[0].Scope.Key == "" || evs[0].Scope.Operation == "" {
 				t.Errorf("events %+v, want one refusal %v with tenant, operation and key", evs, tc.want)
 			}

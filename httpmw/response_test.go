@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -108,10 +109,8 @@ func TestMiddlewareOuterBodyLimit(t *testing.T) {
 		length int64
 	}{{"declared length", 100}, {"chunked", -1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			var evs []idemkit.Event
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-				evs = append(evs, e)
-			})})
+			obs := &eventlog.Log{}
+			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +127,7 @@ func TestMiddlewareOuterBodyLimit(t *testing.T) {
 			if o.runs.Load() != 0 {
 				t.Error("handler ran")
 			}
-			if len(evs) != 1 || !errors.Is(evs[0].Err, httpmw.ErrBodyTooLarge) {
+			if evs := obs.Events(); len(evs) != 1 || !errors.Is(evs[0].Err, httpmw.ErrBodyTooLarge) {
 				t.Errorf("events %+v, want one refusal with ErrBodyTooLarge", evs)
 			}
 		})

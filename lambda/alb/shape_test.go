@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -16,10 +17,8 @@ import (
 // payload format 2.0, given to the ALB wrapper) is refused closed with a
 // 500 guard-failure problem, reported as ErrNoMethod, never run unguarded.
 func TestWrongEventShape(t *testing.T) {
-	var evs []idemkit.Event
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-		evs = append(evs, e)
-	})})
+	obs := &eventlog.Log{}
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +44,7 @@ func TestWrongEventShape(t *testing.T) {
 	if o.runs != 0 {
 		t.Errorf("handler ran %d times", o.runs)
 	}
-	if len(evs) != 2 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, alb.ErrNoMethod) {
+	if evs := obs.Events(); len(evs) != 2 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, alb.ErrNoMethod) {
 		t.Errorf("events %+v, want two refusals with ErrNoMethod", evs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -213,10 +214,8 @@ func TestEventBridgeDetail(t *testing.T) {
 // it; the caller and the observer get it joined with ErrTenantMissing.
 func TestTenantError(t *testing.T) {
 	errDirectory := errors.New("directory down")
-	var observed []idemkit.Event
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-		observed = append(observed, e)
-	})})
+	obs := &eventlog.Log{}
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +229,7 @@ func TestTenantError(t *testing.T) {
 	if x.runs.Load() != 0 {
 		t.Error("handler ran")
 	}
-	if len(observed) != 1 || observed[0].Kind != idemkit.EventRefused || !errors.Is(observed[0].Err, errDirectory) ||
+	if observed := obs.Events(); len(observed) != 1 || observed[0].Kind != idemkit.EventRefused || !errors.Is(observed[0].Err, errDirectory) ||
 		!errors.Is(observed[0].Err, idemkit.ErrTenantMissing) || observed[0].Scope.Operation != "transfers.execute" {
 		t.Errorf("observed %+v, want one refusal carrying the Tenant error", observed)
 	}
