@@ -41,7 +41,10 @@ const (
 	// MaxItemSizeLimit is DynamoDB's hard limit on an item's size.
 	MaxItemSizeLimit = 400 << 10
 	// DefaultMaxItemSize leaves headroom under MaxItemSizeLimit.
-	DefaultMaxItemSize   = 350 << 10
+	DefaultMaxItemSize = 350 << 10
+	// DefaultCompressAbove is, by default (Options.CompressAbove zero),
+	// the item size above which a body is compressed: one write unit.
+	// An item that fits in one as it is cannot be billed less.
 	DefaultCompressAbove = 1 << 10
 	DefaultCallTimeout   = 2 * time.Second
 	DefaultDeadlineGap   = 250 * time.Millisecond
@@ -61,12 +64,16 @@ type Options struct {
 	// MaxItemSizeLimit are lowered to it.
 	MaxItemSize int
 	// CompressAbove is the body size from which bodies are compressed
-	// (with Codec) when that makes them smaller. Zero: DefaultCompressAbove
-	// (1 KB); negative: never.
+	// (with Codec) when that makes them smaller. Zero: a body is
+	// compressed when the item would be larger than DefaultCompressAbove
+	// (1 KB, one write unit) with the body as is, and stored as is
+	// otherwise, which is what a request costs least with
+	// (docs/PERFORMANCE.md); negative: never.
 	CompressAbove int
-	// Codec compresses bodies: CodecZstd for the fewest write units,
-	// CodecS2 for the least CPU. Zero: CodecZstd. Bodies stored with
-	// either are read by every store, so it can change at any time.
+	// Codec compresses bodies: CodecZstd for the fewest write units, so
+	// the cheapest requests, CodecS2 for the least CPU. Zero: CodecZstd.
+	// Bodies stored with either are read by every store, so it can change
+	// at any time.
 	Codec Codec
 	// CallTimeout bounds one DynamoDB call, SDK retries included.
 	// Zero: DefaultCallTimeout (2 s).
@@ -133,9 +140,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxItemSize > MaxItemSizeLimit {
 		o.MaxItemSize = MaxItemSizeLimit
-	}
-	if o.CompressAbove == 0 {
-		o.CompressAbove = DefaultCompressAbove
 	}
 	if o.Codec == "" {
 		o.Codec = CodecZstd
