@@ -395,6 +395,14 @@ func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) 
 // claim replaces a failed record (made at most FenceSkew before its
 // resolution, rt), or takes an in_flight one over, only with its
 // fingerprint and operation.
+//
+// A completion is taken by its owner's record in any state but released
+// unless an operator resolved it (ra, which every failed record and a
+// completed one an operator decided carry): in_flight, indeterminate (a
+// late completion) and completed (a retried one). Said that way its
+// condition is the shortest that is correct: on dynalite the longer
+// form (the three states in parentheses) took 1-1.5 ms more per
+// completion (make bench, "Request shapes").
 const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
 	condFree     = condAbsent + " OR (#st = :released AND #ow <> :owner AND NOT contains(#rl, :owner) AND #lu <= :fence)"
@@ -406,7 +414,7 @@ const (
 	// condFenced is a claim fenced by a Failover: it may only make again
 	// our own claim, never store a new record or replace another's.
 	condFenced   = "#st = :inflight AND #ow = :owner AND #lu <= :lu AND #exp > :nowS"
-	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
+	condComplete = "#ow = :owner AND #exp > :nowS AND #st <> :released AND attribute_not_exists(#ra)"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
 	condExtend   = condOwned + " AND #lu <= :lu"
 	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
@@ -442,7 +450,6 @@ var (
 
 var (
 	vInFlight      = str(string(idemkit.StateInFlight))
-	vCompleted     = str(string(idemkit.StateCompleted))
 	vFailed        = str(string(idemkit.StateFailed))
 	vIndeterminate = str(string(idemkit.StateIndeterminate))
 	vReleased      = str(stReleased)
@@ -754,7 +761,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		Item:                      item,
 		ConditionExpression:       pCondComplete,
 		ExpressionAttributeNames:  namesComplete,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[AttrOwner], ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[AttrOwner], ":nowS": nowSec(now), ":released": vReleased},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err != nil {
