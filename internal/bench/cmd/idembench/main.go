@@ -707,18 +707,21 @@ func zCause(w io.Writer, causes []bench.CauseRow, codec string, worst bench.Row)
 		return
 	}
 	loop := by["loop"].Wall
-	fmt.Fprintf(w, "  cause, as the situations of this run measured it (x their own loop, %s):", dur(loop))
+	fmt.Fprintf(w, "  cause, measured in this run's situations (x their loop's %s):", dur(loop))
 	for _, c := range bench.Causes[1:7] {
 		fmt.Fprintf(w, " %s %.2f;", c, by[c].Ratio)
 	}
 	fmt.Fprintf(w, " the copy into the attribute value %s, base64 %s\n", dur(by["copy into the attribute value"].Wall), dur(by["base64 of it"].Wall))
-	waited := max(by["after a round trip"].Ratio, by["after parking 2 ms"].Ratio)
-	if waited > zLimit && by["beside a busy process"].Ratio <= zLimit {
-		fmt.Fprintf(w, "  the same compression costs %.1f times the loop once its goroutine has waited as it does between the claim's answer and the\n", waited)
-		fmt.Fprintf(w, "  completion (%.1f after a system call, %.1f with the caches evicted): the encoder's memory is cold then, which the loop never sees;\n",
-			by["after a system call"].Ratio, by["after evicting the caches"].Ratio)
-		fmt.Fprintf(w, "  a process busy beside it (the server sharing the cores) costs %.2f, a fresh encoder %.2f, the copy and base64 %s together\n",
+	cold := min(by["after parking 2 ms"].Ratio, by["after a round trip"].Ratio, by["after evicting the caches"].Ratio)
+	coldest := max(by["after parking 2 ms"].Ratio, by["after a round trip"].Ratio, by["after evicting the caches"].Ratio)
+	if cold > zLimit && by["beside a busy process"].Ratio <= zLimit {
+		fmt.Fprintf(w, "  so: it slows where its memory has gone cold (after a wait, a round trip or evicted caches: %.2f-%.2f), not where the\n", cold, coldest)
+		fmt.Fprintf(w, "  server shares the cores (%.2f); neither the encoder's reuse (a fresh one costs %.2f), the copy nor base64 (%s) is it",
 			by["beside a busy process"].Ratio, by["fresh encoder"].Ratio, dur(by["copy into the attribute value"].Wall+by["base64 of it"].Wall))
+		if worst.InSitu > 0 && loop > 0 {
+			fmt.Fprintf(w, ";\n  on the path it is colder still (%.2f x the same loop): the encoder last ran a whole request earlier, and waited for the claim", float64(worst.InSitu)/float64(loop))
+		}
+		fmt.Fprintln(w)
 	}
 	if worst.InSitu > 0 && worst.Compress > worst.InSitu {
 		fmt.Fprintf(w, "  of z on path, the compression itself took %s; the other %s is what it cost the completion's request after it\n", dur(worst.InSitu), dur(worst.Compress-worst.InSitu))
