@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,8 +40,8 @@ func measureCost(ctx context.Context, w io.Writer, client *dynamodb.Client, tabl
 	res := &costResult{server: server, costs: costs, chosen: chosen}
 	p := opts.prices
 	fmt.Fprintf(w, "\n## Cost per million requests (%s; %d requests per row, the codecs taking turns; %s)\n\n", server, n, time.Since(start).Round(time.Second))
-	fmt.Fprintf(w, "prices (%s, read %s from %s): DynamoDB on-demand $%g per million write request units, $%g per million read\nrequest units; Lambda $%g per GB-second\n\n",
-		p.Region, p.Date, p.Source, p.WriteUnit, p.ReadUnit, p.GBSecond)
+	fmt.Fprintf(w, "prices (%s, read %s from %s):\nDynamoDB on-demand $%s per million write request units, $%s per million read request units; Lambda $%s per GB-second\n\n",
+		p.Region, p.Date, p.Source, price(p.WriteUnit), price(p.ReadUnit), price(p.GBSecond))
 	costTable(w, p, costs)
 	fmt.Fprintln(w, "\nWRU, RRU: the request units of one request as the server counted them (ConsumedCapacity; a refused conditional")
 	fmt.Fprintln(w, "write, which the server bills but does not report, by the size of the item that refused it). kit CPU: this")
@@ -124,6 +125,9 @@ func defaultVerdict(w io.Writer, cr *costResult) {
 		fmt.Fprintf(w, "  %s\n", o)
 	}
 }
+
+// price is a price as written, without an exponent.
+func price(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // size1 is size for a sentence: "200 B", "4 KB".
 func size1(n int) string {
