@@ -151,11 +151,16 @@ dynamodb-local: deps
 	mkdir -p bin && cd bin && \
 	exec java -Djava.library.path=$$dir/DynamoDBLocal_lib -jar $$dir/DynamoDBLocal.jar -inMemory -sharedDb -port $(DYNAMODB_LOCAL_PORT)
 
-## bench: every performance figure in one report (starts dynalite, and
-## moto_server when it is on PATH; see docs/PERFORMANCE.md): round trips,
-## capacity units, overhead ratio (worst of 3 runs), throughput with 1, 8
-## and 32 clients, CPU and allocations, cold start, binary size; each
-## target "met" or "NOT met" with the measured gap
+## bench: every performance figure in one report (starts dynalite,
+## DynamoDB Local where java is installed and moto_server where it is on
+## PATH, each skipped with one line where it is not; see
+## docs/PERFORMANCE.md): the cost per million requests of each path and
+## body size with each codec; round trips, capacity units and the
+## overhead ratio (worst of 3 runs) on dynalite and on DynamoDB Local;
+## what compressing costs in each situation; each request shape the
+## store sends on every server; throughput with 1, 8 and 32 clients, CPU
+## and allocations, cold start, binary size; each target "met" or "NOT
+## met" with its measured cause (about 12 minutes on 2 shared cores)
 BENCH_OUT  ?= bin/bench
 BENCH_TIME ?= 300ms
 bench: deps

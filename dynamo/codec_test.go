@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/bench"
+	"github.com/idemkit/idemkit/internal/dynalite"
 )
 
 // TestCodecMixed: a body stored by a store with one codec is replayed
@@ -74,5 +75,74 @@ func TestCodecInvalid(t *testing.T) {
 	r := dynamo.Regions{Local: "eu-west-1", Clients: map[string]dynamo.Client{"eu-west-1": c}, Home: func(string) string { return "eu-west-1" }}
 	if _, err := dynamo.NewRegional(r, table, dynamo.Options{Codec: "lz4"}); !errors.Is(err, idemkit.ErrInvalidConfig) {
 		t.Errorf("NewRegional with codec lz4: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestCodecDefault: what the default (zero Options) does with a body
+// follows the cost of a request (docs/PERFORMANCE.md): a body whose item
+// fits in one write unit as it is is stored as it is, since compressing
+// it cannot save a unit; a body that would take the item past one unit
+// is compressed with zstd, here saving one, even when it is under 1 KB.
+// The units are the server's, read from the completion's answer, and
+// checked where it counts them as DynamoDB does.
+func TestCodecDefault(t *testing.T) {
+	_, c, table := newStore(t, dynamo.Options{})
+	faithful := dynalite.Has(t, dynalite.FaithfulCapacity)
+	ctx := context.Background()
+	// complete stores body under key with opts and returns the item's
+	// body encoding ("" for none) and the completion's write units.
+	complete := func(t *testing.T, opts dynamo.Options, key string, body []byte) (string, float64) {
+		t.Helper()
+		s, err := dynamo.New(c, table, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs := &usageObserver{}
+		g, _ := idemkit.New(idemkit.Config{Store: s, Observer: obs})
+		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}, Fingerprint: "v2:sha256:default"}
+		var claim idemkit.Usage
+		snap, _, err := g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+			claim, _ = idemkit.UsageFrom(ctx)
+			return &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
+		})
+		if err != nil || !bytes.Equal(snap.Body, body) {
+			t.Fatalf("%d-byte body: %v", len(body), err)
+		}
+		out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{dynamo.AttrID: &types.AttributeValueMemberS{Value: req.Scope.ID(false)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, _ := out.Item[dynamo.AttrBodyEncoding].(*types.AttributeValueMemberS)
+		if enc == nil {
+			return "", obs.Last().Usage.WriteUnits - claim.WriteUnits
+		}
+		return enc.Value, obs.Last().Usage.WriteUnits - claim.WriteUnits
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		// rawUnits is the completion's write units with the body as is,
+		// the test's premise; enc and units are what the default stores.
+		rawUnits float64
+		enc      string
+		units    float64
+	}{
+		{"200 B", bench.JSON(200), 1, "", 1},
+		{"900 B", bench.JSON(900), 2, "zstd", 1},
+		{"4 KB", bench.JSON(4 << 10), 5, "zstd", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, raw := complete(t, dynamo.Options{CompressAbove: -1}, "raw-"+tc.name, tc.body); faithful && raw != tc.rawUnits {
+				t.Fatalf("premise: the completion with the body as is takes %v write units, want %v", raw, tc.rawUnits)
+			}
+			enc, units := complete(t, dynamo.Options{}, "default-"+tc.name, tc.body)
+			if enc != tc.enc {
+				t.Errorf("default: body encoding %q, want %q", enc, tc.enc)
+			}
+			if faithful && units != tc.units {
+				t.Errorf("default: %v write units, want %v", units, tc.units)
+			}
+		})
 	}
 }

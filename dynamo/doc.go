@@ -171,10 +171,12 @@
 //
 // # Snapshot size
 //
-// Bodies of at least Options.CompressAbove bytes are compressed with
-// Options.Codec when that makes them smaller: zstd (the default, the
-// fewest write units) or S2 (about a quarter of zstd's CPU, about half
-// again as many bytes). Both formats carry a checksum, and every store
+// A body is compressed with Options.Codec when that makes it smaller and,
+// by default, when the item would take more than one write unit (1 KB)
+// with the body as is: below that, compressing cannot make the request
+// cheaper (Options.CompressAbove sets a body size instead). The codec is
+// zstd (the default, the fewest write units) or S2 (about a quarter of
+// zstd's CPU, about half again as many bytes). Both formats carry a checksum, and every store
 // reads both, whatever its own codec. Concurrent completions compress in
 // parallel: the package makes an encoder per completion compressing at
 // once, up to GOMAXPROCS, and keeps them (about 1 MB each for zstd) for

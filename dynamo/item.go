@@ -208,8 +208,11 @@ func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
 }
 
 // snapshotAttrs adds snap to it, within max bytes for the whole item. The
-// body is compressed with codec when it is at least compressMin bytes
-// long and that makes it smaller. A body that does not fit, or is longer
+// body is compressed with codec when that makes it smaller and it is at
+// least compressMin bytes long; for a zero compressMin, when it would take
+// it past DefaultCompressAbove bytes as it is. (For a completion it is the
+// whole item; for a resolution only the attributes it sets, so there a
+// body just over the line may be stored as is.) A body that does not fit, or is longer
 // than maxDecodedBody (which decodeItem refuses), is left out and the
 // snapshot marked omitted; then, if still needed, every header but
 // Location, and the snapshot is marked omitted even when it had no body.
@@ -233,7 +236,8 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 		omit()
 	} else if len(snap.Body) > 0 {
 		body := snap.Body
-		if compressMin >= 0 && len(body) >= compressMin {
+		if compressMin > 0 && len(body) >= compressMin ||
+			compressMin == 0 && itemSize(it)+len(attrBody)+len(body) > DefaultCompressAbove {
 			if z, ok := compressBody(body, codec); ok {
 				body = z
 				it[attrBodyEncoding] = str(string(codec))

@@ -42,7 +42,10 @@ const (
 	// MaxItemSizeLimit is DynamoDB's hard limit on an item's size.
 	MaxItemSizeLimit = 400 << 10
 	// DefaultMaxItemSize leaves headroom under MaxItemSizeLimit.
-	DefaultMaxItemSize   = 350 << 10
+	DefaultMaxItemSize = 350 << 10
+	// DefaultCompressAbove is, by default (Options.CompressAbove zero),
+	// the item size above which a body is compressed: one write unit.
+	// An item that fits in one as it is cannot be billed less.
 	DefaultCompressAbove = 1 << 10
 	DefaultCallTimeout   = 2 * time.Second
 	DefaultDeadlineGap   = 250 * time.Millisecond
@@ -62,12 +65,16 @@ type Options struct {
 	// MaxItemSizeLimit are lowered to it.
 	MaxItemSize int
 	// CompressAbove is the body size from which bodies are compressed
-	// (with Codec) when that makes them smaller. Zero: DefaultCompressAbove
-	// (1 KB); negative: never.
+	// (with Codec) when that makes them smaller. Zero: a body is
+	// compressed when the item would be larger than DefaultCompressAbove
+	// (1 KB, one write unit) with the body as is, and stored as is
+	// otherwise, which is what a request costs least with
+	// (docs/PERFORMANCE.md); negative: never.
 	CompressAbove int
-	// Codec compresses bodies: CodecZstd for the fewest write units,
-	// CodecS2 for the least CPU. Zero: CodecZstd. Bodies stored with
-	// either are read by every store, so it can change at any time.
+	// Codec compresses bodies: CodecZstd for the fewest write units, so
+	// the cheapest requests, CodecS2 for the least CPU. Zero: CodecZstd.
+	// Bodies stored with either are read by every store, so it can change
+	// at any time.
 	Codec Codec
 	// CallTimeout bounds one DynamoDB call, SDK retries included.
 	// Zero: DefaultCallTimeout (2 s).
@@ -134,9 +141,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxItemSize > MaxItemSizeLimit {
 		o.MaxItemSize = MaxItemSizeLimit
-	}
-	if o.CompressAbove == 0 {
-		o.CompressAbove = DefaultCompressAbove
 	}
 	if o.Codec == "" {
 		o.Codec = CodecZstd
@@ -393,6 +397,14 @@ func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) 
 // claim replaces a failed record (made at most FenceSkew before its
 // resolution, rt), or takes an in_flight one over, only with its
 // fingerprint and operation.
+//
+// A completion is taken by its owner's record in any state but released
+// unless an operator resolved it (ra, which every failed record and a
+// completed one an operator decided carry): in_flight, indeterminate (a
+// late completion) and completed (a retried one). Said that way its
+// condition is the shortest that is correct: on dynalite the longer
+// form (the three states in parentheses) took 1-1.5 ms more per
+// completion (make bench, "Request shapes").
 const (
 	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
 	condFree     = condAbsent + " OR (#st = :released AND #ow <> :owner AND NOT contains(#rl, :owner) AND #lu <= :fence)"
@@ -404,7 +416,7 @@ const (
 	// condFenced is a claim fenced by a Failover: it may only make again
 	// our own claim, never store a new record or replace another's.
 	condFenced   = "#st = :inflight AND #ow = :owner AND #lu <= :lu AND #exp > :nowS"
-	condComplete = "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))"
+	condComplete = "#ow = :owner AND #exp > :nowS AND #st <> :released AND attribute_not_exists(#ra)"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
 	condExtend   = condOwned + " AND #lu <= :lu"
 	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
@@ -440,7 +452,6 @@ var (
 
 var (
 	vInFlight      = str(string(idemkit.StateInFlight))
-	vCompleted     = str(string(idemkit.StateCompleted))
 	vFailed        = str(string(idemkit.StateFailed))
 	vIndeterminate = str(string(idemkit.StateIndeterminate))
 	vReleased      = str(stReleased)
@@ -755,7 +766,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		Item:                      item,
 		ConditionExpression:       pCondComplete,
 		ExpressionAttributeNames:  namesComplete,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[attrOwner], ":nowS": nowSec(now), ":inflight": vInFlight, ":indeterminate": vIndeterminate, ":completed": vCompleted},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[attrOwner], ":nowS": nowSec(now), ":released": vReleased},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
 	if err != nil {

@@ -66,6 +66,12 @@ type Row struct {
 	// it (after the claim's answer, before the completion is sent), minus
 	// the same requests of that round. 0 where nothing is compressed.
 	Compress time.Duration
+	// InSitu is, where Compress is measured, the median over rounds of
+	// the compression itself in same+z, timed around it with no system
+	// call (reading the thread's CPU time would take one, which on some
+	// virtual machines costs the compression after it). Compress less
+	// InSitu is what compressing costs the requests around it.
+	InSitu time.Duration
 }
 
 // Latency measures every path at every size against the DynamoDB server
@@ -137,6 +143,7 @@ type rig struct {
 type samples struct {
 	wrapped, bare, min, same []time.Duration
 	samez                    []time.Duration // where the store compresses
+	zWall                    []time.Duration // the compression in samez
 }
 
 // timing is one round's duration of each contender; samez is set where
@@ -144,6 +151,7 @@ type samples struct {
 type timing struct {
 	wrapped, bare, min, same, samez time.Duration
 	z                               bool
+	zWall                           time.Duration // the compression in samez
 }
 
 // measure measures path at size: n rounds after warm-up, each running the
@@ -183,6 +191,7 @@ func measure(ctx context.Context, client *dynamodb.Client, table, path string, s
 			s.wrapped, s.bare, s.min, s.same = append(s.wrapped, t.wrapped), append(s.bare, t.bare), append(s.min, t.min), append(s.same, t.same)
 			if t.z {
 				s.samez = append(s.samez, t.samez)
+				s.zWall = append(s.zWall, t.zWall)
 			}
 		}
 	}
@@ -308,7 +317,9 @@ func (rg *rig) round(ctx context.Context, j int, ev events.APIGatewayV2HTTPReque
 			start := time.Now()
 			for i, c := range rg.sent {
 				if i == rg.zAt {
+					z0 := time.Now()
 					rg.zOut, ok = rg.zPool.Body(rg.zBody)
+					t.zWall = time.Since(z0)
 				}
 				if err := c(ctx, rekeyZ); err != nil {
 					return t, fmt.Errorf("same requests with compression: %w", err)
@@ -338,6 +349,7 @@ func (rg *rig) summarise(row *Row, s samples) {
 		row.Added = quantile(added(s), 0.50)
 		row.Paired = 1 + float64(row.Added)/float64(row.BareP50+row.SameP50)
 		row.Compress = compressed(s)
+		row.InSitu = quantile(s.zWall, 0.5)
 	}
 }
 
@@ -551,9 +563,12 @@ func answered(err error) error {
 	return err
 }
 
-// attrBodyEncoding is the item attribute naming a stored body's codec
-// (the item layout of package dynamo).
-const attrBodyEncoding = "se"
+// attrBody and attrBodyEncoding are the item attributes holding a stored
+// body and naming its codec (the item layout of package dynamo).
+const (
+	attrBody         = "sb"
+	attrBodyEncoding = "se"
+)
 
 func (c *capturing) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if enc, ok := in.Item[attrBodyEncoding].(*types.AttributeValueMemberS); ok {

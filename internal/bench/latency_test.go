@@ -182,7 +182,7 @@ func TestRoundOrder(t *testing.T) {
 
 // privateTable returns a client of a dynalite server of the test's own,
 // as make bench measures on, and a fresh table on it.
-func privateTable(t *testing.T) (*dynamodb.Client, string) {
+func privateTable(t testing.TB) (*dynamodb.Client, string) {
 	t.Helper()
 	srv := dynalite.NewServer(t)
 	client, err := dynalite.NewClient(context.Background(), srv.Endpoint())

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os/exec"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,60 +33,6 @@ func ReturnsItemOnConditionFailure(ctx context.Context, client *dynamodb.Client,
 	}
 	_, err = client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": pk}})
 	return len(cf.Item) > 0, err
-}
-
-// Moto is a moto_server process serving DynamoDB on a loopback port.
-type Moto struct {
-	Endpoint string
-	cmd      *exec.Cmd
-	done     chan struct{}
-}
-
-// StartMoto starts moto_server (from PATH) on a free loopback port and
-// waits until it answers, at most 30 s.
-func StartMoto(ctx context.Context) (*Moto, error) {
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
-		return nil, err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	m := &Moto{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(m.done) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(m.Endpoint + "/moto-api/")
-		if err == nil {
-			resp.Body.Close()
-			return m, nil
-		}
-		select {
-		case <-m.done:
-			return nil, fmt.Errorf("moto_server exited before it answered: %v", cmd.ProcessState)
-		case <-ctx.Done():
-			m.Stop()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			m.Stop()
-			return nil, fmt.Errorf("moto_server on %s: no answer in 30 s: %v", m.Endpoint, err)
-		}
-	}
-}
-
-// Stop ends the process and waits for it.
-func (m *Moto) Stop() {
-	m.cmd.Process.Kill()
-	<-m.done
 }
 
 // MotoVersion returns moto's version, or "" when it cannot be read.

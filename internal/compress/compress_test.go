@@ -169,3 +169,18 @@ func TestByName(t *testing.T) {
 		}
 	}
 }
+
+// TestFresh: a body compressed with a fresh encoder decodes to itself, as
+// one compressed from the pool does.
+func TestFresh(t *testing.T) {
+	body := bytes.Repeat([]byte(`{"id":"ord_1","amount":{"value":42}},`), 100)
+	for name, p := range pools {
+		z, ok := p.Fresh(body)
+		if !ok {
+			t.Fatalf("%s: a JSON body did not compress", name)
+		}
+		if got := decode(t, name, z); !bytes.Equal(got, body) {
+			t.Errorf("%s: decoded %d bytes, want the %d-byte body", name, len(got), len(body))
+		}
+	}
+}

@@ -20,7 +20,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,7 +49,18 @@ func main() {
 	flag.BoolVar(&opts.throughput, "throughput", true, "measure throughput with 1, 8 and 32 concurrent clients")
 	flag.IntVar(&opts.tpRequests, "tp-requests", 320, "requests per throughput phase (split among the clients)")
 	flag.IntVar(&opts.tpRounds, "tp-rounds", 4, "kit and raw throughput phases per concurrency, alternated; each variant's are pooled")
-	flag.BoolVar(&opts.moto, "moto", true, "when moto_server is on PATH, measure the replay on it too")
+	flag.BoolVar(&opts.moto, "moto", true, "when moto_server is on PATH, time the request shapes and the replay on it too")
+	flag.BoolVar(&opts.ddbLocal, "dynamodb-local", true, "when java is on PATH, measure on DynamoDB Local too: the cost table, the per-request rows, their ratios and the request shapes")
+	flag.IntVar(&opts.ddbLocalN, "dynamodb-local-n", 120, "measured rounds per path and size on DynamoDB Local")
+	flag.IntVar(&opts.costN, "cost-n", 60, "requests per path, size and codec in the cost table")
+	flag.IntVar(&opts.shapesN, "shapes-n", 60, "rounds per request shape on dynalite and DynamoDB Local (a third of them on moto, which is slower)")
+	flag.IntVar(&opts.causesN, "causes-n", 150, "rounds of each situation a 64 KB body is compressed in (0: none)")
+	flag.Float64Var(&opts.prices.WriteUnit, "price-wru", bench.DefaultPrices.WriteUnit, "dollars per million write request units")
+	flag.Float64Var(&opts.prices.ReadUnit, "price-rru", bench.DefaultPrices.ReadUnit, "dollars per million read request units")
+	flag.Float64Var(&opts.prices.GBSecond, "price-gbs", bench.DefaultPrices.GBSecond, "dollars per Lambda GB-second")
+	flag.StringVar(&opts.prices.Region, "price-region", bench.DefaultPrices.Region, "the region of the prices")
+	flag.StringVar(&opts.prices.Date, "price-date", bench.DefaultPrices.Date, "the date the prices were read")
+	flag.StringVar(&opts.prices.Source, "price-source", bench.DefaultPrices.Source, "where the prices were read")
 	flag.Parse()
 	var only []string
 	if *paths != "" {
@@ -69,20 +79,30 @@ var opts struct {
 	tpRequests int
 	tpRounds   int
 	moto       bool
+	ddbLocal   bool
+	ddbLocalN  int
+	costN      int
+	shapesN    int
+	causesN    int
+	prices     bench.Prices
 }
 
 // tpSize is the response size of the throughput rows.
 const tpSize = 4 << 10
 
 // run prints the report to w, measured on the server at
-// IDEMKIT_DYNAMODB_ENDPOINT or else on a dynalite it starts: the
-// per-request table, the overhead ratio runs, throughput and moto as opts
+// IDEMKIT_DYNAMODB_ENDPOINT or else on a dynalite it starts, and on
+// DynamoDB Local and moto_server where they are installed: the cost
+// table (on the server that bills like DynamoDB, DynamoDB Local where
+// there is one), the per-request table and the overhead ratio runs on
+// each of the first two, what compressing costs in each situation, each
+// request shape on every server, throughput and moto's replay as opts
 // say, the targets, then cold start when cold is set.
 func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) error {
 	ctx := context.Background()
 	dl := machine(w)
 
-	server := "dynalite " + dl
+	main := &target{name: "dynalite " + dl}
 	endpoint := os.Getenv(dynalite.EnvEndpoint)
 	if endpoint == "" {
 		srv, err := dynalite.Start(ctx)
@@ -92,45 +112,83 @@ func run(w io.Writer, n, runs int, gobench string, cold bool, paths []string) er
 		defer srv.Stop()
 		endpoint = srv.Endpoint()
 	} else {
-		server = "the server at " + endpoint + " (" + dynalite.EnvEndpoint + ")"
+		main.name = "the server at " + endpoint + " (" + dynalite.EnvEndpoint + ")"
 	}
-	client, err := dynalite.NewClient(ctx, endpoint)
+	if err := main.open(ctx, endpoint); err != nil {
+		return err
+	}
+	local, stopLocal, skipLocal, err := startDynamoDBLocal(ctx)
 	if err != nil {
 		return err
 	}
-	table := fmt.Sprintf("idembench-%d", time.Now().UnixNano())
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		return err
-	}
+	defer stopLocal()
 
 	var res results
+	res.main, res.local, res.localSkipped = main, local, skipLocal
+	costOn := main
+	if local != nil {
+		costOn = local
+	}
+	if res.cost, err = measureCost(ctx, w, costOn.client, costOn.table, costOn.name, opts.costN); err != nil {
+		return err
+	}
 	if res.cpu, err = readGoBench(gobench); err != nil {
 		return err
 	}
-	rows, allOld, err := perRequest(ctx, w, client, table, server, n, paths, res.cpu)
-	if err != nil {
-		return err
-	}
-	res.rows = rows
-	if res.worstRatio, err = worstRatio(ctx, w, client, table, n, res.rows); err != nil {
-		return err
-	}
-	if opts.throughput {
-		if res.tp, err = throughput(ctx, w, client, table, server); err != nil {
+	for _, t := range []*target{main, local} {
+		if t == nil {
+			continue
+		}
+		rounds := n
+		if t == local {
+			rounds = opts.ddbLocalN
+		}
+		if t.rows, t.allOld, err = perRequest(ctx, w, t.client, t.table, t.name, rounds, paths, res.cpu); err != nil {
+			return err
+		}
+		if t.worst, t.runs, err = worstRatio(ctx, w, t.client, t.table, rounds, t.rows); err != nil {
 			return err
 		}
 	}
+	if local == nil {
+		fmt.Fprintf(w, "\n## DynamoDB Local: not measured (%s)\n", skipLocal)
+	}
+	if opts.causesN > 0 {
+		if res.causes, err = compressCauses(ctx, w, main, opts.causesN); err != nil {
+			return err
+		}
+	}
+	var moto *dynalite.Server
 	if opts.moto {
-		if res.moto, err = motoReplay(ctx, w, min(n/2, 60)); err != nil {
+		if moto, res.motoSkipped, err = startMoto(ctx); err != nil {
+			return err
+		}
+		if moto != nil {
+			defer moto.Stop()
+		}
+	}
+	if res.shapes, err = shapes(ctx, w, main, local, moto, skipLocal, res.motoSkipped); err != nil {
+		return err
+	}
+	res.rows, res.worstRatio = main.rows, main.worst
+	if opts.throughput {
+		if res.tp, err = throughput(ctx, w, main.client, main.table, main.name); err != nil {
 			return err
 		}
 	}
-	res.replayCalls, res.replayServer = replayCalls(res.rows, allOld, server)
+	if moto != nil {
+		if res.moto, err = motoReplay(ctx, w, moto, min(n/2, 60)); err != nil {
+			return err
+		}
+	} else if opts.moto {
+		res.moto = &motoResult{skipped: res.motoSkipped}
+	}
+	res.replayCalls, res.replayServer = replayCalls(res.rows, main.allOld, main.name)
 	targets(w, res)
 
 	if cold {
 		fmt.Fprintln(os.Stderr, "idembench: building the cold-start programs and timing fresh processes...")
-		if err := coldStart(ctx, w, client, endpoint, runs); err != nil {
+		if err := coldStart(ctx, w, main.client, endpoint, runs); err != nil {
 			return err
 		}
 	}
@@ -198,22 +256,22 @@ func s2Rows(ctx context.Context, client *dynamodb.Client, table string, n int, p
 
 // worstRatio measures the fresh and replay rows again until there are
 // opts.ratioRuns runs with rows the first, prints the ratios of every run
-// and returns the worst.
-func worstRatio(ctx context.Context, w io.Writer, client *dynamodb.Client, table string, n int, rows []bench.Row) (map[dynamo.Codec]ratioAt, error) {
+// and returns the worst of each codec, and the runs.
+func worstRatio(ctx context.Context, w io.Writer, client *dynamodb.Client, table string, n int, rows []bench.Row) (map[dynamo.Codec]ratioAt, [][]bench.Row, error) {
 	runsOf := [][]bench.Row{rows}
 	for i := 1; i < opts.ratioRuns; i++ {
 		fmt.Fprintf(os.Stderr, "idembench: overhead ratio, run %d of %d...\n", i+1, opts.ratioRuns)
 		more, err := bench.Latency(ctx, client, table, n, []string{"fresh", "replay"})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s2, err := s2Rows(ctx, client, table, n, nil)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		runsOf = append(runsOf, append(more, s2...))
 	}
-	return ratios(w, runsOf), nil
+	return ratios(w, runsOf), runsOf, nil
 }
 
 // tpCodecs are the codecs the throughput rows are measured with: the
@@ -322,7 +380,7 @@ func size(n int) string {
 
 func table1(w io.Writer, rows []bench.Row, cpu map[bench.CPUKey]bench.CPU) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\tsize\tcalls\tRCU\tWCU\tp50\tp99\tbare p50\tsame p50\tsame p99\tz on path\tratio\tmin p50\tratio min\tv2 ns/op\tv2 allocs\thttp ns/op\thttp allocs\tddb ns/op\tddb cpu ns/op\tddb allocs\tddb B/op\t")
+	fmt.Fprintln(tw, "path\tsize\tcalls\tRCU\tWCU\tp50\tp99\tbare p50\tsame p50\tsame p99\tz on path\tz in situ\tratio\tmin p50\tratio min\tv2 ns/op\tv2 allocs\thttp ns/op\thttp allocs\tddb ns/op\tddb cpu ns/op\tddb allocs\tddb B/op\t")
 	for _, r := range rows {
 		ratio, ratioMin := "-", "-"
 		if r.Ratio > 0 {
@@ -342,13 +400,14 @@ func table1(w io.Writer, rows []bench.Row, cpu map[bench.CPUKey]bench.CPU) {
 			dns, da = fmt.Sprintf("%.0f", v.NsPerOp), fmt.Sprint(v.AllocsPerOp)
 			dcpu, db = fmt.Sprintf("%.0f", v.CPUNsPerOp), fmt.Sprint(v.BytesPerOp)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%g\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%g\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			label(r), size(r.Size), r.Calls, r.ReadUnits, r.WriteUnits, dur(r.P50), dur(r.P99), dur(r.BareP50),
-			dur(r.SameP50), dur(r.SameP99), dur(r.Compress), ratio, dur(r.MinP50), ratioMin, v2ns, v2a, hns, ha, dns, dcpu, da, db)
+			dur(r.SameP50), dur(r.SameP99), dur(r.Compress), dur(r.InSitu), ratio, dur(r.MinP50), ratioMin, v2ns, v2a, hns, ha, dns, dcpu, da, db)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nz on path: where the store compresses the body, the median over rounds of (same+z - same), same+z being the same")
-	fmt.Fprintln(w, "requests with the body compressed by the store's encoders between the claim's answer and the completion.")
+	fmt.Fprintln(w, "requests with the body compressed by the store's encoders between the claim's answer and the completion; z in situ:")
+	fmt.Fprintln(w, "the median of that compression itself, timed around it.")
 }
 
 // label is a row's path, with its codec when that is not the default.
@@ -390,11 +449,20 @@ var codecs = []dynamo.Codec{"", dynamo.CodecS2}
 
 // results are the figures the targets are judged on.
 type results struct {
-	rows       []bench.Row
-	cpu        map[bench.CPUKey]bench.CPU
-	worstRatio map[dynamo.Codec]ratioAt // by codec, "" the default
-	tp         []bench.ThroughputRow
-	moto       *motoResult
+	// main is the server measured first (dynalite), local DynamoDB Local
+	// (nil where it was not measured, localSkipped says why); rows and
+	// worstRatio are main's.
+	main, local  *target
+	localSkipped string
+	rows         []bench.Row
+	cpu          map[bench.CPUKey]bench.CPU
+	worstRatio   map[dynamo.Codec]ratioAt // by codec, "" the default
+	cost         *costResult
+	causes       []bench.CauseRow
+	shapes       []shapesOn
+	tp           []bench.ThroughputRow
+	moto         *motoResult
+	motoSkipped  string
 	// replayCalls is the replay's calls on the main server when that
 	// returns the item with a failed write, -1 when it does not.
 	replayCalls  int
@@ -408,14 +476,23 @@ type ratioAt struct {
 	run, runs int
 }
 
+// ratioLimit is the overhead ratio target of a row: 1.15 for a fresh 64
+// KB request (whose body is compressed on the path), 1.10 for the others.
+func ratioLimit(r bench.Row) float64 {
+	if r.Path == "fresh" && r.Size >= 64<<10 {
+		return 1.15
+	}
+	return 1.10
+}
+
 // ratios prints the overhead ratio of the fresh and replay rows of every
-// run, then the paired estimate of the same rows, and returns the worst
-// overhead ratio of each codec.
+// run, then the paired estimate of the same rows, and returns the row of
+// each codec that is furthest over (or least under) its ratioLimit.
 func ratios(w io.Writer, runs [][]bench.Row) map[dynamo.Codec]ratioAt {
 	fmt.Fprintf(w, "\n## Overhead ratio, fresh and replay (p50 / (bare p50 + same p50)), %d runs\n\n", len(runs))
 	worst := map[dynamo.Codec]ratioAt{}
 	ratioTable(w, runs, func(o bench.Row) (string, float64) { return fmt.Sprintf("%.3f", o.Ratio), o.Ratio }, func(i int, o bench.Row) {
-		if wc, ok := worst[o.Codec]; !ok || o.Ratio > wc.Ratio {
+		if wc, ok := worst[o.Codec]; !ok || o.Ratio-ratioLimit(o) > wc.Ratio-ratioLimit(wc.Row) {
 			worst[o.Codec] = ratioAt{Row: o, run: i + 1, runs: len(runs)}
 		}
 	})
@@ -491,19 +568,11 @@ type motoResult struct {
 	skipped string
 }
 
-// motoReplay measures the replay on moto_server, when it is on PATH.
-func motoReplay(ctx context.Context, w io.Writer, n int) (*motoResult, error) {
-	m, err := bench.StartMoto(ctx)
-	if errors.Is(err, exec.ErrNotFound) {
-		return &motoResult{skipped: "moto_server not on PATH"}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer m.Stop()
+// motoReplay measures the replay on moto_server m.
+func motoReplay(ctx context.Context, w io.Writer, m *dynalite.Server, n int) (*motoResult, error) {
 	res := &motoResult{version: bench.MotoVersion(ctx)}
 	fmt.Fprintf(os.Stderr, "idembench: replay on moto %s...\n", res.version)
-	client, err := dynalite.NewClient(ctx, m.Endpoint)
+	client, err := dynalite.NewClient(ctx, m.Endpoint())
 	if err != nil {
 		return nil, err
 	}
@@ -530,19 +599,25 @@ func motoReplay(ctx context.Context, w io.Writer, n int) (*motoResult, error) {
 	return res, nil
 }
 
-// cpuTarget is the kit's CPU on the 64 KB fresh path (BenchmarkDynamoPath).
-const cpuTarget = 110 * time.Microsecond
-
 // targets prints every target with its verdict and, where one is not
 // met, the figure that names the gap.
 func targets(w io.Writer, r results) {
 	fmt.Fprintln(w, "\n## Targets")
 	fmt.Fprintln(w)
-	ratioVerdict(w, r)
-	cpuVerdict(w, r)
+	defaultVerdict(w, r.cost)
+	for _, t := range []*target{r.main, r.local} {
+		if t != nil {
+			ratioVerdict(w, r, t)
+		}
+	}
+	if r.local == nil {
+		fmt.Fprintf(w, "overhead ratio on DynamoDB Local: not measured (%s)\n", r.localSkipped)
+	}
+	zVerdict(w, r)
 	writeUnitsVerdict(w, r)
 	throughputVerdict(w, r)
 	replayCallsVerdict(w, r)
+	conditionLine(w, r.shapes)
 }
 
 // verdict is "met" when ok, "NOT met" otherwise.
@@ -553,24 +628,122 @@ func verdict(ok bool) string {
 	return "NOT met"
 }
 
-// ratioVerdict prints, for each codec measured, the worst overhead ratio
-// of fresh and replay against 1.10 and, above it, what the kit adds beyond
-// its DynamoDB calls.
-func ratioVerdict(w io.Writer, r results) {
+// ratioVerdict prints, for each codec measured on t, the row furthest
+// over its overhead ratio target (1.10; 1.15 for fresh 64 KB) and, over
+// it, what the kit adds beyond its DynamoDB calls.
+func ratioVerdict(w io.Writer, r results, t *target) {
 	for _, codec := range codecs {
-		wr, ok := r.worstRatio[codec]
+		wr, ok := t.worst[codec]
 		if !ok {
 			continue
 		}
-		sizes := "3 sizes"
+		sizes := "200 B and 4 KB <= 1.10, 64 KB fresh <= 1.15, replay <= 1.10"
 		if codec != "" {
-			sizes = "4 and 64 KB"
+			sizes = "4 KB <= 1.10, 64 KB fresh <= 1.15, replay <= 1.10"
 		}
-		fmt.Fprintf(w, "overhead ratio <= 1.10, fresh and replay, %s, %s, worst of %d runs: %.3f (%s %s, run %d): %s\n",
-			codecName(codec), sizes, wr.runs, wr.Ratio, wr.Path, size(wr.Size), wr.run, verdict(wr.Ratio <= 1.10))
-		if wr.Ratio > 1.10 {
+		met := wr.Ratio <= ratioLimit(wr.Row)
+		fmt.Fprintf(w, "overhead ratio, %s, %s, worst of %d runs on %s: %.3f (%s %s, run %d): %s\n",
+			sizes, codecName(codec), wr.runs, t.name, wr.Ratio, wr.Path, size(wr.Size), wr.run, verdict(met))
+		if !met {
 			ratioGap(w, r, wr, codec)
 		}
+	}
+}
+
+// zLimit is the target for compressing on the real path: at most this
+// many times what the same compression takes in a loop.
+const zLimit = 1.3
+
+// zVerdict prints, for each codec, what compressing a fresh 64 KB body
+// costs on the real path on the main server, worst of its runs, against
+// zLimit times the loop (BenchmarkCompressBody) and, over it, what the
+// situations measured in this run say the cause is. On the path is the
+// larger of the two measures of it: z on path (what the same requests
+// take more with the compression between them) and the compression
+// itself, timed there.
+func zVerdict(w io.Writer, r results) {
+	if r.main == nil {
+		return
+	}
+	onPath := func(o bench.Row) time.Duration { return max(o.Compress, o.InSitu) }
+	for _, codec := range codecs {
+		var worst bench.Row
+		runs := 0
+		for _, run := range r.main.runs {
+			for _, o := range run {
+				if o.Path == "fresh" && o.Size == 64<<10 && o.Codec == codec && o.InSitu != 0 {
+					runs++
+					if runs == 1 || onPath(o) > onPath(worst) {
+						worst = o
+					}
+				}
+			}
+		}
+		z, ok := r.cpu[bench.CPUKey{Adapter: compressAdapter(codec), Path: "compress", Size: 64 << 10}]
+		if runs == 0 || !ok {
+			continue
+		}
+		loop := time.Duration(z.CPUNsPerOp)
+		ratio := float64(onPath(worst)) / float64(loop)
+		fmt.Fprintf(w, "compressing 64 KB on the real path <= %.1f x the loop, %s, worst of %d runs: %s (z on path %s, the compression itself %s) vs %s in a loop (BenchmarkCompressBody) = %.2f: %s\n",
+			zLimit, codecName(codec), runs, dur(onPath(worst)), dur(worst.Compress), dur(worst.InSitu), dur(loop), ratio, verdict(ratio <= zLimit))
+		if ratio > zLimit {
+			zCause(w, r.causes, compressAdapter(codec), worst)
+		}
+	}
+}
+
+// zCause prints what the situations of this run (bench.Causes) measured
+// for codec, as multiples of their own loop, and what they point to.
+func zCause(w io.Writer, causes []bench.CauseRow, codec string, worst bench.Row) {
+	by := map[string]bench.CauseRow{}
+	for _, c := range causes {
+		if c.Codec == codec {
+			by[c.Cause] = c
+		}
+	}
+	if len(by) == 0 {
+		fmt.Fprintln(w, "  cause not measured (-causes-n 0)")
+		return
+	}
+	loop := by["loop"].Wall
+	fmt.Fprintf(w, "  cause, measured in this run's situations (x their loop's %s):", dur(loop))
+	for _, c := range bench.Causes[1:7] {
+		fmt.Fprintf(w, " %s %.2f;", c, by[c].Ratio)
+	}
+	fmt.Fprintf(w, " the copy into the attribute value %s, base64 %s\n", dur(by["copy into the attribute value"].Wall), dur(by["base64 of it"].Wall))
+	cold := min(by["after parking 2 ms"].Ratio, by["after a round trip"].Ratio, by["after evicting the caches"].Ratio)
+	coldest := max(by["after parking 2 ms"].Ratio, by["after a round trip"].Ratio, by["after evicting the caches"].Ratio)
+	if cold > zLimit && by["beside a busy process"].Ratio <= zLimit {
+		fmt.Fprintf(w, "  so: it slows where its memory has gone cold (after a wait, a round trip or evicted caches: %.2f-%.2f), not where the\n", cold, coldest)
+		fmt.Fprintf(w, "  server shares the cores (%.2f); neither the encoder's reuse (a fresh one costs %.2f), the copy nor base64 (%s) is it",
+			by["beside a busy process"].Ratio, by["fresh encoder"].Ratio, dur(by["copy into the attribute value"].Wall+by["base64 of it"].Wall))
+		if worst.InSitu > 0 && loop > 0 {
+			fmt.Fprintf(w, ";\n  on the path it is colder still (%.2f x the same loop): the encoder last ran a whole request earlier, and waited for the claim", float64(worst.InSitu)/float64(loop))
+		}
+		fmt.Fprintln(w)
+	}
+	if worst.InSitu > 0 && worst.Compress > worst.InSitu {
+		fmt.Fprintf(w, "  of z on path, the compression itself took %s; the other %s is what it cost the completion's request after it\n", dur(worst.InSitu), dur(worst.Compress-worst.InSitu))
+	}
+}
+
+// conditionLine prints the completion's condition against the one it
+// had before, on each server its shapes were timed on.
+func conditionLine(w io.Writer, shapes []shapesOn) {
+	var parts []string
+	for _, s := range shapes {
+		for _, row := range s.rows {
+			if row.Shape != "complete" {
+				continue
+			}
+			for _, a := range row.Alts {
+				parts = append(parts, fmt.Sprintf("%s %s vs %s (x%.2f)", s.server, dur(a.P50), dur(row.P50), float64(a.P50)/float64(row.P50)))
+			}
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "the completion's condition, shortened (reported; p50 with the previous condition vs the store's): %s\n", strings.Join(parts, "; "))
 	}
 }
 
@@ -628,63 +801,31 @@ func ratioGap(w io.Writer, r results, wr ratioAt, codec dynamo.Codec) {
 	fmt.Fprintln(w)
 }
 
-// cpuVerdict prints, for each codec, the kit's CPU on the 64 KB fresh
-// path against cpuTarget, when the adapter benchmarks were read, and,
-// above it, the share of compressing the body.
-func cpuVerdict(w io.Writer, r results) {
-	for _, codec := range codecs {
-		c, ok := r.cpu[bench.CPUKey{Adapter: ddbAdapter(codec), Path: "fresh", Size: 64 << 10}]
-		if !ok {
-			continue
-		}
-		ns, cpu := time.Duration(c.NsPerOp), time.Duration(c.CPUNsPerOp)
-		best := ns
-		if cpu > 0 && cpu < best {
-			best = cpu
-		}
-		fmt.Fprintf(w, "kit CPU, 64 KB fresh <= %s, %s: %s ns/op, %s cpu-ns/op (BenchmarkDynamoPath): %s\n",
-			dur(cpuTarget), codecName(codec), dur(ns), dur(cpu), verdict(cpuMet(r, codec)))
-		if cpuMet(r, codec) {
-			continue
-		}
-		if z, ok := r.cpu[bench.CPUKey{Adapter: compressAdapter(codec), Path: "compress", Size: 64 << 10}]; ok {
-			zc := time.Duration(z.CPUNsPerOp)
-			fmt.Fprintf(w, "  gap: compressing the 64 KB body takes %s cpu-ns/op (BenchmarkCompressBody), the rest of the path %s\n", dur(zc), dur(best-zc))
-		}
-	}
-}
-
-// cpuMet reports whether the 64 KB fresh path with codec was measured
-// within cpuTarget.
-func cpuMet(r results, codec dynamo.Codec) bool {
-	c, ok := r.cpu[bench.CPUKey{Adapter: ddbAdapter(codec), Path: "fresh", Size: 64 << 10}]
-	return ok && (time.Duration(c.NsPerOp) <= cpuTarget || c.CPUNsPerOp > 0 && time.Duration(c.CPUNsPerOp) <= cpuTarget)
-}
-
-// writeUnitsVerdict prints, for each codec, the fresh rows' write units
-// at 4 and 64 KB against 3 and 12, when the 4 KB row was measured; then
-// the codec trade when no codec meets both the CPU and the write units.
+// writeUnitsVerdict prints the default codec's fresh write units at 4
+// and 64 KB against 3 and 12, when the 4 KB row was measured, and the
+// other codecs' beside them (not a target: the cost table prices them).
 func writeUnitsVerdict(w io.Writer, r results) {
-	both := false // a codec meets the CPU and the write units
-	for _, codec := range codecs {
-		wcu := map[int]float64{}
+	wcu := func(codec dynamo.Codec) (float64, float64, bool) {
+		m := map[int]float64{}
 		for _, row := range r.rows {
 			if row.Path == "fresh" && row.Codec == codec {
-				wcu[row.Size] = row.WriteUnits
+				m[row.Size] = row.WriteUnits
 			}
 		}
-		if u4, ok := wcu[4<<10]; ok {
-			u64 := wcu[64<<10]
-			fmt.Fprintf(w, "write units, fresh: 4 KB <= 3, 64 KB <= 12, %s: %g and %g: %s\n", codecName(codec), u4, u64, verdict(u4 <= 3 && u64 <= 12))
-			both = both || u4 <= 3 && u64 <= 12 && cpuMet(r, codec)
-		}
+		u4, ok := m[4<<10]
+		return u4, m[64<<10], ok
 	}
-	if both {
+	u4, u64, ok := wcu("")
+	if !ok {
 		return
 	}
-	fmt.Fprintln(w, "  the CPU and write-unit targets conflict at 64 KB: no codec compresses 64 KB of JSON within 110µs to 12 write units")
-	fmt.Fprintln(w, "  (zstd's fastest level writes 13 and takes 120-220µs alone; dynamo.BenchmarkCodecs); Options.Codec picks the side,")
-	fmt.Fprintln(w, "  zstd by default (docs/PERFORMANCE.md, Choosing a codec)")
+	fmt.Fprintf(w, "write units, fresh, %s: 4 KB <= 3, 64 KB <= 12: %g and %g: %s", codecName(""), u4, u64, verdict(u4 <= 3 && u64 <= 12))
+	for _, codec := range codecs[1:] {
+		if a, b, ok := wcu(codec); ok {
+			fmt.Fprintf(w, " (%s: %g and %g)", codecName(codec), a, b)
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 // throughputVerdict prints the kit's request rate at 32 clients against

@@ -189,3 +189,109 @@ func TestCompressColumns(t *testing.T) {
 		t.Errorf("worst ratio %+v, want the row's compression estimate %v", w, row.Compress)
 	}
 }
+
+// TestRatioWorstByLimit: the row judged is the one furthest over its own
+// limit (1.15 for fresh 64 KB, 1.10 else), not the largest ratio.
+func TestRatioWorstByLimit(t *testing.T) {
+	rows := []bench.Row{
+		{Path: "fresh", Size: 64 << 10, Ratio: 1.14}, // under its 1.15
+		{Path: "fresh", Size: 4 << 10, Ratio: 1.11},  // over its 1.10
+		{Path: "replay", Size: 64 << 10, Ratio: 1.05},
+	}
+	worst := ratios(&strings.Builder{}, [][]bench.Row{rows})
+	if w := worst[""]; w.Size != 4<<10 {
+		t.Errorf("worst row %s %d (%.2f), want fresh 4 KB: over its limit", w.Path, w.Size, w.Ratio)
+	}
+	var b strings.Builder
+	ratioVerdict(&b, results{}, &target{name: "srv", worst: worst})
+	if got := b.String(); !strings.Contains(got, "1.110 (fresh 4KB, run 1): NOT met") {
+		t.Errorf("verdict: %q, want fresh 4 KB NOT met", got)
+	}
+	rows[1].Ratio = 1.09
+	b.Reset()
+	ratioVerdict(&b, results{}, &target{name: "srv", worst: ratios(&strings.Builder{}, [][]bench.Row{rows})})
+	if got := b.String(); !strings.Contains(got, "1.140 (fresh 64KB, run 1): met") {
+		t.Errorf("verdict: %q, want fresh 64 KB at 1.140 met", got)
+	}
+}
+
+// TestZVerdict: compressing on the real path is judged, worst of the
+// runs, on the larger of z on path and the compression itself against
+// 1.3 times the loop, and over it the situations of the run are named.
+func TestZVerdict(t *testing.T) {
+	us := time.Microsecond
+	cpu := map[bench.CPUKey]bench.CPU{{Adapter: "zstd", Path: "compress", Size: 64 << 10}: {CPUNsPerOp: float64(200 * us)}}
+	row := func(z, inSitu time.Duration) bench.Row {
+		return bench.Row{Path: "fresh", Size: 64 << 10, Compress: z, InSitu: inSitu}
+	}
+	causes := []bench.CauseRow{
+		{Codec: "zstd", Cause: "loop", Wall: 200 * us, Ratio: 1}, {Codec: "zstd", Cause: "after parking 2 ms", Wall: 420 * us, Ratio: 2.1},
+		{Codec: "zstd", Cause: "after a round trip", Wall: 400 * us, Ratio: 2}, {Codec: "zstd", Cause: "beside a busy process", Wall: 200 * us, Ratio: 1},
+		{Codec: "zstd", Cause: "after evicting the caches", Wall: 460 * us, Ratio: 2.3},
+		{Codec: "zstd", Cause: "copy into the attribute value", Wall: 2 * us}, {Codec: "zstd", Cause: "base64 of it", Wall: 10 * us},
+	}
+	for _, tc := range []struct {
+		name string
+		runs [][]bench.Row
+		want []string
+	}{
+		{"within", [][]bench.Row{{row(240*us, 250*us)}, {row(200*us, 210*us)}}, []string{"250.0µs (z on path 240.0µs, the compression itself 250.0µs)", "= 1.25: met"}},
+		{"over on the compression itself", [][]bench.Row{{row(240*us, 250*us)}, {row(100*us, 400*us)}},
+			[]string{"worst of 2 runs: 400.0µs", "= 2.00: NOT met", "after parking 2 ms 2.10", "gone cold (after a wait, a round trip or evicted caches: 2.00-2.30)",
+				"not where the\n  server shares the cores (1.00)", "colder still (2.00 x the same loop)"}},
+		{"over on z on path", [][]bench.Row{{row(500*us, 300*us)}}, []string{"500.0µs (z on path 500.0µs", "NOT met", "the other 200.0µs is what it cost the completion's request"}},
+	} {
+		var b strings.Builder
+		zVerdict(&b, results{main: &target{runs: tc.runs}, cpu: cpu, causes: causes})
+		for _, s := range tc.want {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("%s: missing %q in:\n%s", tc.name, s, b.String())
+			}
+		}
+	}
+}
+
+// TestDefaultVerdict: the default codec is judged against the cheapest
+// at each size, fresh and replay, and where it is not among them the
+// size and path are named.
+func TestDefaultVerdict(t *testing.T) {
+	opts.prices = bench.DefaultPrices
+	var costs []bench.Cost
+	for _, size := range bench.CostSizes {
+		for _, path := range []string{"fresh", "replay"} {
+			w := map[string]float64{"zstd": 3, "s2": 4, "none": 6}
+			if size == 200 {
+				w = map[string]float64{"zstd": 2, "s2": 2, "none": 2}
+			}
+			for _, c := range []string{"zstd", "s2", "none"} {
+				costs = append(costs, bench.Cost{Path: path, Size: size, Codec: c, Units: bench.Units{Write: w[c]}})
+			}
+		}
+	}
+	chosen := map[int]string{200: "none", 4 << 10: "zstd", 64 << 10: "zstd", 256 << 10: "zstd"}
+	var b strings.Builder
+	defaultVerdict(&b, &costResult{server: "srv", costs: costs, chosen: chosen})
+	if got := b.String(); !strings.HasSuffix(got, "(srv): met\n") {
+		t.Errorf("%q, want met", got)
+	}
+	chosen[64<<10] = "s2"
+	b.Reset()
+	defaultVerdict(&b, &costResult{server: "srv", costs: costs, chosen: chosen})
+	if got := b.String(); !strings.Contains(got, "NOT met") || !strings.Contains(got, "fresh 64 KB: s2, cheapest zstd") || !strings.Contains(got, "replay 64 KB: s2") {
+		t.Errorf("%q, want NOT met naming 64 KB fresh and replay", got)
+	}
+}
+
+// TestConditionLine: the completion's previous condition is set against
+// the store's on each server its shapes were timed on.
+func TestConditionLine(t *testing.T) {
+	ms := time.Millisecond
+	var b strings.Builder
+	conditionLine(&b, []shapesOn{
+		{server: "dynalite", rows: []bench.ShapeRow{{Shape: "claim", P50: ms}, {Shape: "complete", P50: 2 * ms, Alts: []bench.AltRow{{P50: 3 * ms}}}}},
+		{server: "moto", skipped: "not installed"},
+	})
+	if got := b.String(); !strings.Contains(got, "dynalite 3.00ms vs 2.00ms (x1.50)") || strings.Contains(got, "moto") {
+		t.Errorf("%q", got)
+	}
+}
