@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/eventlog"
 )
 
 // TestCodecMixed: a body stored by a store with one codec is replayed
@@ -97,7 +98,7 @@ func TestCodecDefault(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		obs := &usageObserver{}
+		obs := &eventlog.Log{}
 		g, _ := idemkit.New(idemkit.Config{Store: s, Observer: obs})
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}, Fingerprint: "v2:sha256:default"}
 		var claim idemkit.Usage
