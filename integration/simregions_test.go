@@ -1,0 +1,114 @@
+package integration
+
+import (
+	"context"
+	"flag"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/sim"
+)
+
+var (
+	regionsSeed  = flag.Uint64("regions.seed", 0, "TestSimRegions: run only this seed, and shrink it if it fails")
+	regionsSeeds = flag.Int("regions.seeds", 0, "TestSimRegions: how many seeds to run (0: the default of the mode)")
+	regionsFirst = flag.Uint64("regions.first", 0, "TestSimRegions: the first seed run (0: one from the time)")
+	regionsSteps = flag.Int("regions.steps", 0, "TestSimRegions: steps per history (0: the default of the mode)")
+)
+
+// TestSimRegions runs the two-region world of internal/sim (RunRegions):
+// the simulation's clients, faults, handlers and operators over
+// dynamo.NewRegional, its instances alternating between two regions, each
+// a server of its own, under a replication of global tables (last writer
+// wins per item, lagging, halted while a region is cut off), through
+// outages, failovers (dynamo.Failover), reconciliations and failbacks; the
+// simulation's invariants and those of the failover fence are checked
+// after every step. The servers' timing makes a run not deterministic,
+// though each history runs the same calls in the same order: a failure
+// names its seed, which `-regions.seed N` runs again and shrinks (with
+// -v, the history of every run). Each history has a table of its own on
+// both servers.
+func TestSimRegions(t *testing.T) {
+	dynalite.SkipIfDisabled(t)
+	histories, steps := size(6, 40), size(80, 120)
+	if *regionsSeeds > 0 {
+		histories = *regionsSeeds
+	}
+	if *regionsSteps > 0 {
+		steps = *regionsSteps
+	}
+	base := uint64(time.Now().UnixNano())
+	if *regionsFirst != 0 {
+		base = *regionsFirst
+	}
+	if *regionsSeed != 0 {
+		histories, base = 1, *regionsSeed
+	}
+	eastEP, westEP := dynalite.NewServer(t).Endpoint(), dynalite.NewServer(t).Endpoint()
+	setupE, setupW := newSDKClient(t, eastEP, nil), newSDKClient(t, westEP, nil)
+	// No idle connections: a connection's reader would never be blocked
+	// for the bubble, and the world waits for every goroutine to block
+	// after each action.
+	rt := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	east, west := newSDKClient(t, eastEP, rt), newSDKClient(t, westEP, rt)
+	run := func(p sim.RegionParams, hist []sim.Step) (*sim.Result, sim.RegionStats) {
+		table := dynalite.TableName(t)
+		for _, c := range []dynamo.TableClient{setupE, setupW} {
+			if err := dynamo.CreateTable(context.Background(), c, table); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var (
+			res   *sim.Result
+			stats sim.RegionStats
+			err   error
+		)
+		synctest.Test(t, func(t *testing.T) {
+			res, stats, err = sim.RunRegions(p, hist, sim.Servers{East: east, West: west, Table: table,
+				Options: dynamo.Options{CallTimeout: callTimeout}}, synctest.Wait)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, stats
+	}
+	var total sim.Stats
+	var regions sim.RegionStats
+	for i := 0; i < histories; i++ {
+		seed := base + uint64(i)
+		p, hist := sim.GenerateRegions(seed, steps)
+		res, rs := run(p, hist)
+		if testing.Verbose() && *regionsSeed != 0 {
+			t.Logf("seed %d:\n%s", seed, res.History())
+		}
+		if v := res.Violation; v != nil {
+			if *regionsSeed == 0 {
+				t.Fatalf("seed %d on two regions: %s\n%s\nworld: %s\nrun it again, shrunk, with: go test -run TestSimRegions -regions.seed %d .",
+					seed, v, res.History(), p, seed)
+			}
+			short := sim.Shrink(hist, v.Invariant, func(s []sim.Step) *sim.Violation { r, _ := run(p, s); return r.Violation })
+			again, _ := run(p, short)
+			t.Fatalf("seed %d on two regions: %s\nshrunk from %d to %d steps:\n%s\nworld: %s", seed, v, len(hist), len(short), again.History(), p)
+		}
+		total.Steps += res.Stats.Steps
+		total.Requests += res.Stats.Requests
+		total.Executions += res.Stats.Executions
+		total.Faults += res.Stats.Faults
+		regions.Outages += rs.Outages
+		regions.Failovers += rs.Failovers
+		regions.Failbacks += rs.Failbacks
+		regions.Reconciled += rs.Reconciled
+		regions.Accepted += rs.Accepted
+		regions.Replicated += rs.Replicated
+		regions.Conflicts += rs.Conflicts
+		regions.Fenced += rs.Fenced
+		regions.AcceptedRuns += rs.AcceptedRuns
+	}
+	summary(t, "histories=%d steps=%d requests=%d executions=%d faults=%d outages=%d failovers=%d failbacks=%d reconciled=%d accepted=%d replicated=%d lww_kept=%d fenced=%d accepted_runs=%d violations=0",
+		histories, total.Steps, total.Requests, total.Executions, total.Faults, regions.Outages, regions.Failovers, regions.Failbacks,
+		regions.Reconciled, regions.Accepted, regions.Replicated, regions.Conflicts, regions.Fenced, regions.AcceptedRuns)
+}
