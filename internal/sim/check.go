@@ -37,9 +37,9 @@ func (w *World) claimed(r *request, rec *idemkit.Record, pre *idemkit.Record, no
 	w.logf("  %s of r%d (owner %s) won %s over %s", how, r.n, rec.Owner, rec.ID, describe(pre, now))
 	w.regionClaimed(r, rec, pre, now, opts, how)
 	if pre == nil {
-		w.bound[rec.ID] = intent
+		w.bound[w.life(rec.ID)] = intent
 	} else {
-		bound := w.bound[rec.ID]
+		bound := w.bound[w.life(rec.ID)]
 		switch {
 		case pre.State == idemkit.StateInFlight && pre.Owner == rec.Owner:
 			// Its own claim, retried.
@@ -117,7 +117,7 @@ func (w *World) resolved(pre *idemkit.Record, res idemkit.Resolution, late bool)
 	w.logf("  resolution of %s as %s landed", pre.ID, res.As)
 	if res.Snapshot != nil {
 		if n, ok := tagN(string(res.Snapshot.Body), "op"); ok {
-			w.res[n] = &resolution{n: n, recID: pre.ID, as: res.As, intent: w.bound[pre.ID]}
+			w.res[n] = &resolution{n: n, recID: pre.ID, as: res.As, intent: w.bound[w.life(pre.ID)]}
 		}
 	}
 	for _, e := range w.execs {
@@ -200,7 +200,7 @@ func (w *World) answered(r *request) {
 	if gerr != nil {
 		rec = nil
 	}
-	bound := w.bound[id]
+	bound := w.bound[w.life(id)]
 	lie := func(why string) {
 		w.fail(invAnswer, "r%d got %s, but %s (record %s: %s)", r.n, r.answer(), why, id, describe(rec, now))
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/idemkit/idemkit"
@@ -47,12 +48,12 @@ func (w *World) regionClaimed(r *request, rec, pre *idemkit.Record, now time.Tim
 	g.mu.Lock()
 	mine, theirs := g.items[region][rec.ID], g.items[other][rec.ID]
 	g.mu.Unlock()
-	base := uint64(0)
+	var seen uint64
 	if mine != nil {
-		base = mine.base
+		seen = mine.base[other]
 	}
-	if theirs == nil || theirs.seq <= base {
-		return // the region had every write of the other
+	if theirs == nil || theirs.vc[other] <= seen {
+		return // the region had received every write of the other
 	}
 	cur, err := w.inner.Get(viewCtx(other), rec.ID, now)
 	if err != nil || mayReplace(cur, rec, now, opts) {
@@ -93,22 +94,25 @@ func mayReplace(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptio
 }
 
 // regionBegin checks that an execution does not run a key whose
-// completion landed in either region and lives.
+// completion landed in either region and lives, unless the operator
+// accepted it: under AcceptUnreplicated, a completion the region the
+// tenant left made before At.
 func (w *World) regionBegin(e *execution) {
 	g := w.reg
 	if g == nil {
 		return
 	}
-	g.mu.Lock()
-	cs := g.completions[e.recID]
-	accepted := g.accepted[e.req]
-	g.mu.Unlock()
-	if accepted {
-		return
-	}
+	tenant := strconv.FormatInt(e.req.shape.tenant, 10)
+	f, _ := g.routing(tenant)
 	now := w.insts[e.req.inst].clock.Now()
-	for _, c := range cs {
-		if c.owner != e.owner && now.Unix() < c.exp {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range g.completions[e.recID] {
+		c := &g.completions[e.recID][i]
+		if f != nil && f.AcceptUnreplicated && c.region != f.Region && c.at.Before(f.At) {
+			c.waived = true
+		}
+		if !c.waived && c.owner != e.owner && now.Unix() < c.exp {
 			w.fail(invCompletedOnce, "e%d (r%d) runs %s, whose run of owner %s completed in %s at %s: that record lives until %s",
 				e.n, e.req.n, e.recID, c.owner, c.region, w.since(c.at), w.since(time.Unix(c.exp, 0)))
 		}
@@ -139,7 +143,7 @@ func (w *World) regionAnswered(r *request) {
 		w.fail(invFailoverFence, "r%d, refused by the failover's fence alone, was told its key may have been recorded: the fence stores nothing", r.n)
 	case f.fenced:
 		rec, err := w.inner.Get(context.Background(), id, now)
-		if err == nil && answers(rec, r.shape.intent() == w.bound[id], now, w.p.Policy) {
+		if err == nil && answers(rec, r.shape.intent() == w.bound[w.life(id)], now, w.p.Policy) {
 			w.fail(invFailoverFence, "r%d got 503 from the failover's fence, but the region holds %s, which answers it", r.n, describe(rec, now))
 		}
 	case f.shownNew:

@@ -257,10 +257,14 @@ func (g *regions) wrote(region, id string, item map[string]types.AttributeValue)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.seq++
-	v := &version{seq: g.seq, at: now, region: region}
+	v := &version{seq: g.seq, at: now, region: region, vc: map[string]uint64{}, base: map[string]uint64{}}
 	if prev := g.items[region][id]; prev != nil {
-		v.base = prev.seq
+		v.base = prev.vc
+		for r, n := range prev.vc {
+			v.vc[r] = n
+		}
 	}
+	v.vc[region] = g.seq
 	g.items[region][id] = v
 	g.pending[region][id] = true
 	if attrS(item, dynamo.AttrState) == string(idemkit.StateCompleted) {

@@ -215,13 +215,15 @@ type regions struct {
 	err         error // a replication call that failed: the run is void
 }
 
-// version is the version of a region's item: of the write it holds
-// (seq), of the item that write was made on (base: equal for a copy made
-// by replication) and the true time of the write.
+// version is the version of a region's item: the write it holds (seq,
+// the order of last writer wins), made at at in region, and, for each
+// region, the latest write made there that the item reflects (vc), and
+// that the item the write was made on reflected (base).
 type version struct {
-	seq, base uint64
-	at        time.Time
-	region    string // where the write was made
+	seq      uint64
+	at       time.Time
+	region   string
+	vc, base map[string]uint64
 }
 
 // completion is a completed record that landed.
@@ -229,6 +231,7 @@ type completion struct {
 	owner, region string
 	exp           int64 // epoch seconds
 	at            time.Time
+	waived        bool // the operator accepted that the key may run again (AcceptUnreplicated)
 }
 
 // reqFacts are what the network saw of a request's store calls.
@@ -441,6 +444,7 @@ func (w *World) failover(s Step, now time.Time) {
 // flush copies to dst the items written in src since they last
 // replicated (at most limit of them, in order of ID; 0: all), each as it
 // is then, unless dst holds a later version; it describes what it did.
+// The caller holds w.mu.
 func (g *regions) flush(src, dst string, limit int) string {
 	if g.unreachable(src, dst) {
 		return fmt.Sprintf("replication %s to %s halted", src, dst)
@@ -466,8 +470,8 @@ func (g *regions) flush(src, dst string, limit int) string {
 			continue
 		}
 		if dv != nil && dv.seq >= sv.seq {
-			if dv.seq > sv.seq && dv.base < sv.seq {
-				kept++
+			if dv.vc[src] < sv.vc[src] {
+				kept++ // src's write is lost: dst's, later, was made without it
 			}
 			continue
 		}
@@ -484,8 +488,11 @@ func (g *regions) flush(src, dst string, limit int) string {
 			continue
 		}
 		g.mu.Lock()
-		g.items[dst][id] = &version{seq: sv.seq, base: sv.seq, at: sv.at, region: sv.region}
+		g.items[dst][id] = &version{seq: sv.seq, at: sv.at, region: sv.region, vc: sv.vc, base: sv.vc}
 		g.mu.Unlock()
+		if b, ok := g.w.bound[src+" "+id]; ok {
+			g.w.bound[dst+" "+id] = b
+		}
 		copied++
 	}
 	g.mu.Lock()
@@ -498,6 +505,21 @@ func (g *regions) flush(src, dst string, limit int) string {
 		out += fmt.Sprintf("; %d kept %s's own later write (last writer wins)", kept, dst)
 	}
 	return out
+}
+
+// life returns the key of w.bound for the record id: the record's life
+// the key is bound in; in two regions, each region's (the one the record
+// is routed to), which replication copies.
+func (w *World) life(id string) string {
+	if w.reg == nil {
+		return id
+	}
+	tenant, err := dynamo.TenantOf(id)
+	if err != nil {
+		return id
+	}
+	_, region := w.reg.routing(tenant)
+	return region + " " + id
 }
 
 // acceptedRun reports whether r's claim was let through by a failover's
