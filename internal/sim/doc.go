@@ -91,8 +91,8 @@
 // AcceptUnreplicated, moves it back home (a failover too) and, once that
 // is reconciled, ends the override. Clients mint new keys: UUIDv7 keys on
 // clocks within the failover's KeyClockSkew, ahead or behind, and opaque
-// ones. A late copy held by the fault layer is sent through the store
-// again, so it is routed as its tenant is when it lands.
+// ones. A late copy held by the fault layer lands in the region its
+// original was sent to: the store routes it as its tenant was routed then.
 //
 // The invariants above hold in each region (a check reads the region the
 // call is routed to; record-outlives-run and never-stored read each record

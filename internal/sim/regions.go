@@ -154,7 +154,7 @@ type RegionStats struct {
 // checks every invariant after every step. wait is as for Run.
 func RunRegions(p RegionParams, steps []Step, srv Servers, wait func()) (*Result, RegionStats, error) {
 	g := &regions{p: p, raw: map[string]dynamo.Client{east: srv.East, west: srv.West}, table: srv.Table,
-		fo: map[string]dynamo.Failover{}, prev: map[string]string{},
+		fo: map[string]dynamo.Failover{}, routes: map[string][]route{}, prev: map[string]string{},
 		items:       map[string]map[string]*version{east: {}, west: {}},
 		pending:     map[string]map[string]bool{east: {}, west: {}},
 		completions: map[string][]completion{}, facts: map[*request]*reqFacts{}, accepted: map[*request]bool{}}
@@ -204,6 +204,8 @@ type regions struct {
 	mu          sync.Mutex
 	cut         string                         // the region cut off, "" for none
 	fo          map[string]dynamo.Failover     // tenant -> the failover routing it
+	routes      map[string][]route             // tenant -> every change of its routing, in order
+	asOf        time.Time                      // while a late copy lands: the true time it was sent
 	prev        map[string]string              // tenant -> the region its failover moved it from
 	items       map[string]map[string]*version // region -> record ID -> its item's version
 	pending     map[string]map[string]bool     // region -> IDs written there since they last replicated
@@ -242,11 +244,63 @@ type reqFacts struct {
 	failed   bool // a server failed a call
 }
 
+// route is a change of a tenant's routing: from at on, by fo (nil: its
+// home).
+type route struct {
+	at time.Time
+	fo *dynamo.Failover
+}
+
+// override is the Regions.Override of every process: the tenant's
+// failover, or, while a late copy lands, the one that routed it when it
+// was sent (the copy goes where its original went).
 func (g *regions) override(tenant string) (dynamo.Failover, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.asOf.IsZero() {
+		var fo *dynamo.Failover
+		for _, r := range g.routes[tenant] {
+			if r.at.After(g.asOf) {
+				break
+			}
+			fo = r.fo
+		}
+		if fo == nil {
+			return dynamo.Failover{}, false
+		}
+		return *fo, true
+	}
 	f, ok := g.fo[tenant]
 	return f, ok
+}
+
+// setRoute routes tenant by f (nil: its home) from now on; the caller
+// holds g.mu.
+func (g *regions) setRoute(tenant string, f *dynamo.Failover) {
+	if f == nil {
+		delete(g.fo, tenant)
+	} else {
+		g.fo[tenant] = *f
+	}
+	g.routes[tenant] = append(g.routes[tenant], route{at: g.w.tl.Now(), fo: f})
+}
+
+// land delivers a late copy held by the fault layer. In two regions it
+// is routed as its tenant was when it was sent: a copy held in the
+// network reaches the region its original was sent to.
+func (w *World) land(h *heldCall) {
+	if w.reg == nil {
+		h.apply()
+		return
+	}
+	g := w.reg
+	g.mu.Lock()
+	g.asOf = h.sent.Add(-h.skew)
+	g.mu.Unlock()
+	h.apply()
+	g.mu.Lock()
+	g.asOf = time.Time{}
+	g.mu.Unlock()
 }
 
 // routing returns the failover routing tenant (nil: none) and the region
@@ -384,7 +438,7 @@ func (w *World) regionStep(s Step) {
 			g.mu.Unlock()
 		}
 		g.mu.Lock()
-		g.fo[t] = f
+		g.setRoute(t, &f)
 		g.mu.Unlock()
 	case Mint:
 		if len(w.p.Clients) == 0 {
@@ -430,14 +484,14 @@ func (w *World) failover(s Step, now time.Time) {
 		g.prev[t] = cur.Region
 		g.stats.Failbacks++
 	case cur.Reconciled:
-		delete(g.fo, t)
+		g.setRoute(t, nil)
 		w.logf("tenant %s is routed by its home (%s) again", t, home)
 		return
 	default:
 		g.prev[t] = home
 		g.stats.Failovers++
 	}
-	g.fo[t] = next
+	g.setRoute(t, &next)
 	w.logf("tenant %s fails over from %s to %s, At %s", t, g.prev[t], next.Region, w.since(next.At))
 }
 

@@ -738,7 +738,7 @@ func (w *World) deliver(s Step) {
 	w.stats.LateCopies++
 	w.logf("late %s of %s lands (sent at %s)", h.op, h.who, w.since(h.sent.Add(-h.skew)))
 	w.mu.Unlock()
-	h.apply()
+	w.land(h)
 	w.wait()
 }
 
