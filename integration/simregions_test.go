@@ -34,7 +34,7 @@ var (
 // both servers.
 func TestSimRegions(t *testing.T) {
 	dynalite.SkipIfDisabled(t)
-	histories, steps := size(6, 40), size(80, 120)
+	histories, steps := size(5, 40), size(80, 120)
 	if *regionsSeeds > 0 {
 		histories = *regionsSeeds
 	}
