@@ -35,15 +35,16 @@ type Regions struct {
 
 // Failover moves a tenant's records to Region, typically while its home
 // region cannot be reached. Records the previous region wrote that have
-// not replicated are missing in Region, and a retry of their keys would
-// run again there. So a claim routed by a Failover is fenced, unless
-// Reconciled or AcceptUnreplicated is set: it runs only a key shown to be
-// first used after At, a UUIDv7 whose time is after At + KeyClockSkew and
-// not after the claim's time + KeyClockSkew. Any other key is answered
-// from the live record Region holds for it (a replay, 409, 422,
-// indeterminate); when there is none, or the claim would replace it (a
-// failed record, a stale lease to take over), the claim is refused with a
-// *FailoverError, which is idemkit.ErrStoreUnavailable (503, not stored).
+// not replicated are missing in Region, or older there, and a retry of
+// their keys would run again there. So a claim routed by a Failover is
+// fenced, unless Reconciled or AcceptUnreplicated is set: it runs only a
+// key shown to be first used after At, a UUIDv7 whose time is after At +
+// KeyClockSkew and not after the claim's time + KeyClockSkew. Any other
+// key is answered from the live record Region holds for it (a replay,
+// 409, 422, indeterminate); when there is none, or the claim would
+// replace it or mark it (a failed record, another's lease ended, under
+// either stale policy), the claim is refused with a *FailoverError, which
+// is idemkit.ErrStoreUnavailable (503, not stored).
 // Reads, completions, releases, lease renewals, listings and resolutions
 // go to Region unfenced.
 type Failover struct {
@@ -89,6 +90,18 @@ func (f *Failover) fences(key string, now time.Time) bool {
 		skew = idemkit.DefaultKeyClockSkew
 	}
 	return !t.After(f.At.Add(skew)) || t.After(now.Add(skew))
+}
+
+// staleLease reports whether cur, the record a fenced claim of rec met,
+// is another owner's in_flight record of rec's request whose lease has
+// ended. The fence refuses it under either stale policy: the region the
+// tenant left may hold a later write of it (its completion, say) not yet
+// replicated, and marking it indeterminate here, or taking it over, would
+// win over that write, by last-writer-wins replication, once it arrives.
+// (Another request's is answered 422, which writes nothing.)
+func staleLease(cur, rec *idemkit.Record, now time.Time) bool {
+	return cur.State == idemkit.StateInFlight && cur.Owner != rec.Owner && cur.LeaseExpired(now) &&
+		cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
 }
 
 // keyTime returns the time of a UUIDv7 key in its canonical form, read

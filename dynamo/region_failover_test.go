@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -123,11 +124,11 @@ func outcome(replayed bool, err error) string {
 // Under the fence a retry of a key us holds no record of is refused
 // (ErrStoreUnavailable, a *FailoverError naming the failover), runs
 // nothing and stores nothing; a key us holds a live record of is answered
-// from it, except that a failed record or a stale lease to take over is
-// not claimed; a UUIDv7 key first used after the failover runs. Once the
-// operator reconciles (eu's items reach us, Reconciled set), each key
-// replays or runs as it would have without the failover. Runs are counted
-// from the handler's ledger.
+// from it, except that a failed record or a stale lease is neither claimed
+// nor marked (eu may hold a later write of it); a UUIDv7 key first used
+// after the failover runs. Once the operator reconciles (eu's items reach
+// us, Reconciled set), each key replays or runs as it would have without
+// the failover. Runs are counted from the handler's ledger.
 func TestFailoverFence(t *testing.T) {
 	eu, us, table := twoRegions(t)
 	led := newLedger(t, us)
@@ -142,8 +143,9 @@ func TestFailoverFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// replicate copies eu's item of id to us unless us holds one (the same
-	// or a newer write: the last writer wins).
+	// replicate copies eu's item of id to us unless us wrote the item
+	// since it last replicated (the last writer wins).
+	copied := map[string]map[string]types.AttributeValue{} // id -> the item last copied to us
 	replicate := func(t *testing.T, id string) {
 		t.Helper()
 		k := map[string]types.AttributeValue{dynamo.AttrID: S(id)}
@@ -155,12 +157,13 @@ func TestFailoverFence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if src.Item == nil || dst.Item != nil {
+		if src.Item == nil || dst.Item != nil && !reflect.DeepEqual(dst.Item, copied[id]) {
 			return
 		}
 		if _, err := us.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: src.Item}); err != nil {
 			t.Fatal(err)
 		}
+		copied[id] = src.Item
 	}
 	inUS := func(t *testing.T, id string) bool {
 		t.Helper()
@@ -194,7 +197,18 @@ func TestFailoverFence(t *testing.T) {
 		}
 		inFlight before = func(t *testing.T, req idemkit.Request) { claim(time.Hour)(t, req) }
 		stale    before = func(t *testing.T, req idemkit.Request) { claim(-time.Second)(t, req) }
-		failed   before = func(t *testing.T, req idemkit.Request) {
+		// completes is the late completion of the run whose claim stale
+		// made: in eu, after its claim replicated.
+		completes before = func(t *testing.T, req idemkit.Request) {
+			now := time.Now()
+			rec := &idemkit.Record{ID: req.Scope.ID(false), Scope: req.Scope, State: idemkit.StateCompleted, Fingerprint: req.Fingerprint, Owner: "o-eu",
+				ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now, CompletedAt: now,
+				Snapshot: &idemkit.Snapshot{Status: 201, Body: []byte("run in eu")}}
+			if err := inEU.Complete(ctx, rec, now); err != nil {
+				t.Fatalf("complete in eu: %v", err)
+			}
+		}
+		failed before = func(t *testing.T, req idemkit.Request) {
 			rec := claim(-time.Second)(t, req)
 			if _, err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, time.Now()); err != nil {
 				t.Fatal(err)
@@ -212,6 +226,7 @@ func TestFailoverFence(t *testing.T) {
 		key        string
 		eu         before // nil: eu never saw the key
 		replicated bool   // eu's item reached us before the failover
+		later      before // what eu did after that, before the failover (nil: nothing)
 		failover   dynamo.Failover
 		policy     idemkit.StalePolicy
 		want       string
@@ -228,7 +243,14 @@ func TestFailoverFence(t *testing.T) {
 		{name: "never used, plain key", key: "ch-new", want: "refused", reconciled: "run", runs: 1},
 		{name: "replicated completion", key: "ch-done", eu: ran, replicated: true, want: "replay", reconciled: "replay", runs: 1},
 		{name: "replicated live claim", key: "ch-live", eu: inFlight, replicated: true, want: "in-flight", reconciled: "in-flight", runs: 0},
-		{name: "replicated stale lease, fail-closed", key: "ch-stale-fc", eu: stale, replicated: true, want: "indeterminate", reconciled: "indeterminate", runs: 0},
+		{name: "replicated stale lease, fail-closed", key: "ch-stale-fc", eu: stale, replicated: true,
+			want: "refused", state: idemkit.StateInFlight, reconciled: "indeterminate", runs: 0},
+		// eu completed the run after its claim replicated: marked
+		// indeterminate in us, the mark would win over that completion.
+		{name: "replicated claim completed later, fail-closed", key: "ch-late-done-fc", eu: stale, replicated: true, later: completes,
+			want: "refused", state: idemkit.StateInFlight, reconciled: "replay", runs: 0},
+		{name: "replicated claim completed later, takeover", key: "ch-late-done-to", eu: stale, replicated: true, later: completes, policy: idemkit.Takeover,
+			want: "refused", state: idemkit.StateInFlight, reconciled: "replay", runs: 0},
 		{name: "replicated stale lease, takeover", key: "ch-stale-to", eu: stale, replicated: true, policy: idemkit.Takeover,
 			want: "refused", state: idemkit.StateInFlight, reconciled: "run", runs: 1},
 		{name: "replicated failed record", key: "ch-failed", eu: failed, replicated: true, want: "refused", state: idemkit.StateFailed, reconciled: "run", runs: 1},
@@ -248,6 +270,9 @@ func TestFailoverFence(t *testing.T) {
 			}
 			if tc.replicated {
 				replicate(t, id)
+			}
+			if tc.later != nil {
+				tc.later(t, req)
 			}
 			had := inUS(t, id)
 			f := tc.failover

@@ -681,7 +681,7 @@ func (s *Store) fenced(ctx context.Context, client Client, cf *types.Conditional
 	if err != nil {
 		return idemkit.ClaimResult{}, err
 	}
-	if cur != nil && blocks(cur, rec, now, opts) {
+	if cur != nil && blocks(cur, rec, now, opts) && !staleLease(cur, rec, now) {
 		return idemkit.ClaimResult{Existing: cur}, nil
 	}
 	ferr := &FailoverError{Tenant: rec.Scope.Tenant, Key: rec.Scope.Key, Failover: *fo}

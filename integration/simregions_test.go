@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/sim"
@@ -111,4 +113,54 @@ func TestSimRegions(t *testing.T) {
 	summary(t, "histories=%d steps=%d requests=%d executions=%d faults=%d outages=%d failovers=%d failbacks=%d reconciled=%d accepted=%d replicated=%d lww_kept=%d fenced=%d accepted_runs=%d violations=0",
 		histories, total.Steps, total.Requests, total.Executions, total.Faults, regions.Outages, regions.Failovers, regions.Failbacks,
 		regions.Reconciled, regions.Accepted, regions.Replicated, regions.Conflicts, regions.Fenced, regions.AcceptedRuns)
+}
+
+// TestSimRegionsLateCompletion runs one history of the two-region world
+// (seed 172 found its like): a run completes in the tenant's home after
+// its claim replicated; the operator fails the tenant over; a retry in the
+// new region, after the lease the replica holds ended, must not mark that
+// replica indeterminate (the mark, the later write, would win over the
+// completion at reconciliation, and the request would never again be
+// answered with its response: completion-kept). Once reconciled, the
+// retry is replayed.
+func TestSimRegionsLateCompletion(t *testing.T) {
+	dynalite.SkipIfDisabled(t)
+	eastEP, westEP := dynalite.NewServer(t).Endpoint(), dynalite.NewServer(t).Endpoint()
+	table := dynalite.TableName(t)
+	for _, ep := range []string{eastEP, westEP} {
+		if err := dynamo.CreateTable(context.Background(), newSDKClient(t, ep, nil), table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	srv := sim.Servers{East: newSDKClient(t, eastEP, rt), West: newSDKClient(t, westEP, rt), Table: table, Options: dynamo.Options{CallTimeout: callTimeout}}
+	p := sim.RegionParams{Params: sim.Params{Policy: idemkit.FailClosed, ReplayWindow: 10 * time.Minute, Retention: 20 * time.Minute, MaxRenewals: 1,
+		Skews: []time.Duration{0, 0}, Clients: []sim.Client{{Tenant: 1000, Key: "k1", Order: 1}}}}
+	const park, ok = 7, 0 // the handler's plans: run on until resumed; answer 201
+	hist := []sim.Step{
+		{Kind: sim.Send, Instance: 0, Outcome: park}, // in the east, the tenant's home
+		{Kind: sim.Replicate, Instance: 0},           // its claim reaches the west
+		{Kind: sim.Resume, Outcome: ok},              // it completes in the east only
+		{Kind: sim.Outage, Instance: 0},
+		{Kind: sim.Failover}, // to the west
+		{Kind: sim.Advance, D: 45 * time.Second},
+		{Kind: sim.Send, Instance: 1, Outcome: ok}, // a retry in the west, the replica's lease ended
+		{Kind: sim.Heal},
+		{Kind: sim.Reconcile},
+		{Kind: sim.Send, Instance: 1, Outcome: ok},
+	}
+	var (
+		res *sim.Result
+		err error
+	)
+	synctest.Test(t, func(t *testing.T) { res, _, err = sim.RunRegions(p, hist, srv, synctest.Wait) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violation != nil {
+		t.Fatalf("%s\n%s", res.Violation, res.History())
+	}
+	if last := res.Lines[len(hist)-1]; !strings.Contains(last, "answered: 201 replay of e1") {
+		t.Fatalf("the retry once reconciled: %s; want the replay of e1\n%s", last, res.History())
+	}
 }

@@ -30,6 +30,9 @@ const (
 	// time only as DESIGN.md states: its record was written in the
 	// region the tenant left before At and had not replicated.
 	invFailoverWindow = "failover-window"
+	// completion-kept: replication never drops a completion whose record
+	// lives for a write made without it (last writer wins).
+	invCompletionKept = "completion-kept"
 )
 
 // regionClaimed checks a claim that landed (see claimed) against the
@@ -143,7 +146,7 @@ func (w *World) regionAnswered(r *request) {
 		w.fail(invFailoverFence, "r%d, refused by the failover's fence alone, was told its key may have been recorded: the fence stores nothing", r.n)
 	case f.fenced:
 		rec, err := w.inner.Get(context.Background(), id, now)
-		if err == nil && answers(rec, r.shape.intent() == w.bound[w.life(id)], now, w.p.Policy) {
+		if err == nil && answers(rec, r.shape.intent() == w.bound[w.life(id)], now) {
 			w.fail(invFailoverFence, "r%d got 503 from the failover's fence, but the region holds %s, which answers it", r.n, describe(rec, now))
 		}
 	case f.shownNew:
@@ -153,17 +156,15 @@ func (w *World) regionAnswered(r *request) {
 
 // answers reports whether the live record rec answers a fenced claim
 // (bound: the claim is the request the key is bound to): every record but
-// one the claim would replace, a failed record or, under Takeover, a
-// lease ended.
-func answers(rec *idemkit.Record, bound bool, now time.Time, policy idemkit.StalePolicy) bool {
+// one the claim would replace or mark, a failed record or, under either
+// policy, a lease ended.
+func answers(rec *idemkit.Record, bound bool, now time.Time) bool {
 	switch {
 	case rec == nil || !rec.Live(now):
 		return false
 	case !bound:
 		return true
-	case rec.State == idemkit.StateFailed:
-		return false
-	case rec.State == idemkit.StateInFlight && policy == idemkit.Takeover && rec.LeaseExpired(now):
+	case rec.State == idemkit.StateFailed, rec.State == idemkit.StateInFlight && rec.LeaseExpired(now):
 		return false
 	}
 	return true

@@ -526,6 +526,7 @@ func (g *regions) flush(src, dst string, limit int) string {
 		if dv != nil && dv.seq >= sv.seq {
 			if dv.vc[src] < sv.vc[src] {
 				kept++ // src's write is lost: dst's, later, was made without it
+				g.lost(ctx, src, dst, id)
 			}
 			continue
 		}
@@ -559,6 +560,26 @@ func (g *regions) flush(src, dst string, limit int) string {
 		out += fmt.Sprintf("; %d kept %s's own later write (last writer wins)", kept, dst)
 	}
 	return out
+}
+
+// lost checks a write of src that replication drops for dst's later one,
+// made without it: it must not be a completion whose record lives (the
+// request would never again be answered with its response; the caller
+// holds w.mu).
+func (g *regions) lost(ctx context.Context, src, dst, id string) {
+	item, err := rawGet(ctx, g.raw[src], g.w, id)
+	if err != nil || attrS(item, dynamo.AttrState) != string(idemkit.StateCompleted) {
+		return
+	}
+	if exp, _ := strconv.ParseInt(attrN(item, dynamo.AttrExpiresAt), 10, 64); exp <= g.w.tl.Now().Unix() {
+		return
+	}
+	kept, err := rawGet(ctx, g.raw[dst], g.w, id)
+	if err != nil || attrS(kept, dynamo.AttrState) == string(idemkit.StateCompleted) && attrS(kept, dynamo.AttrOwner) == attrS(item, dynamo.AttrOwner) {
+		return
+	}
+	g.w.fail(invCompletionKept, "replication from %s to %s drops the completion of %s by %s for %s, written in %s without it: the request is never again answered with its response",
+		src, dst, id, attrS(item, dynamo.AttrOwner), describeItem(kept), dst)
 }
 
 // life returns the key of w.bound for the record id: the record's life
