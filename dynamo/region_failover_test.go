@@ -375,3 +375,96 @@ func TestFailoverUnfencedCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestFailoverFencesMarksAndResolutions: under the fence an operator's
+// resolution of a record us holds for a key not shown new is refused
+// (idemkit.Resolve of an indeterminate record at the resolution, of a
+// stale lease at its mark), and the record is left as it was: us's copy
+// may lack a later write of it in eu (its completion, say), which the
+// resolution, the later write, would overwrite once it replicated. A
+// record of a key first used after the failover is resolved, and so is
+// any record once the operator reconciles.
+func TestFailoverFencesMarksAndResolutions(t *testing.T) {
+	eu, us, table := twoRegions(t)
+	ctx := context.Background()
+	var fo atomic.Pointer[dynamo.Failover]
+	moved, err := dynamo.NewRegional(failoverRegions(eu, us, &fo), table, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := dynamo.New(us, table, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	at := now.Add(-time.Minute)
+	f := dynamo.Failover{Region: "us-east-1", At: at}
+	fo.Store(&f)
+	// put stores in us, as replication would, a record of key whose lease
+	// ended an hour ago: in_flight, or marked indeterminate.
+	put := func(key string, marked bool) string {
+		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: key}
+		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + key,
+			LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Hour)}
+		if res, err := plain.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			t.Fatalf("claim %s in us: %+v %v", key, res, err)
+		}
+		if marked {
+			if _, err := plain.MarkIndeterminate(ctx, r.ID, r.Owner, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return r.ID
+	}
+	resolve := func(id string) error {
+		_, _, err := idemkit.Resolve(ctx, moved, id, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "alice", Reason: "charged",
+			Snapshot: &idemkit.Snapshot{Status: 201}}, now)
+		return err
+	}
+	state := func(id string) idemkit.State {
+		rec, err := plain.Get(ctx, id, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.State
+	}
+	for _, tc := range []struct {
+		name, key string
+		marked    bool
+		op        string // the refused call; "": resolved
+	}{
+		{"indeterminate, old key", "r-ind", true, "resolve"},
+		{"stale lease, old key", "r-stale", false, "mark indeterminate"},
+		{"stale lease, UUIDv7 before the failover", uuidV7At(at.Add(-time.Minute)), false, "mark indeterminate"},
+		{"indeterminate, UUIDv7 after the failover", uuidV7At(at.Add(idemkit.DefaultKeyClockSkew + time.Second)), true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fo.Store(&f)
+			id := put(tc.key, tc.marked)
+			was := state(id)
+			err := resolve(id)
+			var fe *dynamo.FailoverError
+			switch {
+			case tc.op == "" && err != nil:
+				t.Fatalf("resolve under the fence: %v; want it resolved", err)
+			case tc.op == "":
+				return
+			case !errors.As(err, &fe) || fe.Op != tc.op || fe.Key != tc.key || !errors.Is(err, idemkit.ErrStoreUnavailable) ||
+				!strings.Contains(err.Error(), tc.op+" of key"):
+				t.Fatalf("resolve under the fence: %v; want a *FailoverError refusing the %s", err, tc.op)
+			}
+			if got := state(id); got != was {
+				t.Fatalf("the refused resolution left the record %s, was %s", got, was)
+			}
+			reconciled := f
+			reconciled.Reconciled = true
+			fo.Store(&reconciled)
+			if err := resolve(id); err != nil {
+				t.Fatalf("resolve once reconciled: %v", err)
+			}
+			if got := state(id); got != idemkit.StateCompleted {
+				t.Fatalf("resolved once reconciled: %s, want completed", got)
+			}
+		})
+	}
+}

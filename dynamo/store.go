@@ -988,6 +988,9 @@ func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time
 // MarkIndeterminate implements idemkit.Store with one conditional
 // UpdateItem that also sets the sparse index keys.
 func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+	if err := s.fenceWrite(ctx, "mark indeterminate", id, now); err != nil {
+		return nil, err
+	}
 	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), false)
 }
 
@@ -1062,6 +1065,9 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 		return nil, fmt.Errorf("dynamo: resolve %q as completed: %w: no snapshot", id, idemkit.ErrRecordInvalid)
 	case res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed:
 		return nil, fmt.Errorf("dynamo: resolve %q as %q: %w: want completed or failed", id, res.As, idemkit.ErrRecordInvalid)
+	}
+	if err := s.fenceWrite(ctx, op, id, now); err != nil {
+		return nil, err
 	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {

@@ -115,15 +115,10 @@ func TestSimRegions(t *testing.T) {
 		regions.Reconciled, regions.Accepted, regions.Replicated, regions.Conflicts, regions.Fenced, regions.AcceptedRuns)
 }
 
-// TestSimRegionsLateCompletion runs one history of the two-region world
-// (seed 172 found its like): a run completes in the tenant's home after
-// its claim replicated; the operator fails the tenant over; a retry in the
-// new region, after the lease the replica holds ended, must not mark that
-// replica indeterminate (the mark, the later write, would win over the
-// completion at reconciliation, and the request would never again be
-// answered with its response: completion-kept). Once reconciled, the
-// retry is replayed.
-func TestSimRegionsLateCompletion(t *testing.T) {
+// runRegionHistory runs one history of the two-region world on two
+// servers of its own and fails t on a violation.
+func runRegionHistory(t *testing.T, p sim.RegionParams, hist []sim.Step) *sim.Result {
+	t.Helper()
 	dynalite.SkipIfDisabled(t)
 	eastEP, westEP := dynalite.NewServer(t).Endpoint(), dynalite.NewServer(t).Endpoint()
 	table := dynalite.TableName(t)
@@ -134,21 +129,6 @@ func TestSimRegionsLateCompletion(t *testing.T) {
 	}
 	rt := &http.Transport{Proxy: nil, DisableKeepAlives: true}
 	srv := sim.Servers{East: newSDKClient(t, eastEP, rt), West: newSDKClient(t, westEP, rt), Table: table, Options: dynamo.Options{CallTimeout: callTimeout}}
-	p := sim.RegionParams{Params: sim.Params{Policy: idemkit.FailClosed, ReplayWindow: 10 * time.Minute, Retention: 20 * time.Minute, MaxRenewals: 1,
-		Skews: []time.Duration{0, 0}, Clients: []sim.Client{{Tenant: 1000, Key: "k1", Order: 1}}}}
-	const park, ok = 7, 0 // the handler's plans: run on until resumed; answer 201
-	hist := []sim.Step{
-		{Kind: sim.Send, Instance: 0, Outcome: park}, // in the east, the tenant's home
-		{Kind: sim.Replicate, Instance: 0},           // its claim reaches the west
-		{Kind: sim.Resume, Outcome: ok},              // it completes in the east only
-		{Kind: sim.Outage, Instance: 0},
-		{Kind: sim.Failover}, // to the west
-		{Kind: sim.Advance, D: 45 * time.Second},
-		{Kind: sim.Send, Instance: 1, Outcome: ok}, // a retry in the west, the replica's lease ended
-		{Kind: sim.Heal},
-		{Kind: sim.Reconcile},
-		{Kind: sim.Send, Instance: 1, Outcome: ok},
-	}
 	var (
 		res *sim.Result
 		err error
@@ -160,7 +140,66 @@ func TestSimRegionsLateCompletion(t *testing.T) {
 	if res.Violation != nil {
 		t.Fatalf("%s\n%s", res.Violation, res.History())
 	}
-	if last := res.Lines[len(hist)-1]; !strings.Contains(last, "answered: 201 replay of e1") {
-		t.Fatalf("the retry once reconciled: %s; want the replay of e1\n%s", last, res.History())
+	return res
+}
+
+// The handler's plans in the histories below: answer 201; run on until
+// resumed.
+const planOK, planPark = 0, 7
+
+// TestSimRegionsLateCompletion runs one history of the two-region world
+// (seed 172 found its like): a run completes in the tenant's home after
+// its claim replicated; the operator fails the tenant over; a retry in the
+// new region, after the lease the replica holds ended, must not mark that
+// replica indeterminate (the mark, the later write, would win over the
+// completion at reconciliation, and the request would never again be
+// answered with its response: completion-kept). Once reconciled, the
+// retry is replayed.
+func TestSimRegionsLateCompletion(t *testing.T) {
+	p := sim.RegionParams{Params: sim.Params{Policy: idemkit.FailClosed, ReplayWindow: 10 * time.Minute, Retention: 20 * time.Minute, MaxRenewals: 1,
+		Skews: []time.Duration{0, 0}, Clients: []sim.Client{{Tenant: 1000, Key: "k1", Order: 1}}}}
+	res := runRegionHistory(t, p, []sim.Step{
+		{Kind: sim.Send, Instance: 0, Outcome: planPark}, // in the east, the tenant's home
+		{Kind: sim.Replicate, Instance: 0},               // its claim reaches the west
+		{Kind: sim.Resume, Outcome: planOK},              // it completes in the east only
+		{Kind: sim.Outage, Instance: 0},
+		{Kind: sim.Failover}, // to the west
+		{Kind: sim.Advance, D: 45 * time.Second},
+		{Kind: sim.Send, Instance: 1, Outcome: planOK}, // a retry in the west, the replica's lease ended
+		{Kind: sim.Heal},
+		{Kind: sim.Reconcile},
+		{Kind: sim.Send, Instance: 1, Outcome: planOK},
+	})
+	if !strings.Contains(res.History(), "r3 answered: 201 replay of e1") {
+		t.Fatalf("the retry once reconciled (r3) is not the replay of e1:\n%s", res.History())
+	}
+}
+
+// TestSimRegionsResolveAfterFailover runs the history seed 354 shrank to:
+// under Takeover a retry in the tenant's home (west) takes a frozen run's
+// lease over and completes; the operator fails the tenant over to the
+// east, whose replica still holds the frozen run's stale lease, and an
+// operator there resolves it completed. The resolution, the later write,
+// would win over the completion in the west at reconciliation
+// (completion-kept), and a failed one would let the key run a third time:
+// under the fence it is refused. Once reconciled, the retry is replayed
+// the completion.
+func TestSimRegionsResolveAfterFailover(t *testing.T) {
+	p := sim.RegionParams{Params: sim.Params{Policy: idemkit.Takeover, ReplayWindow: 8 * time.Minute, Retention: 18 * time.Minute, MaxRenewals: 4,
+		Skews: []time.Duration{492 * time.Millisecond, 142 * time.Millisecond}, Clients: []sim.Client{{Tenant: 1001, Key: "k2", Order: 2}}},
+		KeyClockSkew: 2 * time.Minute}
+	res := runRegionHistory(t, p, []sim.Step{
+		{Kind: sim.Send, Instance: 0, Outcome: planPark, Deadline: 3 * time.Second}, // claimed in the west, the tenant's home
+		{Kind: sim.Replicate, Instance: 1},                                          // the claim reaches the east
+		{Kind: sim.Advance, D: 5 * time.Minute},                                     // the run is frozen at its deadline
+		{Kind: sim.Send, Instance: 0, Outcome: planOK, Deadline: 3 * time.Second},   // a retry takes it over and completes, in the west
+		{Kind: sim.Failover, D: 218 * time.Millisecond},                             // to the east
+		{Kind: sim.Operate, Instance: 0, Op: 2},                                     // resolve the east's stale lease completed
+		{Kind: sim.Replicate, Instance: 1},
+		{Kind: sim.Reconcile},
+		{Kind: sim.Send, Instance: 0, Outcome: planOK, Deadline: 3 * time.Second},
+	})
+	if !strings.Contains(res.History(), "r3 answered: 201 replay of e2") {
+		t.Fatalf("the retry once reconciled (r3) is not the replay of e2:\n%s", res.History())
 	}
 }

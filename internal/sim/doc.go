@@ -97,7 +97,7 @@
 // The invariants above hold in each region (a check reads the region the
 // call is routed to; record-outlives-run and never-stored read each record
 // where its latest write is; visible reads the operator's own region,
-// which a listing across tenants reads), and four more:
+// which a listing across tenants reads), and five more:
 //
 //   - cross-region: a claim that lands in one region replaces only what it
 //     could replace had that region received the other's writes;
@@ -111,7 +111,9 @@
 //     a release writes no tombstone over another's record or none;
 //   - failover-window: under AcceptUnreplicated a request runs a second
 //     time only as DESIGN.md states: the other region wrote its record
-//     before At and had not replicated it.
+//     before At and had not replicated it;
+//   - completion-kept: replication never drops a completion whose record
+//     lives for a later write made without it (last writer wins).
 //
 // The servers' timing makes the world not deterministic, though a history
 // issues the same calls in the same order, so that a failing seed mostly
