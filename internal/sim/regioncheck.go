@@ -70,6 +70,9 @@ func (w *World) regionClaimed(r *request, rec, pre *idemkit.Record, now time.Tim
 		g.mu.Lock()
 		g.accepted[r] = true
 		g.stats.AcceptedRuns++
+		for i := range g.completions[rec.ID] {
+			g.completions[rec.ID][i].waive(f)
+		}
 		g.mu.Unlock()
 		w.logf("  (accepted: the %s in %s had not replicated)", describe(cur, now), other)
 		return
@@ -112,10 +115,7 @@ func (w *World) regionBegin(e *execution) {
 	defer g.mu.Unlock()
 	for i := range g.completions[e.recID] {
 		c := &g.completions[e.recID][i]
-		if f != nil && f.AcceptUnreplicated && c.region != f.Region && c.at.Before(f.At) {
-			c.waived = true
-		}
-		if !c.waived && c.owner != e.owner && now.Unix() < c.exp {
+		if !c.waive(f) && c.owner != e.owner && now.Unix() < c.exp {
 			w.fail(invCompletedOnce, "e%d (r%d) runs %s, whose run of owner %s completed in %s at %s: that record lives until %s",
 				e.n, e.req.n, e.recID, c.owner, c.region, w.since(c.at), w.since(time.Unix(c.exp, 0)))
 		}

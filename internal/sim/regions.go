@@ -236,6 +236,16 @@ type completion struct {
 	waived        bool // the operator accepted that the key may run again (AcceptUnreplicated)
 }
 
+// waive reports whether the operator accepted that c's key may run again
+// and c be lost: under f, the tenant's failover, AcceptUnreplicated and c
+// made before At in the region the tenant left (then or since).
+func (c *completion) waive(f *dynamo.Failover) bool {
+	if f != nil && f.AcceptUnreplicated && c.region != f.Region && c.at.Before(f.At) {
+		c.waived = true
+	}
+	return c.waived
+}
+
 // reqFacts are what the network saw of a request's store calls.
 type reqFacts struct {
 	fenced   bool // a claim was refused in a region whose failover fences its key
@@ -577,6 +587,19 @@ func (g *regions) lost(ctx context.Context, src, dst, id string) {
 	kept, err := rawGet(ctx, g.raw[dst], g.w, id)
 	if err != nil || attrS(kept, dynamo.AttrState) == string(idemkit.StateCompleted) && attrS(kept, dynamo.AttrOwner) == attrS(item, dynamo.AttrOwner) {
 		return
+	}
+	tenant, _ := dynamo.TenantOf(id)
+	f, _ := g.routing(tenant)
+	g.mu.Lock()
+	waived := false
+	for i := range g.completions[id] {
+		if c := &g.completions[id][i]; c.owner == attrS(item, dynamo.AttrOwner) && c.region == src && c.waive(f) {
+			waived = true
+		}
+	}
+	g.mu.Unlock()
+	if waived {
+		return // the operator accepted its loss
 	}
 	g.w.fail(invCompletionKept, "replication from %s to %s drops the completion of %s by %s for %s, written in %s without it: the request is never again answered with its response",
 		src, dst, id, attrS(item, dynamo.AttrOwner), describeItem(kept), dst)
