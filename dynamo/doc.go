@@ -219,8 +219,9 @@
 // every call for its records goes there (see Regions). The tenant is read
 // from the record ID (idemkit.IDTenant), which ties this package to the ID
 // encoding of idemkit.Scope.ID. An operator moves a tenant with a
-// Failover, whose claims are fenced until the records its old home wrote
-// are known to have replicated.
+// Failover, whose claims (and marks and resolutions of records of keys
+// not first used after it) are fenced until the records its old home
+// wrote are known to have replicated.
 //
 // # Table
 //

@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -35,17 +36,23 @@ type Regions struct {
 
 // Failover moves a tenant's records to Region, typically while its home
 // region cannot be reached. Records the previous region wrote that have
-// not replicated are missing in Region, and a retry of their keys would
-// run again there. So a claim routed by a Failover is fenced, unless
-// Reconciled or AcceptUnreplicated is set: it runs only a key shown to be
-// first used after At, a UUIDv7 whose time is after At + KeyClockSkew and
-// not after the claim's time + KeyClockSkew. Any other key is answered
-// from the live record Region holds for it (a replay, 409, 422,
-// indeterminate); when there is none, or the claim would replace it (a
-// failed record, a stale lease to take over), the claim is refused with a
-// *FailoverError, which is idemkit.ErrStoreUnavailable (503, not stored).
-// Reads, completions, releases, lease renewals, listings and resolutions
-// go to Region unfenced.
+// not replicated are missing in Region, or older there, and a retry of
+// their keys would run again there. So a claim routed by a Failover is
+// fenced, unless Reconciled or AcceptUnreplicated is set: it runs only a
+// key shown to be first used after At, a UUIDv7 whose time is after At +
+// KeyClockSkew and not after the claim's time + KeyClockSkew. Any other
+// key is answered from the live record Region holds for it (a replay,
+// 409, 422, indeterminate); when there is none, or the claim would
+// replace it or mark it (a failed record, another's lease ended, under
+// either stale policy), the claim is refused with a *FailoverError, which
+// is idemkit.ErrStoreUnavailable (503, not stored).
+// A mark (MarkIndeterminate) or a resolution of a record whose key is not
+// shown to be first used after At is refused the same way, whatever
+// Region holds: Region's copy may lack a later write of it from the
+// previous region (a completion, a resolution), which the mark or the
+// resolution would overwrite once it replicates, the last writer winning.
+// Reads, completions, releases, lease renewals and listings go to Region
+// unfenced.
 type Failover struct {
 	// Region holds the tenant's records from At on. Required.
 	Region string
@@ -91,6 +98,35 @@ func (f *Failover) fences(key string, now time.Time) bool {
 	return !t.After(f.At.Add(skew)) || t.After(now.Add(skew))
 }
 
+// fenceWrite refuses a mark or a resolution (op) of the record id under
+// a Failover that fences its tenant, unless the ID's key is shown to be
+// first used after the failover (a hashed ID's key is not), with a
+// *FailoverError naming op.
+func (s *Store) fenceWrite(ctx context.Context, op, id string, now time.Time) error {
+	_, fo, err := s.routed(ctx, op, id)
+	if err != nil || !fo.fencing() {
+		return err
+	}
+	sc, _, perr := idemkit.ParseID(id)
+	if perr == nil && !fo.fences(sc.Key, now) {
+		return nil
+	}
+	tenant, _ := idemkit.IDTenant(id)
+	return s.fail(op, &FailoverError{Tenant: tenant, Key: sc.Key, Failover: *fo, Op: op})
+}
+
+// staleLease reports whether cur, the record a fenced claim of rec met,
+// is another owner's in_flight record of rec's request whose lease has
+// ended. The fence refuses it under either stale policy: the region the
+// tenant left may hold a later write of it (its completion, say) not yet
+// replicated, and marking it indeterminate here, or taking it over, would
+// win over that write, by last-writer-wins replication, once it arrives.
+// (Another request's is answered 422, which writes nothing.)
+func staleLease(cur, rec *idemkit.Record, now time.Time) bool {
+	return cur.State == idemkit.StateInFlight && cur.Owner != rec.Owner && cur.LeaseExpired(now) &&
+		cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
+}
+
 // keyTime returns the time of a UUIDv7 key in its canonical form, read
 // as idemkit.Policy's key-time check reads it.
 func keyTime(key string) (time.Time, bool) {
@@ -112,14 +148,23 @@ func keyTime(key string) (time.Time, bool) {
 // client is told to retry later.
 type FailoverError struct {
 	Tenant   string
-	Key      string
+	Key      string // "" for a hashed ID's, which is not read
 	Failover Failover
 	// State is the state of the record the claim would have replaced
 	// (failed, or in_flight with a stale lease); "" when there is none.
 	State idemkit.State
+	// Op is the refused call when it is not a claim: "mark indeterminate"
+	// or "resolve".
+	Op string
 }
 
 func (e *FailoverError) Error() string {
+	if e.Op != "" {
+		return fmt.Sprintf("dynamo: tenant %q failed over to %s at %s: %s of key %q refused: it is not shown to be first used after the failover, "+
+			"and %s may lack a later write of its record from the region the tenant left, which this one would overwrite; "+
+			"refused until the failover is Reconciled (or AcceptUnreplicated)",
+			e.Tenant, e.Failover.Region, e.Failover.At.UTC().Format(time.RFC3339), e.Op, e.Key, e.Failover.Region)
+	}
 	found := "holds no record of it"
 	if e.State != "" {
 		found = fmt.Sprintf("holds a %s record of it that the claim would replace", e.State)

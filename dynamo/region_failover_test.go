@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -123,11 +124,11 @@ func outcome(replayed bool, err error) string {
 // Under the fence a retry of a key us holds no record of is refused
 // (ErrStoreUnavailable, a *FailoverError naming the failover), runs
 // nothing and stores nothing; a key us holds a live record of is answered
-// from it, except that a failed record or a stale lease to take over is
-// not claimed; a UUIDv7 key first used after the failover runs. Once the
-// operator reconciles (eu's items reach us, Reconciled set), each key
-// replays or runs as it would have without the failover. Runs are counted
-// from the handler's ledger.
+// from it, except that a failed record or a stale lease is neither claimed
+// nor marked (eu may hold a later write of it); a UUIDv7 key first used
+// after the failover runs. Once the operator reconciles (eu's items reach
+// us, Reconciled set), each key replays or runs as it would have without
+// the failover. Runs are counted from the handler's ledger.
 func TestFailoverFence(t *testing.T) {
 	eu, us, table := twoRegions(t)
 	led := newLedger(t, us)
@@ -142,8 +143,9 @@ func TestFailoverFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// replicate copies eu's item of id to us unless us holds one (the same
-	// or a newer write: the last writer wins).
+	// replicate copies eu's item of id to us unless us wrote the item
+	// since it last replicated (the last writer wins).
+	copied := map[string]map[string]types.AttributeValue{} // id -> the item last copied to us
 	replicate := func(t *testing.T, id string) {
 		t.Helper()
 		k := map[string]types.AttributeValue{dynamo.AttrID: S(id)}
@@ -155,12 +157,13 @@ func TestFailoverFence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if src.Item == nil || dst.Item != nil {
+		if src.Item == nil || dst.Item != nil && !reflect.DeepEqual(dst.Item, copied[id]) {
 			return
 		}
 		if _, err := us.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: src.Item}); err != nil {
 			t.Fatal(err)
 		}
+		copied[id] = src.Item
 	}
 	inUS := func(t *testing.T, id string) bool {
 		t.Helper()
@@ -194,7 +197,18 @@ func TestFailoverFence(t *testing.T) {
 		}
 		inFlight before = func(t *testing.T, req idemkit.Request) { claim(time.Hour)(t, req) }
 		stale    before = func(t *testing.T, req idemkit.Request) { claim(-time.Second)(t, req) }
-		failed   before = func(t *testing.T, req idemkit.Request) {
+		// completes is the late completion of the run whose claim stale
+		// made: in eu, after its claim replicated.
+		completes before = func(t *testing.T, req idemkit.Request) {
+			now := time.Now()
+			rec := &idemkit.Record{ID: req.Scope.ID(false), Scope: req.Scope, State: idemkit.StateCompleted, Fingerprint: req.Fingerprint, Owner: "o-eu",
+				ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now, CompletedAt: now,
+				Snapshot: &idemkit.Snapshot{Status: 201, Body: []byte("run in eu")}}
+			if err := inEU.Complete(ctx, rec, now); err != nil {
+				t.Fatalf("complete in eu: %v", err)
+			}
+		}
+		failed before = func(t *testing.T, req idemkit.Request) {
 			rec := claim(-time.Second)(t, req)
 			if err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, time.Now()); err != nil {
 				t.Fatal(err)
@@ -212,6 +226,7 @@ func TestFailoverFence(t *testing.T) {
 		key        string
 		eu         before // nil: eu never saw the key
 		replicated bool   // eu's item reached us before the failover
+		later      before // what eu did after that, before the failover (nil: nothing)
 		failover   dynamo.Failover
 		policy     idemkit.StalePolicy
 		want       string
@@ -228,7 +243,14 @@ func TestFailoverFence(t *testing.T) {
 		{name: "never used, plain key", key: "ch-new", want: "refused", reconciled: "run", runs: 1},
 		{name: "replicated completion", key: "ch-done", eu: ran, replicated: true, want: "replay", reconciled: "replay", runs: 1},
 		{name: "replicated live claim", key: "ch-live", eu: inFlight, replicated: true, want: "in-flight", reconciled: "in-flight", runs: 0},
-		{name: "replicated stale lease, fail-closed", key: "ch-stale-fc", eu: stale, replicated: true, want: "indeterminate", reconciled: "indeterminate", runs: 0},
+		{name: "replicated stale lease, fail-closed", key: "ch-stale-fc", eu: stale, replicated: true,
+			want: "refused", state: idemkit.StateInFlight, reconciled: "indeterminate", runs: 0},
+		// eu completed the run after its claim replicated: marked
+		// indeterminate in us, the mark would win over that completion.
+		{name: "replicated claim completed later, fail-closed", key: "ch-late-done-fc", eu: stale, replicated: true, later: completes,
+			want: "refused", state: idemkit.StateInFlight, reconciled: "replay", runs: 0},
+		{name: "replicated claim completed later, takeover", key: "ch-late-done-to", eu: stale, replicated: true, later: completes, policy: idemkit.Takeover,
+			want: "refused", state: idemkit.StateInFlight, reconciled: "replay", runs: 0},
 		{name: "replicated stale lease, takeover", key: "ch-stale-to", eu: stale, replicated: true, policy: idemkit.Takeover,
 			want: "refused", state: idemkit.StateInFlight, reconciled: "run", runs: 1},
 		{name: "replicated failed record", key: "ch-failed", eu: failed, replicated: true, want: "refused", state: idemkit.StateFailed, reconciled: "run", runs: 1},
@@ -248,6 +270,9 @@ func TestFailoverFence(t *testing.T) {
 			}
 			if tc.replicated {
 				replicate(t, id)
+			}
+			if tc.later != nil {
+				tc.later(t, req)
 			}
 			had := inUS(t, id)
 			f := tc.failover
@@ -346,6 +371,99 @@ func TestFailoverUnfencedCalls(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.call(rec("k-"+strings.ReplaceAll(tc.name, " ", "-"), time.Minute)); err != nil {
 				t.Fatalf("%s under the fence: %v", tc.name, err)
+			}
+		})
+	}
+}
+
+// TestFailoverFencesMarksAndResolutions: under the fence an operator's
+// resolution of a record us holds for a key not shown new is refused
+// (idemkit.Resolve of an indeterminate record at the resolution, of a
+// stale lease at its mark), and the record is left as it was: us's copy
+// may lack a later write of it in eu (its completion, say), which the
+// resolution, the later write, would overwrite once it replicated. A
+// record of a key first used after the failover is resolved, and so is
+// any record once the operator reconciles.
+func TestFailoverFencesMarksAndResolutions(t *testing.T) {
+	eu, us, table := twoRegions(t)
+	ctx := context.Background()
+	var fo atomic.Pointer[dynamo.Failover]
+	moved, err := dynamo.NewRegional(failoverRegions(eu, us, &fo), table, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := dynamo.New(us, table, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	at := now.Add(-time.Minute)
+	f := dynamo.Failover{Region: "us-east-1", At: at}
+	fo.Store(&f)
+	// put stores in us, as replication would, a record of key whose lease
+	// ended an hour ago: in_flight, or marked indeterminate.
+	put := func(key string, marked bool) string {
+		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: key}
+		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + key,
+			LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Hour)}
+		if res, err := plain.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			t.Fatalf("claim %s in us: %+v %v", key, res, err)
+		}
+		if marked {
+			if _, err := plain.MarkIndeterminate(ctx, r.ID, r.Owner, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return r.ID
+	}
+	resolve := func(id string) error {
+		_, _, err := idemkit.Resolve(ctx, moved, id, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "alice", Reason: "charged",
+			Snapshot: &idemkit.Snapshot{Status: 201}}, now)
+		return err
+	}
+	state := func(id string) idemkit.State {
+		rec, err := plain.Get(ctx, id, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.State
+	}
+	for _, tc := range []struct {
+		name, key string
+		marked    bool
+		op        string // the refused call; "": resolved
+	}{
+		{"indeterminate, old key", "r-ind", true, "resolve"},
+		{"stale lease, old key", "r-stale", false, "mark indeterminate"},
+		{"stale lease, UUIDv7 before the failover", uuidV7At(at.Add(-time.Minute)), false, "mark indeterminate"},
+		{"indeterminate, UUIDv7 after the failover", uuidV7At(at.Add(idemkit.DefaultKeyClockSkew + time.Second)), true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fo.Store(&f)
+			id := put(tc.key, tc.marked)
+			was := state(id)
+			err := resolve(id)
+			var fe *dynamo.FailoverError
+			switch {
+			case tc.op == "" && err != nil:
+				t.Fatalf("resolve under the fence: %v; want it resolved", err)
+			case tc.op == "":
+				return
+			case !errors.As(err, &fe) || fe.Op != tc.op || fe.Key != tc.key || !errors.Is(err, idemkit.ErrStoreUnavailable) ||
+				!strings.Contains(err.Error(), tc.op+" of key"):
+				t.Fatalf("resolve under the fence: %v; want a *FailoverError refusing the %s", err, tc.op)
+			}
+			if got := state(id); got != was {
+				t.Fatalf("the refused resolution left the record %s, was %s", got, was)
+			}
+			reconciled := f
+			reconciled.Reconciled = true
+			fo.Store(&reconciled)
+			if err := resolve(id); err != nil {
+				t.Fatalf("resolve once reconciled: %v", err)
+			}
+			if got := state(id); got != idemkit.StateCompleted {
+				t.Fatalf("resolved once reconciled: %s, want completed", got)
 			}
 		})
 	}

@@ -694,7 +694,7 @@ func (s *Store) fenced(ctx context.Context, client Client, cf *types.Conditional
 	if err != nil {
 		return idemkit.ClaimResult{}, err
 	}
-	if cur != nil && blocks(cur, rec, now, opts) {
+	if cur != nil && blocks(cur, rec, now, opts) && !staleLease(cur, rec, now) {
 		return idemkit.ClaimResult{Existing: cur}, nil
 	}
 	ferr := &FailoverError{Tenant: rec.Scope.Tenant, Key: rec.Scope.Key, Failover: *fo}
@@ -1010,6 +1010,9 @@ func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time
 // MarkIndeterminate implements idemkit.Store with one conditional
 // UpdateItem that also sets the sparse index keys.
 func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
+	if err := s.fenceWrite(ctx, "mark indeterminate", id, now); err != nil {
+		return err
+	}
 	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), false)
 }
 
@@ -1084,6 +1087,9 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	const op = "resolve"
 	if err := storearg.Resolution(id, res); err != nil {
 		return nil, fmt.Errorf("dynamo: %w", err)
+	}
+	if err := s.fenceWrite(ctx, op, id, now); err != nil {
+		return nil, err
 	}
 	client, err := s.client(ctx, op, id)
 	if err != nil {

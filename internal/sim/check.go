@@ -35,10 +35,11 @@ func (w *World) claimed(r *request, rec *idemkit.Record, pre *idemkit.Record, no
 	}
 	intent := r.shape.intent()
 	w.logf("  %s of r%d (owner %s) won %s over %s", how, r.n, rec.Owner, rec.ID, describe(pre, now))
+	w.regionClaimed(r, rec, pre, now, opts, how)
 	if pre == nil {
-		w.bound[rec.ID] = intent
+		w.bound[w.life(rec.ID)] = intent
 	} else {
-		bound := w.bound[rec.ID]
+		bound := w.bound[w.life(rec.ID)]
 		switch {
 		case pre.State == idemkit.StateInFlight && pre.Owner == rec.Owner:
 			// Its own claim, retried.
@@ -116,7 +117,7 @@ func (w *World) resolved(pre *idemkit.Record, res idemkit.Resolution, late bool)
 	w.logf("  resolution of %s as %s landed", pre.ID, res.As)
 	if res.Snapshot != nil {
 		if n, ok := tagN(string(res.Snapshot.Body), "op"); ok {
-			w.res[n] = &resolution{n: n, recID: pre.ID, as: res.As, intent: w.bound[pre.ID]}
+			w.res[n] = &resolution{n: n, recID: pre.ID, as: res.As, intent: w.bound[w.life(pre.ID)]}
 		}
 	}
 	for _, e := range w.execs {
@@ -160,6 +161,7 @@ func (w *World) answered(r *request) {
 	if r.exec != nil && r.exec.crashed {
 		return // its invocation froze: the client timed out, with no answer
 	}
+	w.regionAnswered(r)
 	switch {
 	case r.panic != nil || r.err != nil:
 		if r.exec == nil {
@@ -198,7 +200,7 @@ func (w *World) answered(r *request) {
 	if gerr != nil {
 		rec = nil
 	}
-	bound := w.bound[id]
+	bound := w.bound[w.life(id)]
 	lie := func(why string) {
 		w.fail(invAnswer, "r%d got %s, but %s (record %s: %s)", r.n, r.answer(), why, id, describe(rec, now))
 	}
@@ -297,7 +299,7 @@ func (w *World) checkRunning() {
 		if !e.live {
 			continue
 		}
-		rec, err := w.inner.Get(context.Background(), e.recID, at)
+		rec, err := w.inner.Get(w.latestCtx(), e.recID, at)
 		switch {
 		case err != nil:
 			w.fail(invRecordLives, "e%d (r%d) still runs but its record %s is gone at %s", e.n, e.req.n, e.recID, w.since(at))
@@ -308,14 +310,14 @@ func (w *World) checkRunning() {
 }
 
 // checkVisible checks that every record waiting for an operator is in
-// the listing the operator read at now.
-func (w *World) checkVisible(listed []*idemkit.Record, now time.Time) {
+// the listing the operator read at now; ctx reads the records listed.
+func (w *World) checkVisible(ctx context.Context, listed []*idemkit.Record, now time.Time) {
 	in := map[string]bool{}
 	for _, r := range listed {
 		in[r.ID] = true
 	}
 	for _, id := range w.sortedIDs() {
-		rec, err := w.inner.Get(context.Background(), id, now)
+		rec, err := w.inner.Get(ctx, id, now)
 		if err != nil {
 			continue
 		}
@@ -332,7 +334,7 @@ func (w *World) checkVisible(listed []*idemkit.Record, now time.Time) {
 func (w *World) checkStored() {
 	now := w.tl.Now()
 	for _, id := range w.sortedIDs() {
-		rec, err := w.inner.Get(context.Background(), id, now)
+		rec, err := w.inner.Get(w.latestCtx(), id, now)
 		if err != nil || rec.State != idemkit.StateCompleted || rec.Snapshot == nil {
 			continue
 		}

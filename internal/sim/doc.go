@@ -70,4 +70,52 @@
 // printed one line per step; `go test ./internal/sim -run TestSim -seed N`
 // replays it. The integration module runs the same world against the
 // DynamoDB store on a real server (not deterministic there).
+//
+// # Two regions
+//
+// RunRegions runs the world (GenerateRegions: Generate's, with a quarter
+// of its steps region events) over dynamo.NewRegional and two DynamoDB
+// servers, the regions east and west; the integration module's
+// TestSimRegions runs it on dynalite. Instances alternate between the
+// regions, and tenants are homed by the parity of their id. Each region's
+// dynamo.Client is the network: an outage cuts a region off until it
+// heals, and then calls between it and the other region fail and
+// replication halts. Every write a process makes is stamped with a
+// version, the world's count of writes; a replication step copies items,
+// as they are then, to the other region unless that holds a later version
+// (global tables' last writer wins, per item). An operator re-homes a
+// tenant with a dynamo.Failover from Regions.Override (every process
+// routes by it at once; At is that moment or up to 2 s later), marks it
+// Reconciled when it is (replication from the region left caught up, or
+// At plus the retention and every renewal has passed), or
+// AcceptUnreplicated, moves it back home (a failover too) and, once that
+// is reconciled, ends the override. Clients mint new keys: UUIDv7 keys on
+// clocks within the failover's KeyClockSkew, ahead or behind, and opaque
+// ones. A late copy held by the fault layer lands in the region its
+// original was sent to: the store routes it as its tenant was routed then.
+//
+// The invariants above hold in each region (a check reads the region the
+// call is routed to; record-outlives-run and never-stored read each record
+// where its latest write is; visible reads the operator's own region,
+// which a listing across tenants reads), and five more:
+//
+//   - cross-region: a claim that lands in one region replaces only what it
+//     could replace had that region received the other's writes;
+//   - completed-once: once a completion landed in either region, no
+//     execution of the key begins until that record expired;
+//   - failover-fence: under a failover that fences, a claim of a key not
+//     shown new (by the rule DESIGN.md states, computed here) stores
+//     nothing but its own claim again, and, refused by the fence alone,
+//     is answered from the record the region holds or with a 503 that
+//     does not say the key may be held; a key shown new is never refused;
+//     a release writes no tombstone over another's record or none;
+//   - failover-window: under AcceptUnreplicated a request runs a second
+//     time only as DESIGN.md states: the other region wrote its record
+//     before At and had not replicated it;
+//   - completion-kept: replication never drops a completion whose record
+//     lives for a later write made without it (last writer wins).
+//
+// The servers' timing makes the world not deterministic, though a history
+// issues the same calls in the same order, so that a failing seed mostly
+// fails again, and shrinks, with `-regions.seed N`.
 package sim

@@ -59,7 +59,7 @@ func (s Step) String() string {
 	case Crash:
 		return fmt.Sprintf("crash handler #%d", s.N)
 	}
-	return "?"
+	return regionStepString(s)
 }
 
 // Generate returns the world and the history of n steps that seed names.
@@ -190,6 +190,11 @@ func Run(p Params, steps []Step, inner Store, wait func()) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return w.runSteps(steps), nil
+}
+
+// runSteps runs steps and checks every invariant after every step.
+func (w *World) runSteps(steps []Step) *Result {
 	res := &Result{Params: w.p, Steps: steps}
 	for i, s := range steps {
 		w.mu.Lock()
@@ -209,6 +214,8 @@ func Run(p Params, steps []Step, inner Store, wait func()) (*Result, error) {
 			w.operate(s)
 		case Crash:
 			w.crash(s)
+		default:
+			w.regionStep(s)
 		}
 		w.mu.Lock()
 		w.checkRunning()
@@ -237,7 +244,7 @@ func Run(p Params, steps []Step, inner Store, wait func()) (*Result, error) {
 		res.Lines = append(res.Lines, "end | "+strings.Join(w.log, "; "))
 	}
 	res.Violation, res.Stats = w.violation, w.stats
-	return res, nil
+	return res
 }
 
 // Shrink returns a shorter history that still breaks the invariant the

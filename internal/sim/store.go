@@ -72,7 +72,7 @@ func (s *faultStore) draw(ctx context.Context, op string, write bool) fault {
 	}
 	w.stats.Faults++
 	if r != nil {
-		r.faulted = true
+		r.faulted, r.injected = true, true
 	}
 	w.logf("  fault: %s of %s: %s", op, who(r), faultNames[f])
 	return f

@@ -178,6 +178,8 @@ type request struct {
 	resp    resp
 	err     error
 	panic   any
+
+	injected bool // the fault layer spoiled one of its store calls
 }
 
 // execution is one run of a handler.
@@ -263,6 +265,7 @@ type World struct {
 	violation *Violation
 	log       []string // what happened during the current step
 	stats     Stats
+	reg       *regions // the regions of a world of two (nil: one store)
 }
 
 // Stats count what a run did.
@@ -553,13 +556,14 @@ func (w *World) begin(ctx context.Context, r *request) *execution {
 	}
 	w.ids[id] = r.shape.identity()
 	for _, o := range w.execs[:len(w.execs)-1] {
-		if o.live && o.req.shape.scope(w.p.AccountWide) == r.shape.scope(w.p.AccountWide) {
+		if o.live && o.req.shape.scope(w.p.AccountWide) == r.shape.scope(w.p.AccountWide) && !w.acceptedRun(r) {
 			w.fail("one-execution", "e%d (r%d) starts while e%d (r%d) of the same scope %q still runs", e.n, r.n, o.n, o.req.n, r.shape.scope(w.p.AccountWide))
 		}
 	}
 	if cl := w.owners[r.owner]; cl != r {
 		w.fail("one-execution", "e%d (r%d) runs without a claim of its own landed", e.n, r.n)
 	}
+	w.regionBegin(e)
 	return e
 }
 
@@ -655,11 +659,11 @@ func (w *World) advance(d time.Duration) {
 func (w *World) operate(s Step) {
 	inst := w.insts[s.Instance%len(w.insts)]
 	now := inst.clock.Now()
-	ctx := context.Background()
+	ctx := w.operatorCtx(inst)
 	listed, ok := w.list(ctx, now)
 	w.mu.Lock()
 	if ok {
-		w.checkVisible(listed, now)
+		w.checkVisible(w.listedCtx(inst), listed, now)
 	}
 	w.mu.Unlock()
 	if s.Op == opList || len(listed) == 0 {
@@ -737,7 +741,7 @@ func (w *World) deliver(s Step) {
 	w.stats.LateCopies++
 	w.logf("late %s of %s lands (sent at %s)", h.op, h.who, w.since(h.sent.Add(-h.skew)))
 	w.mu.Unlock()
-	h.apply()
+	w.land(h)
 	w.wait()
 }
 

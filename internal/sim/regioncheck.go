@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpguard"
+)
+
+// The invariants a two-region world adds, from the data: both regions'
+// items and their versions, the completions that landed in either, the
+// answers. The caller of each check holds w.mu.
+const (
+	// cross-region: a claim that lands in one region replaces only what
+	// it could replace had the region received every write of the other.
+	invCrossRegion = "cross-region"
+	// completed-once: once a completion landed in either region, the key
+	// runs again only after that record expired.
+	invCompletedOnce = "completed-once"
+	// failover-fence: under a failover that fences, a claim of a key not
+	// shown to be first used after it stores nothing (it may only renew
+	// its own claim), is answered from the live record the region holds
+	// or with 503 saying nothing was stored; a key shown new is never
+	// refused; a release writes no tombstone over another's record or
+	// none.
+	invFailoverFence = "failover-fence"
+	// failover-window: under AcceptUnreplicated a request runs a second
+	// time only as DESIGN.md states: its record was written in the
+	// region the tenant left before At and had not replicated.
+	invFailoverWindow = "failover-window"
+	// completion-kept: replication never drops a completion whose record
+	// lives for a write made without it (last writer wins).
+	invCompletionKept = "completion-kept"
+)
+
+// regionClaimed checks a claim that landed (see claimed) against the
+// failover's fence and against the other region's writes.
+func (w *World) regionClaimed(r *request, rec, pre *idemkit.Record, now time.Time, opts idemkit.ClaimOptions, how string) {
+	g := w.reg
+	if g == nil {
+		return
+	}
+	f, region := g.routing(rec.Scope.Tenant)
+	if fencing(f) && !g.shownNew(f, rec.Scope.Key, now) && (pre == nil || pre.State != idemkit.StateInFlight || pre.Owner != rec.Owner) {
+		w.fail(invFailoverFence, "%s of r%d stored %s in %s over %s, under the failover of tenant %s to %s at %s: its key %s is not shown to be first used after it",
+			how, r.n, rec.ID, region, describe(pre, now), rec.Scope.Tenant, f.Region, w.since(f.At), rec.Scope.Key)
+	}
+	other := otherRegion(region)
+	g.mu.Lock()
+	mine, theirs := g.items[region][rec.ID], g.items[other][rec.ID]
+	g.mu.Unlock()
+	var seen uint64
+	if mine != nil {
+		seen = mine.base[other]
+	}
+	if theirs == nil || theirs.vc[other] <= seen {
+		return // the region had received every write of the other
+	}
+	cur, err := w.inner.Get(viewCtx(other), rec.ID, now)
+	if err != nil || mayReplace(cur, rec, now, opts) {
+		return
+	}
+	if f != nil && f.AcceptUnreplicated && f.Region == region {
+		if !theirs.at.Before(f.At) {
+			w.fail(invFailoverWindow, "%s of r%d in %s ran over the %s of %s in %s, written at %s, not before the failover's At %s",
+				how, r.n, region, describe(cur, now), rec.ID, other, w.since(theirs.at), w.since(f.At))
+		}
+		g.mu.Lock()
+		g.accepted[r] = true
+		g.stats.AcceptedRuns++
+		for i := range g.completions[rec.ID] {
+			g.completions[rec.ID][i].waive(f)
+		}
+		g.mu.Unlock()
+		w.logf("  (accepted: the %s in %s had not replicated)", describe(cur, now), other)
+		return
+	}
+	w.fail(invCrossRegion, "%s of r%d won %s in %s over %s, but %s holds a later %s (written at %s) that %s never received",
+		how, r.n, rec.ID, region, describe(pre, now), other, describe(cur, now), w.since(theirs.at), region)
+}
+
+// mayReplace reports whether a claim of rec may replace the record cur
+// (nil: none): the rules claimed checks.
+func mayReplace(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) bool {
+	if cur == nil || !cur.Live(now) {
+		return true
+	}
+	bound := cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
+	switch {
+	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner:
+		return true
+	case cur.State == idemkit.StateFailed && cur.Owner != rec.Owner:
+		return bound
+	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now):
+		return bound
+	}
+	return false
+}
+
+// regionBegin checks that an execution does not run a key whose
+// completion landed in either region and lives, unless the operator
+// accepted it: under AcceptUnreplicated, a completion the region the
+// tenant left made before At.
+func (w *World) regionBegin(e *execution) {
+	g := w.reg
+	if g == nil {
+		return
+	}
+	tenant := strconv.FormatInt(e.req.shape.tenant, 10)
+	f, _ := g.routing(tenant)
+	now := w.insts[e.req.inst].clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range g.completions[e.recID] {
+		c := &g.completions[e.recID][i]
+		if !c.waive(f) && c.owner != e.owner && now.Unix() < c.exp {
+			w.fail(invCompletedOnce, "e%d (r%d) runs %s, whose run of owner %s completed in %s at %s: that record lives until %s",
+				e.n, e.req.n, e.recID, c.owner, c.region, w.since(c.at), w.since(time.Unix(c.exp, 0)))
+		}
+	}
+}
+
+// regionAnswered checks the answer of a request that a failover's fence
+// refused, or would have refused, and nothing else spoiled.
+func (w *World) regionAnswered(r *request) {
+	g := w.reg
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	f := g.facts[r]
+	g.mu.Unlock()
+	if f == nil || f.cut || f.failed || r.injected || r.exec != nil || r.panic != nil || r.err != nil {
+		return
+	}
+	p := r.resp.Problem
+	if p == nil || p.Type != httpguard.TypeStoreUnavailable {
+		return
+	}
+	now := w.insts[r.inst].clock.Now()
+	id := w.recordID(r)
+	switch {
+	case f.fenced && claimUnknown(r):
+		w.fail(invFailoverFence, "r%d, refused by the failover's fence alone, was told its key may have been recorded: the fence stores nothing", r.n)
+	case f.fenced:
+		rec, err := w.inner.Get(context.Background(), id, now)
+		if err == nil && answers(rec, r.shape.intent() == w.bound[w.life(id)], now) {
+			w.fail(invFailoverFence, "r%d got 503 from the failover's fence, but the region holds %s, which answers it", r.n, describe(rec, now))
+		}
+	case f.shownNew:
+		w.fail(invFailoverFence, "r%d got 503 (%s), but its key %s is shown to be first used after the failover", r.n, r.answer(), r.shape.key)
+	}
+}
+
+// answers reports whether the live record rec answers a fenced claim
+// (bound: the claim is the request the key is bound to): every record but
+// one the claim would replace or mark, a failed record or, under either
+// policy, a lease ended.
+func answers(rec *idemkit.Record, bound bool, now time.Time) bool {
+	switch {
+	case rec == nil || !rec.Live(now):
+		return false
+	case !bound:
+		return true
+	case rec.State == idemkit.StateFailed, rec.State == idemkit.StateInFlight && rec.LeaseExpired(now):
+		return false
+	}
+	return true
+}
