@@ -410,7 +410,7 @@ func TestFailoverFencesMarksAndResolutions(t *testing.T) {
 			t.Fatalf("claim %s in us: %+v %v", key, res, err)
 		}
 		if marked {
-			if _, err := plain.MarkIndeterminate(ctx, r.ID, r.Owner, now); err != nil {
+			if err := plain.MarkIndeterminate(ctx, r.ID, r.Owner, now); err != nil {
 				t.Fatal(err)
 			}
 		}
