@@ -296,7 +296,7 @@ func (w *World) maxSkew() time.Duration {
 func (w *World) checkRunning() {
 	at := w.tl.Now().Add(w.maxSkew())
 	for _, e := range w.execs {
-		if !e.live {
+		if !e.live || w.superseded(e) {
 			continue
 		}
 		rec, err := w.inner.Get(w.latestCtx(), e.recID, at)

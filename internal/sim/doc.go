@@ -113,7 +113,8 @@
 //     time only as DESIGN.md states: the other region wrote its record
 //     before At and had not replicated it;
 //   - completion-kept: replication never drops a completion whose record
-//     lives for a later write made without it (last writer wins).
+//     lives for a later write made without it (last writer wins), but one
+//     the operator accepted to lose (AcceptUnreplicated).
 //
 // The servers' timing makes the world not deterministic, though a history
 // issues the same calls in the same order, so that a failing seed mostly

@@ -73,12 +73,30 @@ func (w *World) regionClaimed(r *request, rec, pre *idemkit.Record, now time.Tim
 		for i := range g.completions[rec.ID] {
 			g.completions[rec.ID][i].waive(f)
 		}
+		for _, e := range w.execs {
+			if e.live && e.recID == rec.ID && e.owner != rec.Owner {
+				g.superseded[e] = true
+			}
+		}
 		g.mu.Unlock()
 		w.logf("  (accepted: the %s in %s had not replicated)", describe(cur, now), other)
 		return
 	}
 	w.fail(invCrossRegion, "%s of r%d won %s in %s over %s, but %s holds a later %s (written at %s) that %s never received",
 		how, r.n, rec.ID, region, describe(pre, now), other, describe(cur, now), w.since(theirs.at), region)
+}
+
+// superseded reports whether e runs on beside a run the unreplicated
+// window let through (AcceptUnreplicated): its record may then be that
+// run's, or gone, wherever the latest write is.
+func (w *World) superseded(e *execution) bool {
+	g := w.reg
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.superseded[e]
 }
 
 // mayReplace reports whether a claim of rec may replace the record cur

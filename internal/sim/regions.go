@@ -157,7 +157,8 @@ func RunRegions(p RegionParams, steps []Step, srv Servers, wait func()) (*Result
 		fo: map[string]dynamo.Failover{}, routes: map[string][]route{}, prev: map[string]string{},
 		items:       map[string]map[string]*version{east: {}, west: {}},
 		pending:     map[string]map[string]bool{east: {}, west: {}},
-		completions: map[string][]completion{}, facts: map[*request]*reqFacts{}, accepted: map[*request]bool{}}
+		completions: map[string][]completion{}, facts: map[*request]*reqFacts{}, accepted: map[*request]bool{},
+		superseded: map[*execution]bool{}}
 	opts := srv.Options
 	opts.IndexInFlight = true
 	store, err := dynamo.NewRegional(dynamo.Regions{
@@ -212,7 +213,8 @@ type regions struct {
 	seq         uint64
 	completions map[string][]completion // record ID -> the completions that landed, in any region
 	facts       map[*request]*reqFacts
-	accepted    map[*request]bool // the claims the unreplicated window let through
+	accepted    map[*request]bool   // the claims the unreplicated window let through
+	superseded  map[*execution]bool // the runs such a claim let another run beside
 	stats       RegionStats
 	err         error // a replication call that failed: the run is void
 }
