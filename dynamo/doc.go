@@ -8,8 +8,8 @@
 //	                              OR (st = in_flight AND ow = :owner AND lu <= :lu)
 //	                              OR (fp = :fp AND op = :op AND ((st = failed AND ow <> :owner)
 //	                                  [OR (st = in_flight AND lu <= :nowMs), with Takeover]))
-//	Complete           PutItem    ow = :owner AND exp > :nowS AND (st IN (in_flight, indeterminate)
-//	                              OR (st = completed AND attribute_not_exists(ra)))
+//	Complete           PutItem    ow = :owner AND exp > :nowS AND st <> released
+//	                              AND attribute_not_exists(ra)
 //	Release            PutItem    attribute_not_exists(pk) OR exp <= :nowS
 //	                              OR (st = released AND lu <= :nowMs)
 //	                              OR (ow = :owner AND st = in_flight)
