@@ -97,7 +97,9 @@
 // The invariants above hold in each region (a check reads the region the
 // call is routed to; record-outlives-run and never-stored read each record
 // where its latest write is; visible reads the operator's own region,
-// which a listing across tenants reads), and five more:
+// which a listing across tenants reads; a run that AcceptUnreplicated let
+// another run beside is spared one-execution and record-outlives-run),
+// and five more:
 //
 //   - cross-region: a claim that lands in one region replaces only what it
 //     could replace had that region received the other's writes;
