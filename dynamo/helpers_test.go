@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 )
@@ -54,7 +55,7 @@ func (c *counting) MaxItem() int {
 
 func (c *counting) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c.count("PutItem")
-	n := sizeOf(in.Item)
+	n := bench.ItemSize(in.Item) // DynamoDB's rule, counted apart from the store's
 	c.mu.Lock()
 	c.maxItem = max(c.maxItem, n)
 	c.mu.Unlock()
@@ -69,49 +70,6 @@ func (c *counting) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFn
 func (c *counting) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	c.count("UpdateItem")
 	return c.Client.UpdateItem(ctx, in, optFns...)
-}
-
-// sizeOf is an independent estimate of an item's size by the documented
-// rules (names + values; numbers counted as their text length, an upper
-// bound).
-func sizeOf(item map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + valSize(v)
-	}
-	return n
-}
-
-func valSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return len(v.Value) + 1
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, e := range v.Value {
-			n += len(e)
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valSize(e)
-		}
-		return n
-	}
-	panic("unexpected attribute type")
 }
 
 // fakeClient returns a client of an httptest server answering every call
