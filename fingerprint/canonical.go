@@ -789,7 +789,66 @@ func appendNumber(dst, lit []byte) ([]byte, error) {
 	if f == 0 {
 		return append(dst, '0'), nil
 	}
-	return jsontext.AppendFloat(dst, f, 64), nil
+	return appendES6(dst, f), nil
+}
+
+// appendES6 appends a finite, non-zero float64 as ECMAScript's
+// Number.prototype.toString writes it (RFC 8785 section 3.2.2.3): the
+// shortest decimal digits that round-trip, in plain notation for decimal
+// exponents from -6 to 20 and in exponential notation ("1e+21", "1.5e-7")
+// otherwise.
+func appendES6(dst []byte, f float64) []byte {
+	if f < 0 {
+		dst = append(dst, '-')
+		f = -f
+	}
+	// strconv gives the shortest round-trip digits as d.ddde±XX.
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
+	mark := bytes.IndexByte(e, 'e')
+	exp := 0
+	for _, c := range e[mark+2:] { // after 'e' and its sign
+		exp = exp*10 + int(c-'0')
+	}
+	if e[mark+1] == '-' {
+		exp = -exp
+	}
+	digits := e[:mark]
+	if len(digits) > 1 {
+		// Drop the decimal point: "d.ddd" becomes "dddd".
+		digits = append(digits[:1], digits[2:]...)
+	}
+	k := len(digits) // number of significant digits
+	n := exp + 1     // position of the decimal point after the first digit
+	switch {
+	case k <= n && n <= 21:
+		dst = append(dst, digits...)
+		for range n - k {
+			dst = append(dst, '0')
+		}
+	case 0 < n && n <= 21:
+		dst = append(dst, digits[:n]...)
+		dst = append(dst, '.')
+		dst = append(dst, digits[n:]...)
+	case -6 < n && n <= 0:
+		dst = append(dst, '0', '.')
+		for range -n {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, digits...)
+	default:
+		dst = append(dst, digits[0])
+		if k > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, digits[1:]...)
+		}
+		dst = append(dst, 'e')
+		if n-1 >= 0 {
+			dst = append(dst, '+')
+		}
+		dst = strconv.AppendInt(dst, int64(n-1), 10)
+	}
+	return dst
 }
 
 // isInteger reports whether a valid number literal has neither a fraction
