@@ -9,11 +9,14 @@ PKGS     := ./...
 # modules that keep test-only dependencies out of a user's module graph
 # (docs/MODULES.md).
 MODULES  := . integration examples internal/localstack internal/lambdarie observe/otelobserve
+# The newest Go release, tested beside the machine's Go and the oldest that
+# go.mod allows: a new Go release is this one line (docs/MODULES.md).
+NEWEST_GO ?= go1.27.4
 
 include mk/dynalite.mk
 
 .PHONY: bench-fingerprint
-.PHONY: all test test-go compat consumer lint vet staticcheck cfn-lint fmt-check run bench fuzz build clean reliability sim
+.PHONY: all test test-go compat newest-go consumer lint vet staticcheck cfn-lint fmt-check run bench fuzz build clean reliability sim
 
 all: test
 
@@ -21,7 +24,7 @@ all: test
 ## of every module with the race detector (starts dynalite); then the
 ## DynamoDB tests again on DynamoDB Local where java is installed
 ## (test-dynamodb-local) and on moto_server where it is (test-moto)
-test: deps lint compat consumer test-go test-dynamodb-local-if-java test-moto-if-installed
+test: deps lint compat newest-go consumer test-go test-dynamodb-local-if-java test-moto-if-installed
 
 ## test-go: every test of every module with the race detector, on dynalite
 ## (or the server IDEMKIT_DYNAMODB_ENDPOINT names)
@@ -35,9 +38,16 @@ test-go:
 compat:
 	@GO=$(GO) ./.ci/compat.sh
 
-## consumer: a module importing idemkit, dynamo and lambda/apigw stays small
+## newest-go: every module builds and vets with $(NEWEST_GO), and the
+## library module's tests pass on it
+newest-go:
+	@GO=$(GO) NEWEST_GO=$(NEWEST_GO) MODULES="$(MODULES)" ./.ci/newest-go.sh
+
+## consumer: a module importing idemkit, dynamo and lambda/apigw stays
+## small, with the machine's Go and with $(NEWEST_GO)
 consumer:
 	@GO=$(GO) ./.ci/consumer.sh
+	@GOTOOLCHAIN=$(NEWEST_GO) GO=$(GO) ./.ci/consumer.sh
 
 ## lint: gofmt, go vet and staticcheck in every module; cfn-lint on
 ## template.yaml when cfn-lint is installed
