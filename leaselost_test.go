@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/idemkit/idemkit"
@@ -33,9 +34,11 @@ var errStoreDown = &idemkit.StoreError{Op: "extend", Err: errors.New("503 servic
 // operator may resolve it a minute later (failed: a retry runs it again),
 // and the key is kept. While the renewals land it is never cancelled.
 //
-// Real time, because renewals run on real timers: a 2 s lease renewed
-// every 200 ms, LeaseMargin 1 s, so that a lease nobody renewed is given
-// up 1 s before it ends.
+// A 2 s lease renewed every 200 ms, LeaseMargin 1 s, so that a lease
+// nobody renewed is given up 1 s before it ends. The renewals run on the
+// system clock's timers inside a synctest bubble: time moves only when
+// every goroutine waits, so a loaded machine cannot delay a renewal past
+// its lease.
 func TestLeaseLost(t *testing.T) {
 	const (
 		lease  = 2 * time.Second
@@ -78,55 +81,57 @@ func TestLeaseLost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := faultstore.New(memstore.New())
-			s.On(faultstore.Extend, extendAnswers(tt.extend))
-			pol := idemkit.Policy{Lease: lease, Heartbeat: every, LeaseMargin: margin, MaxRenewals: tt.renewals, OnStaleLease: tt.policy}
-			if tt.short {
-				pol.ReplayWindow, pol.RecordRetention = time.Millisecond, time.Millisecond
-			}
-			g, err := idemkit.New(idemkit.Config{Store: s, Policy: pol})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var lostAt time.Time
-			var cause error
-			start := time.Now()
-			_, _, err = g.Do(context.Background(), req("lost-"+tt.name), func(ctx context.Context) (*idemkit.Snapshot, error) {
-				select {
-				case <-ctx.Done():
-					lostAt, cause = time.Now(), context.Cause(ctx)
-					return nil, ctx.Err()
-				case <-time.After(tt.run):
-					return &idemkit.Snapshot{Status: 201}, nil
+			synctest.Test(t, func(t *testing.T) {
+				s := faultstore.New(memstore.New())
+				s.On(faultstore.Extend, extendAnswers(tt.extend))
+				pol := idemkit.Policy{Lease: lease, Heartbeat: every, LeaseMargin: margin, MaxRenewals: tt.renewals, OnStaleLease: tt.policy}
+				if tt.short {
+					pol.ReplayWindow, pol.RecordRetention = time.Millisecond, time.Millisecond
+				}
+				g, err := idemkit.New(idemkit.Config{Store: s, Policy: pol})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var lostAt time.Time
+				var cause error
+				start := time.Now()
+				_, _, err = g.Do(context.Background(), req("lost-"+tt.name), func(ctx context.Context) (*idemkit.Snapshot, error) {
+					select {
+					case <-ctx.Done():
+						lostAt, cause = time.Now(), context.Cause(ctx)
+						return nil, ctx.Err()
+					case <-time.After(tt.run):
+						return &idemkit.Snapshot{Status: 201}, nil
+					}
+				})
+				if !tt.lost {
+					if err != nil || !lostAt.IsZero() {
+						t.Fatalf("Do: %v; cancelled after %v (%v), want the handler to run to its end", err, lostAt.Sub(start), cause)
+					}
+					return
+				}
+				if lostAt.IsZero() {
+					t.Fatalf("Do: %v; the handler ran to its end, want it cancelled with ErrLeaseLost", err)
+				}
+				if !errors.Is(cause, idemkit.ErrLeaseLost) {
+					t.Errorf("cause %v, want ErrLeaseLost", cause)
+				}
+				if kept := errors.Is(err, idemkit.ErrOutcomeUnknown); kept != (tt.policy == idemkit.FailClosed) {
+					t.Errorf("Do: %v; the key kept as an unknown outcome: %v, want %v", err, kept, tt.policy == idemkit.FailClosed)
+				}
+				// Told before the lease ends: the first lease where no renewal
+				// landed, else the one the last renewal made.
+				leaseEnd := start.Add(lease)
+				if tt.extend == nil {
+					leaseEnd = start.Add(time.Duration(tt.renewals)*every + lease)
+					if lostAt.Before(start.Add(time.Duration(tt.renewals) * every)) {
+						t.Errorf("cancelled %v after the start, before the last renewal was due", lostAt.Sub(start))
+					}
+				}
+				if !lostAt.Before(leaseEnd) {
+					t.Errorf("cancelled %v after the start, at or after the lease's end (%v)", lostAt.Sub(start), leaseEnd.Sub(start))
 				}
 			})
-			if !tt.lost {
-				if err != nil || !lostAt.IsZero() {
-					t.Fatalf("Do: %v; cancelled after %v (%v), want the handler to run to its end", err, lostAt.Sub(start), cause)
-				}
-				return
-			}
-			if lostAt.IsZero() {
-				t.Fatalf("Do: %v; the handler ran to its end, want it cancelled with ErrLeaseLost", err)
-			}
-			if !errors.Is(cause, idemkit.ErrLeaseLost) {
-				t.Errorf("cause %v, want ErrLeaseLost", cause)
-			}
-			if kept := errors.Is(err, idemkit.ErrOutcomeUnknown); kept != (tt.policy == idemkit.FailClosed) {
-				t.Errorf("Do: %v; the key kept as an unknown outcome: %v, want %v", err, kept, tt.policy == idemkit.FailClosed)
-			}
-			// Told before the lease ends: the first lease where no renewal
-			// landed, else the one the last renewal made.
-			leaseEnd := start.Add(lease)
-			if tt.extend == nil {
-				leaseEnd = start.Add(time.Duration(tt.renewals)*every + lease)
-				if lostAt.Before(start.Add(time.Duration(tt.renewals) * every)) {
-					t.Errorf("cancelled %v after the start, before the last renewal was due", lostAt.Sub(start))
-				}
-			}
-			if !lostAt.Before(leaseEnd) {
-				t.Errorf("cancelled %v after the start, at or after the lease's end (%v)", lostAt.Sub(start), leaseEnd.Sub(start))
-			}
 		})
 	}
 }
@@ -143,40 +148,42 @@ func TestLeaseLostIsReported(t *testing.T) {
 	}{{idemkit.Takeover, true}, {idemkit.FailClosed, true}, {idemkit.Takeover, false}, {idemkit.FailClosed, false}} {
 		policy := tt.policy
 		t.Run(fmt.Sprintf("%s/lost=%v", policy, tt.lost), func(t *testing.T) {
-			obs := &eventlog.Log{}
-			s := faultstore.New(memstore.New())
-			if tt.lost {
-				s.On(faultstore.Extend, faultstore.Fail(errStoreDown))
-			}
-			g, err := idemkit.New(idemkit.Config{Store: s,
-				Policy:   idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: policy},
-				Observer: obs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			_, _, err = g.Do(ctx, req(fmt.Sprintf("reported-%s-%v", policy, tt.lost)), func(hctx context.Context) (*idemkit.Snapshot, error) {
-				select {
-				case <-hctx.Done():
-				case <-time.After(2 * time.Second):
-					cancel() // the renewals land: nothing cancels the handler; its caller does
-					<-hctx.Done()
+			synctest.Test(t, func(t *testing.T) {
+				obs := &eventlog.Log{}
+				s := faultstore.New(memstore.New())
+				if tt.lost {
+					s.On(faultstore.Extend, faultstore.Fail(errStoreDown))
 				}
-				return nil, hctx.Err()
+				g, err := idemkit.New(idemkit.Config{Store: s,
+					Policy:   idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: policy},
+					Observer: obs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				_, _, err = g.Do(ctx, req(fmt.Sprintf("reported-%s-%v", policy, tt.lost)), func(hctx context.Context) (*idemkit.Snapshot, error) {
+					select {
+					case <-hctx.Done():
+					case <-time.After(2 * time.Second):
+						cancel() // the renewals land: nothing cancels the handler; its caller does
+						<-hctx.Done()
+					}
+					return nil, hctx.Err()
+				})
+				events := obs.Events()
+				if len(events) == 0 {
+					t.Fatal("no event")
+				}
+				ev := events[len(events)-1]
+				want := tt.lost
+				if errors.Is(err, idemkit.ErrLeaseLost) != want || errors.Is(ev.Err, idemkit.ErrLeaseLost) != want {
+					t.Errorf("Do: %v; event %s: %v; want ErrLeaseLost in both: %v", err, ev.Kind, ev.Err, want)
+				}
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Do: %v, want the handler's own error kept", err)
+				}
 			})
-			events := obs.Events()
-			if len(events) == 0 {
-				t.Fatal("no event")
-			}
-			ev := events[len(events)-1]
-			want := tt.lost
-			if errors.Is(err, idemkit.ErrLeaseLost) != want || errors.Is(ev.Err, idemkit.ErrLeaseLost) != want {
-				t.Errorf("Do: %v; event %s: %v; want ErrLeaseLost in both: %v", err, ev.Kind, ev.Err, want)
-			}
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("Do: %v, want the handler's own error kept", err)
-			}
 		})
 	}
 }
