@@ -279,6 +279,9 @@ func (c *call) oldKey(rec *Record, expired error, h Handler) (*Snapshot, bool, e
 			// Completed, released or marked before our mark: read again.
 			continue
 		}
+		// The key stays bound to the fingerprint it was first claimed
+		// with, as on the ordinary path (blocked).
+		rec.Fingerprint = ex.Fingerprint
 		res, err := c.g.claim(c.ctx, rec, c.opts())
 		switch {
 		case err != nil:

@@ -703,6 +703,69 @@ func TestUUIDv7KeyAgeLiveRecord(t *testing.T) {
 	}
 }
 
+// TestUUIDv7OldKeyFreedAgain: an old UUIDv7 key whose record an operator
+// freed (failed), or whose stale lease a Takeover retry may take, runs
+// again when the retry's fingerprint matches the stored one only under an
+// older version (FingerprintAs): the key stays bound to the fingerprint it
+// was first claimed with, which the claim must carry, as the ordinary
+// path's does. Sent in the request's own version, the store refuses it and
+// every retry gets 409 until the record expires.
+func TestUUIDv7OldKeyFreedAgain(t *testing.T) {
+	day := 24 * time.Hour
+	for _, policy := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		t.Run(policy.String(), func(t *testing.T) {
+			f := newFixture(t, func(c *idemkit.Config) { c.Policy.OnStaleLease = policy })
+			start := f.clock.Now()
+			first := req(uuidV7At(t, start.Add(-time.Hour)))
+			// The first run never ends: its lease expires with the record
+			// still live (Lease one minute, retention seven days).
+			first.Fingerprint = "v1:sha256:aa"
+			g, err := idemkit.New(idemkit.Config{Store: f.store, Clock: f.clock,
+				Policy: idemkit.Policy{OnStaleLease: policy, Lease: time.Minute, RecordRetention: 7 * day}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.guard = g
+			if policy == idemkit.FailClosed {
+				f.do(t, first, func(context.Context) (*idemkit.Snapshot, error) {
+					return nil, fmt.Errorf("charge timed out: %w", idemkit.ErrOutcomeUnknown)
+				})
+				f.clock.Advance(6*day + 23*time.Hour)
+				res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}
+				if _, _, err := idemkit.Resolve(context.Background(), f.store, first.Scope.ID(false), res, f.clock.Now()); err != nil {
+					t.Fatalf("resolve: %v", err)
+				}
+			} else {
+				// A claim whose run crashed: stored, never completed.
+				rec := &idemkit.Record{ID: first.Scope.ID(false), Scope: first.Scope, State: idemkit.StateInFlight, Fingerprint: first.Fingerprint,
+					Owner: "crashed", LeaseUntil: start.Add(time.Minute), ReplayUntil: start.Add(day), ExpiresAt: start.Add(7 * day), CreatedAt: start}
+				if res, err := f.store.Claim(context.Background(), rec, start, idemkit.ClaimOptions{}); err != nil || !res.Won {
+					t.Fatalf("claim: %+v %v", res, err)
+				}
+				f.clock.Advance(6*day + 23*time.Hour)
+			}
+			f.clock.Advance(50 * time.Minute) // the key is now past retention and skew
+			retry := first
+			retry.Fingerprint = "v2:sha256:bb"
+			retry.FingerprintAs = func(v string) (string, error) {
+				if v == "v1" {
+					return "v1:sha256:aa", nil
+				}
+				return "", errors.New("unknown version")
+			}
+			runs := f.runs
+			snap, replayed, err := f.do(t, retry, respond(201, `{"id":"retry"}`))
+			if err != nil || replayed || snap.Status != 201 || f.runs != runs+1 {
+				t.Fatalf("retry: %+v replayed %v err %v, runs %d -> %d; want a run", snap, replayed, err, runs, f.runs)
+			}
+			got, err := f.store.Get(context.Background(), first.Scope.ID(false), f.clock.Now())
+			if err != nil || got.Fingerprint != "v1:sha256:aa" || got.State != idemkit.StateCompleted {
+				t.Fatalf("record %+v %v: want completed, still bound to the first fingerprint", got, err)
+			}
+		})
+	}
+}
+
 type zeroReader struct{}
 
 func (zeroReader) Read(p []byte) (int, error) {
