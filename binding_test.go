@@ -34,7 +34,7 @@ func endFirstRun(t *testing.T, f *fixture, r idemkit.Request, accountWide bool, 
 			t.Fatalf("first run: %v, want ErrOutcomeUnknown", err)
 		}
 		f.clock.Advance(time.Second)
-		if _, err := f.store.Resolve(ctx, id, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}, f.clock.Now()); err != nil {
+		if _, err := f.store.Resolve(ctx, id, f.ownerOf(t, id), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}, f.clock.Now()); err != nil {
 			t.Fatalf("resolve: %v", err)
 		}
 	}

@@ -40,6 +40,17 @@ func newFixture(t *testing.T, mod func(*idemkit.Config)) *fixture {
 	return f
 }
 
+// ownerOf returns the owner of the live record with id: the run an
+// operator checked before resolving it.
+func (f *fixture) ownerOf(t *testing.T, id string) string {
+	t.Helper()
+	rec, err := f.store.Get(context.Background(), id, f.clock.Now())
+	if err != nil {
+		t.Fatalf("read %q: %v", id, err)
+	}
+	return rec.Owner
+}
+
 func req(key string) idemkit.Request {
 	return idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key}, Fingerprint: "v1:sha256:aa"}
 }
@@ -201,7 +212,7 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 
 	// An operator resolves it as completed: the answer is replayed.
 	ans := &idemkit.Snapshot{Status: 201, Body: []byte("resolved")}
-	if _, err := f.store.Resolve(context.Background(), recs[0].ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: ans, Operator: "ops", ResolvedAt: f.clock.Now()}, f.clock.Now()); err != nil {
+	if _, err := f.store.Resolve(context.Background(), recs[0].ID, recs[0].Owner, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: ans, Operator: "ops", ResolvedAt: f.clock.Now()}, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
@@ -217,7 +228,7 @@ func TestResolvedFailedRunsAgain(t *testing.T) {
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrIndeterminate) {
 		t.Fatal(err)
 	}
-	if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", ResolvedAt: f.clock.Now()}, f.clock.Now()); err != nil {
+	if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), f.ownerOf(t, req("k").Scope.ID(false)), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", ResolvedAt: f.clock.Now()}, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	snap, replayed, err := f.do(t, req("k"), respond(201, "again"))

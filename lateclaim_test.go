@@ -25,7 +25,7 @@ func TestLateClaimCopy(t *testing.T) {
 	resolveFailed := func(t *testing.T, f *fixture) {
 		t.Helper()
 		f.clock.Advance(time.Second)
-		if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}, f.clock.Now()); err != nil {
+		if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), f.ownerOf(t, req("k").Scope.ID(false)), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}, f.clock.Now()); err != nil {
 			t.Fatalf("resolve: %v", err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestClaimBehindTheFence(t *testing.T) {
 				t.Fatal("the first run: no error")
 			}
 			if tc.resolve {
-				if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, aheadClock.Now()); err != nil {
+				if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), f.ownerOf(t, req("k").Scope.ID(false)), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, aheadClock.Now()); err != nil {
 					t.Fatalf("resolve: %v", err)
 				}
 			}

@@ -117,7 +117,7 @@ func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, no
 	if res.As == StateCompleted {
 		res.ReplayUntil, res.ExpiresAt = replayAgain(cur, now)
 	}
-	out, err := s.Resolve(ctx, id, res, now)
+	out, err := s.Resolve(ctx, id, cur.Owner, res, now)
 	if errors.Is(err, ErrNotIndeterminate) {
 		out, err = ownResolution(ctx, s, id, res, now, err)
 	}

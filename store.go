@@ -180,16 +180,18 @@ type OperatorStore interface {
 	Store
 
 	// Resolve records an operator's decision on the live indeterminate
-	// record with this id: State becomes res.As (completed or failed), the
+	// record with this id and owner, the run the operator checked: State
+	// becomes res.As (completed or failed), the
 	// Snapshot becomes res.Snapshot and CompletedAt the resolution's time
 	// for completed, and Resolution is kept.
 	// It returns ErrNotIndeterminate, changing nothing, when there is no
-	// live indeterminate record with the id. Non-zero res.ReplayUntil and
+	// live indeterminate record with the id and owner: a decision on one
+	// run never lands on a later run of the key. Non-zero res.ReplayUntil and
 	// res.ExpiresAt replace the record's. A zero res.ResolvedAt is stored
 	// as now; res.Snapshot is ignored for failed and may be stored Omitted
 	// as in Complete. A retried Resolve whose first attempt was applied gets
 	// ErrNotIndeterminate: read the record to see the outcome.
-	Resolve(ctx context.Context, id string, res Resolution, now time.Time) (*Record, error)
+	Resolve(ctx context.Context, id, owner string, res Resolution, now time.Time) (*Record, error)
 
 	// ListIndeterminate returns live indeterminate records, oldest lease
 	// first, at most limit (a store default when limit <= 0). When tenant is

@@ -109,7 +109,7 @@ func TestClaimRecordVanishes(t *testing.T) {
 			if err := direct.MarkUnknown(ctx, holder.ID, "holder", now); err != nil {
 				t.Error(err)
 			}
-			if _, err := direct.Resolve(ctx, holder.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, now); err != nil {
+			if _, err := direct.Resolve(ctx, holder.ID, holder.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, now); err != nil {
 				t.Error(err)
 			}
 		}},

@@ -39,7 +39,7 @@ var storeCalls = map[string]func(ctx context.Context, s idemkit.OperatorStore) e
 		return err
 	},
 	"Resolve": func(ctx context.Context, s idemkit.OperatorStore) error {
-		_, err := s.Resolve(ctx, "o1|1:a1:b1:c", idemkit.Resolution{As: idemkit.StateFailed}, time.Now())
+		_, err := s.Resolve(ctx, "o1|1:a1:b1:c", "o", idemkit.Resolution{As: idemkit.StateFailed}, time.Now())
 		return err
 	},
 	"Get": func(ctx context.Context, s idemkit.OperatorStore) error {

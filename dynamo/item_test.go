@@ -230,7 +230,7 @@ func TestInvalidUTF8IDNamesNoRecord(t *testing.T) {
 		t.Errorf("MarkIndeterminate: %v, want ErrNotOwner", err)
 	}
 	res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "wrong record"}
-	if _, err := s.Resolve(ctx, bad, res, later); !errors.Is(err, idemkit.ErrNotIndeterminate) {
+	if _, err := s.Resolve(ctx, bad, "o", res, later); !errors.Is(err, idemkit.ErrNotIndeterminate) {
 		t.Errorf("Resolve: %v, want ErrNotIndeterminate", err)
 	}
 	for name, list := range map[string]func(tenant string) ([]*idemkit.Record, string, error){

@@ -196,7 +196,7 @@ func TestSingleTableForeignItemsUntouched(t *testing.T) {
 				t.Fatalf("Claim after release: %+v, %v", res, err)
 			}
 		case 2:
-			if _, err := s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "test"}, now); err != nil {
+			if _, err := s.Resolve(ctx, r.ID, r.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "test"}, now); err != nil {
 				t.Fatalf("Resolve: %v", err)
 			}
 		}

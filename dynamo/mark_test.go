@@ -37,12 +37,12 @@ func TestLostStateChangeAnswers(t *testing.T) {
 		}
 	}
 	resolveAs := func(as idemkit.State) change {
-		return func(s *dynamo.Store, ctx context.Context, id, _ string, now time.Time) (*idemkit.Record, error) {
+		return func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
 			res := idemkit.Resolution{As: as, Operator: "ops", Reason: "checked"}
 			if as == idemkit.StateCompleted {
 				res.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)}
 			}
-			return s.Resolve(ctx, id, res, now)
+			return s.Resolve(ctx, id, owner, res, now)
 		}
 	}
 	for _, tc := range []struct {
@@ -114,8 +114,8 @@ func TestLostStateChangeAnswers(t *testing.T) {
 // refused (its answer lost, then its retry refused) and the record cannot
 // be read again to tell whether the write was its own.
 func TestLostStateChangeErrors(t *testing.T) {
-	resolve := func(s *dynamo.Store, ctx context.Context, id, _ string, now time.Time) (*idemkit.Record, error) {
-		return s.Resolve(ctx, id, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "checked"}, now)
+	resolve := func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
+		return s.Resolve(ctx, id, owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "checked"}, now)
 	}
 	mark := func(f func(*dynamo.Store, context.Context, string, string, time.Time) error) func(*dynamo.Store, context.Context, string, string, time.Time) (*idemkit.Record, error) {
 		return func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {

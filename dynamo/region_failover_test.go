@@ -213,7 +213,7 @@ func TestFailoverFence(t *testing.T) {
 			if err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, time.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := inEU.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "alice", Reason: "declined"}, time.Now()); err != nil {
+			if _, err := inEU.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "alice", Reason: "declined"}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}

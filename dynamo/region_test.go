@@ -316,7 +316,11 @@ func TestRegionalListing(t *testing.T) {
 	// An operator in us resolves acme's record: the write goes to eu.
 	id := idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: "indet"}.ID(false)
 	res := idemkit.Resolution{As: idemkit.StateCompleted, Operator: "alice", Reason: "charged", Snapshot: &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ch_1"}`)}}
-	if _, err := inUS.Resolve(ctx, id, res, now); err != nil {
+	held, err := inUS.Get(ctx, id, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inUS.Resolve(ctx, id, held.Owner, res, now); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := inEU.Get(ctx, id, now); err != nil || r.State != idemkit.StateCompleted || string(r.Snapshot.Body) != `{"id":"ch_1"}` {
@@ -361,7 +365,7 @@ func TestRegionalUnroutableID(t *testing.T) {
 			},
 			"MarkUnknown": func() error { return s.MarkUnknown(ctx, id, "o", now) },
 			"Resolve": func() error {
-				_, err := s.Resolve(ctx, id, idemkit.Resolution{As: idemkit.StateFailed}, now)
+				_, err := s.Resolve(ctx, id, "o", idemkit.Resolution{As: idemkit.StateFailed}, now)
 				return err
 			},
 			"Get": func() error { _, err := s.Get(ctx, id, now); return err },

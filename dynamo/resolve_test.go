@@ -45,7 +45,7 @@ func TestResolveRefusedByItsRead(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := s.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "checked"}, now.Add(tc.after))
+			got, err := s.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "checked"}, now.Add(tc.after))
 			if !errors.Is(err, idemkit.ErrNotIndeterminate) || got != nil {
 				t.Fatalf("Resolve: %+v %v, want ErrNotIndeterminate", got, err)
 			}
@@ -99,7 +99,7 @@ func TestResolveConcurrent(t *testing.T) {
 			// The other operator resolves it between this one's read and
 			// its write.
 			hook := &readHook{Client: clean, after: func() {
-				if _, err := cs.Resolve(ctx, rec.ID, resolution("ops-a"), at); err != nil {
+				if _, err := cs.Resolve(ctx, rec.ID, rec.Owner, resolution("ops-a"), at); err != nil {
 					t.Errorf("the first resolution: %v", err)
 				}
 			}}
@@ -107,7 +107,7 @@ func TestResolveConcurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := s.Resolve(ctx, rec.ID, resolution("ops-b"), at); !errors.Is(err, idemkit.ErrNotIndeterminate) {
+			if got, err := s.Resolve(ctx, rec.ID, rec.Owner, resolution("ops-b"), at); !errors.Is(err, idemkit.ErrNotIndeterminate) {
 				t.Fatalf("the second resolution: %+v %v, want ErrNotIndeterminate", got, err)
 			}
 			stored, err := cs.Get(ctx, rec.ID, at)
@@ -154,7 +154,7 @@ func TestResolveSizeOfTheRest(t *testing.T) {
 			body := randomBytes(tc.body)
 			res := idemkit.Resolution{As: idemkit.StateCompleted, Operator: "alice", Reason: "charged, PSP ref ch_1",
 				Snapshot: &idemkit.Snapshot{Status: 201, Header: map[string][]string{"Location": {"/orders/1"}}, Body: body}}
-			got, err := s.Resolve(ctx, rec.ID, res, now)
+			got, err := s.Resolve(ctx, rec.ID, rec.Owner, res, now)
 			if err != nil {
 				t.Fatalf("Resolve: %v; want the record resolved, its body left out if it does not fit", err)
 			}
@@ -212,7 +212,7 @@ func TestResolvedRecordsLeaveTheIndexes(t *testing.T) {
 		if as == idemkit.StateCompleted {
 			res.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte("checked")}
 		}
-		if _, err := s.Resolve(ctx, rec.ID, res, now.Add(time.Minute)); err != nil {
+		if _, err := s.Resolve(ctx, rec.ID, rec.Owner, res, now.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, rec.ID)

@@ -1076,16 +1076,17 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 // res.ResolvedAt is stored as now; a completed resolution's snapshot
 // follows the same size rules as Complete and is the record's Snapshot
 // (Resolution.Snapshot is not stored twice). A resolution first reads the
-// item (one consistent GetItem): the update is fenced on the owner it
-// reads, so that a copy of it landing late, after the key ran again and
+// item (one consistent GetItem), to refuse at once a record of another
+// owner than the run the operator checked; the update is fenced on that
+// owner, so that a copy of it landing late, after the key ran again and
 // that run's outcome became unknown too, is refused instead of deciding
 // an outcome nobody looked at; and a completed resolution's snapshot is
 // budgeted against the rest of the item, so that an answer too large for
 // it is stored without its body instead of being refused. res.Snapshot is
 // required when res.As is completed and ignored when it is failed.
-func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+func (s *Store) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	const op = "resolve"
-	if err := storearg.Resolution(id, res); err != nil {
+	if err := storearg.Resolution(id, owner, res); err != nil {
 		return nil, fmt.Errorf("dynamo: %w", err)
 	}
 	if err := s.fenceWrite(ctx, op, id, now); err != nil {
@@ -1109,13 +1110,16 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	if res.As == idemkit.StateCompleted {
 		set[attrCompletedAt] = num(at.UnixMilli())
 	}
-	// The record as it is now: the resolution is of this indeterminate
-	// record, the outcome of its owner's run, and is fenced on its owner.
-	// A copy of the resolution that lands late, after the key was run
-	// again and another run's outcome became unknown, is refused.
-	rest, owner, err := s.rest(ctx, client, op, id, set, now)
+	// The resolution is of the run the operator checked, and is fenced on
+	// its owner: a resolution read against another run (the key ran again
+	// and that run's outcome became unknown too), or a copy of it landing
+	// late, is refused instead of deciding an outcome nobody looked at.
+	rest, read, err := s.rest(ctx, client, op, id, set, now)
 	if err != nil {
 		return nil, err
+	}
+	if read != owner {
+		return nil, idemkit.ErrNotIndeterminate
 	}
 	// The snapshot is budgeted against the rest of the item as stored:
 	// the ID alone does not bound it (a hashed ID is short whatever the

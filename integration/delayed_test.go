@@ -348,7 +348,11 @@ func TestDelayedWrites(t *testing.T) {
 						res.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}},
 							Body: []byte(`{"tenant":"acme","operation":"POST /payments","key":"` + sc.Key + `","order":"ord_by_operator"}`)}
 					}
-					if _, err := store.Resolve(ctx, id, res, clk.Now()); err != nil {
+					held, err := store.Get(ctx, id, clk.Now())
+					if err != nil {
+						t.Fatalf("step %d: read before resolving: %v", i, err)
+					}
+					if _, err := store.Resolve(ctx, id, held.Owner, res, clk.Now()); err != nil {
 						t.Fatalf("step %d: resolve: %v", i, err)
 					}
 					continue
@@ -533,7 +537,11 @@ func TestDelayedResolve(t *testing.T) {
 	}
 	// The operator finds no charge and resolves it failed; the first copy
 	// of the resolution is held, the SDK's retry lands.
-	if rec, err := store.Resolve(ctx, id, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops@example.com", Reason: "no charge at the provider"}, clk.Now()); err != nil || rec.State != idemkit.StateFailed {
+	held, err := store.Get(ctx, id, clk.Now())
+	if err != nil {
+		t.Fatalf("read before resolving: %v", err)
+	}
+	if rec, err := store.Resolve(ctx, id, held.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops@example.com", Reason: "no charge at the provider"}, clk.Now()); err != nil || rec.State != idemkit.StateFailed {
 		t.Fatalf("resolve: %v, %v", rec, err)
 	}
 	if a := call(ctx, h, ev); a.kind() != "unknown" {

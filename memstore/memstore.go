@@ -307,8 +307,8 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 }
 
 // Resolve implements idemkit.OperatorStore.
-func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	if err := storearg.Resolution(id, res); err != nil {
+func (s *Store) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+	if err := storearg.Resolution(id, owner, res); err != nil {
 		return nil, fmt.Errorf("memstore: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -318,7 +318,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, 
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
 	cur := s.live(id, now)
-	if cur == nil || cur.State != idemkit.StateIndeterminate {
+	if cur == nil || cur.State != idemkit.StateIndeterminate || cur.Owner != owner {
 		return nil, idemkit.ErrNotIndeterminate
 	}
 	r := cur.Clone()

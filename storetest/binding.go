@@ -113,7 +113,7 @@ func testReleaseTombstone(t *testing.T, s idemkit.OperatorStore) {
 	err = s.MarkIndeterminate(ctx, r.ID, "a", rel.Add(time.Minute))
 	wantErr(t, "MarkIndeterminate of a released key", err, idemkit.ErrNotOwner)
 	wantErr(t, "Complete of a released key", s.Complete(ctx, completed(r, rel, sampleSnapshot()), rel), idemkit.ErrNotOwner)
-	_, err = s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, rel)
+	_, err = s.Resolve(ctx, r.ID, r.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, rel)
 	wantErr(t, "Resolve of a released key", err, idemkit.ErrNotIndeterminate)
 	if listed(t, s, r.Scope.Tenant, rel)[r.ID] {
 		t.Fatal("a released key is listed indeterminate")

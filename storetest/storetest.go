@@ -338,7 +338,7 @@ func testExpiryBoundary(t *testing.T, s idemkit.OperatorStore) {
 	if listed(t, s, m.Scope.Tenant, exp)[m.ID] {
 		t.Fatal("an indeterminate record is listed at its ExpiresAt")
 	}
-	_, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, exp)
+	_, err := s.Resolve(ctx, m.ID, m.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, exp)
 	wantErr(t, "Resolve at ExpiresAt", err, idemkit.ErrNotIndeterminate)
 	// Releasing an absent record is the no-op of a retried release, by
 	// any owner, whatever state the expired record was left in.
@@ -585,12 +585,12 @@ func testRetriedWrites(t *testing.T, s idemkit.OperatorStore) {
 		{"Resolve", func() (*idemkit.Record, func() error) {
 			m := markedRecord(t, s, now)
 			res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot(), Operator: "ops", Reason: "checked", ResolvedAt: now.Add(time.Minute)}
-			got, err := s.Resolve(ctx, m.ID, res, res.ResolvedAt)
+			got, err := s.Resolve(ctx, m.ID, m.Owner, res, res.ResolvedAt)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return got, func() error {
-				_, err := s.Resolve(ctx, m.ID, res, res.ResolvedAt.Add(time.Second))
+				_, err := s.Resolve(ctx, m.ID, m.Owner, res, res.ResolvedAt.Add(time.Second))
 				return err
 			}
 		}, idemkit.ErrNotIndeterminate},
@@ -738,7 +738,7 @@ func testLateCompletion(t *testing.T, s idemkit.OperatorStore) {
 	if err := s.Complete(ctx, c, at); err != nil {
 		t.Fatalf("retried late Complete: %v", err)
 	}
-	_, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
+	_, err := s.Resolve(ctx, m.ID, m.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
 	wantErr(t, "Resolve after a late completion", err, idemkit.ErrNotIndeterminate)
 	if listed(t, s, m.Scope.Tenant, at)[m.ID] {
 		t.Fatal("a healed record is still listed as indeterminate")
@@ -750,7 +750,7 @@ func testLateCompletion(t *testing.T, s idemkit.OperatorStore) {
 		if as == idemkit.StateCompleted {
 			res.Snapshot = &idemkit.Snapshot{Status: 200, Body: []byte("operator")}
 		}
-		if _, err := s.Resolve(ctx, m.ID, res, at); err != nil {
+		if _, err := s.Resolve(ctx, m.ID, m.Owner, res, at); err != nil {
 			t.Fatalf("Resolve as %s: %v", as, err)
 		}
 		wantErr(t, "late Complete after Resolve as "+string(as), s.Complete(ctx, completed(m, at, sampleSnapshot()), at), idemkit.ErrNotOwner)
@@ -780,7 +780,7 @@ func testLateCompletionRacesResolve(t *testing.T, s idemkit.OperatorStore) {
 		start := make(chan struct{})
 		wg.Add(2)
 		go func() { defer wg.Done(); <-start; cerr = s.Complete(ctx, c, at) }()
-		go func() { defer wg.Done(); <-start; _, rerr = s.Resolve(ctx, m.ID, res, at) }()
+		go func() { defer wg.Done(); <-start; _, rerr = s.Resolve(ctx, m.ID, m.Owner, res, at) }()
 		close(start)
 		wg.Wait()
 		got := mustGet(t, s, m.ID, at)
@@ -1064,16 +1064,23 @@ func testResolveCompleted(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	r := newRecord(now, "a")
 	claim(t, s, r, now, false)
-	_, err := s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot()}, now)
+	_, err := s.Resolve(ctx, r.ID, r.Owner, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot()}, now)
 	wantErr(t, "Resolve of an in_flight record", err, idemkit.ErrNotIndeterminate)
-	_, err = s.Resolve(ctx, "o1|1:x1:y1:z", idemkit.Resolution{As: idemkit.StateFailed}, now)
+	_, err = s.Resolve(ctx, "o1|1:x1:y1:z", "a", idemkit.Resolution{As: idemkit.StateFailed}, now)
 	wantErr(t, "Resolve of an absent record", err, idemkit.ErrNotIndeterminate)
 
 	m := markedRecord(t, s, now)
+	// A decision on another run than the one the record holds (the
+	// operator checked an earlier run of the key) changes nothing.
+	_, err = s.Resolve(ctx, m.ID, m.Owner+"-earlier-run", idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, now.Add(time.Minute))
+	wantErr(t, "Resolve of another run", err, idemkit.ErrNotIndeterminate)
+	if got := mustGet(t, s, m.ID, now); got.State != idemkit.StateIndeterminate || got.Resolution != nil {
+		t.Fatalf("after a decision on another run the record is %s with resolution %+v, want indeterminate, unresolved", got.State, got.Resolution)
+	}
 	at := now.Add(time.Minute)
 	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot(), Operator: "arn:aws:iam::1:user/ops", Reason: "charge found in the processor", ResolvedAt: at,
 		ReplayUntil: m.ReplayUntil.Add(time.Hour), ExpiresAt: m.ExpiresAt.Add(2 * time.Hour)}
-	got, err := s.Resolve(ctx, m.ID, res, at)
+	got, err := s.Resolve(ctx, m.ID, m.Owner, res, at)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -1081,7 +1088,7 @@ func testResolveCompleted(t *testing.T, s idemkit.OperatorStore) {
 	for _, g := range []*idemkit.Record{got, stored} {
 		checkResolvedCompleted(t, g, res, at)
 	}
-	_, err = s.Resolve(ctx, m.ID, res, at)
+	_, err = s.Resolve(ctx, m.ID, m.Owner, res, at)
 	wantErr(t, "second Resolve", err, idemkit.ErrNotIndeterminate)
 	if c := claim(t, s, withOwner(m, "b"), at, true); c.Won {
 		t.Fatal("a claim won over a record resolved as completed")
@@ -1118,7 +1125,7 @@ func testResolveFailed(t *testing.T, s idemkit.OperatorStore) {
 	at := now.Add(time.Minute)
 	// A snapshot given with a failed resolution is ignored: a failed
 	// record has no answer to replay.
-	got, err := s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge", ResolvedAt: at, Snapshot: sampleSnapshot()}, at)
+	got, err := s.Resolve(ctx, m.ID, m.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge", ResolvedAt: at, Snapshot: sampleSnapshot()}, at)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -1436,7 +1443,7 @@ func staleRecord(t *testing.T, s idemkit.OperatorStore) (*idemkit.Record, time.T
 func failedRecord(t *testing.T, s idemkit.OperatorStore) (*idemkit.Record, time.Time) {
 	m := markedRecord(t, s, base())
 	at := m.LeaseUntil.Add(time.Second)
-	if _, err := s.Resolve(context.Background(), m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "not charged"}, at); err != nil {
+	if _, err := s.Resolve(context.Background(), m.ID, m.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "not charged"}, at); err != nil {
 		t.Fatalf("Resolve as failed: %v", err)
 	}
 	return m, at
@@ -1605,7 +1612,7 @@ func testCanceledEveryMethod(t *testing.T, s idemkit.OperatorStore) {
 		{"MarkUnknown", func() error { return s.MarkUnknown(ctx, r.ID, "a", now) }},
 		{"MarkIndeterminate", func() error { return s.MarkIndeterminate(ctx, r.ID, "a", at) }},
 		{"Resolve", func() error {
-			_, err := s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
+			_, err := s.Resolve(ctx, r.ID, r.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
 			return err
 		}},
 		{"Get", func() error { _, err := s.Get(ctx, r.ID, now); return err }},
@@ -1669,7 +1676,7 @@ func testNoAliasing(t *testing.T, s idemkit.OperatorStore) {
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
 	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: sampleSnapshot(), Operator: "ops", ResolvedAt: at}
-	got, err := s.Resolve(ctx, m.ID, res, at)
+	got, err := s.Resolve(ctx, m.ID, m.Owner, res, at)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -1771,7 +1778,7 @@ func testResolvedAtDefault(t *testing.T, s idemkit.OperatorStore) {
 	now := base()
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
-	got, err := s.Resolve(context.Background(), m.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge"}, at)
+	got, err := s.Resolve(context.Background(), m.ID, m.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "no charge"}, at)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -1857,14 +1864,16 @@ func testBadArguments(t *testing.T, s idemkit.OperatorStore) {
 
 	m := markedRecord(t, s, now)
 	at := now.Add(time.Minute)
-	_, err = s.Resolve(ctx, "", idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
+	_, err = s.Resolve(ctx, "", m.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
 	check("Resolve of an empty ID", err)
-	_, err = s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateInFlight, Operator: "ops"}, at)
+	_, err = s.Resolve(ctx, m.ID, "", idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, at)
+	check("Resolve without an owner", err)
+	_, err = s.Resolve(ctx, m.ID, m.Owner, idemkit.Resolution{As: idemkit.StateInFlight, Operator: "ops"}, at)
 	check("Resolve as in_flight", err)
-	_, err = s.Resolve(ctx, m.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, at)
+	_, err = s.Resolve(ctx, m.ID, m.Owner, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, at)
 	check("Resolve as completed without a snapshot", err)
 	// Whatever the store holds: a record that is not indeterminate.
-	_, err = s.Resolve(ctx, r.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, at)
+	_, err = s.Resolve(ctx, r.ID, r.Owner, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops"}, at)
 	check("Resolve of an in_flight record as completed without a snapshot", err)
 	if got := mustGet(t, s, m.ID, at); got.State != idemkit.StateIndeterminate {
 		t.Fatalf("after refused resolutions the record is %q, want indeterminate", got.State)

@@ -75,7 +75,7 @@ func TestEntryEndsAtExpiresAt(t *testing.T) {
 	exp := now.Add(time.Hour)
 	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("checked")},
 		Operator: "ops", ReplayUntil: now.Add(3 * time.Hour), ExpiresAt: exp}
-	if _, err := mem.Resolve(ctx, r.ID, res, at); err != nil {
+	if _, err := mem.Resolve(ctx, r.ID, r.Owner, res, at); err != nil {
 		t.Fatal(err)
 	}
 	if cr, err := c.Claim(ctx, inFlight(at, "b"), at, idemkit.ClaimOptions{}); err != nil || cr.Won {

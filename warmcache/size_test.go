@@ -26,7 +26,7 @@ func resolvedRecord(t *testing.T, mem idemkit.OperatorStore, key string, body []
 	if err := mem.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
 		t.Fatal(err)
 	}
-	got, err := mem.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: strings.Repeat("o", 1000), Reason: strings.Repeat("r", 4000),
+	got, err := mem.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateCompleted, Operator: strings.Repeat("o", 1000), Reason: strings.Repeat("r", 4000),
 		Snapshot: &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}}, now)
 	if err != nil {
 		t.Fatal(err)

@@ -36,8 +36,8 @@ type operated struct {
 	under *memstore.Store
 }
 
-func (o operated) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	return o.under.Resolve(ctx, id, res, now)
+func (o operated) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+	return o.under.Resolve(ctx, id, owner, res, now)
 }
 
 func (o operated) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
@@ -234,7 +234,7 @@ func TestNeverCachesUnfinished(t *testing.T) {
 	}
 	// Resolved as completed by an operator through the store under the
 	// cache, as operator tools do: the resolution is replayed.
-	if _, err := e.mem.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("resolved")}}, e.clock.Now()); err != nil {
+	if _, err := e.mem.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("resolved")}}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	snap, replayed, err := e.g.Do(ctx, req("crash", "v1:a"), mustNotRun(t))

@@ -297,7 +297,7 @@ func send(ctx context.Context, s *dynamo.Store, shape string, rec *idemkit.Recor
 	case "mark":
 		err = s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now)
 	case "resolve":
-		_, err = s.Resolve(ctx, rec.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "bench", Reason: "timing the resolution"}, now)
+		_, err = s.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "bench", Reason: "timing the resolution"}, now)
 	case "get":
 		var got *idemkit.Record
 		if got, err = s.Get(ctx, rec.ID, now); err == nil && got == nil {

@@ -51,7 +51,7 @@ type Call struct {
 	N int
 
 	ID    string
-	Owner string // the record's Owner for Claim and Complete
+	Owner string // the record's Owner for Claim and Complete; the owner fenced on
 	// Record is a copy of the record passed to Claim or Complete.
 	Record     *idemkit.Record
 	Opts       idemkit.ClaimOptions // Claim
@@ -276,13 +276,13 @@ func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Rec
 }
 
 // Resolve calls the wrapped store's Resolve through its hook.
-func (s *Store) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+func (s *Store) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	var rec *idemkit.Record
 	var err error
 	kept := res
 	kept.Snapshot = res.Snapshot.Clone()
-	c := Call{Method: Resolve, ID: id, Resolution: kept, Now: now}
-	if ok, ferr := s.run(ctx, c, func() error { rec, err = s.inner.Resolve(ctx, id, res, now); return err }); !ok {
+	c := Call{Method: Resolve, ID: id, Owner: owner, Resolution: kept, Now: now}
+	if ok, ferr := s.run(ctx, c, func() error { rec, err = s.inner.Resolve(ctx, id, owner, res, now); return err }); !ok {
 		return nil, ferr
 	}
 	return rec, err

@@ -214,7 +214,7 @@ func TestEveryMethodHooked(t *testing.T) {
 			return err
 		},
 		faultstore.Resolve: func(s *faultstore.Store) error {
-			_, err := s.Resolve(ctx, "id", idemkit.Resolution{As: idemkit.StateFailed}, now)
+			_, err := s.Resolve(ctx, "id", "o", idemkit.Resolution{As: idemkit.StateFailed}, now)
 			return err
 		},
 		faultstore.ListIndeterminate: func(s *faultstore.Store) error {

@@ -224,11 +224,11 @@ func (s *faultStore) MarkIndeterminate(ctx context.Context, id, owner string, no
 	})
 }
 
-func (s *faultStore) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+func (s *faultStore) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	var out *idemkit.Record
 	err := s.write(ctx, "resolve", now, func(ctx context.Context, late bool) error {
 		pre, _ := s.inner.Get(context.Background(), id, now)
-		r, err := s.inner.Resolve(ctx, id, res, now)
+		r, err := s.inner.Resolve(ctx, id, owner, res, now)
 		if !late {
 			out = r
 		}

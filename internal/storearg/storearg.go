@@ -69,12 +69,13 @@ func ID(id string) error {
 	return nil
 }
 
-// Resolution checks a resolution of the record with id: a non-empty id,
-// and As completed with a Snapshot, or failed.
-func Resolution(id string, res idemkit.Resolution) error {
+// Resolution checks a resolution of the record with id and owner: a
+// non-empty id and owner, and As completed with a Snapshot, or failed.
+func Resolution(id, owner string, res idemkit.Resolution) error {
+	if err := Owned(id, owner); err != nil {
+		return err
+	}
 	switch {
-	case id == "":
-		return errNoID
 	case res.As == idemkit.StateCompleted && res.Snapshot == nil:
 		return fmt.Errorf("%w: resolve %q as completed without a snapshot", idemkit.ErrRecordInvalid, id)
 	case res.As != idemkit.StateCompleted && res.As != idemkit.StateFailed:
