@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -182,6 +183,58 @@ func TestLeaseLostIsReported(t *testing.T) {
 				}
 				if !errors.Is(err, context.Canceled) {
 					t.Errorf("Do: %v, want the handler's own error kept", err)
+				}
+			})
+		})
+	}
+}
+
+// TestRecordOutlivesEveryRun: a record never expires while its handler may
+// still run. A handler without a deadline that runs past every renewal its
+// policy allows, on a record kept no longer than those renewals (a short
+// retention), is told its lease is lost before the record can expire; a
+// retry after that never runs the handler beside it.
+func TestRecordOutlivesEveryRun(t *testing.T) {
+	for _, pol := range []idemkit.Policy{
+		{Lease: 2 * time.Second, MaxRenewals: 1, ReplayWindow: time.Second, RecordRetention: time.Second},
+		{Lease: 2 * time.Second, MaxRenewals: 1, ReplayWindow: time.Second, RecordRetention: time.Second, OnStaleLease: idemkit.Takeover},
+		{Lease: 3 * time.Second, Heartbeat: 2 * time.Second, MaxRenewals: 2, ReplayWindow: time.Second, RecordRetention: time.Second},
+	} {
+		t.Run(fmt.Sprintf("%s/lease=%v/renewals=%d", pol.OnStaleLease, pol.Lease, pol.MaxRenewals), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Policy: pol})
+				if err != nil {
+					return // refusing such a policy keeps the guarantee too
+				}
+				r := req("outlives")
+				var running, overlapped, runs atomic.Int32
+				handler := func(ctx context.Context) (*idemkit.Snapshot, error) {
+					runs.Add(1)
+					if running.Add(1) > 1 {
+						overlapped.Add(1)
+					}
+					defer running.Add(-1)
+					select {
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					case <-time.After(6 * time.Second):
+						return &idemkit.Snapshot{Status: 201}, nil
+					}
+				}
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					_, _, err := g.Do(context.Background(), r, handler)
+					t.Logf("first: %v", err)
+				}()
+				for i := range 8 {
+					time.Sleep(time.Second)
+					_, _, err := g.Do(context.Background(), r, handler)
+					t.Logf("retry %d: %v", i, err)
+				}
+				<-done
+				if n := overlapped.Load(); n > 0 {
+					t.Fatalf("a retry ran the handler beside the first run (%d runs in all): its record expired while it ran", runs.Load())
 				}
 			})
 		})
