@@ -82,6 +82,12 @@ type Request struct {
 	// only, not of its record's identity, which the fingerprint guards.
 	// Empty: the scope alone names the request.
 	Resource string
+	// IgnoreKeyTime skips the policy's UUIDv7 key-age check (ErrKeyExpired)
+	// for this request. Set it when the key was not minted by the sender
+	// for its first attempt: a business id taken from a message body (an
+	// order id), whose age says nothing about when the request was first
+	// sent. lambda/batch and lambda/event set it unless told otherwise.
+	IgnoreKeyTime bool
 }
 
 // Guard runs handlers at most once per scope. It is safe for concurrent use.
@@ -186,10 +192,11 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 //   - ErrTenantMissing (ErrTenantTooLong included), a key error: refused
 //     before the store.
 //   - ErrKeyExpired: the key is a UUIDv7 older than the record retention
-//     (plus KeyClockSkew) and no record of it is live. For such a key the
-//     record is read first; a live one wins over the key's age and is
-//     answered by the errors below, or replayed. Nothing is stored for a
-//     refused key. Other keys are not read before their claim.
+//     (plus KeyClockSkew), req.IgnoreKeyTime is not set, and no record of
+//     it is live. For such a key the record is read first; a live one wins
+//     over the key's age and is answered by the errors below, or replayed.
+//     Nothing is stored for a refused key. Other keys are not read before
+//     their claim.
 //   - ErrStoreUnavailable: the claim, or that read, could not be made. The
 //     claim is tried again with the same owner token, so that a claim whose
 //     answer was lost is recognised as ours, and then freed. When freeing
@@ -220,7 +227,7 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 		return nil, false, err
 	}
 	rec := c.record()
-	if expired := c.policy.checkKeyTime(c.req.Scope.Key, c.start); expired != nil {
+	if expired := c.policy.checkKeyTime(c.req.Scope.Key, c.start); expired != nil && !c.req.IgnoreKeyTime {
 		return c.oldKey(rec, expired, h)
 	}
 	res, err := g.claim(c.ctx, rec, c.opts())

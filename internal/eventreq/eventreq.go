@@ -28,9 +28,42 @@ type Spec[In any] struct {
 	// ModeAuto: "application/json" reads it as JSON; empty, as JSON when
 	// it starts with "{" or "[", as raw bytes otherwise.
 	ContentType string
+	// Raw, when set, fingerprints a payload Print cannot read as JSON (it
+	// starts with "{" or "[" but does not parse, or nests too deep) as its
+	// bytes, so that such a payload is compared byte for byte instead of
+	// refused on every delivery. Nil: such a payload is an error.
+	Raw *fingerprint.Fingerprinter
+	// CheckKeyAge applies the policy's UUIDv7 key-age check to the key
+	// (idemkit.ErrKeyExpired). False: the request sets IgnoreKeyTime.
+	CheckKeyAge bool
 	// Prefix starts the errors of Key, Payload and the fingerprint
 	// ("event").
 	Prefix string
+}
+
+// RawFallback returns the Fingerprinter of Spec.Raw for opts: nil unless
+// opts.Mode is fingerprint.ModeAuto, where the mode is guessed from the
+// payload. A payload that ModeJSON was asked for must be JSON.
+func RawFallback(opts fingerprint.Options) *fingerprint.Fingerprinter {
+	if opts.Mode != fingerprint.ModeAuto {
+		return nil
+	}
+	opts.Mode = fingerprint.ModeRaw
+	raw, err := fingerprint.New(opts)
+	if err != nil {
+		return nil // opts were checked by the caller's own fingerprint.New
+	}
+	return raw
+}
+
+// print returns the fingerprint of fin under version v, falling back to
+// s.Raw for a payload that is not JSON.
+func (s *Spec[In]) print(v string, fin fingerprint.Input) (string, error) {
+	sum, err := s.Print.ComputeVersion(v, fin)
+	if err != nil && s.Raw != nil && (errors.Is(err, fingerprint.ErrInvalidJSON) || errors.Is(err, fingerprint.ErrTooDeep)) {
+		return s.Raw.ComputeVersion(v, fin)
+	}
+	return sum, err
 }
 
 // Request returns the guard request for in. A nil Key is
@@ -67,14 +100,15 @@ func (s *Spec[In]) Request(ctx context.Context, g *idemkit.Guard, in In) (idemki
 		return idemkit.Request{}, fmt.Errorf("%s: payload: %w", s.Prefix, err)
 	}
 	fin := fingerprint.Input{ContentType: s.ContentType, Body: payload}
-	sum, err := s.Print.Compute(fin)
+	sum, err := s.print(fingerprint.CurrentVersion, fin)
 	if err != nil {
 		return idemkit.Request{}, fmt.Errorf("%s: fingerprint: %w", s.Prefix, err)
 	}
 	return idemkit.Request{
 		Scope:         idemkit.Scope{Tenant: tenant, Operation: s.Operation, Key: key},
 		Fingerprint:   sum,
-		FingerprintAs: func(v string) (string, error) { return s.Print.ComputeVersion(v, fin) },
+		FingerprintAs: func(v string) (string, error) { return s.print(v, fin) },
+		IgnoreKeyTime: !s.CheckKeyAge,
 	}, nil
 }
 

@@ -1,14 +1,28 @@
 // Package batch makes Lambda functions fed by batches (SQS standard and
-// FIFO queues, Kinesis streams, DynamoDB Streams) run each record at most
-// once per key. It answers the event source with a partial batch response,
-// which names the records that failed in batchItemFailures, so that only
-// they are delivered again. The event source mapping must list
+// FIFO queues, Kinesis streams, DynamoDB Streams, Amazon MSK and
+// self-managed Kafka) run each record at most once per key and consumer.
+// It answers the event source with a partial batch response, which names
+// the records that failed in batchItemFailures, so that only they are
+// delivered again. The event source mapping must list
 // ReportBatchItemFailures in its FunctionResponseTypes. Without it the
-// response is ignored, and a batch is retried whole.
+// response is ignored, and the failed records are taken as done.
 //
-// [SQS], [Kinesis] and [DynamoDB] wrap a function of one record and return
-// the handler lambda.Start runs. Each record is guarded on its own, in the
-// batch's order, one at a time:
+// What a user must choose:
+//
+//   - The consumer. Records are scoped by Config.Operation, which names
+//     the consumer: two functions reading one source and sharing a store
+//     must never share records. Empty, it is the function's name
+//     (AWS_LAMBDA_FUNCTION_NAME) and the record's Go type; with neither a
+//     name nor an Operation the constructors panic.
+//   - The key. A business key from the body (an order id) has no age: its
+//     UUIDv7 time is not checked (event.Config.CheckKeyAge).
+//   - Text bodies. A body that starts with "{" or "[" but is not JSON
+//     ("[INFO] started") is compared byte for byte, never refused (under
+//     the default fingerprint.ModeAuto).
+//
+// [SQS], [Kinesis], [DynamoDB] and [Kafka] wrap a function of one record
+// and return the handler lambda.Start runs. Each record is guarded on its
+// own, in the batch's order, one at a time:
 //
 //   - A record that runs and returns nil is done; its key stays stored.
 //   - A completed duplicate (a redelivery, or the same business key in
@@ -21,7 +35,10 @@
 //     operator) and fails the record, which is then never run again.
 //   - An invalid record (no key, a key over the limit, a payload that
 //     cannot be read or fingerprinted) fails with an error that is
-//     [ErrInvalidRecord] under errors.Is, and runs nothing.
+//     [ErrInvalidRecord] under errors.Is, and runs nothing. So does a
+//     record whose Key or Payload function panicked ([*PanicError]; a
+//     panicking Tenant is idemkit.ErrTenantMissing): the panic fails that
+//     record alone.
 //   - The other refusals of idemkit.Guard.Do (a reused key with another
 //     payload, an indeterminate record, no tenant) fail the record.
 //
@@ -29,10 +46,11 @@
 // or DynamoDB Streams batch, or of an SQS FIFO batch, every later record is
 // reported failed without running ([ErrEarlierFailure]). With
 // Config.ByGroup, a FIFO batch stops only the failed record's message
-// group. A record is started only while more than Config.Margin is left
-// before the function's deadline, so that its outcome can be stored in
-// time. The records not reached are reported failed ([ErrDeadline]) and
-// never started.
+// group. A Kafka batch stops only the failed record's topic-partition. A
+// record is started only while more than Config.Margin is left before the
+// function's deadline, so that its outcome can be stored in time. The
+// records not reached are reported failed ([ErrDeadline]) and never
+// started.
 package batch
 
 import (
@@ -40,7 +58,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"reflect"
+	"runtime/debug"
 	"time"
 
 	"github.com/idemkit/idemkit"
@@ -63,12 +83,28 @@ var (
 	// function's deadline when the record's turn came.
 	ErrDeadline = errors.New("batch: not run: too little time left before the function's deadline")
 	// ErrInvalidRecord is wrapped by the error of a record whose key or
-	// payload cannot be had. Key or Payload failed, the key is empty or
-	// too long (the error is then also idemkit.ErrInvalidKey), or the
-	// payload cannot be fingerprinted (a body that starts like JSON but is
-	// not).
+	// payload cannot be had. Key or Payload failed or panicked, the key is
+	// empty or too long (the error is then also idemkit.ErrInvalidKey), or
+	// the payload cannot be fingerprinted (under fingerprint.ModeJSON, a
+	// body that is not JSON).
 	ErrInvalidRecord = errors.New("batch: invalid record")
 )
+
+// EnvFunctionName is the variable Lambda sets to the function's name. The
+// default Operation of a record names the consumer by it.
+const EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
+
+// PanicError is the failure of a record whose Key, Tenant or Payload
+// function panicked. The panic fails that record alone; the batch goes on
+// as after any other failure of the record. The default OnFailure logs it
+// at error level with its stack.
+type PanicError struct {
+	Func  string // "Key", "Tenant" or "Payload"
+	Value any    // the value the function panicked with
+	Stack []byte // the stack of the panic, as debug.Stack formats it
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("batch: %s panicked: %v", e.Func, e.Value) }
 
 // ErrNoIdentifier is returned by a wrapped handler, with nothing run, for
 // a batch with a record that has no identifier (an SQS message id, a
@@ -78,22 +114,33 @@ var (
 var ErrNoIdentifier = errors.New("batch: a record has no identifier to report it by")
 
 // Config configures a batch wrapper for records of type R. The zero value
-// is usable: every record is keyed by its own identifier and scoped by its
-// event source (see the defaults of Config's fields).
+// is usable in a Lambda function: every record is keyed by its own
+// identifier and scoped by its event source and the function (see the
+// defaults of Config's fields).
 type Config[R any] struct {
 	// Config says how each record is guarded, as for event.Wrap: its Key,
-	// Tenant, Operation, Payload and Fingerprint. Zero fields take the
-	// source's defaults:
+	// Tenant, Operation, Payload, Fingerprint and CheckKeyAge. Zero fields
+	// take the source's defaults:
 	//
 	//   - the key is the record's id (the SQS message id, the eventID of a
-	//     Kinesis or DynamoDB Streams record);
-	//   - the tenant is the record's event source ARN (the queue or
-	//     stream);
-	//   - the operation is the Go type of the record ("events.SQSMessage"),
-	//     as event.Wrap names it;
+	//     Kinesis or DynamoDB Streams record, a Kafka record's
+	//     "topic-partition@offset");
+	//   - the tenant is the record's event source ARN (the queue, stream
+	//     or MSK cluster; a self-managed Kafka cluster's bootstrap
+	//     servers);
+	//   - the operation names the consumer: the function's name (the
+	//     AWS_LAMBDA_FUNCTION_NAME variable, read when the handler is made),
+	//     "/" and the Go type of the record
+	//     ("shipper/events.SQSMessage"). Two functions reading one source
+	//     and sharing a store thus never share a record. Without the
+	//     variable (outside Lambda) an empty Operation is refused: the
+	//     constructors panic. A set Operation is used as it is: give each
+	//     consumer its own;
 	//   - the payload is the record's body (the SQS body, the Kinesis data,
-	//     the DynamoDB Streams record's "dynamodb" member), fingerprinted as
-	//     JSON when it starts with "{" or "[" and as its bytes otherwise.
+	//     the DynamoDB Streams record's "dynamodb" member, the Kafka value
+	//     decoded from base64), fingerprinted as JSON when it starts with
+	//     "{" or "[" and parses, and as its bytes otherwise;
+	//   - the key's age is not checked (CheckKeyAge false).
 	//
 	// A key from the body (an order id) makes a second message about the
 	// same thing a duplicate. The payload must then be equal too, or the
@@ -120,9 +167,11 @@ type Config[R any] struct {
 
 // Failure is a record reported failed, and why.
 type Failure struct {
-	ID    string // the identifier reported in batchItemFailures
-	Index int    // the record's position in the batch, from 0
-	Err   error  // why; see the package documentation
+	// ID is the identifier reported in batchItemFailures: the message id,
+	// the sequence number, or a Kafka record's "topic-partition@offset".
+	ID    string
+	Index int   // the record's position in the batch, from 0 (Kafka: in the order run)
+	Err   error // why; see the package documentation
 }
 
 // source is what differs between event sources.
@@ -132,11 +181,39 @@ type source[R any] struct {
 	tenant  func(R) string                       // the default tenant
 	payload func(R) ([]byte, error)              // the default payload
 	group   func(R) (group string, ordered bool) // the order the record keeps: ordered records of one group stop at a failure
+	// perGroup: an ordered record stops only its own group, whatever
+	// Config.ByGroup says (a Kafka topic-partition).
+	perGroup bool
+	// typeName names the record's type in the default operation. Empty:
+	// R's Go type.
+	typeName string
+}
+
+// consumer returns the operation of cfg: its Operation, or else the
+// function's name and typeName. It panics when neither can be had.
+func consumer(op, typeName string) string {
+	if op != "" {
+		return op
+	}
+	fn := os.Getenv(EnvFunctionName)
+	if fn == "" {
+		panic("batch: Config.Operation is empty and " + EnvFunctionName + " is not set: name the consumer in Config.Operation, " +
+			"so that two consumers of one source sharing a store never share a record")
+	}
+	return fn + "/" + typeName
+}
+
+// recovered turns a panic of the user's function which into *err.
+func recovered(which string, err *error) {
+	if v := recover(); v != nil {
+		*err = &PanicError{Func: which, Value: v, Stack: debug.Stack()}
+	}
 }
 
 // wrap returns the function that runs a batch of records, and the
-// failures to report by their identifiers.
-func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context.Context, R) error) func(context.Context, []R) ([]string, error) {
+// indexes of the failures to report, each identifier once, in batch
+// order.
+func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context.Context, R) error) func(context.Context, []R) ([]int, error) {
 	if g == nil {
 		panic("batch: nil *idemkit.Guard")
 	}
@@ -147,19 +224,32 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 	if err != nil {
 		panic("batch: invalid Config: " + err.Error())
 	}
-	spec := &eventreq.Spec[R]{Key: cfg.Key, MaxKeyLen: cfg.MaxKeyLen, Tenant: cfg.Tenant,
-		Operation: cfg.Operation, Payload: cfg.Payload, Print: fp, Prefix: "batch"}
-	if spec.Key == nil {
-		spec.Key = func(r R) (string, error) { return src.key(r), nil }
+	typeName := src.typeName
+	if typeName == "" {
+		typeName = reflect.TypeFor[R]().String()
 	}
-	if spec.Tenant == nil {
-		spec.Tenant = func(_ context.Context, r R) (string, error) { return src.tenant(r), nil }
+	spec := &eventreq.Spec[R]{MaxKeyLen: cfg.MaxKeyLen, Operation: consumer(cfg.Operation, typeName), Print: fp,
+		Raw: eventreq.RawFallback(cfg.Fingerprint), CheckKeyAge: cfg.CheckKeyAge, Prefix: "batch"}
+	spec.Key = func(r R) (string, error) { return src.key(r), nil }
+	if key := cfg.Key; key != nil {
+		spec.Key = func(r R) (k string, err error) {
+			defer recovered("Key", &err)
+			return key(r)
+		}
 	}
-	if spec.Operation == "" {
-		spec.Operation = reflect.TypeFor[R]().String()
+	spec.Tenant = func(_ context.Context, r R) (string, error) { return src.tenant(r), nil }
+	if tenant := cfg.Tenant; tenant != nil {
+		spec.Tenant = func(ctx context.Context, r R) (t string, err error) {
+			defer recovered("Tenant", &err)
+			return tenant(ctx, r)
+		}
 	}
-	if spec.Payload == nil {
-		spec.Payload = src.payload
+	spec.Payload = src.payload
+	if payload := cfg.Payload; payload != nil {
+		spec.Payload = func(r R) (b []byte, err error) {
+			defer recovered("Payload", &err)
+			return payload(r)
+		}
 	}
 	margin := cfg.Margin
 	if margin <= 0 {
@@ -171,9 +261,7 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 	}
 	report := cfg.OnFailure
 	if report == nil {
-		report = func(ctx context.Context, f Failure) {
-			slog.Default().WarnContext(ctx, "batch: record failed", "id", f.ID, "index", f.Index, "error", f.Err.Error())
-		}
+		report = logFailure
 	}
 	run := func(ctx context.Context, r R) error {
 		req, err := spec.Request(ctx, g, r)
@@ -200,19 +288,19 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 		}
 		return err
 	}
-	return func(ctx context.Context, records []R) ([]string, error) {
+	return func(ctx context.Context, records []R) ([]int, error) {
 		for i, r := range records {
 			if src.id(r) == "" {
 				return nil, fmt.Errorf("%w (record %d)", ErrNoIdentifier, i)
 			}
 		}
-		var failed []string
+		var failed []int
 		seen := map[string]bool{}
 		fail := func(i int, id string, err error) {
 			report(ctx, Failure{ID: id, Index: i, Err: err})
 			if !seen[id] {
 				seen[id] = true
-				failed = append(failed, id)
+				failed = append(failed, i)
 			}
 		}
 		dl, hasDeadline := ctx.Deadline()
@@ -221,7 +309,7 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 		for i, r := range records {
 			id := src.id(r)
 			group, ordered := src.group(r)
-			if ordered && !cfg.ByGroup {
+			if ordered && !cfg.ByGroup && !src.perGroup {
 				group = ""
 			}
 			switch {
@@ -245,4 +333,16 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 		}
 		return failed, nil
 	}
+}
+
+// logFailure is the default OnFailure: one warning line per failure, or
+// an error line with the stack for a panic.
+func logFailure(ctx context.Context, f Failure) {
+	var p *PanicError
+	if errors.As(f.Err, &p) {
+		slog.Default().ErrorContext(ctx, "batch: record failed", "id", f.ID, "index", f.Index, "error", f.Err.Error(),
+			"panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
+		return
+	}
+	slog.Default().WarnContext(ctx, "batch: record failed", "id", f.ID, "index", f.Index, "error", f.Err.Error())
 }

@@ -17,8 +17,9 @@ type DynamoDBConfig = Config[events.DynamoDBEventRecord]
 // that runs fn once per record key and reports the records that failed by
 // their sequence numbers. After the first failure, the rest of the batch
 // is reported failed without running. The stream is then read again from
-// the lowest sequence number reported, in order. DynamoDB panics when g or fn
-// is nil or cfg.Fingerprint cannot be used.
+// the lowest sequence number reported, in order. DynamoDB panics when g
+// or fn is nil, cfg.Fingerprint cannot be used, or cfg.Operation is empty
+// outside Lambda (see Config).
 func DynamoDB(g *idemkit.Guard, cfg DynamoDBConfig, fn func(context.Context, events.DynamoDBEventRecord) error) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	run := wrap(g, cfg, source[events.DynamoDBEventRecord]{
 		id:      func(r events.DynamoDBEventRecord) string { return r.Change.SequenceNumber },
@@ -28,13 +29,13 @@ func DynamoDB(g *idemkit.Guard, cfg DynamoDBConfig, fn func(context.Context, eve
 		group:   func(events.DynamoDBEventRecord) (string, bool) { return "", true },
 	}, fn)
 	return func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		ids, err := run(ctx, e.Records)
+		failed, err := run(ctx, e.Records)
 		if err != nil {
 			return events.DynamoDBEventResponse{}, err
 		}
 		resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
-		for _, id := range ids {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: id})
+		for _, i := range failed {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: e.Records[i].Change.SequenceNumber})
 		}
 		return resp, nil
 	}

@@ -15,14 +15,6 @@ import (
 	"github.com/idemkit/idemkit/memstore"
 )
 
-// orderIDOfBody keys a message by the order id of its body: an error or
-// an empty id fails the message.
-func orderIDOfBody(m events.SQSMessage) (string, error) {
-	var o struct{ OrderID string }
-	err := json.Unmarshal([]byte(m.Body), &o)
-	return o.OrderID, err
-}
-
 // ship ships an order, keying its conditional write on the execution.
 func ship(ctx context.Context, m events.SQSMessage) error {
 	x, ok := idemkit.ExecutionID(ctx)
@@ -34,18 +26,32 @@ func ship(ctx context.Context, m events.SQSMessage) error {
 }
 
 // An SQS worker that ships each order once, keyed by the order id in the
-// message body, so that a second message about the same order (a
-// producer's retry) is skipped too. The event source mapping lists
-// ReportBatchItemFailures. The README shows its lambda.Start call.
+// message body ({"order_id": "ord_1001", ...}), so that a second message
+// about the same order (a producer's retry) is skipped too. The event
+// source mapping lists ReportBatchItemFailures. docs/BATCH.md shows this
+// function's body, README.md its lambda.Start call.
 func ExampleSQS() {
-	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()}) // dynamo.New in a deployed function
+	store := memstore.New() // dynamo.New in a deployed function
+	g, _ := idemkit.New(idemkit.Config{Store: store})
 	lambda.Start(batch.SQS(g, batch.SQSConfig{
-		Config: event.Config[events.SQSMessage]{Key: orderIDOfBody, Tenant: idemkit.SingleTenant[events.SQSMessage]("shipping"), Operation: "orders.ship"},
-	}, ship)) // ship(ctx, events.SQSMessage) error; the key defaults to the message id
+		Config: event.Config[events.SQSMessage]{
+			Key: func(m events.SQSMessage) (string, error) {
+				var o struct {
+					OrderID string `json:"order_id"`
+				}
+				err := json.Unmarshal([]byte(m.Body), &o)
+				return o.OrderID, err // an error or an empty id fails the message
+			},
+			Tenant:    idemkit.SingleTenant[events.SQSMessage]("shipping"),
+			Operation: "orders.ship", // names this consumer: another reading the queue needs its own
+		},
+	}, ship)) // ship(ctx, events.SQSMessage) error
 }
 
 // A Kinesis consumer with the defaults: each record keyed by its eventID,
-// scoped by the stream; the first failure and every later record are
+// scoped by the stream and by this function (its name, as Lambda sets
+// AWS_LAMBDA_FUNCTION_NAME): another function reading the stream runs
+// every record too. The first failure and every later record are
 // reported, so the shard is read again from there, in order.
 func ExampleKinesis() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
@@ -60,5 +66,17 @@ func ExampleDynamoDB() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
 	lambda.Start(batch.DynamoDB(g, batch.DynamoDBConfig{Margin: 5 * time.Second}, func(ctx context.Context, r events.DynamoDBEventRecord) error {
 		return nil // act on r.Change.NewImage
+	}))
+}
+
+// An Amazon MSK consumer: each record keyed by its topic-partition and
+// offset. A failure stops only its own partition; the response names the
+// partition and the offset Lambda reads it again from. The mapping lists
+// ReportBatchItemFailures (a Kafka mapping offers it in provisioned
+// mode).
+func ExampleKafka() {
+	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
+	lambda.Start(batch.Kafka(g, batch.KafkaConfig{}, func(ctx context.Context, r events.KafkaRecord) error {
+		return nil // act on r.Value, base64
 	}))
 }

@@ -3,6 +3,7 @@ package batch_test
 import (
 	"context"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,6 +79,25 @@ func streamRecord(t testing.TB, seq, order string) events.DynamoDBEventRecord {
 	return r
 }
 
+// kafkaEvent returns the golden MSK event with, in each topic-partition
+// named, records of the orders given, at offsets from 100 up.
+func kafkaEvent(t testing.TB, partitions map[string][]string) events.KafkaEvent {
+	e := load[events.KafkaEvent](t, "msk-event.json")
+	proto := e.Records["shipments-0"][0]
+	e.Records = map[string][]events.KafkaRecord{}
+	for p, orders := range partitions {
+		var n int64
+		fmt.Sscanf(p[len("shipments-"):], "%d", &n)
+		for i, o := range orders {
+			r := proto
+			r.Partition, r.Offset = n, int64(100+i)
+			r.Value = base64.StdEncoding.EncodeToString([]byte(body(o)))
+			e.Records[p] = append(e.Records[p], r)
+		}
+	}
+	return e
+}
+
 // orderOf reads the order id of a body, refusing one without.
 func orderOf(b []byte) (string, error) {
 	var s shipment
@@ -146,6 +166,18 @@ func (w *worker) sqs(ctx context.Context, m events.SQSMessage) error {
 
 func (w *worker) kinesis(ctx context.Context, r events.KinesisEventRecord) error {
 	order, err := orderOf(r.Kinesis.Data)
+	if err != nil {
+		return err
+	}
+	return w.ship(ctx, order)
+}
+
+func (w *worker) kafka(ctx context.Context, r events.KafkaRecord) error {
+	b, err := base64.StdEncoding.DecodeString(r.Value)
+	if err != nil {
+		return err
+	}
+	order, err := orderOf(b)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,8 @@ type KinesisConfig = Config[events.KinesisEventRecord]
 // sequence numbers. After the first failure, the rest of the batch is
 // reported failed without running. The stream is then read again from the
 // lowest sequence number reported, in order. Kinesis panics when g or fn
-// is nil or cfg.Fingerprint cannot be used.
+// is nil, cfg.Fingerprint cannot be used, or cfg.Operation is empty
+// outside Lambda (see Config).
 func Kinesis(g *idemkit.Guard, cfg KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
 	run := wrap(g, cfg, source[events.KinesisEventRecord]{
 		id:      func(r events.KinesisEventRecord) string { return r.Kinesis.SequenceNumber },
@@ -27,13 +28,13 @@ func Kinesis(g *idemkit.Guard, cfg KinesisConfig, fn func(context.Context, event
 		group:   func(events.KinesisEventRecord) (string, bool) { return "", true },
 	}, fn)
 	return func(ctx context.Context, e events.KinesisEvent) (events.KinesisEventResponse, error) {
-		ids, err := run(ctx, e.Records)
+		failed, err := run(ctx, e.Records)
 		if err != nil {
 			return events.KinesisEventResponse{}, err
 		}
 		resp := events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}
-		for _, id := range ids {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: id})
+		for _, i := range failed {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: e.Records[i].Kinesis.SequenceNumber})
 		}
 		return resp, nil
 	}

@@ -11,3 +11,9 @@ import (
 func TestReadmeExample(t *testing.T) {
 	readmetest.InExample(t, "../../README.md", "lambda.Start(batch.SQS(", "example_test.go")
 }
+
+// TestBatchDocExample: docs/BATCH.md's snippet is ExampleSQS's body, so
+// that it compiles (its json tag included).
+func TestBatchDocExample(t *testing.T) {
+	readmetest.InExample(t, "../../docs/BATCH.md", "g, _ := idemkit.New(", "example_test.go")
+}

@@ -18,8 +18,8 @@ type SQSConfig = Config[events.SQSMessage]
 // event source ARN ends in ".fifo", or that has a MessageGroupId
 // attribute. After the first failure, the rest of the batch (with
 // cfg.ByGroup, the rest of that message group) is reported failed without
-// running. SQS panics when g or fn is nil or cfg.Fingerprint cannot be
-// used.
+// running. SQS panics when g or fn is nil, cfg.Fingerprint cannot be
+// used, or cfg.Operation is empty outside Lambda (see Config).
 func SQS(g *idemkit.Guard, cfg SQSConfig, fn func(context.Context, events.SQSMessage) error) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	run := wrap(g, cfg, source[events.SQSMessage]{
 		id:      func(m events.SQSMessage) string { return m.MessageId },
@@ -32,13 +32,13 @@ func SQS(g *idemkit.Guard, cfg SQSConfig, fn func(context.Context, events.SQSMes
 		},
 	}, fn)
 	return func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
-		ids, err := run(ctx, e.Records)
+		failed, err := run(ctx, e.Records)
 		if err != nil {
 			return events.SQSEventResponse{}, err
 		}
 		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-		for _, id := range ids {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+		for _, i := range failed {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: e.Records[i].MessageId})
 		}
 		return resp, nil
 	}

@@ -150,13 +150,6 @@ func TestSQSStandard(t *testing.T) {
 			runs: []string{"o3"}, shipped: map[string]int{"o3": 1},
 		},
 		{
-			name: "a body that starts like JSON but is not cannot be fingerprinted",
-			deliveries: []delivery{{batch: []events.SQSMessage{
-				with(m("m1", ""), func(x *events.SQSMessage) { x.Body = `{"orderId":"o1",` }),
-			}, want: []failed{{"m1", batch.ErrInvalidRecord}}}},
-			runs: nil, shipped: map[string]int{},
-		},
-		{
 			name:      "message id over MaxKeyLen",
 			maxKeyLen: 4,
 			deliveries: []delivery{{batch: []events.SQSMessage{m("m1", "o1"), m("m-long", "o2")},

@@ -10,6 +10,13 @@
 // Guard.Do returns it, after the claim was released, so a retry runs
 // again. An error wrapping idemkit.ErrOutcomeUnknown keeps the key
 // instead.
+//
+// A key is a business identifier taken from the input, so its age is not
+// read: an order id minted days before its message runs on its first
+// delivery (Config.CheckKeyAge turns the UUIDv7 key-age check back on). A
+// payload that starts like JSON but is not JSON is compared byte for byte,
+// never refused (under fingerprint.ModeAuto, the default). [AdjustReplay]
+// changes the result a replay returns.
 package event
 
 import (
@@ -48,17 +55,48 @@ type Config[In any] struct {
 	// the stored result, fingerprinted as JSON by default. Nil: the JSON
 	// encoding of the whole input. Set it for inputs that carry delivery
 	// metadata (an SQS message's receive count): return the body only.
+	// Under the default Mode (fingerprint.ModeAuto) a payload that is not
+	// JSON (a line of text, "[INFO] started", that only starts like JSON,
+	// or one nested too deep) is compared byte for byte; under
+	// fingerprint.ModeJSON it is refused.
 	Payload func(In) ([]byte, error)
 	// Fingerprint selects what of the payload is compared (Include,
 	// Exclude, Mode). Zero: all of it.
 	Fingerprint fingerprint.Options
+	// CheckKeyAge refuses a UUIDv7 key older than the record retention
+	// with idemkit.ErrKeyExpired, as the HTTP adapters do (see
+	// idemkit.Policy.KeyClockSkew). Set it only when the key is an
+	// idempotency key its sender minted for its first attempt. False: a
+	// key's age is never read, since the age of a business id (an order id
+	// minted 8 days ago) says nothing about when its message was first
+	// sent.
+	CheckKeyAge bool
+}
+
+// Option is an option of [Wrap] that Config cannot hold, since Config
+// does not know the result type.
+type Option[In, Out any] struct {
+	adjust func(ctx context.Context, in In, stored Out) Out
+}
+
+// AdjustReplay returns the Option that passes every replayed result
+// through adjust before it is returned, as httpguard.Settings.AdjustReplay
+// does for the header of a replayed HTTP response. adjust gets the input
+// of this call and the stored result, decoded, and returns the result to
+// return: mark it replayed, or set what belongs to this call rather than
+// the first one (a trace id). It never runs for the call that ran the
+// function, and what it returns is not stored: each later replay starts
+// again from the stored result.
+func AdjustReplay[In, Out any](adjust func(ctx context.Context, in In, stored Out) Out) Option[In, Out] {
+	return Option[In, Out]{adjust: adjust}
 }
 
 // Wrap returns fn guarded by g. The function it returns has fn's signature,
 // runs fn at most once per (tenant, operation, key), and returns the stored
-// result to later calls. Out must encode to and decode from JSON. Wrap
-// panics when g is nil or cfg.Fingerprint cannot be used.
-func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+// result to later calls, through the [AdjustReplay] hooks of opts in
+// order. Out must encode to and decode from JSON. Wrap panics when g is
+// nil or cfg.Fingerprint cannot be used.
+func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context, In) (Out, error), opts ...Option[In, Out]) func(context.Context, In) (Out, error) {
 	if g == nil {
 		panic("event: nil *idemkit.Guard")
 	}
@@ -70,8 +108,15 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 	if op == "" {
 		op = reflect.TypeFor[In]().String()
 	}
+	var adjust []func(context.Context, In, Out) Out
+	for _, o := range opts {
+		if o.adjust != nil {
+			adjust = append(adjust, o.adjust)
+		}
+	}
 	spec := &eventreq.Spec[In]{Key: cfg.Key, MaxKeyLen: cfg.MaxKeyLen, Tenant: cfg.Tenant,
-		Operation: op, Payload: cfg.Payload, Print: fp, ContentType: "application/json", Prefix: "event"}
+		Operation: op, Payload: cfg.Payload, Print: fp, Raw: eventreq.RawFallback(cfg.Fingerprint),
+		CheckKeyAge: cfg.CheckKeyAge, ContentType: "application/json", Prefix: "event"}
 	return func(ctx context.Context, in In) (Out, error) {
 		var zero Out
 		req, err := spec.Request(ctx, g, in)
@@ -101,6 +146,9 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 		var out Out
 		if snap.Status != http.StatusOK || json.Unmarshal(snap.Body, &out) != nil {
 			return zero, fmt.Errorf("%w: stored result of %q is not a %T", idemkit.ErrCorruptRecord, key, out)
+		}
+		for _, f := range adjust {
+			out = f(ctx, in, out)
 		}
 		return out, nil
 	}

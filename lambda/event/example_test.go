@@ -3,6 +3,7 @@ package event_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -39,4 +40,36 @@ func ExampleWrap() {
 		}
 		return resp, nil
 	})
+}
+
+// A Step Functions task whose result says when it is a replay, so that a
+// retried state does not count the transfer twice. The replay is the
+// stored result, marked by the hook; the stored result stays unmarked.
+func ExampleAdjustReplay() {
+	type Transfer struct {
+		TransferID string `json:"transfer_id"`
+		Amount     int64  `json:"amount"`
+	}
+	type Receipt struct {
+		LedgerEntry string `json:"ledger_entry"`
+		Replayed    bool   `json:"replayed"`
+	}
+	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
+	execute := event.Wrap(g, event.Config[Transfer]{
+		Key:       func(t Transfer) (string, error) { return t.TransferID, nil },
+		Tenant:    idemkit.SingleTenant[Transfer]("payments"),
+		Operation: "transfers.execute",
+	}, func(ctx context.Context, t Transfer) (Receipt, error) {
+		return Receipt{LedgerEntry: "le_1"}, nil // move the money
+	}, event.AdjustReplay(func(_ context.Context, _ Transfer, r Receipt) Receipt {
+		r.Replayed = true
+		return r
+	}))
+	in := Transfer{TransferID: "tr_1", Amount: 100}
+	first, _ := execute(context.Background(), in)
+	again, _ := execute(context.Background(), in)
+	fmt.Printf("%+v\n%+v\n", first, again)
+	// Output:
+	// {LedgerEntry:le_1 Replayed:false}
+	// {LedgerEntry:le_1 Replayed:true}
 }
