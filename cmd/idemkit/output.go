@@ -326,11 +326,49 @@ func age(d time.Duration) string {
 // runes (writeJSON).
 func displayText(s string) string {
 	for _, r := range s {
-		if unsafeRune(r) {
-			return strconv.Quote(s)
+		if unsafeRune(r) || !visibleRune(r) {
+			return quoteText(s)
 		}
 	}
 	return s
+}
+
+// visibleRune reports whether r is a graphic character a reader sees as
+// itself: not a space other than U+0020 (which shows as one), nor a
+// default-ignorable one a terminal draws as nothing (a combining grapheme
+// joiner U+034F, a variation selector, a Hangul filler U+115F, U+3164,
+// U+FFA0), nor the braille blank U+2800. "tenant-a" and "tenant-a" plus
+// any of them print the same unquoted.
+func visibleRune(r rune) bool {
+	if r == ' ' {
+		return true
+	}
+	return unicode.IsGraphic(r) && !unicode.IsSpace(r) && !unicode.In(r, unicode.Zs, unicode.Cf,
+		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) && r != '\u2800'
+}
+
+// quoteText returns s quoted as a Go string in which every rune that is
+// not visible (visibleRune) or is unsafe (unsafeRune) is escaped (\t,
+// \x1b, \u034f) and every invalid byte is \xNN: strconv.Quote leaves
+// the invisible graphic ones raw.
+func quoteText(s string) string {
+	b := []byte{'"'}
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = fmt.Appendf(b, `\x%02x`, s[i])
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case visibleRune(r) && !unsafeRune(r):
+			b = append(b, s[i:i+n]...)
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b = append(b, q[1:len(q)-1]...)
+		}
+		i += n
+	}
+	return string(append(b, '"'))
 }
 
 // displayKey returns a key as --key accepts it back: bare when it can be,
