@@ -39,11 +39,13 @@ type recordJSON struct {
 	AgeSeconds int64 `json:"age_seconds"`
 	// LeaseEndedSecondsAgo is the time since LeaseUntil; negative while
 	// the lease runs.
-	LeaseEndedSecondsAgo int64           `json:"lease_ended_seconds_ago"`
-	Owner                string          `json:"owner"`
-	Fingerprint          string          `json:"fingerprint"`
-	Snapshot             *snapshotJSON   `json:"snapshot,omitempty"`
-	Resolution           *resolutionJSON `json:"resolution,omitempty"`
+	LeaseEndedSecondsAgo int64  `json:"lease_ended_seconds_ago"`
+	Owner                string `json:"owner"`
+	Fingerprint          string `json:"fingerprint"`
+	// ExecutionID is the execution ID of the request (inspect --path).
+	ExecutionID string          `json:"execution_id,omitempty"`
+	Snapshot    *snapshotJSON   `json:"snapshot,omitempty"`
+	Resolution  *resolutionJSON `json:"resolution,omitempty"`
 }
 
 type snapshotJSON struct {
@@ -187,8 +189,9 @@ func escapeUnsafe(b []byte) []byte {
 	return out
 }
 
-// writeRecord prints r as a two-column table.
-func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) error {
+// writeRecord prints r as a two-column table, with the Execution ID row
+// when executionID is not empty.
+func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool, executionID string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("ID", displayText(r.ID))
@@ -206,6 +209,9 @@ func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) e
 	row("Completed", stamp(r.CompletedAt, now))
 	row("Owner", displayText(r.Owner))
 	row("Fingerprint", displayText(r.Fingerprint))
+	if executionID != "" {
+		row("Execution ID", executionID)
+	}
 	var body []byte
 	if s := r.Snapshot; s != nil {
 		row("Status", fmt.Sprint(s.Status))

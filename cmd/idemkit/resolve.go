@@ -161,7 +161,7 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 		err = writeJSON(c.stdout, resolveJSON{PreviousState: string(prev), Record: toJSON(rec, now, false)})
 	} else {
 		fmt.Fprintf(c.stdout, "Resolved as %s (was %s).\n\n", rec.State, prev)
-		err = writeRecord(c.stdout, rec, now, false)
+		err = writeRecord(c.stdout, rec, now, false, "")
 	}
 	if err != nil {
 		return c.fail("resolve", err)
