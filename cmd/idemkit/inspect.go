@@ -74,7 +74,7 @@ func runInspect(ctx context.Context, c *cli, args []string) int {
 	now := c.env.Now()
 	rec, err := store.Get(ctx, id, now)
 	if err != nil {
-		return c.fail("inspect", notFound(err, id))
+		return c.fail("inspect", notFound(explainStoreError(store, o.store.Table, err), id))
 	}
 	x := ef.executionID(rec.Scope)
 	if o.output == "json" {

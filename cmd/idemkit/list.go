@@ -95,7 +95,7 @@ func runList(ctx context.Context, c *cli, args []string) int {
 	}
 	recs, page, err := listPages(ctx, list, tenant, page, limit, all, now)
 	if err != nil {
-		return c.fail("list", err)
+		return c.fail("list", explainListError(ctx, store, o.store.Table, err))
 	}
 	if o.output == "json" {
 		err = writeListJSON(c, recs, page, now)

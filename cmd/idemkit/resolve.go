@@ -151,7 +151,7 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 	}
 	rec, prev, err := idemkit.Resolve(ctx, store, id, res, c.env.Now())
 	if err != nil {
-		return c.fail("resolve", resolveErr(err, id, res.As, c.env.Now()))
+		return c.fail("resolve", resolveErr(explainStoreError(store, o.store.Table, err), id, res.As, c.env.Now()))
 	}
 	if w := notStored(res.Snapshot, rec.Snapshot); w != "" {
 		c.errorf("idemkit resolve: warning: %s; replays answer with the outcome only", w)
