@@ -55,6 +55,15 @@ func ExecutionID(ctx context.Context) (id string, ok bool) {
 	return e.id, true
 }
 
+// ExecutionIDOf returns the identity [ExecutionID] gives a guarded
+// handler of scope and resource ([Request.Resource]) under secret
+// (Config.ExecutionSecret, nil when unset). An operator's tool uses it to
+// map a record to the effect its handler made or would have made, since a
+// record does not store its resource.
+func ExecutionIDOf(secret []byte, scope Scope, resource string) string {
+	return executionID(secret, scope, resource)
+}
+
 // ScopeOf returns the tenant, operation and key of the guarded request ctx
 // belongs to, and false outside a guarded handler.
 func ScopeOf(ctx context.Context) (Scope, bool) {

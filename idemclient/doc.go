@@ -10,8 +10,8 @@
 //	resp, err := client.Post(url, "application/json", strings.NewReader(body))
 //
 // A guarded request (Config.Methods) gets a new UUIDv7 key, unless the
-// caller set the header or passed a key with [WithKey]; every attempt of
-// it carries that key. A request of another method is sent once,
+// caller set the header (under any spelling of its name) or passed a key
+// with [WithKey]; every attempt of it carries that key, once. A request of another method is sent once,
 // unchanged.
 //
 // What is retried, with capped, jittered backoff, until Config.Budget has
@@ -21,7 +21,8 @@
 //     (Config.AttemptTimeout): the first attempt may have run, and the
 //     server answers the retry with its stored response;
 //   - 409 in-flight: the first request is still running; the client polls,
-//     never waiting longer than Retry-After (the end of its lease);
+//     never waiting longer than Retry-After (the end of its lease), nor,
+//     when Retry-After has passed, less than [PollFloor];
 //   - 503 store-unavailable and 429, waiting at least Retry-After;
 //   - 500 handler-failed (the server freed the key) and any other 5xx that
 //     is not a replay.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,7 +63,7 @@ func keyTime(key string) (time.Time, bool) {
 func (t *Transport) keyOf(req *http.Request) (string, error) {
 	given, inCtx := req.Context().Value(keyContext{}).(string)
 	var key string
-	switch vs := req.Header.Values(t.header); {
+	switch vs := headerValues(req.Header, t.header); {
 	case len(vs) > 0:
 		key = vs[0]
 		for _, v := range vs[1:] {
@@ -86,6 +87,27 @@ func (t *Transport) keyOf(req *http.Request) (string, error) {
 		return "", err
 	}
 	return key, nil
+}
+
+// headerValues returns the values of the field name in h under every
+// spelling of it, the canonical one first: a caller that copied headers
+// from a proxy or another protocol may have set h["idempotency-key"],
+// which h.Values does not see, and a key missed would be replaced by a
+// new one, running the caller's retry again.
+func headerValues(h http.Header, name string) []string {
+	canon := http.CanonicalHeaderKey(name)
+	vs := slices.Clone(h[canon])
+	other := make([]string, 0, 1)
+	for k := range h {
+		if k != canon && strings.EqualFold(k, name) {
+			other = append(other, k)
+		}
+	}
+	slices.Sort(other) // the same order, whatever the map's
+	for _, k := range other {
+		vs = append(vs, h[k]...)
+	}
+	return vs
 }
 
 // checkKey refuses a key no server takes as one: empty, with a byte

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,10 @@ func TestKeyChoice(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		header, inCtx string
+		// spelling is the header's name as the caller set it in the
+		// map: "" for req.Header.Set; another spelling, as code copying
+		// headers from a proxy does, adds it beside a header set.
+		spelling, raw string
 		newKey        func() (string, error)
 		want          string // "v7": a new UUIDv7 of the clock
 		err           error
@@ -32,6 +37,11 @@ func TestKeyChoice(t *testing.T) {
 		{name: "context", inCtx: "order-2", want: "order-2"},
 		{name: "both, equal", header: "order-3", inCtx: "order-3", want: "order-3"},
 		{name: "both, different", header: "order-4", inCtx: "order-5", err: idemclient.ErrKeyInvalid},
+		{name: "header, lower case", spelling: "idempotency-key", raw: "order-6", want: "order-6"},
+		{name: "header, upper case", spelling: "IDEMPOTENCY-KEY", raw: "order-7", want: "order-7"},
+		{name: "header under two spellings, equal", header: "order-8", spelling: "idempotency-key", raw: "order-8", want: "order-8"},
+		{name: "header under two spellings, different", header: "order-8", spelling: "idempotency-key", raw: "order-9", err: idemclient.ErrKeyInvalid},
+		{name: "lower-case header and context, different", spelling: "idempotency-key", raw: "order-10", inCtx: "order-11", err: idemclient.ErrKeyInvalid},
 		{name: "NewKey", newKey: func() (string, error) { return "mine-1", nil }, want: "mine-1"},
 		{name: "NewKey fails", newKey: func() (string, error) { return "", mintErr }, err: mintErr},
 	} {
@@ -50,6 +60,10 @@ func TestKeyChoice(t *testing.T) {
 			if tc.header != "" {
 				req.Header.Set("Idempotency-Key", tc.header)
 			}
+			if tc.spelling != "" {
+				req.Header[tc.spelling] = []string{tc.raw}
+			}
+			callers := req.Header.Clone()
 			resp, err := c.Do(req)
 			keys, _ := a.seen()
 			if tc.err != nil {
@@ -68,8 +82,11 @@ func TestKeyChoice(t *testing.T) {
 			if got := resp.Request.Header.Get("Idempotency-Key"); got != keys[0] {
 				t.Errorf("resp.Request carries key %q, the server got %q", got, keys[0])
 			}
-			if req.Header.Get("Idempotency-Key") != tc.header {
-				t.Errorf("the caller's request was changed: %v", req.Header)
+			if !reflect.DeepEqual(req.Header, callers) {
+				t.Errorf("the caller's request was changed: %v, was %v", req.Header, callers)
+			}
+			if n := len(resp.Request.Header.Values("Idempotency-Key")); n != 1 {
+				t.Errorf("the attempt carries %d keys: %v", n, resp.Request.Header)
 			}
 			if tc.want != "v7" {
 				if keys[0] != tc.want {

@@ -1,6 +1,7 @@
 package idemclient
 
 import (
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -24,7 +25,14 @@ func TestRetryAfter(t *testing.T) {
 		{"-1", 0, false},
 		{"1.5", 0, false},
 		{"soon", 0, false},
-		{"99999999999", 0, false},
+		{"99999999999", time.Duration(math.MaxInt64), true},
+		{"9223372036", 9223372036 * time.Second, true},
+		{"4294967296", 4294967296 * time.Second, true},
+		// Past what a Duration holds (292 years): the longest one.
+		{"9223372037", time.Duration(math.MaxInt64), true},
+		{"18446744073709551616", time.Duration(math.MaxInt64), true},
+		{"+5", 0, false},
+		{"0x10", 0, false},
 	} {
 		got, ok := retryAfter(tc.v, now)
 		if got != tc.want || ok != tc.ok {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -31,6 +32,13 @@ const (
 	DefaultMaxDelay         = 10 * time.Second
 	DefaultMaxResponseBytes = 10 << 20
 )
+
+// PollFloor is the shortest wait before polling a request still in
+// flight (409 in-flight) when the backoff is longer: a Retry-After of 0 or
+// a date already past shortens the backoff to it, never to no wait. It is
+// the unit of Retry-After's delay-seconds: a server saying 0 means "within
+// the second".
+const PollFloor = time.Second
 
 // ReplayedHeader marks a response the server replayed from its record.
 const ReplayedHeader = "Idempotent-Replayed"
@@ -390,9 +398,11 @@ func (r *request) judge(a answer) plan {
 				return plan{err: &ProblemError{Key: r.key, Attempts: r.attempts, Problem: *a.problem}}
 			case a.problem.Type == TypeInFlight:
 				// Retry-After is when the running request's lease ends at
-				// the latest; its answer may come sooner.
+				// the latest; its answer may come sooner. One that has
+				// passed (0, a date in the past: a server's clock ahead
+				// of ours) shortens the backoff to PollFloor, no less.
 				if hasRA && ra < backoff {
-					return plan{retry: true, delay: ra, asked: true}
+					return plan{retry: true, delay: max(ra, min(PollFloor, backoff)), asked: true}
 				}
 				return plan{retry: true, delay: backoff}
 			}
@@ -481,11 +491,27 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if s, err := strconv.ParseUint(v, 10, 32); err == nil {
-		return time.Duration(s) * time.Second, true
+	if digits(v) {
+		// Any number of seconds is a wait: one past what a Duration holds
+		// (292 years) is the longest Duration, past every budget.
+		if s, err := strconv.ParseUint(v, 10, 64); err == nil && s <= math.MaxInt64/uint64(time.Second) {
+			return time.Duration(s) * time.Second, true
+		}
+		return math.MaxInt64, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// digits reports whether v is one or more ASCII digits, the delay-seconds
+// of RFC 9110.
+func digits(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return v != ""
 }

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -67,7 +70,86 @@ func openDynamo(ctx context.Context, o StoreOptions) (idemkit.OperatorStore, err
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	endpoint := "AWS's endpoint for " + region
+	if ep := aws.ToString(client.Options().BaseEndpoint); ep != "" {
+		endpoint = ep
+	}
+	return &locatedStore{Store: s, where: fmt.Sprintf("region %s at endpoint %s", region, endpoint)}, nil
+}
+
+// locatedStore is the DynamoDB store with the region and endpoint it
+// reads, for errors to name them. Embedding keeps the store's optional
+// interfaces (idemkit.StaleLister and others).
+type locatedStore struct {
+	*dynamo.Store
+	where string // "region R at endpoint E"
+}
+
+func (s *locatedStore) location() string { return s.where }
+
+// tableChecker is a store that can say how its table differs from what
+// it needs (*dynamo.Store).
+type tableChecker interface {
+	Check(ctx context.Context) error
+}
+
+// explainStoreError returns err as an operator can act on it, for the
+// store s of table: a table not found names the region and endpoint asked
+// (a wrong --home-region or endpoint looks the same as a missing table),
+// without the words "nothing stored" a read would not mean.
+func explainStoreError(s idemkit.OperatorStore, table string, err error) error {
+	if !errors.Is(err, dynamo.ErrTableNotFound) {
+		return err
+	}
+	where := "the store's region"
+	if l, ok := s.(interface{ location() string }); ok {
+		where = l.location()
+	}
+	return &explained{err: err, msg: fmt.Sprintf("table %s not found in %s: check --table, the region (--home-region, else AWS_REGION or the profile's) and the endpoint (AWS_ENDPOINT_URL_DYNAMODB)%s",
+		table, where, apiCause(err))}
+}
+
+// explainListError returns a listing's error err as an operator can act
+// on it: when the table lacks what the listing reads (an index), it says
+// which, from the store's own check of its table.
+func explainListError(ctx context.Context, s idemkit.OperatorStore, table string, err error) error {
+	if err == nil || errors.Is(err, idemkit.ErrStoreUnavailable) || ctx.Err() != nil {
+		return explainStoreError(s, table, err)
+	}
+	tc, ok := s.(tableChecker)
+	if !ok {
+		return err
+	}
+	var mm *dynamo.TableMismatchError
+	if !errors.As(tc.Check(ctx), &mm) || len(mm.Problems) == 0 {
+		return err
+	}
+	where := table
+	if l, ok := s.(interface{ location() string }); ok {
+		where += " in " + l.location()
+	}
+	return &explained{err: err, msg: fmt.Sprintf("table %s cannot be listed: %s; create the table as dynamo.TableDefinitionFor lays it out (docs/DEPLOY.md), or for a table laid out by the application's dynamo.Options pass the same (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix)%s",
+		where, strings.Join(mm.Problems, "; "), apiCause(err))}
+}
+
+// explained is an error said in the operator's terms, wrapping the
+// store's (for the exit code).
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+// apiCause returns ": " and the DynamoDB error code and message under
+// err, or "".
+func apiCause(err error) string {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	return fmt.Sprintf(" (DynamoDB: %s: %s)", ae.ErrorCode(), ae.ErrorMessage())
 }
 
 // callerARN returns the ARN of the caller's AWS identity.

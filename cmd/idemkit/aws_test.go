@@ -254,7 +254,7 @@ func TestSingleTableFlags(t *testing.T) {
 		{"list stale", with("list", "--state", "stale"), exitOK, "No stale records"},
 		{"inspect", with("inspect", scopeArgs(s)...), exitOK, "State         indeterminate"},
 		{"inspect without the layout", append([]string{"inspect", "--table", f.table}, scopeArgs(s)...), exitError, "key"},
-		{"list without the layout", []string{"list", "--table", f.table, "--tenant", "acme"}, exitError, "attribute pk missing"},
+		{"list without the layout", []string{"list", "--table", f.table, "--tenant", "acme"}, exitError, "--key-attr"},
 		{"empty sort key value", with("inspect", append(scopeArgs(s), "--sort-key-value", "")...), exitUsage, "without Options.SortKeyValue"},
 		{"key attr of a record attribute", with("inspect", append(scopeArgs(s), "--key-attr", "st")...), exitUsage, `Options.KeyAttr "st" is the name of a record attribute`},
 		{"resolve", with("resolve", append(scopeArgs(s), "--as", "failed", "--reason", "no charge")...), exitOK, "Resolved by   " + stsARN},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/idemkit/idemkit"
 )
@@ -115,5 +116,47 @@ func TestBodyQuotedInTable(t *testing.T) {
 				t.Errorf("json body %q (%s), want %q exact", *got.Body, got.BodyEncoding, tc.body)
 			}
 		})
+	}
+}
+
+// TestInvisibleTenantsTellApart: two tenants that differ only by a rune a
+// terminal draws as nothing or as a blank (U+034F, a variation selector,
+// a Hangul filler) are listed and inspected so that an operator sees two
+// different tenants.
+func TestInvisibleTenantsTellApart(t *testing.T) {
+	f := newFixture(t)
+	tenants := []string{"tenant-a", "tenant-a\u034f", "tenant-a\ufe0f", "tenant-a\u3164", "tenant-a\uffa0", "tenant-a\u115f"}
+	for _, tn := range tenants {
+		f.seedIndeterminate(idemkit.Scope{Tenant: tn, Operation: "POST /orders", Key: "k1"}, time.Now().Add(-time.Hour))
+	}
+	code, stdout, stderr := f.run("list")
+	wantCode(t, code, exitOK, stdout, stderr)
+	// Each tenant is ASCII but for its one invisible rune: what is shown
+	// of it must be ASCII, else the rune is printed raw, as nothing.
+	shown := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n")[1:] {
+		if strings.ContainsFunc(line, func(r rune) bool { return r > unicode.MaxASCII }) {
+			t.Errorf("a tenant printed raw: %q", line)
+		}
+		shown[strings.Fields(line)[0]] = true
+	}
+	if len(shown) != len(tenants) {
+		t.Errorf("%d tenants listed as %d distinct ones:\n%s", len(tenants), len(shown), stdout)
+	}
+	seen := map[string]string{}
+	for _, tn := range tenants {
+		code, stdout, stderr := f.run(append([]string{"inspect"}, scopeArgs(idemkit.Scope{Tenant: tn, Operation: "POST /orders", Key: "k1"})...)...)
+		wantCode(t, code, exitOK, stdout, stderr)
+		for _, line := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(line, "Tenant") {
+				if strings.ContainsFunc(line, func(r rune) bool { return r > unicode.MaxASCII }) {
+					t.Errorf("tenant %q printed raw: %q", tn, line)
+				}
+				if other, ok := seen[line]; ok {
+					t.Errorf("tenants %q and %q both shown as %q", other, tn, line)
+				}
+				seen[line] = tn
+			}
+		}
 	}
 }

@@ -75,6 +75,9 @@ func runList(ctx context.Context, c *cli, args []string) int {
 	if err := checkList(&o, state, limit, all, page); err != nil {
 		return c.fail("list", err)
 	}
+	if err := checkListTenant(fs, tenant); err != nil {
+		return c.fail("list", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	store, err := c.open(ctx, &o)
@@ -92,7 +95,7 @@ func runList(ctx context.Context, c *cli, args []string) int {
 	}
 	recs, page, err := listPages(ctx, list, tenant, page, limit, all, now)
 	if err != nil {
-		return c.fail("list", err)
+		return c.fail("list", explainListError(ctx, store, o.store.Table, err))
 	}
 	if o.output == "json" {
 		err = writeListJSON(c, recs, page, now)
@@ -117,6 +120,21 @@ func checkList(o *common, state string, limit int, all bool, page string) error 
 		return usagef("--limit %d: want 1 to 1000", limit)
 	case all && page != "":
 		return usagef("--all and --page exclude each other")
+	}
+	return nil
+}
+
+// checkListTenant refuses a --tenant given empty, as inspect and resolve
+// do, rather than take it for no --tenant and list every tenant's records;
+// and one longer than any record's.
+func checkListTenant(fs *flag.FlagSet, tenant string) error {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "tenant" })
+	switch {
+	case given && tenant == "":
+		return usagef("--tenant is empty: no record has an empty tenant; leave --tenant out to list every tenant's records")
+	case len(tenant) > idemkit.MaxTenantLen:
+		return usagef("--tenant is %d bytes, at most %d (a longer tenant is refused, so no record has it)", len(tenant), idemkit.MaxTenantLen)
 	}
 	return nil
 }

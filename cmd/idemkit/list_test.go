@@ -230,3 +230,23 @@ func TestListJSONAccountWide(t *testing.T) {
 		wantCode(t, code, exitOK, stdout, stderr)
 	}
 }
+
+// TestListTenantRefused: --tenant given empty (or longer than any
+// record's) is a usage error before any read, as with inspect and resolve;
+// it is not taken for no --tenant, which lists every tenant's records.
+func TestListTenantRefused(t *testing.T) {
+	f := newFixture(t)
+	seven(f)
+	for _, args := range [][]string{
+		{"list", "--tenant", ""},
+		{"list", "--tenant="},
+		{"list", "--tenant", "", "--state", "stale"},
+		{"list", "--tenant", strings.Repeat("t", idemkit.MaxTenantLen+1)},
+	} {
+		code, stdout, stderr := f.run(args...)
+		wantCode(t, code, exitUsage, stdout, stderr)
+		if stdout != "" || !strings.Contains(stderr, "--tenant") {
+			t.Errorf("%q: stdout %q, stderr %q: want nothing listed and --tenant named", args, stdout, stderr)
+		}
+	}
+}

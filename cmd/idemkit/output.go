@@ -39,11 +39,13 @@ type recordJSON struct {
 	AgeSeconds int64 `json:"age_seconds"`
 	// LeaseEndedSecondsAgo is the time since LeaseUntil; negative while
 	// the lease runs.
-	LeaseEndedSecondsAgo int64           `json:"lease_ended_seconds_ago"`
-	Owner                string          `json:"owner"`
-	Fingerprint          string          `json:"fingerprint"`
-	Snapshot             *snapshotJSON   `json:"snapshot,omitempty"`
-	Resolution           *resolutionJSON `json:"resolution,omitempty"`
+	LeaseEndedSecondsAgo int64  `json:"lease_ended_seconds_ago"`
+	Owner                string `json:"owner"`
+	Fingerprint          string `json:"fingerprint"`
+	// ExecutionID is the execution ID of the request (inspect --path).
+	ExecutionID string          `json:"execution_id,omitempty"`
+	Snapshot    *snapshotJSON   `json:"snapshot,omitempty"`
+	Resolution  *resolutionJSON `json:"resolution,omitempty"`
 }
 
 type snapshotJSON struct {
@@ -187,8 +189,9 @@ func escapeUnsafe(b []byte) []byte {
 	return out
 }
 
-// writeRecord prints r as a two-column table.
-func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) error {
+// writeRecord prints r as a two-column table, with the Execution ID row
+// when executionID is not empty.
+func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool, executionID string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("ID", displayText(r.ID))
@@ -206,6 +209,9 @@ func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool) e
 	row("Completed", stamp(r.CompletedAt, now))
 	row("Owner", displayText(r.Owner))
 	row("Fingerprint", displayText(r.Fingerprint))
+	if executionID != "" {
+		row("Execution ID", executionID)
+	}
 	var body []byte
 	if s := r.Snapshot; s != nil {
 		row("Status", fmt.Sprint(s.Status))
@@ -326,11 +332,49 @@ func age(d time.Duration) string {
 // runes (writeJSON).
 func displayText(s string) string {
 	for _, r := range s {
-		if unsafeRune(r) {
-			return strconv.Quote(s)
+		if unsafeRune(r) || !visibleRune(r) {
+			return quoteText(s)
 		}
 	}
 	return s
+}
+
+// visibleRune reports whether r is a graphic character a reader sees as
+// itself: not a space other than U+0020 (which shows as one), nor a
+// default-ignorable one a terminal draws as nothing (a combining grapheme
+// joiner U+034F, a variation selector, a Hangul filler U+115F, U+3164,
+// U+FFA0), nor the braille blank U+2800. "tenant-a" and "tenant-a" plus
+// any of them print the same unquoted.
+func visibleRune(r rune) bool {
+	if r == ' ' {
+		return true
+	}
+	return unicode.IsGraphic(r) && !unicode.IsSpace(r) && !unicode.In(r, unicode.Zs, unicode.Cf,
+		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) && r != '\u2800'
+}
+
+// quoteText returns s quoted as a Go string in which every rune that is
+// not visible (visibleRune) or is unsafe (unsafeRune) is escaped (\t,
+// \x1b, \u034f) and every invalid byte is \xNN: strconv.Quote leaves
+// the invisible graphic ones raw.
+func quoteText(s string) string {
+	b := []byte{'"'}
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = fmt.Appendf(b, `\x%02x`, s[i])
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case visibleRune(r) && !unsafeRune(r):
+			b = append(b, s[i:i+n]...)
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b = append(b, q[1:len(q)-1]...)
+		}
+		i += n
+	}
+	return string(append(b, '"'))
 }
 
 // displayKey returns a key as --key accepts it back: bare when it can be,

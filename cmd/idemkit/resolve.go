@@ -151,7 +151,7 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 	}
 	rec, prev, err := idemkit.Resolve(ctx, store, id, res, c.env.Now())
 	if err != nil {
-		return c.fail("resolve", resolveErr(err, id, res.As, c.env.Now()))
+		return c.fail("resolve", resolveErr(explainStoreError(store, o.store.Table, err), id, res.As, c.env.Now()))
 	}
 	if w := notStored(res.Snapshot, rec.Snapshot); w != "" {
 		c.errorf("idemkit resolve: warning: %s; replays answer with the outcome only", w)
@@ -161,7 +161,7 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 		err = writeJSON(c.stdout, resolveJSON{PreviousState: string(prev), Record: toJSON(rec, now, false)})
 	} else {
 		fmt.Fprintf(c.stdout, "Resolved as %s (was %s).\n\n", rec.State, prev)
-		err = writeRecord(c.stdout, rec, now, false)
+		err = writeRecord(c.stdout, rec, now, false, "")
 	}
 	if err != nil {
 		return c.fail("resolve", err)
