@@ -3,7 +3,10 @@
 // Idempotency-Key then runs at most once per (tenant, operation, key). Its
 // retries get the first response back, byte for byte, marked
 // Idempotent-Replayed: true. The semantics are those of package apigw; the
-// settings and problem types are package httpguard's.
+// settings and problem types are package httpguard's. As there, a
+// handler's Go error releases the claim and stays a function error, which
+// the load balancer answers 502 Bad Gateway; a 500 response the handler
+// returns is stored and replayed.
 //
 // Responses follow the target group's header mode, since the load balancer
 // reads either headers or multiValueHeaders. When the event carries
