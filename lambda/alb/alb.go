@@ -40,6 +40,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
+	"github.com/idemkit/idemkit/lambda/event"
 )
 
 // ErrNoMethod is reported to the Observer for an event without an HTTP
@@ -79,6 +80,12 @@ func OIDCIdentity() Tenant {
 		return vs[0], nil
 	}
 }
+
+// InvocationTenant names the tenant by the invocation's tenant id, for a
+// function in Lambda's tenant isolation mode: it is
+// event.InvocationTenant, which every adapter can use, and its caveat
+// holds (the id is as trustworthy as the invoker that set it).
+func InvocationTenant() Tenant { return event.InvocationTenant[*events.ALBTargetGroupRequest]() }
 
 // SingleTenant puts every request in one tenant, for internal services.
 func SingleTenant(name string) Tenant {
