@@ -156,9 +156,11 @@ func retried(err error) bool {
 // was not applied; the key is then freed and a retry runs the handler
 // again. It returns err wrapped in idemkit.ErrOutcomeUnknown when the call
 // may have been applied; the key is then kept for an operator, and the
-// handler never runs again. For a write keyed on idemkit.ExecutionID and
-// conditional on that key, the plain error is safe whatever Classify says,
-// because the retry's conditional write finds the item if it landed.
+// handler never runs again. Use it only after a call that cannot be
+// keyed. For a write keyed on idemkit.ExecutionID and conditional on that
+// key, return the plain error whatever Classify says: the retry's
+// conditional write finds the item if it landed, where HandlerError would
+// keep the key for an operator after a retried throttle or a timeout.
 func HandlerError(err error) error {
 	if err == nil || Classify(err) == NotApplied {
 		return err

@@ -130,11 +130,12 @@
 // (DynamoDB refuses such a write: an index key's type is fixed).
 //
 // TableDefinitionFor and CreateTableFor make a table of such a layout,
-// and Check checks it: the key schema Options names, the two indexes and
-// TTL on exp. A table has one TTL attribute: the table's other items that
-// should expire must use exp too, or Check reports the TTL attribute
-// (records on a table whose TTL is elsewhere are still read as absent
-// once expired; only their storage is kept).
+// and Check checks it: the key schema Options names, the two indexes and,
+// if TTL is on, that it is on exp (CheckTTL reports TTL that is off). A
+// table has one TTL attribute: the table's other items that should expire
+// must use exp too, or Check reports the TTL attribute (records on a
+// table whose TTL is elsewhere are still read as absent once expired;
+// only their storage is kept).
 //
 // # Retries
 //

@@ -290,7 +290,8 @@ func resolveErr(err error, id string, as idemkit.State, now time.Time) error {
 		why = fmt.Sprintf("its lease ended at %s, only %s ago: the request may still be running on a host whose clock is behind this one",
 			rec.LeaseUntil.UTC().Format(time.RFC3339), age(now.Sub(rec.LeaseUntil)))
 	default:
-		why = fmt.Sprintf("its lease ended at %s, only %s ago: a write the request sent may still reach DynamoDB (it accepts a request until %d minutes after it was signed) and take the key back once it is freed",
+		why = fmt.Sprintf("its lease ended at %s, only %s ago: a write the request sent may still reach DynamoDB (it accepts a request until %d minutes after it was signed) and take the key back once it is freed"+
+			" (--as completed is accepted now because it frees nothing: use it only if you checked that the effect happened; the wait is no sign that it did)",
 			rec.LeaseUntil.UTC().Format(time.RFC3339), age(now.Sub(rec.LeaseUntil)), int(idemkit.MaxWriteDelay/time.Minute))
 	}
 	return conflictf("record is %s and %s; resolve it as %s from %s (in %s); nothing was changed",

@@ -411,7 +411,7 @@ func TestResolveMarkedEarly(t *testing.T) {
 		{"completed within the clock skew", lease.Add(30 * time.Second), completed, exitConflict, []string{"clock is behind"}},
 		{"failed within the clock skew", lease.Add(30 * time.Second), failed, exitConflict, []string{"clock is behind", failedFrom}},
 		{"failed within MaxWriteDelay", lease.Add(time.Minute + idemkit.MaxWriteDelay - time.Second), failed, exitConflict,
-			[]string{"may still reach DynamoDB", "15 minutes after it was signed", failedFrom}},
+			[]string{"may still reach DynamoDB", "15 minutes after it was signed", "--as completed is accepted now because it frees nothing: use it only if you checked that the effect happened", failedFrom}},
 		{"failed at lease + skew + MaxWriteDelay", lease.Add(time.Minute + idemkit.MaxWriteDelay), failed, exitOK, []string{"Resolved as failed (was indeterminate)."}},
 	} {
 		env := f.env

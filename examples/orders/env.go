@@ -112,23 +112,18 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logge
 }
 
 // checkTable stops the function at its start when the records table is
-// missing or laid out otherwise than dynamo.TableDefinition (Store.Check).
-// TTL off is logged, not fatal: it only keeps expired records (reads
-// treat them as absent), and a server without the TTL API, such as
+// missing or laid out otherwise than dynamo.TableDefinition (Store.Check),
+// and logs TTL that is off (Store.CheckTTL): it only keeps expired records
+// (reads treat them as absent), and a server without the TTL API, such as
 // dynalite, has it off on every table.
 func checkTable(ctx context.Context, store *dynamo.Store, logger *slog.Logger) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := store.Check(cctx)
-	var mm *dynamo.TableMismatchError
-	if errors.As(err, &mm) && len(mm.Problems) == 0 && mm.TTLDisabled {
-		if logger != nil {
-			logger.Warn("orders: the records table keeps expired records", "error", err.Error())
-		}
-		return nil
-	}
-	if err != nil {
+	if err := store.Check(cctx); err != nil {
 		return fmt.Errorf("orders: %w", err)
+	}
+	if err := store.CheckTTL(cctx); err != nil && logger != nil {
+		logger.Warn("orders: the records table keeps expired records", "error", err.Error())
 	}
 	return nil
 }

@@ -3,7 +3,10 @@
 // Idempotency-Key then runs at most once per (tenant, operation, key). Its
 // retries get the first response back, byte for byte, marked
 // Idempotent-Replayed: true. The semantics are those of package apigw; the
-// settings and problem types are package httpguard's.
+// settings and problem types are package httpguard's. As there, a
+// handler's Go error releases the claim and stays a function error, which
+// the load balancer answers 502 Bad Gateway; a 500 response the handler
+// returns is stored and replayed.
 //
 // Responses follow the target group's header mode, since the load balancer
 // reads either headers or multiValueHeaders. When the event carries
@@ -37,6 +40,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
+	"github.com/idemkit/idemkit/lambda/event"
 )
 
 // ErrNoMethod is reported to the Observer for an event without an HTTP
@@ -76,6 +80,12 @@ func OIDCIdentity() Tenant {
 		return vs[0], nil
 	}
 }
+
+// InvocationTenant names the tenant by the invocation's tenant id, for a
+// function in Lambda's tenant isolation mode: it is
+// event.InvocationTenant, which every adapter can use, and its caveat
+// holds (the id is as trustworthy as the invoker that set it).
+func InvocationTenant() Tenant { return event.InvocationTenant[*events.ALBTargetGroupRequest]() }
 
 // SingleTenant puts every request in one tenant, for internal services.
 func SingleTenant(name string) Tenant {

@@ -31,11 +31,18 @@
 // logged through slog.Default, as store failures are.
 //
 // A handler's Go error is returned as the wrapper's error after the claim
-// was released, so a retry runs again. An error wrapping
+// was released, so a retry runs again. The caller then gets what the front
+// makes of a function error, not a problem: an HTTP API answers 500
+// {"message":"Internal Server Error"}, a REST API and a function URL 502.
+// It stays a function error so that Lambda counts and logs it (the Errors
+// metric, the runtime's error log) as without the guard. An error wrapping
 // idemkit.ErrOutcomeUnknown keeps the key instead, and the client gets a
 // 503 outcome-unknown problem. A panic releases the claim and is raised
-// again. Pass the Lambda context through, since the claim's lease ends at
-// its deadline.
+// again. A response the handler returns is its outcome, whatever its
+// status: a 500 response is stored and replayed for the replay window
+// (24 h by default) like a 201, so return a Go error, not a 500 response,
+// for a failure a retry may cure. Pass the Lambda context through, since
+// the claim's lease ends at its deadline.
 package apigw
 
 import (

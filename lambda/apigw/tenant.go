@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/lambda/event"
 )
 
 // Request is the event a Tenant reads; exactly one field is set.
@@ -187,3 +188,10 @@ func tenantValue(field string, v any, claim bool) (string, error) {
 func numberText(s string) bool {
 	return s != "" && (s[0] == '-' || '0' <= s[0] && s[0] <= '9') && json.Valid([]byte(s))
 }
+
+// InvocationTenant names the tenant by the invocation's tenant id, for a
+// function in Lambda's tenant isolation mode: it is
+// event.InvocationTenant, which every adapter can use, and its caveat
+// holds (map the tenant id from the authorizer, never from what the client
+// sends). HTTP APIs cannot invoke such functions; REST APIs can.
+func InvocationTenant() Tenant { return event.InvocationTenant[Request]() }
