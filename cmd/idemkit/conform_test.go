@@ -44,9 +44,10 @@ func guarded(t *testing.T) *httptest.Server {
 func TestConformCommand(t *testing.T) {
 	srv := guarded(t)
 	u, _ := url.Parse(srv.URL)
-	p := httputil.NewSingleHostReverseProxy(u)
-	direct := p.Director
-	p.Director = func(r *http.Request) { direct(r); r.Header.Del("Idempotency-Key") }
+	p := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
+		pr.Out.Header.Del("Idempotency-Key")
+	}}
 	stripping := httptest.NewServer(p)
 	t.Cleanup(stripping.Close)
 

@@ -29,14 +29,12 @@ func TestConformOnLocalServer(t *testing.T) {
 	}
 	proxy := func(dropRequest, dropAnswer []string) string {
 		u, _ := url.Parse(srv.URL)
-		p := httputil.NewSingleHostReverseProxy(u)
-		direct := p.Director
-		p.Director = func(r *http.Request) {
-			direct(r)
+		p := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
 			for _, h := range dropRequest {
-				r.Header.Del(h)
+				pr.Out.Header.Del(h)
 			}
-		}
+		}}
 		p.ModifyResponse = func(r *http.Response) error {
 			for _, h := range dropAnswer {
 				r.Header.Del(h)

@@ -336,7 +336,7 @@ func (r *runner) quoted(ctx context.Context, first answer, key string, add func(
 	case err != nil:
 		add("quoted-key", Fail, "%v", err)
 	case a.status == first.status && bytes.Equal(a.body, first.body):
-		add("quoted-key", Pass, "the key sent as %q replayed the bare key's answer", `"`+key+`"`)
+		add("quoted-key", Pass, "the key sent as \"%s\" replayed the bare key's answer", key)
 	default:
 		add("quoted-key", Fail, "the quoted key got %s, not the bare key's answer", a)
 	}
@@ -374,7 +374,7 @@ func (r *runner) race(ctx context.Context, key string, add func(string, Verdict,
 	}
 	close(start)
 	wg.Wait()
-	var fresh, conflicts, replays, noRetryAfter int
+	var fresh, conflicts, replays, noRetryAfter, throttled int
 	var other []string
 	var first *answer
 	for i, a := range answers {
@@ -388,6 +388,10 @@ func (r *runner) race(ctx context.Context, key string, add func(string, Verdict,
 			}
 		case a.replayed():
 			replays++
+		case a.status == http.StatusTooManyRequests:
+			// Throttled before the function (past its concurrency): the
+			// copy never reached the guard.
+			throttled++
 		case cached(a.status) && a.status != http.StatusConflict && a.status != http.StatusUnprocessableEntity:
 			// With Idempotent-Replayed dropped on the way, a replay looks
 			// like an execution: the same answer is counted as its replay.
@@ -404,6 +408,9 @@ func (r *runner) race(ctx context.Context, key string, add func(string, Verdict,
 		}
 	}
 	counts := fmt.Sprintf("%d copies: %d executed, %d got 409, %d replays", n, fresh, conflicts, replays)
+	if throttled > 0 {
+		counts += fmt.Sprintf(", %d throttled (429: more copies than the function's concurrency)", throttled)
+	}
 	switch {
 	case fresh > 1:
 		add("concurrent-duplicate", Fail, "%s: the handler ran more than once for one key", counts)
@@ -415,6 +422,8 @@ func (r *runner) race(ctx context.Context, key string, add func(string, Verdict,
 		add("concurrent-duplicate", Fail, "%s: no copy executed", counts)
 	case r.replayHeaderLost && conflicts == 0:
 		add("concurrent-duplicate", Inconclusive, "%s: with Idempotent-Replayed dropped, a replay cannot be told from an execution, and no duplicate overlapped the execution", counts)
+	case conflicts == 0 && replays == 0:
+		add("concurrent-duplicate", Inconclusive, "%s: no duplicate reached the guard while the first ran, so the 409 was never drawn; send fewer copies (--concurrency) than the function's concurrency", counts)
 	case conflicts == 0:
 		add("concurrent-duplicate", Inconclusive, "%s: the handler answered before any duplicate arrived, so the 409 was never drawn; give a slower request (--race-body) or more copies (--concurrency)", counts)
 	default:

@@ -32,7 +32,7 @@ type api struct {
 	once       sync.Once
 }
 
-func newAPI(t *testing.T, keyOptional, serialize bool) (*api, http.Handler) {
+func newAPI(t *testing.T, keyOptional, serialize bool, throttle int) (*api, http.Handler) {
 	t.Helper()
 	a := &api{release: make(chan struct{})}
 	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
@@ -64,10 +64,24 @@ func newAPI(t *testing.T, keyOptional, serialize bool) (*api, http.Handler) {
 		Settings: httpguard.Settings{KeyOptional: keyOptional},
 	})(mux)
 	var serial sync.Mutex
+	slots := make(chan struct{}, max(throttle, 1))
 	return a, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if serialize && r.Method == http.MethodPost {
 			serial.Lock()
 			defer serial.Unlock()
+		}
+		if throttle > 0 && r.Method == http.MethodPost {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			default:
+				// Past the concurrency: throttled, as API Gateway does.
+				w.WriteHeader(http.StatusTooManyRequests)
+				if a.conflicts.Add(1) == concurrency-1 {
+					a.once.Do(func() { close(a.release) })
+				}
+				return
+			}
 		}
 		rec := &statusWriter{ResponseWriter: w}
 		guard.ServeHTTP(rec, r)
@@ -95,14 +109,12 @@ func proxy(t *testing.T, target string, dropRequest, dropAnswer []string) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := httputil.NewSingleHostReverseProxy(u)
-	direct := p.Director
-	p.Director = func(r *http.Request) {
-		direct(r)
+	p := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
 		for _, h := range dropRequest {
-			r.Header.Del(h)
+			pr.Out.Header.Del(h)
 		}
-	}
+	}}
 	p.ModifyResponse = func(r *http.Response) error {
 		for _, h := range dropAnswer {
 			r.Header.Del(h)
@@ -138,6 +150,7 @@ func TestConform(t *testing.T) {
 		want                    want
 		detail                  map[string]string
 		maxExecutions           int64
+		throttle                int
 	}{
 		{name: "direct, key required", requireKey: true, ok: true, maxExecutions: 2,
 			want: want{"fresh": conform.Pass, "replay": conform.Pass, "quoted-key": conform.Pass, "changed-body": conform.Pass,
@@ -154,12 +167,15 @@ func TestConform(t *testing.T) {
 		{name: "proxy drops the answer's headers", dropAnswer: []string{"Idempotent-Replayed", "Retry-After"}, maxExecutions: 2,
 			want:   want{"replay": conform.Fail, "concurrent-duplicate": conform.Fail, "changed-body": conform.Pass},
 			detail: map[string]string{"replay": "drops the answer's Idempotent-Replayed header", "concurrent-duplicate": "drops the answer's Retry-After header"}},
+		{name: "copies past the concurrency throttled", throttle: 1, ok: true, maxExecutions: 2,
+			want:   want{"concurrent-duplicate": conform.Inconclusive, "replay": conform.Pass},
+			detail: map[string]string{"concurrent-duplicate": "throttled (429"}},
 		{name: "handler faster than its duplicates", serialize: true, ok: true, maxExecutions: 2,
 			want:   want{"concurrent-duplicate": conform.Inconclusive},
 			detail: map[string]string{"concurrent-duplicate": "answered before any duplicate arrived"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, h := newAPI(t, tc.keyOptional, tc.serialize)
+			a, h := newAPI(t, tc.keyOptional, tc.serialize, tc.throttle)
 			srv := httptest.NewServer(h)
 			t.Cleanup(srv.Close)
 			base := srv.URL
