@@ -2,8 +2,11 @@ package samlocal
 
 import (
 	"errors"
+	"io"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestResponse: what the emulator answers becomes what API Gateway makes
@@ -103,5 +106,55 @@ func TestMatch(t *testing.T) {
 	}
 	if rt, _ := (&Front{Routes: f.Routes[:1]}).match("GET", "/items"); rt != nil {
 		t.Errorf("GET /items matched %+v, want none", rt)
+	}
+}
+
+// TestEvents: a request becomes the event of its route's payload format,
+// with the token's claims where that format carries them.
+func TestEvents(t *testing.T) {
+	r := httptest.NewRequest("POST", "http://api.local:3000/v1/accounts/a%2F1/transfers?x=1&x=2", strings.NewReader(`{"a":1}`))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Add("X-Multi", "1")
+	r.Header.Add("X-Multi", "2")
+	r.Header.Set("Cookie", "c=1; d=2")
+	claims := &Claims{Claims: map[string]string{"sub": "carol"}, Scopes: []string{"s"}}
+	for _, rt := range []*Route{
+		{Method: "POST", Path: "/v1/accounts/{account}/transfers", Payload: "2.0"},
+		{Method: "POST", Path: "/v1/accounts/{account}/transfers", Payload: "1.0"},
+		{Method: "POST", Path: "/v1/accounts/{account}/transfers", Payload: "1.0", REST: true},
+	} {
+		b, err := readBody(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body = io.NopCloser(strings.NewReader(`{"a":1}`))
+		q := &request{r: r, body: b, route: rt, params: map[string]string{"account": "a/1"}, claims: claims, requestID: "id", now: time.Unix(0, 0)}
+		if rt.Payload == "2.0" {
+			ev := q.eventV2()
+			if ev.RouteKey != "POST /v1/accounts/{account}/transfers" || ev.Body != `{"a":1}` || ev.IsBase64Encoded ||
+				ev.Headers["x-multi"] != "1,2" || ev.QueryStringParameters["x"] != "1,2" || len(ev.Cookies) != 2 ||
+				ev.PathParameters["account"] != "a/1" || ev.RequestContext.Authorizer.JWT.Claims["sub"] != "carol" {
+				t.Errorf("2.0 event %+v", ev)
+			}
+			continue
+		}
+		ev := q.eventV1()
+		auth := ev.RequestContext.Authorizer
+		var sub any
+		if rt.REST {
+			sub = auth["claims"].(map[string]any)["sub"]
+		} else {
+			sub = auth["jwt"].(map[string]any)["claims"].(map[string]any)["sub"]
+		}
+		if ev.Resource != rt.Path || ev.HTTPMethod != "POST" || ev.MultiValueHeaders["x-multi"][1] != "2" ||
+			ev.QueryStringParameters["x"] != "2" || len(ev.MultiValueQueryStringParameters["x"]) != 2 || sub != "carol" {
+			t.Errorf("1.0 event (REST %v) %+v", rt.REST, ev)
+		}
+	}
+	// A body that is not text is passed base64-encoded.
+	bin := httptest.NewRequest("POST", "/x", strings.NewReader("\x00\x01"))
+	bin.Header.Set("Content-Type", "application/octet-stream")
+	if b, err := readBody(bin); err != nil || !b.base64 || b.text != "AAE=" {
+		t.Errorf("binary body %+v %v", b, err)
 	}
 }
