@@ -8,7 +8,7 @@ PKGS     := ./...
 # Every module of the repository: the library at the root, and the nested
 # modules that keep test-only dependencies out of a user's module graph
 # (docs/MODULES.md).
-MODULES  := . integration examples internal/localstack internal/lambdarie observe/otelobserve
+MODULES  := . integration examples internal/localstack samlocal observe/otelobserve
 # The newest Go release, tested beside the machine's Go and the oldest that
 # go.mod allows: a new Go release is this one line (docs/MODULES.md).
 NEWEST_GO ?= go1.27.4
@@ -111,18 +111,22 @@ build-api:
 build-shipping:
 	cd examples && $(LAMBDA_BUILD) -o $(abspath $(SHIPPING_BOOTSTRAP)) ./orders/cmd/shipping
 
-## run-lambda: the deployed bootstrap (make build, for this machine's
-## architecture) under Amazon's Lambda Runtime Interface Emulator in
-## $(SANDBOXES) sandboxes, behind an HTTP API front with a JWT authorizer, on
+## run-lambda: template.yaml run by samlocal (docs/DEPLOY.md, "Your own
+## function"): each function's bootstrap, built for this machine, under
+## Amazon's Lambda Runtime Interface Emulator, $(SANDBOXES) sandboxes per
+## API function, behind an HTTP API front with a JWT authorizer, on
 ## 127.0.0.1:$(PORT), against DynamoDB Local (dynalite where java is missing)
 SANDBOXES ?= 4
 run-lambda: deps
-	@$(MAKE) -s build-api BUILD_ARCH=$$($(GO) env GOARCH) BOOTSTRAP=bin/host/bootstrap
-	cd internal/lambdarie && $(GO) build -o ../../bin/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie && \
-		$(GO) build -o ../../bin/run-lambda ./cmd/run-lambda
-	exec ./bin/run-lambda -addr 127.0.0.1:$(PORT) -sandboxes $(SANDBOXES) -bootstrap bin/host/bootstrap -rie bin/aws-lambda-rie
+	cd samlocal && $(GO) run ./cmd/samlocal start-api -template ../template.yaml -addr 127.0.0.1:$(PORT) -sandboxes $(SANDBOXES)
 
-.PHONY: deploy sam-local run-dynamodb run-lambda
+## local-stack: your own SAM template run the same way:
+## make local-stack TEMPLATE=/path/to/template.yaml
+TEMPLATE ?= template.yaml
+local-stack: deps
+	cd samlocal && $(GO) run ./cmd/samlocal start-api -template $(abspath $(TEMPLATE)) -addr 127.0.0.1:$(PORT) -sandboxes $(SANDBOXES)
+
+.PHONY: deploy sam-local run-dynamodb run-lambda local-stack
 
 ## deploy: sam build && sam deploy (SAM CLI and AWS credentials; SAM_ENV=prod
 ## for prod; JWT_ISSUER=... JWT_AUDIENCE=a,b set the JWT authorizer)

@@ -10,6 +10,7 @@
 //	idemkit inspect --table T --tenant X --operation "POST /orders" --key K [--body]
 //	idemkit resolve --table T --tenant X --operation "POST /orders" --key K \
 //	        --as completed|failed --reason "..." [--status 201 --body-file f --header 'Name: value' ...]
+//	idemkit conform URL --body JSON [--header 'Authorization: ...'] (checks a running endpoint)
 //
 // Every command takes --help, --output table|json, --home-region, --profile
 // and --timeout. For records kept in a shared (single-table) table, every
@@ -114,6 +115,7 @@ type command struct {
 }
 
 var commands = []command{
+	{"conform", "check a running endpoint from the outside: replays, 409, 422, bad keys, headers lost by a hop", runConform},
 	{"inspect", "show one record: state, timings, owner, fingerprint, stored response, resolution", runInspect},
 	{"list", "list indeterminate records, or with --state stale in-flight ones whose lease ended; oldest lease first (reads an index)", runList},
 	{"resolve", "record an operator's decision on an indeterminate record, or on a stale in-flight one", runResolve},

@@ -1,9 +1,8 @@
-package lambdarie
+package samlocal
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,7 +35,7 @@ type SandboxConfig struct {
 	// host's architecture).
 	Bootstrap string
 	// Env is the whole environment of the function (the emulator passes
-	// its own environment on): template.yaml's variables, the AWS
+	// its own environment on): the template's variables, the AWS
 	// configuration, AWS_LAMBDA_FUNCTION_TIMEOUT.
 	Env []string
 	// Output receives the emulator's and the function's output. Nil: kept
@@ -72,7 +71,7 @@ func StartSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox, error) {
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("lambdarie: start %s: %w", cfg.RIE, err)
+		return nil, fmt.Errorf("samlocal: start %s: %w", cfg.RIE, err)
 	}
 	go func() { _ = cmd.Wait(); close(s.exited) }()
 	for {
@@ -83,10 +82,10 @@ func StartSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox, error) {
 		}
 		select {
 		case <-s.exited:
-			return nil, fmt.Errorf("lambdarie: emulator exited before listening: %s", s.output.String())
+			return nil, fmt.Errorf("samlocal: emulator exited before listening: %s", s.output.String())
 		case <-ctx.Done():
 			s.Stop()
-			return nil, fmt.Errorf("lambdarie: emulator not listening on %s: %w", addr, ctx.Err())
+			return nil, fmt.Errorf("samlocal: emulator not listening on %s: %w", addr, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -101,7 +100,7 @@ func (s *Sandbox) Call(ctx context.Context, event []byte) (int, []byte, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("lambdarie: invoke: %w", err)
+		return 0, nil, fmt.Errorf("samlocal: invoke: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -150,6 +149,3 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
-
-// errNoSandbox is Front's error when every sandbox is busy.
-var errNoSandbox = errors.New("lambdarie: every sandbox is busy")

@@ -1,4 +1,4 @@
-package lambdarie
+package samlocal
 
 import (
 	"crypto"
@@ -16,10 +16,10 @@ import (
 
 // ErrToken is wrapped by every error of Authorizer.Verify: the token is
 // missing, malformed, badly signed, expired, or not for this API.
-var ErrToken = errors.New("lambdarie: token refused")
+var ErrToken = errors.New("samlocal: token refused")
 
 // Authorizer checks bearer tokens as an HTTP API's JWT authorizer does
-// (template.yaml's JwtAuthorizer): an RS256-signed JWT whose signature a
+// (a JwtConfiguration of the template): an RS256-signed JWT whose signature a
 // known key verifies, whose iss is Issuer, whose aud (or client_id)
 // names one of Audience, within exp and nbf. Verify returns its claims,
 // which API Gateway passes in requestContext.authorizer.jwt.
@@ -157,8 +157,7 @@ func decodeSegment(seg string, v any) error {
 }
 
 // Issuer mints tokens the Authorizer it describes accepts: a local RSA
-// key standing for the identity provider named by template.yaml's
-// JwtIssuer.
+// key standing for the identity provider a JWT authorizer names.
 type Issuer struct {
 	URL      string // the iss claim
 	Audience string // the aud claim
@@ -166,8 +165,8 @@ type Issuer struct {
 	key      *rsa.PrivateKey
 }
 
-// NewIssuer generates an RSA key for an issuer at url whose tokens are
-// for audience.
+// NewIssuer generates an RSA key standing for the issuer at url (the iss
+// of its tokens), whose tokens are for audience.
 func NewIssuer(url, audience string) (*Issuer, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -188,7 +187,7 @@ func (is *Issuer) Authorizer() *Authorizer {
 func (is *Issuer) Token(sub string, ttl time.Duration, extra map[string]any) string {
 	now := time.Now()
 	claims := map[string]any{"iss": is.URL, "aud": is.Audience, "sub": sub,
-		"iat": now.Unix(), "exp": now.Add(ttl).Unix(), "scope": "orders"}
+		"iat": now.Unix(), "exp": now.Add(ttl).Unix()}
 	for k, v := range extra {
 		claims[k] = v
 	}

@@ -1,0 +1,166 @@
+package samlocal_test
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/idemkit/idemkit/samlocal"
+)
+
+func plan(t *testing.T, path string, cfg samlocal.PlanConfig) *samlocal.Plan {
+	t.Helper()
+	tpl, err := samlocal.ReadTemplate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := samlocal.NewPlan(tpl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func routes(fn *samlocal.Function) []string {
+	var s []string
+	for _, r := range fn.Routes {
+		s = append(s, r.RouteKey()+" "+r.Payload+" "+r.Authorizer)
+	}
+	return s
+}
+
+// TestPlanOrders: the repository's template resolves to its routes, its
+// authorizer (issuer without a default: the local stand-in), its tables
+// and each function's environment, the tables' Refs their local names.
+func TestPlanOrders(t *testing.T) {
+	p := plan(t, filepath.Join(samlocal.RepoRoot(), "template.yaml"), samlocal.PlanConfig{StackName: "dev"})
+	api := p.Function("OrdersFunction")
+	if api == nil || p.Function("ShippingFunction") == nil {
+		t.Fatalf("functions %v", p.Functions)
+	}
+	want := []string{"POST /orders 2.0 OrdersApi/JwtAuthorizer", "GET /orders/{id} 2.0 OrdersApi/JwtAuthorizer", "POST /payments 2.0 OrdersApi/JwtAuthorizer"}
+	if got := routes(api); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("routes %v, want %v", got, want)
+	}
+	if a := p.Authorizers["OrdersApi/JwtAuthorizer"]; a == nil || a.Issuer != samlocal.DefaultIssuer {
+		t.Errorf("authorizer %+v: JwtIssuer has no default, want %s", a, samlocal.DefaultIssuer)
+	}
+	env := api.Env
+	if env["IDEMKIT_TABLE"] != "dev-IdempotencyTable" || env["ORDERS_TABLE"] != "dev-OrdersTable" ||
+		env["IDEMKIT_REPLAY_HOURS"] != "24" || env["SHIPPING_QUEUE_URL"] != "" || env["IDEMKIT_STORE"] != "dynamodb" {
+		t.Errorf("environment %v", env)
+	}
+	if api.Timeout != 29 || api.MemorySize != 256 || api.BuildMethod != "makefile" || !strings.HasSuffix(api.CodeDir, "examples/orders/cmd/lambda") {
+		t.Errorf("function %+v", api)
+	}
+	if typ := p.Function("ShippingFunction").Events["ShipRequests"]; typ != "SQS" {
+		t.Errorf("shipping events %v", p.Function("ShippingFunction").Events)
+	}
+	var names []string
+	for _, tb := range p.Tables {
+		names = append(names, *tb.Input.TableName)
+		if *tb.Input.TableName == "dev-IdempotencyTable" && (len(tb.Input.GlobalSecondaryIndexes) != 2 || tb.TTL != "exp") {
+			t.Errorf("idempotency table %+v, TTL %q", tb.Input, tb.TTL)
+		}
+	}
+	if !slices.Equal(names, []string{"dev-IdempotencyTable", "dev-OrdersTable"}) {
+		t.Errorf("tables %v", names)
+	}
+	over := plan(t, filepath.Join(samlocal.RepoRoot(), "template.yaml"), samlocal.PlanConfig{
+		Parameters: map[string]string{"JwtIssuer": "https://idp.example", "JwtAudience": "a,b", "ReplayWindowHours": "2"}})
+	if a := over.Authorizers["OrdersApi/JwtAuthorizer"]; a.Issuer != "https://idp.example" || !slices.Equal(a.Audience, []string{"a", "b"}) {
+		t.Errorf("overridden authorizer %+v", a)
+	}
+	if over.Function("OrdersFunction").Env["IDEMKIT_REPLAY_HOURS"] != "2" {
+		t.Error("a parameter override does not reach the environment")
+	}
+}
+
+// TestPlanLedger: Globals, the implicit HTTP API, an open route, GetAtt,
+// Fn::Sub, Fn::Join and a SimpleTable.
+func TestPlanLedger(t *testing.T) {
+	p := plan(t, filepath.Join(samlocal.ModuleDir(), "internal", "ledger", "template.yaml"), samlocal.PlanConfig{StackName: "s1", Region: "eu-west-1"})
+	api := p.Function("TransfersFunction")
+	want := []string{"GET /v1/health 2.0 ", "POST /v1/accounts/{account}/transfers 2.0 ServerlessHttpApi/Jwt"}
+	if got := routes(api); !slices.Equal(got, want) {
+		t.Errorf("routes %v, want %v", got, want)
+	}
+	if a := p.Authorizers["ServerlessHttpApi/Jwt"]; a == nil || a.Issuer != "https://auth.ledger.test/" || !slices.Equal(a.Audience, []string{"ledger-api", "ledger-admin"}) {
+		t.Errorf("authorizer %+v", a)
+	}
+	if e := api.Env; e["IDEM_TABLE"] != "s1-idempotency" || e["LEDGER_TABLE"] != "s1-ledger" ||
+		e["LEDGER_TABLE_ARN"] != "arn:aws:dynamodb:eu-west-1:123456789012:table/s1-ledger" || e["SETTLEMENT_QUEUE"] != "" {
+		t.Errorf("environment %v", e)
+	}
+	w := p.Function("SettlementWorker")
+	if w.Timeout != 30 || api.Timeout != 20 || w.Env["LEDGER_TABLE"] != "s1-ledger" || len(w.Routes) != 0 || w.Events["Settlements"] != "SQS" {
+		t.Errorf("worker %+v", w)
+	}
+}
+
+// TestPlanRefuses: what cannot run locally is refused with the reason.
+func TestPlanRefuses(t *testing.T) {
+	const head = "Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties:\n      CodeUri: fn/\n      Runtime: provided.al2023\n"
+	for _, tc := range []struct {
+		name, template, want string
+		cfg                  samlocal.PlanConfig
+	}{
+		{"no resources", "Parameters: {}\n", "no Resources", samlocal.PlanConfig{}},
+		{"no function", "Resources:\n  T:\n    Type: AWS::Serverless::SimpleTable\n", "no AWS::Serverless::Function", samlocal.PlanConfig{}},
+		{"parameter without a value", "Parameters:\n  P:\n    Type: String\n" + head + "      Environment:\n        Variables:\n          X: !Ref P\n",
+			"-parameter-overrides P=", samlocal.PlanConfig{}},
+		{"unknown override", head, "no such parameter", samlocal.PlanConfig{Parameters: map[string]string{"Nope": "1"}}},
+		{"IAM authorizer", head + "      Events:\n        E:\n          Type: HttpApi\n          Properties:\n            Path: /x\n            Method: POST\n            Auth:\n              Authorizer: AWS_IAM\n",
+			"IAM (AWS_IAM)", samlocal.PlanConfig{}},
+		{"Lambda authorizer", head + "      Events:\n        E:\n          Type: Api\n          Properties:\n            Path: /x\n            Method: POST\n            RestApiId: !Ref A\n  A:\n    Type: AWS::Serverless::Api\n    Properties:\n      Auth:\n        DefaultAuthorizer: L\n        Authorizers:\n          L:\n            FunctionArn: arn\n",
+			"a Lambda authorizer (L)", samlocal.PlanConfig{}},
+		{"API key", head + "      Events:\n        E:\n          Type: Api\n          Properties:\n            Path: /x\n            Method: POST\n            Auth:\n              ApiKeyRequired: true\n",
+			"API key", samlocal.PlanConfig{}},
+		{"ImportValue", head + "      Environment:\n        Variables:\n          X: !ImportValue other\n", "Fn::ImportValue is not supported", samlocal.PlanConfig{}},
+		{"bad payload version", head + "      Events:\n        E:\n          Type: HttpApi\n          Properties:\n            Path: /x\n            Method: POST\n            PayloadFormatVersion: \"3.0\"\n",
+			"PayloadFormatVersion", samlocal.PlanConfig{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tpl, err := samlocal.ParseTemplate([]byte(tc.template))
+			if err == nil {
+				_, err = samlocal.NewPlan(tpl, tc.cfg)
+			}
+			if err == nil || !errors.Is(err, samlocal.ErrTemplate) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want ErrTemplate saying %q", err, tc.want)
+			}
+		})
+	}
+	// -skip-unsupported-auth serves the IAM route open.
+	tpl, err := samlocal.ParseTemplate([]byte(head + "      Events:\n        E:\n          Type: HttpApi\n          Properties:\n            Path: /x\n            Method: POST\n            Auth:\n              Authorizer: AWS_IAM\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := samlocal.NewPlan(tpl, samlocal.PlanConfig{SkipUnsupportedAuth: true})
+	if err != nil || len(p.Functions[0].Routes) != 1 || p.Functions[0].Routes[0].Authorizer != "" {
+		t.Fatalf("skipped: %v %+v", err, p)
+	}
+}
+
+// TestFunctionEnv: a sandbox gets the template's variables with the
+// -env-vars replacements, what Lambda sets, and nothing of this process.
+func TestFunctionEnv(t *testing.T) {
+	t.Setenv("IDEMKIT_SECRET_OF_THIS_PROCESS", "x")
+	fn := &samlocal.Function{Name: "Fn", Timeout: 9, MemorySize: 512, Env: map[string]string{"A": "1", "B": "2"}}
+	env := map[string]string{}
+	for _, kv := range samlocal.FunctionEnv(fn, "http://127.0.0.1:1", "eu-west-1",
+		map[string]map[string]string{"Parameters": {"B": "p"}, "Fn": {"C": "3"}, "Other": {"A": "no"}}) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for k, v := range map[string]string{"A": "1", "B": "p", "C": "3", "AWS_LAMBDA_FUNCTION_NAME": "Fn", "AWS_LAMBDA_FUNCTION_TIMEOUT": "9",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512", "AWS_REGION": "eu-west-1", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:1"} {
+		if env[k] != v {
+			t.Errorf("%s=%q, want %q", k, env[k], v)
+		}
+	}
+	if _, ok := env["IDEMKIT_SECRET_OF_THIS_PROCESS"]; ok {
+		t.Error("this process's environment reached the function")
+	}
+}
