@@ -22,7 +22,7 @@ func endFirstRun(t *testing.T, f *fixture, r idemkit.Request, accountWide bool, 
 		now := f.clock.Now()
 		rec := &idemkit.Record{ID: id, Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint, Owner: "crashed",
 			LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(24 * time.Hour), ExpiresAt: now.Add(7 * 24 * time.Hour), CreatedAt: now}
-		if res, err := f.store.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		if res, err := f.store.Claim(ctx, rec, now); err != nil || !res.Won {
 			t.Fatalf("claim: %+v %v", res, err)
 		}
 		f.clock.Advance(2 * time.Second)

@@ -157,16 +157,9 @@ var (
 type ConflictError struct {
 	// RetryAfter is the time until the holder's lease ends, at least one second.
 	RetryAfter time.Duration
-	// Freed is true when no request holds the key. An instance whose clock
-	// runs ahead of this one's freed it moments ago, and the store's fence
-	// against late copies refused the claim (see ClaimResult.Fenced).
-	Freed bool
 }
 
 func (e *ConflictError) Error() string {
-	if e.Freed {
-		return fmt.Sprintf("%v: the key was freed by a clock ahead of ours (retry after %s)", ErrInFlight, e.RetryAfter)
-	}
 	return fmt.Sprintf("%v (retry after %s)", ErrInFlight, e.RetryAfter)
 }
 

@@ -99,7 +99,7 @@ func TestFailedClaimOverAnothersRecord(t *testing.T) {
 	r := req("k")
 	other := &idemkit.Record{ID: r.Scope.ID(false), Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint,
 		Owner: "other", LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
-	if res, err := f.store.Claim(context.Background(), other, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := f.store.Claim(context.Background(), other, now); err != nil || !res.Won {
 		t.Fatalf("claim of the other request: %+v %v", res, err)
 	}
 	fs.On(faultstore.Claim, faultstore.Fail(errReset))

@@ -230,15 +230,12 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 	if expired := c.policy.checkKeyTime(c.req.Scope.Key, c.start); expired != nil && !c.req.IgnoreKeyTime {
 		return c.oldKey(rec, expired, h)
 	}
-	res, err := g.claim(c.ctx, rec, c.opts())
+	res, err := g.claim(c.ctx, rec, nil)
 	if err != nil {
 		c.emit(c.storeFailure(err), 0, err)
 		return nil, false, err
 	}
-	if !res.Won {
-		return c.blocked(rec, res, h)
-	}
-	return c.won(rec, res, h)
+	return c.claimed(rec, res, h)
 }
 
 // won runs h holding the claim res won, reporting first the takeover of a
@@ -252,12 +249,11 @@ func (c *call) won(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, er
 
 // oldKey answers a request whose key is older than the record retention
 // (expired is its ErrKeyExpired): a live record of the key wins over the
-// key's age and is answered as the record that blocked a lost claim is.
-// The key is claimed only when the record read lets it run again (failed,
-// or a stale lease under Takeover); a record that changed under our mark
-// of its stale lease is read again, not claimed over, at most reclaims
-// times. With no live record the request is refused with expired and
-// nothing is stored.
+// key's age and is answered as the record that kept a claim is. The key
+// is claimed only in place of the record read, when it lets the key run
+// again (failed, or a stale lease under Takeover); a record that changed
+// under us is read again, at most reclaims times. With no live record the
+// request is refused with expired and nothing is stored.
 func (c *call) oldKey(rec *Record, expired error, h Handler) (*Snapshot, bool, error) {
 	for attempt := 0; ; attempt++ {
 		ex, err := c.g.cfg.Store.Get(c.ctx, rec.ID, c.start)
@@ -270,46 +266,33 @@ func (c *call) oldKey(rec *Record, expired error, h Handler) (*Snapshot, bool, e
 			c.emit(c.storeFailure(err), 0, err)
 			return nil, false, err
 		}
-		snap, again, err := c.g.classify(c.ctx, c.req, c.policy, ex, c.start)
-		if again && attempt >= reclaims {
+		snap, next, err := c.g.classify(c.ctx, c.req, c.policy, ex, c.start)
+		if next != nil && attempt >= reclaims {
 			// The record keeps changing under us: let the client come back.
-			snap, again, err = nil, false, &ConflictError{RetryAfter: time.Second}
+			snap, next, err = nil, nil, &ConflictError{RetryAfter: time.Second}
 		}
-		if !again {
+		if next == nil {
 			c.emitRefusal(snap, err)
 			if err != nil {
 				return nil, false, err
 			}
 			return snap, true, nil
 		}
-		if ex.State == StateInFlight && c.policy.OnStaleLease != Takeover {
-			// Completed, released or marked before our mark: read again.
-			continue
+		if !next.replace {
+			continue // read it again
 		}
 		// The key stays bound to the fingerprint it was first claimed
-		// with, as on the ordinary path (blocked).
+		// with, as on the ordinary path.
 		rec.Fingerprint = ex.Fingerprint
-		res, err := c.g.claim(c.ctx, rec, c.opts())
+		res, err := c.g.claim(c.ctx, rec, ex)
 		switch {
 		case err != nil:
 			c.emit(c.storeFailure(err), 0, err)
 			return nil, false, err
 		case res.Won:
 			return c.won(rec, res, h)
-		case res.Fenced:
-			return nil, false, c.fenced()
 		}
 	}
-}
-
-// fenced answers a claim the store's fence against late copies refused:
-// made by a clock behind the one that freed the key (a claim of ours is
-// never made again after its release), it wins once that clock catches
-// up, within FenceSkew of the other's.
-func (c *call) fenced() error {
-	err := &ConflictError{RetryAfter: time.Second, Freed: true}
-	c.emitRefusal(nil, err)
-	return err
 }
 
 // call is the state of one Do: the request, its policy and its event.
@@ -391,103 +374,122 @@ func (c *call) record() *Record {
 	return rec
 }
 
-func (c *call) opts() ClaimOptions { return ClaimOptions{Takeover: c.policy.OnStaleLease == Takeover} }
-
-// blocked handles a lost claim: it replays, or returns why the handler
-// cannot run. A claim that loses to a record that changes under it
-// (completed or released between the claim and a follow-up write) is made
-// again, at most reclaims times.
-func (c *call) blocked(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, error) {
+// claimed answers the claim res made: it runs h when the claim won, else
+// decides from the record that kept it (res.Existing): a replay, a
+// refusal, or a claim in its place. A record that counts as no record (a
+// released key's tombstone, an expired record) is replaced by this
+// request's claim; a failed one, or a stale lease under Takeover, by a
+// claim bound to its fingerprint. Each replacement is a Reclaim,
+// conditioned on the record as read, so that no claim sent before the key
+// was freed can take it: a late copy of a Claim finds the record and
+// stores nothing. A record that changes under us is read again, at most
+// reclaims times; then the client is told to come back.
+func (c *call) claimed(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, error) {
 	for attempt := 0; ; attempt++ {
-		if res.Fenced {
-			return nil, false, c.fenced()
+		if res.Won {
+			return c.won(rec, res, h)
 		}
-		snap, again, err := c.g.classify(c.ctx, c.req, c.policy, res.Existing, c.start)
-		if again && attempt < reclaims {
-			if ex := res.Existing; ex != nil {
+		ex := res.Existing
+		var (
+			snap *Snapshot
+			next *retry
+			err  error
+		)
+		switch {
+		case ex == nil:
+			// The store found the record gone before it could read it.
+			next = &retry{}
+		case ex.State == StateReleased || !ex.Live(c.start):
+			// No record: the key is free, for this request as it is.
+			next = &retry{replace: true}
+			rec.Fingerprint = c.req.Fingerprint
+		default:
+			snap, next, err = c.g.classify(c.ctx, c.req, c.policy, ex, c.start)
+			if next != nil && next.replace {
 				// The key is bound to the fingerprint string it was first
-				// claimed with, which the store compares as is: one of an
-				// older version that matched under FingerprintAs is the
-				// one claimed again.
+				// claimed with: one of an older version that matched
+				// under FingerprintAs is the one claimed again.
 				rec.Fingerprint = ex.Fingerprint
 			}
-			res, err = c.g.claim(c.ctx, rec, c.opts())
-			switch {
-			case err != nil:
-				c.emit(c.storeFailure(err), 0, err)
-				return nil, false, err
-			case res.Won:
-				return c.execute(rec, h)
-			}
-			continue
 		}
-		if again {
+		if next != nil && attempt >= reclaims {
 			// The record keeps changing under us: let the client come back.
-			err = &ConflictError{RetryAfter: time.Second}
+			snap, next, err = nil, nil, &ConflictError{RetryAfter: time.Second}
 		}
-		c.emitRefusal(snap, err)
-		if err != nil {
+		if next == nil {
+			c.emitRefusal(snap, err)
+			if err != nil {
+				return nil, false, err
+			}
+			return snap, true, nil
+		}
+		var prev *Record
+		if next.replace {
+			prev = ex
+		}
+		if res, err = c.g.claim(c.ctx, rec, prev); err != nil {
+			c.emit(c.storeFailure(err), 0, err)
 			return nil, false, err
 		}
-		return snap, true, nil
 	}
 }
 
-// classify turns the live record that blocked a claim into a replay or an
-// error. again is true when the record changed under us and the claim
-// should be tried again. The operation and the fingerprint are compared
-// before the state: a record of another request is a mismatch whatever
-// its state, never a key to claim again (failed) or take over (a stale
-// lease), which the store refuses too.
-func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time) (snap *Snapshot, again bool, err error) {
-	if ex == nil {
-		return nil, true, nil
-	}
+// retry is what a claim that a record kept does next: claim again (a
+// Claim, which reads the record as it is now), or, with replace, claim in
+// place of the record read (a Reclaim).
+type retry struct{ replace bool }
+
+// classify turns the live record ex that kept a claim into a replay or an
+// error, or into what to do next (next not nil): replace ex (a failed
+// record, a stale lease under Takeover) or read the record again (it
+// changed under us). The operation and the fingerprint are compared before
+// the state: a record of another request is a mismatch whatever its
+// state, never a key to claim again (failed) or take over (a stale lease).
+func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time) (snap *Snapshot, next *retry, err error) {
 	if g.cfg.AccountWide && ex.Scope.Operation != req.Scope.Operation {
-		return nil, false, fmt.Errorf("%w: first used for %q", ErrOperationMismatch, ex.Scope.Operation)
+		return nil, nil, fmt.Errorf("%w: first used for %q", ErrOperationMismatch, ex.Scope.Operation)
 	}
 	if !fingerprintsMatch(ex.Fingerprint, req) {
-		return nil, false, ErrFingerprintMismatch
+		return nil, nil, ErrFingerprintMismatch
 	}
 	switch ex.State {
 	case StateInFlight:
 		return g.inFlight(ctx, pol, ex, now)
 	case StateIndeterminate:
-		return nil, false, ErrIndeterminate
+		return nil, nil, ErrIndeterminate
 	case StateCompleted:
 		snap, err = completed(ex, now)
-		return snap, false, err
+		return snap, nil, err
 	case StateFailed:
-		return nil, true, nil
+		return nil, &retry{replace: true}, nil
 	}
-	return nil, false, fmt.Errorf("%w: unknown state %q", ErrCorruptRecord, ex.State)
+	return nil, nil, fmt.Errorf("%w: unknown state %q", ErrCorruptRecord, ex.State)
 }
 
-// inFlight classifies an in_flight record that blocked a claim: a live
-// lease is a conflict; an ended one was taken over by someone else
-// (Takeover: look again) or is marked indeterminate (FailClosed).
-func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time) (snap *Snapshot, again bool, err error) {
+// inFlight classifies an in_flight record that kept a claim: a live lease
+// is a conflict; an ended one is taken over (Takeover) or marked
+// indeterminate (FailClosed).
+func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time) (snap *Snapshot, next *retry, err error) {
 	if !ex.LeaseExpired(now) {
 		wait := retryafter.Duration(ex.LeaseUntil.Sub(now))
 		if pol.MaxRetryAfter > 0 {
 			// Whole seconds never above the cap, but at least one.
 			wait = min(wait, max(pol.MaxRetryAfter.Truncate(time.Second), time.Second))
 		}
-		return nil, false, &ConflictError{RetryAfter: wait}
+		return nil, nil, &ConflictError{RetryAfter: wait}
 	}
 	if pol.OnStaleLease == Takeover {
-		// The claim would have taken over; the record changed under us.
-		return nil, true, nil
+		return nil, &retry{replace: true}, nil
 	}
 	err = g.cfg.Store.MarkIndeterminate(ctx, ex.ID, ex.Owner, now)
 	switch {
 	case err == nil:
-		return nil, false, ErrIndeterminate
+		return nil, nil, ErrIndeterminate
 	case errors.Is(err, ErrNotOwner):
 		// Completed, released or marked meanwhile: look again.
-		return nil, true, nil
+		return nil, &retry{}, nil
 	default:
-		return nil, false, storeErr("mark indeterminate", err)
+		return nil, nil, storeErr("mark indeterminate", err)
 	}
 }
 
@@ -663,23 +665,32 @@ func (c *call) settle(rec *Record, snap *Snapshot, herr error) (*Snapshot, bool,
 	return snap, false, nil
 }
 
-// claim makes rec's claim. A claim that fails may have been applied with
-// its answer lost, so it is made again with the same owner token, which
-// the store accepts as ours: up to ClaimAttempts times with backoff, within
-// ctx's deadline. When every attempt fails, the claim is freed like a
-// completion; if that fails too, the error is a *ClaimUnknownError.
-func (g *Guard) claim(ctx context.Context, rec *Record, opts ClaimOptions) (ClaimResult, error) {
+// claim makes rec's claim: a Claim, or with prev a Reclaim in place of
+// prev. A claim that fails may have been applied with its answer lost, so
+// it is made again with the same owner token, which the store accepts as
+// ours: up to ClaimAttempts times with backoff, within ctx's deadline.
+// When every attempt fails, the claim is freed like a completion; if that
+// fails too, the error is a *ClaimUnknownError.
+func (g *Guard) claim(ctx context.Context, rec, prev *Record) (ClaimResult, error) {
 	var err error
 	for i := 0; i < g.claimAttempts; i++ {
 		if i > 0 && !g.sleep(ctx, time.Duration(i)*g.claimBackoff) {
 			break
 		}
 		var res ClaimResult
-		if res, err = g.cfg.Store.Claim(ctx, rec, g.now(), opts); err == nil {
+		if prev == nil {
+			res, err = g.cfg.Store.Claim(ctx, rec, g.now())
+		} else {
+			res, err = g.cfg.Store.Reclaim(ctx, rec, prev, g.now())
+			if res.Won && res.Existing == nil {
+				res.Existing = prev
+			}
+		}
+		if err == nil {
 			return res, nil
 		}
 		if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrRecordInvalid) || errors.Is(err, ErrNothingStored) {
-			// The store could not decode the blocking record, refused
+			// The store could not decode the record it met, refused
 			// ours, or cannot store anything (no table): nothing was
 			// written, and trying again gives the same answer.
 			return ClaimResult{}, storeErr("claim", err)
@@ -687,9 +698,18 @@ func (g *Guard) claim(ctx context.Context, rec *Record, opts ClaimOptions) (Clai
 	}
 	err = storeErr("claim", err)
 	relErr := g.release(ctx, rec)
-	if relErr == nil || errors.Is(relErr, ErrNotOwner) {
-		// Nothing of ours is stored: no record, or another's.
+	switch {
+	case relErr == nil:
+		// Our tombstone is stored: no copy of the claim can land.
 		return ClaimResult{}, err
+	case errors.Is(relErr, ErrNotOwner) && prev == nil:
+		// Another's live record is stored, which no copy of a Claim can
+		// replace.
+		return ClaimResult{}, err
+	case errors.Is(relErr, ErrNotOwner):
+		// The live record a Reclaim replaces (failed, or a stale lease)
+		// may still be the one stored when a copy of it lands.
+		relErr = fmt.Errorf("%w: the record a copy of this claim replaces is still stored", relErr)
 	}
 	return ClaimResult{}, &ClaimUnknownError{LeaseUntil: rec.LeaseUntil, Err: errors.Join(err, relErr)}
 }

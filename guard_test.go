@@ -181,7 +181,7 @@ func crash(t *testing.T, f *fixture, r idemkit.Request, lease time.Duration) {
 	t.Helper()
 	now := f.clock.Now()
 	rec := &idemkit.Record{ID: r.Scope.ID(false), Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint, Owner: "crashed", LeaseUntil: now.Add(lease), ReplayUntil: now.Add(24 * time.Hour), ExpiresAt: now.Add(7 * 24 * time.Hour), CreatedAt: now}
-	if res, err := f.store.Claim(context.Background(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := f.store.Claim(context.Background(), rec, now); err != nil || !res.Won {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
 }
@@ -750,7 +750,7 @@ func TestUUIDv7OldKeyFreedAgain(t *testing.T) {
 				// A claim whose run crashed: stored, never completed.
 				rec := &idemkit.Record{ID: first.Scope.ID(false), Scope: first.Scope, State: idemkit.StateInFlight, Fingerprint: first.Fingerprint,
 					Owner: "crashed", LeaseUntil: start.Add(time.Minute), ReplayUntil: start.Add(day), ExpiresAt: start.Add(7 * day), CreatedAt: start}
-				if res, err := f.store.Claim(context.Background(), rec, start, idemkit.ClaimOptions{}); err != nil || !res.Won {
+				if res, err := f.store.Claim(context.Background(), rec, start); err != nil || !res.Won {
 					t.Fatalf("claim: %+v %v", res, err)
 				}
 				f.clock.Advance(6*day + 23*time.Hour)

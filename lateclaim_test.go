@@ -58,7 +58,7 @@ func TestLateClaimCopy(t *testing.T) {
 				}
 				f.clock.Advance(time.Second)
 				held := fs.Calls(faultstore.Claim)[0]
-				if res, err := f.store.Claim(context.Background(), held.Record, held.Now, held.Opts); err != nil || res.Won {
+				if res, err := f.store.Claim(context.Background(), held.Record, held.Now); err != nil || res.Won {
 					t.Fatalf("the late copy of the first claim: %+v, %v; want refused", res, err)
 				}
 				state := "absent"
@@ -82,14 +82,13 @@ func TestLateClaimCopy(t *testing.T) {
 	}
 }
 
-// TestClaimBehindTheFence: a key freed by a clock ahead of this
-// instance's by more than FenceSkew (a release, a failed resolution) is
-// refused to this instance's claims, which the store's fence cannot tell
-// from late copies sent before: the request gets a conflict that says no
-// request holds the key, with a Retry-After, and runs once its clock is
-// within FenceSkew of the other's.
-func TestClaimBehindTheFence(t *testing.T) {
-	ahead := idemkit.FenceSkew + time.Second
+// TestClaimByAClockBehind: a key freed by a clock ahead of this
+// instance's (a release, a failed resolution) is claimed at once by this
+// instance's next request: no time fence stands in its way, since no late
+// copy of a claim can take a freed key (a Claim never replaces a stored
+// record, and a Reclaim replaces only the record it read).
+func TestClaimByAClockBehind(t *testing.T) {
+	ahead := 10 * time.Second
 	failing := func(context.Context) (*idemkit.Snapshot, error) { return nil, errors.New("downstream failed") }
 	unknown := func(context.Context) (*idemkit.Snapshot, error) {
 		return nil, fmt.Errorf("provider timed out: %w", idemkit.ErrOutcomeUnknown)
@@ -118,14 +117,46 @@ func TestClaimBehindTheFence(t *testing.T) {
 					t.Fatalf("resolve: %v", err)
 				}
 			}
-			_, _, err = f.do(t, req("k"), respond(201, "ok"))
-			var ce *idemkit.ConflictError
-			if !errors.As(err, &ce) || !ce.Freed || ce.RetryAfter < time.Second || f.runs != 0 {
-				t.Fatalf("a claim by a clock %s behind: %v, %d runs; want a freed-key conflict with a Retry-After, no run", ahead, err, f.runs)
-			}
-			f.clock.Advance(ahead - idemkit.FenceSkew)
 			if snap, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || string(snap.Body) != "ok" || f.runs != 1 {
-				t.Fatalf("once the clock caught up: %+v %v %v, %d runs; want one run", snap, replayed, err, f.runs)
+				t.Fatalf("a claim by a clock %s behind: %+v %v %v, %d runs; want one run", ahead, snap, replayed, err, f.runs)
+			}
+		})
+	}
+}
+
+// TestRefusedClaimNeverHoldsTheKey: request A runs; its duplicate B
+// arrives and is refused (409), but B's first claim attempt was held in
+// the network (B's retry of it got the 409). A's handler fails and frees
+// the key; B's held copy lands then, within a moment of the release. It
+// must take nothing: A's retry runs at once, not 409 for the whole lease
+// and then, under FailClosed, indeterminate on a key on which nothing
+// ran.
+func TestRefusedClaimNeverHoldsTheKey(t *testing.T) {
+	for _, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		t.Run(pol.String(), func(t *testing.T) {
+			f, fs := faultFixture(t, func(c *idemkit.Config) { c.Policy = idemkit.Policy{Lease: time.Minute, OnStaleLease: pol} })
+			var bErr error
+			_, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
+				// B, 100 ms later: its first claim attempt is held and
+				// fails as a timed-out call does; its retry meets A.
+				f.clock.Advance(100 * time.Millisecond)
+				fs.On(faultstore.Claim, faultstore.First(2, faultstore.Fault{Err: errReset}))
+				_, _, bErr = f.do(t, req("k"), respond(201, "b ran"))
+				fs.On(faultstore.Claim, nil)
+				f.clock.Advance(400 * time.Millisecond)
+				return nil, errors.New("downstream failed")
+			})
+			if err == nil || !errors.Is(bErr, idemkit.ErrInFlight) {
+				t.Fatalf("A: %v; B: %v, want B refused in flight", err, bErr)
+			}
+			// B's held copy lands now, after A's release.
+			held := fs.Calls(faultstore.Claim)[1]
+			if res, err := f.store.Claim(context.Background(), held.Record, held.Now); err != nil || res.Won {
+				t.Fatalf("B's held claim after A's release: %+v, %v; want refused", res, err)
+			}
+			runs := f.runs
+			if snap, replayed, err := f.do(t, req("k"), respond(201, "retry ran")); err != nil || replayed || string(snap.Body) != "retry ran" || f.runs != runs+1 {
+				t.Fatalf("A's retry: %+v %v %v; want it run at once", snap, replayed, err)
 			}
 		})
 	}

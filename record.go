@@ -7,8 +7,10 @@ import (
 
 // State is the lifecycle state of a record.
 //
+//	(none)    --claim-----> in_flight
 //	in_flight --complete--> completed
-//	in_flight --release---> (absent: a tombstone, see Store.Release)
+//	in_flight --release---> released (a tombstone, see Store.Release)
+//	released, failed, expired --reclaim--> in_flight (new owner)
 //	in_flight --lease expired, FailClosed--> indeterminate
 //	in_flight --lease expired, Takeover----> in_flight (new owner)
 //	in_flight --handler: ErrOutcomeUnknown--> indeterminate
@@ -16,7 +18,9 @@ import (
 //	indeterminate --resolve as completed--> completed
 //	indeterminate --resolve as failed-----> failed (claimable again)
 //
-// An expired record (ExpiresAt not after now) counts as absent in every state.
+// An expired record (ExpiresAt not after now) counts as absent in every
+// state, as a released one does; both stay stored, so that a late copy of
+// a claim finds them (Store.Claim), and only Reclaim replaces them.
 type State string
 
 const (
@@ -26,6 +30,12 @@ const (
 	// StateFailed is an indeterminate record an operator resolved as not
 	// done. It keeps the resolution for audit and can be claimed again.
 	StateFailed State = "failed"
+	// StateReleased is a released key's tombstone: its handler failed and
+	// the key was freed. It counts as no record, but for Claim, which it
+	// refuses (so that a late copy of a claim takes nothing), and Reclaim,
+	// which replaces it. Owner is the releasing owner, LeaseUntil and
+	// ExpiresAt the time of the release.
+	StateReleased State = "released"
 )
 
 // Record is what a store keeps for one scope.

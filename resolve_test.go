@@ -24,7 +24,7 @@ func claimAt(t *testing.T, s idemkit.Store, k string, now, leaseUntil time.Time)
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: k}
 	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:sha256:aa", Owner: "owner-" + k,
 		LeaseUntil: leaseUntil, ReplayUntil: now.Add(24 * time.Hour), ExpiresAt: now.Add(7 * 24 * time.Hour), CreatedAt: now}
-	if res, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := s.Claim(context.Background(), rec, now); err != nil || !res.Won {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
 	return rec

@@ -17,8 +17,11 @@ import (
 // caller: a store keeps no clock of its own.
 //
 // A record is live at now when now is before its ExpiresAt. A record that
-// is not live counts as absent to every method, whatever the store still
-// holds (a backend may delete expired records late, or never).
+// is not live counts as absent to every method but Claim and Reclaim,
+// whatever the store still holds (a backend may delete expired records
+// late, or never). A store keeps every record, and a released key's
+// tombstone, at least MaxWriteDelay past its ExpiresAt before it deletes
+// it, so that a late copy of a claim always finds it (see Claim).
 //
 // Time precision: a store may keep times at millisecond precision, and
 // ExpiresAt at second precision rounded up (never down: a record must not
@@ -79,39 +82,37 @@ import (
 // other failure (network, throttling, timeout) must be returned as an
 // error that is ErrStoreUnavailable under errors.Is.
 type Store interface {
-	// Claim atomically stores rec (State in_flight, Owner set) when, at now,
-	// no record with rec.ID is live, or the live record
-	//   - has State failed, another Owner than rec's, rec's Fingerprint
-	//     and Scope.Operation (a late copy of the failed run's own claim
-	//     must not bring that run back), and a Resolution.ResolvedAt not
-	//     after now plus FenceSkew (a claim sent before the resolution,
-	//     landing late, must not take the key it freed), or
-	//   - is in_flight with the same Owner and a LeaseUntil not after
-	//     rec.LeaseUntil (a retried claim whose first attempt was applied:
-	//     it is ours; a late copy of it, after the lease was extended, is
-	//     refused, so that it cannot move the lease back), or
-	//   - is in_flight with its lease expired at now, rec's Fingerprint and
-	//     Scope.Operation, and opts.Takeover is set.
-	// A key stays bound to its first request: a record is replaced (taken
-	// over, or claimed again after a failed resolution) only by a request
-	// with its fingerprint and operation, compared as exact strings. The
-	// operation is in the ID unless keys are account-wide; there the
-	// comparison is what refuses a reuse for another operation.
-	// The tombstone a Release leaves counts as no record, except to a claim
-	// by an owner released on it (a copy of a released claim, landing late)
-	// or made at a now before the tombstone's latest release by more than
-	// FenceSkew (a copy sent before the key was freed): that claim stores
-	// nothing and returns Won false, Fenced true and a nil Existing. A claim
-	// refused by a failed record's time fence returns Fenced true too.
-	// Otherwise it stores nothing and returns Won false with the live record
-	// that blocked it. When Won is true, Existing holds the record that was
-	// replaced, if the store can tell (it may be nil, and is nil for a
-	// tombstone).
+	// Claim stores rec (State in_flight, Owner set) when no record with
+	// rec.ID is stored at all, live or not: a released key's tombstone
+	// (StateReleased) and an expired record that the backend has not
+	// deleted yet count as stored. It also stores rec over rec's own
+	// in_flight record whose LeaseUntil is not after rec.LeaseUntil (a
+	// retried claim whose first attempt landed: it is ours; a late copy of
+	// it, after the lease was extended, is refused, so that it cannot move
+	// the lease back). Otherwise it stores nothing and returns Won false
+	// with the record stored, whatever its state and whether or not it is
+	// live: the caller decides, from that record, whether to replace it
+	// (Reclaim). So a copy of a claim that lands late, after its request
+	// was refused or the key was freed, finds the key's record and takes
+	// nothing.
 	// The check and the write are one atomic step. A store that reads the
-	// blocking record in a second step may find it gone or changed; it then
-	// retries a bounded number of times and may return Won false with a nil
-	// Existing, which tells the caller to try again.
-	Claim(ctx context.Context, rec *Record, now time.Time, opts ClaimOptions) (ClaimResult, error)
+	// stored record in a second step may find it gone; it then returns Won
+	// false with a nil Existing, which tells the caller to try again.
+	Claim(ctx context.Context, rec *Record, now time.Time) (ClaimResult, error)
+
+	// Reclaim stores rec (State in_flight, Owner set) in place of prev, a
+	// record of rec.ID that the caller read from this store (a Claim's
+	// Existing, or Get), when the stored record is still prev: the same
+	// Owner, State and LeaseUntil (to the millisecond). Every write of a
+	// record changes one of the three, so a Reclaim decided on a record
+	// that changed since it was read, or a late copy of one, stores
+	// nothing. It also stores rec over rec's own in_flight record, as
+	// Claim does (a retried Reclaim). Otherwise it returns Won false with
+	// the record stored, as Claim does, or a nil Existing when none is.
+	// Whether prev may be replaced (released, expired, failed, a stale
+	// lease under Takeover) is the caller's decision: the store compares,
+	// it does not judge.
+	Reclaim(ctx context.Context, rec, prev *Record, now time.Time) (ClaimResult, error)
 
 	// Complete stores rec (State completed, CompletedAt and Snapshot set)
 	// over the live record with rec.ID whose Owner is rec.Owner and whose
@@ -126,22 +127,19 @@ type Store interface {
 
 	// Release frees the key held by the live in_flight record with this id
 	// and owner, so that it can be claimed again: it replaces the record
-	// with a tombstone of owner, made at now, that lives at least until
-	// now plus MaxWriteDelay and then expires like any record. A tombstone
-	// counts as no record to every method (Get returns ErrNotFound, the
-	// listings leave it out, the fenced writes refuse it) and to every
-	// claim but those Claim names: a copy of owner's claim that lands after
-	// the release, having waited in the network, cannot make the key
-	// in_flight again for a run nobody makes. Release leaves the same
-	// tombstone when no record with the id is live (a retried release, or
-	// the release of a claim that was never confirmed, whose copies may
-	// still land), and returns nil. Over a live tombstone it adds owner to
-	// the owners released on it (at most MaxReleasedOwners: one that finds
-	// them all there starts them again with owner alone), keeps the later
-	// of its release time and now (a copy of an earlier release, landing
-	// late, moves it back never), and lives at least until now plus
-	// MaxWriteDelay. It returns ErrNotOwner, changing nothing, when the
-	// live record has another owner or is not in_flight.
+	// with a tombstone (State StateReleased, Owner owner, LeaseUntil and
+	// ExpiresAt now), which the store keeps, as every record, MaxWriteDelay
+	// past its ExpiresAt. A tombstone counts as no record to every method
+	// (Get returns ErrNotFound, the listings leave it out, the fenced
+	// writes refuse it) but Claim, which stores nothing over it and
+	// returns it, and Reclaim, which replaces it: a copy of owner's claim
+	// that lands after the release, having waited in the network, cannot
+	// make the key in_flight again for a run nobody makes. Release leaves
+	// its tombstone in place of any record that is not live, tombstones
+	// included (the release of a claim or reclaim that was never
+	// confirmed: a copy of it still on its way then finds a record it
+	// cannot replace), and returns nil. It returns ErrNotOwner, changing
+	// nothing, when the live record has another owner or is not in_flight.
 	Release(ctx context.Context, id, owner string, now time.Time) error
 
 	// Extend sets the LeaseUntil of the live in_flight record with this id
@@ -234,57 +232,22 @@ type StaleLister interface {
 
 // MaxWriteDelay bounds how late a write sent to a store can land. A write
 // whose answer was lost (a timeout, a reset) may still be on its way, and
-// reach the store after its sender moved on. What a store keeps to refuse
-// late copies (a released key's tombstone) lives at least this long past
-// the write that made it, by the clock of the instance whose copies it
-// refuses. A store must bound the delay of its writes as tightly (package
-// dynamo's backend refuses a request signed more than 15 minutes before
-// it arrives), or keep such records longer.
-//
-// A tombstone refuses every claim of an owner released on it, and every
-// claim made more than FenceSkew before its latest release; a failed
-// record, every claim made more than FenceSkew before its resolution:
-// such a claim was sent before the key was freed. What a late copy can
-// still do is land over another request's tombstone or failed record
-// when it was sent less than FenceSkew (by the clocks compared) before
-// the key was freed: a copy of a claim its request saw refused meanwhile
-// (409), or one delayed through two releases, sent within FenceSkew of
-// the second; it then holds the key, for a run nobody makes, until its
-// lease ends. So does a copy of a claim whose every attempt failed and
-// whose release failed too (the guard's ErrClaimUnknown).
+// reach the store after its sender moved on. A store keeps what it stores
+// (a released key's tombstone, an expired record) at least this long past
+// its ExpiresAt, by the clock of the instance whose copies it must refuse:
+// a late copy of a claim then finds the key's record, and a claim stores
+// nothing over a stored record (Store.Claim). A store must bound the delay
+// of its writes as tightly (package dynamo's backend refuses a request
+// signed more than 15 minutes before it arrives), or keep records longer.
 const MaxWriteDelay = 15 * time.Minute
-
-// FenceSkew is the clock skew between instances that a store's time fence
-// tolerates, DefaultLeaseMargin: a claim made by a clock up to FenceSkew
-// behind the one that freed a key (a release, a failed resolution) is not
-// taken for a late copy sent before. A claim made by a clock further
-// behind is refused as one until that clock catches up, answered as a
-// conflict to retry.
-const FenceSkew = DefaultLeaseMargin
-
-// MaxReleasedOwners bounds the owners a tombstone fences by name. A key
-// released more often within a tombstone's life starts the set again,
-// and an owner dropped from it is fenced by time alone: its claims made
-// more than FenceSkew before the latest release.
-const MaxReleasedOwners = 32
-
-// ClaimOptions modify a claim.
-type ClaimOptions struct {
-	// Takeover lets the claim replace an in_flight record whose lease has
-	// expired (the operation's downstream is itself idempotent).
-	Takeover bool
-}
 
 // ClaimResult tells what a claim did.
 type ClaimResult struct {
 	// Won is true when rec was stored: the caller holds the key.
 	Won bool
-	// Existing is the live record that blocked the claim when Won is false.
-	// When Won is true it is the record replaced, if any and if known.
+	// Existing is the stored record that kept the claim from being made
+	// when Won is false, in any state (StateReleased included), live or
+	// not; nil when the store found none. When Won is true it is the
+	// record replaced, if any and if the store can tell.
 	Existing *Record
-	// Fenced is true when the claim lost to a fence against late copies
-	// (see Store.Claim): a tombstone, or a failed record's resolution time.
-	// A legitimate claim meets it only when its clock runs more than
-	// FenceSkew behind the one that freed the key; made later, it may win.
-	Fenced bool
 }

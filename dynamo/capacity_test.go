@@ -122,7 +122,7 @@ func TestRoundTrips(t *testing.T) {
 	busy := req("busy")
 	rec := &idemkit.Record{ID: busy.Scope.ID(false), Scope: busy.Scope, State: idemkit.StateInFlight, Fingerprint: busy.Fingerprint,
 		Owner: "other", LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
-	if res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := s.Claim(ctx, rec, now); err != nil || !res.Won {
 		t.Fatal(res, err)
 	}
 	check("in-flight conflict", idemkit.EventConflict, map[string]int{"PutItem": 1, "GetItem": read, "UpdateItem": 0}, func() {

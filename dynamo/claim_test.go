@@ -67,7 +67,7 @@ func TestClaimRecordVanishes(t *testing.T) {
 	}
 	hold := func(r *idemkit.Record) func() {
 		return func() {
-			if res, err := direct.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			if res, err := direct.Claim(ctx, r, now); err != nil || !res.Won {
 				t.Errorf("holder claim: %+v, %v", res, err)
 			}
 		}
@@ -86,7 +86,7 @@ func TestClaimRecordVanishes(t *testing.T) {
 		hold(holder)()
 		racy := &racyGets{Client: c, before: release(holder)}
 		s, _ := dynamo.New(racy, table, testOptions())
-		res, err := s.Claim(ctx, mine, now, idemkit.ClaimOptions{})
+		res, err := s.Claim(ctx, mine, now)
 		if err != nil || !res.Won {
 			t.Fatalf("claim: %+v, %v; want a win once the holder released", res, err)
 		}
@@ -98,14 +98,15 @@ func TestClaimRecordVanishes(t *testing.T) {
 		}
 	})
 
-	// The record read after the failed write no longer blocks the claim,
-	// though it is still there: the claim is tried again and wins.
+	// The record read after the failed write changed (its key may run
+	// again) but is still there: the claim is shown it as it is now, for
+	// the engine to decide, and stores nothing.
 	for _, tc := range []struct {
-		name     string
-		takeover bool
-		change   func(holder *idemkit.Record)
+		name   string
+		state  idemkit.State
+		change func(holder *idemkit.Record)
 	}{
-		{"resolved as failed between the calls", false, func(holder *idemkit.Record) {
+		{"resolved as failed between the calls", idemkit.StateFailed, func(holder *idemkit.Record) {
 			if err := direct.MarkUnknown(ctx, holder.ID, "holder", now); err != nil {
 				t.Error(err)
 			}
@@ -113,7 +114,7 @@ func TestClaimRecordVanishes(t *testing.T) {
 				t.Error(err)
 			}
 		}},
-		{"lease ended between the calls (takeover)", true, func(holder *idemkit.Record) {
+		{"lease ended between the calls", idemkit.StateInFlight, func(holder *idemkit.Record) {
 			// The lease's end moved into the past (Extend never moves it
 			// back): as if the holder's lease had ended.
 			_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -132,15 +133,15 @@ func TestClaimRecordVanishes(t *testing.T) {
 			hold(holder)()
 			racy := &racyGets{Client: c, before: func() { tc.change(holder) }}
 			s, _ := dynamo.New(racy, table, testOptions())
-			res, err := s.Claim(ctx, mine, now, idemkit.ClaimOptions{Takeover: tc.takeover})
-			if err != nil || !res.Won {
-				t.Fatalf("claim: %+v, %v; want a win over a record that no longer blocks it", res, err)
+			res, err := s.Claim(ctx, mine, now)
+			if err != nil || res.Won || res.Existing == nil || res.Existing.State != tc.state || res.Existing.Owner != "holder" {
+				t.Fatalf("claim: %+v, %v; want lost to the holder's %s record as read", res, err, tc.state)
 			}
-			if n := racy.puts.Load(); n != 2 {
-				t.Fatalf("%d PutItem calls, want 2", n)
+			if n := racy.puts.Load(); n != 1 {
+				t.Fatalf("%d PutItem calls, want 1", n)
 			}
-			if got, err := direct.Get(ctx, mine.ID, now); err != nil || got.Owner != "mine" {
-				t.Fatalf("stored %+v, %v", got, err)
+			if got, err := direct.Get(ctx, mine.ID, now); err != nil || got.Owner != "holder" {
+				t.Fatalf("stored %+v, %v; want the holder's record", got, err)
 			}
 		})
 	}
@@ -152,7 +153,7 @@ func TestClaimRecordVanishes(t *testing.T) {
 		hold(holder)()
 		racy := &racyGets{Client: c, before: release(holder), after: hold(holder)}
 		s, _ := dynamo.New(racy, table, testOptions())
-		res, err := s.Claim(ctx, mine, now, idemkit.ClaimOptions{})
+		res, err := s.Claim(ctx, mine, now)
 		if err != nil || res.Won || res.Existing != nil {
 			t.Fatalf("claim: %+v, %v; want lost with no record, for the engine to retry", res, err)
 		}
@@ -217,7 +218,7 @@ func TestClaimLostALLOLD(t *testing.T) {
 	s, ops := allOldServer(t)
 	now := time.Now()
 	rec := &idemkit.Record{ID: allOldScope.ID(false), Scope: allOldScope, State: idemkit.StateInFlight, Owner: "other", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
-	res, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{})
+	res, err := s.Claim(context.Background(), rec, now)
 	if err != nil {
 		t.Fatal(err)
 	}

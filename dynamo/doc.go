@@ -3,15 +3,13 @@
 // state change is one conditional write, so the check and the write are
 // one atomic step on the server:
 //
-//	Claim              PutItem    attribute_not_exists(pk) OR exp <= :nowS
-//	                              OR (st = released AND ow <> :owner)
+//	Claim              PutItem    attribute_not_exists(pk)
 //	                              OR (st = in_flight AND ow = :owner AND lu <= :lu)
-//	                              OR (fp = :fp AND op = :op AND ((st = failed AND ow <> :owner)
-//	                                  [OR (st = in_flight AND lu <= :nowMs), with Takeover]))
+//	Reclaim            PutItem    (ow = :prevOwner AND st = :prevState AND lu = :prevLease)
+//	                              OR (st = in_flight AND ow = :owner AND lu <= :lu)
 //	Complete           PutItem    ow = :owner AND exp > :nowS AND st <> released
 //	                              AND attribute_not_exists(ra)
-//	Release            PutItem    attribute_not_exists(pk) OR exp <= :nowS
-//	                              OR (st = released AND lu <= :nowMs)
+//	Release            PutItem    attribute_not_exists(pk) OR exp <= :nowS OR st = released
 //	                              OR (ow = :owner AND st = in_flight)
 //	                              (the tombstone: pk, st = released, ow, lu = :nowMs, exp)
 //	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :lu (SET lu)
@@ -28,41 +26,40 @@
 // (ReturnValuesOnConditionCheckFailure=ALL_OLD): one call per replay. When
 // the server leaves it out, one consistent GetItem reads it.
 //
-// A claim replaces a failed record, or takes a stale one over, only with
-// the record's fingerprint and operation: the key stays bound to its first
-// request (under account-wide keys the operation is not in pk, and the
-// condition is what refuses another operation).
+// A claim stores nothing over any item of its key, whatever its state,
+// live or not: the engine decides from the item returned whether the
+// request replays, is refused, or claims in its place (a released key's
+// tombstone, an expired record, a failed one, a stale lease under
+// Takeover), with a Reclaim conditioned on the item as read. So a copy of
+// a claim that waited in the network and lands late takes nothing: a
+// Claim finds an item, a Reclaim finds it changed.
 //
 // A release leaves the key's tombstone, an item of its own state
-// (released) holding the latest releasing owner in ow, the latest
-// release's time in lu, every owner released on it in rl (a string set of
-// at most idemkit.MaxReleasedOwners), with an exp of
-// idemkit.MaxWriteDelay and five minutes (for the SDK's clock-skew
-// correction) after the latest release: a copy of a write lands within
+// (released) holding the releasing owner in ow and the release's time in
+// lu. Every method but Claim, Reclaim and Release reads it as no record.
+// A release replaces the in_flight item as the DeleteItem it replaces did,
+// for one write unit, and the tombstone carries no index key; a release
+// over a tombstone, or over no live record (a claim never confirmed,
+// whose copies may still land), leaves its own. A refused release is
+// idemkit.ErrNotOwner.
+//
+// Items are kept keptPast (idemkit.MaxWriteDelay and five minutes, for
+// the SDK's clock-skew correction) past their record's expiry: exp, the
+// TTL attribute, holds ExpiresAt plus that, and every condition compares
+// it with now plus the same. A copy of a write lands within
 // MaxWriteDelay of its signing or never, since DynamoDB refuses a request
 // whose SigV4 signature is more than 15 minutes old ("Signature
-// expired"). Every method but Claim and Release reads it as no record; a
-// claim passes it unless the claim's owner is in rl (a copy of a released
-// claim landing late) or the claim was made more than idemkit.FenceSkew
-// before lu (a copy sent before the key was freed), and is then lost with
-// no record (ClaimResult.Fenced).
-// Likewise a claim made more than FenceSkew before a failed record's
-// resolution (rt) loses to it. A release replaces the in_flight item as
-// the DeleteItem it replaces did, for one write unit, and the tombstone
-// carries no index key. A release refused by its condition reads the item
-// (returned with the failure, or one GetItem): another's record is
-// idemkit.ErrNotOwner; a tombstone gets the owner added by one
-// conditional UpdateItem (ADD to rl; ow, lu and exp moved only by a later
-// release).
+// expired"), so a late copy of a claim always finds the item it must not
+// replace, even after the record expired.
 //
 // # Item layout
 //
 // Partition key pk is the record ID (idemkit.Record.ID), at most
 // idemkit.MaxIDLen (2048) bytes, DynamoDB's limit: a longer scope has a
 // hashed ID, and tn, op and ik keep it readable. There is no sort key. Times are epoch milliseconds, except exp, the table's TTL
-// attribute, which is epoch seconds rounded up (so a record may count as
-// live up to one second longer than its ExpiresAt; lu is rounded up too,
-// so a lease never ends early).
+// attribute, which is epoch seconds rounded up, plus keptPast (so a record
+// may count as live up to one second longer than its ExpiresAt; lu is
+// rounded up too, so a lease never ends early).
 //
 //	pk   S     record ID                      ca   N  CreatedAt (ms)
 //	st   S     state, or released             da   N  CompletedAt (ms), when set
@@ -78,7 +75,6 @@
 //	           flight, with Options.IndexInFlight; else absent
 //	it   S     tenant, only while indeterminate
 //	mk   S     a random token of the last mark or resolution
-//	rl   SS    a tombstone's released owners (st released only)
 //
 // A header value that is not UTF-8 (HTTP allows bytes 0x80-0xFF) is a B
 // in its list, so that it is replayed byte for byte; a store of an older

@@ -23,7 +23,7 @@ var storeCalls = map[string]func(ctx context.Context, s idemkit.OperatorStore) e
 	"Claim": func(ctx context.Context, s idemkit.OperatorStore) error {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: "k"}
 		now := time.Now()
-		_, err := s.Claim(ctx, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}, now, idemkit.ClaimOptions{})
+		_, err := s.Claim(ctx, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}, now)
 		return err
 	},
 	"Complete": func(ctx context.Context, s idemkit.OperatorStore) error {
@@ -182,7 +182,7 @@ func TestRetryQuota(t *testing.T) {
 				sc := idemkit.Scope{Tenant: "t", Operation: "POST /x", Key: fmt.Sprint("quota-", i)}
 				rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:q",
 					LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-				res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{})
+				res, err := s.Claim(ctx, rec, now)
 				switch {
 				case err != nil:
 					failed++

@@ -186,7 +186,7 @@ func inFlightRecord(t *testing.T, s *dynamo.Store, key string, lease time.Durati
 	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:f",
 		LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
 	if s != nil {
-		if res, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		if res, err := s.Claim(context.Background(), rec, now); err != nil || !res.Won {
 			t.Fatalf("claim: %+v %v", res, err)
 		}
 	}

@@ -41,7 +41,6 @@ const (
 	attrReason       = "rr"           // S  resolution reason
 	attrResolvedAt   = "rt"           // N  resolution time, epoch milliseconds
 	attrMark         = "mk"           // S  a random token of the last mark or resolution
-	attrReleased     = "rl"           // SS a tombstone's released owners (at most idemkit.MaxReleasedOwners)
 
 	// attrIndeterminate is the hash key of IndexIndeterminate. It is set
 	// to indeterminateValue while a record is indeterminate and, when the
@@ -103,6 +102,23 @@ func ceilMilli(t time.Time) int64 {
 	return ms
 }
 
+// keptPast is how long DynamoDB keeps an item past its record's ExpiresAt:
+// the TTL attribute holds ExpiresAt plus keptPast, so that TTL deletes no
+// item that a late copy of a claim may still meet (idemkit.MaxWriteDelay,
+// plus five minutes for the SDK's clock-skew correction, which dates a
+// signature by DynamoDB's clock where the instance's runs behind it, so
+// that a late copy may stay valid that much longer than the instance's own
+// clock says). The conditions compare the attribute with now plus
+// keptPast (nowSec).
+const keptPast = idemkit.MaxWriteDelay + 5*time.Minute
+
+// keptPastSec is keptPast in seconds.
+const keptPastSec = int64(keptPast / time.Second)
+
+// expSec returns the TTL attribute of a record that expires at t: t in
+// epoch seconds, rounded up, plus keptPast.
+func expSec(t time.Time) int64 { return ceilSec(t) + keptPastSec }
+
 // ceilSec returns t in epoch seconds, rounded up.
 func ceilSec(t time.Time) int64 {
 	s := t.Unix()
@@ -140,7 +156,7 @@ func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 	}
 	var nums numbers
 	nums.add(attrLeaseUntil, ceilMilli(rec.LeaseUntil))
-	nums.add(attrExpiresAt, ceilSec(rec.ExpiresAt))
+	nums.add(attrExpiresAt, expSec(rec.ExpiresAt))
 	nums.time(attrReplayUntil, rec.ReplayUntil)
 	nums.time(attrCreatedAt, rec.CreatedAt)
 	nums.time(attrCompletedAt, rec.CompletedAt)
@@ -463,6 +479,9 @@ func decodeItem(it map[string]types.AttributeValue) (*idemkit.Record, error) {
 // record decodes the record of d's item, whose ID d.id is.
 func (d *decoder) record() (*idemkit.Record, error) {
 	it := d.it
+	if attrS(it, attrState) == stReleased {
+		return d.tombstone()
+	}
 	rec := &idemkit.Record{
 		ID:          d.id,
 		State:       idemkit.State(d.str(attrState, true)),
@@ -475,7 +494,7 @@ func (d *decoder) record() (*idemkit.Record, error) {
 		CompletedAt: d.millis(attrCompletedAt, false),
 	}
 	if exp, ok := d.int(attrExpiresAt, true); ok {
-		rec.ExpiresAt = time.Unix(exp, 0).UTC()
+		rec.ExpiresAt = time.Unix(exp-keptPastSec, 0).UTC()
 	}
 	switch rec.State {
 	case idemkit.StateInFlight, idemkit.StateCompleted, idemkit.StateIndeterminate, idemkit.StateFailed:
@@ -499,6 +518,19 @@ func (d *decoder) record() (*idemkit.Record, error) {
 			r.Snapshot = rec.Snapshot.Clone()
 		}
 		rec.Resolution = r
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return rec, nil
+}
+
+// tombstone decodes a released key's tombstone: its owner, release time
+// (LeaseUntil) and expiry.
+func (d *decoder) tombstone() (*idemkit.Record, error) {
+	rec := &idemkit.Record{ID: d.id, State: idemkit.StateReleased, Owner: d.str(attrOwner, true), LeaseUntil: d.millis(attrLeaseUntil, true)}
+	if exp, ok := d.int(attrExpiresAt, true); ok {
+		rec.ExpiresAt = time.Unix(exp-keptPastSec, 0).UTC()
 	}
 	if d.err != nil {
 		return nil, d.err

@@ -75,7 +75,7 @@ func TestCorruptItems(t *testing.T) {
 				t.Fatalf("Get: %v, want ErrCorruptRecord", err)
 			}
 			rec := &idemkit.Record{ID: id, Scope: sc, State: idemkit.StateInFlight, Owner: "new", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
-			if res, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{}); !errors.Is(err, idemkit.ErrCorruptRecord) {
+			if res, err := s.Claim(context.Background(), rec, now); !errors.Is(err, idemkit.ErrCorruptRecord) {
 				t.Fatalf("Claim: %+v, %v, want ErrCorruptRecord", res, err)
 			}
 			_, _, err := g.Do(context.Background(), idemkit.Request{Scope: sc, Fingerprint: "v1:sha256:c"}, func(context.Context) (*idemkit.Snapshot, error) {
@@ -175,7 +175,7 @@ func TestInvalidUTF8RecordRefused(t *testing.T) {
 	for name, spoil := range cases {
 		rec := valid()
 		spoil(rec)
-		if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); !errors.Is(err, idemkit.ErrRecordInvalid) {
+		if _, err := s.Claim(ctx, rec, now); !errors.Is(err, idemkit.ErrRecordInvalid) {
 			t.Errorf("Claim with a %s that is not UTF-8: %v, want ErrRecordInvalid", name, err)
 		}
 		done := rec.Clone()
@@ -205,7 +205,7 @@ func TestInvalidUTF8IDNamesNoRecord(t *testing.T) {
 	sc := idemkit.Scope{Tenant: "acme\uFFFD", Operation: "POST /orders", Key: "k\uFFFD"}
 	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v2:sha256:x", Owner: "o",
 		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-	if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
+	if _, err := s.Claim(ctx, rec, now); err != nil {
 		t.Fatal(err)
 	}
 	later := now.Add(2 * time.Second)

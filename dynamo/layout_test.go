@@ -95,7 +95,7 @@ func TestSingleTableKeyTooLong(t *testing.T) {
 		t.Fatalf("ID of %d bytes: want one that fits alone but not with the prefix", len(id))
 	}
 	rec := &idemkit.Record{ID: id, Scope: sc, State: idemkit.StateInFlight, Owner: "o1", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
-	if _, err := s.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); !errors.Is(err, idemkit.ErrRecordInvalid) || !strings.Contains(err.Error(), "partition key") {
+	if _, err := s.Claim(t.Context(), rec, now); !errors.Is(err, idemkit.ErrRecordInvalid) || !strings.Contains(err.Error(), "partition key") {
 		t.Fatalf("Claim: %v, want ErrRecordInvalid naming the partition key", err)
 	}
 	if _, err := s.Get(t.Context(), id, now); !errors.Is(err, idemkit.ErrNotFound) {
@@ -146,7 +146,7 @@ func TestSingleTableForeignItemsUntouched(t *testing.T) {
 	// the rest unknown; list every listing page by page; resolve what is
 	// listed; claim the released keys again and read every record.
 	for _, r := range recs {
-		if res, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		if res, err := s.Claim(ctx, r, now); err != nil || !res.Won {
 			t.Fatalf("Claim %s: %+v, %v", r.Scope.Key, res, err)
 		}
 	}
@@ -192,8 +192,12 @@ func TestSingleTableForeignItemsUntouched(t *testing.T) {
 		case 1:
 			again := r.Clone()
 			again.Owner = "again"
-			if res, err := s.Claim(ctx, again, now.Add(time.Minute), idemkit.ClaimOptions{}); err != nil || !res.Won {
-				t.Fatalf("Claim after release: %+v, %v", res, err)
+			res, err := s.Claim(ctx, again, now.Add(time.Minute))
+			if err != nil || res.Won || res.Existing == nil || res.Existing.State != idemkit.StateReleased {
+				t.Fatalf("Claim after release: %+v, %v; want shown the tombstone", res, err)
+			}
+			if res, err := s.Reclaim(ctx, again, res.Existing, now.Add(time.Minute)); err != nil || !res.Won {
+				t.Fatalf("Reclaim of the tombstone: %+v, %v", res, err)
 			}
 		case 2:
 			if _, err := s.Resolve(ctx, r.ID, r.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "test"}, now); err != nil {

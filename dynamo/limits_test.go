@@ -26,7 +26,7 @@ func TestValidationIsNotTransient(t *testing.T) {
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k"}
 	rec := &idemkit.Record{ID: "o1|" + strings.Repeat("x", 3000), Scope: sc, State: idemkit.StateInFlight, Owner: "a",
 		LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
-	_, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{})
+	_, err := s.Claim(context.Background(), rec, now)
 	if !errors.Is(err, idemkit.ErrRecordInvalid) || errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatalf("Claim with a 3 KB partition key: %v, want ErrRecordInvalid and not ErrStoreUnavailable", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -169,6 +170,12 @@ func (q listQuery) records(l *layout, items []map[string]types.AttributeValue, n
 		if err != nil {
 			return nil, err
 		}
+		if !ownID(r) {
+			// Another store's item whose key only starts like ours: a
+			// prefix of which ours is a prefix (IDEM# and IDEM#EU#), or
+			// none where ours is empty.
+			continue
+		}
 		if r.State == q.state && (!q.leaseEnded || r.LeaseExpired(now)) && (q.tenantFilter == "" || r.Scope.Tenant == q.tenantFilter) {
 			recs = append(recs, r)
 		}
@@ -257,4 +264,11 @@ func decodeToken(page, kind, tenant string) (t pageToken, err error) {
 		return t, fmt.Errorf("dynamo: %w: issued for tenant %q, not %q", idemkit.ErrInvalidPage, t.Tenant, tenant)
 	}
 	return t, nil
+}
+
+// ownID reports whether r's ID, as this store reads it from the item's key,
+// is the ID of the scope the item holds: the key is this store's prefix
+// and nothing more before the ID.
+func ownID(r *idemkit.Record) bool {
+	return r.ID == r.Scope.ID(strings.HasPrefix(r.ID, "a1"))
 }

@@ -73,7 +73,7 @@ func TestInFlightIndexWrites(t *testing.T) {
 			now := time.Now()
 			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:c",
 				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if _, err := s.Claim(context.Background(), rec, now, idemkit.ClaimOptions{}); err != nil {
+			if _, err := s.Claim(context.Background(), rec, now); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Extend(context.Background(), rec.ID, "o", now.Add(time.Minute), now); err != nil {
@@ -98,7 +98,7 @@ func TestListPages(t *testing.T) {
 	for i := range 3 {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: string(rune('a' + i))}
 		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Second), ExpiresAt: now.Add(time.Hour)}
-		if _, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
+		if _, err := s.Claim(ctx, r, now); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.MarkIndeterminate(ctx, r.ID, "o", now.Add(2*time.Second)); err != nil {

@@ -183,7 +183,7 @@ func TestFailoverFence(t *testing.T) {
 			now := time.Now()
 			rec := &idemkit.Record{ID: req.Scope.ID(false), Scope: req.Scope, State: idemkit.StateInFlight, Fingerprint: req.Fingerprint, Owner: "o-eu",
 				LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if res, err := inEU.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			if res, err := inEU.Claim(ctx, rec, now); err != nil || !res.Won {
 				t.Fatalf("claim in eu: %+v %v", res, err)
 			}
 			return rec
@@ -338,7 +338,7 @@ func TestFailoverUnfencedCalls(t *testing.T) {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: key}
 		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + key,
 			LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-		if res, err := plain.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		if res, err := plain.Claim(ctx, r, now); err != nil || !res.Won {
 			t.Fatalf("claim %s in us: %+v %v", key, res, err)
 		}
 		return r
@@ -361,7 +361,7 @@ func TestFailoverUnfencedCalls(t *testing.T) {
 			return err
 		}},
 		{"retried claim of our own", func(r *idemkit.Record) error {
-			res, err := moved.Claim(ctx, r, now, idemkit.ClaimOptions{})
+			res, err := moved.Claim(ctx, r, now)
 			if err == nil && !res.Won {
 				err = fmt.Errorf("lost to %+v", res.Existing)
 			}
@@ -406,7 +406,7 @@ func TestFailoverFencesMarksAndResolutions(t *testing.T) {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: key}
 		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + key,
 			LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Hour)}
-		if res, err := plain.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		if res, err := plain.Claim(ctx, r, now); err != nil || !res.Won {
 			t.Fatalf("claim %s in us: %+v %v", key, res, err)
 		}
 		if marked {

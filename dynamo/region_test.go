@@ -261,7 +261,7 @@ func TestRegionalListing(t *testing.T) {
 			sc := idemkit.Scope{Tenant: tenant, Operation: "POST /charges", Key: key}
 			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + tenant + key,
 				LeaseUntil: now.Add(-time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
-			if res, err := inEU.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			if res, err := inEU.Claim(ctx, rec, now); err != nil || !res.Won {
 				t.Fatalf("claim %s/%s: %+v %v", tenant, key, res, err)
 			}
 			if key == "indet" {
@@ -355,7 +355,7 @@ func TestRegionalUnroutableID(t *testing.T) {
 		done := *rec
 		done.State, done.Snapshot = idemkit.StateCompleted, &idemkit.Snapshot{Status: 201}
 		calls := map[string]func() error{
-			"Claim":    func() error { _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); return err },
+			"Claim":    func() error { _, err := s.Claim(ctx, rec, now); return err },
 			"Complete": func() error { return s.Complete(ctx, &done, now) },
 			"Release":  func() error { return s.Release(ctx, id, "o", now) },
 			"Extend":   func() error { return s.Extend(ctx, id, "o", now.Add(time.Minute), now) },

@@ -145,7 +145,7 @@ func TestResolveSizeOfTheRest(t *testing.T) {
 			now := base()
 			rec := &idemkit.Record{ID: tc.scope.ID(false), Scope: tc.scope, State: idemkit.StateInFlight, Fingerprint: tc.fp, Owner: "owner-1",
 				LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			if res, err := s.Claim(ctx, rec, now); err != nil || !res.Won {
 				t.Fatalf("claim: %+v, %v", res, err)
 			}
 			if err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
@@ -202,7 +202,7 @@ func TestResolvedRecordsLeaveTheIndexes(t *testing.T) {
 		sc := idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: fmt.Sprint("resolved-", i)}
 		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:c",
 			LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-		if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
+		if _, err := s.Claim(ctx, rec, now); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.MarkIndeterminate(ctx, rec.ID, "o", now.Add(2*time.Second)); err != nil {

@@ -104,7 +104,7 @@ func TestSnapshotSizeCap(t *testing.T) {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: fmt.Sprint("cap-", i)}
 		now := base()
 		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(60e9), ExpiresAt: now.Add(3600e9), CreatedAt: now}
-		if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
+		if _, err := s.Claim(ctx, rec, now); err != nil {
 			t.Fatal(err)
 		}
 		done := *rec
@@ -147,7 +147,7 @@ func TestHeadersOverTheCap(t *testing.T) {
 		now := base()
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "hdr-" + string(rune('a'+i))}
 		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(60e9), ExpiresAt: now.Add(3600e9), CreatedAt: now}
-		if _, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
+		if _, err := s.Claim(ctx, rec, now); err != nil {
 			t.Fatal(err)
 		}
 		done := *rec

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -382,21 +380,19 @@ func failedWriteUsage(ctx context.Context, old map[string]types.AttributeValue) 
 // key returns the key of the item of record id.
 func (s *Store) key(id string) map[string]types.AttributeValue { return s.lay.key(id) }
 
-func nowSec(now time.Time) types.AttributeValue   { return num(now.Unix()) }
+func nowSec(now time.Time) types.AttributeValue   { return num(now.Unix() + keptPastSec) }
 func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) }
 
 // Expressions. A record is live while exp > :nowS (exp is ExpiresAt in
-// seconds rounded up, and now < ExpiresAt <=> floor(now) < exp); a lease
-// has expired when lu <= :nowMs.
+// seconds rounded up, plus keptPast; :nowS is now in seconds plus
+// keptPast); a lease has expired when lu <= :nowMs.
 //
-// A released key's tombstone (st = released, ow its latest releasing
-// owner, lu the latest release's time, rl the owners released on it)
-// counts as absent to a claim by another owner made at most
-// idemkit.FenceSkew before lu (:fence is now plus FenceSkew; ow is
-// compared too for a tombstone without rl, written before rl was); a
-// claim replaces a failed record (made at most FenceSkew before its
-// resolution, rt), or takes an in_flight one over, only with its
-// fingerprint and operation.
+// A claim stores its record only where no item is (attribute_not_exists),
+// or over its own in_flight record with a lease not after its own (a
+// retried claim). A reclaim stores it over the item it read, unchanged:
+// the same owner, state and lease (every write changes one of the three),
+// or over its own in_flight record. Neither judges the item: the engine
+// decides from the item a refused claim returns whether to reclaim it.
 //
 // A completion is taken by its owner's record in any state but released
 // unless an operator resolved it (ra, which every failed record and a
@@ -406,20 +402,17 @@ func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) 
 // form (the three states in parentheses) took 1-1.5 ms more per
 // completion (make bench, "Request shapes").
 const (
-	condAbsent   = "attribute_not_exists(#pk) OR #exp <= :nowS"
-	condFree     = condAbsent + " OR (#st = :released AND #ow <> :owner AND NOT contains(#rl, :owner) AND #lu <= :fence)"
-	condOurs     = " OR (#st = :inflight AND #ow = :owner AND #lu <= :lu)"
-	condBound    = " OR (#fp = :fp AND #op = :op AND "
-	condFailed   = "#st = :failed AND #ow <> :owner AND #rt <= :fence"
-	condClaim    = condFree + condOurs + condBound + condFailed + ")"
-	condTakeover = condFree + condOurs + condBound + "((" + condFailed + ") OR (#st = :inflight AND #lu <= :nowMs)))"
+	condAbsent  = "attribute_not_exists(#pk) OR #exp <= :nowS"
+	condOurs    = "#st = :inflight AND #ow = :owner AND #lu <= :lu"
+	condClaim   = "attribute_not_exists(#pk) OR (" + condOurs + ")"
+	condReclaim = "(#ow = :pow AND #st = :pst AND #lu = :plu) OR (" + condOurs + ")"
 	// condFenced is a claim fenced by a Failover: it may only make again
 	// our own claim, never store a new record or replace another's.
-	condFenced   = "#st = :inflight AND #ow = :owner AND #lu <= :lu AND #exp > :nowS"
+	condFenced   = condOurs + " AND #exp > :nowS"
 	condComplete = "#ow = :owner AND #exp > :nowS AND #st <> :released AND attribute_not_exists(#ra)"
 	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
 	condExtend   = condOwned + " AND #lu <= :lu"
-	condRelease  = condAbsent + " OR (#ow = :owner AND #st = :inflight)"
+	condRelease  = condAbsent + " OR #st = :released OR (#ow = :owner AND #st = :inflight)"
 	// condReleaseOwned is a release routed by a fencing Failover: it
 	// replaces only our own claim, never an absent item, since a tombstone
 	// written in the new home would win, by last-writer-wins replication,
@@ -432,17 +425,17 @@ const (
 // The condition expressions and attribute names of the frequent calls,
 // made once: inputs only read them (a Client must not modify its input).
 var (
-	pCondClaim         = aws.String(condClaim)
-	pCondClaimTakeover = aws.String(condTakeover)
-	pCondClaimFenced   = aws.String(condFenced)
-	pCondComplete      = aws.String(condComplete)
-	pCondRelease       = aws.String(condRelease)
-	pCondReleaseOwned  = aws.String(condReleaseOwned)
-	pCondExtend        = aws.String(condExtend)
-	pUpdateLease       = aws.String("SET #lu = :lu")
+	pCondClaim        = aws.String(condClaim)
+	pCondReclaim      = aws.String(condReclaim)
+	pCondClaimFenced  = aws.String(condFenced)
+	pCondComplete     = aws.String(condComplete)
+	pCondRelease      = aws.String(condRelease)
+	pCondReleaseOwned = aws.String(condReleaseOwned)
+	pCondExtend       = aws.String(condExtend)
+	pUpdateLease      = aws.String("SET #lu = :lu")
 
-	namesClaim = map[string]string{"#pk": attrID, "#exp": attrExpiresAt, "#st": attrState, "#ow": attrOwner, "#lu": attrLeaseUntil,
-		"#fp": attrFingerprint, "#op": attrOperation, "#rl": attrReleased, "#rt": attrResolvedAt}
+	namesClaim        = map[string]string{"#pk": attrID, "#st": attrState, "#ow": attrOwner, "#lu": attrLeaseUntil}
+	namesReclaim      = map[string]string{"#st": attrState, "#ow": attrOwner, "#lu": attrLeaseUntil}
 	namesComplete     = map[string]string{"#ow": attrOwner, "#exp": attrExpiresAt, "#st": attrState, "#ra": attrResolvedAs}
 	namesRelease      = map[string]string{"#pk": attrID, "#exp": attrExpiresAt, "#ow": attrOwner, "#st": attrState}
 	namesExtend       = map[string]string{"#lu": attrLeaseUntil, "#ow": attrOwner, "#st": attrState, "#exp": attrExpiresAt}
@@ -459,14 +452,7 @@ var (
 
 // stReleased is the state of a released key's tombstone, which counts as
 // no record (see Release).
-const stReleased = "released"
-
-// tombstoneLife is how long a tombstone is kept past its release:
-// idemkit.MaxWriteDelay, plus five minutes for the SDK's clock-skew
-// correction, which dates a signature by DynamoDB's clock where the
-// instance's runs behind it, so that a late copy may stay valid that much
-// longer than the instance's own clock says.
-const tombstoneLife = idemkit.MaxWriteDelay + 5*time.Minute
+const stReleased = string(idemkit.StateReleased)
 
 // released reports whether item is a tombstone.
 func released(item map[string]types.AttributeValue) bool { return attrS(item, attrState) == stReleased }
@@ -476,18 +462,33 @@ func released(item map[string]types.AttributeValue) bool { return attrS(item, at
 const claimAttempts = 3
 
 // Claim implements idemkit.Store with one conditional PutItem. When the
-// server does not return the blocking item with the failure, one
-// consistent GetItem reads it; if that finds no record that blocks the
-// claim (released, expired or resolved meanwhile), the claim is tried
-// again, up to three times, and then reported lost with a nil Existing,
-// which the engine retries. A claim fenced by a Failover (see Failover)
-// wins only over its own in_flight record: it returns the live record
-// that blocks it, or else a *FailoverError.
-func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+// server does not return the item that refused it with the failure, one
+// consistent GetItem reads it; if that finds none (deleted meanwhile), the
+// claim is tried again, up to three times, and then reported lost with a
+// nil Existing, which the engine retries. A claim fenced by a Failover
+// (see Failover) wins only over its own in_flight record: it returns the
+// live record that answers the request without a claim, or else a
+// *FailoverError.
+func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	const op = "claim"
 	if err := storearg.Claim(rec); err != nil {
 		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: %s: %w", op, err)
 	}
+	return s.claim(ctx, op, rec, nil, now)
+}
+
+// Reclaim implements idemkit.Store with one PutItem conditioned on the
+// item read (its owner, state and lease), as Claim is made.
+func (s *Store) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
+	const op = "reclaim"
+	if err := storearg.Reclaim(rec, prev); err != nil {
+		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: %s: %w", op, err)
+	}
+	return s.claim(ctx, op, rec, prev, now)
+}
+
+// claim makes a Claim (prev nil) or a Reclaim of rec.
+func (s *Store) claim(ctx context.Context, op string, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	if err := checkUTF8(op, rec); err != nil {
 		return idemkit.ClaimResult{}, err
 	}
@@ -499,7 +500,7 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 		return idemkit.ClaimResult{}, err
 	}
 	fenced := fo.fences(rec.Scope.Key, now)
-	in, err := s.claimInput(rec, now, opts, fenced)
+	in, err := s.claimInput(rec, prev, now, fenced)
 	if err != nil {
 		return idemkit.ClaimResult{}, err
 	}
@@ -516,22 +517,26 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 			usage(ctx, nil, true)
 			return idemkit.ClaimResult{}, s.fail(op, err)
 		}
-		if fenced {
-			return s.fenced(ctx, client, cf, rec, now, opts, fo)
-		}
-		cur, blocked, fenced, err := s.blocker(ctx, client, cf, rec, now, opts)
-		if err != nil {
+		cur, err := s.refusedBy(ctx, client, op, cf, rec.ID)
+		switch {
+		case err != nil:
 			return idemkit.ClaimResult{}, err
-		}
-		if blocked {
-			return idemkit.ClaimResult{Existing: cur, Fenced: fenced}, nil
-		}
-		// The record that failed the condition is gone or changed: the
-		// claim may succeed now.
-		if attempt == claimAttempts {
+		case fenced:
+			return s.fenced(cur, rec, now, fo)
+		case cur != nil && !ours(cur, rec):
+			return idemkit.ClaimResult{Existing: cur}, nil
+		case attempt == claimAttempts:
+			// Gone, or ours, each time it was read: let the engine try
+			// again.
 			return idemkit.ClaimResult{}, nil
 		}
 	}
+}
+
+// ours reports whether cur is rec's own in_flight claim with a lease not
+// after rec's, which a claim of rec stores over (a retried claim).
+func ours(cur, rec *idemkit.Record) bool {
+	return cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && cur.LeaseUntil.UnixMilli() <= ceilMilli(rec.LeaseUntil)
 }
 
 // checkUTF8 refuses a record whose ID, scope, fingerprint or owner is not
@@ -551,11 +556,11 @@ func checkUTF8(op string, rec *idemkit.Record) error {
 	return nil
 }
 
-// claimInput returns the conditional PutItem of a claim of rec, or an
-// error wrapping idemkit.ErrRecordInvalid when its item would exceed
-// MaxItemSize even without the body. A fenced claim's condition accepts
-// only our own live in_flight record.
-func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions, fenced bool) (*dynamodb.PutItemInput, error) {
+// claimInput returns the conditional PutItem of a claim of rec (in place
+// of prev, for a Reclaim), or an error wrapping idemkit.ErrRecordInvalid
+// when its item would exceed MaxItemSize even without the body. A fenced
+// claim's condition accepts only our own live in_flight record.
+func (s *Store) claimInput(rec, prev *idemkit.Record, now time.Time, fenced bool) (*dynamodb.PutItemInput, error) {
 	item := baseItem(rec)
 	s.lay.keyItem(item, rec.ID)
 	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
@@ -564,22 +569,18 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 	if !s.fits(item, rec.Snapshot) {
 		return nil, s.tooLarge(rec.ID, item)
 	}
-	cond, names := pCondClaim, s.namesClaim
 	// Our own in_flight record is ours to claim again only with the lease
 	// this claim writes: a late copy of the claim, landing after the lease
-	// was renewed, must not move it back. A tombstone is passed by another
-	// owner's claim, a failed or stale record only with the record's
-	// fingerprint and operation.
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":failed": vFailed, ":inflight": vInFlight, ":released": vReleased,
-		":owner": item[attrOwner], ":lu": item[attrLeaseUntil], ":fp": item[attrFingerprint], ":op": item[attrOperation],
-		":fence": nowMilli(now.Add(idemkit.FenceSkew))}
+	// was renewed, must not move it back.
+	cond, names := pCondClaim, s.namesClaim
+	values := map[string]types.AttributeValue{":inflight": vInFlight, ":owner": item[attrOwner], ":lu": item[attrLeaseUntil]}
 	switch {
 	case fenced:
 		cond, names = pCondClaimFenced, namesClaimFenced
-		values = map[string]types.AttributeValue{":nowS": values[":nowS"], ":inflight": vInFlight, ":owner": item[attrOwner], ":lu": item[attrLeaseUntil]}
-	case opts.Takeover:
-		cond = pCondClaimTakeover
-		values[":nowMs"] = nowMilli(now)
+		values[":nowS"] = nowSec(now)
+	case prev != nil:
+		cond, names = pCondReclaim, namesReclaim
+		values[":pow"], values[":pst"], values[":plu"] = str(prev.Owner), str(string(prev.State)), num(prev.LeaseUntil.UnixMilli())
 	}
 	return &dynamodb.PutItemInput{
 		TableName:                           s.tableName,
@@ -597,7 +598,7 @@ func (s *Store) claimInput(rec *idemkit.Record, now time.Time, opts idemkit.Clai
 // record it replaced, if any.
 func (s *Store) claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
 	res := idemkit.ClaimResult{Won: true}
-	if len(out.Attributes) > 0 && !released(out.Attributes) {
+	if len(out.Attributes) > 0 {
 		// The replaced record is informative only: we hold the key
 		// whatever it held, so an undecodable one is not an error.
 		res.Existing, _ = s.lay.decode(out.Attributes)
@@ -605,120 +606,37 @@ func (s *Store) claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
 	return res
 }
 
-// blocker reports the usage of a claim refused by its condition (cf) and
-// returns the record that blocks it: the item returned with the failure,
-// or else the record read after it. blocked is false when no record blocks
-// the claim any more (released, expired or resolved meanwhile). fenced is
-// true when a fence against late copies refused it: a tombstone (with a
-// nil cur), or a failed record's resolution time.
-func (s *Store) blocker(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (cur *idemkit.Record, blocked, fenced bool, err error) {
-	const op = "claim"
+// refusedBy reports the usage of a claim refused by its condition (cf) and
+// returns the record that refused it, in any state and live or not: the
+// item returned with the failure, or else the item read after it (nil:
+// none).
+func (s *Store) refusedBy(ctx context.Context, client Client, op string, cf *types.ConditionalCheckFailedException, id string) (*idemkit.Record, error) {
 	failedWriteUsage(ctx, cf.Item)
 	item := cf.Item
-	returned := len(item) > 0
-	if !returned {
-		if item, err = s.getItem(ctx, client, op, rec.ID); err != nil {
-			return nil, false, false, err
-		}
-		if len(item) == 0 || expired(item, now) {
-			return nil, false, false, nil
+	if len(item) == 0 {
+		var err error
+		if item, err = s.getItem(ctx, client, op, id); err != nil || len(item) == 0 {
+			return nil, err
 		}
 	}
-	if released(item) {
-		// The item that failed the condition refuses the claim; one read
-		// after it only if its fence does.
-		fenced = returned || tombstoneFences(item, rec.Owner, now)
-		return nil, fenced, fenced, nil
-	}
-	if cur, err = s.lay.decode(item); err != nil {
-		return nil, false, false, err
-	}
-	if returned || blocks(cur, rec, now, opts) {
-		return cur, true, failedFences(cur, rec, now), nil
-	}
-	return nil, false, false, nil
-}
-
-// tombstoneFences reports whether a tombstone item refuses a claim of
-// owner made at now: the Claim condition, on a tombstone read after it.
-func tombstoneFences(item map[string]types.AttributeValue, owner string, now time.Time) bool {
-	if attrS(item, attrOwner) == owner || slices.Contains(releasedOwners(item), owner) {
-		return true
-	}
-	lu, err := strconv.ParseInt(attrN(item, attrLeaseUntil), 10, 64)
-	return err == nil && lu > now.Add(idemkit.FenceSkew).UnixMilli()
-}
-
-// failedFences reports whether the failed record cur, which rec's
-// fingerprint and operation and another owner may claim again, refuses
-// rec's claim made at now, as sent before its resolution.
-func failedFences(cur, rec *idemkit.Record, now time.Time) bool {
-	return cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && cur.Resolution != nil &&
-		cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation &&
-		cur.Resolution.ResolvedAt.UnixMilli() > now.Add(idemkit.FenceSkew).UnixMilli()
-}
-
-// releasedOwners returns the owners released on a tombstone item.
-func releasedOwners(item map[string]types.AttributeValue) []string {
-	if v, ok := item[attrReleased].(*types.AttributeValueMemberSS); ok {
-		return v.Value
-	}
-	return nil
-}
-
-// failedOn reports the usage of a claim refused by its condition (cf) and
-// returns the record it met: the item returned with the failure
-// (returned true), or else the live record read after it (nil: none).
-func (s *Store) failedOn(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, id string, now time.Time) (cur *idemkit.Record, returned bool, err error) {
-	failedWriteUsage(ctx, cf.Item)
-	if len(cf.Item) > 0 {
-		if released(cf.Item) {
-			// A tombstone counts as no record.
-			return nil, true, nil
-		}
-		cur, err = s.lay.decode(cf.Item)
-		return cur, err == nil, err
-	}
-	cur, err = s.get(ctx, client, "claim", id, now)
-	if errors.Is(err, idemkit.ErrNotFound) {
-		return nil, false, nil
-	}
-	return cur, false, err
+	return s.lay.decode(item)
 }
 
 // fenced answers a claim that a Failover's fence refused (see Failover):
-// the live record that blocks it, as any claim would be blocked, or else
-// a *FailoverError naming the failover.
-func (s *Store) fenced(ctx context.Context, client Client, cf *types.ConditionalCheckFailedException, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions, fo *Failover) (idemkit.ClaimResult, error) {
-	cur, _, err := s.failedOn(ctx, client, cf, rec.ID, now)
-	if err != nil {
-		return idemkit.ClaimResult{}, err
-	}
-	if cur != nil && blocks(cur, rec, now, opts) && !staleLease(cur, rec, now) {
+// the live record cur that answers the request without a claim (in
+// flight, completed, indeterminate), as any claim would be answered, or
+// else a *FailoverError naming the failover: a claim in place of a
+// record that lets the key run again (released, expired, failed, a stale
+// lease) waits for reconciliation.
+func (s *Store) fenced(cur, rec *idemkit.Record, now time.Time, fo *Failover) (idemkit.ClaimResult, error) {
+	if cur != nil && cur.Live(now) && cur.State != idemkit.StateReleased && cur.State != idemkit.StateFailed && !staleLease(cur, rec, now) {
 		return idemkit.ClaimResult{Existing: cur}, nil
 	}
 	ferr := &FailoverError{Tenant: rec.Scope.Tenant, Key: rec.Scope.Key, Failover: *fo}
-	if cur != nil && cur.Live(now) {
+	if cur != nil && cur.Live(now) && cur.State != idemkit.StateReleased {
 		ferr.State = cur.State
 	}
 	return idemkit.ClaimResult{}, s.fail("claim", ferr)
-}
-
-// blocks reports whether the live record cur keeps rec from being claimed:
-// the Claim condition, evaluated on a record read after it failed.
-func blocks(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) bool {
-	bound := cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
-	switch {
-	case !cur.Live(now):
-		return false
-	case cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && bound:
-		return failedFences(cur, rec, now)
-	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && cur.LeaseUntil.UnixMilli() <= ceilMilli(rec.LeaseUntil):
-		return false
-	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now) && bound:
-		return false
-	}
-	return true
 }
 
 // fits adds snap, if any, to item (snapshotAttrs) and reports whether the
@@ -777,18 +695,14 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 }
 
 // Release implements idemkit.Store with one conditional PutItem of the
-// key's tombstone (st released, ow the owner, lu the release's time, rl
-// the owner, exp tombstoneLife later), in place of the owner's in_flight
-// record or of no live record. A refused release reads the item that
-// refused it (returned with the failure, or one consistent GetItem where
-// the server does not): another's record is idemkit.ErrNotOwner; a
-// tombstone gets the owner added with one conditional UpdateItem (see
-// addReleased), made again on the item it then returns while it changes
-// under it, a bounded number of times. Routed by a Failover that fences,
-// it replaces only the owner's in_flight record: a tombstone of an absent
-// one would win, under global tables' last-writer-wins replication, over
-// an older record of the key that has not replicated from the previous
-// region yet.
+// key's tombstone (st released, ow the owner, lu the release's time, exp
+// keptPast later), in place of the owner's in_flight record, of a
+// tombstone, or of no live record. A refused release is
+// idemkit.ErrNotOwner: another's live record, or ours in another state.
+// Routed by a Failover that fences, it replaces only the owner's in_flight
+// record: a tombstone of an absent one would win, under global tables'
+// last-writer-wins replication, over an older record of the key that has
+// not replicated from the previous region yet.
 func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
 	const op = "release"
 	if err := storearg.Owned(id, owner); err != nil {
@@ -804,17 +718,18 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 	if err != nil {
 		return err
 	}
-	nowMs := nowMilli(now)
 	cond, names := pCondRelease, s.namesRelease
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight}
+	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight, ":released": vReleased}
 	if fo.fencing() {
 		cond, names = pCondReleaseOwned, namesReleaseOwned
 		values = map[string]types.AttributeValue{":owner": values[":owner"], ":inflight": vInFlight}
 	}
-	tomb := map[string]types.AttributeValue{attrID: str(id), attrState: vReleased, attrOwner: str(owner), attrLeaseUntil: nowMs,
-		attrReleased: &types.AttributeValueMemberSS{Value: []string{owner}}, attrExpiresAt: num(ceilSec(now.Add(tombstoneLife)))}
+	tomb := map[string]types.AttributeValue{attrID: str(id), attrState: vReleased, attrOwner: str(owner), attrLeaseUntil: nowMilli(now),
+		attrExpiresAt: num(expSec(now))}
 	s.lay.keyItem(tomb, id)
-	put := &dynamodb.PutItemInput{
+	cctx, cancel := s.ctxFor(ctx)
+	defer cancel()
+	out, err := client.PutItem(cctx, &dynamodb.PutItemInput{
 		TableName:                           s.tableName,
 		Item:                                tomb,
 		ConditionExpression:                 cond,
@@ -822,97 +737,19 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}
-	var update *dynamodb.UpdateItemInput
-	for attempt := 1; ; attempt++ {
-		cctx, cancel := s.ctxFor(ctx)
-		var cc *types.ConsumedCapacity
-		if update == nil {
-			var out *dynamodb.PutItemOutput
-			if out, err = client.PutItem(cctx, put, s.optFns...); err == nil {
-				cc = out.ConsumedCapacity
-			}
-		} else {
-			var out *dynamodb.UpdateItemOutput
-			if out, err = client.UpdateItem(cctx, update, s.optFns...); err == nil {
-				cc = out.ConsumedCapacity
-			}
-		}
-		cancel()
-		if err == nil {
-			usage(ctx, cc, true)
-			return nil
-		}
-		cur, err := s.refusedItem(ctx, client, op, id, err, "whether the key is free")
-		switch {
-		case err != nil:
-			return err
-		case len(cur) == 0 || expired(cur, now):
-			update = nil // gone meanwhile: the tombstone may be put now
-		case !released(cur):
-			return idemkit.ErrNotOwner
-		case fo.fencing():
-			return nil // the fenced release writes no tombstone of its own
-		default:
-			if update = s.addReleased(id, cur, owner, now); update == nil {
-				return nil // a retried release
-			}
-		}
-		if attempt == claimAttempts {
-			return fmt.Errorf("dynamo: %s %q: the key kept changing: %w", op, id, idemkit.ErrStoreUnavailable)
-		}
-	}
-}
-
-// addReleased returns the UpdateItem that adds owner to the tombstone
-// item (as read: it is made only on that item, unchanged), or nil when
-// owner is released on it already. A release later than the tombstone's
-// moves ow, lu and exp to its own; an earlier one leaves them. A full rl
-// (idemkit.MaxReleasedOwners) starts again with owner alone; a tombstone
-// without rl (written before rl was) gets its ow and owner.
-func (s *Store) addReleased(id string, item map[string]types.AttributeValue, owner string, now time.Time) *dynamodb.UpdateItemInput {
-	ow, owners := attrS(item, attrOwner), releasedOwners(item)
-	if ow == owner || slices.Contains(owners, owner) {
+	}, s.optFns...)
+	if err == nil {
+		usage(ctx, out.ConsumedCapacity, true)
 		return nil
 	}
-	lu0, _ := strconv.ParseInt(attrN(item, attrLeaseUntil), 10, 64)
-	names := map[string]string{"#st": attrState, "#lu": attrLeaseUntil, "#exp": attrExpiresAt, "#rl": attrReleased}
-	values := map[string]types.AttributeValue{":released": vReleased, ":lu0": num(lu0), ":nowS": nowSec(now),
-		":o": &types.AttributeValueMemberSS{Value: []string{owner}}}
-	cond := "#st = :released AND #lu = :lu0 AND #exp > :nowS AND "
-	var set []string
-	add := ""
+	cur, err := s.refusedItem(ctx, client, op, id, err, "whether the key is free")
 	switch {
-	case owners == nil:
-		values[":o"] = &types.AttributeValueMemberSS{Value: []string{ow, owner}}
-		set, cond = append(set, "#rl = :o"), cond+"attribute_not_exists(#rl)"
-	case len(owners) >= idemkit.MaxReleasedOwners:
-		values[":max"] = num(idemkit.MaxReleasedOwners)
-		set, cond = append(set, "#rl = :o"), cond+"size(#rl) >= :max"
-	default:
-		values[":max"] = num(idemkit.MaxReleasedOwners)
-		add, cond = " ADD #rl :o", cond+"size(#rl) < :max"
+	case err != nil:
+		return err
+	case fo.fencing() && (len(cur) == 0 || released(cur)):
+		return nil // the fenced release writes no tombstone of its own
 	}
-	if lu0 <= now.UnixMilli() {
-		// A later release: the tombstone fences from its time.
-		names["#ow"] = attrOwner
-		values[":owner"], values[":nowMs"], values[":exp"] = str(owner), nowMilli(now), num(ceilSec(now.Add(tombstoneLife)))
-		set = append(set, "#ow = :owner", "#lu = :nowMs", "#exp = :exp")
-	}
-	update := strings.TrimSpace(add)
-	if len(set) > 0 {
-		update = "SET " + strings.Join(set, ", ") + add
-	}
-	return &dynamodb.UpdateItemInput{
-		TableName:                           s.tableName,
-		Key:                                 s.key(id),
-		UpdateExpression:                    aws.String(update),
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}
+	return idemkit.ErrNotOwner
 }
 
 // Extend implements idemkit.Store with one conditional UpdateItem of the
@@ -1105,7 +942,7 @@ func (s *Store) Resolve(ctx context.Context, id, owner string, res idemkit.Resol
 	resolutionAttrs(set, &res, at)
 	putTime(set, attrReplayUntil, res.ReplayUntil)
 	if !res.ExpiresAt.IsZero() {
-		set[attrExpiresAt] = num(ceilSec(res.ExpiresAt))
+		set[attrExpiresAt] = num(expSec(res.ExpiresAt))
 	}
 	if res.As == idemkit.StateCompleted {
 		set[attrCompletedAt] = num(at.UnixMilli())
@@ -1244,5 +1081,5 @@ func expired(item map[string]types.AttributeValue, now time.Time) bool {
 		return false
 	}
 	exp, err := strconv.ParseInt(n.Value, 10, 64)
-	return err == nil && exp <= now.Unix()
+	return err == nil && exp <= now.Unix()+keptPastSec
 }

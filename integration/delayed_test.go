@@ -122,9 +122,8 @@ func delayedCases() []delayedCase {
 			effects: 1},
 		// The copy lands after a retry claimed the failed record, answered
 		// a transient 503 and freed the key, whose tombstone is the
-		// retry's: refused by the time fence (the copy was made long
-		// before the key was freed, more than idemkit.FenceSkew), and the
-		// next retry runs, once.
+		// retry's: refused (a claim never replaces a stored record), and
+		// the next retry runs, once.
 		{name: "claim/after-failed-then-release/fail-closed", policy: fc, unknownFirst: true, answer: failFirst,
 			rules: r(onClaim(delayed, 0, 1)),
 			steps: s(lateCall, "unknown", lateLeaseEnds, "", lateResolve, "failed", lateCall, "transient", lateState, "absent",
@@ -136,13 +135,13 @@ func delayedCases() []delayedCase {
 				lateDeliver, "refused", lateState, "absent", lateCall, "run", lateCall, "replay", lateState, "completed"),
 			effects: 1},
 		// ... and after two transient 503s, the retry's release leaving
-		// the tombstone: applied, as above, within its lease (409
-		// in-flight, then under FailClosed indeterminate).
+		// the tombstone: refused too (a claim never replaces a stored
+		// record), and the next retry runs, once.
 		{name: "claim/after-two-releases/fail-closed", policy: fc, answer: failTwice,
 			rules: r(onClaim(delayed, 0, 1)),
-			steps: s(lateCall, "transient", lateCall, "transient", lateDeliver, "applied", lateState, "in_flight",
-				lateCall, "in-flight", lateLeaseEnds, "", lateCall, "indeterminate", lateState, "indeterminate"),
-			effects: 0},
+			steps: s(lateCall, "transient", lateCall, "transient", lateDeliver, "refused", lateState, "absent",
+				lateCall, "run", lateCall, "replay", lateState, "completed"),
+			effects: 1},
 		// The claim's first copy lands while the retry's run holds the key
 		// under a new owner: refused by the owner token (and, with
 		// Takeover, by the retry's live lease).

@@ -8,11 +8,10 @@
 // lost: a write made again is a caller's retry, answered by the rules of
 // the idemkit.Store contract (its lost answers).
 //
-// Expired records are dropped as new ones are written, so that a
-// long-running process holds about its live records, not every record it
-// ever stored. Like DynamoDB's TTL deletion, a record that a write has
-// seen expired (at the time that write was given) is gone for good, even
-// to a later call given an earlier time.
+// Records are dropped as new ones are written once they are
+// idemkit.MaxWriteDelay past their expiry, so that a long-running process
+// holds about its live records, not every record it ever stored, and a
+// late copy of a claim still finds the record it must not replace.
 package memstore
 
 import (
@@ -32,7 +31,6 @@ import (
 type Store struct {
 	mu      sync.Mutex
 	recs    map[string]*idemkit.Record // guarded by mu; values are never shared with callers
-	fenced  map[string][]string        // guarded by mu; the owners released on each tombstone
 	sweepAt int                        // guarded by mu; the size at which put drops expired records
 }
 
@@ -47,60 +45,45 @@ var (
 	_ idemkit.StaleLister   = (*Store)(nil)
 )
 
-// stateReleased is the state of a released key's tombstone: its Owner
-// is the last releasing owner, its LeaseUntil the latest release's time,
-// and s.fenced holds every owner released on it. A tombstone counts as no
-// record to every method but Claim and Release.
-const stateReleased idemkit.State = "released"
-
 // live returns the live record with id, nil for a tombstone; the caller
 // holds s.mu.
 func (s *Store) live(id string, now time.Time) *idemkit.Record {
 	r := s.recs[id]
-	if r == nil || !r.Live(now) || r.State == stateReleased {
+	if r == nil || !r.Live(now) || r.State == idemkit.StateReleased {
 		return nil
 	}
 	return r
 }
 
-// tombstone returns the live tombstone with id; the caller holds s.mu.
-func (s *Store) tombstone(id string, now time.Time) *idemkit.Record {
-	r := s.recs[id]
-	if r == nil || !r.Live(now) || r.State != stateReleased {
-		return nil
-	}
-	return r
+// kept reports whether r is still kept at now: until MaxWriteDelay past
+// its expiry.
+func kept(r *idemkit.Record, now time.Time) bool {
+	return now.Before(r.ExpiresAt.Add(idemkit.MaxWriteDelay))
 }
 
 // put stores a copy of r; the caller holds s.mu. When the store has
-// doubled since the last sweep, it drops the records expired at now, so a
-// sweep of n records follows at least n/2 writes of new ones.
+// doubled since the last sweep, it drops the records no longer kept at
+// now, so a sweep of n records follows at least n/2 writes of new ones.
 func (s *Store) put(r *idemkit.Record, now time.Time) {
 	if s.recs == nil {
 		s.recs = make(map[string]*idemkit.Record)
-		s.fenced = make(map[string][]string)
 	}
 	s.recs[r.ID] = r.Clone()
-	if r.State != stateReleased {
-		delete(s.fenced, r.ID)
-	}
 	if len(s.recs) < s.sweepAt {
 		return
 	}
-	live := 0
+	n := 0
 	for _, rec := range s.recs {
-		if rec.Live(now) {
-			live++
+		if kept(rec, now) {
+			n++
 		}
 	}
-	if live < len(s.recs) {
+	if n < len(s.recs) {
 		// A new map: deleting would keep the old one's buckets.
-		m := make(map[string]*idemkit.Record, live)
+		m := make(map[string]*idemkit.Record, n)
 		for id, rec := range s.recs {
-			if rec.Live(now) {
+			if kept(rec, now) {
 				m[id] = rec
-			} else {
-				delete(s.fenced, id)
 			}
 		}
 		s.recs = m
@@ -108,8 +91,24 @@ func (s *Store) put(r *idemkit.Record, now time.Time) {
 	s.sweepAt = max(2*len(s.recs), minSweep)
 }
 
+// stored returns the record kept with id, live or not, tombstones
+// included; the caller holds s.mu.
+func (s *Store) stored(id string, now time.Time) *idemkit.Record {
+	r := s.recs[id]
+	if r == nil || !kept(r, now) {
+		return nil
+	}
+	return r
+}
+
+// ours reports whether cur is rec's own in_flight claim, with a lease not
+// after rec's: a retried claim whose first attempt landed.
+func ours(cur, rec *idemkit.Record) bool {
+	return cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && !cur.LeaseUntil.After(rec.LeaseUntil)
+}
+
 // Claim implements idemkit.Store.
-func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	if err := storearg.Claim(rec); err != nil {
 		return idemkit.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
 	}
@@ -119,54 +118,37 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idemkit.AddUsage(ctx, 0, 1)
-	prev := s.recs[rec.ID]
-	if t := s.tombstone(rec.ID, now); t != nil {
-		if s.isFenced(rec.ID, rec.Owner) || sentBefore(now, t.LeaseUntil) {
-			// A copy of a released owner's claim, or of a claim sent
-			// before the release, landing late.
-			return idemkit.ClaimResult{Fenced: true}, nil
-		}
-		prev = nil
-	}
-	cur := s.live(rec.ID, now)
-	// The key stays bound to its first request's fingerprint and operation.
-	bound := cur != nil && cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
-	if cur != nil && cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && bound && sentBefore(now, resolvedAt(cur)) {
-		// A claim sent before the failed resolution, landing late.
-		return idemkit.ClaimResult{Existing: cur.Clone(), Fenced: true}, nil
-	}
-	ok := cur == nil ||
-		(cur.State == idemkit.StateFailed && cur.Owner != rec.Owner && bound) ||
-		(cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && !cur.LeaseUntil.After(rec.LeaseUntil)) ||
-		(cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now) && bound)
-	if !ok {
+	cur := s.stored(rec.ID, now)
+	if cur != nil && !ours(cur, rec) {
 		return idemkit.ClaimResult{Existing: cur.Clone()}, nil
 	}
 	s.put(rec, now)
-	return idemkit.ClaimResult{Won: true, Existing: prev.Clone()}, nil
+	return idemkit.ClaimResult{Won: true}, nil
 }
 
-// sentBefore reports whether a claim made at now was sent before a key
-// was freed at freed, by more than the clock skew the fence tolerates.
-func sentBefore(now, freed time.Time) bool { return now.Add(idemkit.FenceSkew).Before(freed) }
-
-// resolvedAt returns the time of cur's resolution (zero: none).
-func resolvedAt(cur *idemkit.Record) time.Time {
-	if cur.Resolution == nil {
-		return time.Time{}
+// Reclaim implements idemkit.Store.
+func (s *Store) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
+	if err := storearg.Reclaim(rec, prev); err != nil {
+		return idemkit.ClaimResult{}, fmt.Errorf("memstore: reclaim: %w", err)
 	}
-	return cur.Resolution.ResolvedAt
-}
-
-// isFenced reports whether owner was released on id's tombstone; the
-// caller holds s.mu.
-func (s *Store) isFenced(id, owner string) bool {
-	for _, o := range s.fenced[id] {
-		if o == owner {
-			return true
-		}
+	if err := ctx.Err(); err != nil {
+		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "reclaim", Err: err}
 	}
-	return false
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idemkit.AddUsage(ctx, 0, 1)
+	cur := s.stored(rec.ID, now)
+	switch {
+	case cur == nil:
+		return idemkit.ClaimResult{}, nil
+	case cur.Owner == prev.Owner && cur.State == prev.State && cur.LeaseUntil.Equal(prev.LeaseUntil):
+		s.put(rec, now)
+		return idemkit.ClaimResult{Won: true, Existing: cur.Clone()}, nil
+	case ours(cur, rec):
+		s.put(rec, now)
+		return idemkit.ClaimResult{Won: true}, nil
+	}
+	return idemkit.ClaimResult{Existing: cur.Clone()}, nil
 }
 
 // Complete implements idemkit.Store.
@@ -257,33 +239,7 @@ func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) er
 	if cur := s.live(id, now); cur != nil && (cur.Owner != owner || cur.State != idemkit.StateInFlight) {
 		return idemkit.ErrNotOwner
 	}
-	t := s.tombstone(id, now)
-	switch {
-	case t == nil:
-		s.put(&idemkit.Record{ID: id, State: stateReleased, Owner: owner, LeaseUntil: now, ExpiresAt: now.Add(idemkit.MaxWriteDelay)}, now)
-		s.fenced[id] = []string{owner}
-		return nil
-	case s.isFenced(id, owner):
-		return nil // a retried release
-	}
-	// The tombstone fences every owner released on it, up to
-	// idemkit.MaxReleasedOwners: a release that finds it full starts the
-	// set again with its own owner. It keeps the latest release's time
-	// (a late copy of an earlier release moves it back never) and lives
-	// MaxWriteDelay past each release.
-	r := t.Clone()
-	if now.After(r.LeaseUntil) {
-		r.Owner, r.LeaseUntil = owner, now
-	}
-	if exp := now.Add(idemkit.MaxWriteDelay); exp.After(r.ExpiresAt) {
-		r.ExpiresAt = exp
-	}
-	owners := append(s.fenced[id], owner)
-	if len(owners) > idemkit.MaxReleasedOwners {
-		owners = []string{owner}
-	}
-	s.put(r, now)
-	s.fenced[id] = owners
+	s.put(&idemkit.Record{ID: id, State: idemkit.StateReleased, Owner: owner, LeaseUntil: now, ExpiresAt: now}, now)
 	return nil
 }
 

@@ -29,7 +29,7 @@ func TestExpiredRecordsAreDropped(t *testing.T) {
 			now := clk.Now()
 			rec := &idemkit.Record{ID: fmt.Sprintf("g%d-%d", g, i), Scope: idemkit.Scope{Tenant: "t"}, State: idemkit.StateInFlight, Owner: "o",
 				LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(retention), CreatedAt: now}
-			if res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+			if res, err := s.Claim(ctx, rec, now); err != nil || !res.Won {
 				t.Fatalf("claim %s: %+v %v", rec.ID, res, err)
 			}
 			done := rec.Clone()
@@ -39,8 +39,9 @@ func TestExpiredRecordsAreDropped(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// Every record of this generation expires before the next one.
-		clk.Advance(retention + time.Second)
+		// Every record of this generation expires, and is kept no
+		// longer, before the next one.
+		clk.Advance(retention + idemkit.MaxWriteDelay + time.Second)
 	}
 	s.mu.Lock()
 	held := len(s.recs)
@@ -49,7 +50,7 @@ func TestExpiredRecordsAreDropped(t *testing.T) {
 		t.Fatalf("the store holds %d records after %d generations of %d, each expired before the next: want at most %d", held, generations, perGeneration, limit)
 	}
 	// Dropping never touches a live record.
-	now := clk.Now().Add(-retention) // the last generation, still live
+	now := clk.Now().Add(-retention - idemkit.MaxWriteDelay) // the last generation, still live
 	for i := 0; i < perGeneration; i++ {
 		if _, err := s.Get(ctx, fmt.Sprintf("g%d-%d", generations-1, i), now); err != nil {
 			t.Fatalf("live record %d: %v", i, err)

@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -26,73 +25,169 @@ func again(old *idemkit.Record, owner string, at time.Time) *idemkit.Record {
 	}
 }
 
-// lostToNothing checks a claim refused by a tombstone: lost, with no
-// record shown (the caller tries again), and nothing stored.
-func lostToNothing(t *testing.T, s idemkit.OperatorStore, what string, r *idemkit.Record, at time.Time) {
+// refused checks a Claim of r at at that a stored record must refuse: lost,
+// shown the stored record (its state and owner), which stays as it was.
+func refused(t *testing.T, s idemkit.OperatorStore, what string, r *idemkit.Record, at time.Time, state idemkit.State, owner string) {
 	t.Helper()
-	res := claim(t, s, r, at, true)
-	if res.Won || res.Existing != nil {
-		t.Fatalf("%s: won %v, existing %+v; want lost, with no record", what, res.Won, res.Existing)
-	}
-	if _, err := s.Get(context.Background(), r.ID, at); !errors.Is(err, idemkit.ErrNotFound) {
-		t.Fatalf("%s: then Get: %v, want ErrNotFound", what, err)
+	res, err := s.Claim(context.Background(), r, at)
+	switch {
+	case err != nil:
+		t.Fatalf("%s: %v", what, err)
+	case res.Won:
+		t.Fatalf("%s: won over the %s record of %s", what, state, owner)
+	case res.Existing == nil || res.Existing.State != state || res.Existing.Owner != owner:
+		t.Fatalf("%s: lost to %+v; want shown the %s record of %s", what, res.Existing, state, owner)
 	}
 }
 
-// testClaimBound: a key stays bound to its first request. A claim with
-// another fingerprint, or another operation (under account-wide keys the
-// operation is not in the ID: the same ID, another Scope.Operation),
-// neither replaces a record resolved failed nor takes over a stale lease:
-// it loses to the record and is shown it, which stays as it was. The same
-// request, by another owner, wins over both.
-func testClaimBound(t *testing.T, s idemkit.OperatorStore) {
-	failed, fat := failedRecord(t, s)
+// testClaimReplacesNothing: a Claim stores nothing over a stored record of
+// its key, in any state and live or not: a live lease, a stale one, a
+// completed, indeterminate or failed record, a released key's tombstone,
+// an expired record. It is shown that record, whatever it is, and the
+// record stays as it was. So a late copy of any claim takes nothing.
+func testClaimReplacesNothing(t *testing.T, s idemkit.OperatorStore) {
+	ctx := context.Background()
+	now := base()
+	live := newRecord(now, "a")
+	claim(t, s, live, now, false)
+	refused(t, s, "a claim over a live lease", again(live, "b", now), now, idemkit.StateInFlight, "a")
+
 	stale, sat := staleRecord(t, s)
-	for _, tc := range []struct {
-		name  string
-		old   *idemkit.Record
-		state idemkit.State
-		at    time.Time
-	}{
-		{"failed", failed, idemkit.StateFailed, fat},
-		{"stale", stale, idemkit.StateInFlight, sat},
-	} {
-		for _, other := range []struct {
-			what   string
-			change func(*idemkit.Record)
-		}{
-			{"fingerprint", func(r *idemkit.Record) { r.Fingerprint = "v1:sha256:another-body" }},
-			{"operation", func(r *idemkit.Record) { r.Scope.Operation = "POST /refunds" }},
-		} {
-			n := again(tc.old, "b", tc.at)
-			other.change(n)
-			res := claim(t, s, n, tc.at, true)
-			if res.Won {
-				t.Fatalf("%s record: a claim with another %s won", tc.name, other.what)
-			}
-			if ex := res.Existing; ex == nil || ex.State != tc.state || ex.Owner != tc.old.Owner || ex.Fingerprint != tc.old.Fingerprint || ex.Scope != tc.old.Scope {
-				t.Fatalf("%s record: a claim with another %s lost to %+v; want the %s record", tc.name, other.what, ex, tc.state)
-			}
-			if got := mustGet(t, s, tc.old.ID, tc.at); got.State != tc.state || got.Owner != tc.old.Owner || got.Fingerprint != tc.old.Fingerprint {
-				t.Fatalf("%s record after a claim with another %s: %+v", tc.name, other.what, got)
-			}
+	refused(t, s, "a claim over a stale lease", again(stale, "b", sat), sat, idemkit.StateInFlight, stale.Owner)
+
+	done := newRecord(now, "a")
+	claim(t, s, done, now, false)
+	if err := s.Complete(ctx, completed(done, now, sampleSnapshot()), now); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, s, "a claim over a completed record", again(done, "b", now), now, idemkit.StateCompleted, "a")
+
+	m := markedRecord(t, s, now)
+	refused(t, s, "a claim over an indeterminate record", again(m, "b", now), m.LeaseUntil, idemkit.StateIndeterminate, m.Owner)
+
+	failed, fat := failedRecord(t, s)
+	refused(t, s, "a claim over a failed record", again(failed, "b", fat), fat, idemkit.StateFailed, failed.Owner)
+	refused(t, s, "a late copy of the failed run's own claim", again(failed, failed.Owner, failed.CreatedAt), fat, idemkit.StateFailed, failed.Owner)
+
+	rel := newRecord(now, "a")
+	claim(t, s, rel, now, false)
+	if err := s.Release(ctx, rel.ID, "a", now); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, s, "a claim over a tombstone", again(rel, "b", now), now, idemkit.StateReleased, "a")
+	refused(t, s, "a late copy of the released owner's claim", rel, now, idemkit.StateReleased, "a")
+
+	exp := newRecord(now, "a")
+	exp.LeaseUntil, exp.ExpiresAt = now.Add(time.Second), now.Add(2*time.Second)
+	claim(t, s, exp, now, false)
+	later := now.Add(3 * time.Second)
+	res, err := s.Claim(ctx, again(exp, "b", later), later)
+	switch {
+	case err != nil:
+		t.Fatalf("a claim over an expired record: %v", err)
+	case res.Won:
+		// A store may have deleted the expired record; nothing of it is
+		// left to refuse the claim.
+	case res.Existing == nil || res.Existing.Owner != "a" || res.Existing.Live(later):
+		t.Fatalf("a claim over an expired record lost to %+v; want shown the expired record", res.Existing)
+	}
+}
+
+// testReclaim: Reclaim replaces the record it read, unchanged, whatever
+// its state: a tombstone, an expired, failed or stale record. Read before
+// any change (a renewal, a mark, a release, a completion, another
+// Reclaim), it stores nothing and is shown the record as it is now. Made
+// again after it landed (its answer lost), it wins: the record is its own
+// in_flight one. A late copy of it after its own record completed stores
+// nothing.
+func testReclaim(t *testing.T, s idemkit.OperatorStore) {
+	ctx := context.Background()
+	now := base()
+	reclaim := func(what string, r, prev *idemkit.Record, at time.Time) idemkit.ClaimResult {
+		t.Helper()
+		res, err := s.Reclaim(ctx, r, prev, at)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
-		if res := claim(t, s, again(tc.old, "b", tc.at), tc.at, true); !res.Won {
-			t.Fatalf("%s record: the same request lost to %+v", tc.name, res.Existing)
-		}
-		if got := mustGet(t, s, tc.old.ID, tc.at); got.Owner != "b" || got.State != idemkit.StateInFlight {
-			t.Fatalf("%s record after the same request's claim: %+v", tc.name, got)
-		}
+		return res
+	}
+
+	stale, sat := staleRecord(t, s)
+	read := mustGet(t, s, stale.ID, sat)
+	if err := s.Extend(ctx, stale.ID, stale.Owner, sat.Add(time.Minute), sat); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	b := again(stale, "b", sat)
+	if res := reclaim("a reclaim read before a renewal", b, read, sat); res.Won || res.Existing == nil || res.Existing.Owner != stale.Owner {
+		t.Fatalf("a reclaim read before a renewal: %+v; want lost to the renewed record", res)
+	}
+	renewed := mustGet(t, s, stale.ID, sat)
+	later := sat.Add(2 * time.Minute)
+	if res := reclaim("a reclaim of the stale lease as read", b, renewed, later); !res.Won {
+		t.Fatalf("a reclaim of the stale lease as read lost to %+v", res.Existing)
+	}
+	sameRecord(t, mustGet(t, s, stale.ID, later), b)
+	if res := reclaim("a retried reclaim", b, renewed, later); !res.Won {
+		t.Fatalf("a retried reclaim lost to %+v; want won, its own record", res.Existing)
+	}
+	c := again(stale, "c", later)
+	if res := reclaim("another's reclaim of the record b replaced", c, renewed, later); res.Won || res.Existing == nil || res.Existing.Owner != "b" {
+		t.Fatalf("another's reclaim of the record b replaced: %+v; want lost to b's record", res)
+	}
+	if err := s.Complete(ctx, completed(b, later, sampleSnapshot()), later); err != nil {
+		t.Fatal(err)
+	}
+	if res := reclaim("a late copy of b's reclaim after its completion", b, renewed, later); res.Won || res.Existing == nil || res.Existing.State != idemkit.StateCompleted {
+		t.Fatalf("a late copy of b's reclaim after its completion: %+v; want lost to the completed record", res)
+	}
+
+	// A tombstone, as a Claim shows it; a release after the read changes it.
+	r := newRecord(now, "a")
+	claim(t, s, r, now, false)
+	if err := s.Release(ctx, r.ID, "a", now); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := s.Claim(ctx, again(r, "b", now), now)
+	if err != nil || lost.Won || lost.Existing == nil || lost.Existing.State != idemkit.StateReleased {
+		t.Fatalf("a claim over a tombstone: %+v %v; want shown the tombstone", lost, err)
+	}
+	rel := now.Add(time.Second)
+	if err := s.Release(ctx, r.ID, "x", rel); err != nil {
+		t.Fatalf("a release over a tombstone: %v", err)
+	}
+	if res := reclaim("a reclaim of a tombstone released again", again(r, "b", rel), lost.Existing, rel); res.Won || res.Existing == nil || res.Existing.Owner != "x" {
+		t.Fatalf("a reclaim of a tombstone released again: %+v; want lost to x's tombstone", res)
+	}
+	lost, _ = s.Claim(ctx, again(r, "b", rel), rel)
+	d := again(r, "d", rel)
+	d.Fingerprint = "v1:sha256:another-request" // a released key is free for any request
+	if res := reclaim("a reclaim of the tombstone as read", d, lost.Existing, rel); !res.Won {
+		t.Fatalf("a reclaim of the tombstone as read lost to %+v", res.Existing)
+	}
+	sameRecord(t, mustGet(t, s, r.ID, rel), d)
+
+	// A failed record; a marked one, read before its resolution.
+	failed, fat := failedRecord(t, s)
+	if res := reclaim("a reclaim of the failed record", again(failed, "e", fat), mustGet(t, s, failed.ID, fat), fat); !res.Won {
+		t.Fatalf("a reclaim of the failed record lost to %+v", res.Existing)
+	}
+	m := markedRecord(t, s, now)
+	at := m.LeaseUntil.Add(time.Second)
+	readM := mustGet(t, s, m.ID, at)
+	if _, err := s.Resolve(ctx, m.ID, m.Owner, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops", Snapshot: sampleSnapshot()}, at); err != nil {
+		t.Fatal(err)
+	}
+	if res := reclaim("a reclaim read before a resolution", again(m, "f", at), readM, at); res.Won || res.Existing == nil || res.Existing.State != idemkit.StateCompleted {
+		t.Fatalf("a reclaim read before a resolution: %+v; want lost to the resolved record", res)
 	}
 }
 
 // testReleaseTombstone: Release leaves a tombstone of its owner. It is no
-// record to every method and to another owner's claim, but a copy of its
-// owner's claim (which may land late, after the release) loses, shown no
-// record, and leaves nothing stored. So does a copy of the claim of a key
-// released without ever being claimed (its claim was never confirmed). A
-// release never replaces a tombstone made after it. A tombstone lives at
-// least MaxWriteDelay, then expires like any record.
+// record to every method but Claim, which it refuses: a copy of any claim
+// (which may land late, after the release) is shown it and stores nothing.
+// So does a copy of the claim of a key released without ever being
+// claimed (its claim was never confirmed). A release over a tombstone
+// leaves its own.
 func testReleaseTombstone(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	now := base()
@@ -128,23 +223,16 @@ func testReleaseTombstone(t *testing.T, s idemkit.OperatorStore) {
 		}
 	}
 
-	// Its owner's claim loses, at its own time and up to MaxWriteDelay
-	// after the release.
+	// Copies of its owner's claim, and of another's, are refused, up to
+	// MaxWriteDelay after the release.
 	for _, at := range []time.Time{now, rel, rel.Add(idemkit.MaxWriteDelay - time.Second)} {
-		lostToNothing(t, s, "a copy of the released owner's claim at +"+at.Sub(now).String(), r, at)
+		refused(t, s, "a copy of the released owner's claim at +"+at.Sub(now).String(), r, at, idemkit.StateReleased, "a")
+		refused(t, s, "a copy of another's claim at +"+at.Sub(now).String(), again(r, "b", now), at, idemkit.StateReleased, "a")
 	}
 	if err := s.Release(ctx, r.ID, "a", rel); err != nil {
 		t.Fatalf("retried Release: %v", err)
 	}
-	lostToNothing(t, s, "a copy of the owner's claim after a retried release", r, now)
-	b := again(r, "b", now)
-	if res := claim(t, s, b, now, false); !res.Won || res.Existing != nil {
-		t.Fatalf("another owner's claim: won %v, existing %+v; want won, replacing no record", res.Won, res.Existing)
-	}
-	sameRecord(t, mustGet(t, s, r.ID, rel), b)
-	if res := claim(t, s, r, now, true); res.Won || res.Existing == nil || res.Existing.Owner != "b" {
-		t.Fatalf("a copy of the released owner's claim after another's: won %v, existing %+v; want lost to b's record", res.Won, res.Existing)
-	}
+	refused(t, s, "a copy of the owner's claim after a retried release", r, now, idemkit.StateReleased, "a")
 
 	// A key released without a record (a claim never confirmed): its
 	// claim's copies lose too.
@@ -152,50 +240,26 @@ func testReleaseTombstone(t *testing.T, s idemkit.OperatorStore) {
 	if err := s.Release(ctx, u.ID, "c", rel); err != nil {
 		t.Fatalf("Release of a key never claimed: %v", err)
 	}
-	lostToNothing(t, s, "a copy of an unconfirmed claim after its release", u, now)
-	if res := claim(t, s, again(u, "d", rel), rel, false); !res.Won {
-		t.Fatalf("a claim after the release of a key never claimed lost to %+v", res.Existing)
-	}
+	refused(t, s, "a copy of an unconfirmed claim after its release", u, now, idemkit.StateReleased, "c")
 
-	// A copy of an older release does not replace a later tombstone.
-	l := newRecord(now, "a")
-	claim(t, s, l, now, false)
-	if err := s.Release(ctx, l.ID, "a", rel); err != nil {
-		t.Fatal(err)
+	// A release over another's tombstone leaves its own: a reclaim read
+	// before it is refused.
+	if err := s.Release(ctx, u.ID, "d", rel.Add(time.Second)); err != nil {
+		t.Fatalf("a release over a tombstone: %v, want nil", err)
 	}
-	if err := s.Release(ctx, l.ID, "x", rel.Add(-500*time.Millisecond)); err != nil {
-		t.Fatalf("an older release over a tombstone: %v, want nil (no record)", err)
-	}
-	lostToNothing(t, s, "a copy of the later release's owner's claim", l, now)
-
-	// It expires like any record.
-	e := newRecord(now, "a")
-	claim(t, s, e, now, false)
-	if err := s.Release(ctx, e.ID, "a", rel); err != nil {
-		t.Fatal(err)
-	}
-	later := rel.Add(idemkit.MaxWriteDelay + time.Hour)
-	if res := claim(t, s, e, later, false); !res.Won {
-		t.Fatalf("the owner's claim an hour after the tombstone's MaxWriteDelay lost to %+v", res.Existing)
-	}
+	refused(t, s, "a claim after a release over a tombstone", again(u, "e", rel), rel, idemkit.StateReleased, "d")
 }
 
 // testLateClaimAfterFailed: a copy of a claim that lands after the
 // record of its run was resolved failed does not bring that run back: it
-// loses to the failed record, which stays for another request; then to
-// that request's claim, and its completion.
+// is shown the failed record, which stays for another request; then that
+// request's claim, and its completion.
 func testLateClaimAfterFailed(t *testing.T, s idemkit.OperatorStore) {
 	ctx := context.Background()
 	m, at := failedRecord(t, s)
 	late := again(m, m.Owner, m.CreatedAt) // the failed run's own claim, as it was sent
 	late.LeaseUntil = m.LeaseUntil
-	res := claim(t, s, late, m.CreatedAt, true)
-	if res.Won {
-		t.Fatal("a late copy of the failed run's claim won over its failed record")
-	}
-	if res.Existing == nil || res.Existing.State != idemkit.StateFailed || res.Existing.Owner != m.Owner {
-		t.Fatalf("a late copy of the failed run's claim lost to %+v; want the failed record", res.Existing)
-	}
+	refused(t, s, "a late copy of the failed run's claim", late, m.CreatedAt, idemkit.StateFailed, m.Owner)
 	if got := mustGet(t, s, m.ID, at); got.State != idemkit.StateFailed || got.Owner != m.Owner {
 		t.Fatalf("after the late copy: %+v; want the failed record", got)
 	}
@@ -205,90 +269,9 @@ func testLateClaimAfterFailed(t *testing.T, s idemkit.OperatorStore) {
 	if res := claim(t, s, b, at, false); !res.Won {
 		t.Fatalf("a claim over the failed record lost to %+v", res.Existing)
 	}
-	if res := claim(t, s, late, m.CreatedAt, true); res.Won || res.Existing == nil || res.Existing.Owner != "b" {
-		t.Fatalf("the late copy after another's claim: won %v, existing %+v; want lost to b's record", res.Won, res.Existing)
-	}
+	refused(t, s, "the late copy after another's claim", late, m.CreatedAt, idemkit.StateInFlight, "b")
 	if err := s.Complete(ctx, completed(b, at, sampleSnapshot()), at); err != nil {
 		t.Fatal(err)
 	}
-	if res := claim(t, s, late, m.CreatedAt, true); res.Won || res.Existing == nil || res.Existing.State != idemkit.StateCompleted {
-		t.Fatalf("the late copy after another's completion: won %v, existing %+v; want lost to the completed record", res.Won, res.Existing)
-	}
-}
-
-// testTombstoneFencesEveryOwner: a tombstone refuses the claims of every
-// owner released on it, not only the last: a release over a tombstone,
-// even one made after it (by a clock ahead, or a copy landing late),
-// adds its owner. Beyond MaxReleasedOwners the set starts again with the
-// releasing owner, who is fenced still.
-func testTombstoneFencesEveryOwner(t *testing.T, s idemkit.OperatorStore) {
-	ctx := context.Background()
-	now := base()
-	rel := now.Add(time.Second)
-	a := newRecord(now, "a")
-	claim(t, s, a, now, false)
-	if err := s.Release(ctx, a.ID, "a", rel); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	// b's claim attempts all failed (one is on its way); b frees the key
-	// by a clock behind a's.
-	b := again(a, "b", rel.Add(-200*time.Millisecond))
-	if err := s.Release(ctx, a.ID, "b", b.CreatedAt); err != nil {
-		t.Fatalf("an earlier release over a tombstone: %v, want nil", err)
-	}
-	lostToNothing(t, s, "a copy of b's claim after b's release under a's tombstone", b, b.CreatedAt)
-	lostToNothing(t, s, "a copy of a's claim after b's release", a, now)
-	// A later release (c's) keeps a and b fenced.
-	c := again(a, "c", rel.Add(time.Second))
-	if err := s.Release(ctx, a.ID, "c", c.CreatedAt); err != nil {
-		t.Fatalf("a later release over a tombstone: %v, want nil", err)
-	}
-	for _, r := range []*idemkit.Record{a, b, c} {
-		lostToNothing(t, s, "a copy of "+r.Owner+"'s claim after three releases", r, r.CreatedAt)
-	}
-	d := again(a, "d", c.CreatedAt)
-	if res := claim(t, s, d, c.CreatedAt, false); !res.Won {
-		t.Fatalf("a new owner's claim over the tombstone lost to %+v", res.Existing)
-	}
-
-	// A key released by more owners than the set holds.
-	k := newRecord(now, "k0")
-	for i := 0; i <= idemkit.MaxReleasedOwners; i++ {
-		if err := s.Release(ctx, k.ID, fmt.Sprintf("k%d", i), rel); err != nil {
-			t.Fatalf("release %d: %v", i, err)
-		}
-	}
-	last := again(k, fmt.Sprintf("k%d", idemkit.MaxReleasedOwners), rel)
-	lostToNothing(t, s, "a copy of the last owner's claim past the set's bound", last, rel)
-}
-
-// testTimeFence: a claim made more than FenceSkew before the key was
-// freed (a tombstone's latest release, a failed record's resolution) was
-// sent before it: it loses, whoever its owner. One made within FenceSkew
-// (a clock behind the one that freed the key) wins.
-func testTimeFence(t *testing.T, s idemkit.OperatorStore) {
-	now := base()
-	rel := now.Add(time.Minute)
-	a := newRecord(now, "a")
-	claim(t, s, a, now, false)
-	if err := s.Release(context.Background(), a.ID, "a", rel); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	early := rel.Add(-idemkit.FenceSkew - time.Millisecond)
-	lostToNothing(t, s, "another owner's claim sent before the release", again(a, "b", early), early)
-	within := rel.Add(-idemkit.FenceSkew + time.Millisecond)
-	if res := claim(t, s, again(a, "c", within), within, false); !res.Won {
-		t.Fatalf("a claim within FenceSkew of the release lost to %+v", res.Existing)
-	}
-
-	m, at := failedRecord(t, s)
-	early = at.Add(-idemkit.FenceSkew - time.Millisecond)
-	res := claim(t, s, again(m, "b", early), early, true)
-	if res.Won || res.Existing == nil || res.Existing.State != idemkit.StateFailed {
-		t.Fatalf("a claim sent before the failed resolution: won %v, existing %+v; want lost to the failed record", res.Won, res.Existing)
-	}
-	within = at.Add(-idemkit.FenceSkew + time.Millisecond)
-	if res := claim(t, s, again(m, "c", within), within, false); !res.Won {
-		t.Fatalf("a claim within FenceSkew of the failed resolution lost to %+v", res.Existing)
-	}
+	refused(t, s, "the late copy after another's completion", late, m.CreatedAt, idemkit.StateCompleted, "b")
 }

@@ -84,11 +84,10 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.OperatorStore, op
 		{"CompleteAndRetriedComplete", testComplete},
 		{"CompleteRefused", testCompleteRefused},
 		{"Release", testRelease},
-		{"ClaimBoundToFirstRequest", testClaimBound},
+		{"ClaimReplacesNothing", testClaimReplacesNothing},
+		{"ReclaimTheRecordRead", testReclaim},
 		{"ReleaseLeavesTombstone", testReleaseTombstone},
 		{"LateClaimAfterFailed", testLateClaimAfterFailed},
-		{"TombstoneFencesEveryOwner", testTombstoneFencesEveryOwner},
-		{"TimeFence", testTimeFence},
 		{"MarkIndeterminate", testMarkIndeterminate},
 		{"ResolveCompleted", testResolveCompleted},
 		{"ResolveFailed", testResolveFailed},
@@ -171,13 +170,43 @@ func sampleSnapshot() *idemkit.Snapshot {
 	}
 }
 
+// claim claims r at now as the engine does: a Claim, then, when the record
+// that refused it lets r run (see replaceable), a Reclaim in its place.
+// It returns what the last call returned.
 func claim(t *testing.T, s idemkit.OperatorStore, r *idemkit.Record, now time.Time, takeover bool) idemkit.ClaimResult {
 	t.Helper()
-	res, err := s.Claim(context.Background(), r, now, idemkit.ClaimOptions{Takeover: takeover})
+	res, err := claimOrReclaim(s, r, now, takeover)
 	if err != nil {
-		t.Fatalf("Claim(%s, owner %s): %v", r.ID, r.Owner, err)
+		t.Fatalf("claim %s, owner %s: %v", r.ID, r.Owner, err)
 	}
 	return res
+}
+
+// claimOrReclaim is claim, for a goroutine: it returns the error.
+func claimOrReclaim(s idemkit.OperatorStore, r *idemkit.Record, now time.Time, takeover bool) (idemkit.ClaimResult, error) {
+	res, err := s.Claim(context.Background(), r, now)
+	if err != nil || res.Won || res.Existing == nil || !replaceable(res.Existing, r, now, takeover) {
+		return res, err
+	}
+	return s.Reclaim(context.Background(), r, res.Existing, now)
+}
+
+// replaceable reports whether a claim of r may replace ex, the record that
+// refused it, as the engine decides: a released key's tombstone or an
+// expired record, by any request; a failed record, or with takeover an
+// in_flight one whose lease has ended, by a request of its fingerprint
+// and operation.
+func replaceable(ex, r *idemkit.Record, now time.Time, takeover bool) bool {
+	bound := ex.Fingerprint == r.Fingerprint && ex.Scope.Operation == r.Scope.Operation
+	switch {
+	case ex.State == idemkit.StateReleased || !ex.Live(now):
+		return true
+	case ex.State == idemkit.StateFailed:
+		return bound
+	case ex.State == idemkit.StateInFlight && ex.Owner != r.Owner && takeover:
+		return bound && ex.LeaseExpired(now)
+	}
+	return false
 }
 
 func mustGet(t *testing.T, s idemkit.OperatorStore, id string, now time.Time) *idemkit.Record {
@@ -1364,7 +1393,7 @@ func testCanceled(t *testing.T, s idemkit.OperatorStore) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := newRecord(now, "a")
-	_, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{})
+	_, err := s.Claim(ctx, r, now)
 	wantErr(t, "Claim with a canceled context", err, idemkit.ErrStoreUnavailable)
 	_, err = s.Get(ctx, r.ID, now)
 	wantErr(t, "Get with a canceled context", err, idemkit.ErrStoreUnavailable)
@@ -1374,7 +1403,7 @@ func testRace(t *testing.T, s idemkit.OperatorStore, n int) {
 	now := base()
 	r := newRecord(now, "")
 	winners, seen := race(t, n, func(i int) (idemkit.ClaimResult, error) {
-		return s.Claim(context.Background(), withOwner(r, fmt.Sprintf("owner-%d", i)), now, idemkit.ClaimOptions{Takeover: true})
+		return claimOrReclaim(s, withOwner(r, fmt.Sprintf("owner-%d", i)), now, true)
 	})
 	if winners != 1 {
 		t.Fatalf("%d of %d racers won the claim, want exactly 1", winners, n)
@@ -1463,7 +1492,7 @@ func testRaceOver(t *testing.T, s idemkit.OperatorStore, n int, setup func(*test
 		racers[i] = r
 	}
 	winners, seen := race(t, n, func(i int) (idemkit.ClaimResult, error) {
-		return s.Claim(context.Background(), racers[i], now, idemkit.ClaimOptions{Takeover: true})
+		return claimOrReclaim(s, racers[i], now, true)
 	})
 	if winners != 1 {
 		t.Fatalf("%d of %d racers replaced the record, want exactly 1", winners, n)
@@ -1494,7 +1523,7 @@ func testDistinct(t *testing.T, s idemkit.OperatorStore, n int) {
 			for i := range jobs {
 				sc := idemkit.Scope{Tenant: "bulk", Operation: "POST /orders", Key: prefix + fmt.Sprint(i)}
 				r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
-				res, err := s.Claim(context.Background(), r, now, idemkit.ClaimOptions{})
+				res, err := s.Claim(context.Background(), r, now)
 				if err != nil {
 					select {
 					case errc <- err:
@@ -1605,7 +1634,7 @@ func testCanceledEveryMethod(t *testing.T, s idemkit.OperatorStore) {
 		name string
 		call func() error
 	}{
-		{"Claim", func() error { _, err := s.Claim(ctx, withOwner(r, "b"), now, idemkit.ClaimOptions{}); return err }},
+		{"Claim", func() error { _, err := s.Claim(ctx, withOwner(r, "b"), now); return err }},
 		{"Complete", func() error { return s.Complete(ctx, completed(r, now, sampleSnapshot()), now) }},
 		{"Release", func() error { return s.Release(ctx, r.ID, "a", now) }},
 		{"Extend", func() error { return s.Extend(ctx, r.ID, "a", at, now) }},
@@ -1811,7 +1840,7 @@ func testBadArguments(t *testing.T, s idemkit.OperatorStore) {
 	}
 	claimOf := func(what string, r *idemkit.Record) {
 		t.Helper()
-		_, err := s.Claim(ctx, r, now, idemkit.ClaimOptions{})
+		_, err := s.Claim(ctx, r, now)
 		check("Claim of "+what, err)
 	}
 	claimOf("a nil record", nil)

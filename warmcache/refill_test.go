@@ -27,7 +27,7 @@ func TestRefillCountsOnce(t *testing.T) {
 	c := warmcache.New(memstore.New(), warmcache.Config{})
 	now := time.Now()
 	r := inFlight(now, "a")
-	if _, err := c.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
+	if _, err := c.Claim(ctx, r, now); err != nil {
 		t.Fatal(err)
 	}
 	done := r.Clone()
@@ -46,7 +46,7 @@ func TestRefillCountsOnce(t *testing.T) {
 	// completed record and caches it again.
 	other := inFlight(now, "b")
 	other.Fingerprint = "v1:b"
-	if res, err := c.Claim(ctx, other, now, idemkit.ClaimOptions{}); err != nil || res.Won {
+	if res, err := c.Claim(ctx, other, now); err != nil || res.Won {
 		t.Fatalf("claim with another fingerprint: %+v %v", res, err)
 	}
 	want.Misses++
@@ -65,7 +65,7 @@ func TestEntryEndsAtExpiresAt(t *testing.T) {
 	c := warmcache.New(mem, warmcache.Config{})
 	now := time.Now()
 	r := inFlight(now, "a")
-	if _, err := c.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
+	if _, err := c.Claim(ctx, r, now); err != nil {
 		t.Fatal(err)
 	}
 	at := now.Add(2 * time.Second)
@@ -78,15 +78,18 @@ func TestEntryEndsAtExpiresAt(t *testing.T) {
 	if _, err := mem.Resolve(ctx, r.ID, r.Owner, res, at); err != nil {
 		t.Fatal(err)
 	}
-	if cr, err := c.Claim(ctx, inFlight(at, "b"), at, idemkit.ClaimOptions{}); err != nil || cr.Won {
+	if cr, err := c.Claim(ctx, inFlight(at, "b"), at); err != nil || cr.Won {
 		t.Fatalf("claim of the resolved key: %+v %v, want lost", cr, err)
 	}
 	if st := c.Stats(); st.Entries != 1 {
 		t.Fatalf("the resolved record is not cached: %+v", st)
 	}
-	cr, err := c.Claim(ctx, inFlight(exp, "c"), exp, idemkit.ClaimOptions{})
-	if err != nil || !cr.Won {
-		t.Fatalf("claim at the record's ExpiresAt: %+v %v, want won (the record is gone)", cr, err)
+	cr, err := c.Claim(ctx, inFlight(exp, "c"), exp)
+	if err != nil || cr.Won || cr.Existing == nil || cr.Existing.Live(exp) {
+		t.Fatalf("claim at the record's ExpiresAt: %+v %v, want shown the expired record, from the store", cr, err)
+	}
+	if cr, err = c.Reclaim(ctx, inFlight(exp, "c"), cr.Existing, exp); err != nil || !cr.Won {
+		t.Fatalf("reclaim of the expired record: %+v %v, want won", cr, err)
 	}
 }
 
@@ -99,7 +102,7 @@ func TestBadClaimRefusedBeforeCache(t *testing.T) {
 	c := warmcache.New(memstore.New(), warmcache.Config{})
 	now := time.Now()
 	r := inFlight(now, "a")
-	if _, err := c.Claim(ctx, r, now, idemkit.ClaimOptions{}); err != nil {
+	if _, err := c.Claim(ctx, r, now); err != nil {
 		t.Fatal(err)
 	}
 	done := r.Clone()
@@ -110,7 +113,7 @@ func TestBadClaimRefusedBeforeCache(t *testing.T) {
 	if st := c.Stats(); st.Entries != 1 {
 		t.Fatalf("the completed record is not cached: %+v", st)
 	}
-	res, err := c.Claim(ctx, inFlight(now, ""), now, idemkit.ClaimOptions{})
+	res, err := c.Claim(ctx, inFlight(now, ""), now)
 	if !errors.Is(err, idemkit.ErrRecordInvalid) {
 		t.Fatalf("claim without an owner: %+v %v, want ErrRecordInvalid", res, err)
 	}

@@ -20,7 +20,12 @@ func resolvedRecord(t *testing.T, mem idemkit.OperatorStore, key string, body []
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}
 	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:a", Owner: "dead",
 		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-	if res, err := mem.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	res, err := mem.Claim(ctx, rec, now)
+	if err == nil && !res.Won && res.Existing != nil && !res.Existing.Live(now) {
+		// The key's expired record, still kept: claimed in its place.
+		res, err = mem.Reclaim(ctx, rec, res.Existing, now)
+	}
+	if err != nil || !res.Won {
 		t.Fatal(res, err)
 	}
 	if err := mem.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {

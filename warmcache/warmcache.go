@@ -263,7 +263,7 @@ func (s *Store) Stats() Stats {
 // scope and fingerprint is cached and replayable at now: the claim is
 // lost to it, and no store call is made. Otherwise it claims in the store
 // and caches the completed record a lost claim returns.
-func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	if err := storearg.Claim(rec); err != nil {
 		// Refused as the store would, before the cache answers.
 		return idemkit.ClaimResult{}, fmt.Errorf("warmcache: claim: %w", err)
@@ -276,17 +276,29 @@ func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, o
 		return idemkit.ClaimResult{Existing: ex}, nil
 	}
 	s.misses.Add(1)
-	res, err := s.next.Claim(ctx, rec, now, opts)
-	if err != nil {
-		return res, err
-	}
-	if res.Won {
-		// Whatever was cached under the ID is gone from the store.
-		s.Forget(rec.ID)
-	} else {
+	res, err := s.next.Claim(ctx, rec, now)
+	s.claimed(rec.ID, res, err, now)
+	return res, err
+}
+
+// Reclaim replaces prev in the store; the cache forgets the ID when it
+// wins and caches the completed record a lost one returns.
+func (s *Store) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
+	res, err := s.next.Reclaim(ctx, rec, prev, now)
+	s.claimed(rec.ID, res, err, now)
+	return res, err
+}
+
+// claimed caches what a claim in the store met, or forgets what was cached
+// under the ID of one that won: it is gone from the store.
+func (s *Store) claimed(id string, res idemkit.ClaimResult, err error, now time.Time) {
+	switch {
+	case err != nil:
+	case res.Won:
+		s.Forget(id)
+	default:
 		s.fill(res.Existing, now)
 	}
-	return res, nil
 }
 
 // Complete stores rec and, when that succeeds, caches it.

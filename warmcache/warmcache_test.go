@@ -217,7 +217,7 @@ func TestNeverCachesUnfinished(t *testing.T) {
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "crash"}
 	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:a", Owner: "dead",
 		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
-	if res, err := e.cache.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := e.cache.Claim(ctx, rec, now); err != nil || !res.Won {
 		t.Fatal(res, err)
 	}
 	e.clock.Advance(2 * time.Second)

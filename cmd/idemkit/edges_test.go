@@ -142,7 +142,7 @@ func TestListAccountWideHashed(t *testing.T) {
 	now := time.Now()
 	rec := &idemkit.Record{ID: id, Scope: s, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-acct",
 		LeaseUntil: now, ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
-	if res, err := f.store.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := f.store.Claim(t.Context(), rec, now); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
 	if err := f.store.MarkUnknown(t.Context(), id, rec.Owner, now); err != nil {

@@ -202,7 +202,7 @@ func TestListJSONAccountWide(t *testing.T) {
 	now := time.Now()
 	rec := &idemkit.Record{ID: acct.ID(true), Scope: acct, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-acct",
 		LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-2 * time.Hour)}
-	if res, err := f.store.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := f.store.Claim(t.Context(), rec, now); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
 	if err := f.store.MarkIndeterminate(t.Context(), rec.ID, rec.Owner, now); err != nil {

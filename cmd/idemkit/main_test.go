@@ -111,7 +111,7 @@ func (f *fixture) seed(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
 		ExpiresAt:   now.Add(idemkit.DefaultRecordRetention),
 		CreatedAt:   leaseUntil.Add(-30 * time.Second),
 	}
-	res, err := f.store.Claim(f.t.Context(), rec, now, idemkit.ClaimOptions{})
+	res, err := f.store.Claim(f.t.Context(), rec, now)
 	if err != nil || !res.Won {
 		f.t.Fatalf("seed %s: won %v, err %v", s.Key, res.Won, err)
 	}

@@ -24,7 +24,7 @@ func TestResolveStaleMarkFails(t *testing.T) {
 	id := s.ID(false)
 	rec := &idemkit.Record{ID: id, Scope: s, State: idemkit.StateInFlight, Owner: "owner-1",
 		CreatedAt: now.Add(-time.Hour), LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(24 * time.Hour)}
-	if res, err := mem.Claim(ctx, rec, now.Add(-time.Hour), idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := mem.Claim(ctx, rec, now.Add(-time.Hour)); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
 	// MarkIndeterminate fails as an outage does.

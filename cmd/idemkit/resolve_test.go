@@ -243,7 +243,7 @@ func TestResolveLateIsReplayed(t *testing.T) {
 	created := now.Add(-30 * time.Hour)
 	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-late",
 		LeaseUntil: created.Add(time.Minute), ReplayUntil: created.Add(24 * time.Hour), ExpiresAt: created.Add(48 * time.Hour), CreatedAt: created}
-	if res, err := f.store.Claim(t.Context(), rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := f.store.Claim(t.Context(), rec, now); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
 	if err := f.store.MarkIndeterminate(t.Context(), rec.ID, rec.Owner, now); err != nil {

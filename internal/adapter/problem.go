@@ -104,10 +104,6 @@ func ProblemFor(err error, storeRetry time.Duration) *httpguard.Problem {
 			Detail: "This key was first used with a different request (body, query string or resource). Use a new key for a new request."}
 	case errors.As(err, &ce):
 		s := retryafter.Seconds(ce.RetryAfter)
-		if ce.Freed {
-			return &httpguard.Problem{Type: httpguard.TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
-				Detail: "A request with this key ended moments ago, by a server clock ahead of this one's, and the key is not yet free to this server. Retry after the delay given in Retry-After.", RetryAfter: s}
-		}
 		return &httpguard.Problem{Type: httpguard.TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
 			Detail: "A request with this key is being processed. Retry after the delay given in Retry-After.", RetryAfter: s}
 	case errors.Is(err, idemkit.ErrInFlight):

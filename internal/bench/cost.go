@@ -298,7 +298,7 @@ func holdKey(ctx context.Context, s *dynamo.Store, ev events.APIGatewayV2HTTPReq
 	}
 	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other",
 		LeaseUntil: now.Add(time.Hour), ReplayUntil: now.Add(2 * time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-	if res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := s.Claim(ctx, rec, now); err != nil || !res.Won {
 		return fmt.Errorf("hold the key: %+v %v", res, err)
 	}
 	return nil

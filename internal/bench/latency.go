@@ -252,7 +252,7 @@ func (rg *rig) seed(ctx context.Context, fixed events.APIGatewayV2HTTPRequest, k
 		}
 		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other",
 			LeaseUntil: now.Add(time.Hour), ReplayUntil: now.Add(2 * time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-		if res, err := rg.store.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+		if res, err := rg.store.Claim(ctx, rec, now); err != nil || !res.Won {
 			return fmt.Errorf("hold the key: %+v %v", res, err)
 		}
 	}
@@ -402,7 +402,7 @@ type recordingStore struct {
 	fp string
 }
 
-func (s *recordingStore) Claim(_ context.Context, rec *idemkit.Record, _ time.Time, _ idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+func (s *recordingStore) Claim(_ context.Context, rec *idemkit.Record, _ time.Time) (idemkit.ClaimResult, error) {
 	s.fp = rec.Fingerprint
 	return idemkit.ClaimResult{Won: true}, nil
 }

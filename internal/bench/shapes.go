@@ -266,7 +266,7 @@ func makeState(ctx context.Context, s *dynamo.Store, rec *idemkit.Record, st sha
 	if st == stNone {
 		return nil
 	}
-	if res, err := s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := s.Claim(ctx, rec, now); err != nil || !res.Won {
 		return fmt.Errorf("claim %s: won %v, %v", rec.ID, res.Won, err)
 	}
 	var err error
@@ -285,7 +285,7 @@ func send(ctx context.Context, s *dynamo.Store, shape string, rec *idemkit.Recor
 	switch shape {
 	case "claim":
 		var res idemkit.ClaimResult
-		if res, err = s.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err == nil && !res.Won {
+		if res, err = s.Claim(ctx, rec, now); err == nil && !res.Won {
 			err = errors.New("claim of a new key lost")
 		}
 	case "complete":

@@ -26,6 +26,7 @@ type Method string
 // The methods a Hook can be set on.
 const (
 	Claim             Method = "Claim"
+	Reclaim           Method = "Reclaim"
 	Complete          Method = "Complete"
 	Release           Method = "Release"
 	Extend            Method = "Extend"
@@ -40,7 +41,7 @@ const (
 // Methods returns every Method, in the order the store interfaces
 // declare them.
 func Methods() []Method {
-	return []Method{Claim, Complete, Release, Extend, MarkUnknown, MarkIndeterminate, Get, Resolve, ListIndeterminate, ListStale}
+	return []Method{Claim, Reclaim, Complete, Release, Extend, MarkUnknown, MarkIndeterminate, Get, Resolve, ListIndeterminate, ListStale}
 }
 
 // Call is one call made to a Store, with its arguments. A field that the
@@ -53,9 +54,10 @@ type Call struct {
 	ID    string
 	Owner string // the record's Owner for Claim and Complete; the owner fenced on
 	// Record is a copy of the record passed to Claim or Complete.
-	Record     *idemkit.Record
-	Opts       idemkit.ClaimOptions // Claim
-	LeaseUntil time.Time            // Extend
+	Record *idemkit.Record
+	// Prev is a copy of the record a Reclaim replaces.
+	Prev       *idemkit.Record
+	LeaseUntil time.Time // Extend
 	// Resolution is a copy of the one passed to Resolve.
 	Resolution idemkit.Resolution
 	// Tenant, Page and Limit are a listing's.
@@ -204,12 +206,23 @@ func apply(ctx context.Context, m Method, f Fault, answer func() error) (bool, e
 }
 
 // Claim calls the wrapped store's Claim through its hook.
-func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	var res idemkit.ClaimResult
 	var err error
 	c := recordCall(Claim, rec, now)
-	c.Opts = opts
-	if ok, ferr := s.run(ctx, c, func() error { res, err = s.inner.Claim(ctx, rec, now, opts); return err }); !ok {
+	if ok, ferr := s.run(ctx, c, func() error { res, err = s.inner.Claim(ctx, rec, now); return err }); !ok {
+		return idemkit.ClaimResult{}, ferr
+	}
+	return res, err
+}
+
+// Reclaim calls the wrapped store's Reclaim through its hook.
+func (s *Store) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
+	var res idemkit.ClaimResult
+	var err error
+	c := recordCall(Reclaim, rec, now)
+	c.Prev = prev.Clone()
+	if ok, ferr := s.run(ctx, c, func() error { res, err = s.inner.Reclaim(ctx, rec, prev, now); return err }); !ok {
 		return idemkit.ClaimResult{}, ferr
 	}
 	return res, err

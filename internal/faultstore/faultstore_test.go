@@ -47,7 +47,7 @@ func TestClaimFaults(t *testing.T) {
 			fs.On(faultstore.Claim, tc.hook)
 			now := time.Now()
 			rec := record(now)
-			res, err := fs.Claim(context.Background(), rec, now, idemkit.ClaimOptions{})
+			res, err := fs.Claim(context.Background(), rec, now)
 			if err != tc.err || res.Won != tc.won || res.Existing != nil {
 				t.Fatalf("Claim = %+v, %v; want Won %v, %v", res, err, tc.won, tc.err)
 			}
@@ -70,13 +70,13 @@ func TestCallsRecorded(t *testing.T) {
 	})
 	now := time.Now()
 	rec := record(now)
-	fs.Claim(context.Background(), rec, now, idemkit.ClaimOptions{Takeover: true})
+	fs.Claim(context.Background(), rec, now)
 	rec.Owner = "changed after the call"
-	fs.Claim(context.Background(), record(now), now, idemkit.ClaimOptions{})
+	fs.Claim(context.Background(), record(now), now)
 	fs.Release(context.Background(), rec.ID, "o1", now)
 	fs.Inner().Get(context.Background(), rec.ID, now)
 	calls := fs.Calls(faultstore.Claim)
-	if len(calls) != 2 || calls[0].N != 1 || calls[1].N != 2 || calls[0].Owner != "o1" || calls[0].Record.Owner != "o1" || !calls[0].Opts.Takeover {
+	if len(calls) != 2 || calls[0].N != 1 || calls[1].N != 2 || calls[0].Owner != "o1" || calls[0].Record.Owner != "o1" {
 		t.Fatalf("claims recorded %+v", calls)
 	}
 	if len(seen) != 2 || seen[0] != 1 || seen[1] != 2 {
@@ -111,7 +111,7 @@ func TestDelay(t *testing.T) {
 	fs.On(faultstore.Claim, faultstore.Always(faultstore.Fault{Delay: 20 * time.Millisecond}))
 	now := time.Now()
 	start := time.Now()
-	if res, err := fs.Claim(context.Background(), record(now), now, idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := fs.Claim(context.Background(), record(now), now); err != nil || !res.Won {
 		t.Fatalf("delayed Claim = %+v, %v; want won", res, err)
 	}
 	if d := time.Since(start); d < 20*time.Millisecond {
@@ -122,7 +122,7 @@ func TestDelay(t *testing.T) {
 	fs.On(faultstore.Claim, faultstore.Always(faultstore.Fault{Delay: time.Hour}))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := fs.Claim(ctx, record(now), now, idemkit.ClaimOptions{})
+	_, err := fs.Claim(ctx, record(now), now)
 	if !errors.Is(err, idemkit.ErrStoreUnavailable) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Claim on a done ctx = %v, want ErrStoreUnavailable and context.Canceled", err)
 	}
@@ -161,12 +161,12 @@ func TestHookRunsFirst(t *testing.T) {
 	other := record(now)
 	other.Owner = "o2"
 	fs.On(faultstore.Claim, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
-		if _, err := fs.Inner().Claim(ctx, other, now, idemkit.ClaimOptions{}); err != nil {
+		if _, err := fs.Inner().Claim(ctx, other, now); err != nil {
 			t.Error(err)
 		}
 		return faultstore.Fault{}
 	})
-	res, err := fs.Claim(context.Background(), rec, now, idemkit.ClaimOptions{})
+	res, err := fs.Claim(context.Background(), rec, now)
 	if err != nil || res.Won || res.Existing == nil || res.Existing.Owner != "o2" {
 		t.Fatalf("Claim = %+v, %v; want lost to the hook's claim", res, err)
 	}
@@ -197,7 +197,11 @@ func TestEveryMethodHooked(t *testing.T) {
 	ctx := context.Background()
 	calls := map[faultstore.Method]func(*faultstore.Store) error{
 		faultstore.Claim: func(s *faultstore.Store) error {
-			_, err := s.Claim(ctx, record(now), now, idemkit.ClaimOptions{})
+			_, err := s.Claim(ctx, record(now), now)
+			return err
+		},
+		faultstore.Reclaim: func(s *faultstore.Store) error {
+			_, err := s.Reclaim(ctx, record(now), record(now), now)
 			return err
 		},
 		faultstore.Complete: func(s *faultstore.Store) error {

@@ -27,24 +27,26 @@ const (
 )
 
 // claimed checks a claim that the store applied: rec replaced pre (nil:
-// no live record, or a tombstone).
-func (w *World) claimed(r *request, rec *idemkit.Record, pre *idemkit.Record, now time.Time, opts idemkit.ClaimOptions, late bool) {
+// no live record, or a tombstone; for a Reclaim, prev as the request read
+// it), a record the engine may replace.
+func (w *World) claimed(r *request, rec, pre, prev *idemkit.Record, now time.Time, late bool) {
 	how := "claim"
 	if late {
 		how = "late claim copy"
 	}
 	intent := r.shape.intent()
 	w.logf("  %s of r%d (owner %s) won %s over %s", how, r.n, rec.Owner, rec.ID, describe(pre, now))
-	w.regionClaimed(r, rec, pre, now, opts, how)
+	w.regionClaimed(r, rec, pre, prev, now, how)
 	if pre == nil {
 		w.bound[w.life(rec.ID)] = intent
+		delete(w.released, rec.ID)
 	} else {
 		bound := w.bound[w.life(rec.ID)]
 		switch {
 		case pre.State == idemkit.StateInFlight && pre.Owner == rec.Owner:
 			// Its own claim, retried.
 		case pre.State == idemkit.StateFailed && pre.Owner != rec.Owner,
-			pre.State == idemkit.StateInFlight && opts.Takeover && pre.LeaseExpired(now):
+			pre.State == idemkit.StateInFlight && pre.LeaseExpired(now):
 			if bound != intent {
 				w.fail(invBinding, "%s of r%d (%s) replaced the %s record of %s bound to %s", how, r.n, intent, pre.State, rec.ID, bound)
 			}
@@ -52,43 +54,17 @@ func (w *World) claimed(r *request, rec *idemkit.Record, pre *idemkit.Record, no
 			w.fail(invClaim, "%s of r%d replaced %s", how, r.n, describe(pre, now))
 		}
 	}
-	tomb, wasFreed := w.released[rec.ID]
-	if pre == nil {
-		// The claim replaced the tombstone, if any: a later release
-		// leaves one of its own.
-		delete(w.released, rec.ID)
-	}
 	if !r.done || claimUnknown(r) {
 		return
 	}
 	// A copy of a claim landing after its request answered holds the key
-	// for a run nobody makes. Over a tombstone of its own owner's release,
-	// or over its own run's failed resolution, it must be refused; so must
-	// a copy made more than FenceSkew (by the sender's clock) before the
-	// key was freed (the tombstone's latest release, or the failed
-	// resolution, by the freeing clock). What is left, a copy of another
-	// request's claim sent within FenceSkew of the freeing, is the
-	// residual store.go documents at MaxWriteDelay: counted, and an
-	// invariant only in strict worlds.
+	// for a run nobody makes: a Claim never replaces a stored record and a
+	// Reclaim only the record its request read, so none may land.
 	if pre != nil && pre.State == idemkit.StateInFlight && pre.Owner == rec.Owner {
-		return // a copy landing over the phantom an earlier copy made
+		return // a copy landing over the claim an earlier copy made
 	}
-	var freed time.Time
-	switch {
-	case pre == nil && wasFreed:
-		freed = tomb.at
-	case pre != nil && pre.Resolution != nil:
-		freed = pre.Resolution.ResolvedAt
-	}
-	own := pre == nil && tomb.owners[rec.Owner] || pre != nil && pre.Owner == rec.Owner
-	early := !freed.IsZero() && now.Add(idemkit.FenceSkew).Before(freed)
-	if own || early || w.strict {
-		w.fail(invPhantom, "%s of r%d, made at %s, landed after r%d was answered (%s) and the key was freed at %s: %s is in_flight for a run nobody makes",
-			how, r.n, w.since(now), r.n, r.answer(), w.since(freed), rec.ID)
-		return
-	}
-	w.stats.Phantoms++
-	w.logf("  (a phantom: the residual of MaxWriteDelay, sent within FenceSkew of the key's freeing)")
+	w.fail(invPhantom, "%s of r%d, made at %s, landed after r%d was answered (%s): %s is in_flight for a run nobody makes",
+		how, r.n, w.since(now), r.n, r.answer(), rec.ID)
 }
 
 // claimUnknown reports whether r was told that its claim may be left.
@@ -219,20 +195,17 @@ func (w *World) answered(r *request) {
 			lie("the key was first used for this operation")
 		}
 	case httpguard.TypeInFlight:
-		switch {
-		case strings.Contains(p.Detail, "ended moments ago"):
-			// The fence against late copies: the key was freed by a clock
-			// ahead of this instance's by more than FenceSkew.
-			if rec != nil && rec.State != idemkit.StateFailed {
-				lie("the key is held, not freed")
-			} else if !w.freedAhead(id, now) {
-				lie("no clock ahead of this instance's by FenceSkew freed the key")
-			}
-		case rec == nil || rec.State != idemkit.StateInFlight:
+		// True when the answer was made: the key is held now, or a
+		// write ended its holder's claim since the request was sent.
+		if (rec == nil || rec.State != idemkit.StateInFlight) && w.unheld[id].Before(r.sentTrue) {
 			lie("no request holds the key")
 		}
 	case httpguard.TypeIndeterminate:
-		if rec == nil || rec.State != idemkit.StateIndeterminate {
+		// True when the answer was made: the record is indeterminate, or
+		// a mark landed since the request was sent and the record expired
+		// since.
+		marked := rec == nil && !w.unheld[id].Before(r.sentTrue)
+		if (rec == nil || rec.State != idemkit.StateIndeterminate) && !marked {
 			lie("the record is not indeterminate")
 		}
 	case httpguard.TypeReplayWindowPassed:
@@ -360,16 +333,4 @@ func (w *World) checkStored() {
 			w.fail(invNeverStored, "%s stores %d %s, which e%d did not answer for it", id, s.Status, s.Body, e.n)
 		}
 	}
-}
-
-// freedAhead reports whether the key id was freed (its latest release, or
-// its failed resolution) at a time more than FenceSkew after now, the
-// clock of the instance whose claim the fence refused.
-func (w *World) freedAhead(id string, now time.Time) bool {
-	fence := now.Add(idemkit.FenceSkew)
-	if rel, ok := w.released[id]; ok && fence.Before(rel.at) {
-		return true
-	}
-	rec, err := w.inner.Get(context.Background(), id, now)
-	return err == nil && rec.State == idemkit.StateFailed && rec.Resolution != nil && fence.Before(rec.Resolution.ResolvedAt)
 }

@@ -48,15 +48,13 @@
 //   - claim, binding: a claim replaces a live record only when it is its
 //     own retried claim, a failed resolution or (Takeover) a lease ended,
 //     and then only for the request the key is bound to;
-//   - phantom-claim: no copy of a claim lands after its owner's release
-//     or failed resolution, nor one made more than idemkit.FenceSkew
-//     before the release or resolution it lands over (copies of another
-//     request's claim sent within FenceSkew of it are the residual
-//     MaxWriteDelay documents: counted);
+//   - phantom-claim: no copy of a claim lands after its request was
+//     answered (unless the request was told its claim may be left);
 //   - answer: every answer is the response of an execution of a request
 //     with the same tenant, operation and fingerprint (or an operator's
-//     decision on such a record), or a problem whose words are true of
-//     the store at that instant;
+//     decision on such a record), or a problem whose words were true of
+//     the store when it was made (409 in-flight while a claim held the
+//     key since the request was sent, indeterminate once a mark landed);
 //   - record-outlives-run, resolve-while-running: a record lives, and is
 //     its owner's, while its handler runs; no operator decides it then;
 //   - execution-id: distinct wherever tenant, operation, resource or key

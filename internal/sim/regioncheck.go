@@ -37,7 +37,7 @@ const (
 
 // regionClaimed checks a claim that landed (see claimed) against the
 // failover's fence and against the other region's writes.
-func (w *World) regionClaimed(r *request, rec, pre *idemkit.Record, now time.Time, opts idemkit.ClaimOptions, how string) {
+func (w *World) regionClaimed(r *request, rec, pre, prev *idemkit.Record, now time.Time, how string) {
 	g := w.reg
 	if g == nil {
 		return
@@ -59,7 +59,7 @@ func (w *World) regionClaimed(r *request, rec, pre *idemkit.Record, now time.Tim
 		return // the region had received every write of the other
 	}
 	cur, err := w.inner.Get(viewCtx(other), rec.ID, now)
-	if err != nil || mayReplace(cur, rec, now, opts) {
+	if err != nil || mayReplace(cur, rec, prev) {
 		return
 	}
 	if f != nil && f.AcceptUnreplicated && f.Region == region {
@@ -99,20 +99,17 @@ func (w *World) superseded(e *execution) bool {
 	return g.superseded[e]
 }
 
-// mayReplace reports whether a claim of rec may replace the record cur
-// (nil: none): the rules claimed checks.
-func mayReplace(cur, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) bool {
-	if cur == nil || !cur.Live(now) {
-		return true
-	}
-	bound := cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
+// mayReplace reports whether a claim of rec (a Reclaim in place of prev,
+// or a Claim where prev is nil) may replace the live record cur (nil:
+// none, or a tombstone): the store's rules.
+func mayReplace(cur, rec, prev *idemkit.Record) bool {
 	switch {
-	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner:
+	case cur == nil:
 		return true
-	case cur.State == idemkit.StateFailed && cur.Owner != rec.Owner:
-		return bound
-	case cur.State == idemkit.StateInFlight && opts.Takeover && cur.LeaseExpired(now):
-		return bound
+	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && !cur.LeaseUntil.After(rec.LeaseUntil):
+		return true
+	case prev != nil:
+		return cur.Owner == prev.Owner && cur.State == prev.State && cur.LeaseUntil.UnixMilli() == prev.LeaseUntil.UnixMilli()
 	}
 	return false
 }

@@ -134,7 +134,17 @@ func (s *faultStore) read(ctx context.Context, op string) error {
 	return nil
 }
 
-func (s *faultStore) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+func (s *faultStore) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
+	return s.claim(ctx, "claim", rec, nil, now)
+}
+
+func (s *faultStore) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
+	return s.claim(ctx, "reclaim", rec, prev, now)
+}
+
+// claim makes a Claim (prev nil) or a Reclaim through the fault layer and
+// checks each one that lands.
+func (s *faultStore) claim(ctx context.Context, op string, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	w := s.w
 	if r := reqOf(ctx); r != nil {
 		w.mu.Lock()
@@ -149,18 +159,24 @@ func (s *faultStore) Claim(ctx context.Context, rec *idemkit.Record, now time.Ti
 		}
 		w.mu.Unlock()
 	}
-	c := rec.Clone()
+	c, p := rec.Clone(), prev.Clone()
 	var res idemkit.ClaimResult
-	err := s.write(ctx, "claim", now, func(ctx context.Context, late bool) error {
+	err := s.write(ctx, op, now, func(ctx context.Context, late bool) error {
 		pre, _ := s.inner.Get(context.Background(), c.ID, now)
-		out, err := s.inner.Claim(ctx, c, now, opts)
+		var out idemkit.ClaimResult
+		var err error
+		if p == nil {
+			out, err = s.inner.Claim(ctx, c, now)
+		} else {
+			out, err = s.inner.Reclaim(ctx, c, p, now)
+		}
 		if err == nil {
 			if !late {
 				res = out
 			}
 			if out.Won {
 				w.mu.Lock()
-				w.claimed(reqOf(ctx), c, pre, now, opts, late)
+				w.claimed(reqOf(ctx), c, pre, p, now, late)
 				w.mu.Unlock()
 			}
 		}
@@ -173,6 +189,9 @@ func (s *faultStore) Complete(ctx context.Context, rec *idemkit.Record, now time
 	c := rec.Clone()
 	return s.write(ctx, "complete", now, func(ctx context.Context, late bool) error {
 		err := s.inner.Complete(ctx, c, now)
+		if err == nil {
+			s.w.unhold(c.ID)
+		}
 		if err == nil && late {
 			s.w.mu.Lock()
 			s.w.logf("  late completion of %s landed", c.Owner)
@@ -186,6 +205,7 @@ func (s *faultStore) Release(ctx context.Context, id, owner string, now time.Tim
 	return s.write(ctx, "release", now, func(ctx context.Context, late bool) error {
 		err := s.inner.Release(ctx, id, owner, now)
 		if err == nil {
+			s.w.unhold(id)
 			// A release fences its owner's claims, and those of every
 			// owner released before it on the tombstone, which keeps the
 			// latest release's time (Store.Release).
@@ -214,13 +234,21 @@ func (s *faultStore) Extend(ctx context.Context, id, owner string, leaseUntil, n
 
 func (s *faultStore) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
 	return s.write(ctx, "mark-unknown", now, func(ctx context.Context, late bool) error {
-		return s.inner.MarkUnknown(ctx, id, owner, now)
+		err := s.inner.MarkUnknown(ctx, id, owner, now)
+		if err == nil {
+			s.w.unhold(id)
+		}
+		return err
 	})
 }
 
 func (s *faultStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
 	return s.write(ctx, "mark-indeterminate", now, func(ctx context.Context, late bool) error {
-		return s.inner.MarkIndeterminate(ctx, id, owner, now)
+		err := s.inner.MarkIndeterminate(ctx, id, owner, now)
+		if err == nil {
+			s.w.unhold(id)
+		}
+		return err
 	})
 }
 
@@ -264,4 +292,11 @@ func (s *faultStore) ListStale(ctx context.Context, tenant, page string, limit i
 		return nil, "", err
 	}
 	return s.inner.ListStale(ctx, tenant, page, limit, now)
+}
+
+// unhold notes that a write ended the in_flight state of record id now.
+func (w *World) unhold(id string) {
+	w.mu.Lock()
+	w.unheld[id] = w.tl.Now()
+	w.mu.Unlock()
 }

@@ -169,6 +169,7 @@ type request struct {
 	// clock; zero for a server without one.
 	deadline time.Time
 	sentAt   time.Time // on the instance's clock
+	sentTrue time.Time // true time
 
 	owner   string // the owner token of its claim, once it made one
 	recID   string // the record ID its claim names
@@ -256,9 +257,9 @@ type World struct {
 	recIDs    []string            // every record ID claimed, in order
 	recSeen   map[string]bool
 	held      []*heldCall
-	released  map[string]release  // record ID -> the release whose tombstone must be there
-	strict    bool                // phantoms of another request's claim are violations too
-	res       map[int]*resolution // by the number in an operator's answer
+	released  map[string]release   // record ID -> the release whose tombstone must be there
+	unheld    map[string]time.Time // record ID -> the true time a write last ended its in_flight state
+	res       map[int]*resolution  // by the number in an operator's answer
 	decisions int
 	tokens    int
 	running   int
@@ -271,9 +272,6 @@ type World struct {
 // Stats count what a run did.
 type Stats struct {
 	Steps, Requests, Executions, Faults, LateCopies, Resolutions int
-	// Phantoms counts late claim copies of another request's claim that
-	// landed over a release or a failed resolution (see MaxWriteDelay).
-	Phantoms int
 }
 
 type instance struct {
@@ -308,7 +306,7 @@ func NewWorld(p Params, inner Store, wait func()) (*World, error) {
 	start := epoch()
 	w := &World{p: p, tl: &timeline{now: start}, epoch: start, inner: inner, wait: wait,
 		owners: map[string]*request{}, bound: map[string]string{}, ids: map[string]string{},
-		ledger: map[string]string{}, res: map[int]*resolution{}, released: map[string]release{}, recSeen: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 1))}
+		ledger: map[string]string{}, res: map[int]*resolution{}, released: map[string]release{}, unheld: map[string]time.Time{}, recSeen: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 1))}
 	w.store = &faultStore{w: w, inner: inner}
 	w.p.Clients = append([]Client(nil), p.Clients...)
 	for i, c := range w.p.Clients {
@@ -362,7 +360,7 @@ func (w *World) send(s Step) {
 	inst := w.insts[s.Instance%len(w.insts)]
 	sh := w.shapeOf(c, s.Variant%nVariants)
 	w.mu.Lock()
-	r := &request{n: len(w.reqs) + 1, step: w.step, inst: inst.n, shape: sh, plan: s.Outcome % nOutcomes, sentAt: inst.clock.Now()}
+	r := &request{n: len(w.reqs) + 1, step: w.step, inst: inst.n, shape: sh, plan: s.Outcome % nOutcomes, sentAt: inst.clock.Now(), sentTrue: w.tl.Now()}
 	if s.Deadline > 0 {
 		r.deadline = r.sentAt.Add(s.Deadline)
 	}

@@ -21,6 +21,23 @@ func Claim(rec *idemkit.Record) error {
 	return record(rec, idemkit.StateInFlight)
 }
 
+// Reclaim checks the record of a reclaim, as Claim, and the record it
+// replaces: one of the same ID, with an owner.
+func Reclaim(rec, prev *idemkit.Record) error {
+	if err := Claim(rec); err != nil {
+		return err
+	}
+	switch {
+	case prev == nil:
+		return fmt.Errorf("%w: reclaim of %q without the record it replaces", idemkit.ErrRecordInvalid, rec.ID)
+	case prev.ID != rec.ID:
+		return fmt.Errorf("%w: reclaim of %q in place of record %q", idemkit.ErrRecordInvalid, rec.ID, prev.ID)
+	case prev.Owner == "":
+		return fmt.Errorf("%w: reclaim of %q in place of a record without an owner token", idemkit.ErrRecordInvalid, rec.ID)
+	}
+	return nil
+}
+
 // Complete checks the record of a completion: an ID, an owner, a tenant,
 // State completed and a Snapshot.
 func Complete(rec *idemkit.Record) error {

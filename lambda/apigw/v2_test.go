@@ -722,7 +722,7 @@ func seedScope(t testing.TB, e *env, s idemkit.Scope, fp string, snap *idemkit.S
 	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "seed",
 		LeaseUntil: now.Add(-time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
 	ctx := context.Background()
-	if _, err := e.store.Claim(ctx, rec, now, idemkit.ClaimOptions{}); err != nil {
+	if _, err := e.store.Claim(ctx, rec, now); err != nil {
 		t.Fatal(err)
 	}
 	if snap == nil {
@@ -740,7 +740,7 @@ func seedScope(t testing.TB, e *env, s idemkit.Scope, fp string, snap *idemkit.S
 // fails a call or loses its answer, and never makes up a record.
 type corruptStore struct{ idemkit.Store }
 
-func (corruptStore) Claim(_ context.Context, rec *idemkit.Record, now time.Time, _ idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+func (corruptStore) Claim(_ context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	c := rec.Clone()
 	c.State, c.Owner, c.CompletedAt = idemkit.StateCompleted, "another", now
 	return idemkit.ClaimResult{Existing: c}, nil

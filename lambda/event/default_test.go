@@ -90,7 +90,7 @@ func TestStoredAnswerNotAResult(t *testing.T) {
 	s := idemkit.Scope{Tenant: "acme", Operation: "transfers.execute", Key: "tr_1"}
 	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Owner: "operator", Fingerprint: fp,
 		CreatedAt: now.Add(-time.Minute), LeaseUntil: now, ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(24 * time.Hour)}
-	if res, err := store.Claim(context.Background(), rec, now.Add(-time.Minute), idemkit.ClaimOptions{}); err != nil || !res.Won {
+	if res, err := store.Claim(context.Background(), rec, now.Add(-time.Minute)); err != nil || !res.Won {
 		t.Fatalf("seed: %+v %v", res, err)
 	}
 	rec.State, rec.CompletedAt = idemkit.StateCompleted, now.Add(-time.Minute)

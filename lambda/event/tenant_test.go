@@ -52,7 +52,7 @@ func TestInvocationTenant(t *testing.T) {
 			_, _ = h(ctx, transfer{TransferID: key})
 		}},
 		{"batch", func(ctx context.Context, g *idemkit.Guard, runs *int, key string) {
-			h := batch.SQS(g, batch.SQSConfig{Config: event.Config[events.SQSMessage]{Tenant: event.InvocationTenant[events.SQSMessage]()}},
+			h := batch.SQS(g, batch.SQSConfig{Config: event.Config[events.SQSMessage]{Operation: "ship", Tenant: event.InvocationTenant[events.SQSMessage]()}},
 				func(context.Context, events.SQSMessage) error {
 					*runs++
 					return nil
