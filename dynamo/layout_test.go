@@ -288,3 +288,65 @@ func TestCheckSingleTable(t *testing.T) {
 		t.Fatalf("Check of the single table by a plain store: %v, want a key schema mismatch", err)
 	}
 }
+
+// TestNestedPrefixesStayApart: two stores on one table whose key prefixes
+// nest (IDEM# and IDEM#EU#, each a prefix of the other's keys or not)
+// list, and so resolve, only their own records: an item of the other
+// store whose key only starts like theirs is not theirs.
+func TestNestedPrefixesStayApart(t *testing.T) {
+	c := client(t)
+	opts := singleTable
+	opts.IndexInFlight = true
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinitionFor("idem", opts))
+	ctx := t.Context()
+	now := time.Now()
+	stores := map[string]*dynamo.Store{}
+	for _, prefix := range []string{"IDEM#", "IDEM#EU#"} {
+		o := opts
+		o.KeyPrefix = prefix
+		s, err := dynamo.New(c, table, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[prefix] = s
+		// Each store holds one indeterminate and one stale record of
+		// tenant acme, keyed so that the other's key, read under this
+		// prefix, could pass for an ID.
+		for i, st := range []string{"indeterminate", "stale"} {
+			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: fmt.Sprintf("%s-%d", prefix, i)}
+			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "fp", Owner: prefix + st,
+				LeaseUntil: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour), CreatedAt: now.Add(-time.Minute)}
+			if res, err := s.Claim(ctx, rec, now.Add(-time.Minute)); err != nil || !res.Won {
+				t.Fatalf("claim: %+v %v", res, err)
+			}
+			if st == "indeterminate" {
+				if err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for prefix, s := range stores {
+		for _, list := range []struct {
+			name string
+			fn   func() ([]*idemkit.Record, string, error)
+		}{
+			{"ListIndeterminate", func() ([]*idemkit.Record, string, error) { return s.ListIndeterminate(ctx, "acme", "", 0, now) }},
+			{"ListIndeterminate (every tenant)", func() ([]*idemkit.Record, string, error) { return s.ListIndeterminate(ctx, "", "", 0, now) }},
+			{"ListStale", func() ([]*idemkit.Record, string, error) { return s.ListStale(ctx, "acme", "", 0, now) }},
+		} {
+			recs, _, err := list.fn()
+			if err != nil {
+				t.Fatalf("%s %s: %v", prefix, list.name, err)
+			}
+			if len(recs) != 1 {
+				t.Errorf("%s %s listed %d records, want its own one: %+v", prefix, list.name, len(recs), recs)
+			}
+			for _, r := range recs {
+				if !strings.HasPrefix(r.Owner, prefix) || strings.HasPrefix(r.Owner, prefix+"EU#") {
+					t.Errorf("%s %s listed %q of owner %s: another store's record", prefix, list.name, r.ID, r.Owner)
+				}
+			}
+		}
+	}
+}
