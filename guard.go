@@ -2,12 +2,11 @@ package idemkit
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit/internal/retryafter"
 )
@@ -32,7 +31,9 @@ type Config struct {
 	// Clock is the time the guard reads and the timers it sets. Nil: the
 	// system clock.
 	Clock Clock
-	// NewToken returns a fresh owner token. Nil: a random UUID. Tokens
+	// NewToken returns a fresh owner token. Nil: 128 random bits
+	// (crypto/rand.Text: 26 characters, 10 fewer than a UUID's, sent twice
+	// in each write of a fresh request). Tokens
 	// must never repeat: two requests given the same token both own the
 	// key, and both run.
 	NewToken func() string
@@ -149,7 +150,7 @@ func New(cfg Config) (*Guard, error) {
 		g.now = cfg.Clock.Now
 	}
 	if g.newToken == nil {
-		g.newToken = uuid.NewString
+		g.newToken = rand.Text
 	}
 	return g, nil
 }

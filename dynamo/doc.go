@@ -43,7 +43,7 @@
 // whose copies may still land), leaves its own. A refused release is
 // idemkit.ErrNotOwner.
 //
-// Items are kept keptPast (idemkit.MaxWriteDelay and five minutes, for
+// Items are kept KeptPast (idemkit.MaxWriteDelay and five minutes, for
 // the SDK's clock-skew correction) past their record's expiry: exp, the
 // TTL attribute, holds ExpiresAt plus that, and every condition compares
 // it with now plus the same. A copy of a write lands within
@@ -57,7 +57,7 @@
 // Partition key pk is the record ID (idemkit.Record.ID), at most
 // idemkit.MaxIDLen (2048) bytes, DynamoDB's limit: a longer scope has a
 // hashed ID, and tn, op and ik keep it readable. There is no sort key. Times are epoch milliseconds, except exp, the table's TTL
-// attribute, which is epoch seconds rounded up, plus keptPast (so a record
+// attribute, which is epoch seconds rounded up, plus KeptPast (so a record
 // may count as live up to one second longer than its ExpiresAt; lu is
 // rounded up too, so a lease never ends early).
 //

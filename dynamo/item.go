@@ -102,21 +102,21 @@ func ceilMilli(t time.Time) int64 {
 	return ms
 }
 
-// keptPast is how long DynamoDB keeps an item past its record's ExpiresAt:
-// the TTL attribute holds ExpiresAt plus keptPast, so that TTL deletes no
-// item that a late copy of a claim may still meet (idemkit.MaxWriteDelay,
-// plus five minutes for the SDK's clock-skew correction, which dates a
+// KeptPast is how long an item outlives its record's ExpiresAt: the TTL
+// attribute holds ExpiresAt plus KeptPast, so that TTL deletes no item
+// that a late copy of a claim may still meet (idemkit.MaxWriteDelay, plus
+// five minutes for the SDK's clock-skew correction, which dates a
 // signature by DynamoDB's clock where the instance's runs behind it, so
 // that a late copy may stay valid that much longer than the instance's own
 // clock says). The conditions compare the attribute with now plus
-// keptPast (nowSec).
-const keptPast = idemkit.MaxWriteDelay + 5*time.Minute
+// KeptPast. A tool that reads the items itself subtracts it.
+const KeptPast = idemkit.MaxWriteDelay + 5*time.Minute
 
-// keptPastSec is keptPast in seconds.
-const keptPastSec = int64(keptPast / time.Second)
+// keptPastSec is KeptPast in seconds.
+const keptPastSec = int64(KeptPast / time.Second)
 
 // expSec returns the TTL attribute of a record that expires at t: t in
-// epoch seconds, rounded up, plus keptPast.
+// epoch seconds, rounded up, plus KeptPast.
 func expSec(t time.Time) int64 { return ceilSec(t) + keptPastSec }
 
 // ceilSec returns t in epoch seconds, rounded up.

@@ -384,8 +384,8 @@ func nowSec(now time.Time) types.AttributeValue   { return num(now.Unix() + kept
 func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) }
 
 // Expressions. A record is live while exp > :nowS (exp is ExpiresAt in
-// seconds rounded up, plus keptPast; :nowS is now in seconds plus
-// keptPast); a lease has expired when lu <= :nowMs.
+// seconds rounded up, plus KeptPast; :nowS is now in seconds plus
+// KeptPast); a lease has expired when lu <= :nowMs.
 //
 // A claim stores its record only where no item is (attribute_not_exists),
 // or over its own in_flight record with a lease not after its own (a
@@ -588,22 +588,17 @@ func (s *Store) claimInput(rec, prev *idemkit.Record, now time.Time, fenced bool
 		ConditionExpression:                 cond,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
-		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, nil
 }
 
-// claimWon returns the result of a claim whose PutItem succeeded, with the
-// record it replaced, if any.
-func (s *Store) claimWon(out *dynamodb.PutItemOutput) idemkit.ClaimResult {
-	res := idemkit.ClaimResult{Won: true}
-	if len(out.Attributes) > 0 {
-		// The replaced record is informative only: we hold the key
-		// whatever it held, so an undecodable one is not an error.
-		res.Existing, _ = s.lay.decode(out.Attributes)
-	}
-	return res
+// claimWon returns the result of a claim whose PutItem succeeded. The
+// item replaced is not asked for (ReturnValues would add to every claim):
+// a Claim replaces none but its own, and a Reclaim's caller knows the one
+// it replaced.
+func (s *Store) claimWon(*dynamodb.PutItemOutput) idemkit.ClaimResult {
+	return idemkit.ClaimResult{Won: true}
 }
 
 // refusedBy reports the usage of a claim refused by its condition (cf) and
@@ -696,7 +691,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 
 // Release implements idemkit.Store with one conditional PutItem of the
 // key's tombstone (st released, ow the owner, lu the release's time, exp
-// keptPast later), in place of the owner's in_flight record, of a
+// KeptPast later), in place of the owner's in_flight record, of a
 // tombstone, or of no live record. A refused release is
 // idemkit.ErrNotOwner: another's live record, or ours in another state.
 // Routed by a Failover that fences, it replaces only the owner's in_flight

@@ -42,6 +42,9 @@ func TestMeasureCost(t *testing.T) {
 			t.Errorf("%s: %d calls, want %d on this server", k, c.Units.Calls, replayCalls)
 		}
 	}
+	for _, k := range []string{"fresh/none/200", "replay/none/200", "conflict/none/200", "error/none/200"} {
+		t.Logf("%s: %d calls, %d request bytes", k, by[k].Units.Calls, by[k].Units.Bytes)
+	}
 	chosen, err := DefaultCodec(context.Background(), client, table, sizes)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // Meter is a DynamoDB client that counts the request units of the calls
@@ -32,6 +34,10 @@ type Meter struct {
 type Units struct {
 	Read, Write float64
 	Calls       int
+	// Bytes are the request bodies sent, as the SDK serialized them for
+	// the wire: what the calls cost in transfer and in the server's
+	// parsing.
+	Bytes int
 	// Unreported counts the answers that carried no consumed capacity:
 	// where it is not zero the units are short of the bill.
 	Unreported int
@@ -84,6 +90,26 @@ func (m *Meter) call() {
 	m.mu.Unlock()
 }
 
+// counted returns optFns with an option that counts the call's request
+// body: its length once the SDK has serialized and signed it.
+func (m *Meter) counted(optFns []func(*dynamodb.Options)) []func(*dynamodb.Options) {
+	return append(optFns, func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("idembenchRequestBytes",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					if r, ok := in.Request.(*smithyhttp.Request); ok {
+						if n, ok, err := r.StreamLength(); err == nil && ok {
+							m.mu.Lock()
+							m.units.Bytes += int(n)
+							m.mu.Unlock()
+						}
+					}
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	})
+}
+
 // consumed counts an answer's capacity, as read or write units.
 func (m *Meter) consumed(cc *types.ConsumedCapacity, write bool) {
 	if cc == nil {
@@ -127,7 +153,7 @@ func keyOf(item map[string]types.AttributeValue) map[string]types.AttributeValue
 
 func (m *Meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	m.call()
-	out, err := m.Client.PutItem(ctx, in, optFns...)
+	out, err := m.Client.PutItem(ctx, in, m.counted(optFns)...)
 	if err != nil {
 		m.refusedWrite(err, keyOf(in.Item))
 		return out, err
@@ -138,7 +164,7 @@ func (m *Meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns .
 
 func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	m.call()
-	out, err := m.Client.UpdateItem(ctx, in, optFns...)
+	out, err := m.Client.UpdateItem(ctx, in, m.counted(optFns)...)
 	if err != nil {
 		m.refusedWrite(err, in.Key)
 		return out, err
@@ -149,7 +175,7 @@ func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, op
 
 func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	m.call()
-	out, err := m.Client.GetItem(ctx, in, optFns...)
+	out, err := m.Client.GetItem(ctx, in, m.counted(optFns)...)
 	if err == nil {
 		m.consumed(out.ConsumedCapacity, false)
 	}
@@ -158,7 +184,7 @@ func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns .
 
 func (m *Meter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	m.call()
-	out, err := m.Client.Query(ctx, in, optFns...)
+	out, err := m.Client.Query(ctx, in, m.counted(optFns)...)
 	if err == nil {
 		m.consumed(out.ConsumedCapacity, false)
 	}

@@ -269,6 +269,7 @@ func (g *regions) wrote(region, id string, item map[string]types.AttributeValue)
 	g.pending[region][id] = true
 	if attrS(item, attrState) == string(idemkit.StateCompleted) {
 		exp, _ := strconv.ParseInt(attrN(item, attrExpiresAt), 10, 64)
+		exp -= int64(dynamo.KeptPast / time.Second) // the record's ExpiresAt
 		g.completions[id] = append(g.completions[id], completion{owner: attrS(item, attrOwner), region: region, exp: exp, at: now})
 	}
 }

@@ -583,7 +583,7 @@ func (g *regions) lost(ctx context.Context, src, dst, id string) {
 	if err != nil || attrS(item, attrState) != string(idemkit.StateCompleted) {
 		return
 	}
-	if exp, _ := strconv.ParseInt(attrN(item, attrExpiresAt), 10, 64); exp <= g.w.tl.Now().Unix() {
+	if exp, _ := strconv.ParseInt(attrN(item, attrExpiresAt), 10, 64); exp-int64(dynamo.KeptPast/time.Second) <= g.w.tl.Now().Unix() {
 		return
 	}
 	kept, err := rawGet(ctx, g.raw[dst], g.w, id)

@@ -57,14 +57,14 @@ func measureCost(ctx context.Context, w io.Writer, client *dynamodb.Client, tabl
 // costTable prints one row per cost.
 func costTable(w io.Writer, p bench.Prices, costs []bench.Cost) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "path\tsize\tcodec\tcalls\tWRU\tRRU\tkit CPU\tDynamoDB $\t"
+	head := "path\tsize\tcodec\tcalls\treq bytes\tWRU\tRRU\tkit CPU\tDynamoDB $\t"
 	for _, m := range bench.LambdaMemories {
 		head += fmt.Sprintf("Lambda %d MB $\t", m)
 	}
 	fmt.Fprintln(tw, head+fmt.Sprintf("total $ (%d MB)\t", bench.VCPUMemory))
 	for _, c := range costs {
 		ddb, _ := p.Dollars(c, bench.VCPUMemory)
-		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%g\t%g\t%s\t%.4f\t", c.Path, size(c.Size), c.Codec, c.Units.Calls, c.Units.Write, c.Units.Read, dur(c.CPU), ddb)
+		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%g\t%g\t%s\t%.4f\t", c.Path, size(c.Size), c.Codec, c.Units.Calls, c.Units.Bytes, c.Units.Write, c.Units.Read, dur(c.CPU), ddb)
 		var total float64
 		for _, m := range bench.LambdaMemories {
 			_, l := p.Dollars(c, m)
