@@ -445,7 +445,6 @@ var (
 
 var (
 	vInFlight      = str(string(idemkit.StateInFlight))
-	vFailed        = str(string(idemkit.StateFailed))
 	vIndeterminate = str(string(idemkit.StateIndeterminate))
 	vReleased      = str(stReleased)
 )
@@ -811,16 +810,6 @@ func (s *Store) refusedItem(ctx context.Context, client Client, op, id string, e
 		return nil, fmt.Errorf("dynamo: %s was refused, and the record could not be read again to tell %s: %w", op, what, err)
 	}
 	return item, nil
-}
-
-// attrN returns the number attribute name of item, as written; "" when
-// it has none.
-func attrN(item map[string]types.AttributeValue, name string) string {
-	v, _ := item[name].(*types.AttributeValueMemberN)
-	if v == nil {
-		return ""
-	}
-	return v.Value
 }
 
 // attrS returns the string attribute name of item; "" when it has none.
