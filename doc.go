@@ -20,7 +20,12 @@
 //
 // [Guard.Do] claims the scope with one atomic conditional write that either
 // creates an in_flight record holding a random owner token and a lease, or
-// returns the record that is already there. The winner runs the handler and
+// returns the record that is already there, whatever its state. A claim
+// never replaces a stored record: where the record lets the key run again
+// (released, expired, resolved failed, or a lease ended under [Takeover]),
+// the guard claims in its place with a second write conditioned on that
+// record as read ([Store.Reclaim]), so that no late copy of a claim can
+// take a key. The winner runs the handler and
 // completes the record with a [Snapshot] of the response. The completion
 // succeeds only while the record still carries the winner's token, so an
 // execution whose lease was taken over can never overwrite the new owner's
@@ -67,8 +72,10 @@
 //
 // # Stores
 //
-// A [Store] keeps records: it claims, completes, releases, renews, marks
-// and reads one record, which is all a [Guard] calls. An [OperatorStore]
+// A [Store] keeps records: it claims (Claim where no record is, Reclaim in
+// place of the record read), completes, releases, renews, marks and reads
+// one record, which is all a [Guard] calls. It compares what it is told to
+// compare; what may replace what is the guard's decision. An [OperatorStore]
 // is a Store that operator tools can use: [Resolve] calls its Resolve to
 // record a decision on an indeterminate record, and its ListIndeterminate
 // lists the records that wait for one. The method comments are the
