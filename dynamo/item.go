@@ -27,7 +27,7 @@ const (
 	attrOwner        = "ow"           // S  owner token (the fencing token)
 	attrLeaseUntil   = "lu"           // N  epoch milliseconds, rounded up
 	attrReplayUntil  = "ru"           // N  epoch milliseconds
-	attrExpiresAt    = TTLAttr        // N  epoch seconds, rounded up: the table's TTL attribute
+	attrExpiresAt    = TTLAttr        // N  epoch seconds, rounded up: the table's TTL attribute (Options.TTLAttr)
 	attrCreatedAt    = "ca"           // N  epoch milliseconds
 	attrCompletedAt  = "da"           // N  epoch milliseconds
 	attrStatus       = "sc"           // N  snapshot status code
@@ -64,9 +64,10 @@ const (
 	// DefaultKeyAttr is the partition key attribute of a table of its own
 	// (Options.KeyAttr zero): it holds the record ID.
 	DefaultKeyAttr = "pk"
-	// TTLAttr is the table's TTL attribute, epoch seconds: a template
-	// enables TTL on it (TimeToLiveSpecification), as CreateTable does.
-	// TableDefinition cannot name it, since TTL is set apart.
+	// TTLAttr is the table's TTL attribute, epoch seconds, when
+	// Options.TTLAttr is zero: a template enables TTL on it
+	// (TimeToLiveSpecification), as CreateTable does. TableDefinition
+	// cannot name it, since TTL is set apart.
 	TTLAttr = "exp"
 )
 
@@ -397,7 +398,21 @@ func corrupt(id, format string, args ...any) error {
 type decoder struct {
 	it  map[string]types.AttributeValue
 	id  string
+	ttl string // the TTL attribute; "": attrExpiresAt
 	err error
+}
+
+// expiresAt decodes the record's ExpiresAt from the TTL attribute, which
+// holds it plus keptPast.
+func (d *decoder) expiresAt() time.Time {
+	attr := d.ttl
+	if attr == "" {
+		attr = attrExpiresAt
+	}
+	if exp, ok := d.int(attr, true); ok {
+		return time.Unix(exp-keptPastSec, 0).UTC()
+	}
+	return time.Time{}
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -493,9 +508,7 @@ func (d *decoder) record() (*idemkit.Record, error) {
 		CreatedAt:   d.millis(attrCreatedAt, false),
 		CompletedAt: d.millis(attrCompletedAt, false),
 	}
-	if exp, ok := d.int(attrExpiresAt, true); ok {
-		rec.ExpiresAt = time.Unix(exp-keptPastSec, 0).UTC()
-	}
+	rec.ExpiresAt = d.expiresAt()
 	switch rec.State {
 	case idemkit.StateInFlight, idemkit.StateCompleted, idemkit.StateIndeterminate, idemkit.StateFailed:
 	default:
@@ -529,9 +542,7 @@ func (d *decoder) record() (*idemkit.Record, error) {
 // (LeaseUntil) and expiry.
 func (d *decoder) tombstone() (*idemkit.Record, error) {
 	rec := &idemkit.Record{ID: d.id, State: idemkit.StateReleased, Owner: d.str(attrOwner, true), LeaseUntil: d.millis(attrLeaseUntil, true)}
-	if exp, ok := d.int(attrExpiresAt, true); ok {
-		rec.ExpiresAt = time.Unix(exp-keptPastSec, 0).UTC()
-	}
+	rec.ExpiresAt = d.expiresAt()
 	if d.err != nil {
 		return nil, d.err
 	}
