@@ -14,7 +14,9 @@
 //	                              (the tombstone: pk, st = released, ow, lu = :nowMs, exp)
 //	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :lu (SET lu)
 //	MarkUnknown        UpdateItem ow = :owner AND st = in_flight AND exp > :nowS
+//	                              (SET st, ix, it, mk, lu = :nowMs, cz = outcome_unknown)
 //	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
+//	                              (SET st, ix, it, mk, cz = lease_expired)
 //	Resolve            UpdateItem st = indeterminate AND exp > :nowS AND ow = :owner
 //	                              (after a consistent GetItem reading the owner and, as
 //	                              completed, sizing the answer)
@@ -77,6 +79,10 @@
 //	           flight, with Options.IndexInFlight; else absent
 //	it   S     tenant, only while indeterminate
 //	mk   S     a random token of the last mark or resolution
+//	cz   S     why the record became indeterminate (idemkit.Record.Cause):
+//	           "outcome_unknown" (MarkUnknown) or "lease_expired"
+//	           (MarkIndeterminate); kept by a resolution; absent on a
+//	           record never marked
 //
 // A header value that is not UTF-8 (HTTP allows bytes 0x80-0xFF) is a B
 // in its list, so that it is replayed byte for byte; a store of an older

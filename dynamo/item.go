@@ -41,6 +41,7 @@ const (
 	attrReason       = "rr"           // S  resolution reason
 	attrResolvedAt   = "rt"           // N  resolution time, epoch milliseconds
 	attrMark         = "mk"           // S  a random token of the last mark or resolution
+	attrCause        = "cz"           // S  why the record became indeterminate (idemkit.Cause); absent: never marked, or by a version without it
 
 	// attrIndeterminate is the hash key of IndexIndeterminate. It is set
 	// to indeterminateValue while a record is indeterminate and, when the
@@ -507,6 +508,7 @@ func (d *decoder) record() (*idemkit.Record, error) {
 		ReplayUntil: d.millis(attrReplayUntil, false),
 		CreatedAt:   d.millis(attrCreatedAt, false),
 		CompletedAt: d.millis(attrCompletedAt, false),
+		Cause:       idemkit.Cause(d.str(attrCause, false)),
 	}
 	rec.ExpiresAt = d.expiresAt()
 	switch rec.State {

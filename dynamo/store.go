@@ -849,7 +849,7 @@ func attrS(item map[string]types.AttributeValue, name string) string {
 // fenced on the owner token and state in_flight, that also sets the sparse
 // index keys and ends the lease at now.
 func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	return s.toIndeterminate(ctx, "mark unknown", id, owner, now, condOwned, num(ceilMilli(now)), true)
+	return s.toIndeterminate(ctx, "mark unknown", id, owner, now, condOwned, num(ceilMilli(now)), idemkit.CauseOutcomeUnknown)
 }
 
 // MarkIndeterminate implements idemkit.Store with one conditional
@@ -858,15 +858,16 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 	if err := s.fenceWrite(ctx, "mark indeterminate", id, now); err != nil {
 		return err
 	}
-	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), false)
+	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), idemkit.CauseLeaseExpired)
 }
 
-// toIndeterminate sets the record's state to indeterminate, its index
-// keys and a new token (mk) under cond; endLease also sets its lease end
-// to nowMs (which cond may compare with otherwise). Its own mark, refused
+// toIndeterminate sets the record's state to indeterminate, its cause, its
+// index keys and a new token (mk) under cond; cause CauseOutcomeUnknown
+// (MarkUnknown) also sets its lease end to nowMs (which cond compares with
+// otherwise). Its own mark, refused
 // on the SDK's retry after its answer was lost, is reported as made
 // (ownRefused); any other mark, earlier or concurrent, is ErrNotOwner.
-func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, endLease bool) error {
+func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, cause idemkit.Cause) error {
 	if err := storearg.Owned(id, owner); err != nil {
 		return fmt.Errorf("dynamo: %s: %w", op, err)
 	}
@@ -874,8 +875,8 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 	if err != nil {
 		return err
 	}
-	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn, #mk = :mk"
-	if endLease {
+	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn, #mk = :mk, #cz = :cz"
+	if cause == idemkit.CauseOutcomeUnknown {
 		update += ", #lu = :nowMs"
 	}
 	mark := rand.Text()
@@ -886,8 +887,8 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 		Key:                                 s.key(id),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            map[string]string{"#st": attrState, "#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#tn": attrTenant, "#ow": attrOwner, "#exp": s.lay.ttl, "#lu": attrLeaseUntil, "#mk": attrMark},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(indeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark)},
+		ExpressionAttributeNames:            map[string]string{"#st": attrState, "#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#tn": attrTenant, "#ow": attrOwner, "#exp": s.lay.ttl, "#lu": attrLeaseUntil, "#mk": attrMark, "#cz": attrCause},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(indeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark), ":cz": str(string(cause))},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
