@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/memstore"
 )
 
 // TestLateCompletionAfterPending: a retry that meets a run
