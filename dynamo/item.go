@@ -156,6 +156,9 @@ func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 		ss[i].Value = a.v
 		it[a.name] = &ss[i]
 	}
+	if rec.Cause != "" {
+		it[attrCause] = str(string(rec.Cause))
+	}
 	var nums numbers
 	nums.add(attrLeaseUntil, ceilMilli(rec.LeaseUntil))
 	nums.add(attrExpiresAt, expSec(rec.ExpiresAt))
