@@ -48,6 +48,12 @@ var (
 	// ErrIndeterminate: an earlier execution's lease expired without an
 	// outcome and the operation fails closed; an operator must resolve it.
 	ErrIndeterminate = errors.New("idemkit: the outcome of an earlier request with this key is unknown")
+	// ErrOutcomePending: an earlier execution's lease ended without an
+	// outcome a moment ago and its run may still complete: retry later.
+	// The error is a *PendingError that says when. Past that time the
+	// record waits for an operator (ErrIndeterminate), unless the run
+	// completed meanwhile and a retry replays its response.
+	ErrOutcomePending = errors.New("idemkit: the outcome of an earlier request with this key is pending")
 	// ErrStoreUnavailable: the store could not be reached or refused the
 	// request for a transient reason. Nothing is cached; retry later.
 	ErrStoreUnavailable = errors.New("idemkit: idempotency store unavailable")
@@ -165,6 +171,23 @@ func (e *ConflictError) Error() string {
 
 // Is reports whether target is ErrInFlight.
 func (e *ConflictError) Is(target error) bool { return target == ErrInFlight }
+
+// PendingError is returned for a record marked indeterminate because its
+// lease ended ([CauseLeaseExpired]) while its run may still complete.
+type PendingError struct {
+	// RetryAfter is the time to wait before a retry, at least one second.
+	RetryAfter time.Duration
+	// Until is when the run can no longer be expected to complete: after
+	// it a retry gets ErrIndeterminate, unless the run completed.
+	Until time.Time
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("%v until %s (retry after %s)", ErrOutcomePending, e.Until.UTC().Format(time.RFC3339), e.RetryAfter)
+}
+
+// Is reports whether target is ErrOutcomePending.
+func (e *PendingError) Is(target error) bool { return target == ErrOutcomePending }
 
 // OutcomeError names the outcome of a completed request whose response
 // cannot be replayed: its replay window passed ([ErrReplayWindowPassed]) or

@@ -208,7 +208,15 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 //   - ErrOperationMismatch (account-wide keys), then ErrFingerprintMismatch:
 //     the key was used for another request, even one still in flight.
 //   - *ConflictError (ErrInFlight): another request holds a live lease.
-//   - ErrIndeterminate: a lease ended without an outcome under FailClosed.
+//   - *PendingError (ErrOutcomePending): a lease ended without an outcome
+//     under FailClosed a moment ago, and its run may still complete: its
+//     late completion replaces the record, and a retry replays it. The
+//     request is told to come back, until the lease's end plus
+//     LeaseMargin and the time the run's completion writes may take
+//     (WriteAttempts × WriteTimeout, 17 s by default).
+//   - ErrIndeterminate: a lease ended without an outcome under FailClosed
+//     longer ago than that, or the handler reported ErrOutcomeUnknown: an
+//     operator resolves the key.
 //   - *OutcomeError: completed, but the response cannot be replayed.
 //
 // h runs with [ExecutionID] set in its context. Its lease is renewed while
@@ -457,7 +465,7 @@ func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Recor
 	case StateInFlight:
 		return g.inFlight(ctx, pol, ex, now)
 	case StateIndeterminate:
-		return nil, nil, ErrIndeterminate
+		return nil, nil, g.indeterminate(pol, ex, now)
 	case StateCompleted:
 		snap, err = completed(ex, now)
 		return snap, nil, err
@@ -485,13 +493,42 @@ func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.T
 	err = g.cfg.Store.MarkIndeterminate(ctx, ex.ID, ex.Owner, now)
 	switch {
 	case err == nil:
-		return nil, nil, ErrIndeterminate
+		marked := *ex
+		marked.State, marked.Cause = StateIndeterminate, CauseLeaseExpired
+		return nil, nil, g.indeterminate(pol, &marked, now)
 	case errors.Is(err, ErrNotOwner):
 		// Completed, released or marked meanwhile: look again.
 		return nil, &retry{}, nil
 	default:
 		return nil, nil, storeErr("mark indeterminate", err)
 	}
+}
+
+// indeterminate returns the error of the indeterminate record ex at now: a
+// *PendingError while a run whose lease ran out (CauseLeaseExpired) may
+// still complete, until pendingUntil; ErrIndeterminate, an operator's
+// case, after it and for every other cause.
+func (g *Guard) indeterminate(pol Policy, ex *Record, now time.Time) error {
+	until := g.pendingUntil(pol, ex)
+	if ex.Cause != CauseLeaseExpired || !now.Before(until) {
+		return ErrIndeterminate
+	}
+	wait := retryafter.Duration(until.Sub(now))
+	if pol.MaxRetryAfter > 0 {
+		wait = min(wait, max(pol.MaxRetryAfter.Truncate(time.Second), time.Second))
+	}
+	return &PendingError{RetryAfter: wait, Until: until}
+}
+
+// pendingUntil is when the run of a record whose lease ran out can no
+// longer be expected to complete: a run stops by its lease's end (its
+// deadline's, or told ErrLeaseLost, with renewals), then stores its
+// outcome within WriteAttempts writes of WriteTimeout each; LeaseMargin is
+// the clock skew a lease tolerates. A run that outlives its lease longer
+// (a Policy.Lease shorter than the handler) still completes the record,
+// but requests meanwhile wait for an operator.
+func (g *Guard) pendingUntil(pol Policy, ex *Record) time.Time {
+	return ex.LeaseUntil.Add(pol.LeaseMargin + time.Duration(g.writeAttempts)*g.writeTimeout)
 }
 
 // completed returns the snapshot of a completed record to replay, or the
@@ -571,7 +608,7 @@ func eventFor(err error) EventKind {
 		return EventReplayed
 	case errors.Is(err, ErrFingerprintMismatch), errors.Is(err, ErrOperationMismatch):
 		return EventMismatch
-	case errors.Is(err, ErrInFlight):
+	case errors.Is(err, ErrInFlight), errors.Is(err, ErrOutcomePending):
 		return EventConflict
 	case errors.Is(err, ErrIndeterminate):
 		return EventIndeterminate

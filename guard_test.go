@@ -194,16 +194,27 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 		t.Fatalf("while the lease lives: %v, want ErrInFlight", err)
 	}
 	f.clock.Advance(5 * time.Second)
+	// The run may still complete a moment after its lease: come back.
+	_, _, err := f.do(t, req("k"), respond(201, "x"))
+	var pe *idemkit.PendingError
+	if !errors.As(err, &pe) || errors.Is(err, idemkit.ErrIndeterminate) || pe.RetryAfter < time.Second {
+		t.Fatalf("first request after the lease: %v, want a *PendingError", err)
+	}
+	if k := f.obs.Last().Kind; k != idemkit.EventConflict {
+		t.Fatalf("event %s, want conflict", k)
+	}
+	// Past it, nobody but an operator can tell.
+	f.clock.Set(pe.Until)
 	for i := 0; i < 2; i++ {
 		if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrIndeterminate) {
-			t.Fatalf("attempt %d after the lease: %v, want ErrIndeterminate", i, err)
+			t.Fatalf("attempt %d after the run could complete: %v, want ErrIndeterminate", i, err)
 		}
 	}
 	if f.runs != 0 {
 		t.Fatalf("handler ran %d times under FailClosed", f.runs)
 	}
 	recs, _, err := f.store.ListIndeterminate(context.Background(), "acme", "", 0, f.clock.Now())
-	if err != nil || len(recs) != 1 || recs[0].Owner != "crashed" {
+	if err != nil || len(recs) != 1 || recs[0].Owner != "crashed" || recs[0].Cause != idemkit.CauseLeaseExpired {
 		t.Fatalf("indeterminate listing: %v %v", recs, err)
 	}
 	if k := f.obs.Last().Kind; k != idemkit.EventIndeterminate {
@@ -225,7 +236,7 @@ func TestResolvedFailedRunsAgain(t *testing.T) {
 	f := newFixture(t, nil)
 	crash(t, f, req("k"), time.Second)
 	f.clock.Advance(2 * time.Second)
-	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrIndeterminate) {
+	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrOutcomePending) {
 		t.Fatal(err)
 	}
 	if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), f.ownerOf(t, req("k").Scope.ID(false)), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", ResolvedAt: f.clock.Now()}, f.clock.Now()); err != nil {
@@ -412,7 +423,7 @@ func TestCompletionFailure(t *testing.T) {
 		t.Fatalf("retry while leased: %v", err)
 	}
 	f.clock.Advance(idemkit.DefaultLease)
-	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrIndeterminate) || f.runs != 1 {
+	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrOutcomePending) || f.runs != 1 {
 		t.Fatalf("retry after the lease: %v runs %d", err, f.runs)
 	}
 }

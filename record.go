@@ -11,9 +11,9 @@ import (
 //	in_flight --complete--> completed
 //	in_flight --release---> released (a tombstone, see Store.Release)
 //	released, failed, expired --reclaim--> in_flight (new owner)
-//	in_flight --lease expired, FailClosed--> indeterminate
+//	in_flight --lease expired, FailClosed--> indeterminate (CauseLeaseExpired)
 //	in_flight --lease expired, Takeover----> in_flight (new owner)
-//	in_flight --handler: ErrOutcomeUnknown--> indeterminate
+//	in_flight --handler: ErrOutcomeUnknown--> indeterminate (CauseOutcomeUnknown)
 //	indeterminate --owner's late completion--> completed
 //	indeterminate --resolve as completed--> completed
 //	indeterminate --resolve as failed-----> failed (claimable again)
@@ -62,7 +62,28 @@ type Record struct {
 	Snapshot *Snapshot
 	// Resolution is set when an operator resolved an indeterminate record.
 	Resolution *Resolution
+	// Cause says why the record became indeterminate: set by
+	// Store.MarkUnknown and Store.MarkIndeterminate, and kept after an
+	// operator's resolution for audit. Empty on a record never marked,
+	// and on one marked by a version that did not record it (read as
+	// CauseOutcomeUnknown).
+	Cause Cause
 }
+
+// Cause is why a record became indeterminate.
+type Cause string
+
+const (
+	// CauseOutcomeUnknown: the record's run reported that its outcome is
+	// unknown (ErrOutcomeUnknown, Store.MarkUnknown), so only an operator
+	// can tell.
+	CauseOutcomeUnknown Cause = "outcome_unknown"
+	// CauseLeaseExpired: a request found the run's lease ended without an
+	// outcome (Store.MarkIndeterminate). The run may still complete, and
+	// its late completion replaces the record; a request that meets it
+	// soon after the lease ended is told to retry later (ErrOutcomePending).
+	CauseLeaseExpired Cause = "lease_expired"
+)
 
 // Live reports whether the record counts as present at now.
 func (r *Record) Live(now time.Time) bool { return now.Before(r.ExpiresAt) }

@@ -151,14 +151,15 @@ type Store interface {
 	Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error
 
 	// MarkUnknown changes the live in_flight record with this id and owner
-	// to State indeterminate whatever its lease and sets its LeaseUntil to
-	// now: its owner reports that the handler's outcome is unknown, so the
+	// to State indeterminate whatever its lease, Cause
+	// CauseOutcomeUnknown, and sets its LeaseUntil to now: its owner reports that the handler's outcome is unknown, so the
 	// key must not be run again. It returns ErrNotOwner when there is no
 	// such record.
 	MarkUnknown(ctx context.Context, id, owner string, now time.Time) error
 
 	// MarkIndeterminate changes the live in_flight record with this id and
-	// owner whose lease has expired at now to State indeterminate. It
+	// owner whose lease has expired at now to State indeterminate, Cause
+	// CauseLeaseExpired, keeping its LeaseUntil. It
 	// returns ErrNotOwner when no such record exists (it was completed,
 	// released, taken over, or already marked).
 	MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error

@@ -248,4 +248,4 @@ func keyString(ks []types.KeySchemaElement, typ map[string]types.ScalarAttribute
 }
 
 // ttlAttr is the attribute the store's TTL must be on.
-func (s *Store) ttlAttr() string { return attrExpiresAt }
+func (s *Store) ttlAttr() string { return s.lay.ttl }

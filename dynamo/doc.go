@@ -14,7 +14,9 @@
 //	                              (the tombstone: pk, st = released, ow, lu = :nowMs, exp)
 //	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :lu (SET lu)
 //	MarkUnknown        UpdateItem ow = :owner AND st = in_flight AND exp > :nowS
+//	                              (SET st, ix, it, mk, lu = :nowMs, cz = outcome_unknown)
 //	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
+//	                              (SET st, ix, it, mk, cz = lease_expired)
 //	Resolve            UpdateItem st = indeterminate AND exp > :nowS AND ow = :owner
 //	                              (after a consistent GetItem reading the owner and, as
 //	                              completed, sizing the answer)
@@ -57,7 +59,8 @@
 // Partition key pk is the record ID (idemkit.Record.ID), at most
 // idemkit.MaxIDLen (2048) bytes, DynamoDB's limit: a longer scope has a
 // hashed ID, and tn, op and ik keep it readable. There is no sort key. Times are epoch milliseconds, except exp, the table's TTL
-// attribute, which is epoch seconds rounded up, plus KeptPast (so a record
+// attribute (named by Options.TTLAttr, "exp" by default), which is epoch
+// seconds rounded up, plus KeptPast (so a record
 // may count as live up to one second longer than its ExpiresAt; lu is
 // rounded up too, so a lease never ends early).
 //
@@ -70,11 +73,16 @@
 //	ow   S     Owner token (fencing)          s64  BOOL  Snapshot.Base64, when true
 //	lu   N     LeaseUntil (ms, rounded up)    som  BOOL  Snapshot.Omitted, when true
 //	ru   N     ReplayUntil (ms)               ra, ro, rr, rt  Resolution: As, Operator,
-//	exp  N     ExpiresAt (s, rounded up), TTL                 Reason, ResolvedAt (ms)
+//	exp  N     ExpiresAt (s, rounded up)                      Reason, ResolvedAt (ms)
+//	           plus KeptPast: the TTL, named by Options.TTLAttr
 //	ix   S     "indeterminate" while indeterminate; "in_flight" while in
 //	           flight, with Options.IndexInFlight; else absent
 //	it   S     tenant, only while indeterminate
 //	mk   S     a random token of the last mark or resolution
+//	cz   S     why the record became indeterminate (idemkit.Record.Cause):
+//	           "outcome_unknown" (MarkUnknown) or "lease_expired"
+//	           (MarkIndeterminate); kept by a resolution; absent on a
+//	           record never marked
 //
 // A header value that is not UTF-8 (HTTP allows bytes 0x80-0xFF) is a B
 // in its list, so that it is replayed byte for byte; a store of an older
@@ -127,9 +135,11 @@
 //
 // TableDefinitionFor and CreateTableFor make a table of such a layout,
 // and Check checks it: the key schema Options names, the two indexes and,
-// if TTL is on, that it is on exp (CheckTTL reports TTL that is off). A
-// table has one TTL attribute: the table's other items that should expire
-// must use exp too, or Check reports the TTL attribute (records on a
+// if TTL is on, that it is on the store's TTL attribute (Options.TTLAttr,
+// exp by default; CheckTTL reports TTL that is off). A table has one TTL
+// attribute: a shared table whose other items expire on an attribute of
+// their own (say "ttl") names it in Options.TTLAttr, or Check reports the
+// TTL attribute (records on a
 // table whose TTL is elsewhere are still read as absent once expired;
 // only their storage is kept).
 //

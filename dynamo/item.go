@@ -27,7 +27,7 @@ const (
 	attrOwner        = "ow"           // S  owner token (the fencing token)
 	attrLeaseUntil   = "lu"           // N  epoch milliseconds, rounded up
 	attrReplayUntil  = "ru"           // N  epoch milliseconds
-	attrExpiresAt    = TTLAttr        // N  epoch seconds, rounded up: the table's TTL attribute
+	attrExpiresAt    = TTLAttr        // N  epoch seconds, rounded up: the table's TTL attribute (Options.TTLAttr)
 	attrCreatedAt    = "ca"           // N  epoch milliseconds
 	attrCompletedAt  = "da"           // N  epoch milliseconds
 	attrStatus       = "sc"           // N  snapshot status code
@@ -41,6 +41,7 @@ const (
 	attrReason       = "rr"           // S  resolution reason
 	attrResolvedAt   = "rt"           // N  resolution time, epoch milliseconds
 	attrMark         = "mk"           // S  a random token of the last mark or resolution
+	attrCause        = "cz"           // S  why the record became indeterminate (idemkit.Cause); absent: never marked, or by a version without it
 
 	// attrIndeterminate is the hash key of IndexIndeterminate. It is set
 	// to indeterminateValue while a record is indeterminate and, when the
@@ -64,9 +65,10 @@ const (
 	// DefaultKeyAttr is the partition key attribute of a table of its own
 	// (Options.KeyAttr zero): it holds the record ID.
 	DefaultKeyAttr = "pk"
-	// TTLAttr is the table's TTL attribute, epoch seconds: a template
-	// enables TTL on it (TimeToLiveSpecification), as CreateTable does.
-	// TableDefinition cannot name it, since TTL is set apart.
+	// TTLAttr is the table's TTL attribute, epoch seconds, when
+	// Options.TTLAttr is zero: a template enables TTL on it
+	// (TimeToLiveSpecification), as CreateTable does. TableDefinition
+	// cannot name it, since TTL is set apart.
 	TTLAttr = "exp"
 )
 
@@ -153,6 +155,9 @@ func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 	for i, a := range strs {
 		ss[i].Value = a.v
 		it[a.name] = &ss[i]
+	}
+	if rec.Cause != "" {
+		it[attrCause] = str(string(rec.Cause))
 	}
 	var nums numbers
 	nums.add(attrLeaseUntil, ceilMilli(rec.LeaseUntil))
@@ -397,7 +402,21 @@ func corrupt(id, format string, args ...any) error {
 type decoder struct {
 	it  map[string]types.AttributeValue
 	id  string
+	ttl string // the TTL attribute; "": attrExpiresAt
 	err error
+}
+
+// expiresAt decodes the record's ExpiresAt from the TTL attribute, which
+// holds it plus KeptPast.
+func (d *decoder) expiresAt() time.Time {
+	attr := d.ttl
+	if attr == "" {
+		attr = attrExpiresAt
+	}
+	if exp, ok := d.int(attr, true); ok {
+		return time.Unix(exp-keptPastSec, 0).UTC()
+	}
+	return time.Time{}
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -492,10 +511,9 @@ func (d *decoder) record() (*idemkit.Record, error) {
 		ReplayUntil: d.millis(attrReplayUntil, false),
 		CreatedAt:   d.millis(attrCreatedAt, false),
 		CompletedAt: d.millis(attrCompletedAt, false),
+		Cause:       idemkit.Cause(d.str(attrCause, false)),
 	}
-	if exp, ok := d.int(attrExpiresAt, true); ok {
-		rec.ExpiresAt = time.Unix(exp-keptPastSec, 0).UTC()
-	}
+	rec.ExpiresAt = d.expiresAt()
 	switch rec.State {
 	case idemkit.StateInFlight, idemkit.StateCompleted, idemkit.StateIndeterminate, idemkit.StateFailed:
 	default:
@@ -529,9 +547,7 @@ func (d *decoder) record() (*idemkit.Record, error) {
 // (LeaseUntil) and expiry.
 func (d *decoder) tombstone() (*idemkit.Record, error) {
 	rec := &idemkit.Record{ID: d.id, State: idemkit.StateReleased, Owner: d.str(attrOwner, true), LeaseUntil: d.millis(attrLeaseUntil, true)}
-	if exp, ok := d.int(attrExpiresAt, true); ok {
-		rec.ExpiresAt = time.Unix(exp-keptPastSec, 0).UTC()
-	}
+	rec.ExpiresAt = d.expiresAt()
 	if d.err != nil {
 		return nil, d.err
 	}

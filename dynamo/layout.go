@@ -2,8 +2,10 @@ package dynamo
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -36,7 +38,7 @@ var recordAttrs = []string{
 	attrState, attrTenant, attrOperation, attrKey, attrFingerprint, attrOwner, attrLeaseUntil,
 	attrReplayUntil, attrExpiresAt, attrCreatedAt, attrCompletedAt, attrStatus, attrHeader, attrBody,
 	attrBodyEncoding, attrBase64, attrOmitted, attrResolvedAs, attrOperator, attrReason, attrResolvedAt,
-	attrMark, attrIndeterminate, attrIndeterminateTenant,
+	attrMark, attrIndeterminate, attrIndeterminateTenant, attrCause,
 }
 
 // layout is where a store keeps the record ID in an item: the partition
@@ -46,13 +48,19 @@ type layout struct {
 	keyAttr, prefix     string
 	sortAttr, sortValue string
 	sort                types.AttributeValue // sortValue, shared by every item
+	// ttl is the TTL attribute (Options.TTLAttr), where items hold what
+	// baseItem writes under attrExpiresAt.
+	ttl string
 }
 
 // layoutOf returns the layout opts name (check them first).
 func layoutOf(opts Options) layout {
-	l := layout{keyAttr: opts.KeyAttr, prefix: opts.KeyPrefix, sortAttr: opts.SortKeyAttr, sortValue: opts.SortKeyValue}
+	l := layout{keyAttr: opts.KeyAttr, prefix: opts.KeyPrefix, sortAttr: opts.SortKeyAttr, sortValue: opts.SortKeyValue, ttl: opts.TTLAttr}
 	if l.keyAttr == "" {
 		l.keyAttr = attrID
+	}
+	if l.ttl == "" {
+		l.ttl = attrExpiresAt
 	}
 	if l.sortAttr != "" {
 		l.sort = str(l.sortValue)
@@ -61,8 +69,28 @@ func layoutOf(opts Options) layout {
 }
 
 // plain reports whether l is the table of its own: key attrID, the ID as
-// is, no sort key.
-func (l *layout) plain() bool { return l.keyAttr == attrID && l.prefix == "" && l.sortAttr == "" }
+// is, no sort key, TTL on attrExpiresAt.
+func (l *layout) plain() bool {
+	return l.keyAttr == attrID && l.prefix == "" && l.sortAttr == "" && l.ttl == attrExpiresAt
+}
+
+// names returns the attribute names of an expression, m, with its #exp
+// naming l's TTL attribute: m itself when that is attrExpiresAt, else a
+// copy.
+func (l *layout) names(m map[string]string) map[string]string {
+	if _, ok := m["#exp"]; !ok || l.ttl == attrExpiresAt {
+		return m
+	}
+	c := maps.Clone(m)
+	c["#exp"] = l.ttl
+	return c
+}
+
+// expired reports whether an item of l is past its TTL at now; it is then
+// absent, whatever else it holds.
+func (l *layout) expired(item map[string]types.AttributeValue, now time.Time) bool {
+	return expiredAt(item, l.ttl, now)
+}
 
 // checkLayout refuses key options DynamoDB or the record items cannot
 // take.
@@ -70,11 +98,12 @@ func (o Options) checkLayout() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("dynamo: %s: %w", fmt.Sprintf(format, args...), idemkit.ErrInvalidConfig)
 	}
-	for _, a := range [...]struct{ field, name string }{{"KeyAttr", o.KeyAttr}, {"SortKeyAttr", o.SortKeyAttr}} {
+	for _, a := range [...]struct{ field, name string }{{"KeyAttr", o.KeyAttr}, {"SortKeyAttr", o.SortKeyAttr}, {"TTLAttr", o.TTLAttr}} {
 		switch {
 		case a.name == "":
 		case !utf8.ValidString(a.name) || len(a.name) > maxKeyAttrName:
 			return bad("Options.%s %q: want a UTF-8 name of at most %d bytes", a.field, a.name, maxKeyAttrName)
+		case a.name == attrExpiresAt && a.field == "TTLAttr":
 		case slices.Contains(recordAttrs, a.name):
 			return bad("Options.%s %q is the name of a record attribute", a.field, a.name)
 		}
@@ -84,6 +113,8 @@ func (o Options) checkLayout() error {
 		keyAttr = attrID
 	}
 	switch {
+	case o.TTLAttr != "" && (o.TTLAttr == keyAttr || o.TTLAttr == o.SortKeyAttr):
+		return bad("Options.TTLAttr %q is a key attribute too", o.TTLAttr)
 	case o.SortKeyAttr == keyAttr:
 		return bad("Options.SortKeyAttr %q is the partition key attribute too", o.SortKeyAttr)
 	case o.SortKeyAttr == "" && o.SortKeyValue != "":
@@ -114,9 +145,19 @@ func (l *layout) key(id string) map[string]types.AttributeValue {
 }
 
 // keyItem moves the record ID of item, written under attrID by baseItem,
-// to l's key attributes.
+// to l's key attributes, and its expiry, written under attrExpiresAt, to
+// l's TTL attribute.
 func (l *layout) keyItem(item map[string]types.AttributeValue, id string) {
 	if l.plain() {
+		return
+	}
+	if l.ttl != attrExpiresAt {
+		if v, ok := item[attrExpiresAt]; ok {
+			delete(item, attrExpiresAt)
+			item[l.ttl] = v
+		}
+	}
+	if l.keyAttr == attrID && l.prefix == "" && l.sortAttr == "" {
 		return
 	}
 	delete(item, attrID)
@@ -153,7 +194,7 @@ func (l *layout) decode(item map[string]types.AttributeValue) (*idemkit.Record, 
 	if l.plain() {
 		return decodeItem(item)
 	}
-	d := &decoder{it: item}
+	d := &decoder{it: item, ttl: l.ttl}
 	k := d.str(l.keyAttr, true)
 	id, ok := strings.CutPrefix(k, l.prefix)
 	d.id = id

@@ -116,7 +116,7 @@ func (s *Store) queryInput(q listQuery, tenant, page string, limit int, now time
 	}
 	limit = min(limit, MaxListLimit)
 	filter := "#exp > :nowS AND #st = :state"
-	names := map[string]string{"#exp": attrExpiresAt, "#st": attrState, "#h": q.hashAttr}
+	names := map[string]string{"#exp": s.lay.ttl, "#st": attrState, "#h": q.hashAttr}
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":state": str(string(q.state)), ":h": str(q.hashValue)}
 	keyCond := "#h = :h"
 	if q.leaseEnded {
@@ -163,7 +163,7 @@ func (s *Store) queryInput(q listQuery, tenant, page string, limit int, now time
 func (q listQuery) records(l *layout, items []map[string]types.AttributeValue, now time.Time) ([]*idemkit.Record, error) {
 	recs := make([]*idemkit.Record, 0, len(items))
 	for _, it := range items {
-		if expired(it, now) || !l.ours(it) {
+		if l.expired(it, now) || !l.ours(it) {
 			continue
 		}
 		r, err := l.decode(it)

@@ -114,6 +114,8 @@ func outcome(replayed bool, err error) string {
 		return "in-flight"
 	case errors.Is(err, idemkit.ErrIndeterminate):
 		return "indeterminate"
+	case errors.Is(err, idemkit.ErrOutcomePending):
+		return "pending"
 	}
 	return err.Error()
 }
@@ -244,7 +246,7 @@ func TestFailoverFence(t *testing.T) {
 		{name: "replicated completion", key: "ch-done", eu: ran, replicated: true, want: "replay", reconciled: "replay", runs: 1},
 		{name: "replicated live claim", key: "ch-live", eu: inFlight, replicated: true, want: "in-flight", reconciled: "in-flight", runs: 0},
 		{name: "replicated stale lease, fail-closed", key: "ch-stale-fc", eu: stale, replicated: true,
-			want: "refused", state: idemkit.StateInFlight, reconciled: "indeterminate", runs: 0},
+			want: "refused", state: idemkit.StateInFlight, reconciled: "pending", runs: 0},
 		// eu completed the run after its claim replicated: marked
 		// indeterminate in us, the mark would win over that completion.
 		{name: "replicated claim completed later, fail-closed", key: "ch-late-done-fc", eu: stale, replicated: true, later: completes,

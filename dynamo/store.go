@@ -123,6 +123,13 @@ type Options struct {
 	// with it (a readable ID of over 2048 bytes less the prefix) is
 	// refused with idemkit.ErrRecordInvalid.
 	KeyPrefix string
+	// TTLAttr names the attribute that holds a record's expiry, epoch
+	// seconds, on which the table's TTL is enabled, so that a shared table
+	// whose TTL is already on another attribute ("ttl", "expires_at") can
+	// keep it. Zero: TTLAttr ("exp"). It may not name a key attribute nor
+	// another attribute of a record. Every store of the table must set it
+	// alike; CreateTableFor and Check follow it.
+	TTLAttr string
 }
 
 // check refuses options no default can mend.
@@ -217,6 +224,7 @@ func newStore(table string, opts Options, route func(string) (Client, *Failover,
 		s.namesClaim, s.namesRelease = maps.Clone(namesClaim), maps.Clone(namesRelease)
 		s.namesClaim["#pk"], s.namesRelease["#pk"] = s.lay.keyAttr, s.lay.keyAttr
 	}
+	s.namesRelease = s.lay.names(s.namesRelease)
 	s.optFns = []func(*dynamodb.Options){s.sdkOpts}
 	if !s.opts.KeepRetryQuota {
 		s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
@@ -575,7 +583,7 @@ func (s *Store) claimInput(rec, prev *idemkit.Record, now time.Time, fenced bool
 	values := map[string]types.AttributeValue{":inflight": vInFlight, ":owner": item[attrOwner], ":lu": item[attrLeaseUntil]}
 	switch {
 	case fenced:
-		cond, names = pCondClaimFenced, namesClaimFenced
+		cond, names = pCondClaimFenced, s.lay.names(namesClaimFenced)
 		values[":nowS"] = nowSec(now)
 	case prev != nil:
 		cond, names = pCondReclaim, namesReclaim
@@ -677,7 +685,7 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 		TableName:                 s.tableName,
 		Item:                      item,
 		ConditionExpression:       pCondComplete,
-		ExpressionAttributeNames:  namesComplete,
+		ExpressionAttributeNames:  s.lay.names(namesComplete),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": item[attrOwner], ":nowS": nowSec(now), ":released": vReleased},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
@@ -768,7 +776,7 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 		Key:                                 s.key(id),
 		UpdateExpression:                    pUpdateLease,
 		ConditionExpression:                 pCondExtend,
-		ExpressionAttributeNames:            namesExtend,
+		ExpressionAttributeNames:            s.lay.names(namesExtend),
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":lu": num(ceilMilli(leaseUntil)), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
@@ -781,7 +789,7 @@ func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now ti
 	if err != nil {
 		return err
 	}
-	if attrS(cur, attrState) != string(idemkit.StateInFlight) || attrS(cur, attrOwner) != owner || expired(cur, now) {
+	if attrS(cur, attrState) != string(idemkit.StateInFlight) || attrS(cur, attrOwner) != owner || s.lay.expired(cur, now) {
 		return idemkit.ErrNotOwner
 	}
 	// Ours, with a lease already ending at or after leaseUntil.
@@ -825,7 +833,7 @@ func attrS(item map[string]types.AttributeValue, name string) string {
 // fenced on the owner token and state in_flight, that also sets the sparse
 // index keys and ends the lease at now.
 func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	return s.toIndeterminate(ctx, "mark unknown", id, owner, now, condOwned, num(ceilMilli(now)), true)
+	return s.toIndeterminate(ctx, "mark unknown", id, owner, now, condOwned, num(ceilMilli(now)), idemkit.CauseOutcomeUnknown)
 }
 
 // MarkIndeterminate implements idemkit.Store with one conditional
@@ -834,15 +842,16 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 	if err := s.fenceWrite(ctx, "mark indeterminate", id, now); err != nil {
 		return err
 	}
-	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), false)
+	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), idemkit.CauseLeaseExpired)
 }
 
-// toIndeterminate sets the record's state to indeterminate, its index
-// keys and a new token (mk) under cond; endLease also sets its lease end
-// to nowMs (which cond may compare with otherwise). Its own mark, refused
+// toIndeterminate sets the record's state to indeterminate, its cause, its
+// index keys and a new token (mk) under cond; cause CauseOutcomeUnknown
+// (MarkUnknown) also sets its lease end to nowMs (which cond compares with
+// otherwise). Its own mark, refused
 // on the SDK's retry after its answer was lost, is reported as made
 // (ownRefused); any other mark, earlier or concurrent, is ErrNotOwner.
-func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, endLease bool) error {
+func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, cause idemkit.Cause) error {
 	if err := storearg.Owned(id, owner); err != nil {
 		return fmt.Errorf("dynamo: %s: %w", op, err)
 	}
@@ -850,8 +859,8 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 	if err != nil {
 		return err
 	}
-	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn, #mk = :mk"
-	if endLease {
+	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn, #mk = :mk, #cz = :cz"
+	if cause == idemkit.CauseOutcomeUnknown {
 		update += ", #lu = :nowMs"
 	}
 	mark := rand.Text()
@@ -862,8 +871,8 @@ func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now t
 		Key:                                 s.key(id),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            map[string]string{"#st": attrState, "#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#tn": attrTenant, "#ow": attrOwner, "#exp": attrExpiresAt, "#lu": attrLeaseUntil, "#mk": attrMark},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(indeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark)},
+		ExpressionAttributeNames:            map[string]string{"#st": attrState, "#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#tn": attrTenant, "#ow": attrOwner, "#exp": s.lay.ttl, "#lu": attrLeaseUntil, "#mk": attrMark, "#cz": attrCause},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(indeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark), ":cz": str(string(cause))},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, s.optFns...)
@@ -887,7 +896,7 @@ func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, er
 	if err != nil {
 		return nil, err
 	}
-	if attrS(old, attrState) != string(st) || attrS(old, attrMark) != mark || expired(old, now) {
+	if attrS(old, attrState) != string(st) || attrS(old, attrMark) != mark || s.lay.expired(old, now) {
 		return nil, refusal
 	}
 	return old, nil
@@ -926,7 +935,7 @@ func (s *Store) Resolve(ctx context.Context, id, owner string, res idemkit.Resol
 	resolutionAttrs(set, &res, at)
 	putTime(set, attrReplayUntil, res.ReplayUntil)
 	if !res.ExpiresAt.IsZero() {
-		set[attrExpiresAt] = num(expSec(res.ExpiresAt))
+		set[s.lay.ttl] = num(expSec(res.ExpiresAt))
 	}
 	if res.As == idemkit.StateCompleted {
 		set[attrCompletedAt] = num(at.UnixMilli())
@@ -948,7 +957,7 @@ func (s *Store) Resolve(ctx context.Context, id, owner string, res idemkit.Resol
 	if res.As == idemkit.StateCompleted && !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
 		return nil, s.tooLarge(id, set)
 	}
-	names := map[string]string{"#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#exp": attrExpiresAt, "#ow": attrOwner}
+	names := map[string]string{"#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#exp": s.lay.ttl, "#ow": attrOwner}
 	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now), ":owner": str(owner)}
 	upd := "SET "
 	i := 0
@@ -998,7 +1007,7 @@ func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[
 		return 0, "", err
 	}
 	owner := attrS(item, attrOwner)
-	if attrS(item, attrState) != string(idemkit.StateIndeterminate) || owner == "" || expired(item, now) {
+	if attrS(item, attrState) != string(idemkit.StateIndeterminate) || owner == "" || s.lay.expired(item, now) {
 		return 0, "", idemkit.ErrNotIndeterminate
 	}
 	n := 0
@@ -1032,7 +1041,7 @@ func (s *Store) get(ctx context.Context, client Client, op, id string, now time.
 	if err != nil {
 		return nil, err
 	}
-	if len(item) == 0 || expired(item, now) || released(item) {
+	if len(item) == 0 || s.lay.expired(item, now) || released(item) {
 		return nil, idemkit.ErrNotFound
 	}
 	return s.lay.decode(item)
@@ -1057,10 +1066,10 @@ func (s *Store) getItem(ctx context.Context, client Client, op, id string) (map[
 	return out.Item, nil
 }
 
-// expired reports whether an item is past its TTL at now; it is then
-// absent, whatever else it holds.
-func expired(item map[string]types.AttributeValue, now time.Time) bool {
-	n, ok := item[attrExpiresAt].(*types.AttributeValueMemberN)
+// expiredAt reports whether an item whose TTL attribute is attr is past
+// it at now; it is then absent, whatever else it holds.
+func expiredAt(item map[string]types.AttributeValue, attr string, now time.Time) bool {
+	n, ok := item[attr].(*types.AttributeValueMemberN)
 	if !ok {
 		return false
 	}

@@ -70,7 +70,7 @@ func TableDefinitionFor(name string, opts Options) *dynamodb.CreateTableInput {
 
 // CreateTable creates the table TableDefinition(name) describes, waits
 // until it is ACTIVE (bounded by ctx, or 2 minutes without a deadline),
-// and enables TTL on TTLAttr. A server without the TTL API
+// and enables TTL on TTLAttr (Options.TTLAttr with CreateTableFor). A server without the TTL API
 // (dynalite answers UnknownOperationException) is tolerated: TTL only
 // saves storage, since every read and condition treats expired items as
 // absent.
@@ -97,7 +97,7 @@ func CreateTableFor(ctx context.Context, client TableClient, name string, opts O
 	_, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(name),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(attrExpiresAt),
+			AttributeName: aws.String(layoutOf(opts).ttl),
 			Enabled:       aws.Bool(true),
 		},
 	})

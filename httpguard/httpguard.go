@@ -29,6 +29,7 @@
 //	fingerprint-mismatch             422  the key was used with a different request (body, query, resource)
 //	operation-mismatch               422  account-wide keys: the key was used for another operation
 //	in-flight                        409  a request with the key is running; Retry-After says when to retry
+//	outcome-pending                  409  an earlier run outlived its lease a moment ago and may still complete; Retry-After says when to retry
 //	indeterminate-operator-required  409  an earlier run ended without a recorded outcome; an operator must resolve it
 //	replay-window-passed             410  completed; the response is no longer replayed (originalStatus, location, completedAt)
 //	response-not-stored              410  completed; the response was too large to store (originalStatus, location, completedAt)

@@ -28,6 +28,7 @@ const (
 	TypeOperationMismatch   = problemtype.OperationMismatch
 	TypeInFlight            = problemtype.InFlight
 	TypeIndeterminate       = problemtype.Indeterminate
+	TypeOutcomePending      = problemtype.OutcomePending
 	TypeReplayWindowPassed  = problemtype.ReplayWindowPassed
 	TypeResponseNotStored   = problemtype.ResponseNotStored
 	TypeStoreUnavailable    = problemtype.StoreUnavailable

@@ -22,7 +22,9 @@
 //     server answers the retry with its stored response;
 //   - 409 in-flight: the first request is still running; the client polls,
 //     never waiting longer than Retry-After (the end of its lease), nor,
-//     when Retry-After has passed, less than [PollFloor];
+//     when Retry-After has passed, less than [PollFloor]; 409
+//     outcome-pending (the first request outlived its lease and may still
+//     complete) alike;
 //   - 503 store-unavailable and 429, waiting at least Retry-After;
 //   - 500 handler-failed (the server freed the key) and any other 5xx that
 //     is not a replay.

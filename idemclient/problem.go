@@ -27,6 +27,7 @@ const (
 	TypeOperationMismatch   = problemtype.OperationMismatch
 	TypeInFlight            = problemtype.InFlight
 	TypeIndeterminate       = problemtype.Indeterminate
+	TypeOutcomePending      = problemtype.OutcomePending
 	TypeResponseNotStored   = problemtype.ResponseNotStored
 	TypeReplayWindowPassed  = problemtype.ReplayWindowPassed
 	TypeStoreUnavailable    = problemtype.StoreUnavailable
@@ -86,6 +87,7 @@ var verdicts = map[string]verdict{
 	TypeInFlight:         {retry: true},
 	TypeStoreUnavailable: {retry: true},
 	TypeHandlerFailed:    {retry: true},
+	TypeOutcomePending:   {retry: true},
 
 	TypeKeyMissing: {kind: ErrRefused,
 		happened: "the server requires a key on this route and read none; nothing ran",

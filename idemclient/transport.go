@@ -396,9 +396,10 @@ func (r *request) judge(a answer) plan {
 			case !v.retry:
 				a.resp.Body.Close()
 				return plan{err: &ProblemError{Key: r.key, Attempts: r.attempts, Problem: *a.problem}}
-			case a.problem.Type == TypeInFlight:
+			case a.problem.Type == TypeInFlight, a.problem.Type == TypeOutcomePending:
 				// Retry-After is when the running request's lease ends at
-				// the latest; its answer may come sooner. One that has
+				// the latest (outcome-pending: when its late completion
+				// is no longer expected); its answer may come sooner. One that has
 				// passed (0, a date in the past: a server's clock ahead
 				// of ours) shortens the backoff to PollFloor, no less.
 				if hasRA && ra < backoff {

@@ -43,18 +43,22 @@ func answering(t *testing.T, clock *testclock.Clock, status int, typ string, ret
 // has already ended (0, a date in the past) never makes the client poll
 // without pause: it waits its backoff, shortened by Retry-After to no
 // less than PollFloor, so a budget holds a bounded number of polls.
+// A 409 outcome-pending (the first request outlived its lease and may
+// still complete) is polled alike.
 func TestInFlightPollFloor(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
+		typ        string
 		retryAfter func(now time.Time) string
 	}{
-		{"zero", func(time.Time) string { return "0" }},
-		{"date in the past", func(now time.Time) string { return now.Add(-time.Hour).UTC().Format(http.TimeFormat) }},
-		{"date now", func(now time.Time) string { return now.UTC().Format(http.TimeFormat) }},
+		{"zero", idemclient.TypeInFlight, func(time.Time) string { return "0" }},
+		{"date in the past", idemclient.TypeInFlight, func(now time.Time) string { return now.Add(-time.Hour).UTC().Format(http.TimeFormat) }},
+		{"date now", idemclient.TypeInFlight, func(now time.Time) string { return now.UTC().Format(http.TimeFormat) }},
+		{"outcome pending, zero", idemclient.TypeOutcomePending, func(time.Time) string { return "0" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := testclock.New()
-			url, n := answering(t, clock, http.StatusConflict, idemclient.TypeInFlight, tc.retryAfter)
+			url, n := answering(t, clock, http.StatusConflict, tc.typ, tc.retryAfter)
 			// MaxAttempts stops a client without a floor, which would
 			// otherwise poll at one instant for ever.
 			c, s := newClient(t, clock, idemclient.Config{Budget: 10 * time.Second, MaxAttempts: 1000})

@@ -222,6 +222,7 @@ func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time
 	}
 	cur.State = idemkit.StateIndeterminate
 	cur.LeaseUntil = now
+	cur.Cause = idemkit.CauseOutcomeUnknown
 	return nil
 }
 
@@ -259,6 +260,7 @@ func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now tim
 		return idemkit.ErrNotOwner
 	}
 	cur.State = idemkit.StateIndeterminate
+	cur.Cause = idemkit.CauseLeaseExpired
 	return nil
 }
 

@@ -599,7 +599,7 @@ func testRetriedWrites(t *testing.T, s idemkit.OperatorStore) {
 			if err := s.MarkUnknown(ctx, r.ID, "a", now); err != nil {
 				t.Fatal(err)
 			}
-			r.State, r.LeaseUntil = idemkit.StateIndeterminate, now
+			r.State, r.LeaseUntil, r.Cause = idemkit.StateIndeterminate, now, idemkit.CauseOutcomeUnknown
 			return r, func() error { return s.MarkUnknown(ctx, r.ID, "a", again) }
 		}, idemkit.ErrNotOwner},
 		{"MarkIndeterminate", func() (*idemkit.Record, func() error) {
@@ -608,7 +608,7 @@ func testRetriedWrites(t *testing.T, s idemkit.OperatorStore) {
 			if err := s.MarkIndeterminate(ctx, r.ID, "a", at); err != nil {
 				t.Fatal(err)
 			}
-			r.State = idemkit.StateIndeterminate
+			r.State, r.Cause = idemkit.StateIndeterminate, idemkit.CauseLeaseExpired
 			return r, func() error { return s.MarkIndeterminate(ctx, r.ID, "a", at.Add(time.Second)) }
 		}, idemkit.ErrNotOwner},
 		{"Resolve", func() (*idemkit.Record, func() error) {
@@ -725,8 +725,13 @@ func testMarkIndeterminate(t *testing.T, s idemkit.OperatorStore) {
 	if err := s.MarkIndeterminate(ctx, r.ID, "a", after); err != nil {
 		t.Fatalf("MarkIndeterminate: %v", err)
 	}
-	if got := mustGet(t, s, r.ID, after); got.State != idemkit.StateIndeterminate || got.Owner != "a" {
-		t.Fatalf("marked record: state %q owner %q", got.State, got.Owner)
+	if got := mustGet(t, s, r.ID, after); got.State != idemkit.StateIndeterminate || got.Owner != "a" || got.Cause != idemkit.CauseLeaseExpired || !timeEq(got.LeaseUntil, r.LeaseUntil) {
+		t.Fatalf("marked record: state %q owner %q cause %q lease %v, want indeterminate, a, %q, the lease kept (%v)", got.State, got.Owner, got.Cause, got.LeaseUntil, idemkit.CauseLeaseExpired, r.LeaseUntil)
+	}
+	for _, l := range listedRecords(t, s, r.Scope.Tenant, after) {
+		if l.ID == r.ID && l.Cause != idemkit.CauseLeaseExpired {
+			t.Fatalf("listed record's cause %q, want %q", l.Cause, idemkit.CauseLeaseExpired)
+		}
 	}
 	err = s.MarkIndeterminate(ctx, r.ID, "a", after)
 	wantErr(t, "second MarkIndeterminate", err, idemkit.ErrNotOwner)
@@ -786,6 +791,9 @@ func testLateCompletion(t *testing.T, s idemkit.OperatorStore) {
 		got := mustGet(t, s, m.ID, at)
 		if got.State != as || got.Resolution == nil {
 			t.Fatalf("after a refused late completion: state %q resolution %+v", got.State, got.Resolution)
+		}
+		if got.Cause != m.Cause || m.Cause == "" {
+			t.Fatalf("resolved record's cause %q, want the mark's %q kept", got.Cause, m.Cause)
 		}
 	}
 }
@@ -903,8 +911,8 @@ func testMarkUnknown(t *testing.T, s idemkit.OperatorStore) {
 	if err := s.MarkUnknown(ctx, r.ID, "a", at); err != nil {
 		t.Fatalf("MarkUnknown of a live lease: %v", err)
 	}
-	if got := mustGet(t, s, r.ID, at); got.State != idemkit.StateIndeterminate || got.Owner != "a" || got.LeaseUntil.After(at.Add(time.Millisecond)) {
-		t.Fatalf("marked record: state %q owner %q lease %v (marked at %v)", got.State, got.Owner, got.LeaseUntil, at)
+	if got := mustGet(t, s, r.ID, at); got.State != idemkit.StateIndeterminate || got.Owner != "a" || got.LeaseUntil.After(at.Add(time.Millisecond)) || got.Cause != idemkit.CauseOutcomeUnknown {
+		t.Fatalf("marked record: state %q owner %q lease %v cause %q (marked at %v, want cause %q)", got.State, got.Owner, got.LeaseUntil, got.Cause, at, idemkit.CauseOutcomeUnknown)
 	}
 	err = s.MarkUnknown(ctx, r.ID, "a", at)
 	wantErr(t, "second MarkUnknown", err, idemkit.ErrNotOwner)
@@ -1569,7 +1577,7 @@ func sameRecord(t *testing.T, got, want *idemkit.Record) {
 	if got == nil {
 		t.Fatal("record is nil")
 	}
-	if got.ID != want.ID || got.Scope != want.Scope || got.State != want.State || got.Fingerprint != want.Fingerprint || got.Owner != want.Owner {
+	if got.ID != want.ID || got.Scope != want.Scope || got.State != want.State || got.Fingerprint != want.Fingerprint || got.Owner != want.Owner || got.Cause != want.Cause {
 		t.Fatalf("record = %+v\nwant %+v", got, want)
 	}
 	for _, c := range []struct {
@@ -1752,7 +1760,7 @@ func testNoAliasing(t *testing.T, s idemkit.OperatorStore) {
 		scribble(r)
 	}
 	wantK := k.Clone()
-	wantK.State = idemkit.StateIndeterminate
+	wantK.State, wantK.Cause = idemkit.StateIndeterminate, idemkit.CauseLeaseExpired
 	sameRecord(t, mustGet(t, s, k.ID, at), wantK)
 }
 

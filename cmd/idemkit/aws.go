@@ -58,14 +58,14 @@ func openDynamo(ctx context.Context, o StoreOptions) (idemkit.OperatorStore, err
 	}
 	client := dynamodb.NewFromConfig(cfg, func(opt *dynamodb.Options) { opt.Region = region })
 	opts := storeOptions
-	opts.KeyAttr, opts.SortKeyAttr, opts.SortKeyValue, opts.KeyPrefix = o.KeyAttr, o.SortKeyAttr, o.SortKeyValue, o.KeyPrefix
+	opts.KeyAttr, opts.SortKeyAttr, opts.SortKeyValue, opts.KeyPrefix, opts.TTLAttr = o.KeyAttr, o.SortKeyAttr, o.SortKeyValue, o.KeyPrefix, o.TTLAttr
 	s, err := dynamo.NewRegional(dynamo.Regions{
 		Clients: map[string]dynamo.Client{region: client},
 		Home:    func(string) string { return region },
 		Local:   region,
 	}, o.Table, opts)
 	if errors.Is(err, idemkit.ErrInvalidConfig) {
-		return nil, usagef("table layout (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix): %v", err)
+		return nil, usagef("table layout (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix, --ttl-attr): %v", err)
 	}
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func explainListError(ctx context.Context, s idemkit.OperatorStore, table string
 	if l, ok := s.(interface{ location() string }); ok {
 		where += " in " + l.location()
 	}
-	return &explained{err: err, msg: fmt.Sprintf("table %s cannot be listed: %s; create the table as dynamo.TableDefinitionFor lays it out (docs/DEPLOY.md), or for a table laid out by the application's dynamo.Options pass the same (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix)%s",
+	return &explained{err: err, msg: fmt.Sprintf("table %s cannot be listed: %s; create the table as dynamo.TableDefinitionFor lays it out (docs/DEPLOY.md), or for a table laid out by the application's dynamo.Options pass the same (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix, --ttl-attr)%s",
 		where, strings.Join(mm.Problems, "; "), apiCause(err))}
 }
 

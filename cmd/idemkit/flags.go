@@ -34,6 +34,7 @@ func (c *cli) commonFlags(fs *flag.FlagSet, o *common) {
 	fs.StringVar(&o.store.SortKeyAttr, "sort-key-attr", "", "sort key `attribute` of the table, if it has one (dynamo.Options.SortKeyAttr)")
 	fs.StringVar(&o.store.SortKeyValue, "sort-key-value", "", "sort key `value` of every record (dynamo.Options.SortKeyValue)")
 	fs.StringVar(&o.store.KeyPrefix, "key-prefix", "", "`prefix` of the record ID in the partition key (dynamo.Options.KeyPrefix)")
+	fs.StringVar(&o.store.TTLAttr, "ttl-attr", dynamo.TTLAttr, "TTL `attribute` of the table, holding each record's expiry, as the application's dynamo.Options.TTLAttr")
 	fs.StringVar(&o.output, "output", "table", "output `format`: table or json")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this `duration`; DynamoDB calls are retried within it")
 }

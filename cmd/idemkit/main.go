@@ -14,8 +14,8 @@
 //
 // Every command takes --help, --output table|json, --home-region, --profile
 // and --timeout. For records kept in a shared (single-table) table, every
-// command also takes --key-attr, --sort-key-attr, --sort-key-value and
-// --key-prefix, set as the application's dynamo.Options are. AWS access
+// command also takes --key-attr, --sort-key-attr, --sort-key-value,
+// --key-prefix and --ttl-attr, set as the application's dynamo.Options are. AWS access
 // uses the SDK's standard configuration (AWS_REGION, AWS_PROFILE or
 // --profile, AWS_ENDPOINT_URL_DYNAMODB, ...). Listing reads the table's
 // sparse indexes. No command scans the table.
@@ -66,10 +66,11 @@ type StoreOptions struct {
 	HomeRegion string
 	// Profile is the shared-config profile. Empty: the SDK's default.
 	Profile string
-	// KeyAttr, SortKeyAttr, SortKeyValue and KeyPrefix are the table's
-	// layout, as the application's dynamo.Options set them. Empty: a
-	// table of its own (partition key pk holding the record ID).
-	KeyAttr, SortKeyAttr, SortKeyValue, KeyPrefix string
+	// KeyAttr, SortKeyAttr, SortKeyValue, KeyPrefix and TTLAttr are the
+	// table's layout, as the application's dynamo.Options set them. Empty:
+	// a table of its own (partition key pk holding the record ID, TTL on
+	// exp).
+	KeyAttr, SortKeyAttr, SortKeyValue, KeyPrefix, TTLAttr string
 }
 
 // Env is what a command takes from its surroundings. Tests replace it;
@@ -171,8 +172,8 @@ Commands:
 	io.WriteString(w, `
 Every command takes --help, --output table|json, --home-region REGION,
 --profile NAME and --timeout. For records in a shared table, every command
-also takes --key-attr, --sort-key-attr, --sort-key-value and --key-prefix,
-as the application's dynamo.Options set them. AWS access uses the SDK's
+also takes --key-attr, --sort-key-attr, --sort-key-value, --key-prefix and
+--ttl-attr, as the application's dynamo.Options set them. AWS access uses the SDK's
 standard configuration: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB,
 and credentials from the environment, shared files, SSO or the instance
 role.

@@ -79,6 +79,7 @@ func QueryTooLarge() *httpguard.Problem {
 func ProblemFor(err error, storeRetry time.Duration) *httpguard.Problem {
 	var (
 		ke *idemkit.KeyError
+		pe *idemkit.PendingError
 		ce *idemkit.ConflictError
 		oe *idemkit.OutcomeError
 		cu *idemkit.ClaimUnknownError
@@ -109,6 +110,10 @@ func ProblemFor(err error, storeRetry time.Duration) *httpguard.Problem {
 	case errors.Is(err, idemkit.ErrInFlight):
 		return &httpguard.Problem{Type: httpguard.TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
 			Detail: "A request with this key is being processed. Retry after the delay given in Retry-After.", RetryAfter: 1}
+	case errors.As(err, &pe):
+		return &httpguard.Problem{Type: httpguard.TypeOutcomePending, Title: "Outcome pending: the earlier request may still complete", Status: 409,
+			Detail:     "An earlier request with this key outlived its lease before its outcome was recorded, and it may still complete. Retry with the same key after the delay given in Retry-After: until " + pe.Until.UTC().Format(time.RFC3339) + " a retry gets its response once it completes, or this answer again; after that the key waits for an operator (indeterminate-operator-required).",
+			RetryAfter: retryafter.Seconds(pe.RetryAfter)}
 	case errors.Is(err, idemkit.ErrIndeterminate):
 		return &httpguard.Problem{Type: httpguard.TypeIndeterminate, Title: "Outcome unknown: operator resolution required", Status: 409,
 			Detail: "An earlier request with this key stopped before its outcome was recorded, so it may or may not have taken effect. It will not be run again until an operator resolves the key."}

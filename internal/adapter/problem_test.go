@@ -32,6 +32,7 @@ func TestProblemFor(t *testing.T) {
 		{"in flight, 2.2 s left", &idemkit.ConflictError{RetryAfter: 2200 * time.Millisecond}, 409, httpguard.TypeInFlight, 3},
 		{"in flight, no time", &idemkit.ConflictError{}, 409, httpguard.TypeInFlight, 1},
 		{"indeterminate", idemkit.ErrIndeterminate, 409, httpguard.TypeIndeterminate, 0},
+		{"outcome pending", &idemkit.PendingError{RetryAfter: 4500 * time.Millisecond, Until: done}, 409, httpguard.TypeOutcomePending, 5},
 		{"replay window passed", &idemkit.OutcomeError{Reason: idemkit.ErrReplayWindowPassed, Status: 201, Location: "/o/1", CompletedAt: done}, 410, httpguard.TypeReplayWindowPassed, 0},
 		{"snapshot omitted", &idemkit.OutcomeError{Reason: idemkit.ErrSnapshotOmitted, Status: 200, CompletedAt: done}, 410, httpguard.TypeResponseNotStored, 0},
 		{"corrupt record", fmt.Errorf("idemkit: store get: %w", idemkit.ErrCorruptRecord), 500, httpguard.TypeCorruptRecord, 0},

@@ -24,6 +24,7 @@ const (
 	OperationMismatch   = Base + "operation-mismatch"
 	InFlight            = Base + "in-flight"
 	Indeterminate       = Base + "indeterminate-operator-required"
+	OutcomePending      = Base + "outcome-pending"
 	ReplayWindowPassed  = Base + "replay-window-passed"
 	ResponseNotStored   = Base + "response-not-stored"
 	StoreUnavailable    = Base + "store-unavailable"
@@ -54,6 +55,7 @@ var All = []Entry{
 	{FingerprintMismatch, "FingerprintMismatch", 422},
 	{OperationMismatch, "OperationMismatch", 422},
 	{InFlight, "InFlight", 409},
+	{OutcomePending, "OutcomePending", 409},
 	{Indeterminate, "Indeterminate", 409},
 	{ReplayWindowPassed, "ReplayWindowPassed", 410},
 	{ResponseNotStored, "ResponseNotStored", 410},
