@@ -208,6 +208,14 @@ func (w *World) answered(r *request) {
 		if (rec == nil || rec.State != idemkit.StateIndeterminate) && !marked {
 			lie("the record is not indeterminate")
 		}
+	case httpguard.TypeOutcomePending:
+		// True when the answer was made: the record is one whose run may
+		// still complete (marked for its ended lease), or a write changed
+		// it since the request was sent (the mark, the late completion).
+		pending := rec != nil && rec.State == idemkit.StateIndeterminate && rec.Cause == idemkit.CauseLeaseExpired
+		if !pending && w.unheld[id].Before(r.sentTrue) {
+			lie("no run whose lease ended may still complete it")
+		}
 	case httpguard.TypeReplayWindowPassed:
 		if rec == nil || rec.State != idemkit.StateCompleted || now.Before(rec.ReplayUntil) {
 			lie("no completed record past its replay window holds the key")

@@ -768,7 +768,22 @@ func TestV2Refusals(t *testing.T) {
 	}{
 		{name: "indeterminate record", wantStatus: 409, wantType: "indeterminate-operator-required",
 			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
+				// The run said its outcome is unknown.
 				seed(t, e, *ev, fingerprintOf(t, *ev), nil)
+				if err := e.store.MarkUnknown(context.Background(), scopeOf(*ev).ID(false), "seed", e.clock.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "lease ended moments ago", wantStatus: 409, wantType: "outcome-pending",
+			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
+				// The run may still complete: the client is told to come
+				// back, not to wait for an operator.
+				seed(t, e, *ev, fingerprintOf(t, *ev), nil)
+			},
+			check: func(t *testing.T, p problem) {
+				if p.RetryAfter < 1 {
+					t.Errorf("Retry-After %d, want a wait", p.RetryAfter)
+				}
 			}},
 		{name: "store unavailable", wantStatus: 503, wantType: "store-unavailable",
 			mod: func(c *idemkit.Config) {
