@@ -127,63 +127,53 @@ type Transport struct {
 // New returns a Transport configured by cfg, or an error naming the
 // setting that cannot be used.
 func New(cfg Config) (*Transport, error) {
+	if err := checkSigns(cfg); err != nil {
+		return nil, err
+	}
 	t := &Transport{
 		base: cfg.Base, header: cfg.Header, retention: cfg.Retention, margin: cfg.Margin, budget: cfg.Budget,
 		maxAttempts: cfg.MaxAttempts, attemptTimeout: cfg.AttemptTimeout, baseDelay: cfg.BaseDelay, maxDelay: cfg.MaxDelay,
 		maxResponseBytes: cfg.MaxResponseBytes, newKey: cfg.NewKey, now: cfg.Now, sleep: cfg.Sleep, rand: cfg.Rand,
 	}
+	t.defaultHooks(cfg.Methods)
+	t.defaultBounds()
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkSigns returns an error naming the first of cfg's durations and
+// bounds that is negative, and nil when none is.
+func checkSigns(cfg Config) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Retention", t.retention}, {"Margin", t.margin}, {"Budget", t.budget}, {"AttemptTimeout", t.attemptTimeout},
-		{"BaseDelay", t.baseDelay}, {"MaxDelay", t.maxDelay}} {
+	}{{"Retention", cfg.Retention}, {"Margin", cfg.Margin}, {"Budget", cfg.Budget}, {"AttemptTimeout", cfg.AttemptTimeout},
+		{"BaseDelay", cfg.BaseDelay}, {"MaxDelay", cfg.MaxDelay}} {
 		if d.v < 0 {
-			return nil, fmt.Errorf("idemclient: %s %s is negative", d.name, d.v)
+			return fmt.Errorf("idemclient: %s %s is negative", d.name, d.v)
 		}
 	}
-	if t.maxAttempts < 0 || t.maxResponseBytes < 0 {
-		return nil, errors.New("idemclient: MaxAttempts and MaxResponseBytes must not be negative")
+	if cfg.MaxAttempts < 0 || cfg.MaxResponseBytes < 0 {
+		return errors.New("idemclient: MaxAttempts and MaxResponseBytes must not be negative")
 	}
+	return nil
+}
+
+// defaultHooks sets the defaults of t's zero base transport, header,
+// clock, key source, sleep and jitter, and t's methods to a copy of
+// methods, or POST and PATCH when methods is nil.
+func (t *Transport) defaultHooks(methods []string) {
 	if t.base == nil {
 		t.base = http.DefaultTransport
 	}
 	t.methods = []string{http.MethodPost, http.MethodPatch}
-	if cfg.Methods != nil {
-		t.methods = slices.Clone(cfg.Methods)
+	if methods != nil {
+		t.methods = slices.Clone(methods)
 	}
 	if t.header == "" {
 		t.header = DefaultHeader
-	}
-	if !httpheader.ValidName(t.header) {
-		return nil, fmt.Errorf("idemclient: Header %q is not an HTTP field name", t.header)
-	}
-	if t.retention == 0 {
-		t.retention = DefaultRetention
-	}
-	if t.margin == 0 {
-		t.margin = DefaultMargin
-	}
-	if t.margin >= t.retention {
-		return nil, fmt.Errorf("idemclient: Margin %s is not shorter than Retention %s", t.margin, t.retention)
-	}
-	if t.budget == 0 {
-		t.budget = DefaultBudget
-	}
-	if limit := t.retention - t.margin; t.budget > limit {
-		return nil, fmt.Errorf("%w: Budget %s is longer than Retention %s less Margin %s: a retry sent after the server forgot the first request would run it a second time; shorten Budget, or set Retention to the server's record retention",
-			ErrBudgetTooLong, t.budget, t.retention, t.margin)
-	}
-	if t.baseDelay == 0 {
-		t.baseDelay = DefaultBaseDelay
-	}
-	if t.maxDelay == 0 {
-		t.maxDelay = max(DefaultMaxDelay, t.baseDelay)
-	}
-	if t.maxDelay < t.baseDelay {
-		return nil, fmt.Errorf("idemclient: MaxDelay %s is shorter than BaseDelay %s", t.maxDelay, t.baseDelay)
-	}
-	if t.maxResponseBytes == 0 {
-		t.maxResponseBytes = DefaultMaxResponseBytes
 	}
 	if t.now == nil {
 		t.now = time.Now
@@ -197,7 +187,50 @@ func New(cfg Config) (*Transport, error) {
 	if t.rand == nil {
 		t.rand = rand.Float64
 	}
-	return t, nil
+}
+
+// defaultBounds sets the defaults of t's zero retention, margin, budget,
+// delays and response bound; a zero MaxDelay is never shorter than
+// BaseDelay.
+func (t *Transport) defaultBounds() {
+	if t.retention == 0 {
+		t.retention = DefaultRetention
+	}
+	if t.margin == 0 {
+		t.margin = DefaultMargin
+	}
+	if t.budget == 0 {
+		t.budget = DefaultBudget
+	}
+	if t.baseDelay == 0 {
+		t.baseDelay = DefaultBaseDelay
+	}
+	if t.maxDelay == 0 {
+		t.maxDelay = max(DefaultMaxDelay, t.baseDelay)
+	}
+	if t.maxResponseBytes == 0 {
+		t.maxResponseBytes = DefaultMaxResponseBytes
+	}
+}
+
+// check returns an error naming the first setting of t, its defaults set,
+// that cannot be used (ErrBudgetTooLong for a Budget past the retention
+// less the margin), and nil when all can.
+func (t *Transport) check() error {
+	if !httpheader.ValidName(t.header) {
+		return fmt.Errorf("idemclient: Header %q is not an HTTP field name", t.header)
+	}
+	if t.margin >= t.retention {
+		return fmt.Errorf("idemclient: Margin %s is not shorter than Retention %s", t.margin, t.retention)
+	}
+	if limit := t.retention - t.margin; t.budget > limit {
+		return fmt.Errorf("%w: Budget %s is longer than Retention %s less Margin %s: a retry sent after the server forgot the first request would run it a second time; shorten Budget, or set Retention to the server's record retention",
+			ErrBudgetTooLong, t.budget, t.retention, t.margin)
+	}
+	if t.maxDelay < t.baseDelay {
+		return fmt.Errorf("idemclient: MaxDelay %s is shorter than BaseDelay %s", t.maxDelay, t.baseDelay)
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

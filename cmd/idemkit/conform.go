@@ -152,12 +152,37 @@ func runConform(ctx context.Context, c *cli, args []string) int {
 	return exitOK
 }
 
+// conformArgs checks the conform command's flags and sets cfg's bodies
+// from them; its error is a usage error for flags that cannot be run.
 func conformArgs(c *cli, cfg *conform.Config, body, bodyFile, changedBody, raceBody, raceBodyFile, output string, timeout time.Duration) error {
-	if cfg.URL == "" {
+	if err := checkConformFlags(cfg.URL, output, timeout); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Body, err = c.flagBody("body", body, bodyFile); err != nil {
+		return err
+	}
+	if len(cfg.Body) == 0 {
+		return usagef("a sample body is required: --body or --body-file")
+	}
+	if cfg.RaceBody, err = c.flagBody("race-body", raceBody, raceBodyFile); err != nil {
+		return err
+	}
+	if changedBody != "" {
+		cfg.ChangedBody = []byte(changedBody)
+	}
+	return nil
+}
+
+// checkConformFlags returns a usage error for the first of the endpoint's
+// URL, --output and --timeout that is missing or invalid, and nil when all
+// are valid.
+func checkConformFlags(endpoint, output string, timeout time.Duration) error {
+	if endpoint == "" {
 		return usagef("the endpoint's URL is required: idemkit conform URL --body ...")
 	}
-	if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("URL %q: want an http or https URL", cfg.URL)
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("URL %q: want an http or https URL", endpoint)
 	}
 	if output != "table" && output != "json" {
 		return usagef("--output %q: want table or json", output)
@@ -165,37 +190,28 @@ func conformArgs(c *cli, cfg *conform.Config, body, bodyFile, changedBody, raceB
 	if timeout <= 0 {
 		return usagef("--timeout must be positive")
 	}
-	read := func(flagName, inline, file string) ([]byte, error) {
-		switch {
-		case inline != "" && file != "":
-			return nil, usagef("give --%s or --%s-file, not both", flagName, flagName)
-		case file == "-":
-			return io.ReadAll(c.env.Stdin)
-		case file != "":
-			b, err := os.ReadFile(file)
-			if err != nil {
-				return nil, usagef("--%s-file: %v", flagName, err)
-			}
-			return b, nil
-		case inline != "":
-			return []byte(inline), nil
-		}
-		return nil, nil
-	}
-	var err error
-	if cfg.Body, err = read("body", body, bodyFile); err != nil {
-		return err
-	}
-	if len(cfg.Body) == 0 {
-		return usagef("a sample body is required: --body or --body-file")
-	}
-	if cfg.RaceBody, err = read("race-body", raceBody, raceBodyFile); err != nil {
-		return err
-	}
-	if changedBody != "" {
-		cfg.ChangedBody = []byte(changedBody)
-	}
 	return nil
+}
+
+// flagBody returns the body given inline by --flagName or read from the
+// file --flagName-file names ("-": standard input); nil when neither is
+// given, and a usage error when both are or the file cannot be read.
+func (c *cli) flagBody(flagName, inline, file string) ([]byte, error) {
+	switch {
+	case inline != "" && file != "":
+		return nil, usagef("give --%s or --%s-file, not both", flagName, flagName)
+	case file == "-":
+		return io.ReadAll(c.env.Stdin)
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usagef("--%s-file: %v", flagName, err)
+		}
+		return b, nil
+	case inline != "":
+		return []byte(inline), nil
+	}
+	return nil, nil
 }
 
 func writeConform(w io.Writer, res *conform.Result) error {

@@ -83,49 +83,71 @@ func New(g *idemkit.Guard, o Options) (*Front, error) {
 	if o.MaxKeyLen < 0 {
 		return nil, fmt.Errorf("negative MaxKeyLen %d", o.MaxKeyLen)
 	}
-	a.methods = []string{http.MethodPost, http.MethodPatch}
-	if o.Methods != nil {
-		a.methods = nil
-		for _, m := range o.Methods {
-			if err := checkMethod(m); err != nil {
-				return nil, err
-			}
-			switch m {
-			case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodConnect:
-				return nil, fmt.Errorf("method %q cannot be guarded: it is safe by definition", m)
-			}
-			a.methods = append(a.methods, m)
-		}
-	}
 	var err error
+	if a.methods, err = guardedMethods(o.Methods); err != nil {
+		return nil, err
+	}
 	if a.replay, err = allowList(o.ReplayHeaders); err != nil {
 		return nil, err
 	}
 	if a.def, err = compileRoute(o.KeyOptional, &o.Fingerprint); err != nil {
 		return nil, err
 	}
-	if len(o.Routes) > 0 {
-		a.routes = make(map[string]route, len(o.Routes))
-		for name, r := range o.Routes {
-			m, _, ok := strings.Cut(name, " ")
-			if !ok {
-				return nil, fmt.Errorf("route %q: want \"METHOD /path\"", name)
-			}
-			if err := checkMethod(m); err != nil {
-				return nil, fmt.Errorf("route %q: %w", name, err)
-			}
-			fo := r.Fingerprint
-			if fo == nil {
-				fo = &o.Fingerprint
-			}
-			cr, err := compileRoute(r.KeyOptional, fo)
-			if err != nil {
-				return nil, fmt.Errorf("route %q: %w", name, err)
-			}
-			a.routes[name] = cr
-		}
+	if a.routes, err = compileRoutes(o.Routes, &o.Fingerprint); err != nil {
+		return nil, err
 	}
 	return a, nil
+}
+
+// guardedMethods returns the methods to guard: POST and PATCH when
+// methods is nil, else methods themselves, each an upper-case token and
+// none safe by definition, or an error naming the first that is not.
+func guardedMethods(methods []string) ([]string, error) {
+	if methods == nil {
+		return []string{http.MethodPost, http.MethodPatch}, nil
+	}
+	var guarded []string
+	for _, m := range methods {
+		if err := checkMethod(m); err != nil {
+			return nil, err
+		}
+		switch m {
+		case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodConnect:
+			return nil, fmt.Errorf("method %q cannot be guarded: it is safe by definition", m)
+		}
+		guarded = append(guarded, m)
+	}
+	return guarded, nil
+}
+
+// compileRoutes returns routes compiled, each without a Fingerprint of
+// its own taking def, or an error naming a route whose key is not
+// "METHOD /path" with an upper-case token or whose options cannot be
+// used; nil for no routes.
+func compileRoutes(routes map[string]Route, def *fingerprint.Options) (map[string]route, error) {
+	if len(routes) == 0 {
+		return nil, nil
+	}
+	compiled := make(map[string]route, len(routes))
+	for name, r := range routes {
+		m, _, ok := strings.Cut(name, " ")
+		if !ok {
+			return nil, fmt.Errorf("route %q: want \"METHOD /path\"", name)
+		}
+		if err := checkMethod(m); err != nil {
+			return nil, fmt.Errorf("route %q: %w", name, err)
+		}
+		fo := r.Fingerprint
+		if fo == nil {
+			fo = def
+		}
+		cr, err := compileRoute(r.KeyOptional, fo)
+		if err != nil {
+			return nil, fmt.Errorf("route %q: %w", name, err)
+		}
+		compiled[name] = cr
+	}
+	return compiled, nil
 }
 
 // checkMethod refuses a configured method that is not an upper-case token.

@@ -142,18 +142,46 @@ type runner struct {
 // (a bad configuration, an endpoint it cannot reach at all); a rule broken
 // is a failed Check, and Result.OK false.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.URL == "" {
-		return nil, fmt.Errorf("%w: no URL", ErrConfig)
+	cfg = withDefaults(cfg)
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	base := cfg.KeyPrefix + hex.EncodeToString(id[:])
+	if err := validate(cfg, base); err != nil {
+		return nil, err
 	}
+	r := &runner{cfg: cfg, client: newClient(cfg), hops: map[string]bool{}}
+	res := &Result{URL: cfg.URL, Method: cfg.Method}
+	key, raceKey := base+"-replay", base+"-race"
+	res.Keys = []string{key, raceKey}
+	add := func(name string, v Verdict, format string, args ...any) {
+		res.Checks = append(res.Checks, Check{Name: name, Verdict: v, Detail: fmt.Sprintf(format, args...)})
+	}
+
+	first, err := r.send(ctx, cfg.Method, cfg.URL, cfg.Body, key)
+	if err != nil {
+		return nil, err
+	}
+	if r.firstAndReplay(ctx, first, key, add) {
+		r.quoted(ctx, first, key, add)
+		r.changedBody(ctx, key, add)
+		r.race(ctx, raceKey, add)
+		r.badKeys(ctx, base, add)
+	} else {
+		for _, name := range []string{"quoted-key", "changed-body", "concurrent-duplicate", "long-key", "malformed-key", "two-keys", "missing-key"} {
+			add(name, Skipped, "not run: the key does not reach the guard, so each request would execute the handler again")
+		}
+	}
+	r.get(ctx, key, add)
+	res.OK = !slices.ContainsFunc(res.Checks, func(c Check) bool { return c.Verdict == Fail })
+	res.Hops = r.hopList()
+	return res, nil
+}
+
+// withDefaults returns cfg with every empty field that has a default set
+// to it; it leaves fields the caller set as they are.
+func withDefaults(cfg Config) Config {
 	if cfg.Method == "" {
 		cfg.Method = http.MethodPost
-	}
-	switch cfg.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodDelete:
-		return nil, fmt.Errorf("%w: method %s ignores the Idempotency-Key header: check a POST or PATCH route", ErrConfig, cfg.Method)
-	}
-	if len(cfg.Body) == 0 {
-		return nil, fmt.Errorf("%w: no sample body", ErrConfig)
 	}
 	if cfg.ContentType == "" {
 		cfg.ContentType = "application/json"
@@ -167,9 +195,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
-	if cfg.Concurrency < 2 {
-		return nil, fmt.Errorf("%w: concurrency %d: a race needs two requests at least", ErrConfig, cfg.Concurrency)
-	}
 	if cfg.GetURL == "" {
 		cfg.GetURL = cfg.URL
 	}
@@ -179,59 +204,57 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.MaxKeyLen <= 0 {
 		cfg.MaxKeyLen = 255
 	}
-	var id [6]byte
-	_, _ = rand.Read(id[:])
-	base := cfg.KeyPrefix + hex.EncodeToString(id[:])
+	return cfg
+}
+
+// validate returns an error wrapping ErrConfig for the first thing that
+// keeps cfg, with its defaults set, from being run with keys starting
+// with base; nil when it can be run.
+func validate(cfg Config, base string) error {
+	if cfg.URL == "" {
+		return fmt.Errorf("%w: no URL", ErrConfig)
+	}
+	switch cfg.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodDelete:
+		return fmt.Errorf("%w: method %s ignores the Idempotency-Key header: check a POST or PATCH route", ErrConfig, cfg.Method)
+	}
+	if len(cfg.Body) == 0 {
+		return fmt.Errorf("%w: no sample body", ErrConfig)
+	}
+	if cfg.Concurrency < 2 {
+		return fmt.Errorf("%w: concurrency %d: a race needs two requests at least", ErrConfig, cfg.Concurrency)
+	}
 	if len(base)+len("-replay") > cfg.MaxKeyLen {
-		return nil, fmt.Errorf("%w: key prefix of %d bytes leaves no room under the %d-byte cap", ErrConfig, len(cfg.KeyPrefix), cfg.MaxKeyLen)
+		return fmt.Errorf("%w: key prefix of %d bytes leaves no room under the %d-byte cap", ErrConfig, len(cfg.KeyPrefix), cfg.MaxKeyLen)
 	}
 	for _, c := range []byte(cfg.KeyPrefix) {
 		if c < 0x21 || c > 0x7e || c == '"' {
-			return nil, fmt.Errorf("%w: key prefix %q: printable ASCII without quotes or spaces only", ErrConfig, cfg.KeyPrefix)
+			return fmt.Errorf("%w: key prefix %q: printable ASCII without quotes or spaces only", ErrConfig, cfg.KeyPrefix)
 		}
 	}
-	client := cfg.Client
-	if client == nil {
-		client = &http.Client{Timeout: 60 * time.Second,
-			Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency + 2, ForceAttemptHTTP2: true}}
-	}
-	r := &runner{cfg: cfg, client: client, hops: map[string]bool{}}
-	res := &Result{URL: cfg.URL, Method: cfg.Method}
-	key, raceKey := base+"-replay", base+"-race"
-	res.Keys = []string{key, raceKey}
-	add := func(name string, v Verdict, format string, args ...any) {
-		res.Checks = append(res.Checks, Check{Name: name, Verdict: v, Detail: fmt.Sprintf(format, args...)})
-	}
+	return nil
+}
 
-	first, err := r.send(ctx, cfg.Method, cfg.URL, cfg.Body, key)
-	if err != nil {
-		return nil, err
+// newClient returns cfg's Client, or else a client of its own that keeps
+// a connection open for each concurrent copy.
+func newClient(cfg Config) *http.Client {
+	if cfg.Client != nil {
+		return cfg.Client
 	}
-	reached := r.firstAndReplay(ctx, first, key, add)
-	if !reached {
-		for _, name := range []string{"quoted-key", "changed-body", "concurrent-duplicate", "long-key", "malformed-key", "two-keys", "missing-key"} {
-			add(name, Skipped, "not run: the key does not reach the guard, so each request would execute the handler again")
-		}
-	} else {
-		r.quoted(ctx, first, key, add)
-		r.changedBody(ctx, key, add)
-		r.race(ctx, raceKey, add)
-		r.badKeys(ctx, base, add)
-	}
-	r.get(ctx, key, add)
-	res.OK = true
-	for _, c := range res.Checks {
-		if c.Verdict == Fail {
-			res.OK = false
-		}
-	}
+	return &http.Client{Timeout: 60 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency + 2, ForceAttemptHTTP2: true}}
+}
+
+// hopList returns the hops the answers named so far, sorted.
+func (r *runner) hopList() []string {
 	r.mu.Lock()
+	var hops []string
 	for h := range r.hops {
-		res.Hops = append(res.Hops, h)
+		hops = append(hops, h)
 	}
 	r.mu.Unlock()
-	slices.Sort(res.Hops)
-	return res, nil
+	slices.Sort(hops)
+	return hops
 }
 
 // hopHeaders name the intermediaries an answer passed through.
@@ -361,6 +384,17 @@ func (r *runner) changedBody(ctx context.Context, key string, add func(string, V
 // replay (after). All replays prove nothing about 409: the handler was
 // faster than the duplicates.
 func (r *runner) race(ctx context.Context, key string, add func(string, Verdict, string, ...any)) {
+	answers, errs := r.sendAtOnce(ctx, key)
+	t := raceTally{replayHeaderLost: r.replayHeaderLost}
+	for i := range answers {
+		t.count(&answers[i], errs[i])
+	}
+	t.judge(len(answers), add)
+}
+
+// sendAtOnce sends Concurrency copies of the race request under key,
+// released together, and returns each copy's answer or error.
+func (r *runner) sendAtOnce(ctx context.Context, key string) ([]answer, []error) {
 	n := r.cfg.Concurrency
 	answers := make([]answer, n)
 	errs := make([]error, n)
@@ -374,57 +408,77 @@ func (r *runner) race(ctx context.Context, key string, add func(string, Verdict,
 	}
 	close(start)
 	wg.Wait()
-	var fresh, conflicts, replays, noRetryAfter, throttled int
-	var other []string
-	var first *answer
-	for i, a := range answers {
-		switch {
-		case errs[i] != nil:
-			other = append(other, errs[i].Error())
-		case a.status == http.StatusConflict && a.problem():
-			conflicts++
-			if a.header.Get("Retry-After") == "" {
-				noRetryAfter++
-			}
-		case a.replayed():
-			replays++
-		case a.status == http.StatusTooManyRequests:
-			// Throttled before the function (past its concurrency): the
-			// copy never reached the guard.
-			throttled++
-		case cached(a.status) && a.status != http.StatusConflict && a.status != http.StatusUnprocessableEntity:
-			// With Idempotent-Replayed dropped on the way, a replay looks
-			// like an execution: the same answer is counted as its replay.
-			if r.replayHeaderLost && first != nil && a.status == first.status && bytes.Equal(a.body, first.body) {
-				replays++
-				continue
-			}
-			if first == nil {
-				first = &answers[i]
-			}
-			fresh++
-		default:
-			other = append(other, a.String())
+	return answers, errs
+}
+
+// raceTally counts what the race's copies got.
+type raceTally struct {
+	replayHeaderLost                                   bool // Idempotent-Replayed is dropped: a replay looks like an execution
+	fresh, conflicts, replays, noRetryAfter, throttled int
+	other                                              []string // the errors and answers no rule expects
+	first                                              *answer  // the first execution's answer
+}
+
+// count files one copy's answer a (or its error err) under exactly one
+// of the tally's counts.
+func (t *raceTally) count(a *answer, err error) {
+	switch {
+	case err != nil:
+		t.other = append(t.other, err.Error())
+	case a.status == http.StatusConflict && a.problem():
+		t.conflicts++
+		if a.header.Get("Retry-After") == "" {
+			t.noRetryAfter++
 		}
+	case a.replayed():
+		t.replays++
+	case a.status == http.StatusTooManyRequests:
+		// Throttled before the function (past its concurrency): the
+		// copy never reached the guard.
+		t.throttled++
+	case cached(a.status) && a.status != http.StatusConflict && a.status != http.StatusUnprocessableEntity:
+		t.countExecution(a)
+	default:
+		t.other = append(t.other, a.String())
 	}
-	counts := fmt.Sprintf("%d copies: %d executed, %d got 409, %d replays", n, fresh, conflicts, replays)
-	if throttled > 0 {
-		counts += fmt.Sprintf(", %d throttled (429: more copies than the function's concurrency)", throttled)
+}
+
+// countExecution counts a, a cached outcome without Idempotent-Replayed,
+// as an execution, unless the header is known to be dropped and a is the
+// first execution's answer again: then it is counted as its replay.
+func (t *raceTally) countExecution(a *answer) {
+	if t.replayHeaderLost && t.first != nil && a.status == t.first.status && bytes.Equal(a.body, t.first.body) {
+		t.replays++
+		return
+	}
+	if t.first == nil {
+		t.first = a
+	}
+	t.fresh++
+}
+
+// judge adds the concurrent-duplicate check for n copies: Fail when more
+// or fewer than one executed or an answer broke a rule, Inconclusive when
+// no duplicate could have drawn a 409, and Pass otherwise.
+func (t *raceTally) judge(n int, add func(string, Verdict, string, ...any)) {
+	counts := fmt.Sprintf("%d copies: %d executed, %d got 409, %d replays", n, t.fresh, t.conflicts, t.replays)
+	if t.throttled > 0 {
+		counts += fmt.Sprintf(", %d throttled (429: more copies than the function's concurrency)", t.throttled)
 	}
 	switch {
-	case fresh > 1:
+	case t.fresh > 1:
 		add("concurrent-duplicate", Fail, "%s: the handler ran more than once for one key", counts)
-	case len(other) > 0:
-		add("concurrent-duplicate", Fail, "%s; other answers: %s", counts, strings.Join(other, "; "))
-	case noRetryAfter > 0:
-		add("concurrent-duplicate", Fail, counts+": "+answerHop+" (%d of the 409s came without it)", "Retry-After", noRetryAfter)
-	case fresh == 0:
+	case len(t.other) > 0:
+		add("concurrent-duplicate", Fail, "%s; other answers: %s", counts, strings.Join(t.other, "; "))
+	case t.noRetryAfter > 0:
+		add("concurrent-duplicate", Fail, counts+": "+answerHop+" (%d of the 409s came without it)", "Retry-After", t.noRetryAfter)
+	case t.fresh == 0:
 		add("concurrent-duplicate", Fail, "%s: no copy executed", counts)
-	case r.replayHeaderLost && conflicts == 0:
+	case t.replayHeaderLost && t.conflicts == 0:
 		add("concurrent-duplicate", Inconclusive, "%s: with Idempotent-Replayed dropped, a replay cannot be told from an execution, and no duplicate overlapped the execution", counts)
-	case conflicts == 0 && replays == 0:
+	case t.conflicts == 0 && t.replays == 0:
 		add("concurrent-duplicate", Inconclusive, "%s: no duplicate reached the guard while the first ran, so the 409 was never drawn; send fewer copies (--concurrency) than the function's concurrency", counts)
-	case conflicts == 0:
+	case t.conflicts == 0:
 		add("concurrent-duplicate", Inconclusive, "%s: the handler answered before any duplicate arrived, so the 409 was never drawn; give a slower request (--race-body) or more copies (--concurrency)", counts)
 	default:
 		add("concurrent-duplicate", Pass, "%s, every 409 with Retry-After", counts)

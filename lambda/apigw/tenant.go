@@ -137,51 +137,84 @@ const maxExactFloat = 1<<53 - 1
 // name one exactly. claim says v is a token claim, which API Gateway may
 // render from an array.
 func tenantValue(field string, v any, claim bool) (string, error) {
-	refuse := func(format string, args ...any) (string, error) {
-		return "", fmt.Errorf("apigw: %s: %s: %w", field, fmt.Sprintf(format, args...), idemkit.ErrTenantInexact)
+	s, why := tenantText(v, claim)
+	if why != "" {
+		return "", fmt.Errorf("apigw: %s: %s: %w", field, why, idemkit.ErrTenantInexact)
 	}
+	return s, nil
+}
+
+// tenantText returns the tenant v names ("" for none), or why v cannot
+// name one exactly; claim is as for tenantValue.
+func tenantText(v any, claim bool) (s, why string) {
 	switch x := v.(type) {
 	case nil:
-		return "", nil
+		return "", ""
 	case string:
-		switch {
-		case claim && len(x) >= 2 && x[0] == '[' && x[len(x)-1] == ']':
-			return refuse("%.40q is an array claim as API Gateway renders it, which loses its elements' boundaries", x)
-		case numberText(x) && strings.ContainsAny(x, ".eE"):
-			return refuse("%.40q is a number in fraction or exponent form, which may have been rounded", x)
-		}
-		return x, nil
+		return stringTenant(x, claim)
 	case json.Number:
-		s := string(x)
-		if !numberText(s) || strings.ContainsAny(s, ".eE") {
-			return refuse("%.40q is not an integer literal", s)
-		}
-		if s == "-0" {
-			s = "0"
-		}
-		return s, nil
+		return numberTenant(x)
 	case float64:
-		switch {
-		case math.IsNaN(x) || math.IsInf(x, 0) || x != math.Trunc(x):
-			return refuse("%v is not an integer", x)
-		case math.Abs(x) > maxExactFloat:
-			return refuse("%v is past 2^53-1, where a float64 may be the rounding of another integer: give the id as a string", x)
-		}
-		return strconv.FormatInt(int64(x), 10), nil
+		return floatTenant(x)
 	case bool:
-		return refuse("a boolean cannot name a tenant")
+		return "", "a boolean cannot name a tenant"
 	case map[string]any:
-		return refuse("an object cannot name a tenant")
+		return "", "an object cannot name a tenant"
 	case []any:
-		return refuse("an array cannot name a tenant")
+		return "", "an array cannot name a tenant"
 	}
+	return integerTenant(v)
+}
+
+// stringTenant returns x as it is, or why it cannot name a tenant exactly:
+// an array claim as API Gateway renders it, or a number in a form that may
+// have been rounded.
+func stringTenant(x string, claim bool) (s, why string) {
+	switch {
+	case claim && len(x) >= 2 && x[0] == '[' && x[len(x)-1] == ']':
+		return "", fmt.Sprintf("%.40q is an array claim as API Gateway renders it, which loses its elements' boundaries", x)
+	case numberText(x) && strings.ContainsAny(x, ".eE"):
+		return "", fmt.Sprintf("%.40q is a number in fraction or exponent form, which may have been rounded", x)
+	}
+	return x, ""
+}
+
+// numberTenant returns the integer literal x as it is ("-0" as "0"), or
+// why x, not an integer literal, cannot name a tenant.
+func numberTenant(x json.Number) (s, why string) {
+	s = string(x)
+	if !numberText(s) || strings.ContainsAny(s, ".eE") {
+		return "", fmt.Sprintf("%.40q is not an integer literal", s)
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s, ""
+}
+
+// floatTenant returns the decimal form of x, or why x cannot name a tenant
+// exactly: it is not an integer, or past the integers a float64 holds
+// exactly.
+func floatTenant(x float64) (s, why string) {
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 0) || x != math.Trunc(x):
+		return "", fmt.Sprintf("%v is not an integer", x)
+	case math.Abs(x) > maxExactFloat:
+		return "", fmt.Sprintf("%v is past 2^53-1, where a float64 may be the rounding of another integer: give the id as a string", x)
+	}
+	return strconv.FormatInt(int64(x), 10), ""
+}
+
+// integerTenant returns the decimal form of v, a value of an integer kind,
+// or why a value of another type cannot name a tenant.
+func integerTenant(v any) (s, why string) {
 	switch rv := reflect.ValueOf(v); rv.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return strconv.FormatInt(rv.Int(), 10), nil
+		return strconv.FormatInt(rv.Int(), 10), ""
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return strconv.FormatUint(rv.Uint(), 10), nil
+		return strconv.FormatUint(rv.Uint(), 10), ""
 	}
-	return refuse("a value of type %T cannot name a tenant", v)
+	return "", fmt.Sprintf("a value of type %T cannot name a tenant", v)
 }
 
 // numberText reports whether s is a JSON number.

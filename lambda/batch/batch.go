@@ -220,6 +220,25 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 	if fn == nil {
 		panic("batch: nil function")
 	}
+	b := &batcher[R]{g: g, spec: recordSpec(cfg, src), src: src, fn: fn, byGroup: cfg.ByGroup,
+		margin: cfg.Margin, now: time.Now, report: cfg.OnFailure}
+	if b.margin <= 0 {
+		b.margin = DefaultMargin
+	}
+	if cfg.Clock != nil {
+		b.now = cfg.Clock.Now
+	}
+	if b.report == nil {
+		b.report = logFailure
+	}
+	return b.handle
+}
+
+// recordSpec returns how each record of cfg and src becomes a request:
+// the user's Key, Tenant and Payload, each failing its record alone when
+// it panics, or else the source's defaults. It panics when cfg's
+// Fingerprint or consumer is invalid.
+func recordSpec[R any](cfg Config[R], src source[R]) *eventreq.Spec[R] {
 	fp, err := fingerprint.New(cfg.Fingerprint)
 	if err != nil {
 		panic("batch: invalid Config: " + err.Error())
@@ -228,110 +247,161 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 	if typeName == "" {
 		typeName = reflect.TypeFor[R]().String()
 	}
-	spec := &eventreq.Spec[R]{MaxKeyLen: cfg.MaxKeyLen, Operation: consumer(cfg.Operation, typeName), Print: fp,
-		Raw: eventreq.RawFallback(cfg.Fingerprint), CheckKeyAge: cfg.CheckKeyAge, Prefix: "batch"}
-	spec.Key = func(r R) (string, error) { return src.key(r), nil }
-	if key := cfg.Key; key != nil {
-		spec.Key = func(r R) (k string, err error) {
-			defer recovered("Key", &err)
-			return key(r)
+	return &eventreq.Spec[R]{MaxKeyLen: cfg.MaxKeyLen, Operation: consumer(cfg.Operation, typeName), Print: fp,
+		Raw: eventreq.RawFallback(cfg.Fingerprint), CheckKeyAge: cfg.CheckKeyAge, Prefix: "batch",
+		Key: recordKey(cfg.Key, src.key), Tenant: recordTenant(cfg.Tenant, src.tenant), Payload: recordPayload(cfg.Payload, src.payload)}
+}
+
+// recordKey returns key, whose panic becomes the record's *PanicError, or
+// else the source's default key, which never fails.
+func recordKey[R any](key func(R) (string, error), def func(R) string) func(R) (string, error) {
+	if key == nil {
+		return func(r R) (string, error) { return def(r), nil }
+	}
+	return func(r R) (k string, err error) {
+		defer recovered("Key", &err)
+		return key(r)
+	}
+}
+
+// recordTenant returns tenant, whose panic becomes the record's
+// *PanicError, or else the source's default tenant, which never fails.
+func recordTenant[R any](tenant func(context.Context, R) (string, error), def func(R) string) func(context.Context, R) (string, error) {
+	if tenant == nil {
+		return func(_ context.Context, r R) (string, error) { return def(r), nil }
+	}
+	return func(ctx context.Context, r R) (t string, err error) {
+		defer recovered("Tenant", &err)
+		return tenant(ctx, r)
+	}
+}
+
+// recordPayload returns payload, whose panic becomes the record's
+// *PanicError, or else the source's default payload.
+func recordPayload[R any](payload func(R) ([]byte, error), def func(R) ([]byte, error)) func(R) ([]byte, error) {
+	if payload == nil {
+		return def
+	}
+	return func(r R) (b []byte, err error) {
+		defer recovered("Payload", &err)
+		return payload(r)
+	}
+}
+
+// batcher runs the batches of one wrapped handler.
+type batcher[R any] struct {
+	g       *idemkit.Guard
+	spec    *eventreq.Spec[R]
+	src     source[R]
+	fn      func(context.Context, R) error
+	byGroup bool
+	margin  time.Duration
+	now     func() time.Time
+	report  func(context.Context, Failure)
+}
+
+// handle runs records in order and returns the indexes of the failures
+// to report, each identifier once, in batch order; it runs nothing when a
+// record has no identifier.
+func (b *batcher[R]) handle(ctx context.Context, records []R) ([]int, error) {
+	for i, r := range records {
+		if b.src.id(r) == "" {
+			return nil, fmt.Errorf("%w (record %d)", ErrNoIdentifier, i)
 		}
 	}
-	spec.Tenant = func(_ context.Context, r R) (string, error) { return src.tenant(r), nil }
-	if tenant := cfg.Tenant; tenant != nil {
-		spec.Tenant = func(ctx context.Context, r R) (t string, err error) {
-			defer recovered("Tenant", &err)
-			return tenant(ctx, r)
+	p := &pass[R]{batcher: b, ctx: ctx, seen: map[string]bool{}, stopped: map[string]error{}}
+	p.deadline, p.hasDeadline = ctx.Deadline()
+	for i, r := range records {
+		id := b.src.id(r)
+		group, ordered := b.group(r)
+		if err := p.notRun(group, ordered); err != nil {
+			p.fail(i, id, err)
+			continue
 		}
-	}
-	spec.Payload = src.payload
-	if payload := cfg.Payload; payload != nil {
-		spec.Payload = func(r R) (b []byte, err error) {
-			defer recovered("Payload", &err)
-			return payload(r)
-		}
-	}
-	margin := cfg.Margin
-	if margin <= 0 {
-		margin = DefaultMargin
-	}
-	now := time.Now
-	if cfg.Clock != nil {
-		now = cfg.Clock.Now
-	}
-	report := cfg.OnFailure
-	if report == nil {
-		report = logFailure
-	}
-	run := func(ctx context.Context, r R) error {
-		req, err := spec.Request(ctx, g, r)
-		if err != nil {
-			if !errors.Is(err, idemkit.ErrTenantMissing) {
-				err = fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+		if err := b.run(ctx, r); err != nil {
+			p.fail(i, id, err)
+			if ordered {
+				p.stopped[group] = fmt.Errorf("%w (record %s)", ErrEarlierFailure, id)
 			}
-			return err
 		}
-		_, _, err = g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
-			if dl, ok := ctx.Deadline(); ok {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithDeadline(ctx, dl.Add(-margin))
-				defer cancel()
-			}
-			if err := fn(ctx, r); err != nil {
-				return nil, err
-			}
-			return &idemkit.Snapshot{Status: 200}, nil
-		})
-		if errors.Is(err, idemkit.ErrReplayWindowPassed) || errors.Is(err, idemkit.ErrSnapshotOmitted) {
-			// Completed earlier: a duplicate, whatever was stored of it.
-			return nil
+	}
+	return p.failed, nil
+}
+
+// group returns the order r keeps: its group ("" when the first failure
+// stops the whole batch) and whether it is ordered.
+func (b *batcher[R]) group(r R) (group string, ordered bool) {
+	group, ordered = b.src.group(r)
+	if ordered && !b.byGroup && !b.src.perGroup {
+		group = ""
+	}
+	return group, ordered
+}
+
+// run guards one record: nil when it ran or was a completed duplicate,
+// and an error wrapping ErrInvalidRecord when it could not become a
+// request (a missing tenant excepted).
+func (b *batcher[R]) run(ctx context.Context, r R) error {
+	req, err := b.spec.Request(ctx, b.g, r)
+	if err != nil {
+		if !errors.Is(err, idemkit.ErrTenantMissing) {
+			err = fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 		}
 		return err
 	}
-	return func(ctx context.Context, records []R) ([]int, error) {
-		for i, r := range records {
-			if src.id(r) == "" {
-				return nil, fmt.Errorf("%w (record %d)", ErrNoIdentifier, i)
-			}
+	_, _, err = b.g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+		if dl, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl.Add(-b.margin))
+			defer cancel()
 		}
-		var failed []int
-		seen := map[string]bool{}
-		fail := func(i int, id string, err error) {
-			report(ctx, Failure{ID: id, Index: i, Err: err})
-			if !seen[id] {
-				seen[id] = true
-				failed = append(failed, i)
-			}
+		if err := b.fn(ctx, r); err != nil {
+			return nil, err
 		}
-		dl, hasDeadline := ctx.Deadline()
-		var late bool
-		stopped := map[string]error{} // ordered groups that failed: why their later records do not run
-		for i, r := range records {
-			id := src.id(r)
-			group, ordered := src.group(r)
-			if ordered && !cfg.ByGroup && !src.perGroup {
-				group = ""
-			}
-			switch {
-			case late:
-				fail(i, id, ErrDeadline)
-				continue
-			case ordered && stopped[group] != nil:
-				fail(i, id, stopped[group])
-				continue
-			case hasDeadline && dl.Sub(now()) <= margin:
-				late = true
-				fail(i, id, ErrDeadline)
-				continue
-			}
-			if err := run(ctx, r); err != nil {
-				fail(i, id, err)
-				if ordered {
-					stopped[group] = fmt.Errorf("%w (record %s)", ErrEarlierFailure, id)
-				}
-			}
-		}
-		return failed, nil
+		return &idemkit.Snapshot{Status: 200}, nil
+	})
+	if errors.Is(err, idemkit.ErrReplayWindowPassed) || errors.Is(err, idemkit.ErrSnapshotOmitted) {
+		// Completed earlier: a duplicate, whatever was stored of it.
+		return nil
+	}
+	return err
+}
+
+// pass is the state of one batch being run: the failures reported so far
+// and why the later records of a group do not run.
+type pass[R any] struct {
+	*batcher[R]
+	ctx         context.Context
+	deadline    time.Time
+	hasDeadline bool
+	late        bool             // the deadline came: no later record runs
+	stopped     map[string]error // ordered groups that failed: why their later records do not run
+	failed      []int
+	seen        map[string]bool
+}
+
+// notRun returns why a record of group is not run, or nil when it may
+// run; once the deadline is near, every later record is late too.
+func (p *pass[R]) notRun(group string, ordered bool) error {
+	switch {
+	case p.late:
+		return ErrDeadline
+	case ordered && p.stopped[group] != nil:
+		return p.stopped[group]
+	case p.hasDeadline && p.deadline.Sub(p.now()) <= p.margin:
+		p.late = true
+		return ErrDeadline
+	}
+	return nil
+}
+
+// fail reports the failure of record i and lists its index unless its
+// identifier is listed already.
+func (p *pass[R]) fail(i int, id string, err error) {
+	p.report(p.ctx, Failure{ID: id, Index: i, Err: err})
+	if !p.seen[id] {
+		p.seen[id] = true
+		p.failed = append(p.failed, i)
 	}
 }
 
