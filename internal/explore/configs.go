@@ -1,0 +1,30 @@
+package explore
+
+import (
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// Configs returns the bounds explored: make test's (deep false), or make
+// model's (deep true), each under both stale policies.
+func Configs(deep bool) []Config {
+	var out []Config
+	for _, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		// Three requests on K, two with one body, one with another, from
+		// instances whose clocks are off by up to a second either way;
+		// one network fault.
+		clients := Config{Name: "clients/" + pol.String(), Policy: pol, Faults: 1, Depth: 9,
+			Clients: []ClientSpec{{Name: "A", Body: 1, Retries: 1}, {Name: "B", Body: 1, Skew: time.Second, Retries: 1}, {Name: "C", Body: 2, Skew: -time.Second}}}
+		// One request and its retries, and the operator twice, while
+		// leases end and decisions become acceptable.
+		operator := Config{Name: "operator/" + pol.String(), Policy: pol, Operators: 2, Depth: 14,
+			Clients: []ClientSpec{{Name: "A", Body: 1, Retries: 2}}}
+		if deep {
+			clients.Depth, clients.Faults = 12, 2
+			operator.Depth, operator.Faults = 20, 1
+		}
+		out = append(out, clients, operator)
+	}
+	return out
+}
