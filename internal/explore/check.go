@@ -37,10 +37,13 @@ func (w *world) begin(r *run) {
 		switch {
 		case p.live(now):
 			w.fail(invOneExecution, "%s (%s) began while %s (%s) still runs", r.tag(), r.att.name, p.tag(), p.att.name)
-		case !p.released && !p.failed && !p.takenOver:
+		case !p.released && !p.failed && !p.takenOver && now.Add(time.Second).Before(p.expires):
 			w.fail(invOneExecution, "%s (%s) began though %s (%s) was neither released, resolved failed nor taken over",
 				r.tag(), r.att.name, p.tag(), p.att.name)
 		}
+	}
+	if rec := w.record(now); rec != nil {
+		r.expires = rec.ExpiresAt
 	}
 	w.runs = append(w.runs, r)
 	r.att.run = r

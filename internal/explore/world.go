@@ -104,6 +104,7 @@ type run struct {
 	returned string // "201", "error", "unknown"; empty while it runs
 	// What ended its hold on the key, from the store's data.
 	released, failed, takenOver bool
+	expires                     time.Time // its record's expiry, as it began
 }
 
 func (r *run) tag() string { return fmt.Sprintf("run%d", r.n) }
@@ -354,7 +355,9 @@ func (w *world) operate(as idemkit.State) {
 		ctx := context.WithValue(context.Background(), actorKey{}, o.name)
 		now := time.Now()
 		answer := func() string {
-			recs, _, err := w.store.ListIndeterminate(ctx, "", "", 10, now)
+			// The listing is read at once (it only names the record; the
+			// decision reads it again through the network).
+			recs, _, err := w.inner.ListIndeterminate(ctx, "", "", 10, now)
 			switch {
 			case err != nil:
 				return "list failed"
@@ -389,6 +392,14 @@ func (w *world) operate(as idemkit.State) {
 		o.done, o.answer = true, answer
 		w.logf("operator %s: %s", o.name, answer)
 	}()
+}
+
+// decidable reports whether the operator's tool lists an indeterminate
+// record at now whose decision it would accept (a run that changes
+// nothing is not explored); the caller holds w.mu.
+func (w *world) decidable(now time.Time) bool {
+	rec := w.record(now)
+	return rec != nil && rec.State == idemkit.StateIndeterminate && !now.Before(rec.LeaseUntil.Add(time.Minute))
 }
 
 // An action the explorer can take in a state.
@@ -449,9 +460,12 @@ func (w *world) enabled() []action {
 			}})
 		}
 	}
-	if len(w.ops) < w.cfg.Operators {
+	if len(w.ops) < w.cfg.Operators && w.decidable(now) {
 		for _, as := range []idemkit.State{idemkit.StateCompleted, idemkit.StateFailed} {
 			as := as
+			if rec := w.record(now); as == idemkit.StateFailed && now.Before(rec.LeaseUntil.Add(time.Minute+idemkit.MaxWriteDelay)) {
+				continue
+			}
 			acts = append(acts, action{label: fmt.Sprintf("operator X%d resolves %s", len(w.ops)+1, as), do: func() { w.operate(as) }})
 		}
 	}
@@ -543,6 +557,7 @@ func (w *world) deliver(m *msg, how string) {
 		r.v, r.err = m.apply()
 		w.landed(m, pre, preTomb, r, how == "copy")
 	}
+	w.logf("%s %s %s (sent at %s) -> %s", how, m.id, m.method, w.rel(m.now), describeResult(r, apply))
 	switch how {
 	case "deliver", "duplicate":
 	default:
@@ -558,7 +573,6 @@ func (w *world) deliver(m *msg, how string) {
 	case "copy":
 		m.copies = 0
 	}
-	w.logf("%s %s %s (now %s) -> %s", how, m.id, m.method, w.rel(m.now), describeResult(r))
 	if !m.waiting && m.copies == 0 {
 		for i, x := range w.net {
 			if x == m {
@@ -569,7 +583,10 @@ func (w *world) deliver(m *msg, how string) {
 	}
 }
 
-func describeResult(r result) string {
+func describeResult(r result, applied bool) string {
+	if !applied {
+		return "not applied"
+	}
 	if r.err != nil {
 		return "error: " + r.err.Error()
 	}
