@@ -74,6 +74,7 @@ func replay(cfg Config, bubble Bubble, wait func(), path []string, logOn bool) (
 			w.wait()
 			w.mu.Lock()
 			w.freeze()
+			w.expire()
 			w.checkState()
 			out.log = append(out.log, w.log)
 			w.mu.Unlock()

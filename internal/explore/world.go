@@ -44,6 +44,9 @@ type Config struct {
 	// Deadline is each request's deadline (a Lambda invocation's): its
 	// handler is frozen at it. Zero: 10 s.
 	Deadline time.Duration
+	// Horizon, when not zero, bounds time: no instant later than Horizon
+	// after the start is stepped to.
+	Horizon time.Duration
 	// ClaimAttempts and WriteAttempts are the guards' (zero: 2 each).
 	ClaimAttempts, WriteAttempts int
 }
@@ -315,6 +318,34 @@ func (w *world) freeze() {
 	}
 }
 
+// expire takes out of the network every call sent more than
+// idemkit.MaxWriteDelay ago by its sender's clock: none lands later (a
+// caller still waiting for one is told it failed); the caller holds w.mu.
+func (w *world) expire() {
+	now := time.Now()
+	var keep []*msg
+	for _, m := range w.net {
+		if now.Add(w.skew(m.sender)).Sub(m.now) <= idemkit.MaxWriteDelay {
+			keep = append(keep, m)
+			continue
+		}
+		w.logf("%s %s expired in the network", m.id, m.method)
+		if m.waiting {
+			m.waiting, m.replied = false, true
+			m.reply <- result{err: &idemkit.StoreError{Op: string(m.method), Err: errLost}}
+		}
+	}
+	w.net = keep
+}
+
+// skew returns the clock offset of the actor named name.
+func (w *world) skew(name string) time.Duration {
+	if a := w.atts[name]; a != nil {
+		return a.c.spec.Skew
+	}
+	return 0
+}
+
 // handler is the application: it runs until the explorer says how it
 // ends, or is frozen at its deadline.
 func (w *world) handler(a *attempt) idemkit.Handler {
@@ -500,6 +531,9 @@ func (w *world) nextInstant(now time.Time) (time.Time, string) {
 	var best time.Time
 	var why string
 	add := func(t time.Time, what string) {
+		if w.cfg.Horizon > 0 && t.After(w.epoch.Add(w.cfg.Horizon)) {
+			return
+		}
 		if t.After(now) && (best.IsZero() || t.Before(best) || t.Equal(best) && what < why) {
 			best, why = t, what
 		}
