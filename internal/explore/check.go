@@ -60,8 +60,8 @@ func (w *world) runOf(owner string) *run {
 }
 
 // landed checks a call that reached the store: pre is the live record at
-// the call's now before it, preTomb the tombstone; the caller holds w.mu.
-func (w *world) landed(m *msg, pre *idemkit.Record, preTomb *tomb, r result, late bool) {
+// the call's now before it; the caller holds w.mu.
+func (w *world) landed(m *msg, pre *idemkit.Record, r result, late bool) {
 	switch m.method {
 	case Claim:
 		res, _ := r.v.(idemkit.ClaimResult)
@@ -108,7 +108,6 @@ func (w *world) landed(m *msg, pre *idemkit.Record, preTomb *tomb, r result, lat
 			w.fail(invLateWrite, "%s of %s (sent at %s) changed %s into %s", m.method, m.owner, w.rel(m.now), describe(pre), describe(post))
 		}
 	}
-	_ = preTomb
 }
 
 // claimed checks a claim that won: it replaced pre (nil: no record, or a

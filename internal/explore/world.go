@@ -139,24 +139,23 @@ type world struct {
 	store *Net
 	id    string // the record ID of the key K
 
-	mu       sync.Mutex
-	clients  []*client
-	actors   map[string]*actor
-	atts     map[string]*attempt // by name (= owner token)
-	runs     []*run
-	ops      []*opRun
-	net      []*msg // the calls in the network
-	all      []*msg // every call made
-	faults   int
-	busy     int // goroutines of the world still running
-	tomb     *tomb
-	opFP     map[string]string // operator run -> the fingerprint of the record its completed decision landed on
-	closing  bool
-	step     int
-	log      []string
-	vios     []*Violation
-	logOn    bool
-	stepLogs [][]string
+	mu      sync.Mutex
+	clients []*client
+	actors  map[string]*actor
+	atts    map[string]*attempt // by name (= owner token)
+	runs    []*run
+	ops     []*opRun
+	net     []*msg // the calls in the network
+	all     []*msg // every call made
+	faults  int
+	busy    int // goroutines of the world still running
+	tomb    *tomb
+	opFP    map[string]string // operator run -> the fingerprint of the record its completed decision landed on
+	closing bool
+	step    int
+	log     []string
+	vios    []*Violation
+	logOn   bool
 }
 
 // Violation is a broken guarantee.
@@ -233,7 +232,7 @@ func (w *world) rel(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	d := t.Sub(time.Now())
+	d := time.Until(t)
 	if d >= 0 {
 		return "+" + d.String()
 	}
@@ -587,9 +586,8 @@ func (w *world) deliver(m *msg, how string) {
 	apply := how == "deliver" || how == "lose-answer" || how == "duplicate" || how == "copy"
 	if apply {
 		pre := w.record(m.now)
-		preTomb := w.tomb
 		r.v, r.err = m.apply()
-		w.landed(m, pre, preTomb, r, how == "copy")
+		w.landed(m, pre, r, how == "copy")
 	}
 	w.logf("%s %s %s (sent at %s) -> %s", how, m.id, m.method, w.rel(m.now), describeResult(r, apply))
 	switch how {
