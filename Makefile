@@ -217,7 +217,9 @@ sim:
 ## each guarantee broken (MODEL_FLAGS=-explore.list: list them all)
 MODEL_FLAGS ?=
 model:
-	@$(GO) test -count=1 -timeout 60m -run '^TestExplore$$' ./internal/explore -v -explore.deep $(MODEL_FLAGS) | grep -v '^=== RUN'
+	@mkdir -p bin
+	@$(GO) test -count=1 -timeout 60m -run '^TestExplore$$' ./internal/explore -v -explore.deep $(MODEL_FLAGS) > bin/model.log 2>&1; \
+		status=$$?; grep -v '^=== RUN' bin/model.log; exit $$status
 
 ## fuzz: every fuzz target for $(FUZZTIME) each (fuzz-list: just list them)
 # Targets are found in the sources (func FuzzX in a _test.go file), so
