@@ -16,7 +16,7 @@ NEWEST_GO ?= go1.27.4
 include mk/dynalite.mk
 
 .PHONY: bench-fingerprint
-.PHONY: all test test-go compat newest-go consumer lint vet staticcheck cfn-lint fmt-check run bench fuzz build clean reliability sim
+.PHONY: all test test-go compat newest-go consumer lint vet staticcheck cfn-lint fmt-check run bench fuzz build clean reliability sim model
 
 all: test
 
@@ -213,6 +213,17 @@ sim:
 	@mkdir -p bin
 	@$(GO) test -count=1 -timeout 60m -run '^TestSim$$' ./internal/sim -v -seeds $(SEEDS) -first $(FIRST) -steps $(SIM_STEPS) > bin/sim.log 2>&1; \
 		status=$$?; grep -v '^=== RUN' bin/sim.log; exit $$status
+
+## model: the exhaustive explorer (internal/explore) at deeper bounds
+## than make test's: every history of requests, handlers, an operator,
+## held, lost and duplicated store calls and skewed clocks, under both
+## stale policies; prints the states explored and a shortest history for
+## each guarantee broken (MODEL_FLAGS=-explore.list: list them all)
+MODEL_FLAGS ?=
+model:
+	@mkdir -p bin
+	@$(GO) test -count=1 -timeout 60m -run '^TestExplore$$' ./internal/explore -v -explore.deep $(MODEL_FLAGS) > bin/model.log 2>&1; \
+		status=$$?; grep -v '^=== RUN' bin/model.log; exit $$status
 
 ## fuzz: every fuzz target for $(FUZZTIME) each (fuzz-list: just list them)
 # Targets are found in the sources (func FuzzX in a _test.go file), so

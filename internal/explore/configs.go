@@ -1,0 +1,31 @@
+package explore
+
+import (
+	"time"
+
+	"github.com/idemkit/idemkit"
+)
+
+// Configs returns the bounds explored: make test's (deep false), or make
+// model's (deep true), each under both stale policies.
+func Configs(deep bool) []Config {
+	var out []Config
+	for _, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		// Three requests on K, two with one body, one with another, from
+		// instances whose clocks are off by up to a second either way;
+		// one network fault.
+		clients := Config{Name: "clients/" + pol.String(), Policy: pol, Faults: 1, Depth: 7, Horizon: time.Minute,
+			Clients: []ClientSpec{{Name: "A", Body: 1, Retries: 1}, {Name: "B", Body: 1, Skew: time.Second}, {Name: "C", Body: 2, Skew: -time.Second}}}
+		// One request and its retries, and the operator twice, while
+		// leases end and decisions become acceptable.
+		operator := Config{Name: "operator/" + pol.String(), Policy: pol, Operators: 2, Depth: 16, Horizon: 20 * time.Minute,
+			Clients: []ClientSpec{{Name: "A", Body: 1, Retries: 1}}}
+		if deep {
+			clients.Depth = 8
+			clients.Clients[1].Retries = 1
+			operator.Depth = 18
+		}
+		out = append(out, clients, operator)
+	}
+	return out
+}

@@ -1,0 +1,43 @@
+package explore
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+	"testing/synctest"
+)
+
+var (
+	listFlag  = flag.Bool("explore.list", false, "list the shortest history breaking each guarantee, and explore on, instead of failing")
+	deepFlag  = flag.Bool("explore.deep", false, "explore make model's deeper bounds")
+	onlyFlag  = flag.String("explore.only", "", "explore only the configuration with this name")
+	depthFlag = flag.Int("explore.depth", 0, "override every configuration's depth bound")
+)
+
+// TestExplore explores every history within the bounds and fails with a
+// shortest one that breaks a guarantee.
+func TestExplore(t *testing.T) {
+	for _, cfg := range Configs(*deepFlag) {
+		if *onlyFlag != "" && cfg.Name != *onlyFlag {
+			continue
+		}
+		if *depthFlag > 0 {
+			cfg.Depth = *depthFlag
+		}
+		t.Run(cfg.Name, func(t *testing.T) {
+			bubble := func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
+			res, err := Search(cfg, bubble, synctest.Wait, *listFlag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(res.Summary())
+			if *deepFlag || *listFlag {
+				fmt.Println(res.Summary())
+				fmt.Print(res.Report())
+			}
+			if len(res.Violations) > 0 && !*listFlag {
+				t.Fatalf("%s", res.Report())
+			}
+		})
+	}
+}
