@@ -63,7 +63,7 @@ func (w *world) runOf(owner string) *run {
 // the call's now before it; the caller holds w.mu.
 func (w *world) landed(m *msg, pre *idemkit.Record, r result, late bool) {
 	switch m.method {
-	case Claim:
+	case Claim, Reclaim:
 		res, _ := r.v.(idemkit.ClaimResult)
 		if r.err == nil && res.Won {
 			w.claimed(m, pre, late)
@@ -101,7 +101,7 @@ func (w *world) landed(m *msg, pre *idemkit.Record, r result, late bool) {
 			}
 		}
 	}
-	if m.write && m.owner != "" && m.method != Claim {
+	if m.write && m.owner != "" && m.method != Claim && m.method != Reclaim {
 		// A fenced write: it changes only its own owner's record.
 		post := w.record(m.now)
 		if !reflect.DeepEqual(pre, post) && pre != nil && pre.Owner != m.owner {
@@ -189,12 +189,12 @@ func classify(snap *idemkit.Snapshot, replayed bool, err error) (class, answer s
 		return "handler error", "handler error"
 	case errors.Is(err, idemkit.ErrFingerprintMismatch):
 		return "422", "422 fingerprint mismatch"
-	case errors.As(err, &ce) && ce.Freed:
-		return "409 freed", "409 (freed by a clock ahead)"
 	case errors.As(err, &ce):
 		return "409", "409 in flight"
 	case errors.Is(err, idemkit.ErrIndeterminate):
 		return "indeterminate", "indeterminate"
+	case errors.Is(err, idemkit.ErrOutcomePending):
+		return "pending", "409 outcome pending"
 	case errors.Is(err, idemkit.ErrClaimUnknown):
 		return "claim unknown", "store error: the claim may be held"
 	case errors.Is(err, idemkit.ErrStoreUnavailable):

@@ -18,6 +18,7 @@ type Method string
 // in world.landed.
 const (
 	Claim             Method = "Claim"
+	Reclaim           Method = "Reclaim"
 	Complete          Method = "Complete"
 	Release           Method = "Release"
 	Extend            Method = "Extend"
@@ -127,11 +128,19 @@ func send[T any](n *Net, ctx context.Context, m msg, apply func() (T, error)) (T
 }
 
 // Claim implements idemkit.Store.
-func (n *Net) Claim(ctx context.Context, rec *idemkit.Record, now time.Time, opts idemkit.ClaimOptions) (idemkit.ClaimResult, error) {
+func (n *Net) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	c := rec.Clone()
 	return send(n, ctx, msg{method: Claim, write: true, key: c.ID, owner: c.Owner, now: now,
-		arg: fmt.Sprintf("fp=%s lease=%s takeover=%t", c.Fingerprint, n.w.rel(c.LeaseUntil), opts.Takeover)},
-		func() (idemkit.ClaimResult, error) { return n.inner.Claim(context.Background(), c, now, opts) })
+		arg: fmt.Sprintf("fp=%s lease=%s", c.Fingerprint, n.w.rel(c.LeaseUntil))},
+		func() (idemkit.ClaimResult, error) { return n.inner.Claim(context.Background(), c, now) })
+}
+
+// Reclaim implements idemkit.Store.
+func (n *Net) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
+	c, p := rec.Clone(), prev.Clone()
+	return send(n, ctx, msg{method: Reclaim, write: true, key: c.ID, owner: c.Owner, now: now,
+		arg: fmt.Sprintf("fp=%s lease=%s over %s", c.Fingerprint, n.w.rel(c.LeaseUntil), describe(p))},
+		func() (idemkit.ClaimResult, error) { return n.inner.Reclaim(context.Background(), c, p, now) })
 }
 
 // Complete implements idemkit.Store.
@@ -181,11 +190,11 @@ func (n *Net) Get(ctx context.Context, id string, now time.Time) (*idemkit.Recor
 }
 
 // Resolve implements idemkit.OperatorStore.
-func (n *Net) Resolve(ctx context.Context, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+func (n *Net) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	kept := res
 	kept.Snapshot = res.Snapshot.Clone()
-	return send(n, ctx, msg{method: Resolve, write: true, key: id, now: now, arg: "as=" + string(res.As) + " by " + res.Operator},
-		func() (*idemkit.Record, error) { return n.inner.Resolve(context.Background(), id, kept, now) })
+	return send(n, ctx, msg{method: Resolve, write: true, key: id, now: now, arg: "as=" + string(res.As) + " by " + res.Operator + " of " + owner},
+		func() (*idemkit.Record, error) { return n.inner.Resolve(context.Background(), id, owner, kept, now) })
 }
 
 // ListIndeterminate implements idemkit.OperatorStore.

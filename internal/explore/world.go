@@ -515,7 +515,7 @@ func (w *world) enabled() []action {
 
 func retryable(class string) bool {
 	switch class {
-	case "409", "409 freed", "indeterminate", "store error", "claim unknown", "handler error", "outcome unknown", "timeout":
+	case "409", "pending", "indeterminate", "store error", "claim unknown", "handler error", "outcome unknown", "timeout":
 		return true
 	}
 	return false
@@ -624,7 +624,7 @@ func describeResult(r result, applied bool) string {
 	}
 	switch v := r.v.(type) {
 	case idemkit.ClaimResult:
-		s := fmt.Sprintf("won=%t fenced=%t", v.Won, v.Fenced)
+		s := fmt.Sprintf("won=%t", v.Won)
 		if v.Existing != nil && !v.Won {
 			s += " existing=" + string(v.Existing.State) + " of " + v.Existing.Owner
 		}
