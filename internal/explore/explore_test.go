@@ -25,6 +25,7 @@ func TestExplore(t *testing.T) {
 			cfg.Depth = *depthFlag
 		}
 		t.Run(cfg.Name, func(t *testing.T) {
+			t.Parallel() // each configuration explores in bubbles of its own
 			bubble := func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
 			res, err := Search(cfg, bubble, synctest.Wait, *listFlag)
 			if err != nil {
