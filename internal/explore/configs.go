@@ -18,12 +18,12 @@ func Configs(deep bool) []Config {
 			Clients: []ClientSpec{{Name: "A", Body: 1, Retries: 1}, {Name: "B", Body: 1, Skew: time.Second}, {Name: "C", Body: 2, Skew: -time.Second}}}
 		// One request and its retries, and the operator twice, while
 		// leases end and decisions become acceptable.
-		operator := Config{Name: "operator/" + pol.String(), Policy: pol, Operators: 2, Depth: 16, Horizon: 20 * time.Minute,
+		operator := Config{Name: "operator/" + pol.String(), Policy: pol, Operators: 2, Depth: 18, Horizon: 20 * time.Minute,
 			Clients: []ClientSpec{{Name: "A", Body: 1, Retries: 1}}}
 		if deep {
 			clients.Depth = 8
 			clients.Clients[1].Retries = 1
-			operator.Depth = 18
+			operator.Depth = 20
 		}
 		out = append(out, clients, operator)
 	}
