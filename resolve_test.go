@@ -3,14 +3,11 @@ package idemkit_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/faultstore"
-	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -164,61 +161,5 @@ func TestResolveRefusals(t *testing.T) {
 	}
 	if got, err := s.Get(ctx, stale.ID, later); err != nil || got.State != idemkit.StateInFlight {
 		t.Fatalf("stale record after refused decisions: %+v %v, want it in_flight still", got, err)
-	}
-}
-
-// TestResolveAppliesToTheRunChecked: an operator's decision applies only to
-// the run the operator checked. Run O1's outcome is unknown; operator X
-// reads it and decides completed; before X's write lands, operator Y
-// resolves O1 failed, the client's retry O2 claims the key and its outcome
-// is unknown too. X's decision must not land on O2's record: it is refused
-// and O2 waits for a decision of its own.
-func TestResolveAppliesToTheRunChecked(t *testing.T) {
-	clk := testclock.New()
-	mem := memstore.New()
-	fs := faultstore.New(mem)
-	g, err := idemkit.New(idemkit.Config{Store: mem, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := req("run-checked")
-	id := r.Scope.ID(false)
-	unknown := func(context.Context) (*idemkit.Snapshot, error) {
-		return nil, fmt.Errorf("processor timed out: %w", idemkit.ErrOutcomeUnknown)
-	}
-	if _, _, err := g.Do(context.Background(), r, unknown); !errors.Is(err, idemkit.ErrOutcomeUnknown) {
-		t.Fatalf("O1: %v, want ErrOutcomeUnknown", err)
-	}
-	o1, err := mem.Get(context.Background(), id, clk.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(idemkit.MaxWriteDelay + 2*resolveGrace)
-	var o2 *idemkit.Record
-	fs.On(faultstore.Resolve, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
-		if c.N != 1 {
-			return faultstore.Fault{}
-		}
-		// Before X's write lands: Y frees the key, O2 runs and ends
-		// unknown.
-		if _, _, err := idemkit.Resolve(ctx, mem, id, decision(idemkit.StateFailed), clk.Now()); err != nil {
-			t.Errorf("Y: %v", err)
-		}
-		if _, _, err := g.Do(ctx, r, unknown); !errors.Is(err, idemkit.ErrOutcomeUnknown) {
-			t.Errorf("O2: %v, want ErrOutcomeUnknown", err)
-		}
-		o2, _ = mem.Get(ctx, id, clk.Now())
-		return faultstore.Fault{}
-	})
-	_, _, err = idemkit.Resolve(context.Background(), fs, id, decision(idemkit.StateCompleted), clk.Now())
-	if err == nil {
-		t.Fatal("X's decision on O1 was applied after the key ran again")
-	}
-	if o2 == nil || o2.Owner == o1.Owner {
-		t.Fatalf("O2 did not run: %+v", o2)
-	}
-	got, gerr := mem.Get(context.Background(), id, clk.Now())
-	if gerr != nil || got.Owner != o2.Owner || got.State != idemkit.StateIndeterminate || got.Resolution != nil {
-		t.Fatalf("O2's record after X's decision: %+v %v; want O2's, indeterminate, unresolved (X: %v)", got, gerr, err)
 	}
 }

@@ -110,6 +110,9 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.OperatorStore, op
 		{"RaceTakeover", func(t *testing.T, s idemkit.OperatorStore) { testRaceOver(t, s, opts.Racers, staleRecord) }},
 		{"RaceResolvedFailed", func(t *testing.T, s idemkit.OperatorStore) { testRaceOver(t, s, opts.Racers, failedRecord) }},
 		{"DistinctKeys", func(t *testing.T, s idemkit.OperatorStore) { testDistinct(t, s, opts.DistinctKeys) }},
+		{"HistoryRefusedClaimNeverHoldsTheKey", testRefusedClaimNeverHoldsTheKey},
+		{"HistoryDecisionOnTheRunChecked", testDecisionOnTheRunChecked},
+		{"HistoryLateCompletionAfterPending", testLateCompletionAfterPending},
 	}
 	races := map[string]bool{"LateCompletionRacesResolve": true, "RaceOneKey": true, "RaceTakeover": true, "RaceResolvedFailed": true}
 	for _, tc := range tests {
