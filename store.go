@@ -118,8 +118,10 @@ type Store interface {
 	// over the live record with rec.ID whose Owner is rec.Owner and whose
 	// State is in_flight, indeterminate (a late completion: a known outcome
 	// replaces an unknown one that no operator has resolved), or completed
-	// without a Resolution (a retried completion). Otherwise it returns
-	// ErrNotOwner and changes nothing. A store with an
+	// without a Resolution (a retried completion). rec's scope,
+	// fingerprint, times and expiry are those of the owner's claim; the
+	// stored record's LeaseUntil may stay as the last renewal left it.
+	// Otherwise it returns ErrNotOwner and changes nothing. A store with an
 	// item size limit stores a snapshot too large for it with Omitted set
 	// and no body (replays then answer ErrSnapshotOmitted); it never fails
 	// the completion for that reason.

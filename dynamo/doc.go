@@ -7,8 +7,9 @@
 //	                              OR (st = in_flight AND ow = :owner AND lu <= :lu)
 //	Reclaim            PutItem    (ow = :prevOwner AND st = :prevState AND lu = :prevLease)
 //	                              OR (st = in_flight AND ow = :owner AND lu <= :lu)
-//	Complete           PutItem    ow = :owner AND exp > :nowS AND st <> released
+//	Complete           UpdateItem ow = :owner AND exp > :nowS AND st <> released
 //	                              AND attribute_not_exists(ra)
+//	                              (SET st, da, the snapshot's and cz; REMOVE ix, it, mk)
 //	Release            PutItem    attribute_not_exists(pk) OR exp <= :nowS OR st = released
 //	                              OR (ow = :owner AND st = in_flight)
 //	                              (the tombstone: pk, st = released, ow, lu = :nowMs, exp)
