@@ -707,44 +707,64 @@ func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time
 // none needs a placeholder.
 var completed = []string{attrState, attrCompletedAt, attrStatus, attrHeader, attrBody, attrBodyEncoding, attrBase64, attrOmitted}
 
+// completionValues are the placeholders of the values a completion
+// sets, made once.
+var completionValues = func() []string {
+	p := make([]string, len(completed)+1)
+	for i := range p {
+		p[i] = ":" + strconv.Itoa(i)
+	}
+	return p
+}()
+
 // completion returns the UpdateItem of rec's completion, item being rec's
 // whole item (its size checked): it sets what the completion adds and
 // removes what only a claim or a mark carries (the index keys, the mark,
-// and the cause unless rec has one).
+// and the cause unless rec has one). It allocates little: it is on every
+// fresh request's path.
 func (s *Store) completion(rec *idemkit.Record, item map[string]types.AttributeValue, now time.Time) *dynamodb.UpdateItemInput {
-	values := map[string]types.AttributeValue{":o": item[attrOwner], ":n": nowSec(now), ":r": vReleased}
+	values := make(map[string]types.AttributeValue, len(completed)+4)
+	values[":o"], values[":n"], values[":r"] = item[attrOwner], nowSec(now), vReleased
 	var upd strings.Builder
+	upd.Grow(96)
 	upd.WriteString("SET ")
+	n := 0
 	set := func(name string, v types.AttributeValue) {
-		if len(values) > 3 {
+		if n > 0 {
 			upd.WriteString(", ")
 		}
-		p := ":" + strconv.Itoa(len(values))
+		p := completionValues[n]
+		n++
 		values[p] = v
-		upd.WriteString(name + " = " + p)
+		upd.WriteString(name)
+		upd.WriteString(" = ")
+		upd.WriteString(p)
 	}
 	for _, name := range completed {
 		if v, ok := item[name]; ok {
 			set(name, v)
 		}
 	}
-	remove := " REMOVE " + attrIndeterminate + ", " + attrIndeterminateTenant + ", " + attrMark
 	if v, ok := item[attrCause]; ok {
 		set(attrCause, v)
+		upd.WriteString(removeMarks)
 	} else {
-		remove += ", " + attrCause
+		upd.WriteString(removeMarks + ", " + attrCause)
 	}
-	upd.WriteString(remove)
+	expr := upd.String()
 	return &dynamodb.UpdateItemInput{
 		TableName:                 s.tableName,
 		Key:                       s.key(rec.ID),
-		UpdateExpression:          aws.String(upd.String()),
+		UpdateExpression:          &expr,
 		ConditionExpression:       pCondComplete,
 		ExpressionAttributeNames:  s.lay.names(namesComplete),
 		ExpressionAttributeValues: values,
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}
 }
+
+// removeMarks removes what only a claim or a mark carries.
+const removeMarks = " REMOVE " + attrIndeterminate + ", " + attrIndeterminateTenant + ", " + attrMark
 
 // Release implements idemkit.Store with one conditional PutItem of the
 // key's tombstone (st released, ow the owner, lu the release's time, exp

@@ -195,7 +195,7 @@ func TestFaultCombinations(t *testing.T) {
 				t.Errorf("immediate retry %s, want %s", got, tc.second)
 			}
 			if tc.late {
-				clk.Advance(lease + time.Second)
+				clk.Advance(pastPending(lease))
 				check(call(ctx, h, ev))
 			}
 			n := len(ft.Events())
@@ -215,7 +215,7 @@ func TestFaultCombinations(t *testing.T) {
 				}
 				final = check(call(ctx, h, ev))
 				if final == "in-flight" {
-					clk.Advance(lease + time.Second)
+					clk.Advance(pastPending(lease))
 					continue
 				}
 				if final == "run" {

@@ -68,7 +68,7 @@ func TestCrashAfterClaim(t *testing.T) {
 				}
 			}
 			// The lease has ended.
-			clk.Advance(lease + time.Second)
+			clk.Advance(pastPending(lease))
 			a := call(ctx, h, ev)
 			switch stale {
 			case idemkit.Takeover:

@@ -336,7 +336,7 @@ func TestDelayedWrites(t *testing.T) {
 					}
 					got = deliveryKind(ft.Deliver())
 				case lateLeaseEnds:
-					clk.Advance(lease + time.Second)
+					clk.Advance(pastPending(lease))
 					continue
 				case lateClear:
 					ft.Clear()

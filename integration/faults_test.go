@@ -19,19 +19,19 @@ import (
 )
 
 // The store's calls, told apart by operation and, for the PutItems, by
-// the state they write: the claim, the completion and the release (the
-// key's tombstone).
+// the state they write: the claim and the release (the key's tombstone);
+// the completion is the UpdateItem that sets the state first.
 var (
-	claimPut    = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"in_flight"}`)) }
-	completePut = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"completed"}`)) }
-	releasePut  = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"released"}`)) }
+	claimPut       = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"in_flight"}`)) }
+	completeUpdate = func(b []byte) bool { return bytes.Contains(b, []byte(`"UpdateExpression":"SET st = `)) }
+	releasePut     = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"released"}`)) }
 )
 
 func onClaim(k faults.Kind, skip, times int) faults.Rule {
 	return faults.Rule{Op: "PutItem", Match: claimPut, Skip: skip, Times: times, Kind: k}
 }
 func onComplete(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "PutItem", Match: completePut, Skip: skip, Times: times, Kind: k}
+	return faults.Rule{Op: "UpdateItem", Match: completeUpdate, Skip: skip, Times: times, Kind: k}
 }
 func onRelease(k faults.Kind, skip, times int) faults.Rule {
 	return faults.Rule{Op: "PutItem", Match: releasePut, Skip: skip, Times: times, Kind: k}
@@ -40,7 +40,7 @@ func onRead(k faults.Kind, skip, times int) faults.Rule {
 	return faults.Rule{Op: "GetItem", Skip: skip, Times: times, Kind: k}
 }
 func onMark(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "UpdateItem", Skip: skip, Times: times, Kind: k}
+	return faults.Rule{Op: "UpdateItem", Match: func(b []byte) bool { return !completeUpdate(b) }, Skip: skip, Times: times, Kind: k}
 }
 
 // reads reports whether rules inject faults into reads (GetItem).
@@ -272,7 +272,7 @@ func TestFaultInjection(t *testing.T) {
 				t.Errorf("immediate retry: %v, want %s", a2, tc.second)
 			}
 			if tc.late {
-				clk.Advance(lease + time.Second)
+				clk.Advance(pastPending(lease))
 				check(call(ctx, h, ev))
 			}
 			injectedHere := len(ft.Events())
@@ -290,7 +290,7 @@ func TestFaultInjection(t *testing.T) {
 				final = call(ctx, h, ev)
 				check(final)
 				if final.Problem == "in-flight" {
-					clk.Advance(lease + time.Second)
+					clk.Advance(pastPending(lease))
 					continue
 				}
 				if final.Status == 201 && !final.Replay {

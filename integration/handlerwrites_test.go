@@ -164,23 +164,21 @@ func ordersQuery(k faults.Kind, times int) hwRule {
 	}
 }
 
-func kitCall(op, state string) func(k faults.Kind, times int) hwRule {
+// kitCall spoils the store's op calls of a tenant whose body holds body:
+// the state a PutItem writes, or the start of an UpdateItem's expression.
+func kitCall(op, body string) func(k faults.Kind, times int) hwRule {
 	return func(k faults.Kind, times int) hwRule {
 		return func(tb hwTables, tenant string) faults.Rule {
-			var extra []string
-			if state != "" {
-				extra = append(extra, `"st":{"S":"`+state+`"}`)
-			}
-			return faults.Rule{Op: op, Match: hwOn(tb.records, tenant, extra...), Times: times, Kind: k}
+			return faults.Rule{Op: op, Match: hwOn(tb.records, tenant, body), Times: times, Kind: k}
 		}
 	}
 }
 
 var (
-	kitClaim    = kitCall("PutItem", "in_flight")
-	kitComplete = kitCall("PutItem", "completed")
-	kitMark     = kitCall("UpdateItem", "")
-	kitRelease  = kitCall("PutItem", "released")
+	kitClaim    = kitCall("PutItem", `"st":{"S":"in_flight"}`)
+	kitComplete = kitCall("UpdateItem", `"UpdateExpression":"SET st = `)
+	kitMark     = kitCall("UpdateItem", `"UpdateExpression":"SET #st = :indeterminate`)
+	kitRelease  = kitCall("PutItem", `"st":{"S":"released"}`)
 )
 
 type hwCase struct {
@@ -364,7 +362,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 					}
 					final = send()
 					if final.Problem == "in-flight" {
-						clk.Advance(lease + time.Second)
+						clk.Advance(pastPending(lease))
 						continue
 					}
 					if k := final.kind(); k == "run" || k == "failed" {
@@ -507,7 +505,7 @@ func TestAbandonedInvocation(t *testing.T) {
 				if ans := send(); ans.Status != 409 || ans.Problem != "in-flight" || !ans.retryAfter() {
 					t.Fatalf("retry inside the lease: %v, want 409 in-flight with Retry-After", ans)
 				}
-				clkB.Advance(lease + time.Second)
+				clkB.Advance(pastPending(lease))
 				clean := tb.clean(t)
 				stale, _, err := clean.ListStale(context.Background(), tenant, "", 0, clkB.Now())
 				if err != nil || len(stale) != 1 || stale[0].Scope.Key != key {
@@ -643,7 +641,7 @@ func TestThawedInvocation(t *testing.T) {
 				}
 				return ans
 			}
-			clkB.Advance(lease + time.Second)
+			clkB.Advance(pastPending(lease))
 			after := send()
 			close(frz.thaw)
 			first := <-firstDone

@@ -300,9 +300,22 @@ func (a answer) kind() string {
 		return "in-flight"
 	case a.Problem == "indeterminate-operator-required":
 		return "indeterminate"
+	case a.Problem == "outcome-pending":
+		return "pending"
 	}
 	return a.String()
 }
+
+// pendingWindow is how long past a lease's end the guard, by its defaults,
+// answers a request that meets the lease's run marked indeterminate with
+// outcome-pending (the run may still complete: LeaseMargin, then
+// WriteAttempts completion writes of WriteTimeout each) before it answers
+// indeterminate-operator-required.
+const pendingWindow = idemkit.DefaultLeaseMargin + 3*5*time.Second
+
+// pastPending is how far a test's clock moves past a lease of length lease
+// for a retry to find its run's outcome an operator's case.
+func pastPending(lease time.Duration) time.Duration { return lease + pendingWindow + time.Second }
 
 // retryAfter reports whether a carries a positive Retry-After.
 func (a answer) retryAfter() bool {

@@ -128,7 +128,7 @@ func TestRegionsUnderFaults(t *testing.T) {
 			}
 			ft.Clear()
 			if tc.east == "in-flight" {
-				clk.Advance(lease + time.Second)
+				clk.Advance(pastPending(lease))
 			}
 			flush()
 			for _, h := range []v2Handler{east, west, west, east} {

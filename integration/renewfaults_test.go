@@ -63,8 +63,8 @@ func TestRenewalUnderFaults(t *testing.T) {
 		{"renewals-land/fail-closed", idemkit.FailClosed, 0, rounds, "in-flight", "a", 1, false},
 		{"renewals-lost-ack/fail-closed", idemkit.FailClosed, faults.LostAck, rounds * sdk, "in-flight", "a", 1, false},
 		{"renewals-lost-ack/takeover", idemkit.Takeover, faults.LostAck, rounds * sdk, "in-flight", "a", 1, false},
-		{"renewals-5xx/fail-closed", idemkit.FailClosed, faults.ServerError, rounds * sdk, "indeterminate", "a", 1, false},
-		{"renewals-throttle/fail-closed", idemkit.FailClosed, faults.Throttle, rounds * sdk, "indeterminate", "a", 1, false},
+		{"renewals-5xx/fail-closed", idemkit.FailClosed, faults.ServerError, rounds * sdk, "pending", "a", 1, false},
+		{"renewals-throttle/fail-closed", idemkit.FailClosed, faults.Throttle, rounds * sdk, "pending", "a", 1, false},
 		{"renewals-5xx/takeover", idemkit.Takeover, faults.ServerError, rounds * sdk, "run", "b", 2, false},
 		{"renewals-5xx/takeover/handler-stops", idemkit.Takeover, faults.ServerError, rounds * sdk, "run", "b", 1, true},
 	} {

@@ -2,12 +2,15 @@ package bench
 
 import (
 	"context"
+	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -43,6 +46,33 @@ func (c *nullClient) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...
 		c.items[pk] = in.Item
 	}
 	return &dynamodb.PutItemOutput{}, nil
+}
+
+// UpdateItem applies a completion's SET and REMOVE clauses (attribute
+// names as they are, values by placeholder) to the stored item, as the
+// server would, its condition taken as met.
+func (c *nullClient) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	pk := in.Key["pk"].(*types.AttributeValueMemberS).Value
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.forget {
+		return &dynamodb.UpdateItemOutput{}, nil
+	}
+	item := maps.Clone(c.items[pk])
+	if item == nil {
+		item = map[string]types.AttributeValue{}
+	}
+	set, remove, _ := strings.Cut(strings.TrimPrefix(aws.ToString(in.UpdateExpression), "SET "), " REMOVE ")
+	for _, a := range strings.Split(set, ", ") {
+		if name, p, ok := strings.Cut(a, " = "); ok {
+			item[name] = in.ExpressionAttributeValues[p]
+		}
+	}
+	for _, name := range strings.Split(remove, ", ") {
+		delete(item, name)
+	}
+	c.items[pk] = item
+	return &dynamodb.UpdateItemOutput{}, nil
 }
 
 // BenchmarkDynamoPath measures the v2 wrapper over the DynamoDB store on

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -604,6 +605,9 @@ func (c *capturing) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput
 }
 
 func (c *capturing) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if enc, ok := updated(in, attrBodyEncoding).(*types.AttributeValueMemberS); ok {
+		c.zAt, c.zCodec = len(c.calls), dynamo.Codec(enc.Value)
+	}
 	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
 		cp := *in
 		cp.Key = rekeyed(in.Key, pk)
@@ -611,4 +615,16 @@ func (c *capturing) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 		return answered(err)
 	})
 	return c.Client.UpdateItem(ctx, in, optFns...)
+}
+
+// updated returns the value an UpdateItem sets name to ("name = :p" in its
+// SET clause), nil when it sets none.
+func updated(in *dynamodb.UpdateItemInput, name string) types.AttributeValue {
+	set, _, _ := strings.Cut(strings.TrimPrefix(aws.ToString(in.UpdateExpression), "SET "), " REMOVE ")
+	for _, a := range strings.Split(set, ", ") {
+		if n, p, ok := strings.Cut(a, " = "); ok && n == name {
+			return in.ExpressionAttributeValues[p]
+		}
+	}
+	return nil
 }

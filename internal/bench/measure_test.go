@@ -64,14 +64,14 @@ func sizeKey(n int) string {
 func TestMeasureShapes(t *testing.T) {
 	client, table := serverTable(t)
 	ShapeAlts["complete"] = []Alt{{Name: "previous",
-		Cond:   "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))",
+		Cond:   "ow = :o AND #exp > :n AND (st = :inflight OR st = :indeterminate OR (st = :completed AND attribute_not_exists(ra)))",
 		Values: StateValues(":inflight", ":indeterminate", ":completed")}}
 	defer delete(ShapeAlts, "complete")
 	rows, err := MeasureShapes(context.Background(), client, table, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"claim": "PutItem", "complete": "PutItem", "release": "PutItem", "extend": "UpdateItem",
+	want := map[string]string{"claim": "PutItem", "complete": "UpdateItem", "release": "PutItem", "extend": "UpdateItem",
 		"mark": "UpdateItem", "resolve": "UpdateItem", "get": "GetItem", "list": "Query"}
 	if len(rows) != len(Shapes) {
 		t.Fatalf("%d rows, want %d", len(rows), len(Shapes))

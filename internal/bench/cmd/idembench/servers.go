@@ -123,7 +123,7 @@ type shapesOn struct {
 // the store's own: the one it had before it was shortened.
 var completeAlts = []bench.Alt{{
 	Name:   "previous",
-	Cond:   "#ow = :owner AND #exp > :nowS AND (#st = :inflight OR #st = :indeterminate OR (#st = :completed AND attribute_not_exists(#ra)))",
+	Cond:   "ow = :o AND #exp > :n AND (st = :inflight OR st = :indeterminate OR (st = :completed AND attribute_not_exists(ra)))",
 	Values: bench.StateValues(":inflight", ":indeterminate", ":completed"),
 }}
 
