@@ -112,8 +112,13 @@ func explainStoreError(s idemkit.OperatorStore, table string, err error) error {
 // explainListError returns a listing's error err as an operator can act
 // on it: when the table lacks what the listing reads (an index), it says
 // which, from the store's own check of its table.
+//
+// A listing on an index the table lacks is refused by DynamoDB as invalid;
+// some servers answer that the resource was not found, as for a missing
+// table: the check tells the two apart.
 func explainListError(ctx context.Context, s idemkit.OperatorStore, table string, err error) error {
-	if err == nil || errors.Is(err, idemkit.ErrStoreUnavailable) || ctx.Err() != nil {
+	notFound := errors.Is(err, dynamo.ErrTableNotFound)
+	if err == nil || !notFound && errors.Is(err, idemkit.ErrStoreUnavailable) || ctx.Err() != nil {
 		return explainStoreError(s, table, err)
 	}
 	tc, ok := s.(tableChecker)
@@ -122,13 +127,19 @@ func explainListError(ctx context.Context, s idemkit.OperatorStore, table string
 	}
 	var mm *dynamo.TableMismatchError
 	if !errors.As(tc.Check(ctx), &mm) || len(mm.Problems) == 0 {
+		if notFound {
+			return explainStoreError(s, table, err)
+		}
 		return err
 	}
 	where := table
 	if l, ok := s.(interface{ location() string }); ok {
 		where += " in " + l.location()
 	}
-	return &explained{err: err, msg: fmt.Sprintf("table %s cannot be listed: %s; create the table as dynamo.TableDefinitionFor lays it out (docs/DEPLOY.md), or for a table laid out by the application's dynamo.Options pass the same (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix, --ttl-attr)%s",
+	// Not the store's error, whose kind differs by server (invalid, or not
+	// found): the table is unfit whatever answered, an error to fix, not
+	// an outage to wait out.
+	return &explained{err: mm, msg: fmt.Sprintf("table %s cannot be listed: %s; create the table as dynamo.TableDefinitionFor lays it out (docs/DEPLOY.md), or for a table laid out by the application's dynamo.Options pass the same (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix, --ttl-attr)%s",
 		where, strings.Join(mm.Problems, "; "), apiCause(err))}
 }
 
