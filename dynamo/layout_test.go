@@ -27,6 +27,13 @@ var singleTable = dynamo.Options{KeyAttr: "PK", SortKeyAttr: "SK", SortKeyValue:
 func newSingleTableStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
 	t.Helper()
 	opts.KeyAttr, opts.SortKeyAttr, opts.SortKeyValue, opts.KeyPrefix = singleTable.KeyAttr, singleTable.SortKeyAttr, singleTable.SortKeyValue, singleTable.KeyPrefix
+	return newLaidOutStore(t, opts)
+}
+
+// newLaidOutStore returns a store of opts on a fresh table laid out as
+// TableDefinitionFor says for them.
+func newLaidOutStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
+	t.Helper()
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = dynalite.Scale(30 * time.Second)
 	}

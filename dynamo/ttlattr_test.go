@@ -23,16 +23,7 @@ import (
 func newTTLStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
 	t.Helper()
 	opts.TTLAttr = "ttl"
-	if opts.CallTimeout == 0 {
-		opts.CallTimeout = dynalite.Scale(30 * time.Second)
-	}
-	c := client(t)
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinitionFor("idem", opts))
-	s, err := dynamo.New(c, table, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, c, table
+	return newLaidOutStore(t, opts)
 }
 
 // The contract holds with the TTL on an attribute the table chose. Kept
