@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 )
 
 // The guarantees (docs/DESIGN.md, section 9), each checked from the data:
@@ -63,36 +64,25 @@ func (w *world) runOf(owner string) *run {
 // the call's now before it; the caller holds w.mu.
 func (w *world) landed(m *msg, pre *idemkit.Record, r result, late bool) {
 	switch m.method {
-	case Claim, Reclaim:
+	case faultstore.Claim, faultstore.Reclaim:
 		res, _ := r.v.(idemkit.ClaimResult)
 		if r.err == nil && res.Won {
 			w.claimed(m, pre, late)
 		}
-	case Release:
+	case faultstore.Release:
 		if r.err == nil {
-			t := w.tomb
-			if t == nil || !m.now.Before(t.exp) {
-				t = &tomb{owners: map[string]bool{}}
-				w.tomb = t
-			}
-			t.owners[m.owner] = true
-			if m.now.After(t.at) {
-				t.at = m.now
-			}
-			if exp := m.now.Add(idemkit.MaxWriteDelay); exp.After(t.exp) {
-				t.exp = exp
-			}
+			w.tomb = &tomb{owner: m.owner, at: m.now, exp: m.now.Add(idemkit.MaxWriteDelay)}
 			if pre != nil && pre.Owner == m.owner {
 				if run := w.runOf(m.owner); run != nil {
 					run.released = true
 				}
 			}
 		}
-	case Resolve:
+	case faultstore.Resolve:
 		if r.err == nil && pre != nil {
 			w.resolved(m, pre)
 		}
-	case Get:
+	case faultstore.Get:
 		if rec, _ := r.v.(*idemkit.Record); rec != nil && r.err == nil {
 			for _, o := range w.ops {
 				if o.name == m.sender && o.checked == "" {
@@ -101,7 +91,7 @@ func (w *world) landed(m *msg, pre *idemkit.Record, r result, late bool) {
 			}
 		}
 	}
-	if m.write && m.owner != "" && m.method != Claim && m.method != Reclaim {
+	if m.write && m.owner != "" && m.method != faultstore.Claim && m.method != faultstore.Reclaim {
 		// A fenced write: it changes only its own owner's record.
 		post := w.record(m.now)
 		if !reflect.DeepEqual(pre, post) && pre != nil && pre.Owner != m.owner {
@@ -316,12 +306,7 @@ func (w *world) state() string {
 		b.WriteByte('\n')
 	}
 	if t := w.tomb; t != nil && now.Before(t.exp) {
-		owners := make([]string, 0, len(t.owners))
-		for o := range t.owners {
-			owners = append(owners, o)
-		}
-		sort.Strings(owners)
-		fmt.Fprintf(&b, "tomb %v at=%s exp=%s\n", owners, d(t.at), d(t.exp))
+		fmt.Fprintf(&b, "tomb %s at=%s exp=%s\n", t.owner, d(t.at), d(t.exp))
 	}
 	msgs := append([]*msg(nil), w.net...)
 	sort.Slice(msgs, func(i, j int) bool { return msgs[i].id < msgs[j].id })

@@ -7,26 +7,8 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
-)
-
-// Method names a store method: each call of one is a message.
-type Method string
-
-// The store methods the network carries. A Store method added later is one
-// constant here and one method of Net below, and, when it writes, one case
-// in world.landed.
-const (
-	Claim             Method = "Claim"
-	Reclaim           Method = "Reclaim"
-	Complete          Method = "Complete"
-	Release           Method = "Release"
-	Extend            Method = "Extend"
-	MarkUnknown       Method = "MarkUnknown"
-	MarkIndeterminate Method = "MarkIndeterminate"
-	Get               Method = "Get"
-	Resolve           Method = "Resolve"
-	ListIndeterminate Method = "ListIndeterminate"
 )
 
 // errLost is the network's failure: a call whose answer never came back
@@ -39,7 +21,7 @@ var errLost = errors.New("explore: no answer (lost, or timed out)")
 type msg struct {
 	id     string // the sender's name and the call's number, "A1.2"
 	sender string
-	method Method
+	method faultstore.Method // a store method added later is one method of Net and, for a write, one case in world.landed
 	write  bool
 	key    string    // the record ID
 	owner  string    // the owner token it writes for (fenced writes, claims)
@@ -130,7 +112,7 @@ func send[T any](n *Net, ctx context.Context, m msg, apply func() (T, error)) (T
 // Claim implements idemkit.Store.
 func (n *Net) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	c := rec.Clone()
-	return send(n, ctx, msg{method: Claim, write: true, key: c.ID, owner: c.Owner, now: now,
+	return send(n, ctx, msg{method: faultstore.Claim, write: true, key: c.ID, owner: c.Owner, now: now,
 		arg: fmt.Sprintf("fp=%s lease=%s", c.Fingerprint, n.w.rel(c.LeaseUntil))},
 		func() (idemkit.ClaimResult, error) { return n.inner.Claim(context.Background(), c, now) })
 }
@@ -138,7 +120,7 @@ func (n *Net) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (id
 // Reclaim implements idemkit.Store.
 func (n *Net) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
 	c, p := rec.Clone(), prev.Clone()
-	return send(n, ctx, msg{method: Reclaim, write: true, key: c.ID, owner: c.Owner, now: now,
+	return send(n, ctx, msg{method: faultstore.Reclaim, write: true, key: c.ID, owner: c.Owner, now: now,
 		arg: fmt.Sprintf("fp=%s lease=%s over %s", c.Fingerprint, n.w.rel(c.LeaseUntil), describe(p))},
 		func() (idemkit.ClaimResult, error) { return n.inner.Reclaim(context.Background(), c, p, now) })
 }
@@ -146,21 +128,21 @@ func (n *Net) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.T
 // Complete implements idemkit.Store.
 func (n *Net) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
 	c := rec.Clone()
-	_, err := send(n, ctx, msg{method: Complete, write: true, key: c.ID, owner: c.Owner, now: now, arg: string(c.Snapshot.Body)},
+	_, err := send(n, ctx, msg{method: faultstore.Complete, write: true, key: c.ID, owner: c.Owner, now: now, arg: string(c.Snapshot.Body)},
 		func() (struct{}, error) { return struct{}{}, n.inner.Complete(context.Background(), c, now) })
 	return err
 }
 
 // Release implements idemkit.Store.
 func (n *Net) Release(ctx context.Context, id, owner string, now time.Time) error {
-	_, err := send(n, ctx, msg{method: Release, write: true, key: id, owner: owner, now: now},
+	_, err := send(n, ctx, msg{method: faultstore.Release, write: true, key: id, owner: owner, now: now},
 		func() (struct{}, error) { return struct{}{}, n.inner.Release(context.Background(), id, owner, now) })
 	return err
 }
 
 // Extend implements idemkit.Store.
 func (n *Net) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
-	_, err := send(n, ctx, msg{method: Extend, write: true, key: id, owner: owner, now: now, arg: "lease=" + n.w.rel(leaseUntil)},
+	_, err := send(n, ctx, msg{method: faultstore.Extend, write: true, key: id, owner: owner, now: now, arg: "lease=" + n.w.rel(leaseUntil)},
 		func() (struct{}, error) {
 			return struct{}{}, n.inner.Extend(context.Background(), id, owner, leaseUntil, now)
 		})
@@ -169,14 +151,14 @@ func (n *Net) Extend(ctx context.Context, id, owner string, leaseUntil, now time
 
 // MarkUnknown implements idemkit.Store.
 func (n *Net) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	_, err := send(n, ctx, msg{method: MarkUnknown, write: true, key: id, owner: owner, now: now},
+	_, err := send(n, ctx, msg{method: faultstore.MarkUnknown, write: true, key: id, owner: owner, now: now},
 		func() (struct{}, error) { return struct{}{}, n.inner.MarkUnknown(context.Background(), id, owner, now) })
 	return err
 }
 
 // MarkIndeterminate implements idemkit.Store.
 func (n *Net) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
-	_, err := send(n, ctx, msg{method: MarkIndeterminate, write: true, key: id, owner: owner, now: now},
+	_, err := send(n, ctx, msg{method: faultstore.MarkIndeterminate, write: true, key: id, owner: owner, now: now},
 		func() (struct{}, error) {
 			return struct{}{}, n.inner.MarkIndeterminate(context.Background(), id, owner, now)
 		})
@@ -185,7 +167,7 @@ func (n *Net) MarkIndeterminate(ctx context.Context, id, owner string, now time.
 
 // Get implements idemkit.Store.
 func (n *Net) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
-	return send(n, ctx, msg{method: Get, key: id, now: now},
+	return send(n, ctx, msg{method: faultstore.Get, key: id, now: now},
 		func() (*idemkit.Record, error) { return n.inner.Get(context.Background(), id, now) })
 }
 
@@ -193,7 +175,7 @@ func (n *Net) Get(ctx context.Context, id string, now time.Time) (*idemkit.Recor
 func (n *Net) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
 	kept := res
 	kept.Snapshot = res.Snapshot.Clone()
-	return send(n, ctx, msg{method: Resolve, write: true, key: id, now: now, arg: "as=" + string(res.As) + " by " + res.Operator + " of " + owner},
+	return send(n, ctx, msg{method: faultstore.Resolve, write: true, key: id, now: now, arg: "as=" + string(res.As) + " by " + res.Operator + " of " + owner},
 		func() (*idemkit.Record, error) { return n.inner.Resolve(context.Background(), id, owner, kept, now) })
 }
 
@@ -203,7 +185,7 @@ func (n *Net) ListIndeterminate(ctx context.Context, tenant, page string, limit 
 		recs []*idemkit.Record
 		next string
 	}
-	p, err := send(n, ctx, msg{method: ListIndeterminate, now: now},
+	p, err := send(n, ctx, msg{method: faultstore.ListIndeterminate, now: now},
 		func() (page2, error) {
 			recs, next, err := n.inner.ListIndeterminate(context.Background(), tenant, page, limit, now)
 			return page2{recs, next}, err

@@ -121,12 +121,13 @@ type opRun struct {
 	answer  string
 }
 
-// tomb shadows the tombstone a release leaves in the memstore (which
-// only Claim and Release see): its owners and latest release.
+// tomb shadows the tombstone a release leaves in the memstore (which Get
+// does not show): its releasing owner, the release's time, and until when
+// it is kept. Each release leaves a tombstone of its own.
 type tomb struct {
-	owners map[string]bool
-	at     time.Time
-	exp    time.Time
+	owner string
+	at    time.Time
+	exp   time.Time
 }
 
 // world is one history being run: guards, clients, handlers and the
