@@ -39,7 +39,6 @@ func (w *World) claimed(r *request, rec, pre, prev *idemkit.Record, now time.Tim
 	w.regionClaimed(r, rec, pre, prev, now, how)
 	if pre == nil {
 		w.bound[w.life(rec.ID)] = intent
-		delete(w.released, rec.ID)
 	} else {
 		bound := w.bound[w.life(rec.ID)]
 		switch {

@@ -206,19 +206,7 @@ func (s *faultStore) Release(ctx context.Context, id, owner string, now time.Tim
 		err := s.inner.Release(ctx, id, owner, now)
 		if err == nil {
 			s.w.unhold(id)
-			// A release fences its owner's claims, and those of every
-			// owner released before it on the tombstone, which keeps the
-			// latest release's time (Store.Release).
 			s.w.mu.Lock()
-			rel, ok := s.w.released[id]
-			if !ok {
-				rel = release{owners: map[string]bool{}}
-			}
-			rel.owners[owner] = true
-			if now.After(rel.at) {
-				rel.at = now
-			}
-			s.w.released[id] = rel
 			s.w.logf("  release of %s landed at %s", owner, s.w.since(now))
 			s.w.mu.Unlock()
 		}

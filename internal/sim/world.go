@@ -207,13 +207,6 @@ type execution struct {
 
 func (e *execution) tag() string { return "e" + strconv.Itoa(e.n) }
 
-// release is the tombstone the releases that landed left: the owners
-// released on it and the latest release's time.
-type release struct {
-	owners map[string]bool
-	at     time.Time
-}
-
 // resolution is an operator's accepted decision.
 type resolution struct {
 	n      int
@@ -257,7 +250,6 @@ type World struct {
 	recIDs    []string            // every record ID claimed, in order
 	recSeen   map[string]bool
 	held      []*heldCall
-	released  map[string]release   // record ID -> the release whose tombstone must be there
 	unheld    map[string]time.Time // record ID -> the true time a write last ended its in_flight state
 	res       map[int]*resolution  // by the number in an operator's answer
 	decisions int
@@ -306,7 +298,7 @@ func NewWorld(p Params, inner Store, wait func()) (*World, error) {
 	start := epoch()
 	w := &World{p: p, tl: &timeline{now: start}, epoch: start, inner: inner, wait: wait,
 		owners: map[string]*request{}, bound: map[string]string{}, ids: map[string]string{},
-		ledger: map[string]string{}, res: map[int]*resolution{}, released: map[string]release{}, unheld: map[string]time.Time{}, recSeen: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 1))}
+		ledger: map[string]string{}, res: map[int]*resolution{}, unheld: map[string]time.Time{}, recSeen: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 1))}
 	w.store = &faultStore{w: w, inner: inner}
 	w.p.Clients = append([]Client(nil), p.Clients...)
 	for i, c := range w.p.Clients {
