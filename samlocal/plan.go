@@ -160,15 +160,26 @@ func (p *Plan) Function(name string) *Function {
 	return nil
 }
 
-func tableOf(r *resolver, id string, res Resource) (*Table, error) {
+// tableProps returns a table resource's properties, evaluated, and its
+// name: TableName, else the stack's name and the logical id, as
+// CloudFormation names an unnamed table.
+func tableProps(r *resolver, id string, res Resource) (map[string]any, string, error) {
 	props, err := r.eval(res.Properties)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	m, _ := props.(map[string]any)
 	name, _ := m["TableName"].(string)
 	if name == "" {
 		name = r.stack + "-" + id
+	}
+	return m, name, nil
+}
+
+func tableOf(r *resolver, id string, res Resource) (*Table, error) {
+	m, name, err := tableProps(r, id, res)
+	if err != nil {
+		return nil, err
 	}
 	in := &dynamodb.CreateTableInput{TableName: aws.String(name)}
 	for _, f := range []struct {
@@ -215,14 +226,9 @@ func tableOf(r *resolver, id string, res Resource) (*Table, error) {
 }
 
 func simpleTableOf(r *resolver, id string, res Resource) (*Table, error) {
-	props, err := r.eval(res.Properties)
+	m, name, err := tableProps(r, id, res)
 	if err != nil {
 		return nil, err
-	}
-	m, _ := props.(map[string]any)
-	name, _ := m["TableName"].(string)
-	if name == "" {
-		name = r.stack + "-" + id
 	}
 	key, typ := "id", types.ScalarAttributeTypeS
 	if pk, ok := m["PrimaryKey"].(map[string]any); ok {
