@@ -115,6 +115,50 @@ func TestFailedClaimOverAnothersRecord(t *testing.T) {
 	}
 }
 
+// TestFailedReclaim: a claim in place of a record whose every attempt
+// fails is freed like any claim. Over a released key the release leaves
+// the request's own tombstone, which no copy of the claim can replace:
+// nothing of it can hold the key (ErrStoreUnavailable alone). Over a
+// failed record, which a release must not touch, a copy of the claim
+// still on its way could replace it: the key may be held until the
+// claim's lease ends (ErrClaimUnknown).
+func TestFailedReclaim(t *testing.T) {
+	unknown := func(context.Context) (*idemkit.Snapshot, error) {
+		return nil, fmt.Errorf("processor timed out: %w", idemkit.ErrOutcomeUnknown)
+	}
+	failing := func(context.Context) (*idemkit.Snapshot, error) { return nil, errors.New("downstream failed") }
+	for _, tc := range []struct {
+		name      string
+		first     idemkit.Handler
+		resolve   bool
+		mayBeHeld bool
+	}{
+		{"over a tombstone", failing, false, false},
+		{"over a failed record", unknown, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, fs := faultFixture(t, nil)
+			r := req("k")
+			f.do(t, r, tc.first)
+			if tc.resolve {
+				f.clock.Advance(idemkit.MaxWriteDelay + 2*time.Minute)
+				if _, _, err := idemkit.Resolve(context.Background(), f.store, r.Scope.ID(false), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, f.clock.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runs := f.runs
+			fs.On(faultstore.Reclaim, faultstore.Fail(errReset))
+			_, _, err := f.do(t, r, respond(201, "x"))
+			if !errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrClaimUnknown) != tc.mayBeHeld || f.runs != runs {
+				t.Fatalf("Do: %v, runs %d -> %d; want ErrStoreUnavailable, ErrClaimUnknown %v, no run", err, runs, f.runs, tc.mayBeHeld)
+			}
+			if n := fs.Count(faultstore.Reclaim); n != 3 {
+				t.Fatalf("%d reclaims, want ClaimAttempts (3)", n)
+			}
+		})
+	}
+}
+
 // TestInvalidRecordIsClaimedOnce: a claim the store refuses as invalid
 // (ErrRecordInvalid: nothing was written, and a retry gets the same
 // answer) is neither tried again nor released, and Do says so without
