@@ -49,17 +49,17 @@ import (
 // take a change it finds landed by the write it retries as that write's
 // own, never as another writer's:
 //   - Within one call, a write sent again that finds its first attempt
-//     landed answers as that attempt would have. Claim, Complete, Release
-//     and Extend tell by their own rules (below). MarkUnknown,
+//     landed answers as that attempt would have. Claim, Reclaim,
+//     Complete, Release and Extend tell by their own rules (below). MarkUnknown,
 //     MarkIndeterminate and Resolve cannot: the change they make refuses a
 //     second copy of itself, as it does another writer's. A store that
 //     sends one of them more than once writes a token of the call with
 //     the change and compares it in the record that refused the copy
 //     (package dynamo does). A store that makes each call once (package
 //     memstore) has nothing to recognise.
-//   - In another call, the rules of each method answer: Claim wins over
-//     its own in_flight record, Complete completes its own completed
-//     record again, Release finds its own tombstone and Extend its own
+//   - In another call, the rules of each method answer: Claim and Reclaim
+//     win over their own in_flight record, Complete completes its own completed
+//     record again, Release leaves a tombstone again and Extend its own
 //     lease, and each returns what its first call did. MarkUnknown and
 //     MarkIndeterminate return ErrNotOwner and Resolve ErrNotIndeterminate,
 //     changing nothing; the caller reads the record to tell its own change
