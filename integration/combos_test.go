@@ -173,7 +173,7 @@ func TestFaultCombinations(t *testing.T) {
 					if a.Body != stored {
 						t.Fatalf("replay %q, want the stored %q", a.Body, stored)
 					}
-				case k == "in-flight" || strings.HasPrefix(k, "unavailable"):
+				case k == "in-flight" || k == "pending" || strings.HasPrefix(k, "unavailable"):
 					if !a.retryAfter() {
 						t.Fatalf("%s without Retry-After: %v", k, a)
 					}
@@ -214,7 +214,7 @@ func TestFaultCombinations(t *testing.T) {
 					t.Fatalf("no convergence after 6 retries: %v", seen)
 				}
 				final = check(call(ctx, h, ev))
-				if final == "in-flight" {
+				if final == "in-flight" || final == "pending" {
 					clk.Advance(pastPending(lease))
 					continue
 				}

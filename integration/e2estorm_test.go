@@ -425,7 +425,7 @@ func e2eClient(ctx context.Context, h v2Handler, k *e2eKey, invocations, retried
 				f.orderID = o.ID
 			}
 			return f
-		case a.Status == 409 && a.Problem == "in-flight":
+		case a.Status == 409 && (a.Problem == "in-flight" || a.Problem == "outcome-pending"):
 			retried409.Add(1)
 			retry = true
 		case a.Status >= 500:

@@ -242,8 +242,8 @@ func TestFaultInjection(t *testing.T) {
 						wrongBodies++
 						t.Fatalf("replay body %q, want the stored %q", a.Body, stored)
 					}
-				case a.Status == 409 && (a.Problem == "in-flight" || a.Problem == "indeterminate-operator-required"):
-					if a.Problem == "in-flight" && !a.retryAfter() {
+				case a.Status == 409 && (a.Problem == "in-flight" || a.Problem == "outcome-pending" || a.Problem == "indeterminate-operator-required"):
+					if a.Problem != "indeterminate-operator-required" && !a.retryAfter() {
 						t.Fatalf("409 without Retry-After: %v", a)
 					}
 				case a.Status == 503 && a.Problem == "store-unavailable":
@@ -289,7 +289,7 @@ func TestFaultInjection(t *testing.T) {
 				}
 				final = call(ctx, h, ev)
 				check(final)
-				if final.Problem == "in-flight" {
+				if final.Problem == "in-flight" || final.Problem == "outcome-pending" {
 					clk.Advance(pastPending(lease))
 					continue
 				}

@@ -329,7 +329,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 							t.Fatalf("answered %s, earlier %s", got, id)
 						}
 						id = got
-					case a.Status == 409 && (a.Problem == "in-flight" || a.Problem == "indeterminate-operator-required"):
+					case a.Status == 409 && (a.Problem == "in-flight" || a.Problem == "outcome-pending" || a.Problem == "indeterminate-operator-required"):
 					case a.Status == 503 && a.Problem == "outcome-unknown":
 						// The key is kept: a retry gets 409, whenever it comes.
 					case a.Status == 503 && (a.Problem == "store-unavailable" || a.Problem == "temporarily-unavailable"):
@@ -361,7 +361,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 						t.Fatalf("no convergence after 6 retries: %v", seen)
 					}
 					final = send()
-					if final.Problem == "in-flight" {
+					if final.Problem == "in-flight" || final.Problem == "outcome-pending" {
 						clk.Advance(pastPending(lease))
 						continue
 					}

@@ -101,7 +101,7 @@ func checkNoCrossing(rt *rapid.T, store idemkit.Store, nonce string, maxBatches 
 					} else if st != nil && st.first != "" && a.Body != st.first {
 						rt.Fatalf("scope %+v: replay %q, first %q", sc, a.Body, st.first)
 					}
-				case a.Status == 409 && a.Problem == "in-flight":
+				case a.Status == 409 && (a.Problem == "in-flight" || a.Problem == "outcome-pending"):
 				case a.Status == 422 && a.Problem == "fingerprint-mismatch":
 				default:
 					rt.Fatalf("scope %+v: unexpected %v", sc, a)
