@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/idemkit/idemkit/internal/retryafter"
@@ -103,6 +104,9 @@ type Guard struct {
 	writeTimeout      time.Duration // timeout of each write after the handler ran
 	claimAttempts     int           // attempts of a failing claim
 	claimBackoff      time.Duration // pause before the second claim attempt
+	claims            writer        // the request's writes: claims, marks
+	writes            writer        // the writes made after the handler ran
+	renewals          writer        // lease renewals: one attempt each
 }
 
 // Defaults of the zero Config fields.
@@ -152,6 +156,10 @@ func New(cfg Config) (*Guard, error) {
 	if g.newToken == nil {
 		g.newToken = rand.Text
 	}
+	now := func() time.Time { return g.now() }
+	g.claims = writer{store: cfg.Store, now: now, version: g.newToken, attempts: g.claimAttempts, backoff: g.claimBackoff, sleep: g.sleep}
+	g.writes = writer{store: cfg.Store, now: now, version: g.newToken, attempts: g.writeAttempts, backoff: writeBackoff, sleep: g.sleep}
+	g.renewals = writer{store: cfg.Store, now: now, version: g.newToken, attempts: 1, sleep: g.sleep}
 	return g, nil
 }
 
@@ -237,71 +245,9 @@ func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot,
 	}
 	rec := c.record()
 	if expired := c.policy.checkKeyTime(c.req.Scope.Key, c.start); expired != nil && !c.req.IgnoreKeyTime {
-		return c.oldKey(rec, expired, h)
+		return c.claim(rec, expired, h)
 	}
-	res, err := g.claim(c.ctx, rec, nil)
-	if err != nil {
-		c.emit(c.storeFailure(err), 0, err)
-		return nil, false, err
-	}
-	return c.claimed(rec, res, h)
-}
-
-// won runs h holding the claim res won, reporting first the takeover of a
-// live in_flight record.
-func (c *call) won(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, error) {
-	if p := res.Existing; p != nil && p.State == StateInFlight && p.Owner != rec.Owner && p.Live(c.start) {
-		c.emit(EventTakeover, 0, nil)
-	}
-	return c.execute(rec, h)
-}
-
-// oldKey answers a request whose key is older than the record retention
-// (expired is its ErrKeyExpired): a live record of the key wins over the
-// key's age and is answered as the record that kept a claim is. The key
-// is claimed only in place of the record read, when it lets the key run
-// again (failed, or a stale lease under Takeover); a record that changed
-// under us is read again, at most reclaims times. With no live record the
-// request is refused with expired and nothing is stored.
-func (c *call) oldKey(rec *Record, expired error, h Handler) (*Snapshot, bool, error) {
-	for attempt := 0; ; attempt++ {
-		ex, err := c.g.cfg.Store.Get(c.ctx, rec.ID, c.start)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			c.emit(EventRefused, 0, expired)
-			return nil, false, expired
-		case err != nil:
-			err = storeErr("get", err)
-			c.emit(c.storeFailure(err), 0, err)
-			return nil, false, err
-		}
-		snap, next, err := c.g.classify(c.ctx, c.req, c.policy, ex, c.start)
-		if next != nil && attempt >= reclaims {
-			// The record keeps changing under us: let the client come back.
-			snap, next, err = nil, nil, &ConflictError{RetryAfter: time.Second}
-		}
-		if next == nil {
-			c.emitRefusal(snap, err)
-			if err != nil {
-				return nil, false, err
-			}
-			return snap, true, nil
-		}
-		if !next.replace {
-			continue // read it again
-		}
-		// The key stays bound to the fingerprint it was first claimed
-		// with, as on the ordinary path.
-		rec.Fingerprint = ex.Fingerprint
-		res, err := c.g.claim(c.ctx, rec, ex)
-		switch {
-		case err != nil:
-			c.emit(c.storeFailure(err), 0, err)
-			return nil, false, err
-		case res.Won:
-			return c.won(rec, res, h)
-		}
-	}
+	return c.claim(rec, nil, h)
 }
 
 // call is the state of one Do: the request, its policy and its event.
@@ -383,70 +329,77 @@ func (c *call) record() *Record {
 	return rec
 }
 
-// claimed answers the claim res made: it runs h when the claim won, else
-// decides from the record that kept it (res.Existing): a replay, a
-// refusal, or a claim in its place. A record that counts as no record (a
-// released key's tombstone, an expired record) is replaced by this
-// request's claim; a failed one, or a stale lease under Takeover, by a
-// claim bound to its fingerprint. Each replacement is a Reclaim,
-// conditioned on the record as read, so that no claim sent before the key
-// was freed can take it: a late copy of a Claim finds the record and
-// stores nothing. A record that changes under us is read again, at most
-// reclaims times; then the client is told to come back.
-func (c *call) claimed(rec *Record, res ClaimResult, h Handler) (*Snapshot, bool, error) {
-	for attempt := 0; ; attempt++ {
-		if res.Won {
-			return c.won(rec, res, h)
-		}
-		ex := res.Existing
-		var (
-			snap *Snapshot
-			next *retry
-			err  error
-		)
-		switch {
-		case ex == nil:
-			// The store found the record gone before it could read it.
-			next = &retry{}
-		case ex.State == StateReleased || !ex.Live(c.start):
-			// No record: the key is free, for this request as it is.
-			next = &retry{replace: true}
-			rec.Fingerprint = c.req.Fingerprint
-		default:
-			snap, next, err = c.g.classify(c.ctx, c.req, c.policy, ex, c.start)
-			if next != nil && next.replace {
-				// The key is bound to the fingerprint string it was first
-				// claimed with: one of an older version that matched
-				// under FingerprintAs is the one claimed again.
-				rec.Fingerprint = ex.Fingerprint
-			}
-		}
-		if next != nil && attempt >= reclaims {
-			// The record keeps changing under us: let the client come back.
-			snap, next, err = nil, nil, &ConflictError{RetryAfter: time.Second}
-		}
-		if next == nil {
-			c.emitRefusal(snap, err)
-			if err != nil {
-				return nil, false, err
-			}
-			return snap, true, nil
-		}
-		var prev *Record
-		if next.replace {
-			prev = ex
-		}
-		if res, err = c.g.claim(c.ctx, rec, prev); err != nil {
+// claim claims rec's key and runs h, or answers from the record that
+// holds the key: a replay, a refusal, or a claim in its place (a failed
+// record, a stale lease under Takeover), which next allows only in place
+// of the version judged here. A key older than the record retention
+// (expired, its ErrKeyExpired) is read first, and claimed only in place of
+// a live record: with none it is refused and nothing is stored. A record
+// that keeps changing under us is judged again at most reclaims times;
+// then the client is told to come back.
+func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, error) {
+	ch := change{op: opClaim, rec: rec, takeover: c.policy.OnStaleLease == Takeover, judged: expired != nil}
+	var cur, replaced *Record
+	var err error
+	if expired != nil {
+		if cur, err = read(c.ctx, c.g.cfg.Store, rec.ID); err != nil {
 			c.emit(c.storeFailure(err), 0, err)
 			return nil, false, err
 		}
+		err = errHeld
+	} else {
+		cur, replaced, err = c.g.claims.apply(c.ctx, nil, ch)
+	}
+	for attempt := 0; ; attempt++ {
+		switch {
+		case err == nil:
+			if p := replaced; p != nil && p.State == StateInFlight && p.Owner != cur.Owner && p.Live(c.start) {
+				c.emit(EventTakeover, 0, nil)
+			}
+			return c.execute(cur, h)
+		case errors.Is(err, errChanging):
+			err = &ConflictError{RetryAfter: time.Second}
+			c.emitRefusal(nil, err)
+			return nil, false, err
+		case !errors.Is(err, errHeld):
+			err = c.g.claimFailed(c.ctx, rec, ch.replace, err)
+			c.emit(c.storeFailure(err), 0, err)
+			return nil, false, err
+		case free(cur, c.start):
+			// Only a claim that may replace the record judged alone
+			// (an old key's) is refused by a free record.
+			c.emit(EventRefused, 0, expired)
+			return nil, false, expired
+		}
+		snap, again, rerr := c.g.classify(c.ctx, c.req, c.policy, cur, c.start)
+		if again != nil && attempt >= reclaims {
+			// The record keeps changing under us: let the client come back.
+			snap, again, rerr = nil, nil, &ConflictError{RetryAfter: time.Second}
+		}
+		if again == nil {
+			c.emitRefusal(snap, rerr)
+			if rerr != nil {
+				return nil, false, rerr
+			}
+			return snap, true, nil
+		}
+		ch.replace = ""
+		if again.replace {
+			ch.replace = cur.Version
+		} else {
+			cur = again.cur
+		}
+		cur, replaced, err = c.g.claims.apply(c.ctx, cur, ch)
 	}
 }
 
-// retry is what a claim that a record kept does next: claim again (a
-// Claim, which reads the record as it is now), or, with replace, claim in
-// place of the record read (a Reclaim).
-type retry struct{ replace bool }
+// retry is what a claim that a record kept does next: claim in place of
+// the record judged (replace), or judge again from cur, the record as it
+// is now (nil: none is stored).
+type retry struct {
+	replace bool
+	cur     *Record
+}
 
 // classify turns the live record ex that kept a claim into a replay or an
 // error, or into what to do next (next not nil): replace ex (a failed
@@ -490,17 +443,15 @@ func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.T
 	if pol.OnStaleLease == Takeover {
 		return nil, &retry{replace: true}, nil
 	}
-	err = g.cfg.Store.MarkIndeterminate(ctx, ex.ID, ex.Owner, now)
+	cur, _, err := g.claims.apply(ctx, ex, change{op: opMarkStale, owner: ex.Owner})
 	switch {
 	case err == nil:
-		marked := *ex
-		marked.State, marked.Cause = StateIndeterminate, CauseLeaseExpired
-		return nil, nil, g.indeterminate(pol, &marked, now)
-	case errors.Is(err, ErrNotOwner):
-		// Completed, released or marked meanwhile: look again.
-		return nil, &retry{}, nil
+		return nil, nil, g.indeterminate(pol, cur, now)
+	case errors.Is(err, ErrNotOwner), errors.Is(err, errChanging):
+		// Completed, released or marked meanwhile: judge it again.
+		return nil, &retry{cur: cur}, nil
 	default:
-		return nil, nil, storeErr("mark indeterminate", err)
+		return nil, nil, err
 	}
 }
 
@@ -622,11 +573,31 @@ func eventFor(err error) EventKind {
 // completed: it panicked or called runtime.Goexit.
 var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.Goexit")
 
+// run is a claim held while its handler runs.
+type run struct {
+	claim *Record // as claimed
+	mu    sync.Mutex
+	cur   *Record // as last written by the run: the version its next write replaces
+}
+
+func (r *run) get() *Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+func (r *run) set(rec *Record) {
+	r.mu.Lock()
+	r.cur = rec
+	r.mu.Unlock()
+}
+
 // execute runs h holding rec's claim, then stores, releases or keeps the
 // claim. Every exit of h frees the key: the release for a panic or
 // runtime.Goexit runs in a deferred call that does not recover, so a panic
 // goes on with the handler's own stack.
 func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
+	r := &run{claim: rec, cur: rec}
 	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope, c.req.Resource)
 	var lost func()
 	if c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start)) > 0 {
@@ -639,14 +610,14 @@ func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 		defer cancel(nil)
 		lost = func() { cancel(ErrLeaseLost) }
 	}
-	stop := c.g.renew(c.ctx, rec, c.policy, c.start, lost)
+	stop := c.g.renew(c.ctx, r, c.policy, c.start, lost)
 	hstart := c.g.now()
 	returned := false
 	defer func() {
 		stop()
 		if !returned {
 			c.ev.Handler = c.g.now().Sub(hstart)
-			c.emit(EventReleased, 0, errors.Join(errHandlerAborted, c.g.release(c.ctx, rec)))
+			c.emit(EventReleased, 0, errors.Join(errHandlerAborted, c.g.release(c.ctx, r)))
 		}
 	}()
 	snap, herr := h(hctx)
@@ -665,37 +636,33 @@ func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
 			herr = fmt.Errorf("%w (%w)", herr, ErrOutcomeUnknown)
 		}
 	}
-	return c.settle(rec, snap, herr)
+	return c.settle(r, snap, herr)
 }
 
 // settle stores the handler's outcome, or frees or keeps the claim.
-func (c *call) settle(rec *Record, snap *Snapshot, herr error) (*Snapshot, bool, error) {
+func (c *call) settle(r *run, snap *Snapshot, herr error) (*Snapshot, bool, error) {
 	if herr == nil && snap == nil {
 		herr = errors.New("idemkit: handler returned neither a response nor an error")
 	}
 	switch {
 	case herr != nil && errors.Is(herr, ErrOutcomeUnknown):
-		if kerr := c.g.keep(c.ctx, rec); kerr != nil {
+		if kerr := c.g.keep(c.ctx, r); kerr != nil {
 			herr = errors.Join(herr, kerr)
 		}
 		c.emit(EventOutcomeUnknown, 0, herr)
 		return nil, false, herr
 	case herr != nil:
-		if relErr := c.g.release(c.ctx, rec); relErr != nil {
+		if relErr := c.g.release(c.ctx, r); relErr != nil {
 			herr = errors.Join(herr, relErr)
 		}
 		c.emit(EventReleased, 0, herr)
 		return nil, false, herr
 	case snap.Status < 100 || snap.Status > 999 || !c.policy.Cacheable(snap.Status):
-		relErr := c.g.release(c.ctx, rec)
+		relErr := c.g.release(c.ctx, r)
 		c.emit(EventReleased, snap.Status, relErr)
 		return snap, false, nil
 	}
-	done := *rec
-	done.State = StateCompleted
-	done.CompletedAt = c.g.now()
-	done.Snapshot = snap
-	if cerr := c.g.complete(c.ctx, &done); cerr != nil {
+	if cerr := c.g.runWrite(c.ctx, r, change{op: opComplete, snap: snap, completedAt: c.g.now()}); cerr != nil {
 		c.emit(EventCompletionFailed, snap.Status, cerr)
 		return snap, false, nil
 	}
@@ -703,53 +670,33 @@ func (c *call) settle(rec *Record, snap *Snapshot, herr error) (*Snapshot, bool,
 	return snap, false, nil
 }
 
-// claim makes rec's claim: a Claim, or with prev a Reclaim in place of
-// prev. A claim that fails may have been applied with its answer lost, so
-// it is made again with the same owner token, which the store accepts as
-// ours: up to ClaimAttempts times with backoff, within ctx's deadline.
-// When every attempt fails, the claim is freed like a completion; if that
-// fails too, the error is a *ClaimUnknownError.
-func (g *Guard) claim(ctx context.Context, rec, prev *Record) (ClaimResult, error) {
-	var err error
-	for i := 0; i < g.claimAttempts; i++ {
-		if i > 0 && !g.sleep(ctx, time.Duration(i)*g.claimBackoff) {
-			break
-		}
-		var res ClaimResult
-		if prev == nil {
-			res, err = g.cfg.Store.Claim(ctx, rec, g.now())
-		} else {
-			res, err = g.cfg.Store.Reclaim(ctx, rec, prev, g.now())
-			if res.Won && res.Existing == nil {
-				res.Existing = prev
-			}
-		}
-		if err == nil {
-			return res, nil
-		}
-		if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrRecordInvalid) || errors.Is(err, ErrNothingStored) {
-			// The store could not decode the record it met, refused
-			// ours, or cannot store anything (no table): nothing was
-			// written, and trying again gives the same answer.
-			return ClaimResult{}, storeErr("claim", err)
+// claimFailed answers a claim of rec whose writes all failed with err (the
+// claim was made in place of the record with Version replace, or created
+// when replace is empty): one may have landed, with its answer lost, or
+// may still land. The key is freed like a run's release: a tombstone in
+// place of our claim, or of no record, which no copy of the claim can
+// replace. A record of another stays, and no copy of a Create can replace
+// it, nor a copy of a Replace once it is not the version replaced. When
+// the key cannot be freed, the error is a *ClaimUnknownError.
+func (g *Guard) claimFailed(ctx context.Context, rec *Record, replace string, err error) error {
+	if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrRecordInvalid) || errors.Is(err, ErrNothingStored) {
+		// Nothing was written, and trying again gives the same answer.
+		return err
+	}
+	cur, relErr := read(ctx, g.cfg.Store, rec.ID)
+	if relErr == nil {
+		cur, _, relErr = g.claims.apply(ctx, cur, change{op: opRelease, rec: rec})
+		switch {
+		case relErr == nil:
+			// Our tombstone is stored: no copy of the claim can land.
+			return err
+		case errors.Is(relErr, ErrNotOwner) && (replace == "" || cur.Version != replace):
+			return err
+		case errors.Is(relErr, ErrNotOwner):
+			relErr = fmt.Errorf("%w: the record a copy of this claim replaces is still stored", relErr)
 		}
 	}
-	err = storeErr("claim", err)
-	relErr := g.release(ctx, rec)
-	switch {
-	case relErr == nil:
-		// Our tombstone is stored: no copy of the claim can land.
-		return ClaimResult{}, err
-	case errors.Is(relErr, ErrNotOwner) && prev == nil:
-		// Another's live record is stored, which no copy of a Claim can
-		// replace.
-		return ClaimResult{}, err
-	case errors.Is(relErr, ErrNotOwner):
-		// The live record a Reclaim replaces (failed, or a stale lease)
-		// may still be the one stored when a copy of it lands.
-		relErr = fmt.Errorf("%w: the record a copy of this claim replaces is still stored", relErr)
-	}
-	return ClaimResult{}, &ClaimUnknownError{LeaseUntil: rec.LeaseUntil, Err: errors.Join(err, relErr)}
+	return &ClaimUnknownError{LeaseUntil: rec.LeaseUntil, Err: errors.Join(err, relErr)}
 }
 
 // sleep waits d, or less when ctx's deadline comes first; it reports false,
@@ -768,61 +715,39 @@ func (g *Guard) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// keep turns rec's claim indeterminate at once: the handler reported that
+// keep turns r's claim indeterminate at once: the handler reported that
 // its outcome is unknown. A refusal (the claim was taken over, or marked by
 // a retry meanwhile) leaves the record as it is.
-func (g *Guard) keep(ctx context.Context, rec *Record) error {
-	err := g.write(ctx, "mark unknown", func(ctx context.Context) error {
-		return g.cfg.Store.MarkUnknown(ctx, rec.ID, rec.Owner, g.now())
-	})
+func (g *Guard) keep(ctx context.Context, r *run) error {
+	err := g.runWrite(ctx, r, change{op: opMarkUnknown})
 	if errors.Is(err, ErrNotOwner) {
 		return nil
 	}
 	return err
 }
 
-// writeCtx returns a context for a write made after the handler ran: it
-// survives the request's cancellation, bounded by the write timeout.
-func (g *Guard) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), g.writeTimeout)
+// release frees r's claim.
+func (g *Guard) release(ctx context.Context, r *run) error {
+	return g.runWrite(ctx, r, change{op: opRelease})
 }
 
-// release frees rec's claim and complete stores its outcome. Both are
-// fenced writes made after the handler ran: each is tried up to
-// WriteAttempts times, stopping at once when the store says the claim is
-// no longer ours.
-func (g *Guard) release(ctx context.Context, rec *Record) error {
-	return g.write(ctx, "release", func(ctx context.Context) error {
-		return g.cfg.Store.Release(ctx, rec.ID, rec.Owner, g.now())
-	})
-}
-
-func (g *Guard) complete(ctx context.Context, rec *Record) error {
-	return g.write(ctx, "complete", func(ctx context.Context) error {
-		return g.cfg.Store.Complete(ctx, rec, g.now())
-	})
-}
-
-func (g *Guard) write(ctx context.Context, op string, try func(context.Context) error) error {
-	wctx, cancel := g.writeCtx(ctx)
+// runWrite makes r's change c after its handler ran (complete, release,
+// mark unknown): each is tried up to WriteAttempts times, with a context
+// that survives the request's cancellation, bounded by the write timeout.
+// A refusal (the claim is no longer r's) is an error that is ErrNotOwner.
+func (g *Guard) runWrite(ctx context.Context, r *run, c change) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.writeTimeout)
 	defer cancel()
-	var err error
-	for i := 0; i < g.writeAttempts; i++ {
-		if err = try(wctx); err == nil {
-			return nil
-		}
-		if errors.Is(err, ErrNotOwner) || errors.Is(err, ErrNothingStored) || wctx.Err() != nil {
-			break
-		}
-		done, t := g.after(time.Duration(i+1) * writeBackoff)
-		select {
-		case <-wctx.Done():
-			t.Stop()
-			return storeErr(op, err)
-		case <-done:
-		}
+	c.rec = r.claim
+	cur, _, err := g.writes.apply(wctx, r.get(), c)
+	switch {
+	case err == nil:
+		r.set(cur)
+		return nil
+	case errors.Is(err, ErrNotOwner), errors.Is(err, errChanging):
+		return storeErr(c.op.String(), err)
 	}
-	return storeErr(op, err)
+	return err
 }
 
 // storeErr wraps err so that it is ErrStoreUnavailable under errors.Is,

@@ -26,13 +26,14 @@ import (
 // run is not protected under FailClosed either: a retry marks the record
 // indeterminate and an operator may resolve it a minute later, and the
 // renewals never reach past the record's expiry.
-func (g *Guard) renew(ctx context.Context, rec *Record, pol Policy, start time.Time, lost func()) (stop func()) {
+func (g *Guard) renew(ctx context.Context, run *run, pol Policy, start time.Time, lost func()) (stop func()) {
+	rec := run.claim
 	length := rec.LeaseUntil.Sub(start)
 	every := pol.heartbeat(ctx, length)
 	if every <= 0 {
 		return func() {}
 	}
-	r := &renewal{g: g, ctx: ctx, rec: rec, max: pol.MaxRenewals, length: length, every: every, margin: pol.expiryMargin(),
+	r := &renewal{g: g, ctx: ctx, held: run, max: pol.MaxRenewals, length: length, every: every, margin: pol.expiryMargin(),
 		takeover: pol.OnStaleLease == Takeover, lost: lost}
 	if lost != nil {
 		r.lead = lostLead(pol.LeaseMargin, length, every)
@@ -55,7 +56,7 @@ func lostLead(margin, length, every time.Duration) time.Duration {
 type renewal struct {
 	g             *Guard
 	ctx           context.Context
-	rec           *Record
+	held          *run
 	max           int
 	length, every time.Duration
 	margin        time.Duration // the record outlives every lease by this much
@@ -99,12 +100,18 @@ func (r *renewal) run() {
 		// life: the lease then ends first, and the outcome counts as
 		// unknown, instead of the key being freed while the handler runs.
 		until := now.Add(r.length)
-		if end := r.rec.ExpiresAt.Add(-r.margin); until.After(end) {
+		if end := r.held.claim.ExpiresAt.Add(-r.margin); until.After(end) {
 			until = end
 		}
 		wctx, wcancel := context.WithTimeout(rctx, r.g.writeTimeout)
-		err := r.g.cfg.Store.Extend(wctx, r.rec.ID, r.rec.Owner, until, now)
+		cur, _, err := r.g.renewals.apply(wctx, r.held.get(), change{op: opExtend, rec: r.held.claim, until: until})
 		wcancel()
+		switch {
+		case err == nil:
+			r.held.set(cur)
+		case errors.Is(err, errNoChange):
+			err = nil
+		}
 		if errors.Is(err, ErrNotOwner) {
 			// Under FailClosed a retry marked the record indeterminate:
 			// the run's late completion still wins, so it goes on.

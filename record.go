@@ -5,22 +5,25 @@ import (
 	"time"
 )
 
-// State is the lifecycle state of a record.
+// State is the lifecycle state of a record. The engine alone changes it,
+// by these rules (a store only keeps what it is given):
 //
 //	(none)    --claim-----> in_flight
 //	in_flight --complete--> completed
-//	in_flight --release---> released (a tombstone, see Store.Release)
-//	released, failed, expired --reclaim--> in_flight (new owner)
-//	in_flight --lease expired, FailClosed--> indeterminate (CauseLeaseExpired)
+//	in_flight --release---> released (a tombstone)
+//	released, expired, (none) --claim--> in_flight (new owner)
+//	failed --claim, same fingerprint--> in_flight (new owner)
 //	in_flight --lease expired, Takeover----> in_flight (new owner)
+//	in_flight --lease expired, FailClosed--> indeterminate (CauseLeaseExpired)
 //	in_flight --handler: ErrOutcomeUnknown--> indeterminate (CauseOutcomeUnknown)
+//	in_flight --renewal--> in_flight (a later LeaseUntil)
 //	indeterminate --owner's late completion--> completed
 //	indeterminate --resolve as completed--> completed
 //	indeterminate --resolve as failed-----> failed (claimable again)
 //
 // An expired record (ExpiresAt not after now) counts as absent in every
 // state, as a released one does; both stay stored, so that a late copy of
-// a claim finds them (Store.Claim), and only Reclaim replaces them.
+// a claim finds them and stores nothing.
 type State string
 
 const (
@@ -31,10 +34,9 @@ const (
 	// done. It keeps the resolution for audit and can be claimed again.
 	StateFailed State = "failed"
 	// StateReleased is a released key's tombstone: its handler failed and
-	// the key was freed. It counts as no record, but for Claim, which it
-	// refuses (so that a late copy of a claim takes nothing), and Reclaim,
-	// which replaces it. Owner is the releasing owner, LeaseUntil and
-	// ExpiresAt the time of the release.
+	// the key was freed. It counts as no record, but it stays stored, so
+	// that a late copy of a claim finds it and stores nothing. Owner is the
+	// releasing owner, LeaseUntil and ExpiresAt the time of the release.
 	StateReleased State = "released"
 )
 
@@ -47,8 +49,13 @@ type Record struct {
 	// Fingerprint is the opaque, versioned fingerprint of the first request.
 	Fingerprint string
 	// Owner is the random token of the execution holding or having held the
-	// claim. Fenced writes compare it.
+	// claim.
 	Owner string
+	// Version identifies the write that stored the record: its writer makes
+	// a fresh one for every write. A store replaces a record only if it is
+	// still the version read, and a writer recognises its own landed write
+	// by it.
+	Version string
 	// LeaseUntil is when an in_flight claim stops protecting the key.
 	LeaseUntil time.Time
 	// ReplayUntil is when the stored response stops being replayed. After it,
@@ -62,11 +69,8 @@ type Record struct {
 	Snapshot *Snapshot
 	// Resolution is set when an operator resolved an indeterminate record.
 	Resolution *Resolution
-	// Cause says why the record became indeterminate: set by
-	// Store.MarkUnknown and Store.MarkIndeterminate, and kept after an
-	// operator's resolution for audit. Empty on a record never marked,
-	// and on one marked by a version that did not record it (read as
-	// CauseOutcomeUnknown).
+	// Cause says why the record became indeterminate, kept after an
+	// operator's resolution for audit. Empty on a record never marked.
 	Cause Cause
 }
 
@@ -75,11 +79,10 @@ type Cause string
 
 const (
 	// CauseOutcomeUnknown: the record's run reported that its outcome is
-	// unknown (ErrOutcomeUnknown, Store.MarkUnknown), so only an operator
-	// can tell.
+	// unknown (ErrOutcomeUnknown), so only an operator can tell.
 	CauseOutcomeUnknown Cause = "outcome_unknown"
 	// CauseLeaseExpired: a request found the run's lease ended without an
-	// outcome (Store.MarkIndeterminate). The run may still complete, and
+	// outcome. The run may still complete, and
 	// its late completion replaces the record; a request that meets it
 	// soon after the lease ended is told to retry later (ErrOutcomePending).
 	CauseLeaseExpired Cause = "lease_expired"

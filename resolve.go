@@ -2,6 +2,7 @@ package idemkit
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,7 +48,7 @@ func (e *ResolveError) Unwrap() error { return e.Reason }
 // indeterminate, or in_flight when Resolve marked it indeterminate first.
 //
 // An indeterminate record is resolved. An in_flight record whose lease has
-// ended is first marked indeterminate, fenced on the owner token read, as a
+// ended is first marked indeterminate, in place of the version read, as a
 // retry under FailClosed does. If the record changed meanwhile (completed,
 // released, taken over), the mark is refused, nothing is changed, and the
 // error is ErrNotOwner.
@@ -73,10 +74,10 @@ func (e *ResolveError) Unwrap() error { return e.Reason }
 // record's, and left zero otherwise. So retries after a late resolution get
 // the answer, not only its outcome. For a failed decision both stay zero.
 //
-// A write whose answer was lost and whose retry was refused is recognised
-// by reading the record. A record holding this mark or this resolution is
-// Resolve's own. When another writer changed the record first, the error is
-// ErrNotIndeterminate. A record marked here but not resolved (the store
+// Each write replaces only the version read: the decision applies to the
+// run checked and to no later one. A write whose answer was lost is sent
+// again and recognised by its version. When another writer changed the
+// record first, the error is ErrNotIndeterminate. A record marked here but not resolved (the store
 // failed) stays indeterminate, and Resolve may be called again.
 func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, now time.Time) (rec *Record, was State, err error) {
 	switch {
@@ -90,9 +91,12 @@ func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, no
 		}
 	}
 	res.ResolvedAt, res.ReplayUntil, res.ExpiresAt = now, time.Time{}, time.Time{}
-	cur, err := s.Get(ctx, id, now)
-	if err != nil {
+	cur, err := read(ctx, s, id)
+	switch {
+	case err != nil:
 		return nil, "", err
+	case free(cur, now):
+		return nil, "", ErrNotFound
 	}
 	was = cur.State
 	switch cur.State {
@@ -109,21 +113,26 @@ func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, no
 	if now.Before(from) {
 		return nil, was, &ResolveError{Reason: ErrMayBeRunning, Record: cur, ResolvableAt: from}
 	}
+	w := writer{store: s, now: func() time.Time { return now }, version: rand.Text, attempts: resolveAttempts,
+		backoff: resolveBackoff, sleep: sleepCtx}
 	if cur.State == StateInFlight {
-		if err := mark(ctx, s, cur, now); err != nil {
+		marked, _, err := w.apply(ctx, cur, change{op: opMarkStale, owner: cur.Owner})
+		switch {
+		case errors.Is(err, ErrNotOwner), errors.Is(err, errChanging):
+			return nil, was, fmt.Errorf("idemkit: resolve: the record changed before it could be marked indeterminate (completed, released, or taken over); nothing was changed (read it to see how): %w", ErrNotOwner)
+		case err != nil:
 			return nil, was, err
 		}
+		cur = marked
 	}
 	if res.As == StateCompleted {
 		res.ReplayUntil, res.ExpiresAt = replayAgain(cur, now)
 	}
-	out, err := s.Resolve(ctx, id, cur.Owner, res, now)
-	if errors.Is(err, ErrNotIndeterminate) {
-		out, err = ownResolution(ctx, s, id, res, now, err)
-	}
+	// The decision applies to the version checked and to no later run.
+	out, _, err := w.apply(ctx, cur, change{op: opResolve, res: &res, checked: cur.Version})
 	switch {
-	case errors.Is(err, ErrNotIndeterminate):
-		return nil, was, fmt.Errorf("idemkit: resolve: another writer changed the record first; nothing was changed (read it to see how): %w", err)
+	case errors.Is(err, ErrNotIndeterminate), errors.Is(err, errChanging):
+		return nil, was, fmt.Errorf("idemkit: resolve: another writer changed the record first; nothing was changed (read it to see how): %w", ErrNotIndeterminate)
 	case err != nil && was == StateInFlight:
 		return nil, was, fmt.Errorf("idemkit: resolve: the record was marked indeterminate but not resolved (resolve it again): %w", err)
 	case err != nil:
@@ -132,43 +141,24 @@ func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, no
 	return out, was, nil
 }
 
-// mark turns the in_flight record rec, whose lease has ended, indeterminate,
-// fenced on its owner. A refused mark may be the retry of a mark that
-// landed with its answer lost (or a retry's own mark): a record then found
-// indeterminate under the same owner, unresolved, counts as marked.
-func mark(ctx context.Context, s Store, rec *Record, now time.Time) error {
-	err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now)
-	if !errors.Is(err, ErrNotOwner) {
-		return err
-	}
-	cur, gerr := s.Get(ctx, rec.ID, now)
-	if gerr != nil && !errors.Is(gerr, ErrNotFound) {
-		return fmt.Errorf("idemkit: resolve: the mark was refused or its answer lost, and the record could not be read again: %w", gerr)
-	}
-	if cur == nil || cur.State != StateIndeterminate || cur.Owner != rec.Owner || cur.Resolution != nil {
-		return fmt.Errorf("idemkit: resolve: the record changed before it could be marked indeterminate (completed, released, or taken over); nothing was changed (read it to see how): %w", err)
-	}
-	return nil
-}
+// Attempts of each write of Resolve that fails, and the pause before the
+// second; the n-th waits n times as long.
+const (
+	resolveAttempts = 3
+	resolveBackoff  = 100 * time.Millisecond
+)
 
-// ownResolution reads the record with id after the store refused res
-// (refusal): it returns the record when it holds res itself (same
-// decision, operator, reason and time, to the millisecond a store keeps),
-// else refusal, or the read's error when the record cannot be read.
-func ownResolution(ctx context.Context, s Store, id string, res Resolution, now time.Time, refusal error) (*Record, error) {
-	cur, err := s.Get(ctx, id, now)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return nil, refusal
-	case err != nil:
-		return nil, fmt.Errorf("idemkit: resolve: the resolution was refused or its answer lost, and the record could not be read again: %w", err)
+// sleepCtx waits d on the system clock, or reports false when ctx is done
+// first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
-	r := cur.Resolution
-	if r == nil || cur.State != res.As || r.As != res.As || r.Operator != res.Operator || r.Reason != res.Reason ||
-		r.ResolvedAt.UnixMilli() != res.ResolvedAt.UnixMilli() {
-		return nil, refusal
-	}
-	return cur, nil
 }
 
 // replayAgain returns the replay window and expiry of an answer resolved at

@@ -4,14 +4,14 @@
 // use package dynamo for that. It passes the same conformance suite
 // (package storetest) as the DynamoDB store.
 //
-// Each call is applied once, under one lock, and its answer cannot be
-// lost: a write made again is a caller's retry, answered by the rules of
-// the idemkit.Store contract (its lost answers).
+// It is a locked map of versioned records. Each call is applied once,
+// under one lock, and its answer cannot be lost.
 //
 // Records are dropped as new ones are written once they are
-// idemkit.MaxWriteDelay past their expiry, so that a long-running process
-// holds about its live records, not every record it ever stored, and a
-// late copy of a claim still finds the record it must not replace.
+// idemkit.MaxWriteDelay past their expiry, by the latest CreatedAt written
+// (the store keeps no clock), so that a long-running process holds about
+// its live records, not every record it ever stored, and a late copy of a
+// claim still finds the record it must not replace.
 package memstore
 
 import (
@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/storearg"
 )
 
 // Store is an in-memory idemkit.Store. The zero value is ready to use and
@@ -31,10 +30,11 @@ import (
 type Store struct {
 	mu      sync.Mutex
 	recs    map[string]*idemkit.Record // guarded by mu; values are never shared with callers
-	sweepAt int                        // guarded by mu; the size at which put drops expired records
+	latest  time.Time                  // guarded by mu; the latest CreatedAt written
+	sweepAt int                        // guarded by mu; the size at which put drops old records
 }
 
-// minSweep is the number of records below which put drops no expired ones.
+// minSweep is the number of records below which put drops none.
 const minSweep = 64
 
 // New returns an empty Store.
@@ -45,36 +45,24 @@ var (
 	_ idemkit.StaleLister   = (*Store)(nil)
 )
 
-// live returns the live record with id, nil for a tombstone; the caller
-// holds s.mu.
-func (s *Store) live(id string, now time.Time) *idemkit.Record {
-	r := s.recs[id]
-	if r == nil || !r.Live(now) || r.State == idemkit.StateReleased {
-		return nil
-	}
-	return r
-}
-
-// kept reports whether r is still kept at now: until MaxWriteDelay past
-// its expiry.
-func kept(r *idemkit.Record, now time.Time) bool {
-	return now.Before(r.ExpiresAt.Add(idemkit.MaxWriteDelay))
-}
-
 // put stores a copy of r; the caller holds s.mu. When the store has
-// doubled since the last sweep, it drops the records no longer kept at
-// now, so a sweep of n records follows at least n/2 writes of new ones.
-func (s *Store) put(r *idemkit.Record, now time.Time) {
+// doubled since the last sweep, it drops the records MaxWriteDelay past
+// their expiry, so a sweep of n records follows at least n/2 writes.
+func (s *Store) put(r *idemkit.Record) {
 	if s.recs == nil {
 		s.recs = make(map[string]*idemkit.Record)
 	}
 	s.recs[r.ID] = r.Clone()
+	if r.CreatedAt.After(s.latest) {
+		s.latest = r.CreatedAt
+	}
 	if len(s.recs) < s.sweepAt {
 		return
 	}
+	kept := func(r *idemkit.Record) bool { return s.latest.Before(r.ExpiresAt.Add(idemkit.MaxWriteDelay)) }
 	n := 0
 	for _, rec := range s.recs {
-		if kept(rec, now) {
+		if kept(rec) {
 			n++
 		}
 	}
@@ -82,7 +70,7 @@ func (s *Store) put(r *idemkit.Record, now time.Time) {
 		// A new map: deleting would keep the old one's buckets.
 		m := make(map[string]*idemkit.Record, n)
 		for id, rec := range s.recs {
-			if kept(rec, now) {
+			if kept(rec) {
 				m[id] = rec
 			}
 		}
@@ -91,235 +79,61 @@ func (s *Store) put(r *idemkit.Record, now time.Time) {
 	s.sweepAt = max(2*len(s.recs), minSweep)
 }
 
-// stored returns the record kept with id, live or not, tombstones
-// included; the caller holds s.mu.
-func (s *Store) stored(id string, now time.Time) *idemkit.Record {
-	r := s.recs[id]
-	if r == nil || !kept(r, now) {
-		return nil
-	}
-	return r
-}
-
-// ours reports whether cur is rec's own in_flight claim, with a lease not
-// after rec's: a retried claim whose first attempt landed.
-func ours(cur, rec *idemkit.Record) bool {
-	return cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && !cur.LeaseUntil.After(rec.LeaseUntil)
-}
-
-// Claim implements idemkit.Store.
-func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	if err := storearg.Claim(rec); err != nil {
-		return idemkit.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
-	}
+// begin checks ctx, takes the lock and counts the call.
+func (s *Store) begin(ctx context.Context, op string, write bool) error {
 	if err := ctx.Err(); err != nil {
-		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "claim", Err: err}
+		return &idemkit.StoreError{Op: op, Err: err}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	idemkit.AddUsage(ctx, 0, 1)
-	cur := s.stored(rec.ID, now)
-	if cur != nil && !ours(cur, rec) {
-		return idemkit.ClaimResult{Existing: cur.Clone()}, nil
-	}
-	s.put(rec, now)
-	return idemkit.ClaimResult{Won: true}, nil
-}
-
-// Reclaim implements idemkit.Store.
-func (s *Store) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	if err := storearg.Reclaim(rec, prev); err != nil {
-		return idemkit.ClaimResult{}, fmt.Errorf("memstore: reclaim: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "reclaim", Err: err}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	idemkit.AddUsage(ctx, 0, 1)
-	cur := s.stored(rec.ID, now)
-	switch {
-	case cur == nil:
-		return idemkit.ClaimResult{}, nil
-	case cur.Owner == prev.Owner && cur.State == prev.State && cur.LeaseUntil.Equal(prev.LeaseUntil):
-		s.put(rec, now)
-		return idemkit.ClaimResult{Won: true, Existing: cur.Clone()}, nil
-	case ours(cur, rec):
-		s.put(rec, now)
-		return idemkit.ClaimResult{Won: true}, nil
-	}
-	return idemkit.ClaimResult{Existing: cur.Clone()}, nil
-}
-
-// Complete implements idemkit.Store.
-func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
-	if err := storearg.Complete(rec); err != nil {
-		return fmt.Errorf("memstore: complete: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return &idemkit.StoreError{Op: "complete", Err: err}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	idemkit.AddUsage(ctx, 0, 1)
-	cur := s.live(rec.ID, now)
-	if cur == nil || cur.Owner != rec.Owner || !completable(cur) {
-		return idemkit.ErrNotOwner
-	}
-	s.put(rec, now)
-	return nil
-}
-
-// completable reports whether its owner may complete cur: in flight,
-// indeterminate (a late completion), or completed by the owner and not by
-// an operator (a retried completion).
-func completable(cur *idemkit.Record) bool {
-	switch cur.State {
-	case idemkit.StateInFlight, idemkit.StateIndeterminate:
-		return true
-	case idemkit.StateCompleted:
-		return cur.Resolution == nil
-	}
-	return false
-}
-
-// Extend implements idemkit.Store.
-func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
-	if err := storearg.Owned(id, owner); err != nil {
-		return fmt.Errorf("memstore: extend: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return &idemkit.StoreError{Op: "extend", Err: err}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	idemkit.AddUsage(ctx, 0, 1)
-	cur := s.live(id, now)
-	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight {
-		return idemkit.ErrNotOwner
-	}
-	if leaseUntil.After(cur.LeaseUntil) {
-		// Never back: a late copy of an earlier renewal changes nothing.
-		cur.LeaseUntil = leaseUntil
+	if write {
+		idemkit.AddUsage(ctx, 0, 1)
+	} else {
+		idemkit.AddUsage(ctx, 1, 0)
 	}
 	return nil
-}
-
-// MarkUnknown implements idemkit.Store.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	if err := storearg.Owned(id, owner); err != nil {
-		return fmt.Errorf("memstore: mark unknown: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return &idemkit.StoreError{Op: "mark unknown", Err: err}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	idemkit.AddUsage(ctx, 0, 1)
-	cur := s.live(id, now)
-	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight {
-		return idemkit.ErrNotOwner
-	}
-	cur.State = idemkit.StateIndeterminate
-	cur.LeaseUntil = now
-	cur.Cause = idemkit.CauseOutcomeUnknown
-	return nil
-}
-
-// Release implements idemkit.Store.
-func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
-	if err := storearg.Owned(id, owner); err != nil {
-		return fmt.Errorf("memstore: release: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return &idemkit.StoreError{Op: "release", Err: err}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	idemkit.AddUsage(ctx, 0, 1)
-	if cur := s.live(id, now); cur != nil && (cur.Owner != owner || cur.State != idemkit.StateInFlight) {
-		return idemkit.ErrNotOwner
-	}
-	s.put(&idemkit.Record{ID: id, State: idemkit.StateReleased, Owner: owner, LeaseUntil: now, ExpiresAt: now}, now)
-	return nil
-}
-
-// MarkIndeterminate implements idemkit.Store.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
-	if err := storearg.Owned(id, owner); err != nil {
-		return fmt.Errorf("memstore: mark indeterminate: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return &idemkit.StoreError{Op: "mark indeterminate", Err: err}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	idemkit.AddUsage(ctx, 0, 1)
-	cur := s.live(id, now)
-	if cur == nil || cur.Owner != owner || cur.State != idemkit.StateInFlight || !cur.LeaseExpired(now) {
-		return idemkit.ErrNotOwner
-	}
-	cur.State = idemkit.StateIndeterminate
-	cur.Cause = idemkit.CauseLeaseExpired
-	return nil
-}
-
-// Resolve implements idemkit.OperatorStore.
-func (s *Store) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	if err := storearg.Resolution(id, owner, res); err != nil {
-		return nil, fmt.Errorf("memstore: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "resolve", Err: err}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	idemkit.AddUsage(ctx, 0, 1)
-	cur := s.live(id, now)
-	if cur == nil || cur.State != idemkit.StateIndeterminate || cur.Owner != owner {
-		return nil, idemkit.ErrNotIndeterminate
-	}
-	r := cur.Clone()
-	r.State = res.As
-	rc := res
-	rc.Snapshot = res.Snapshot.Clone()
-	r.Resolution = &rc
-	if rc.ResolvedAt.IsZero() {
-		rc.ResolvedAt = now
-	}
-	if res.As == idemkit.StateFailed {
-		rc.Snapshot = nil
-	}
-	if res.As == idemkit.StateCompleted {
-		r.Snapshot = res.Snapshot.Clone()
-		r.CompletedAt = rc.ResolvedAt
-	}
-	if !res.ReplayUntil.IsZero() {
-		r.ReplayUntil = res.ReplayUntil
-	}
-	if !res.ExpiresAt.IsZero() {
-		r.ExpiresAt = res.ExpiresAt
-	}
-	s.put(r, now)
-	return r, nil
 }
 
 // Get implements idemkit.Store.
-func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
-	if err := storearg.ID(id); err != nil {
-		return nil, fmt.Errorf("memstore: get: %w", err)
+func (s *Store) Get(ctx context.Context, id string) (*idemkit.Record, error) {
+	if err := s.begin(ctx, "get", false); err != nil {
+		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, &idemkit.StoreError{Op: "get", Err: err}
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	idemkit.AddUsage(ctx, 1, 0)
-	cur := s.live(id, now)
+	cur := s.recs[id]
 	if cur == nil {
 		return nil, idemkit.ErrNotFound
 	}
 	return cur.Clone(), nil
+}
+
+// Create implements idemkit.Store.
+func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
+	if err := s.begin(ctx, "create", true); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if cur := s.recs[rec.ID]; cur != nil {
+		return cur.Clone(), nil
+	}
+	s.put(rec)
+	return nil, nil
+}
+
+// Replace implements idemkit.Store.
+func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	if err := s.begin(ctx, "replace", true); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	cur := s.recs[rec.ID]
+	switch {
+	case cur == nil:
+		return nil, fmt.Errorf("memstore: replace %q: %w", rec.ID, idemkit.ErrNotFound)
+	case cur.Version != prev.Version:
+		return cur.Clone(), nil
+	}
+	s.put(rec)
+	return nil, nil
 }
 
 // ListIndeterminate implements idemkit.OperatorStore. The page token is the offset

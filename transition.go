@@ -1,0 +1,163 @@
+package idemkit
+
+import (
+	"errors"
+	"time"
+)
+
+// op is a change the engine makes to a key's record.
+type op int
+
+const (
+	opClaim       op = iota // store a claim: change.rec, in_flight
+	opComplete              // the run change.rec stores its outcome
+	opRelease               // the run change.rec frees the key
+	opExtend                // the run change.rec renews its lease to change.until
+	opMarkUnknown           // the run change.rec reports its outcome unknown
+	opMarkStale             // a request marks the stale lease of run change.owner indeterminate
+	opResolve               // an operator records change.res on the version change.checked
+)
+
+var opNames = [...]string{"claim", "complete", "release", "extend", "mark unknown", "mark indeterminate", "resolve"}
+
+func (o op) String() string { return opNames[o] }
+
+// change is what the engine asks of a key's record, and who asks.
+type change struct {
+	op op
+	// rec is the claim to store (opClaim), or the acting run's claim
+	// (opComplete, opRelease, opExtend, opMarkUnknown): its ID, Scope and
+	// Owner name the run.
+	rec *Record
+	// replace is the Version of a record that a claim may replace when
+	// the rules allow it (failed; a stale lease under takeover): the
+	// record the caller read and judged. Free records (none, released,
+	// expired) need no such choice.
+	replace  string
+	takeover bool // opClaim: a stale lease may be taken over
+	// judged: the claim may replace only the record replace names, never
+	// a free key (a key older than the record retention is claimed only in
+	// place of a live record).
+	judged bool
+
+	snap        *Snapshot // opComplete
+	completedAt time.Time // opComplete
+	until       time.Time // opExtend
+	owner       string    // opMarkStale: the owner of the stale lease
+	res         *Resolution
+	checked     string // opResolve: the Version the operator checked
+}
+
+// Refusals of next that are not store errors: the caller reads the
+// record it was given to tell what to do.
+var (
+	// errHeld: a claim found a record it may not replace.
+	errHeld = errors.New("idemkit: the key is held")
+	// errNoChange: a renewal that would not move the lease later.
+	errNoChange = errors.New("idemkit: nothing to change")
+)
+
+// free reports whether r counts as no record at now: none, a released
+// key's tombstone, or expired.
+func free(r *Record, now time.Time) bool {
+	return r == nil || r.State == StateReleased || !r.Live(now)
+}
+
+// next returns the record to store in place of prev (nil: none is stored)
+// for c at now, without its Version, or the reason c is refused: errHeld,
+// errNoChange, ErrNotOwner or ErrNotIndeterminate. It is the one place the
+// rules of a record's life are written (see State); it reads nothing but
+// its arguments and changes none of them.
+func next(prev *Record, c change, now time.Time) (*Record, error) {
+	switch c.op {
+	case opClaim:
+		return nextClaim(prev, c, now)
+	case opResolve:
+		return nextResolve(prev, c, now)
+	case opMarkStale:
+		if free(prev, now) || prev.State != StateInFlight || prev.Owner != c.owner || !prev.LeaseExpired(now) {
+			return nil, ErrNotOwner
+		}
+		out := prev.Clone()
+		out.State, out.Cause = StateIndeterminate, CauseLeaseExpired
+		return out, nil
+	case opRelease:
+		return nextRelease(prev, c, now)
+	}
+	// The acting run's own writes.
+	mine := !free(prev, now) && prev.Owner == c.rec.Owner
+	switch {
+	case c.op == opComplete && mine && (prev.State == StateInFlight || prev.State == StateIndeterminate && prev.Resolution == nil):
+		// A late completion replaces an unknown outcome no operator has
+		// resolved: a known outcome is better.
+		out := prev.Clone()
+		out.State, out.Cause, out.CompletedAt, out.Snapshot = StateCompleted, "", c.completedAt, c.snap.Clone()
+		return out, nil
+	case !mine || prev.State != StateInFlight:
+		return nil, ErrNotOwner
+	case c.op == opExtend && !c.until.After(prev.LeaseUntil):
+		return nil, errNoChange
+	case c.op == opExtend:
+		out := prev.Clone()
+		out.LeaseUntil = c.until
+		return out, nil
+	case c.op == opMarkUnknown:
+		out := prev.Clone()
+		out.State, out.Cause, out.LeaseUntil = StateIndeterminate, CauseOutcomeUnknown, now
+		return out, nil
+	}
+	return nil, ErrNotOwner
+}
+
+// nextClaim stores c.rec where the key is free, and in place of the
+// record c.replace names where it may be replaced: a failed one, or a
+// stale lease under takeover; the key then keeps its first fingerprint.
+func nextClaim(prev *Record, c change, now time.Time) (*Record, error) {
+	out := c.rec.Clone()
+	switch {
+	case free(prev, now) && !c.judged:
+		return out, nil
+	case free(prev, now), prev.Version != c.replace:
+	case prev.State == StateFailed, prev.State == StateInFlight && c.takeover && prev.LeaseExpired(now):
+		out.Fingerprint = prev.Fingerprint
+		return out, nil
+	}
+	return nil, errHeld
+}
+
+// nextRelease leaves a tombstone in place of the run's live in_flight
+// record, or of a record that counts as none (the release of a claim that
+// was never confirmed: a copy of it still on its way then finds a record
+// and stores nothing).
+func nextRelease(prev *Record, c change, now time.Time) (*Record, error) {
+	if !free(prev, now) && (prev.State != StateInFlight || prev.Owner != c.rec.Owner) {
+		return nil, ErrNotOwner
+	}
+	return &Record{ID: c.rec.ID, Scope: c.rec.Scope, State: StateReleased, Fingerprint: c.rec.Fingerprint,
+		Owner: c.rec.Owner, LeaseUntil: now, ExpiresAt: now, CreatedAt: now}, nil
+}
+
+// nextResolve applies an operator's decision to the live indeterminate
+// record it checked, and to no later run.
+func nextResolve(prev *Record, c change, now time.Time) (*Record, error) {
+	if free(prev, now) || prev.State != StateIndeterminate || prev.Version != c.checked {
+		return nil, ErrNotIndeterminate
+	}
+	res := *c.res
+	res.Snapshot = nil
+	if res.ResolvedAt.IsZero() {
+		res.ResolvedAt = now
+	}
+	out := prev.Clone()
+	out.State, out.Resolution = res.As, &res
+	if res.As == StateCompleted {
+		out.Snapshot, out.CompletedAt = c.res.Snapshot.Clone(), res.ResolvedAt
+	}
+	if !res.ReplayUntil.IsZero() {
+		out.ReplayUntil = res.ReplayUntil
+	}
+	if !res.ExpiresAt.IsZero() {
+		out.ExpiresAt = res.ExpiresAt
+	}
+	return out, nil
+}

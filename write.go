@@ -1,0 +1,90 @@
+package idemkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// writer makes the engine's changes to records in a Store: it decides each
+// with next, and writes the result with Create or Replace.
+type writer struct {
+	store    Store
+	now      func() time.Time
+	version  func() string
+	attempts int           // attempts of a write that fails (at least 1)
+	backoff  time.Duration // the pause before the second attempt; the n-th waits n times as long
+	// sleep waits d, or reports false when ctx is done or its deadline
+	// comes first.
+	sleep func(ctx context.Context, d time.Duration) bool
+}
+
+// conflicts bounds how many times a write decides again from a record
+// that changed under it.
+const conflicts = 3
+
+// errChanging: the record kept changing under a write.
+var errChanging = errors.New("idemkit: the record keeps changing")
+
+// apply makes the change c to a key's record, deciding from prev, the
+// record as last read or written (nil when none is known to be stored).
+// It returns the record stored by the change, and the record it replaced
+// (nil when it created one). A refusal of next is returned with the record
+// that refused it, as cur.
+//
+// A write that fails is sent again, the same record with the same
+// Version, up to w.attempts times: one that landed with its answer lost is
+// then met, and recognised as ours. A write that finds the record changed
+// decides again from the record met, at most conflicts times.
+func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replaced *Record, err error) {
+	var out *Record
+	failures, changed := 0, 0
+	for {
+		if out == nil {
+			if out, err = next(prev, c, w.now()); err != nil {
+				return prev, nil, err
+			}
+			out.Version = w.version()
+		}
+		var met *Record
+		if prev == nil {
+			met, err = w.store.Create(ctx, out)
+		} else {
+			met, err = w.store.Replace(ctx, out, prev)
+		}
+		switch {
+		case err == nil && met == nil:
+			return out, prev, nil
+		case err == nil && met.Version == out.Version:
+			// Our own write, landed with its answer lost.
+			return met, prev, nil
+		case err == nil || errors.Is(err, ErrNotFound):
+			if changed++; changed > conflicts {
+				return met, nil, errChanging
+			}
+			prev, out = met, nil
+		case errors.Is(err, ErrRecordInvalid), errors.Is(err, ErrCorruptRecord), errors.Is(err, ErrNothingStored):
+			// Nothing was written, and trying again gives the same answer.
+			return prev, nil, storeErr(c.op.String(), err)
+		default:
+			if failures++; failures >= w.attempts || ctx.Err() != nil || !w.sleep(ctx, time.Duration(failures)*w.backoff) {
+				return prev, nil, storeErr(c.op.String(), err)
+			}
+		}
+	}
+}
+
+// read returns the record stored with id, nil when none is.
+func read(ctx context.Context, s Store, id string) (*Record, error) {
+	r, err := s.Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, storeErr("get", err)
+	case r == nil:
+		return nil, fmt.Errorf("%w: the store returned no record and no error for %q", ErrCorruptRecord, id)
+	}
+	return r, nil
+}
