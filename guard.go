@@ -156,11 +156,17 @@ func New(cfg Config) (*Guard, error) {
 	if g.newToken == nil {
 		g.newToken = rand.Text
 	}
-	now := func() time.Time { return g.now() }
-	g.claims = writer{store: cfg.Store, now: now, version: g.newToken, attempts: g.claimAttempts, backoff: g.claimBackoff, sleep: g.sleep}
-	g.writes = writer{store: cfg.Store, now: now, version: g.newToken, attempts: g.writeAttempts, backoff: writeBackoff, sleep: g.sleep}
-	g.renewals = writer{store: cfg.Store, now: now, version: g.newToken, attempts: 1, sleep: g.sleep}
+	g.setWriters()
 	return g, nil
+}
+
+// setWriters sets the writers of g's store calls from its settings.
+func (g *Guard) setWriters() {
+	now := func() time.Time { return g.now() }
+	version := func() string { return g.newToken() }
+	g.claims = writer{store: g.cfg.Store, now: now, version: version, attempts: max(g.claimAttempts, 1), backoff: g.claimBackoff, sleep: g.sleep}
+	g.writes = writer{store: g.cfg.Store, now: now, version: version, attempts: max(g.writeAttempts, 1), backoff: writeBackoff, sleep: g.sleep}
+	g.renewals = writer{store: g.cfg.Store, now: now, version: version, attempts: 1, sleep: g.sleep}
 }
 
 // Policy returns the policy, defaults filled in, that applies to operation.

@@ -3,6 +3,7 @@ package idemkit
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -15,9 +16,9 @@ import (
 func TestRenewalStartsLazily(t *testing.T) {
 	g := &Guard{}
 	start := time.Now()
-	rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour)}
+	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
 	ctx, acc := withUsage(context.Background())
-	stop := g.renew(ctx, rec, Policy{MaxRenewals: 3}, start, nil)
+	stop := g.renew(ctx, &run{claim: rec, cur: rec}, Policy{MaxRenewals: 3}, start, nil)
 	buf := make([]byte, 1<<20)
 	n := runtime.Stack(buf, true)
 	if bytes.Contains(buf[:n], []byte("idemkit.(*Guard).renew")) || bytes.Contains(buf[:n], []byte("idemkit.(*renewal).run")) {
@@ -29,7 +30,7 @@ func TestRenewalStartsLazily(t *testing.T) {
 	}
 }
 
-// extendCounter is a Store whose Extend counts its calls and reports one
+// extendCounter is a Store whose Replace (a renewal) counts its calls and reports one
 // store call each; no other method is used by a renewal.
 //
 // The stores of this file are not faultstore.Stores: a test of package
@@ -39,10 +40,10 @@ type extendCounter struct {
 	n atomic.Int64
 }
 
-func (s *extendCounter) Extend(ctx context.Context, _, _ string, _, _ time.Time) error {
+func (s *extendCounter) Replace(ctx context.Context, _, _ *Record) (*Record, error) {
 	s.n.Add(1)
 	AddUsage(ctx, 0, 1)
-	return nil
+	return nil, nil
 }
 
 // TestRenewalStopRaces: stop called around the moment the timer fires
@@ -53,10 +54,12 @@ func TestRenewalStopRaces(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		s := &extendCounter{}
 		g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: time.Second}
+		g.newToken = rand.Text
+		g.setWriters()
 		start := time.Now()
-		rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour)}
+		rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
 		ctx, acc := withUsage(context.Background())
-		stop := g.renew(ctx, rec, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start, nil)
+		stop := g.renew(ctx, &run{claim: rec, cur: rec}, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start, nil)
 		if i%20 == 0 {
 			// Heartbeat 0 and no deadline: a third of the lease.
 			stop()
@@ -128,16 +131,18 @@ func TestHeartbeatInterval(t *testing.T) {
 	}
 }
 
-// refusingExtend is a Store whose Extend refuses: the claim is no longer
-// ours. Each call is sent on calls.
+// refusingExtend is a Store whose Replace (a renewal) finds the claim
+// taken over: the claim is no longer ours. Each call is sent on calls.
 type refusingExtend struct {
 	Store
 	calls chan struct{}
 }
 
-func (s *refusingExtend) Extend(context.Context, string, string, time.Time, time.Time) error {
+func (s *refusingExtend) Replace(_ context.Context, rec, _ *Record) (*Record, error) {
 	s.calls <- struct{}{}
-	return ErrNotOwner
+	taken := rec.Clone()
+	taken.Owner, taken.Version = "another", "another's"
+	return taken, nil
 }
 
 // TestRenewalStopsWhenRefused: once the store refuses a renewal (the claim
@@ -146,9 +151,11 @@ func (s *refusingExtend) Extend(context.Context, string, string, time.Time, time
 func TestRenewalStopsWhenRefused(t *testing.T) {
 	s := &refusingExtend{calls: make(chan struct{}, 100)}
 	g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: time.Second}
+	g.newToken = rand.Text
+	g.setWriters()
 	start := time.Now()
-	rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
-	stop := g.renew(context.Background(), rec, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
+	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
+	stop := g.renew(context.Background(), &run{claim: rec, cur: rec}, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
 	defer stop()
 	select {
 	case <-s.calls:
@@ -164,17 +171,17 @@ func TestRenewalStopsWhenRefused(t *testing.T) {
 	}
 }
 
-// hangingExtend is a Store whose Extend never answers on its own: it
+// hangingExtend is a Store whose Replace (a renewal) never answers on its own: it
 // returns when its context is done. Each call is sent on calls.
 type hangingExtend struct {
 	Store
 	calls chan struct{}
 }
 
-func (s *hangingExtend) Extend(ctx context.Context, _, _ string, _, _ time.Time) error {
+func (s *hangingExtend) Replace(ctx context.Context, _, _ *Record) (*Record, error) {
 	s.calls <- struct{}{}
 	<-ctx.Done()
-	return ctx.Err()
+	return nil, ctx.Err()
 }
 
 // TestRenewalOutlastsAHungWrite: a renewal the store does not answer is
@@ -184,9 +191,11 @@ func (s *hangingExtend) Extend(ctx context.Context, _, _ string, _, _ time.Time)
 func TestRenewalOutlastsAHungWrite(t *testing.T) {
 	s := &hangingExtend{calls: make(chan struct{}, 100)}
 	g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: 5 * time.Millisecond}
+	g.newToken = rand.Text
+	g.setWriters()
 	start := time.Now()
-	rec := &Record{ID: "r", Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
-	stop := g.renew(context.Background(), rec, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
+	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
+	stop := g.renew(context.Background(), &run{claim: rec, cur: rec}, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
 	defer stop()
 	for i := 0; i < 2; i++ {
 		select {

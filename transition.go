@@ -69,6 +69,14 @@ func free(r *Record, now time.Time) bool {
 // rules of a record's life are written (see State); it reads nothing but
 // its arguments and changes none of them.
 func next(prev *Record, c change, now time.Time) (*Record, error) {
+	out, err := decide(prev, c, now)
+	if out != nil {
+		out.Version = ""
+	}
+	return out, err
+}
+
+func decide(prev *Record, c change, now time.Time) (*Record, error) {
 	switch c.op {
 	case opClaim:
 		return nextClaim(prev, c, now)
