@@ -21,15 +21,16 @@
 // [Guard.Do] claims the scope with one atomic conditional write that either
 // creates an in_flight record holding a random owner token and a lease, or
 // returns the record that is already there, whatever its state. A claim
-// never replaces a stored record: where the record lets the key run again
-// (released, expired, resolved failed, or a lease ended under [Takeover]),
-// the guard claims in its place with a second write conditioned on that
-// record as read ([Store.Reclaim]), so that no late copy of a claim can
-// take a key. The winner runs the handler and
-// completes the record with a [Snapshot] of the response. The completion
-// succeeds only while the record still carries the winner's token, so an
-// execution whose lease was taken over can never overwrite the new owner's
-// result. A loser gets the stored response (a replay), or the reason it
+// never replaces a stored record unseen: where the record lets the key run
+// again (released, expired, resolved failed, or a lease ended under
+// [Takeover]), the guard claims in its place with a write conditioned on
+// that record's version as read, so that no late copy of a claim can take
+// a key. The winner runs the handler and completes the record with a
+// [Snapshot] of the response, again in place of the version it wrote last,
+// so an execution whose lease was taken over can never overwrite the new
+// owner's result. The rules of a record's life are written once, in the
+// engine (see [State]); stores only keep versioned records.
+// A loser gets the stored response (a replay), or the reason it
 // cannot: a different request with the key, another request holding it,
 // or an unknown outcome. A loser never waits for the first request to
 // finish. [Guard.Do] lists the reasons in their order of precedence.
@@ -72,14 +73,12 @@
 //
 // # Stores
 //
-// A [Store] keeps records: it claims (Claim where no record is, Reclaim in
-// place of the record read), completes, releases, renews, marks and reads
-// one record, which is all a [Guard] calls. It compares what it is told to
-// compare; what may replace what is the guard's decision. An [OperatorStore]
-// is a Store that operator tools can use: [Resolve] calls its Resolve to
-// record a decision on an indeterminate record, and its ListIndeterminate
-// lists the records that wait for one. The method comments are the
-// contract; package storetest checks it.
+// A [Store] is a box of versioned records: it reads one, creates one where
+// none is, and replaces one only if it is still the version read. That is
+// all a [Guard] calls; stores decide nothing. An [OperatorStore] is a Store
+// that operator tools can use: its ListIndeterminate lists the records
+// that wait for an operator's decision, which [Resolve] records. The
+// method comments are the contract; package storetest checks it.
 //
 // A store may implement an optional interface, which its caller checks
 // with a type assertion:
