@@ -45,18 +45,8 @@ func TestScopeIDBounded(t *testing.T) {
 			if len(id) > idemkit.MaxIDLen {
 				t.Fatalf("ID of %d bytes, over MaxIDLen", len(id))
 			}
-			s, aw, err := idemkit.ParseID(id)
-			if tc.readable {
-				if err != nil || s != tc.scope || aw {
-					t.Fatalf("ParseID = %+v, %v, %v; want the scope back", s, aw, err)
-				}
-			} else if !errors.Is(err, idemkit.ErrHashedID) {
-				t.Fatalf("ParseID of hashed ID %q: %v, want ErrHashedID", id, err)
-			}
-			for _, aw := range []bool{false, true} {
-				if tenant, err := idemkit.IDTenant(tc.scope.ID(aw)); err != nil || tenant != tc.scope.Tenant {
-					t.Errorf("IDTenant(account-wide %v) = %q, %v; want %q", aw, tenant, err, tc.scope.Tenant)
-				}
+			if readable := strings.HasPrefix(id, "o1|"); readable != tc.readable {
+				t.Fatalf("ID %.40q readable %v, want %v", id, readable, tc.readable)
 			}
 			// The same scope gives the same ID; a change of one byte
 			// anywhere gives another.
@@ -83,21 +73,13 @@ func TestScopeIDBounded(t *testing.T) {
 }
 
 // TestScopeIDTenantTooLong: a tenant over MaxTenantLen is hashed too; the
-// ID stays bounded, and IDTenant says it cannot name the tenant.
+// ID stays bounded.
 func TestScopeIDTenantTooLong(t *testing.T) {
 	s := idemkit.Scope{Tenant: strings.Repeat("t", 4096), Operation: "POST /orders", Key: "k"}
 	for _, aw := range []bool{false, true} {
 		id := s.ID(aw)
-		if len(id) > idemkit.MaxIDLen {
-			t.Fatalf("ID of %d bytes", len(id))
-		}
-		if _, err := idemkit.IDTenant(id); err == nil {
-			t.Errorf("IDTenant(%q) named a tenant", id)
-		}
-	}
-	for _, bad := range []string{"o1h|", "o1h|1:a", "o1h|1:a" + strings.Repeat("z", 64), "a1h|x:" + strings.Repeat("0", 64)} {
-		if _, err := idemkit.IDTenant(bad); err == nil {
-			t.Errorf("IDTenant(%q) accepted a malformed ID", bad)
+		if len(id) > idemkit.MaxIDLen || strings.Contains(id, s.Tenant) {
+			t.Fatalf("ID of %d bytes, holding the tenant: want it bounded and hashed", len(id))
 		}
 	}
 }

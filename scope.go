@@ -1,14 +1,12 @@
 package idemkit
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/dunglas/httpsfv"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // DefaultMaxKeyLen is the longest Idempotency-Key accepted when
@@ -30,11 +28,11 @@ type Scope struct {
 
 // MaxIDLen is the longest record ID [Scope.ID] returns, in bytes: the
 // limit DynamoDB sets on a partition key.
-const MaxIDLen = 2048
+const MaxIDLen = recordid.MaxLen
 
 // MaxTenantLen is the longest tenant a [Guard] accepts, in bytes. A longer
 // one is refused with [ErrTenantTooLong], and the request fails closed.
-const MaxTenantLen = 1024
+const MaxTenantLen = recordid.MaxTenantLen
 
 // ID returns the store key of the scope. The encoding is unambiguous: each
 // field is prefixed by its length in bytes, so no choice of field values can
@@ -42,123 +40,12 @@ const MaxTenantLen = 1024
 // left out of the ID (and checked against the stored record instead), so one
 // key names one request across all operations of the tenant.
 //
-// An ID is at most [MaxIDLen] bytes. When the readable encoding ("o1|" or
-// "a1|", then the fields) would be longer, the ID is the tenant followed by
-// the SHA-256 of that encoding ("o1h|" or "a1h|"), and, for a tenant over
-// [MaxTenantLen] bytes, the hash alone ("o1x|" or "a1x|"). IDs of up to
-// MaxIDLen bytes are the readable encoding, so records stored under them are
-// found as before. A store keeps the scope itself in the record, readable.
+// An ID is at most [MaxIDLen] bytes. When the readable encoding would be
+// longer, the operation and key are hashed (SHA-256), and, for a tenant
+// over [MaxTenantLen] bytes, the tenant too. A store keeps the scope
+// itself in the record, readable.
 func (s Scope) ID(accountWide bool) string {
-	id := s.readableID(accountWide)
-	if len(id) <= MaxIDLen {
-		return id
-	}
-	sum := sha256.Sum256([]byte(id))
-	var b strings.Builder
-	b.Grow(len(s.Tenant) + 80)
-	if accountWide {
-		b.WriteString("a1")
-	} else {
-		b.WriteString("o1")
-	}
-	if len(s.Tenant) <= MaxTenantLen {
-		b.WriteString("h|")
-		writeField(&b, s.Tenant)
-	} else {
-		b.WriteString("x|")
-	}
-	b.WriteString(hex.EncodeToString(sum[:]))
-	return b.String()
-}
-
-func (s Scope) readableID(accountWide bool) string {
-	var b strings.Builder
-	b.Grow(len(s.Tenant) + len(s.Operation) + len(s.Key) + 16)
-	if accountWide {
-		b.WriteString("a1|")
-	} else {
-		b.WriteString("o1|")
-	}
-	writeField(&b, s.Tenant)
-	if !accountWide {
-		writeField(&b, s.Operation)
-	}
-	writeField(&b, s.Key)
-	return b.String()
-}
-
-// ErrHashedID is returned by [ParseID] for an ID whose operation and key
-// are hashed, because the scope is too long for a readable ID. [IDTenant]
-// returns the tenant of such an ID; the scope itself is in the record.
-var ErrHashedID = errors.New("idemkit: record ID is hashed")
-
-// IDTenant returns the tenant of a record ID, readable or hashed. It fails
-// for an ID whose tenant, over MaxTenantLen bytes, is hashed too.
-func IDTenant(id string) (string, error) {
-	rest, ok := strings.CutPrefix(id, "o1h|")
-	if !ok {
-		rest, ok = strings.CutPrefix(id, "a1h|")
-	}
-	if !ok {
-		s, _, err := ParseID(id)
-		return s.Tenant, err
-	}
-	tenant, tail, err := readField(rest)
-	if err != nil || len(tail) != 2*sha256.Size {
-		return "", fmt.Errorf("idemkit: record ID %q: malformed hashed ID", id)
-	}
-	if _, err := hex.DecodeString(tail); err != nil {
-		return "", fmt.Errorf("idemkit: record ID %q: malformed hashed ID", id)
-	}
-	return tenant, nil
-}
-
-// ParseID returns the scope an ID encodes and whether it is account-wide
-// (its Operation is then empty). It is the inverse of [Scope.ID] for a
-// readable ID; for a hashed one it returns an error wrapping [ErrHashedID].
-func ParseID(id string) (s Scope, accountWide bool, err error) {
-	for _, p := range []string{"o1h|", "a1h|", "o1x|", "a1x|"} {
-		if strings.HasPrefix(id, p) {
-			return Scope{}, false, fmt.Errorf("%w: %q", ErrHashedID, id)
-		}
-	}
-	rest, ok := strings.CutPrefix(id, "o1|")
-	if !ok {
-		if rest, ok = strings.CutPrefix(id, "a1|"); !ok {
-			return Scope{}, false, fmt.Errorf("idemkit: record ID %q: unknown encoding", id)
-		}
-		accountWide = true
-	}
-	fields := []*string{&s.Tenant, &s.Operation, &s.Key}
-	if accountWide {
-		fields = []*string{&s.Tenant, &s.Key}
-	}
-	for _, f := range fields {
-		var err error
-		if *f, rest, err = readField(rest); err != nil {
-			return Scope{}, false, fmt.Errorf("idemkit: record ID %q: malformed field", id)
-		}
-	}
-	if rest != "" {
-		return Scope{}, false, fmt.Errorf("idemkit: record ID %q: trailing bytes", id)
-	}
-	return s, accountWide, nil
-}
-
-// readField reads one "<len>:<bytes>" field off the front of s.
-func readField(s string) (field, rest string, err error) {
-	n, tail, ok := strings.Cut(s, ":")
-	l, err := strconv.Atoi(n)
-	if !ok || err != nil || l < 0 || l > len(tail) || strconv.Itoa(l) != n {
-		return "", "", errors.New("malformed field")
-	}
-	return tail[:l], tail[l:], nil
-}
-
-func writeField(b *strings.Builder, s string) {
-	b.WriteString(strconv.Itoa(len(s)))
-	b.WriteByte(':')
-	b.WriteString(s)
+	return recordid.Encode(s.Tenant, s.Operation, s.Key, accountWide)
 }
 
 // KeyOptions configures [ParseKey]. The zero value accepts keys of up to

@@ -256,31 +256,6 @@ func FuzzKeyLinesJoined(f *testing.F) {
 	})
 }
 
-func TestParseIDRoundTrip(t *testing.T) {
-	for _, s := range []idemkit.Scope{
-		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
-		{Tenant: "a|1:b", Operation: "2:x|", Key: "3:y:z"},
-		{Tenant: "t", Operation: "", Key: ""},
-		{Tenant: "ü", Operation: "PATCH /é", Key: `"k"`},
-	} {
-		for _, aw := range []bool{false, true} {
-			got, gotAW, err := idemkit.ParseID(s.ID(aw))
-			want := s
-			if aw {
-				want.Operation = ""
-			}
-			if err != nil || got != want || gotAW != aw {
-				t.Fatalf("ParseID(%q) = %+v, %v, %v; want %+v, %v", s.ID(aw), got, gotAW, err, want, aw)
-			}
-		}
-	}
-	for _, bad := range []string{"", "x1|1:a", "o1|", "o1|1:a", "o1|2:a1:b1:c", "o1|1:a1:b1:cX", "o1|-1:a", "o1|01:a1:b1:c", "a1|1:a"} {
-		if _, _, err := idemkit.ParseID(bad); err == nil {
-			t.Fatalf("ParseID(%q) accepted a malformed ID", bad)
-		}
-	}
-}
-
 // TestParseKeyLinesJoined: a set of header lines parses to the same key,
 // or the same refusal, as the one line an API Gateway v2 event makes of
 // them by joining them with commas.
@@ -309,26 +284,3 @@ func TestParseKeyLinesJoined(t *testing.T) {
 	}
 }
 
-// TestIDTenant: the tenant of a readable record ID is read back, per
-// operation and account-wide, an empty one too; an ID of no known
-// encoding is refused.
-func TestIDTenant(t *testing.T) {
-	for _, sc := range []idemkit.Scope{
-		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
-		{Tenant: "t|1:2 \u00fc", Operation: "PATCH /x", Key: `"q"`},
-		{Tenant: "12:ab", Operation: "", Key: "3:x"},
-		{Tenant: "", Operation: "op", Key: "k"},
-	} {
-		for _, aw := range []bool{false, true} {
-			got, err := idemkit.IDTenant(sc.ID(aw))
-			if err != nil || got != sc.Tenant {
-				t.Errorf("IDTenant(%q) = %q, %v; want %q", sc.ID(aw), got, err, sc.Tenant)
-			}
-		}
-	}
-	for _, id := range []string{"", "x1|4:acme", "o1|", "o1|4acme", "o1|9:acme", "o1|-1:a", "o1|04:acme", "o1|+4:acme"} {
-		if got, err := idemkit.IDTenant(id); err == nil {
-			t.Errorf("IDTenant(%q) = %q, want an error", id, got)
-		}
-	}
-}
