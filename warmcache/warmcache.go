@@ -162,7 +162,7 @@ func New(next idemkit.Store, cfg Config) *Store {
 // record an operator resolved, the resolution's operator, reason and own
 // copy of the answer, if any.
 func Size(r *idemkit.Record) int64 {
-	n := entryOverhead + len(r.ID) + len(r.Scope.Tenant) + len(r.Scope.Operation) + len(r.Scope.Key) + len(r.Fingerprint) + len(r.Owner)
+	n := entryOverhead + len(r.ID) + len(r.Scope.Tenant) + len(r.Scope.Operation) + len(r.Scope.Key) + len(r.Fingerprint) + len(r.Owner) + len(r.Version)
 	n += snapshotSize(r.Snapshot)
 	if res := r.Resolution; res != nil {
 		n += resolutionOverhead + len(res.As) + len(res.Operator) + len(res.Reason) + snapshotSize(res.Snapshot)
