@@ -4,18 +4,103 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 )
 
 // The histories below run the engine (a Guard, Resolve) on the store: each
 // is a contract the engine keeps only with the store's help.
 
-var errReset = &idemkit.StoreError{Op: "claim", Err: errors.New("connection reset")}
+var errReset = &idemkit.StoreError{Op: "write", Err: errors.New("connection reset")}
+
+// fault is what a hook makes of a write: err, when not nil, is returned in
+// its place, and the write reaches the store first only when applied (it
+// lands and its answer is lost).
+type fault struct {
+	err     error
+	applied bool
+}
+
+// hook decides the fault of the n-th write (from 1) of its method, before
+// it is made: prev is nil for a Create.
+type hook func(ctx context.Context, n int, rec, prev *idemkit.Record) fault
+
+// hooked is a store whose writes pass through hooks, and are recorded.
+type hooked struct {
+	idemkit.OperatorStore
+	mu                sync.Mutex
+	onCreate          hook
+	onReplace         hook
+	creates, replaces []*idemkit.Record // copies of the records written
+	createN, replaceN int
+}
+
+func (h *hooked) setCreate(f hook) {
+	h.mu.Lock()
+	h.onCreate = f
+	h.mu.Unlock()
+}
+
+func (h *hooked) setReplace(f hook) {
+	h.mu.Lock()
+	h.onReplace = f
+	h.mu.Unlock()
+}
+
+func (h *hooked) created() []*idemkit.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*idemkit.Record(nil), h.creates...)
+}
+
+func (h *hooked) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
+	h.mu.Lock()
+	h.creates = append(h.creates, rec.Clone())
+	h.createN++
+	n, f := h.createN, h.onCreate
+	h.mu.Unlock()
+	return h.apply(ctx, f, n, rec, nil, func() (*idemkit.Record, error) { return h.OperatorStore.Create(ctx, rec) })
+}
+
+func (h *hooked) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	h.mu.Lock()
+	h.replaces = append(h.replaces, rec.Clone())
+	h.replaceN++
+	n, f := h.replaceN, h.onReplace
+	h.mu.Unlock()
+	return h.apply(ctx, f, n, rec, prev, func() (*idemkit.Record, error) { return h.OperatorStore.Replace(ctx, rec, prev) })
+}
+
+func (h *hooked) apply(ctx context.Context, f hook, n int, rec, prev *idemkit.Record, write func() (*idemkit.Record, error)) (*idemkit.Record, error) {
+	var ft fault
+	if f != nil {
+		ft = f(ctx, n, rec, prev)
+	}
+	if ft.err == nil {
+		return write()
+	}
+	if ft.applied {
+		write()
+	}
+	return nil, ft.err
+}
+
+// failing is a hook that fails the writes numbered in ns with ft.
+func failing(ft fault, ns ...int) hook {
+	return func(_ context.Context, n int, _, _ *idemkit.Record) fault {
+		for _, m := range ns {
+			if n == m {
+				return ft
+			}
+		}
+		return fault{}
+	}
+}
 
 // historyRequest returns a request of a scope of its own.
 func historyRequest() idemkit.Request {
@@ -40,12 +125,12 @@ func mustNotRun(t *testing.T) idemkit.Handler {
 // testRefusedClaimNeverHoldsTheKey: request A runs; its duplicate B is
 // refused (409), but B's first claim attempt was held in the network (B's
 // retry of it met A). A's handler fails and frees the key; B's held copy
-// lands then. It must take nothing: A's retry runs at once, not 409 for
-// the whole lease and then, under FailClosed, indeterminate on a key on
-// which nothing ran.
+// lands then. It must find A's tombstone and take nothing: A's retry runs
+// at once, not 409 for the whole lease and then, under FailClosed,
+// indeterminate on a key on which nothing ran.
 func testRefusedClaimNeverHoldsTheKey(t *testing.T, s idemkit.OperatorStore) {
 	clock := testclock.New()
-	fs := faultstore.New(s)
+	fs := &hooked{OperatorStore: s}
 	g, err := idemkit.New(idemkit.Config{Store: fs, Clock: clock, ClaimBackoff: time.Millisecond, Policy: idemkit.Policy{Lease: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,22 +140,81 @@ func testRefusedClaimNeverHoldsTheKey(t *testing.T, s idemkit.OperatorStore) {
 	var bErr error
 	_, _, err = g.Do(ctx, req, func(context.Context) (*idemkit.Snapshot, error) {
 		clock.Advance(100 * time.Millisecond)
-		fs.On(faultstore.Claim, faultstore.First(2, faultstore.Fault{Err: errReset}))
+		fs.setCreate(failing(fault{err: errReset}, 2))
 		_, _, bErr = g.Do(ctx, req, mustNotRun(t))
-		fs.On(faultstore.Claim, nil)
+		fs.setCreate(nil)
 		clock.Advance(400 * time.Millisecond)
 		return nil, errors.New("downstream failed")
 	})
 	if err == nil || !errors.Is(bErr, idemkit.ErrInFlight) {
 		t.Fatalf("A: %v; B: %v, want B refused in flight", err, bErr)
 	}
-	held := fs.Calls(faultstore.Claim)[1]
-	if res, err := s.Claim(ctx, held.Record, held.Now); err != nil || res.Won {
-		t.Fatalf("B's held claim after A's release: %+v, %v; want refused", res, err)
+	held := fs.created()[1]
+	tomb := mustGet(t, s, held.ID)
+	if tomb.State != idemkit.StateReleased || tomb.Owner == held.Owner {
+		t.Fatalf("after A's release: %+v, want A's tombstone", tomb)
 	}
+	met, err := s.Create(ctx, held)
+	metOnly(t, s, "B's held claim after A's release", met, err, tomb)
 	snap, replayed, err := g.Do(ctx, req, respond("retry ran"))
 	if err != nil || replayed || string(snap.Body) != "retry ran" {
 		t.Fatalf("A's retry: %+v %v %v; want it run at once", snap, replayed, err)
+	}
+}
+
+// testTakeoverOnAChangedRecord: under Takeover, requests B and C find the
+// same stale lease. B decides to take it over, but before B's write lands
+// C takes it over, runs and completes. B's takeover, decided on the stale
+// lease, must store nothing: B replays C's answer, and the handler ran
+// once.
+func testTakeoverOnAChangedRecord(t *testing.T, s idemkit.OperatorStore) {
+	clock := testclock.New()
+	pol := idemkit.Policy{Lease: time.Minute, OnStaleLease: idemkit.Takeover}
+	fs := &hooked{OperatorStore: s}
+	gb, err := idemkit.New(idemkit.Config{Store: fs, Clock: clock, Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, err := idemkit.New(idemkit.Config{Store: s, Clock: clock, Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := historyRequest()
+	now := clock.Now()
+	stale := &idemkit.Record{ID: req.Scope.ID(false), Scope: req.Scope, State: idemkit.StateInFlight, Fingerprint: req.Fingerprint,
+		Owner: "crashed", Version: version(), LeaseUntil: now.Add(-time.Second), ReplayUntil: now.Add(time.Hour),
+		ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
+	mustCreate(t, s, stale)
+	var runs atomic.Int32
+	fs.setReplace(func(ctx context.Context, n int, rec, prev *idemkit.Record) fault {
+		if n != 1 {
+			return fault{}
+		}
+		if prev.Version != stale.Version {
+			t.Errorf("B's first write replaces version %q, want the stale lease's", prev.Version)
+		}
+		snap, replayed, err := gc.Do(ctx, req, func(context.Context) (*idemkit.Snapshot, error) {
+			runs.Add(1)
+			return &idemkit.Snapshot{Status: 201, Body: []byte("by C")}, nil
+		})
+		if err != nil || replayed || string(snap.Body) != "by C" {
+			t.Errorf("C: %+v %v %v; want C's takeover run", snap, replayed, err)
+		}
+		return fault{}
+	})
+	snap, replayed, err := gb.Do(ctx, req, func(context.Context) (*idemkit.Snapshot, error) {
+		runs.Add(1)
+		return &idemkit.Snapshot{Status: 201, Body: []byte("by B")}, nil
+	})
+	if err != nil || !replayed || string(snap.Body) != "by C" {
+		t.Fatalf("B: %+v %v %v; want C's answer replayed", snap, replayed, err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want once", n)
+	}
+	if got := mustGet(t, s, stale.ID); got.State != idemkit.StateCompleted || string(got.Snapshot.Body) != "by C" {
+		t.Fatalf("the record: %+v, want C's completion", got)
 	}
 }
 
@@ -81,7 +225,7 @@ func testRefusedClaimNeverHoldsTheKey(t *testing.T, s idemkit.OperatorStore) {
 // X's decision must not land on O2's record.
 func testDecisionOnTheRunChecked(t *testing.T, s idemkit.OperatorStore) {
 	clock := testclock.New()
-	fs := faultstore.New(s)
+	fs := &hooked{OperatorStore: s}
 	g, err := idemkit.New(idemkit.Config{Store: s, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -95,12 +239,12 @@ func testDecisionOnTheRunChecked(t *testing.T, s idemkit.OperatorStore) {
 	if _, _, err := g.Do(ctx, req, unknown); !errors.Is(err, idemkit.ErrOutcomeUnknown) {
 		t.Fatalf("O1: %v, want ErrOutcomeUnknown", err)
 	}
-	o1 := mustGet(t, s, id, clock.Now())
+	o1 := mustGet(t, s, id)
 	clock.Advance(idemkit.MaxWriteDelay + 2*time.Minute)
 	var o2 *idemkit.Record
-	fs.On(faultstore.Resolve, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
-		if c.N != 1 {
-			return faultstore.Fault{}
+	fs.setReplace(func(ctx context.Context, n int, _, _ *idemkit.Record) fault {
+		if n != 1 {
+			return fault{}
 		}
 		// Before X's write lands: Y frees the key, O2 runs and ends
 		// unknown.
@@ -110,8 +254,8 @@ func testDecisionOnTheRunChecked(t *testing.T, s idemkit.OperatorStore) {
 		if _, _, err := g.Do(ctx, req, unknown); !errors.Is(err, idemkit.ErrOutcomeUnknown) {
 			t.Errorf("O2: %v, want ErrOutcomeUnknown", err)
 		}
-		o2, _ = s.Get(ctx, id, clock.Now())
-		return faultstore.Fault{}
+		o2, _ = s.Get(ctx, id)
+		return fault{}
 	})
 	_, _, err = idemkit.Resolve(ctx, fs, id, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "x", Snapshot: sampleSnapshot()}, clock.Now())
 	if err == nil {
@@ -120,8 +264,41 @@ func testDecisionOnTheRunChecked(t *testing.T, s idemkit.OperatorStore) {
 	if o2 == nil || o2.Owner == o1.Owner {
 		t.Fatalf("O2 did not run: %+v", o2)
 	}
-	if got := mustGet(t, s, id, clock.Now()); got.Owner != o2.Owner || got.State != idemkit.StateIndeterminate || got.Resolution != nil {
+	if got := mustGet(t, s, id); got.Owner != o2.Owner || got.State != idemkit.StateIndeterminate || got.Resolution != nil {
 		t.Fatalf("O2's record after X's decision: %+v; want O2's, indeterminate, unresolved (X: %v)", got, err)
+	}
+}
+
+// testLostAnswers: a claim and a completion whose writes landed with
+// their answers lost are sent again, meet their own Version, and are
+// recognised: the handler runs once, its answer is returned and stored,
+// and a retry replays it.
+func testLostAnswers(t *testing.T, s idemkit.OperatorStore) {
+	clock := testclock.New()
+	fs := &hooked{OperatorStore: s}
+	fs.setCreate(failing(fault{err: errReset, applied: true}, 1))
+	fs.setReplace(failing(fault{err: errReset, applied: true}, 1))
+	g, err := idemkit.New(idemkit.Config{Store: fs, Clock: clock, ClaimBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := historyRequest()
+	var runs atomic.Int32
+	snap, replayed, err := g.Do(ctx, req, func(context.Context) (*idemkit.Snapshot, error) {
+		runs.Add(1)
+		return &idemkit.Snapshot{Status: 201, Body: []byte("charged")}, nil
+	})
+	if err != nil || replayed || string(snap.Body) != "charged" || runs.Load() != 1 {
+		t.Fatalf("first: %+v %v %v, %d runs; want run once", snap, replayed, err, runs.Load())
+	}
+	got := mustGet(t, s, req.Scope.ID(false))
+	if got.State != idemkit.StateCompleted || got.Owner != fs.created()[0].Owner {
+		t.Fatalf("the record: %+v, want the claim's, completed", got)
+	}
+	snap, replayed, err = g.Do(ctx, req, mustNotRun(t))
+	if err != nil || !replayed || string(snap.Body) != "charged" {
+		t.Fatalf("retry: %+v %v %v, want the replay", snap, replayed, err)
 	}
 }
 
@@ -161,7 +338,7 @@ func testLateCompletionAfterPending(t *testing.T, s idemkit.OperatorStore) {
 	if !errors.As(err, &pe) || errors.Is(err, idemkit.ErrIndeterminate) {
 		t.Fatalf("retry after the lease: %v, want a *PendingError", err)
 	}
-	got := mustGet(t, s, req.Scope.ID(false), clock.Now())
+	got := mustGet(t, s, req.Scope.ID(false))
 	if got.State != idemkit.StateIndeterminate || got.Cause != idemkit.CauseLeaseExpired {
 		t.Fatalf("record after the retry: %+v; want indeterminate, cause %q", got, idemkit.CauseLeaseExpired)
 	}

@@ -14,14 +14,20 @@ import (
 
 // milliStore keeps ReplayUntil rounded down to the millisecond, as the
 // DynamoDB store does (epoch milliseconds), which the Store contract allows.
-// It is a store's rule of precision, not a fault: a faultstore.Store
-// passes every record as given.
 type milliStore struct{ idemkit.Store }
 
-func (m milliStore) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
+func (m milliStore) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
+	return m.Store.Create(ctx, milli(rec))
+}
+
+func (m milliStore) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	return m.Store.Replace(ctx, milli(rec), prev)
+}
+
+func milli(rec *idemkit.Record) *idemkit.Record {
 	c := rec.Clone()
 	c.ReplayUntil = time.UnixMilli(c.ReplayUntil.UnixMilli()).UTC()
-	return m.Store.Complete(ctx, c, now)
+	return c
 }
 
 // TestReplayUntilAtStorePrecision: within the last millisecond of a replay
@@ -51,7 +57,7 @@ func TestReplayUntilAtStorePrecision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cached, err := idemkit.New(idemkit.Config{Store: warmcache.New(under, warmcache.Config{}), Clock: clk, Policy: pol})
+			cached, err := idemkit.New(idemkit.Config{Store: warmcache.New(under, warmcache.Config{Clock: clk}), Clock: clk, Policy: pol})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,119 +2,131 @@ package warmcache_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/warmcache"
 )
 
 func inFlight(now time.Time, owner string) *idemkit.Record {
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k"}
-	return &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:a", Owner: owner,
+	return &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:a", Owner: owner, Version: owner + "-claim",
 		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
 }
 
-// TestRefillCountsOnce: a record cached again (a retried completion, a
-// claim lost to it) replaces its entry and is counted once in the byte
+// TestRefillCountsOnce: a record cached again (a completion sent again, a
+// claim meeting it) replaces its entry and is counted once in the byte
 // bound: counted twice, the bytes would creep up with every refill until
 // the cache evicted everything it holds.
 func TestRefillCountsOnce(t *testing.T) {
 	ctx := context.Background()
-	c := warmcache.New(memstore.New(), warmcache.Config{})
-	now := time.Now()
+	clock := testclock.New()
+	c := warmcache.New(memstore.New(), warmcache.Config{Clock: clock})
+	now := clock.Now()
 	r := inFlight(now, "a")
-	if _, err := c.Claim(ctx, r, now); err != nil {
-		t.Fatal(err)
+	if met, err := c.Create(ctx, r); err != nil || met != nil {
+		t.Fatal(met, err)
 	}
 	done := r.Clone()
-	done.State, done.CompletedAt = idemkit.StateCompleted, now
+	done.State, done.CompletedAt, done.Version = idemkit.StateCompleted, now, "a-done"
 	done.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/orders/1"}}, Body: []byte(`{"id":1}`)}
-	for i := 0; i < 3; i++ { // the completion and two retries of it
-		if err := c.Complete(ctx, done, now); err != nil {
+	for i := 0; i < 3; i++ { // the completion and two copies of it (answers lost)
+		if _, err := c.Replace(ctx, done, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := warmcache.Stats{Misses: 1, Entries: 1, Bytes: warmcache.Size(done)}
 	if st := c.Stats(); st != want {
-		t.Fatalf("after a completion retried twice: %+v, want %+v", st, want)
+		t.Fatalf("after a completion sent three times: %+v, want %+v", st, want)
 	}
-	// A claim with another fingerprint goes to the store, loses to the
+	// A claim with another fingerprint goes to the store, meets the
 	// completed record and caches it again.
 	other := inFlight(now, "b")
 	other.Fingerprint = "v1:b"
-	if res, err := c.Claim(ctx, other, now); err != nil || res.Won {
-		t.Fatalf("claim with another fingerprint: %+v %v", res, err)
+	if met, err := c.Create(ctx, other); err != nil || met == nil || met.Version != done.Version {
+		t.Fatalf("claim with another fingerprint: met %+v, %v; want the completed record", met, err)
 	}
 	want.Misses++
 	if st := c.Stats(); st != want {
-		t.Fatalf("after a claim lost to the cached record: %+v, want %+v", st, want)
+		t.Fatalf("after a claim met the cached record: %+v, want %+v", st, want)
 	}
 }
 
 // TestEntryEndsAtExpiresAt: a record an operator resolved with an
-// ExpiresAt before its ReplayUntil is absent to the store from its
+// ExpiresAt before its ReplayUntil is absent to the engine from its
 // ExpiresAt; the cache stops answering for it then too, and the key can
 // be claimed again.
 func TestEntryEndsAtExpiresAt(t *testing.T) {
 	ctx := context.Background()
 	mem := memstore.New()
-	c := warmcache.New(mem, warmcache.Config{})
-	now := time.Now()
+	clock := testclock.New()
+	c := warmcache.New(mem, warmcache.Config{Clock: clock})
+	now := clock.Now()
 	r := inFlight(now, "a")
-	if _, err := c.Claim(ctx, r, now); err != nil {
-		t.Fatal(err)
+	if met, err := c.Create(ctx, r); err != nil || met != nil {
+		t.Fatal(met, err)
 	}
-	at := now.Add(2 * time.Second)
-	if err := c.MarkIndeterminate(ctx, r.ID, "a", at); err != nil {
-		t.Fatal(err)
+	m := r.Clone()
+	m.State, m.Cause, m.Version = idemkit.StateIndeterminate, idemkit.CauseLeaseExpired, "a-marked"
+	if met, err := c.Replace(ctx, m, r); err != nil || met != nil {
+		t.Fatal(met, err)
 	}
+	// Resolved by an operator, through the store under the cache.
 	exp := now.Add(time.Hour)
-	res := idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("checked")},
-		Operator: "ops", ReplayUntil: now.Add(3 * time.Hour), ExpiresAt: exp}
-	if _, err := mem.Resolve(ctx, r.ID, r.Owner, res, at); err != nil {
-		t.Fatal(err)
+	res := m.Clone()
+	res.State, res.Version, res.CompletedAt = idemkit.StateCompleted, "ops-resolved", now
+	res.Snapshot = &idemkit.Snapshot{Status: 200, Body: []byte("checked")}
+	res.Resolution = &idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops", ResolvedAt: now, ReplayUntil: now.Add(3 * time.Hour), ExpiresAt: exp}
+	res.ReplayUntil, res.ExpiresAt = res.Resolution.ReplayUntil, exp
+	if met, err := mem.Replace(ctx, res, m); err != nil || met != nil {
+		t.Fatal(met, err)
 	}
-	if cr, err := c.Claim(ctx, inFlight(at, "b"), at); err != nil || cr.Won {
-		t.Fatalf("claim of the resolved key: %+v %v, want lost", cr, err)
+	if met, err := c.Create(ctx, inFlight(now, "b")); err != nil || met == nil || met.Version != res.Version {
+		t.Fatalf("claim of the resolved key: met %+v, %v; want the resolution", met, err)
 	}
 	if st := c.Stats(); st.Entries != 1 {
 		t.Fatalf("the resolved record is not cached: %+v", st)
 	}
-	cr, err := c.Claim(ctx, inFlight(exp, "c"), exp)
-	if err != nil || cr.Won || cr.Existing == nil || cr.Existing.Live(exp) {
-		t.Fatalf("claim at the record's ExpiresAt: %+v %v, want shown the expired record, from the store", cr, err)
+	clock.Set(exp)
+	met, err := c.Create(ctx, inFlight(exp, "c"))
+	if err != nil || met == nil || met.Live(exp) {
+		t.Fatalf("claim at the record's ExpiresAt: met %+v, %v; want the expired record, from the store", met, err)
 	}
-	if cr, err = c.Reclaim(ctx, inFlight(exp, "c"), cr.Existing, exp); err != nil || !cr.Won {
-		t.Fatalf("reclaim of the expired record: %+v %v, want won", cr, err)
+	if st := c.Stats(); st.Hits != 0 || st.Entries != 0 {
+		t.Fatalf("the cache answered at the record's ExpiresAt: %+v", st)
+	}
+	if met, err = c.Replace(ctx, inFlight(exp, "c"), met); err != nil || met != nil {
+		t.Fatalf("claim in place of the expired record: met %+v, %v; want stored", met, err)
 	}
 }
 
-// TestBadClaimRefusedBeforeCache: a claim the store contract refuses (here
-// without an owner token) is refused as ErrRecordInvalid even when the
-// cache holds a completed record of its scope, as the store would refuse
-// it.
-func TestBadClaimRefusedBeforeCache(t *testing.T) {
+// TestGetAnswersFromCache: Get of a cached completed record makes no
+// store call; Get of anything else reads the store, and fills the cache
+// with a completed record read.
+func TestGetAnswersFromCache(t *testing.T) {
 	ctx := context.Background()
-	c := warmcache.New(memstore.New(), warmcache.Config{})
-	now := time.Now()
-	r := inFlight(now, "a")
-	if _, err := c.Claim(ctx, r, now); err != nil {
+	e := newEnv(t, warmcache.Config{}, idemkit.Policy{})
+	if _, _, err := e.g.Do(ctx, req("k", "v1:a"), respond("x")); err != nil {
 		t.Fatal(err)
 	}
-	done := r.Clone()
-	done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201, Body: []byte("x")}
-	if err := c.Complete(ctx, done, now); err != nil {
-		t.Fatal(err)
+	id := req("k", "v1:a").Scope.ID(false)
+	got, err := e.cache.Get(ctx, id)
+	if err != nil || got.State != idemkit.StateCompleted || string(got.Snapshot.Body) != "x" || e.under.gets.Load() != 0 {
+		t.Fatalf("Get of a cached record: %+v, %v, %d store reads; want the record, none", got, err, e.under.gets.Load())
 	}
-	if st := c.Stats(); st.Entries != 1 {
-		t.Fatalf("the completed record is not cached: %+v", st)
+	got.Snapshot.Body[0] = 'X'
+	e.cache.Purge()
+	for i, calls := range []int64{1, 1} {
+		got, err := e.cache.Get(ctx, id)
+		if err != nil || string(got.Snapshot.Body) != "x" || e.under.gets.Load() != calls {
+			t.Fatalf("Get %d after Purge: %+v, %v, %d store reads; want %d", i, got, err, e.under.gets.Load(), calls)
+		}
 	}
-	res, err := c.Claim(ctx, inFlight(now, ""), now)
-	if !errors.Is(err, idemkit.ErrRecordInvalid) {
-		t.Fatalf("claim without an owner: %+v %v, want ErrRecordInvalid", res, err)
+	if _, err := e.cache.Get(ctx, "none"); err == nil || e.under.gets.Load() != 2 {
+		t.Fatalf("Get of no record: %v, %d store reads", err, e.under.gets.Load())
 	}
 }

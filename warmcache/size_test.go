@@ -12,26 +12,28 @@ import (
 	"github.com/idemkit/idemkit/warmcache"
 )
 
-// resolvedRecord stores, in mem, a record an operator resolved as
-// completed with body, and returns the record as the store answers it.
+// resolvedRecord stores, in mem, a record whose outcome was unknown and
+// that an operator resolved as completed at now with body (through
+// idemkit.Resolve, as operator tools do, in place of the key's expired
+// record if there is one), and returns the record as the store answers
+// it.
 func resolvedRecord(t *testing.T, mem idemkit.OperatorStore, key string, body []byte, now time.Time) *idemkit.Record {
 	t.Helper()
 	ctx := context.Background()
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}
-	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:a", Owner: "dead",
-		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-	res, err := mem.Claim(ctx, rec, now)
-	if err == nil && !res.Won && res.Existing != nil && !res.Existing.Live(now) {
+	start := now.Add(-2 * time.Minute)
+	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateIndeterminate, Cause: idemkit.CauseOutcomeUnknown,
+		Fingerprint: "v1:a", Owner: "dead", Version: "dead-unknown", LeaseUntil: start, ReplayUntil: start.Add(time.Hour),
+		ExpiresAt: start.Add(2 * time.Hour), CreatedAt: start}
+	met, err := mem.Create(ctx, rec)
+	if err == nil && met != nil && !met.Live(now) {
 		// The key's expired record, still kept: claimed in its place.
-		res, err = mem.Reclaim(ctx, rec, res.Existing, now)
+		met, err = mem.Replace(ctx, rec, met)
 	}
-	if err != nil || !res.Won {
-		t.Fatal(res, err)
+	if err != nil || met != nil {
+		t.Fatal(met, err)
 	}
-	if err := mem.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
-		t.Fatal(err)
-	}
-	got, err := mem.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateCompleted, Operator: strings.Repeat("o", 1000), Reason: strings.Repeat("r", 4000),
+	got, _, err := idemkit.Resolve(ctx, mem, rec.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: strings.Repeat("o", 1000), Reason: strings.Repeat("r", 4000),
 		Snapshot: &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -40,43 +42,48 @@ func resolvedRecord(t *testing.T, mem idemkit.OperatorStore, key string, body []
 }
 
 // TestSizeOfAResolvedRecord: a record an operator resolved as completed
-// holds its answer twice (Snapshot and Resolution.Snapshot, as every store
-// returns it) and the operator's name and reason; Size counts them all, so
-// that MaxBytes and MaxEntryBytes bound what the cache really holds.
+// holds its answer, the operator's name and reason, and the resolution's
+// own copy of the answer when a store returns one; Size counts them all,
+// so that MaxBytes and MaxEntryBytes bound what the cache really holds.
 func TestSizeOfAResolvedRecord(t *testing.T) {
 	now := time.Now()
 	body := []byte(strings.Repeat("b", 10_000))
 	rec := resolvedRecord(t, memstore.New(), "k", body, now)
-	if rec.Resolution == nil || rec.Resolution.Snapshot == nil {
-		t.Fatal("the store returned no resolution snapshot; the test needs one")
+	if rec.Resolution == nil {
+		t.Fatal("the store returned no resolution; the test needs one")
 	}
-	held := len(rec.Snapshot.Body) + len(rec.Resolution.Snapshot.Body) + len(rec.Resolution.Operator) + len(rec.Resolution.Reason)
+	held := len(rec.Snapshot.Body) + len(rec.Resolution.Operator) + len(rec.Resolution.Reason)
 	if n := warmcache.Size(rec); n < int64(held) {
 		t.Fatalf("Size = %d bytes for a record holding at least %d", n, held)
+	}
+	rec.Resolution.Snapshot = rec.Snapshot.Clone()
+	held += len(rec.Resolution.Snapshot.Body)
+	if n := warmcache.Size(rec); n < int64(held) {
+		t.Fatalf("Size = %d bytes for a record holding its answer twice, at least %d bytes", n, held)
 	}
 }
 
 // TestResolvedRecordWithinMaxEntryBytes: a record resolved by an operator
-// whose answer fits MaxEntryBytes once but not twice is not cached (the
-// replay still comes from the store).
+// whose answer fits MaxEntryBytes alone but not with the operator's name
+// and reason is not cached (the replay still comes from the store).
 func TestResolvedRecordWithinMaxEntryBytes(t *testing.T) {
 	e := newEnv(t, warmcache.Config{MaxEntryBytes: 16 << 10}, idemkit.Policy{})
 	now := e.clock.Now()
-	resolvedRecord(t, e.mem, "big", []byte(strings.Repeat("b", 10<<10)), now)
+	resolvedRecord(t, e.mem, "big", []byte(strings.Repeat("b", 12<<10)), now)
 	snap, replayed, err := e.g.Do(context.Background(), req("big", "v1:a"), mustNotRun(t))
-	if err != nil || !replayed || snap.Status != 201 || len(snap.Body) != 10<<10 {
+	if err != nil || !replayed || snap.Status != 201 || len(snap.Body) != 12<<10 {
 		t.Fatalf("replay of the resolution: %v %v", replayed, err)
 	}
 	if st := e.cache.Stats(); st.Entries != 0 {
-		t.Fatalf("a resolved record holding 20 KiB of bodies was cached under a 16 KiB MaxEntryBytes: %+v", st)
+		t.Fatalf("a resolved record holding 17 KiB was cached under a 16 KiB MaxEntryBytes: %+v", st)
 	}
 }
 
 // TestNoStaleReplayAfterReuse: a record cached here expires; meanwhile
-// another instance reuses the key, crashes, and an operator resolves the
-// new record elsewhere (the store is shared, the cache is not). Requests
-// here get the operator's answer, never the expired one the cache held,
-// and the handler does not run.
+// another instance reuses the key, its outcome is unknown, and an operator
+// resolves the new record elsewhere (the store is shared, the cache is
+// not). Requests here get the operator's answer, never the expired one
+// the cache held, and the handler does not run.
 func TestNoStaleReplayAfterReuse(t *testing.T) {
 	e := newEnv(t, warmcache.Config{}, idemkit.Policy{ReplayWindow: time.Minute, RecordRetention: time.Hour})
 	ctx := context.Background()
@@ -86,7 +93,7 @@ func TestNoStaleReplayAfterReuse(t *testing.T) {
 	if st := e.cache.Stats(); st.Entries != 1 {
 		t.Fatalf("stats %+v, want the first answer cached", st)
 	}
-	e.clock.Advance(time.Hour + time.Second)
+	e.clock.Advance(time.Hour + 3*time.Minute)
 	// Another instance, on the store itself, reuses the key and its
 	// execution's outcome is unknown; an operator resolves it.
 	now := e.clock.Now()

@@ -8,24 +8,24 @@
 // # What is cached
 //
 // Only completed records are cached, and only while they can be replayed.
-// An entry is used while now is before both the record's ExpiresAt and its
-// ReplayUntil (rounded down to the millisecond, as a store may keep it),
-// and dropped afterwards. In-flight, indeterminate and failed records are
-// never cached, so a conflict, a takeover or an operator's decision always
-// comes from the store. An entry answers a claim only for the same record
-// ID, the same scope (tenant, operation, key) and the same fingerprint.
-// Anything else goes to the store.
+// An entry is used while now, by Config.Clock, is before both the record's
+// ExpiresAt and its ReplayUntil (rounded down to the millisecond, as a
+// store may keep it), and dropped afterwards. In-flight, indeterminate,
+// failed and released records are never cached, so a conflict, a takeover
+// or an operator's decision always comes from the store.
 //
-// Claim answers from the cache with ClaimResult{Won: false, Existing: a
-// copy of the cached record}, without a store call. The cache fills when
-// Complete succeeds and when a claim is lost to a completed record.
-// Release, MarkIndeterminate and MarkUnknown pass through and drop the ID;
-// Extend and Get pass through.
+// Create answers from the cache when it holds a completed record of
+// rec's ID, scope (tenant, operation, key) and fingerprint: it returns a
+// copy of it as the record met, without a store call. Get answers from
+// the cache when it holds a completed record of the ID. Anything else goes
+// to the store. The cache fills with every completed record the store
+// returns (a Create or a Replace met it, a Get read it) and with the
+// completed record a Replace stores. A Replace forgets the ID before it
+// passes through.
 //
-// This is sound because a completed record is final in the store
-// contract. No method changes a live completed record, except a retried
-// completion by its own owner with the same outcome. So a cached completed
-// record stays what the store would answer until it expires.
+// This is sound because a live completed record is final: the engine
+// never replaces one (see idemkit.State). So a cached completed record
+// stays what the store would answer until it expires.
 //
 // The cache is for the guard: a Store is all it implements. Operator
 // tools (idemkit.Resolve, the idemkit CLI) use the store itself, as they
@@ -50,8 +50,9 @@
 //
 // The cache holds at most Config.MaxEntries records and Config.MaxBytes
 // bytes, evicting the least recently used. The bytes are an estimate (see
-// Size): body, headers, identifiers, an operator's resolution with its own
-// copy of the answer, and a fixed overhead per entry. A record larger than
+// Size): body, headers, identifiers, an operator's resolution (with its
+// own copy of the answer, when a store returns one), and a fixed overhead
+// per entry. A record larger than
 // Config.MaxEntryBytes is not cached. Keep that below the store's item cap
 // (dynamo.Options.MaxItemSize), so that a response the store keeps without
 // its body (Snapshot.Omitted) is never replayed with one from the cache.
@@ -59,7 +60,6 @@ package warmcache
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +67,6 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/storearg"
 )
 
 // Defaults applied to the zero fields of Config.
@@ -91,6 +90,10 @@ type Config struct {
 	// MaxEntryBytes is the largest record cached, by the estimate of Size.
 	// Zero: DefaultMaxEntryBytes (128 KiB).
 	MaxEntryBytes int64
+	// Clock is the time the cache reads to tell whether an entry may
+	// still answer: give it the guard's Config.Clock. Nil: the system
+	// clock.
+	Clock idemkit.Clock
 }
 
 func (c Config) withDefaults() Config {
@@ -111,8 +114,8 @@ func (c Config) withDefaults() Config {
 
 // Stats counts what a cache did.
 type Stats struct {
-	// Hits are claims answered from the cache; Misses are claims passed to
-	// the store.
+	// Hits are reads (Create, Get) answered from the cache; Misses are
+	// reads passed to the store.
 	Hits, Misses uint64
 	// Entries and Bytes are what the cache holds now.
 	Entries int
@@ -126,6 +129,7 @@ type Stats struct {
 type Store struct {
 	next idemkit.Store
 	cfg  Config
+	now  func() time.Time
 
 	mu    sync.Mutex
 	lru   *simplelru.LRU[string, *entry] // guarded by mu
@@ -144,7 +148,10 @@ var _ idemkit.Store = (*Store)(nil)
 // New returns a Store that caches the completed records of next within
 // cfg's bounds.
 func New(next idemkit.Store, cfg Config) *Store {
-	s := &Store{next: next, cfg: cfg.withDefaults()}
+	s := &Store{next: next, cfg: cfg.withDefaults(), now: time.Now}
+	if cfg.Clock != nil {
+		s.now = cfg.Clock.Now
+	}
 	// NewLRU fails only for a size below one, which withDefaults rules out.
 	s.lru, _ = simplelru.NewLRU[string, *entry](s.cfg.MaxEntries, func(_ string, e *entry) { s.bytes -= e.size })
 	return s
@@ -152,10 +159,10 @@ func New(next idemkit.Store, cfg Config) *Store {
 
 // Size is the estimate of a record's memory that the byte bounds count. It
 // is a fixed overhead plus the record's strings, its snapshot and, for a
-// record an operator resolved, the resolution's own copy of the answer,
-// operator and reason.
+// record an operator resolved, the resolution's operator, reason and own
+// copy of the answer, if any.
 func Size(r *idemkit.Record) int64 {
-	n := entryOverhead + len(r.ID) + len(r.Scope.Tenant) + len(r.Scope.Operation) + len(r.Scope.Key) + len(r.Fingerprint) + len(r.Owner)
+	n := entryOverhead + len(r.ID) + len(r.Scope.Tenant) + len(r.Scope.Operation) + len(r.Scope.Key) + len(r.Fingerprint) + len(r.Owner) + len(r.Version)
 	n += snapshotSize(r.Snapshot)
 	if res := r.Resolution; res != nil {
 		n += resolutionOverhead + len(res.As) + len(res.Operator) + len(res.Reason) + snapshotSize(res.Snapshot)
@@ -197,20 +204,20 @@ func usable(r *idemkit.Record, now time.Time) bool {
 // floorMilli returns t rounded down to the millisecond.
 func floorMilli(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
 
-// lookup returns a copy of the cached record that answers a claim of rec
-// at now, or nil.
-func (s *Store) lookup(rec *idemkit.Record, now time.Time) *idemkit.Record {
+// lookup returns a copy of the cached record with id that may answer at
+// now, and that want accepts, or nil.
+func (s *Store) lookup(id string, now time.Time, want func(*idemkit.Record) bool) *idemkit.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.lru.Get(rec.ID)
+	e, ok := s.lru.Get(id)
 	if !ok {
 		return nil
 	}
 	if !usable(e.rec, now) {
-		s.lru.Remove(rec.ID)
+		s.lru.Remove(id)
 		return nil
 	}
-	if e.rec.Scope != rec.Scope || e.rec.Fingerprint != rec.Fingerprint {
+	if !want(e.rec) {
 		return nil
 	}
 	return e.rec.Clone()
@@ -259,81 +266,59 @@ func (s *Store) Stats() Stats {
 	return Stats{Hits: s.hits.Load(), Misses: s.misses.Load(), Entries: s.lru.Len(), Bytes: s.bytes}
 }
 
-// Claim answers from the cache when a completed record with rec's ID,
-// scope and fingerprint is cached and replayable at now: the claim is
-// lost to it, and no store call is made. Otherwise it claims in the store
-// and caches the completed record a lost claim returns.
-func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	if err := storearg.Claim(rec); err != nil {
-		// Refused as the store would, before the cache answers.
-		return idemkit.ClaimResult{}, fmt.Errorf("warmcache: claim: %w", err)
-	}
+// Create answers from the cache when a completed record with rec's ID,
+// scope and fingerprint is cached and replayable now: it is returned as
+// the record met, and no store call is made. Otherwise Create passes
+// through and caches the completed record met.
+func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return idemkit.ClaimResult{}, &idemkit.StoreError{Op: "claim", Err: err}
+		return nil, &idemkit.StoreError{Op: "create", Err: err}
 	}
-	if ex := s.lookup(rec, now); ex != nil {
+	now := s.now()
+	if met := s.lookup(rec.ID, now, func(c *idemkit.Record) bool {
+		return c.Scope == rec.Scope && c.Fingerprint == rec.Fingerprint
+	}); met != nil {
 		s.hits.Add(1)
-		return idemkit.ClaimResult{Existing: ex}, nil
+		return met, nil
 	}
 	s.misses.Add(1)
-	res, err := s.next.Claim(ctx, rec, now)
-	s.claimed(rec.ID, res, err, now)
-	return res, err
+	met, err := s.next.Create(ctx, rec)
+	if err == nil && met != nil {
+		s.fill(met, s.now())
+	}
+	return met, err
 }
 
-// Reclaim replaces prev in the store; the cache forgets the ID when it
-// wins and caches the completed record a lost one returns.
-func (s *Store) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	res, err := s.next.Reclaim(ctx, rec, prev, now)
-	s.claimed(rec.ID, res, err, now)
-	return res, err
+// Get answers from the cache when a completed record with id is cached
+// and replayable now. Otherwise it passes through and caches the
+// completed record read.
+func (s *Store) Get(ctx context.Context, id string) (*idemkit.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &idemkit.StoreError{Op: "get", Err: err}
+	}
+	if r := s.lookup(id, s.now(), func(*idemkit.Record) bool { return true }); r != nil {
+		s.hits.Add(1)
+		return r, nil
+	}
+	s.misses.Add(1)
+	r, err := s.next.Get(ctx, id)
+	if err == nil && r != nil {
+		s.fill(r, s.now())
+	}
+	return r, err
 }
 
-// claimed caches what a claim in the store met, or forgets what was cached
-// under the ID of one that won: it is gone from the store.
-func (s *Store) claimed(id string, res idemkit.ClaimResult, err error, now time.Time) {
+// Replace forgets rec's ID and passes through. It caches the completed
+// record it stores, or the completed record it meets.
+func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	s.Forget(rec.ID)
+	met, err := s.next.Replace(ctx, rec, prev)
 	switch {
 	case err != nil:
-	case res.Won:
-		s.Forget(id)
+	case met == nil:
+		s.fill(rec, s.now())
 	default:
-		s.fill(res.Existing, now)
+		s.fill(met, s.now())
 	}
-}
-
-// Complete stores rec and, when that succeeds, caches it.
-func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
-	if err := s.next.Complete(ctx, rec, now); err != nil {
-		return err
-	}
-	s.fill(rec, now)
-	return nil
-}
-
-// Release passes through and drops the ID from the cache.
-func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
-	defer s.Forget(id)
-	return s.next.Release(ctx, id, owner, now)
-}
-
-// MarkIndeterminate passes through and drops the ID from the cache.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
-	defer s.Forget(id)
-	return s.next.MarkIndeterminate(ctx, id, owner, now)
-}
-
-// Extend passes through (only completed records are cached).
-func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
-	return s.next.Extend(ctx, id, owner, leaseUntil, now)
-}
-
-// MarkUnknown passes through and drops the ID from the cache.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	defer s.Forget(id)
-	return s.next.MarkUnknown(ctx, id, owner, now)
-}
-
-// Get passes through: it always reads the store.
-func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
-	return s.next.Get(ctx, id, now)
+	return met, err
 }

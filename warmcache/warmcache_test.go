@@ -14,7 +14,6 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
-	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/storetest"
@@ -22,7 +21,7 @@ import (
 )
 
 // The suite runs through the cache, which must keep every guarantee; the
-// operator's methods go to the store under it, as operator tools do.
+// listings go to the store under it, as operator tools do.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) idemkit.OperatorStore {
 		mem := memstore.New()
@@ -30,15 +29,10 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// operated is a cache whose operator methods go to the store under it.
-// It joins two stores, which no faultstore.Store does.
+// operated is a cache whose listings go to the store under it.
 type operated struct {
 	*warmcache.Store
 	under *memstore.Store
-}
-
-func (o operated) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	return o.under.Resolve(ctx, id, owner, res, now)
 }
 
 func (o operated) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
@@ -51,9 +45,30 @@ func (o operated) ListStale(ctx context.Context, tenant, page string, limit int,
 	return o.under.ListStale(ctx, tenant, page, limit, now)
 }
 
+// counted counts the calls that reach the store it wraps.
+type counted struct {
+	idemkit.Store
+	gets, creates, replaces atomic.Int64
+}
+
+func (c *counted) Get(ctx context.Context, id string) (*idemkit.Record, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, id)
+}
+
+func (c *counted) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
+	c.creates.Add(1)
+	return c.Store.Create(ctx, rec)
+}
+
+func (c *counted) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	c.replaces.Add(1)
+	return c.Store.Replace(ctx, rec, prev)
+}
+
 type env struct {
 	mem   *memstore.Store
-	under *faultstore.Store // counts the calls that reach the memstore
+	under *counted // counts the calls that reach the memstore
 	cache *warmcache.Store
 	g     *idemkit.Guard
 	clock *testclock.Clock
@@ -63,7 +78,8 @@ type env struct {
 func newEnv(t *testing.T, cfg warmcache.Config, pol idemkit.Policy) *env {
 	t.Helper()
 	e := &env{mem: memstore.New(), clock: testclock.New(), obs: &eventlog.Log{}}
-	e.under = faultstore.New(e.mem)
+	e.under = &counted{Store: e.mem}
+	cfg.Clock = e.clock
 	e.cache = warmcache.New(e.under, cfg)
 	g, err := idemkit.New(idemkit.Config{Store: e.cache, Clock: e.clock, Observer: e.obs, Policy: pol})
 	if err != nil {
@@ -110,7 +126,7 @@ func TestWarmReplayNoCalls(t *testing.T) {
 			t.Fatalf("replay event %s usage %+v, want replayed in 0 calls", ev.Kind, ev.Usage)
 		}
 	}
-	if n := e.under.Count(faultstore.Claim); n != 1 {
+	if n := e.under.creates.Load(); n != 1 {
 		t.Fatalf("%d claims reached the store, want 1", n)
 	}
 	if st := e.cache.Stats(); st.Hits != 3 || st.Entries != 1 {
@@ -216,10 +232,10 @@ func TestNeverCachesUnfinished(t *testing.T) {
 	// Indeterminate: a crash leaves a lease that expires.
 	now := e.clock.Now()
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "crash"}
-	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:a", Owner: "dead",
+	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:a", Owner: "dead", Version: "v1",
 		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
-	if res, err := e.cache.Claim(ctx, rec, now); err != nil || !res.Won {
-		t.Fatal(res, err)
+	if met, err := e.cache.Create(ctx, rec); err != nil || met != nil {
+		t.Fatal(met, err)
 	}
 	// Past the time its run could still complete: an operator's case.
 	e.clock.Advance(time.Minute)
@@ -236,7 +252,8 @@ func TestNeverCachesUnfinished(t *testing.T) {
 	}
 	// Resolved as completed by an operator through the store under the
 	// cache, as operator tools do: the resolution is replayed.
-	if _, err := e.mem.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("resolved")}}, e.clock.Now()); err != nil {
+	e.clock.Advance(time.Minute)
+	if _, _, err := idemkit.Resolve(ctx, e.mem, rec.ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: &idemkit.Snapshot{Status: 200, Body: []byte("resolved")}}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	snap, replayed, err := e.g.Do(ctx, req("crash", "v1:a"), mustNotRun(t))
@@ -277,7 +294,7 @@ func TestBounds(t *testing.T) {
 	t.Run("bytes", func(t *testing.T) {
 		body := strings.Repeat("b", 1000)
 		one := warmcache.Size(&idemkit.Record{ID: req("0", "v1:a").Scope.ID(false), Scope: req("0", "v1:a").Scope, Fingerprint: "v1:a",
-			Owner: rand.Text(), Snapshot: &idemkit.Snapshot{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}})
+			Owner: rand.Text(), Version: rand.Text(), Snapshot: &idemkit.Snapshot{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}})
 		e := newEnv(t, warmcache.Config{MaxBytes: 3*one + one/2}, idemkit.Policy{})
 		for i := 0; i < 6; i++ {
 			if _, _, err := e.g.Do(ctx, req(fmt.Sprint(i), "v1:a"), respond(body)); err != nil {

@@ -27,7 +27,7 @@ func TestControlCharactersQuoted(t *testing.T) {
 	f.seedCompleted(done, &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/orders/1\x1b[31m\r\nStatus  200"}}})
 	resolved := scopeOf("evil-3")
 	rec := f.seedIndeterminate(resolved, time.Now().Add(-time.Hour))
-	if _, err := f.store.Resolve(t.Context(), rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "mallory\x1b[8m", Reason: "ok\u009b2J\nResolved as   completed"}, time.Now()); err != nil {
+	if _, _, err := idemkit.Resolve(t.Context(), f.store, rec.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "mallory\x1b[8m", Reason: "ok\u009b2J\nResolved as   completed"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 

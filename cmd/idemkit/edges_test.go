@@ -14,24 +14,18 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/faultstore"
 )
 
 // lateCompletion returns a store on which the record's own execution
 // completes (a late completion) just before a resolution reaches the
 // store: between the command's read and its write.
-func lateCompletion(t *testing.T, s idemkit.OperatorStore, rec *idemkit.Record) *faultstore.Store {
-	fs := faultstore.New(s)
-	fs.On(faultstore.Resolve, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
-		done := *rec
-		done.State, done.CompletedAt = idemkit.StateCompleted, c.Now
-		done.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/orders/from-owner"}}, Body: []byte(`{"id":"owner"}`)}
-		if err := s.Complete(ctx, &done, c.Now); err != nil {
+func lateCompletion(t *testing.T, s idemkit.OperatorStore, rec *idemkit.Record) idemkit.OperatorStore {
+	return &beforeWrite{OperatorStore: s, before: func(ctx context.Context) {
+		snap := &idemkit.Snapshot{Status: 201, Header: http.Header{"Location": {"/orders/from-owner"}}, Body: []byte(`{"id":"owner"}`)}
+		if err := lateComplete(ctx, s, rec, snap); err != nil {
 			t.Errorf("late completion: %v", err)
 		}
-		return faultstore.Fault{}
-	})
-	return fs
+	}}
 }
 
 // TestResolveCompletedMeanwhile: a record whose execution completes after
@@ -140,14 +134,12 @@ func TestListAccountWideHashed(t *testing.T) {
 		t.Fatalf("ID %.8q..., want a hashed account-wide ID", id)
 	}
 	now := time.Now()
-	rec := &idemkit.Record{ID: id, Scope: s, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-acct",
+	rec := &idemkit.Record{ID: id, Scope: s, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-acct", Version: "claim-acct",
 		LeaseUntil: now, ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
-	if res, err := f.store.Claim(t.Context(), rec, now); err != nil || !res.Won {
-		t.Fatalf("seed: %+v %v", res, err)
+	if met, err := f.store.Create(t.Context(), rec); err != nil || met != nil {
+		t.Fatalf("seed: %+v %v", met, err)
 	}
-	if err := f.store.MarkUnknown(t.Context(), id, rec.Owner, now); err != nil {
-		t.Fatal(err)
-	}
+	f.write(unknownOf(rec, now), rec)
 	code, stdout, stderr := f.run("list", "--tenant", "acme")
 	wantCode(t, code, exitOK, stdout, stderr)
 	if !strings.Contains(stdout, "POST /orders (account-wide)") {

@@ -153,7 +153,7 @@ func TestExitCodeTableRequired(t *testing.T) {
 func TestExitCodeStoreUnavailable(t *testing.T) {
 	f := newFixture(t)
 	down := f.env
-	down.OpenStore = func(context.Context, StoreOptions) (idemkit.OperatorStore, error) { return failingStore(), nil }
+	down.OpenStore = func(context.Context, StoreOptions) (idemkit.OperatorStore, error) { return failingStore{}, nil }
 	// A table that does not exist, through the DynamoDB store.
 	noTable := f.env
 	noTable.OpenStore = func(context.Context, StoreOptions) (idemkit.OperatorStore, error) {

@@ -72,7 +72,12 @@ func runInspect(ctx context.Context, c *cli, args []string) int {
 		return c.fail("inspect", err)
 	}
 	now := c.env.Now()
-	rec, err := store.Get(ctx, id, now)
+	rec, err := store.Get(ctx, id)
+	if err == nil && (!rec.Live(now) || rec.State == idemkit.StateReleased) {
+		// Kept for late writes to find, but no record to an operator:
+		// the key is free.
+		err = idemkit.ErrNotFound
+	}
 	if err != nil {
 		return c.fail("inspect", notFound(explainStoreError(store, o.store.Table, err), id))
 	}

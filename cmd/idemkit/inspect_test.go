@@ -127,3 +127,32 @@ func TestInspectAccountWide(t *testing.T) {
 	code, stdout, stderr = f.run(append([]string{"inspect"}, scopeArgs(s)...)...)
 	wantCode(t, code, exitNotFound, stdout, stderr)
 }
+
+// A released key's tombstone and an expired record are kept in the store
+// for late writes to find, but are no record to an operator: inspect and
+// resolve say there is no live record, as for a key never stored.
+func TestInspectKeptButNotLive(t *testing.T) {
+	f := newFixture(t)
+	freed := scopeOf("freed-1")
+	rec := f.seed(freed, time.Now().Add(time.Minute))
+	now := time.Now()
+	f.write(&idemkit.Record{ID: rec.ID, Scope: rec.Scope, State: idemkit.StateReleased, Fingerprint: rec.Fingerprint, Owner: rec.Owner,
+		Version: "released-1", LeaseUntil: now, ExpiresAt: now, CreatedAt: now}, rec)
+	gone := scopeOf("gone-1")
+	old := f.seedStale(gone)
+	expired := markedOf(old)
+	expired.ExpiresAt = now.Add(-time.Minute)
+	f.write(expired, old)
+	for _, s := range []idemkit.Scope{freed, gone} {
+		if _, err := f.store.Get(t.Context(), s.ID(false)); err != nil {
+			t.Fatalf("%s: the store does not keep the record: %v", s.Key, err)
+		}
+		for _, args := range [][]string{{"inspect"}, {"resolve", "--as", "failed", "--reason", "r"}} {
+			code, stdout, stderr := f.run(append(args, scopeArgs(s)...)...)
+			wantCode(t, code, exitNotFound, stdout, stderr)
+			if !strings.Contains(stderr, "no live record") {
+				t.Errorf("%s %s: stderr %q", args[0], s.Key, stderr)
+			}
+		}
+	}
+}

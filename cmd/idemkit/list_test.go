@@ -200,14 +200,12 @@ func TestListJSONAccountWide(t *testing.T) {
 	f.seedIndeterminate(perOp, time.Now().Add(-2*time.Hour))
 	acct := scopeOf("acct-1")
 	now := time.Now()
-	rec := &idemkit.Record{ID: acct.ID(true), Scope: acct, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-acct",
+	rec := &idemkit.Record{ID: acct.ID(true), Scope: acct, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-acct", Version: "claim-acct",
 		LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-2 * time.Hour)}
-	if res, err := f.store.Claim(t.Context(), rec, now); err != nil || !res.Won {
-		t.Fatalf("seed: %+v %v", res, err)
+	if met, err := f.store.Create(t.Context(), rec); err != nil || met != nil {
+		t.Fatalf("seed: %+v %v", met, err)
 	}
-	if err := f.store.MarkIndeterminate(t.Context(), rec.ID, rec.Owner, now); err != nil {
-		t.Fatal(err)
-	}
+	f.write(markedOf(rec), rec)
 	code, stdout, stderr := f.run("list", "--tenant", "acme", "--output", "json")
 	wantCode(t, code, exitOK, stdout, stderr)
 	if !strings.Contains(stdout, `"account_wide": false`) || !strings.Contains(stdout, `"account_wide": true`) {

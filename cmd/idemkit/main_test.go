@@ -14,8 +14,6 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/faultstore"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
@@ -106,16 +104,40 @@ func (f *fixture) seed(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
 		State:       idemkit.StateInFlight,
 		Fingerprint: testFingerprint,
 		Owner:       "owner-" + s.Key,
+		Version:     "claim-" + s.Key,
 		LeaseUntil:  leaseUntil,
 		ReplayUntil: now.Add(idemkit.DefaultReplayWindow),
 		ExpiresAt:   now.Add(idemkit.DefaultRecordRetention),
 		CreatedAt:   leaseUntil.Add(-30 * time.Second),
 	}
-	res, err := f.store.Claim(f.t.Context(), rec, now)
-	if err != nil || !res.Won {
-		f.t.Fatalf("seed %s: won %v, err %v", s.Key, res.Won, err)
+	if met, err := f.store.Create(f.t.Context(), rec); err != nil || met != nil {
+		f.t.Fatalf("seed %s: met %+v, err %v", s.Key, met, err)
 	}
 	return rec
+}
+
+// write replaces prev with next in the fixture's store, as the engine
+// does.
+func (f *fixture) write(next, prev *idemkit.Record) {
+	f.t.Helper()
+	if met, err := f.store.Replace(f.t.Context(), next, prev); err != nil || met != nil {
+		f.t.Fatalf("write %s %s: met %+v, err %v", next.Scope.Key, next.State, met, err)
+	}
+}
+
+// markedOf is rec marked indeterminate, as a retry marks a stale lease.
+func markedOf(rec *idemkit.Record) *idemkit.Record {
+	m := rec.Clone()
+	m.State, m.Cause, m.Version = idemkit.StateIndeterminate, idemkit.CauseLeaseExpired, "marked-"+rec.Scope.Key
+	return m
+}
+
+// unknownOf is rec made indeterminate by its run at now, its outcome
+// unknown.
+func unknownOf(rec *idemkit.Record, now time.Time) *idemkit.Record {
+	m := markedOf(rec)
+	m.Cause, m.LeaseUntil = idemkit.CauseOutcomeUnknown, now
+	return m
 }
 
 // seedStale stores an in_flight record for s whose lease ended twenty
@@ -130,34 +152,23 @@ func (f *fixture) seedStale(s idemkit.Scope) *idemkit.Record {
 func (f *fixture) seedIndeterminate(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
 	f.t.Helper()
 	rec := f.seed(s, leaseUntil)
-	now := time.Now()
-	if err := f.store.MarkIndeterminate(f.t.Context(), rec.ID, rec.Owner, now); err != nil {
-		f.t.Fatalf("mark %s: %v", s.Key, err)
-	}
-	out, err := f.store.Get(f.t.Context(), rec.ID, now)
-	if err != nil {
-		f.t.Fatalf("read %s: %v", s.Key, err)
-	}
-	return out
+	f.write(markedOf(rec), rec)
+	return f.get(s)
 }
 
 // seedCompleted stores a completed record for s with snap.
 func (f *fixture) seedCompleted(s idemkit.Scope, snap *idemkit.Snapshot) *idemkit.Record {
 	f.t.Helper()
 	rec := f.seed(s, time.Now().Add(time.Minute))
-	done := *rec
-	done.State = idemkit.StateCompleted
-	done.CompletedAt = time.Now()
-	done.Snapshot = snap
-	if err := f.store.Complete(f.t.Context(), &done, time.Now()); err != nil {
-		f.t.Fatalf("complete %s: %v", s.Key, err)
-	}
-	return &done
+	done := rec.Clone()
+	done.State, done.CompletedAt, done.Snapshot, done.Version = idemkit.StateCompleted, time.Now(), snap, "done-"+s.Key
+	f.write(done, rec)
+	return done
 }
 
 func (f *fixture) get(s idemkit.Scope) *idemkit.Record {
 	f.t.Helper()
-	rec, err := f.store.Get(f.t.Context(), s.ID(false), time.Now())
+	rec, err := f.store.Get(f.t.Context(), s.ID(false))
 	if err != nil {
 		f.t.Fatalf("get %s: %v", s.Key, err)
 	}
@@ -203,11 +214,33 @@ func wantCode(t *testing.T, got int, want int, stdout, stderr string) {
 	}
 }
 
-// failingStore returns a store failing every call as unavailable.
-func failingStore() *faultstore.Store {
-	fs := faultstore.New(memstore.New())
-	for _, m := range faultstore.Methods() {
-		fs.On(m, faultstore.Fail(&idemkit.StoreError{Op: string(m), Err: errors.New("connection refused")}))
-	}
-	return fs
+// failingStore is a store failing every call as unavailable.
+type failingStore struct{}
+
+var _ idemkit.StaleLister = failingStore{}
+
+func (failingStore) fail(op string) error {
+	return &idemkit.StoreError{Op: op, Err: errors.New("connection refused")}
+}
+
+func (f failingStore) Get(context.Context, string) (*idemkit.Record, error) {
+	return nil, f.fail("get")
+}
+
+func (f failingStore) Create(context.Context, *idemkit.Record) (*idemkit.Record, error) {
+	return nil, f.fail("create")
+}
+
+func (f failingStore) Replace(context.Context, *idemkit.Record, *idemkit.Record) (*idemkit.Record, error) {
+	return nil, f.fail("replace")
+}
+
+func (f failingStore) ListIndeterminate(context.Context, string, string, int, time.Time) ([]*idemkit.Record, string, error) {
+	return nil, "", f.fail("list indeterminate")
+}
+
+func (failingStore) ListsStale() bool { return true }
+
+func (f failingStore) ListStale(context.Context, string, string, int, time.Time) ([]*idemkit.Record, string, error) {
+	return nil, "", f.fail("list stale")
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -22,19 +20,17 @@ func TestResolveStaleMarkFails(t *testing.T) {
 	mem := memstore.New()
 	s := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k"}
 	id := s.ID(false)
-	rec := &idemkit.Record{ID: id, Scope: s, State: idemkit.StateInFlight, Owner: "owner-1",
+	rec := &idemkit.Record{ID: id, Scope: s, State: idemkit.StateInFlight, Owner: "owner-1", Version: "claim-1",
 		CreatedAt: now.Add(-time.Hour), LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(24 * time.Hour)}
-	if res, err := mem.Claim(ctx, rec, now.Add(-time.Hour)); err != nil || !res.Won {
-		t.Fatalf("seed: %+v %v", res, err)
+	if met, err := mem.Create(ctx, rec); err != nil || met != nil {
+		t.Fatalf("seed: %+v %v", met, err)
 	}
-	// MarkIndeterminate fails as an outage does.
-	markFails := faultstore.New(mem)
-	markFails.On(faultstore.MarkIndeterminate, faultstore.Fail(&idemkit.StoreError{Op: "mark indeterminate", Err: errors.New("throttled")}))
-	out, prev, err := idemkit.Resolve(ctx, markFails, id, idemkit.Resolution{As: idemkit.StateFailed, Reason: "r", Operator: "ops"}, now)
+	// The mark fails as an outage does.
+	out, prev, err := idemkit.Resolve(ctx, writesFail{mem}, id, idemkit.Resolution{As: idemkit.StateFailed, Reason: "r", Operator: "ops"}, now)
 	if prev != idemkit.StateInFlight || out != nil || exitCode(err) != exitUnavailable {
 		t.Errorf("resolve: was %s, %v, %v (exit %d); want in_flight, nothing, exit %d", prev, out, err, exitCode(err), exitUnavailable)
 	}
-	if got, err := mem.Get(ctx, id, now); err != nil || got.State != idemkit.StateInFlight || got.Owner != "owner-1" || got.Resolution != nil {
+	if got, err := mem.Get(ctx, id); err != nil || got.State != idemkit.StateInFlight || got.Version != rec.Version || got.Resolution != nil {
 		t.Errorf("record after a failed mark: %+v %v; want it unchanged", got, err)
 	}
 }

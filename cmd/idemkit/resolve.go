@@ -153,6 +153,11 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return c.fail("resolve", resolveErr(explainStoreError(store, o.store.Table, err), id, res.As, c.env.Now()))
 	}
+	// Resolve returns the record as written; the store may have kept less
+	// of the answer (a body over its item cap): read what it kept.
+	if got, err := store.Get(ctx, id); err == nil && got.Version == rec.Version {
+		rec = got
+	}
 	if w := notStored(res.Snapshot, rec.Snapshot); w != "" {
 		c.errorf("idemkit resolve: warning: %s; replays answer with the outcome only", w)
 	}

@@ -241,14 +241,12 @@ func TestResolveLateIsReplayed(t *testing.T) {
 	s := scopeOf("late-1")
 	now := time.Now()
 	created := now.Add(-30 * time.Hour)
-	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-late",
+	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Fingerprint: testFingerprint, Owner: "owner-late", Version: "claim-late",
 		LeaseUntil: created.Add(time.Minute), ReplayUntil: created.Add(24 * time.Hour), ExpiresAt: created.Add(48 * time.Hour), CreatedAt: created}
-	if res, err := f.store.Claim(t.Context(), rec, now); err != nil || !res.Won {
-		t.Fatalf("seed: %+v %v", res, err)
+	if met, err := f.store.Create(t.Context(), rec); err != nil || met != nil {
+		t.Fatalf("seed: %+v %v", met, err)
 	}
-	if err := f.store.MarkIndeterminate(t.Context(), rec.ID, rec.Owner, now); err != nil {
-		t.Fatal(err)
-	}
+	f.write(markedOf(rec), rec)
 	code, stdout, stderr := f.run(append([]string{"resolve", "--as", "completed", "--status", "201", "--reason", "charged, PSP ref ch_2"}, scopeArgs(s)...)...)
 	wantCode(t, code, exitOK, stdout, stderr)
 
@@ -351,7 +349,7 @@ func TestResolveRecentlyEndedLease(t *testing.T) {
 			if tc.code == exitConflict && !strings.Contains(stderr, "clock is behind") {
 				t.Errorf("stderr %q, want the clock-skew refusal", stderr)
 			}
-			got, err := f.store.Get(t.Context(), rec.ID, time.Now())
+			got, err := f.store.Get(t.Context(), rec.ID)
 			if err != nil || got.State != tc.state {
 				t.Fatalf("record %+v, %v; want %s", got, err, tc.state)
 			}

@@ -39,11 +39,7 @@ func TestResolveSeenThroughWarmCache(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			late := func() error {
-				done := *rec
-				done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, time.Now(), ownerAnswer
-				return warm.Complete(t.Context(), &done, time.Now())
-			}
+			late := func() error { return lateComplete(t.Context(), warm, rec, ownerAnswer) }
 			resolve := func() int {
 				code, stdout, stderr := f.run(append(append([]string{"resolve", "--reason", "checked the ledger"}, tc.as...), scopeArgs(s)...)...)
 				if code != exitOK && code != exitConflict {
