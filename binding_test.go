@@ -20,10 +20,10 @@ func endFirstRun(t *testing.T, f *fixture, r idemkit.Request, accountWide bool, 
 	switch end {
 	case "stale":
 		now := f.clock.Now()
-		rec := &idemkit.Record{ID: id, Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint, Owner: "crashed",
+		rec := &idemkit.Record{ID: id, Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint, Owner: "crashed", Version: "crashed",
 			LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(24 * time.Hour), ExpiresAt: now.Add(7 * 24 * time.Hour), CreatedAt: now}
-		if res, err := f.store.Claim(ctx, rec, now); err != nil || !res.Won {
-			t.Fatalf("claim: %+v %v", res, err)
+		if met, err := f.store.Create(ctx, rec); err != nil || met != nil {
+			t.Fatalf("claim: %+v %v", met, err)
 		}
 		f.clock.Advance(2 * time.Second)
 	case "failed":
@@ -34,9 +34,7 @@ func endFirstRun(t *testing.T, f *fixture, r idemkit.Request, accountWide bool, 
 			t.Fatalf("first run: %v, want ErrOutcomeUnknown", err)
 		}
 		f.clock.Advance(time.Second)
-		if _, err := f.store.Resolve(ctx, id, f.ownerOf(t, id), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}, f.clock.Now()); err != nil {
-			t.Fatalf("resolve: %v", err)
-		}
+		f.resolveFailed(t, id, f.clock.Now())
 	}
 }
 

@@ -40,15 +40,21 @@ func newFixture(t *testing.T, mod func(*idemkit.Config)) *fixture {
 	return f
 }
 
-// ownerOf returns the owner of the live record with id: the run an
-// operator checked before resolving it.
-func (f *fixture) ownerOf(t *testing.T, id string) string {
+// resolveFailed writes an operator's failed decision on the indeterminate
+// record with id, as idemkit.Resolve writes it, without waiting out its
+// grace: in place of the version read.
+func (f *fixture) resolveFailed(t *testing.T, id string, at time.Time) {
 	t.Helper()
-	rec, err := f.store.Get(context.Background(), id, f.clock.Now())
-	if err != nil {
-		t.Fatalf("read %q: %v", id, err)
+	cur, err := f.store.Get(context.Background(), id)
+	if err != nil || cur.State != idemkit.StateIndeterminate {
+		t.Fatalf("resolve %q: %+v %v, want an indeterminate record", id, cur, err)
 	}
-	return rec.Owner
+	failed := cur.Clone()
+	failed.State, failed.Version = idemkit.StateFailed, cur.Version+"-resolved"
+	failed.Resolution = &idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged", ResolvedAt: at}
+	if met, err := f.store.Replace(context.Background(), failed, cur); err != nil || met != nil {
+		t.Fatalf("resolve %q: met %+v, %v", id, met, err)
+	}
 }
 
 func req(key string) idemkit.Request {
@@ -177,13 +183,15 @@ func TestInFlight(t *testing.T) {
 
 // crash leaves an in_flight record whose handler never completes, as a
 // killed process would.
-func crash(t *testing.T, f *fixture, r idemkit.Request, lease time.Duration) {
+func crash(t *testing.T, f *fixture, r idemkit.Request, lease time.Duration) *idemkit.Record {
 	t.Helper()
 	now := f.clock.Now()
-	rec := &idemkit.Record{ID: r.Scope.ID(false), Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint, Owner: "crashed", LeaseUntil: now.Add(lease), ReplayUntil: now.Add(24 * time.Hour), ExpiresAt: now.Add(7 * 24 * time.Hour), CreatedAt: now}
-	if res, err := f.store.Claim(context.Background(), rec, now); err != nil || !res.Won {
-		t.Fatalf("claim: %+v %v", res, err)
+	rec := &idemkit.Record{ID: r.Scope.ID(false), Scope: r.Scope, State: idemkit.StateInFlight, Fingerprint: r.Fingerprint, Owner: "crashed", Version: "crashed",
+		LeaseUntil: now.Add(lease), ReplayUntil: now.Add(24 * time.Hour), ExpiresAt: now.Add(7 * 24 * time.Hour), CreatedAt: now}
+	if met, err := f.store.Create(context.Background(), rec); err != nil || met != nil {
+		t.Fatalf("claim: %+v %v", met, err)
 	}
+	return rec
 }
 
 func TestStaleLeaseFailClosed(t *testing.T) {
@@ -239,9 +247,7 @@ func TestResolvedFailedRunsAgain(t *testing.T) {
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrOutcomePending) {
 		t.Fatal(err)
 	}
-	if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), f.ownerOf(t, req("k").Scope.ID(false)), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", ResolvedAt: f.clock.Now()}, f.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	f.resolveFailed(t, req("k").Scope.ID(false), f.clock.Now())
 	snap, replayed, err := f.do(t, req("k"), respond(201, "again"))
 	if err != nil || replayed || string(snap.Body) != "again" || f.runs != 1 {
 		t.Fatalf("after resolution as failed: %+v %v %v runs %d", snap, replayed, err, f.runs)
@@ -252,7 +258,7 @@ func TestStaleLeaseTakeover(t *testing.T) {
 	f := newFixture(t, func(c *idemkit.Config) {
 		c.Operations = map[string]idemkit.Policy{"POST /payments": {OnStaleLease: idemkit.Takeover}}
 	})
-	crash(t, f, req("k"), 10*time.Second)
+	crashed := crash(t, f, req("k"), 10*time.Second)
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrInFlight) {
 		t.Fatalf("while the lease lives: %v", err)
 	}
@@ -265,12 +271,13 @@ func TestStaleLeaseTakeover(t *testing.T) {
 	if len(ks) < 2 || ks[len(ks)-2] != idemkit.EventTakeover || ks[len(ks)-1] != idemkit.EventExecuted {
 		t.Fatalf("events %v, want ... takeover, executed", ks)
 	}
-	// The crashed owner can no longer complete over the new result.
-	rec, _ := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
-	stale := rec.Clone()
-	stale.Owner = "crashed"
-	if err := f.store.Complete(context.Background(), stale, f.clock.Now()); !errors.Is(err, idemkit.ErrNotOwner) {
-		t.Fatalf("stale completion: %v", err)
+	// The crashed owner can no longer complete over the new result: its
+	// completion replaces only the version it claimed.
+	stale := crashed.Clone()
+	stale.State, stale.Version = idemkit.StateCompleted, "crashed-done"
+	stale.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte("stale")}
+	if met, err := f.store.Replace(context.Background(), stale, crashed); err != nil || met == nil || met.Owner == "crashed" {
+		t.Fatalf("stale completion: met %+v, %v; want the new owner's record met", met, err)
 	}
 	if _, replayed, _ := f.do(t, req("k"), respond(201, "x")); !replayed || f.runs != 1 {
 		t.Fatal("the taken-over result is not replayed")
@@ -760,9 +767,9 @@ func TestUUIDv7OldKeyFreedAgain(t *testing.T) {
 			} else {
 				// A claim whose run crashed: stored, never completed.
 				rec := &idemkit.Record{ID: first.Scope.ID(false), Scope: first.Scope, State: idemkit.StateInFlight, Fingerprint: first.Fingerprint,
-					Owner: "crashed", LeaseUntil: start.Add(time.Minute), ReplayUntil: start.Add(day), ExpiresAt: start.Add(7 * day), CreatedAt: start}
-				if res, err := f.store.Claim(context.Background(), rec, start); err != nil || !res.Won {
-					t.Fatalf("claim: %+v %v", res, err)
+					Owner: "crashed", Version: "crashed", LeaseUntil: start.Add(time.Minute), ReplayUntil: start.Add(day), ExpiresAt: start.Add(7 * day), CreatedAt: start}
+				if met, err := f.store.Create(context.Background(), rec); err != nil || met != nil {
+					t.Fatalf("claim: %+v %v", met, err)
 				}
 				f.clock.Advance(6*day + 23*time.Hour)
 			}

@@ -25,9 +25,7 @@ func TestLateClaimCopy(t *testing.T) {
 	resolveFailed := func(t *testing.T, f *fixture) {
 		t.Helper()
 		f.clock.Advance(time.Second)
-		if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), f.ownerOf(t, req("k").Scope.ID(false)), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}, f.clock.Now()); err != nil {
-			t.Fatalf("resolve: %v", err)
-		}
+		f.resolveFailed(t, req("k").Scope.ID(false), f.clock.Now())
 	}
 	for _, tc := range []struct {
 		name string
@@ -113,9 +111,7 @@ func TestClaimByAClockBehind(t *testing.T) {
 				t.Fatal("the first run: no error")
 			}
 			if tc.resolve {
-				if _, err := f.store.Resolve(context.Background(), req("k").Scope.ID(false), f.ownerOf(t, req("k").Scope.ID(false)), idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, aheadClock.Now()); err != nil {
-					t.Fatalf("resolve: %v", err)
-				}
+				f.resolveFailed(t, req("k").Scope.ID(false), aheadClock.Now())
 			}
 			if snap, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || string(snap.Body) != "ok" || f.runs != 1 {
 				t.Fatalf("a claim by a clock %s behind: %+v %v %v, %d runs; want one run", ahead, snap, replayed, err, f.runs)
