@@ -231,7 +231,9 @@ func markedUnknown(at time.Time) func(*idemkit.Record) {
 	}
 }
 
-func markedStale(r *idemkit.Record) { r.State, r.Cause = idemkit.StateIndeterminate, idemkit.CauseLeaseExpired }
+func markedStale(r *idemkit.Record) {
+	r.State, r.Cause = idemkit.StateIndeterminate, idemkit.CauseLeaseExpired
+}
 
 func releasedAt(at time.Time) func(*idemkit.Record) {
 	return func(r *idemkit.Record) {
