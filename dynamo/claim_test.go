@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
-		"sync"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"

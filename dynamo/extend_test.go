@@ -29,8 +29,8 @@ func TestRenewalCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		before func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) *idemkit.Record // the record stored then
-		want   idemkit.State                                                                             // the state met; "": stored
-		absent bool                                                                                      // ErrNotFound
+		want   idemkit.State                                                                           // the state met; "": stored
+		absent bool                                                                                    // ErrNotFound
 	}{
 		{name: "later"},
 		{name: "after a later renewal", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) *idemkit.Record {

@@ -144,7 +144,6 @@ func TestCheckTTLAttr(t *testing.T) {
 	}
 }
 
-
 // attrNum returns the number attribute name of item, or -1.
 func attrNum(item map[string]types.AttributeValue, name string) int64 {
 	n, ok := item[name].(*types.AttributeValueMemberN)
