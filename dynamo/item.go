@@ -109,11 +109,11 @@ func ceilMilli(t time.Time) int64 {
 
 // KeptPast is how long an item outlives its record's ExpiresAt: the TTL
 // attribute holds ExpiresAt plus KeptPast, so that TTL deletes no item
-// that a late copy of a claim may still meet (idemkit.MaxWriteDelay, plus
+// that a late copy of a Create may still meet (idemkit.MaxWriteDelay, plus
 // five minutes for the SDK's clock-skew correction, which dates a
 // signature by DynamoDB's clock where the instance's runs behind it, so
 // that a late copy may stay valid that much longer than the instance's own
-// clock says). The conditions compare the attribute with now plus
+// clock says). The listings compare the attribute with now plus
 // KeptPast. A tool that reads the items itself subtracts it.
 const KeptPast = idemkit.MaxWriteDelay + 5*time.Minute
 
@@ -245,9 +245,8 @@ func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
 // snapshotAttrs adds snap to it, within max bytes for the whole item. The
 // body is compressed with codec when that makes it smaller and it is at
 // least compressMin bytes long; for a zero compressMin, when it would take
-// it past DefaultCompressAbove bytes as it is. (For a completion it is the
-// whole item; for a resolution only the attributes it sets, so there a
-// body just over the line may be stored as is.) A body that does not fit, or is longer
+// it past DefaultCompressAbove bytes as it is (it is the whole item of the
+// record). A body that does not fit, or is longer
 // than maxDecodedBody (which decodeItem refuses), is left out and the
 // snapshot marked omitted; then, if still needed, every header but
 // Location, and the snapshot is marked omitted even when it had no body.
