@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,10 +20,10 @@ import (
 )
 
 // racyGets stands for other requests changing the record between a
-// claim's failed PutItem and its GetItem: before and after run around
-// every GetItem. It drops the item a failed PutItem returns, as a server
-// without ReturnValuesOnConditionCheckFailure does (dynalite), so that the
-// claim reads the record whatever the test server is.
+// write's refusal and its GetItem: before and after run around every
+// GetItem. It drops the item a refused write returns, as a server without
+// ReturnValuesOnConditionCheckFailure does (dynalite), so that the store
+// reads the record whatever the test server is.
 type racyGets struct {
 	dynamo.Client
 	before, after func()
@@ -52,10 +51,10 @@ func (r *racyGets) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFn
 	return out, err
 }
 
-// TestClaimRecordVanishes: when the record that failed a claim's condition
-// is gone by the time it is read, the claim is tried again; it is never
-// reported won unless its write succeeded.
-func TestClaimRecordVanishes(t *testing.T) {
+// TestCreateRecordVanishes: when the item that refused a Create is gone by
+// the time it is read, the put is made again; a Create never reports a
+// record stored unless its put succeeded, nor met unless one was read.
+func TestCreateRecordVanishes(t *testing.T) {
 	c := client(t)
 	table := newTable(t, c)
 	ctx := context.Background()
@@ -63,12 +62,13 @@ func TestClaimRecordVanishes(t *testing.T) {
 	direct, _ := dynamo.New(c, table, testOptions())
 	rec := func(key, owner string) *idemkit.Record {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}
-		return &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:sha256:v", Owner: owner, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+		return &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:sha256:v", Owner: owner, Version: "v-" + owner,
+			LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
 	}
 	hold := func(r *idemkit.Record) func() {
 		return func() {
-			if res, err := direct.Claim(ctx, r, now); err != nil || !res.Won {
-				t.Errorf("holder claim: %+v, %v", res, err)
+			if met, err := direct.Create(ctx, r); err != nil || met != nil {
+				t.Errorf("holder's create: %+v, %v", met, err)
 			}
 		}
 	}
@@ -81,51 +81,35 @@ func TestClaimRecordVanishes(t *testing.T) {
 		}
 	}
 
-	t.Run("released between the calls", func(t *testing.T) {
+	t.Run("deleted between the calls", func(t *testing.T) {
 		holder, mine := rec("once", "holder"), rec("once", "mine")
 		hold(holder)()
 		racy := &racyGets{Client: c, before: release(holder)}
 		s, _ := dynamo.New(racy, table, testOptions())
-		res, err := s.Claim(ctx, mine, now)
-		if err != nil || !res.Won {
-			t.Fatalf("claim: %+v, %v; want a win once the holder released", res, err)
+		if met, err := s.Create(ctx, mine); err != nil || met != nil {
+			t.Fatalf("create: %+v, %v; want it stored once the holder's item is gone", met, err)
 		}
 		if n := racy.puts.Load(); n != 2 {
 			t.Fatalf("%d PutItem calls, want 2", n)
 		}
-		if got, err := direct.Get(ctx, mine.ID, now); err != nil || got.Owner != "mine" {
-			t.Fatalf("stored %+v, %v", got, err)
+		if got := get(t, direct, mine.ID); got.Owner != "mine" || got.Version != mine.Version {
+			t.Fatalf("stored %+v", got)
 		}
 	})
 
-	// The record read after the failed write changed (its key may run
-	// again) but is still there: the claim is shown it as it is now, for
-	// the engine to decide, and stores nothing.
+	// The item read after the refusal changed but is still there: the
+	// Create returns it as it is now, for the engine to decide, and stores
+	// nothing.
 	for _, tc := range []struct {
 		name   string
 		state  idemkit.State
 		change func(holder *idemkit.Record)
 	}{
 		{"resolved as failed between the calls", idemkit.StateFailed, func(holder *idemkit.Record) {
-			if err := direct.MarkUnknown(ctx, holder.ID, "holder", now); err != nil {
-				t.Error(err)
-			}
-			if _, err := direct.Resolve(ctx, holder.ID, holder.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops"}, now); err != nil {
-				t.Error(err)
-			}
+			change(t, direct, change(t, direct, holder, markedUnknown(now)), resolvedFailed(now))
 		}},
 		{"lease ended between the calls", idemkit.StateInFlight, func(holder *idemkit.Record) {
-			// The lease's end moved into the past (Extend never moves it
-			// back): as if the holder's lease had ended.
-			_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: aws.String(table), Key: map[string]types.AttributeValue{dynamo.AttrID: S(holder.ID)},
-				UpdateExpression:          aws.String("SET #lu = :lu"),
-				ExpressionAttributeNames:  map[string]string{"#lu": dynamo.AttrLeaseUntil},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":lu": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(-time.Second).UnixMilli(), 10)}},
-			})
-			if err != nil {
-				t.Error(err)
-			}
+			change(t, direct, holder, func(r *idemkit.Record) { r.LeaseUntil = now.Add(-time.Second) })
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,44 +117,44 @@ func TestClaimRecordVanishes(t *testing.T) {
 			hold(holder)()
 			racy := &racyGets{Client: c, before: func() { tc.change(holder) }}
 			s, _ := dynamo.New(racy, table, testOptions())
-			res, err := s.Claim(ctx, mine, now)
-			if err != nil || res.Won || res.Existing == nil || res.Existing.State != tc.state || res.Existing.Owner != "holder" {
-				t.Fatalf("claim: %+v, %v; want lost to the holder's %s record as read", res, err, tc.state)
+			met, err := s.Create(ctx, mine)
+			if err != nil || met == nil || met.State != tc.state || met.Owner != "holder" {
+				t.Fatalf("create: %+v, %v; want the holder's %s record as read", met, err, tc.state)
 			}
 			if n := racy.puts.Load(); n != 1 {
 				t.Fatalf("%d PutItem calls, want 1", n)
 			}
-			if got, err := direct.Get(ctx, mine.ID, now); err != nil || got.Owner != "holder" {
-				t.Fatalf("stored %+v, %v; want the holder's record", got, err)
+			if got := get(t, direct, mine.ID); got.Owner != "holder" {
+				t.Fatalf("stored %+v; want the holder's record", got)
 			}
 		})
 	}
 
 	t.Run("keeps changing", func(t *testing.T) {
-		// Before each read the holder releases; after it, a holder claims
-		// again: every write of ours fails and every read finds nothing.
+		// Before each read the holder's item is deleted; after it, it is
+		// created again: every put is refused and every read finds nothing.
 		holder, mine := rec("churn", "holder"), rec("churn", "mine")
 		hold(holder)()
 		racy := &racyGets{Client: c, before: release(holder), after: hold(holder)}
 		s, _ := dynamo.New(racy, table, testOptions())
-		res, err := s.Claim(ctx, mine, now)
-		if err != nil || res.Won || res.Existing != nil {
-			t.Fatalf("claim: %+v, %v; want lost with no record, for the engine to retry", res, err)
+		met, err := s.Create(ctx, mine)
+		if !errors.Is(err, idemkit.ErrStoreUnavailable) || met != nil {
+			t.Fatalf("create: %+v, %v; want ErrStoreUnavailable after three puts", met, err)
 		}
 		if n := racy.puts.Load(); n != 3 {
 			t.Fatalf("%d PutItem calls, want 3", n)
 		}
-		if got, err := direct.Get(ctx, holder.ID, now); err != nil || got.Owner != "holder" {
-			t.Fatalf("stored %+v, %v; want the holder's record", got, err)
+		if got := get(t, direct, holder.ID); got.Owner != "holder" {
+			t.Fatalf("stored %+v; want the holder's record", got)
 		}
-		// Through the engine the churn ends in a conflict; nothing runs.
-		g, _ := idemkit.New(idemkit.Config{Store: s})
+		// Through the engine the churn is a store failure; nothing runs.
+		g, _ := idemkit.New(idemkit.Config{Store: s, ClaimBackoff: time.Millisecond})
 		_, _, err = g.Do(ctx, idemkit.Request{Scope: mine.Scope, Fingerprint: mine.Fingerprint}, func(context.Context) (*idemkit.Snapshot, error) {
 			t.Error("handler ran without a claim")
 			return nil, errors.New("ran")
 		})
-		if !errors.Is(err, idemkit.ErrInFlight) {
-			t.Fatalf("Do: %v, want ErrInFlight", err)
+		if !errors.Is(err, idemkit.ErrStoreUnavailable) {
+			t.Fatalf("Do: %v, want ErrStoreUnavailable", err)
 		}
 	})
 }
@@ -212,25 +196,22 @@ func allOldServer(t *testing.T) (*dynamo.Store, func() map[string]int) {
 
 var allOldScope = idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k-001"}
 
-// TestClaimLostALLOLD: a lost claim uses the item returned with the
+// TestCreateMetALLOLD: a refused Create uses the item returned with the
 // condition failure and makes no second call.
-func TestClaimLostALLOLD(t *testing.T) {
+func TestCreateMetALLOLD(t *testing.T) {
 	s, ops := allOldServer(t)
 	now := time.Now()
-	rec := &idemkit.Record{ID: allOldScope.ID(false), Scope: allOldScope, State: idemkit.StateInFlight, Owner: "other", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
-	res, err := s.Claim(context.Background(), rec, now)
+	rec := &idemkit.Record{ID: allOldScope.ID(false), Scope: allOldScope, State: idemkit.StateInFlight, Owner: "other", Version: "v-other",
+		LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+	ex, err := s.Create(context.Background(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Won || res.Existing == nil {
-		t.Fatalf("claim result %+v, want lost with the existing record", res)
-	}
-	ex := res.Existing
-	if ex.ID != rec.ID || ex.State != idemkit.StateCompleted || ex.Owner != "5b7f7a1e-6a55-4c36-9a53-0d1f3d2e9c41" || ex.Scope != allOldScope {
-		t.Fatalf("existing record %+v", ex)
+	if ex == nil || ex.ID != rec.ID || ex.State != idemkit.StateCompleted || ex.Owner != "5b7f7a1e-6a55-4c36-9a53-0d1f3d2e9c41" || ex.Scope != allOldScope || ex.Version != "" {
+		t.Fatalf("met %+v", ex)
 	}
 	if ex.Snapshot == nil || ex.Snapshot.Status != 201 || string(ex.Snapshot.Body) != `{"id":"ord_1","status":"accepted"}` || ex.Snapshot.Header.Get("Location") != "/orders/ord_1" {
-		t.Fatalf("existing snapshot %+v", ex.Snapshot)
+		t.Fatalf("met snapshot %+v", ex.Snapshot)
 	}
 	if got := ops(); got["PutItem"] != 1 || len(got) != 1 {
 		t.Fatalf("calls %v, want one PutItem and nothing else", got)
@@ -261,11 +242,12 @@ func TestReplayUsageALLOLD(t *testing.T) {
 	}
 }
 
-// claimPut tells a claim's PutItem from a completion's and a release's;
-// releasePut a release's.
+// claimPut tells a claim's PutItem (a Create of an in_flight record) from
+// a release's; releaseWrite tells a release, a Create or a Replace that
+// stores a tombstone.
 func claimPut(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"in_flight"}`)) }
 
-func releasePut(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"released"}`)) }
+func releaseWrite(b []byte) bool { return bytes.Contains(b, []byte(`{"S":"released"}`)) }
 
 // TestLostClaimAnswers: a claim whose every SDK attempt is applied with
 // its answer lost is made again by the engine with the same owner token,
@@ -287,7 +269,7 @@ func TestLostClaimAnswers(t *testing.T) {
 		t.Fatalf("Do: %+v replayed %v err %v runs %d", snap, replayed, err, runs)
 	}
 	cs, _ := dynamo.New(clean, table, dynamo.Options{})
-	if rec, err := cs.Get(context.Background(), req.Scope.ID(false), time.Now()); err != nil || rec.State != idemkit.StateCompleted {
+	if rec, err := cs.Get(context.Background(), req.Scope.ID(false)); err != nil || rec.State != idemkit.StateCompleted {
 		t.Fatalf("record %+v %v, want completed", rec, err)
 	}
 }
@@ -298,7 +280,8 @@ func TestLostClaimAnswers(t *testing.T) {
 func TestLostClaimNotFreed(t *testing.T) {
 	s, _, clean, table := faultyStore(t, dynamo.Options{MaxBackoff: time.Millisecond, IndexInFlight: true},
 		faults.Rule{Op: "PutItem", Match: claimPut, Times: -1, Kind: faults.LostAck},
-		faults.Rule{Op: "PutItem", Match: releasePut, Times: -1, Kind: faults.ServerError})
+		faults.Rule{Op: "PutItem", Match: releaseWrite, Times: -1, Kind: faults.ServerError},
+		faults.Rule{Op: "UpdateItem", Match: releaseWrite, Times: -1, Kind: faults.ServerError})
 	g, err := idemkit.New(idemkit.Config{Store: s, ClaimBackoff: time.Millisecond, Policy: idemkit.Policy{Lease: time.Second}})
 	if err != nil {
 		t.Fatal(err)

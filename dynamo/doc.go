@@ -1,59 +1,37 @@
 // Package dynamo is an idemkit.OperatorStore and idemkit.StaleLister on
-// Amazon DynamoDB (AWS SDK for Go v2). Each record is one item; every
-// state change is one conditional write, so the check and the write are
-// one atomic step on the server:
+// Amazon DynamoDB (AWS SDK for Go v2). It is a box of versioned records:
+// each record is one item, and each write is one conditional request whose
+// condition is about existence and version only, so the check and the
+// write are one atomic step on the server:
 //
-//	Claim              PutItem    attribute_not_exists(pk)
-//	                              OR (st = in_flight AND ow = :owner AND lu <= :lu)
-//	Reclaim            PutItem    (ow = :prevOwner AND st = :prevState AND lu = :prevLease)
-//	                              OR (st = in_flight AND ow = :owner AND lu <= :lu)
-//	Complete           UpdateItem ow = :owner AND exp > :nowS AND st <> released
-//	                              AND attribute_not_exists(ra)
-//	                              (SET st, da, the snapshot's and cz; REMOVE ix, it, mk)
-//	Release            PutItem    attribute_not_exists(pk) OR exp <= :nowS OR st = released
-//	                              OR (ow = :owner AND st = in_flight)
-//	                              (the tombstone: pk, st = released, ow, lu = :nowMs, exp)
-//	Extend             UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :lu (SET lu)
-//	MarkUnknown        UpdateItem ow = :owner AND st = in_flight AND exp > :nowS
-//	                              (SET st, ix, it, mk, lu = :nowMs, cz = outcome_unknown)
-//	MarkIndeterminate  UpdateItem ow = :owner AND st = in_flight AND exp > :nowS AND lu <= :nowMs
-//	                              (SET st, ix, it, mk, cz = lease_expired)
-//	Resolve            UpdateItem st = indeterminate AND exp > :nowS AND ow = :owner
-//	                              (after a consistent GetItem reading the owner and, as
-//	                              completed, sizing the answer)
-//	Get                GetItem, consistent
-//	ListIndeterminate  Query of a sparse index
-//	ListStale          Query of the ix index (Options.IndexInFlight)
+//   - Create is one PutItem of the whole item, conditioned on no item of
+//     its key (attribute_not_exists(pk)).
+//   - Replace is one UpdateItem conditioned on the version stored being
+//     the one the caller read (v = :p): it sets the attributes that differ
+//     between the item of the record read and the item of the record
+//     written, and removes those the first has and the second lacks.
+//     Where the condition holds, the item stored is the first, so the
+//     item left is exactly the second.
 //
-// A lost claim returns the blocking item with the failure
-// (ReturnValuesOnConditionCheckFailure=ALL_OLD): one call per replay. When
+// Get is one consistent GetItem; ListIndeterminate and ListStale are one
+// Query of a sparse index each. A refused write returns the item stored
+// (ReturnValuesOnConditionCheckFailure=ALL_OLD), decoded, as met; where
 // the server leaves it out, one consistent GetItem reads it.
 //
-// A claim stores nothing over any item of its key, whatever its state,
-// live or not: the engine decides from the item returned whether the
-// request replays, is refused, or claims in its place (a released key's
-// tombstone, an expired record, a failed one, a stale lease under
-// Takeover), with a Reclaim conditioned on the item as read. So a copy of
-// a claim that waited in the network and lands late takes nothing: a
-// Claim finds an item, a Reclaim finds it changed.
-//
-// A release leaves the key's tombstone, an item of its own state
-// (released) holding the releasing owner in ow and the release's time in
-// lu. Every method but Claim, Reclaim and Release reads it as no record.
-// A release replaces the in_flight item as the DeleteItem it replaces did,
-// for one write unit, and the tombstone carries no index key; a release
-// over a tombstone, or over no live record (a claim never confirmed,
-// whose copies may still land), leaves its own. A refused release is
-// idemkit.ErrNotOwner.
+// No rule of a record's life lives here: the store checks no owner, state,
+// lease or expiry, and keeps whatever record it is given, tombstones and
+// expired records included (Get returns them as they are). The engine
+// decides every change (see idemkit.State). What the store adds to a
+// record is derived from it: the index keys of its state, the TTL
+// attribute, and the snapshot's encoding.
 //
 // Items are kept KeptPast (idemkit.MaxWriteDelay and five minutes, for
 // the SDK's clock-skew correction) past their record's expiry: exp, the
-// TTL attribute, holds ExpiresAt plus that, and every condition compares
-// it with now plus the same. A copy of a write lands within
+// TTL attribute, holds ExpiresAt plus that. A copy of a write lands within
 // MaxWriteDelay of its signing or never, since DynamoDB refuses a request
 // whose SigV4 signature is more than 15 minutes old ("Signature
-// expired"), so a late copy of a claim always finds the item it must not
-// replace, even after the record expired.
+// expired"), so a late copy of a Create always finds the item, even after
+// the record expired, and a late copy of a Replace finds another version.
 //
 // # Item layout
 //
@@ -66,24 +44,29 @@
 // rounded up too, so a lease never ends early).
 //
 //	pk   S     record ID                      ca   N  CreatedAt (ms)
-//	st   S     state, or released             da   N  CompletedAt (ms), when set
+//	st   S     state (released: a tombstone)  da   N  CompletedAt (ms), when set
 //	tn   S     Scope.Tenant                   sc   N  snapshot status
 //	op   S     Scope.Operation                sh   M  snapshot header: name -> L of S
 //	ik   S     Scope.Key                      sb   B  snapshot body
 //	fp   S     Fingerprint                    se   S  body encoding: "zstd" or "s2"; absent: raw
-//	ow   S     Owner token (fencing)          s64  BOOL  Snapshot.Base64, when true
-//	lu   N     LeaseUntil (ms, rounded up)    som  BOOL  Snapshot.Omitted, when true
-//	ru   N     ReplayUntil (ms)               ra, ro, rr, rt  Resolution: As, Operator,
-//	exp  N     ExpiresAt (s, rounded up)                      Reason, ResolvedAt (ms)
-//	           plus KeptPast: the TTL, named by Options.TTLAttr
+//	ow   S     Owner token                    s64  BOOL  Snapshot.Base64, when true
+//	v    S     Version                        som  BOOL  Snapshot.Omitted, when true
+//	lu   N     LeaseUntil (ms, rounded up)    ra, ro, rr, rt  Resolution: As, Operator,
+//	ru   N     ReplayUntil (ms)                               Reason, ResolvedAt (ms)
+//	exp  N     ExpiresAt (s, rounded up)      rq, rx  Resolution: ReplayUntil,
+//	           plus KeptPast: the TTL, named          ExpiresAt (ms), when set
+//	           by Options.TTLAttr
 //	ix   S     "indeterminate" while indeterminate; "in_flight" while in
 //	           flight, with Options.IndexInFlight; else absent
 //	it   S     tenant, only while indeterminate
-//	mk   S     a random token of the last mark or resolution
-//	cz   S     why the record became indeterminate (idemkit.Record.Cause):
-//	           "outcome_unknown" (MarkUnknown) or "lease_expired"
-//	           (MarkIndeterminate); kept by a resolution; absent on a
-//	           record never marked
+//	cz   S     why the record became indeterminate (idemkit.Record.Cause);
+//	           absent on a record never marked
+//
+// Items written by earlier releases of this package may lack v (a Replace
+// of such a record is conditioned on it having none) and hold mk (a token
+// no longer written, removed by no write but a Replace of a record this
+// store cannot encode); a tombstone of theirs holds only pk, st, ow, lu and
+// exp, and reads as a released record without a scope.
 //
 // A header value that is not UTF-8 (HTTP allows bytes 0x80-0xFF) is a B
 // in its list, so that it is replayed byte for byte; a store of an older
@@ -92,14 +75,14 @@
 // The layout is this package's to change: only the names a table's
 // definition and its TTL need are exported (DefaultKeyAttr, TTLAttr and
 // the Index* constants; TableDefinition has the rest). A completed
-// resolution's snapshot is the record's snapshot (sc, sh, sb, ...), not
-// stored twice.
+// resolution's answer is the record's snapshot (sc, sh, sb, ...), not
+// stored twice: a Resolution read back holds no Snapshot.
 //
 // Two sparse global secondary indexes (projection ALL) list indeterminate
 // records without a scan: IndexIndeterminate (hash ix, range lu) for all
 // tenants and IndexIndeterminateTenant (hash it, range lu) for one, both
-// oldest lease first. MarkIndeterminate sets ix and it; Resolve removes
-// them. The ix index has one hash key value per state: fine for the rare
+// oldest lease first. An indeterminate record's item carries ix and it;
+// a resolved one's does not. The ix index has one hash key value per state: fine for the rare
 // indeterminate records it holds. Options.IndexInFlight also puts every
 // in_flight record under ix = "in_flight", so that ListStale lists the
 // ones whose lease ended (range lu <= now) without a scan; it costs two
@@ -113,8 +96,8 @@
 // items: a record is then the item whose partition key KeyAttr holds
 // KeyPrefix and the record ID, and whose sort key, when the table has
 // one, holds SortKeyValue; it has no pk attribute (unless KeyAttr is pk).
-// Every other attribute, the conditions and the indexes are as above, the
-// conditions naming KeyAttr where they name pk. Their zero values are the
+// Every other attribute, the conditions and the indexes are as above,
+// Create's condition naming KeyAttr where it names pk. Their zero values are the
 // layout above, unchanged. New refuses a key attribute named as one of the
 // record's attributes (those the layout above names), an empty
 // SortKeyValue, and a KeyPrefix over MaxKeyPrefixLen bytes (with it, every
@@ -123,8 +106,8 @@
 // idemkit.ErrRecordInvalid.
 //
 // The two indexes keep their attributes and values (ix, it, lu): they are
-// the record's own attributes, the tenant index's key is copied from tn
-// in the same update that marks a record, and an index holds only items
+// the record's own attributes, the tenant index's key is the record's
+// tenant, written with the record, and an index holds only items
 // that carry its key attributes. An item of another type that does carry
 // them is never listed: a listing skips every item outside the layout
 // (another sort key value, a partition key without the prefix), so two
@@ -140,9 +123,9 @@
 // exp by default; CheckTTL reports TTL that is off). A table has one TTL
 // attribute: a shared table whose other items expire on an attribute of
 // their own (say "ttl") names it in Options.TTLAttr, or Check reports the
-// TTL attribute (records on a
-// table whose TTL is elsewhere are still read as absent once expired;
-// only their storage is kept).
+// TTL attribute (records on a table whose TTL is elsewhere are still
+// listed as absent once expired, and the engine judges them so; only
+// their storage is kept).
 //
 // # Retries
 //
@@ -153,29 +136,18 @@
 // Options.KeepRetryQuota keeps the client's own retryer instead.
 //
 // A write the SDK sends again, its first attempt landed with its answer
-// lost, is recognised as the call's own (the lost answers of the
-// idemkit.Store contract): a claim and a completion by their conditions
-// (our owner token), a release by its own tombstone, made at its :nowMs,
-// which it writes again, and a mark (MarkUnknown, MarkIndeterminate) or a
-// resolution by a random token of the call it writes in mk and finds in
-// the item that refused the retry (returned with the refusal, or read
-// with one consistent GetItem).
-//
-// A copy of a claim or of a renewal that lands late, after a later
-// renewal (lu later than its own :lu), is refused: it would move the lease
-// back to an end that may have passed, and a retry would take the running
-// request over or mark it indeterminate. A renewal so refused reads the
-// item and returns nil while the record is still ours. A resolution is
-// fenced on the owner of the indeterminate record it read: a late copy,
-// after the key ran again and another run's outcome became unknown, is
-// refused.
+// lost, is refused by its own condition (the item exists; its version
+// changed) and returns the item it stored as met: the caller recognises
+// its own write by its Version (the lost answers of the idemkit.Store
+// contract). A late copy of a write that was followed by others finds
+// another version and stores nothing.
 //
 // # Expiry
 //
 // DynamoDB deletes expired items lazily (hours to days late). Nothing here
-// relies on it: every condition compares exp with the caller's now, and
-// Get and ListIndeterminate treat an expired item as absent. A tombstone
-// relies only on not being deleted before its exp.
+// relies on it: Get returns a record whatever its ExpiresAt, for the
+// engine to judge, and the listings leave out records expired at the now
+// they are given. An item relies only on not being deleted before its exp.
 //
 // # Snapshot size
 //
@@ -198,8 +170,8 @@
 //
 // # Errors
 //
-// Condition failures become the contract's outcomes (idemkit.ErrNotOwner,
-// idemkit.ErrNotIndeterminate, a lost claim). Every other failure
+// A failed condition is the contract's outcome: the record met, or
+// idemkit.ErrNotFound for a Replace over no item. Every other failure
 // (throttling, 5xx, network, timeout, and also a missing table or denied
 // permission) is an *idemkit.StoreError, idemkit.ErrStoreUnavailable under
 // errors.Is, returned after the SDK's retries: each call gets
@@ -224,12 +196,13 @@
 // # Regions
 //
 // With global tables, use NewRegional: each tenant has a home region and
-// every call for its records goes there (see Regions). The tenant is read
-// from the record ID (idemkit.IDTenant), which ties this package to the ID
-// encoding of idemkit.Scope.ID. An operator moves a tenant with a
-// Failover, whose claims (and marks and resolutions of records of keys
-// not first used after it) are fenced until the records its old home
-// wrote are known to have replicated.
+// every call for its records goes there (see Regions). A record is routed
+// by its tenant, and Get by the tenant its ID carries, which ties this
+// package to the ID encoding of idemkit.Scope.ID. An operator moves a
+// tenant with a Failover, whose claims, marks of stale leases and
+// resolutions of keys not first used after it are fenced until the
+// records its old home wrote are known to have replicated: the store
+// tells them from the records it is asked to write.
 //
 // # Table
 //

@@ -91,7 +91,7 @@ func TestEngineFencing(t *testing.T) {
 	if second.Load() != 1 {
 		t.Fatal("the takeover did not execute")
 	}
-	got, err := s.Get(context.Background(), req.Scope.ID(false), clk.Now())
+	got, err := s.Get(context.Background(), req.Scope.ID(false))
 	if err != nil {
 		t.Fatal(err)
 	}

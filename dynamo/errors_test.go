@@ -20,30 +20,24 @@ import (
 
 // storeCalls calls every Store method once.
 var storeCalls = map[string]func(ctx context.Context, s idemkit.OperatorStore) error{
-	"Claim": func(ctx context.Context, s idemkit.OperatorStore) error {
+	"Create": func(ctx context.Context, s idemkit.OperatorStore) error {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: "k"}
 		now := time.Now()
-		_, err := s.Claim(ctx, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}, now)
+		_, err := s.Create(ctx, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Version: "v1",
+			LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)})
 		return err
 	},
-	"Complete": func(ctx context.Context, s idemkit.OperatorStore) error {
+	"Replace": func(ctx context.Context, s idemkit.OperatorStore) error {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: "k"}
 		now := time.Now()
-		return s.Complete(ctx, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateCompleted, Owner: "o", LeaseUntil: now, ExpiresAt: now.Add(time.Hour), Snapshot: &idemkit.Snapshot{Status: 200}}, now)
-	},
-	"Release": func(ctx context.Context, s idemkit.OperatorStore) error {
-		return s.Release(ctx, "o1|1:a1:b1:c", "o", time.Now())
-	},
-	"MarkIndeterminate": func(ctx context.Context, s idemkit.OperatorStore) error {
-		err := s.MarkIndeterminate(ctx, "o1|1:a1:b1:c", "o", time.Now())
-		return err
-	},
-	"Resolve": func(ctx context.Context, s idemkit.OperatorStore) error {
-		_, err := s.Resolve(ctx, "o1|1:a1:b1:c", "o", idemkit.Resolution{As: idemkit.StateFailed}, time.Now())
+		prev := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Version: "v1", LeaseUntil: now, ExpiresAt: now.Add(time.Hour)}
+		done := prev.Clone()
+		done.State, done.Version, done.Snapshot = idemkit.StateCompleted, "v2", &idemkit.Snapshot{Status: 200}
+		_, err := s.Replace(ctx, done, prev)
 		return err
 	},
 	"Get": func(ctx context.Context, s idemkit.OperatorStore) error {
-		_, err := s.Get(ctx, "o1|1:a1:b1:c", time.Now())
+		_, err := s.Get(ctx, "o1|1:a1:b1:c")
 		return err
 	},
 	"ListIndeterminate": func(ctx context.Context, s idemkit.OperatorStore) error {
@@ -105,8 +99,8 @@ func TestServerErrors(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			if err := storeCalls["Claim"](ctx, s); !errors.Is(err, idemkit.ErrStoreUnavailable) {
-				t.Fatalf("Claim: %v, want ErrStoreUnavailable", err)
+			if err := storeCalls["Create"](ctx, s); !errors.Is(err, idemkit.ErrStoreUnavailable) {
+				t.Fatalf("Create: %v, want ErrStoreUnavailable", err)
 			}
 			if ctx.Err() != nil {
 				t.Fatal("returned only after the context's deadline")
@@ -173,24 +167,24 @@ func TestRetryQuota(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now()
 			for i := 0; i < burst; i++ {
-				if _, err := s.Get(ctx, fmt.Sprintf("o1|1:t1:o1:%d", i%10), now); !errors.Is(err, idemkit.ErrStoreUnavailable) {
+				if _, err := s.Get(ctx, fmt.Sprintf("o1|1:t1:o1:%d", i%10)); !errors.Is(err, idemkit.ErrStoreUnavailable) {
 					t.Fatalf("Get under a 5xx fault: %v", err)
 				}
 			}
 			failed, quota := 0, 0
 			for i := 0; i < claims; i++ {
 				sc := idemkit.Scope{Tenant: "t", Operation: "POST /x", Key: fmt.Sprint("quota-", i)}
-				rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:q",
+				rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:q", Version: "v1",
 					LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-				res, err := s.Claim(ctx, rec, now)
+				met, err := s.Create(ctx, rec)
 				switch {
 				case err != nil:
 					failed++
 					if strings.Contains(err.Error(), "retry quota exceeded") {
 						quota++
 					}
-				case !res.Won:
-					t.Fatalf("claim %d lost to %+v", i, res.Existing)
+				case met != nil && met.Version != rec.Version:
+					t.Fatalf("claim %d met %+v", i, met)
 				}
 			}
 			t.Logf("KeepRetryQuota=%v: after %d failing calls, %d of %d claims failed (%d with \"retry quota exceeded\"), every other claim attempt failing; %d faults injected",

@@ -1,5 +1,11 @@
 package dynamo
 
+import (
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit"
+)
+
 // CompressBody is compressBody, for the external benchmarks.
 var CompressBody = compressBody
 
@@ -8,3 +14,8 @@ const MaxDecodedBody = maxDecodedBody
 
 // ItemSize is itemSize, the size of an item by DynamoDB's rules.
 var ItemSize = itemSize
+
+// Encode is the item s stores for rec.
+func Encode(s *Store, rec *idemkit.Record) (map[string]types.AttributeValue, error) {
+	return s.encode("encode", rec)
+}

@@ -13,95 +13,116 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
-	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 )
 
-// TestExtendCalls: a renewal to a later or the same lease end (a retry of
-// one whose answer was lost) is one UpdateItem; one to an earlier end (a
-// late copy of an earlier renewal) is refused by the condition and told
-// from a record that is no longer ours (marked, or released into a
-// tombstone) by the item returned with the refusal, or, where the server
-// does not return it, by one consistent GetItem. The lease never moves back.
-func TestExtendCalls(t *testing.T) {
+// TestRenewalCalls: a renewal (a Replace of the run's in_flight record by
+// one with a later lease) is one UpdateItem that writes the lease and the
+// version alone. One whose version was replaced meanwhile (a late copy of
+// an earlier renewal, after a later one; a renewal after a mark or a
+// release) is refused by its condition and returns the record stored, with
+// the refusal, or, where the server does not return it, read by one
+// consistent GetItem; over no record it is ErrNotFound. A refusal writes
+// nothing: the lease never moves back. (That a renewal never asks for an
+// earlier lease is the engine's rule: idemkit's transition tests.)
+func TestRenewalCalls(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		before  func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time)
-		lease   time.Duration // the renewal's lease end, from the claimed one
-		want    error
-		refused bool          // the UpdateItem's condition fails
-		absent  bool          // on a record never written: no item comes with the refusal
-		stored  time.Duration // the lease end stored after it, from the claimed one
+		name   string
+		before func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) *idemkit.Record // the record stored then
+		want   idemkit.State                                                                           // the state met; "": stored
+		absent bool                                                                                    // ErrNotFound
 	}{
-		{name: "later", lease: time.Minute, stored: time.Minute},
-		{name: "same", lease: 0, stored: 0},
-		{name: "earlier", lease: -time.Second, refused: true, stored: 0},
-		{name: "earlier/marked", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) {
-			if err := s.MarkUnknown(context.Background(), rec.ID, rec.Owner, now); err != nil {
-				t.Fatal(err)
-			}
-		}, lease: -time.Second, want: idemkit.ErrNotOwner, refused: true},
-		{name: "later/released", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) {
-			if err := s.Release(context.Background(), rec.ID, rec.Owner, now); err != nil {
-				t.Fatal(err)
-			}
-		}, lease: time.Minute, want: idemkit.ErrNotOwner, refused: true}, // the release leaves a tombstone, which comes with the refusal
-		{name: "later/never-claimed", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) {
-			rec.ID += "-never-claimed"
-		}, lease: time.Minute, want: idemkit.ErrNotOwner, refused: true, absent: true},
+		{name: "later"},
+		{name: "after a later renewal", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) *idemkit.Record {
+			return change(t, s, rec, func(r *idemkit.Record) { r.LeaseUntil = r.LeaseUntil.Add(2 * time.Minute) })
+		}, want: idemkit.StateInFlight},
+		{name: "after a mark", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) *idemkit.Record {
+			return change(t, s, rec, markedUnknown(now))
+		}, want: idemkit.StateIndeterminate},
+		{name: "after a release", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) *idemkit.Record {
+			return change(t, s, rec, releasedAt(now))
+		}, want: idemkit.StateReleased},
+		{name: "never created", before: func(t *testing.T, s *dynamo.Store, rec *idemkit.Record, now time.Time) *idemkit.Record {
+			rec.ID += "-never-created"
+			return nil
+		}, absent: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, cs, ft := faultyPair(t, http.DefaultTransport, dynamo.Options{})
 			ctx := context.Background()
-			rec, now := inFlightRecord(t, cs, "extend-"+tc.name, 10*time.Second)
+			rec, now := inFlightRecord(t, cs, "renew-"+tc.name, 10*time.Second)
+			stored := rec
 			if tc.before != nil {
-				tc.before(t, cs, rec, now)
+				stored = tc.before(t, cs, rec, now)
 			}
-			err := s.Extend(ctx, rec.ID, rec.Owner, rec.LeaseUntil.Add(tc.lease), now)
-			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
-				t.Fatalf("Extend: %v, want %v", err, tc.want)
+			renewed := rec.Clone()
+			renewed.Version, renewed.LeaseUntil = "v-renewed", rec.LeaseUntil.Add(time.Minute)
+			met, err := s.Replace(ctx, renewed, rec)
+			switch {
+			case tc.absent:
+				if !errors.Is(err, idemkit.ErrNotFound) || met != nil {
+					t.Fatalf("Replace: %+v, %v; want ErrNotFound", met, err)
+				}
+			case tc.want == "":
+				if err != nil || met != nil {
+					t.Fatalf("Replace: %+v, %v; want stored", met, err)
+				}
+			case err != nil || met == nil || met.State != tc.want || met.Version != stored.Version:
+				t.Fatalf("Replace: %+v, %v; want the %s record of version %s", met, err, tc.want, stored.Version)
 			}
+			refused := tc.want != "" || tc.absent
 			wantGets := 0
-			if tc.refused && (tc.absent || !dynalite.Has(t, dynalite.AllOldOnConditionFailure)) {
+			if refused && (tc.absent || !dynalite.Has(t, dynalite.AllOldOnConditionFailure)) {
 				wantGets = 1
 			}
 			if n, g := ft.Calls("UpdateItem"), ft.Calls("GetItem"); n != 1 || g != wantGets {
 				t.Errorf("%d UpdateItem, %d GetItem calls; want 1 and %d", n, g, wantGets)
 			}
-			if tc.want != nil {
+			if tc.absent {
 				return
 			}
-			got, err := cs.Get(ctx, rec.ID, now)
-			if err != nil || !got.LeaseUntil.Equal(rec.LeaseUntil.Add(tc.stored)) || got.State != idemkit.StateInFlight {
-				t.Fatalf("stored %+v %v; want in_flight with the lease until %v", got, err, rec.LeaseUntil.Add(tc.stored))
+			want := renewed
+			if refused {
+				want = stored
+			}
+			got := get(t, cs, rec.ID)
+			if got.Version != want.Version || !got.LeaseUntil.Equal(want.LeaseUntil) || got.State != want.State {
+				t.Fatalf("stored %+v; want version %s, lease until %v", got, want.Version, want.LeaseUntil)
 			}
 		})
 	}
 }
 
-// TestExtendErrors: a renewal that fails, or is refused and its record
-// cannot be read again, is a StoreError, not ErrNotOwner: the renewal may
-// well be ours (a late copy of an earlier one), and the lease is not given
-// up on a call that failed.
-func TestExtendErrors(t *testing.T) {
+// TestRenewalErrors: a renewal that fails, or is refused and its record
+// cannot be read, is a StoreError, neither a record met nor ErrNotFound:
+// the renewal may well have landed, and the lease is not given up on a
+// call that failed.
+func TestRenewalErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		rule  faults.Rule
-		lease time.Duration // the renewal's lease end, from the claimed one
+		stale bool // the renewal replaces a version no longer stored
 	}{
-		{"unavailable", faults.Rule{Op: "UpdateItem", Times: -1, Kind: faults.ServerError}, time.Minute},
-		{"refused/unreadable", faults.Rule{Op: "GetItem", Times: -1, Kind: faults.ServerError}, -time.Second},
+		{"unavailable", faults.Rule{Op: "UpdateItem", Times: -1, Kind: faults.ServerError}, false},
+		{"refused/unreadable", faults.Rule{Op: "GetItem", Times: -1, Kind: faults.ServerError}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A refusal carries no item, as on a server that does not
 			// return it: the store must read the record.
 			s, cs, ft := faultyPair(t, faults.WithoutConditionItem(http.DefaultTransport), dynamo.Options{MaxBackoff: time.Millisecond}, tc.rule)
 			ctx := context.Background()
-			rec, now := inFlightRecord(t, cs, "extend-"+tc.name, 10*time.Second)
-			err := s.Extend(ctx, rec.ID, rec.Owner, rec.LeaseUntil.Add(tc.lease), now)
+			rec, _ := inFlightRecord(t, cs, "renew-"+tc.name, 10*time.Second)
+			prev := rec
+			if tc.stale {
+				prev = rec.Clone()
+				prev.Version = "v-earlier"
+			}
+			renewed := rec.Clone()
+			renewed.Version, renewed.LeaseUntil = "v-renewed", rec.LeaseUntil.Add(time.Minute)
+			met, err := s.Replace(ctx, renewed, prev)
 			var se *idemkit.StoreError
-			if !errors.As(err, &se) || errors.Is(err, idemkit.ErrNotOwner) {
-				t.Fatalf("Extend: %v; want a StoreError", err)
+			if !errors.As(err, &se) || errors.Is(err, idemkit.ErrNotFound) || met != nil {
+				t.Fatalf("Replace: %+v, %v; want a StoreError", met, err)
 			}
 			if len(ft.Events()) == 0 {
 				t.Fatal("no fault injected")
@@ -125,7 +146,7 @@ func TestLeaseRenewalEngine(t *testing.T) {
 	_, _, err = g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
 		stop := time.Now().Add(10 * time.Second)
 		for time.Now().Before(stop) {
-			rec, err := s.Get(ctx, req.Scope.ID(false), time.Now())
+			rec, err := s.Get(ctx, req.Scope.ID(false))
 			if err != nil {
 				return nil, err
 			}
@@ -159,20 +180,7 @@ func TestClockSkewDuringRenewals(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
 	// The first instance's renewals are counted: refused, and renewed (a
 	// value per successful one, when there is room).
-	ec := faultstore.New(s)
-	var refused atomic.Int32
-	renewed := make(chan struct{}, 1)
-	ec.On(faultstore.Extend, faultstore.Always(faultstore.Fault{Then: func(err error) {
-		switch {
-		case errors.Is(err, idemkit.ErrNotOwner):
-			refused.Add(1)
-		case err == nil:
-			select {
-			case renewed <- struct{}{}:
-			default:
-			}
-		}
-	}}))
+	ec := &renewals{Store: s, renewed: make(chan struct{}, 1)}
 	pol := idemkit.Policy{Lease: 2 * time.Second, Heartbeat: 20 * time.Millisecond}
 	a, err := idemkit.New(idemkit.Config{Store: ec, Policy: pol})
 	if err != nil {
@@ -200,7 +208,7 @@ func TestClockSkewDuringRenewals(t *testing.T) {
 	}()
 	<-started
 	select {
-	case <-renewed:
+	case <-ec.renewed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no renewal")
 	}
@@ -213,18 +221,18 @@ func TestClockSkewDuringRenewals(t *testing.T) {
 	}
 	// The next renewal is refused; none follows it.
 	deadline := time.Now().Add(10 * time.Second)
-	for refused.Load() == 0 {
+	for ec.refused.Load() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("renewals of a record marked indeterminate were not refused")
 		}
 		time.Sleep(5 * time.Millisecond) // poll for the refused renewal
 	}
-	calls := ec.Count(faultstore.Extend)
+	calls := ec.calls.Load()
 	close(finish)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := ec.Count(faultstore.Extend); n != calls {
+	if n := ec.calls.Load(); n != calls {
 		t.Errorf("%d renewals after one was refused", n-calls)
 	}
 	for name, g := range map[string]*idemkit.Guard{"first": a, "second": b} {
@@ -239,4 +247,32 @@ func TestClockSkewDuringRenewals(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the handler ran %d times, want once", n)
 	}
+}
+
+// renewals wraps a store, counting the renewals written through it (a
+// Replace of an in_flight record by its owner's in_flight record): every
+// one, the refused ones, and a value on renewed for each one stored, when
+// there is room.
+type renewals struct {
+	*dynamo.Store
+	calls, refused atomic.Int32
+	renewed        chan struct{}
+}
+
+func (r *renewals) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	renewal := rec.State == idemkit.StateInFlight && prev.State == idemkit.StateInFlight && rec.Owner == prev.Owner
+	met, err := r.Store.Replace(ctx, rec, prev)
+	if renewal {
+		r.calls.Add(1)
+		switch {
+		case err == nil && met != nil && met.Version != rec.Version:
+			r.refused.Add(1)
+		case err == nil:
+			select {
+			case r.renewed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return met, err
 }

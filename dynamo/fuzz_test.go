@@ -40,7 +40,7 @@ func FuzzDecodeItem(f *testing.F) {
 			CreatedAt: now, CompletedAt: now,
 			Snapshot: &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/1"}}, Body: body},
 		}
-		it := baseItem(rec)
+		it := baseItem(rec, false)
 		min := -1
 		if compress {
 			min = 1

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	crand "crypto/rand"
 	"math/rand"
 	"net"
 	"net/http"
@@ -178,7 +179,7 @@ func faultyPair(t *testing.T, base http.RoundTripper, opts dynamo.Options, rules
 
 // inFlightRecord returns an in_flight record of key with owner "o-1",
 // created now (the real time, to the millisecond) with a lease ending
-// lease later, and now; claimed through s unless s is nil.
+// lease later, and now; created through s unless s is nil.
 func inFlightRecord(t *testing.T, s *dynamo.Store, key string, lease time.Duration) (*idemkit.Record, time.Time) {
 	t.Helper()
 	now := time.Now().Truncate(time.Millisecond)
@@ -186,11 +187,75 @@ func inFlightRecord(t *testing.T, s *dynamo.Store, key string, lease time.Durati
 	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o-1", Fingerprint: "v1:sha256:f",
 		LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
 	if s != nil {
-		if res, err := s.Claim(context.Background(), rec, now); err != nil || !res.Won {
-			t.Fatalf("claim: %+v %v", res, err)
-		}
+		rec = create(t, s, rec)
 	}
 	return rec, now
+}
+
+// create stores rec with Create, as the engine stores a claim: with a
+// fresh Version, over no record. It returns the record stored.
+func create(t testing.TB, s idemkit.Store, rec *idemkit.Record) *idemkit.Record {
+	t.Helper()
+	r := rec.Clone()
+	r.Version = crand.Text()
+	if met, err := s.Create(context.Background(), r); err != nil || met != nil {
+		t.Fatalf("create %s: met %+v, %v", r.ID, met, err)
+	}
+	return r
+}
+
+// change stores in place of prev a copy of it that f changes, with a fresh
+// Version, as the engine writes its changes, and returns it.
+func change(t testing.TB, s idemkit.Store, prev *idemkit.Record, f func(r *idemkit.Record)) *idemkit.Record {
+	t.Helper()
+	r := prev.Clone()
+	f(r)
+	r.Version = crand.Text()
+	if met, err := s.Replace(context.Background(), r, prev); err != nil || met != nil {
+		t.Fatalf("replace %s: met %+v, %v", r.ID, met, err)
+	}
+	return r
+}
+
+// The engine's changes of a record (idemkit.State), for change.
+
+func completedAt(at time.Time, snap *idemkit.Snapshot) func(*idemkit.Record) {
+	return func(r *idemkit.Record) {
+		r.State, r.Cause, r.CompletedAt, r.Snapshot = idemkit.StateCompleted, "", at, snap
+	}
+}
+
+func markedUnknown(at time.Time) func(*idemkit.Record) {
+	return func(r *idemkit.Record) {
+		r.State, r.Cause, r.LeaseUntil = idemkit.StateIndeterminate, idemkit.CauseOutcomeUnknown, at
+	}
+}
+
+func markedStale(r *idemkit.Record) {
+	r.State, r.Cause = idemkit.StateIndeterminate, idemkit.CauseLeaseExpired
+}
+
+func releasedAt(at time.Time) func(*idemkit.Record) {
+	return func(r *idemkit.Record) {
+		*r = idemkit.Record{ID: r.ID, Scope: r.Scope, State: idemkit.StateReleased, Fingerprint: r.Fingerprint, Owner: r.Owner,
+			LeaseUntil: at, ExpiresAt: at, CreatedAt: at}
+	}
+}
+
+func resolvedFailed(at time.Time) func(*idemkit.Record) {
+	return func(r *idemkit.Record) {
+		r.State, r.Resolution = idemkit.StateFailed, &idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "declined", ResolvedAt: at}
+	}
+}
+
+// get reads id through s, fatal unless a record is stored.
+func get(t testing.TB, s idemkit.Store, id string) *idemkit.Record {
+	t.Helper()
+	r, err := s.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get %s: %v", id, err)
+	}
+	return r
 }
 
 func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -126,7 +126,7 @@ func TestSnapshotCodec(t *testing.T) {
 func snapshotRoundTrip(t *testing.T, rec *idemkit.Record, snap *idemkit.Snapshot, codec Codec, compressed bool) {
 	r := *rec
 	r.Snapshot = snap
-	it := baseItem(&r)
+	it := baseItem(&r, false)
 	if !snapshotAttrs(it, snap, DefaultMaxItemSize, 64, codec) {
 		t.Fatal("did not fit")
 	}

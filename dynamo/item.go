@@ -40,8 +40,11 @@ const (
 	attrOperator     = "ro"           // S  resolution operator
 	attrReason       = "rr"           // S  resolution reason
 	attrResolvedAt   = "rt"           // N  resolution time, epoch milliseconds
-	attrMark         = "mk"           // S  a random token of the last mark or resolution
+	attrResReplay    = "rq"           // N  Resolution.ReplayUntil, epoch milliseconds, when set
+	attrResExpires   = "rx"           // N  Resolution.ExpiresAt, epoch milliseconds, when set
+	attrMark         = "mk"           // S  left by earlier releases of this package (a token of a mark); no longer written
 	attrCause        = "cz"           // S  why the record became indeterminate (idemkit.Cause); absent: never marked, or by a version without it
+	attrVersion      = "v"            // S  idemkit.Record.Version: the write that stored the item; absent on items of earlier releases
 
 	// attrIndeterminate is the hash key of IndexIndeterminate. It is set
 	// to indeterminateValue while a record is indeterminate and, when the
@@ -106,11 +109,11 @@ func ceilMilli(t time.Time) int64 {
 
 // KeptPast is how long an item outlives its record's ExpiresAt: the TTL
 // attribute holds ExpiresAt plus KeptPast, so that TTL deletes no item
-// that a late copy of a claim may still meet (idemkit.MaxWriteDelay, plus
+// that a late copy of a Create may still meet (idemkit.MaxWriteDelay, plus
 // five minutes for the SDK's clock-skew correction, which dates a
 // signature by DynamoDB's clock where the instance's runs behind it, so
 // that a late copy may stay valid that much longer than the instance's own
-// clock says). The conditions compare the attribute with now plus
+// clock says). The listings compare the attribute with now plus
 // KeptPast. A tool that reads the items itself subtracts it.
 const KeptPast = idemkit.MaxWriteDelay + 5*time.Minute
 
@@ -130,17 +133,20 @@ func ceilSec(t time.Time) int64 {
 	return s
 }
 
-// baseItem returns the attributes of rec other than its snapshot.
+// baseItem returns the attributes of rec other than its snapshot, every
+// one derived from rec: its fields, the TTL attribute (ExpiresAt plus
+// KeptPast), and the index keys of its state (ix and it while
+// indeterminate; ix while in_flight when indexInFlight).
 // The map is made with room for every attribute the item can get (its
 // snapshot's too): filled past its size hint, a map grows and rehashes.
 //
 // Its string and number values are allocated together (one block of
 // strings, one of numbers and one string of all their digits), not one
 // by one: an item has about twenty, and a fresh request builds two items.
-func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
-	n := 12 // the attributes below, the three times and the index keys
+func baseItem(rec *idemkit.Record, indexInFlight bool) map[string]types.AttributeValue {
+	n := 13 // the attributes below, the three times, the version and the index keys
 	if rec.Resolution != nil {
-		n += 4
+		n += 6
 	}
 	if rec.Snapshot != nil {
 		n += 6
@@ -159,6 +165,9 @@ func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 	if rec.Cause != "" {
 		it[attrCause] = str(string(rec.Cause))
 	}
+	if rec.Version != "" {
+		it[attrVersion] = str(rec.Version)
+	}
 	var nums numbers
 	nums.add(attrLeaseUntil, ceilMilli(rec.LeaseUntil))
 	nums.add(attrExpiresAt, expSec(rec.ExpiresAt))
@@ -166,9 +175,12 @@ func baseItem(rec *idemkit.Record) map[string]types.AttributeValue {
 	nums.time(attrCreatedAt, rec.CreatedAt)
 	nums.time(attrCompletedAt, rec.CompletedAt)
 	nums.put(it)
-	if rec.State == idemkit.StateIndeterminate {
+	switch {
+	case rec.State == idemkit.StateIndeterminate:
 		it[attrIndeterminate] = str(indeterminateValue)
 		it[attrIndeterminateTenant] = str(rec.Scope.Tenant)
+	case rec.State == idemkit.StateInFlight && indexInFlight:
+		it[attrIndeterminate] = str(inFlightValue)
 	}
 	if r := rec.Resolution; r != nil {
 		resolutionAttrs(it, r, r.ResolvedAt)
@@ -220,6 +232,8 @@ func resolutionAttrs(it map[string]types.AttributeValue, r *idemkit.Resolution, 
 	it[attrOperator] = str(r.Operator)
 	it[attrReason] = str(r.Reason)
 	putTime(it, attrResolvedAt, at)
+	putTime(it, attrResReplay, r.ReplayUntil)
+	putTime(it, attrResExpires, r.ExpiresAt)
 }
 
 func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
@@ -231,9 +245,8 @@ func putTime(it map[string]types.AttributeValue, name string, t time.Time) {
 // snapshotAttrs adds snap to it, within max bytes for the whole item. The
 // body is compressed with codec when that makes it smaller and it is at
 // least compressMin bytes long; for a zero compressMin, when it would take
-// it past DefaultCompressAbove bytes as it is. (For a completion it is the
-// whole item; for a resolution only the attributes it sets, so there a
-// body just over the line may be stored as is.) A body that does not fit, or is longer
+// it past DefaultCompressAbove bytes as it is (it is the whole item of the
+// record). A body that does not fit, or is longer
 // than maxDecodedBody (which decodeItem refuses), is left out and the
 // snapshot marked omitted; then, if still needed, every header but
 // Location, and the snapshot is marked omitted even when it had no body.
@@ -495,18 +508,19 @@ func decodeItem(it map[string]types.AttributeValue) (*idemkit.Record, error) {
 	return d.record()
 }
 
-// record decodes the record of d's item, whose ID d.id is.
+// record decodes the record of d's item, whose ID d.id is. A released
+// key's tombstone written by an earlier release of this package holds no
+// scope nor fingerprint; it is read without them.
 func (d *decoder) record() (*idemkit.Record, error) {
 	it := d.it
-	if attrS(it, attrState) == stReleased {
-		return d.tombstone()
-	}
+	full := attrS(it, attrState) != string(idemkit.StateReleased)
 	rec := &idemkit.Record{
 		ID:          d.id,
 		State:       idemkit.State(d.str(attrState, true)),
-		Scope:       idemkit.Scope{Tenant: d.str(attrTenant, true), Operation: d.str(attrOperation, false), Key: d.str(attrKey, true)},
+		Scope:       idemkit.Scope{Tenant: d.str(attrTenant, full), Operation: d.str(attrOperation, false), Key: d.str(attrKey, full)},
 		Fingerprint: d.str(attrFingerprint, false),
 		Owner:       d.str(attrOwner, true),
+		Version:     d.str(attrVersion, false),
 		LeaseUntil:  d.millis(attrLeaseUntil, true),
 		ReplayUntil: d.millis(attrReplayUntil, false),
 		CreatedAt:   d.millis(attrCreatedAt, false),
@@ -515,7 +529,7 @@ func (d *decoder) record() (*idemkit.Record, error) {
 	}
 	rec.ExpiresAt = d.expiresAt()
 	switch rec.State {
-	case idemkit.StateInFlight, idemkit.StateCompleted, idemkit.StateIndeterminate, idemkit.StateFailed:
+	case idemkit.StateInFlight, idemkit.StateCompleted, idemkit.StateIndeterminate, idemkit.StateFailed, idemkit.StateReleased:
 	default:
 		d.fail("unknown state %q", rec.State)
 	}
@@ -523,31 +537,21 @@ func (d *decoder) record() (*idemkit.Record, error) {
 		rec.Snapshot = d.snapshot()
 	}
 	if _, ok := it[attrResolvedAs]; ok {
+		// A completed resolution's answer is the record's Snapshot; the
+		// Resolution does not hold it twice.
 		r := &idemkit.Resolution{
-			As:         idemkit.State(d.str(attrResolvedAs, true)),
-			Operator:   d.str(attrOperator, false),
-			Reason:     d.str(attrReason, false),
-			ResolvedAt: d.millis(attrResolvedAt, false),
+			As:          idemkit.State(d.str(attrResolvedAs, true)),
+			Operator:    d.str(attrOperator, false),
+			Reason:      d.str(attrReason, false),
+			ResolvedAt:  d.millis(attrResolvedAt, false),
+			ReplayUntil: d.millis(attrResReplay, false),
+			ExpiresAt:   d.millis(attrResExpires, false),
 		}
 		if r.As != idemkit.StateCompleted && r.As != idemkit.StateFailed {
 			d.fail("unknown resolution %q", r.As)
 		}
-		if r.As == idemkit.StateCompleted {
-			r.Snapshot = rec.Snapshot.Clone()
-		}
 		rec.Resolution = r
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return rec, nil
-}
-
-// tombstone decodes a released key's tombstone: its owner, release time
-// (LeaseUntil) and expiry.
-func (d *decoder) tombstone() (*idemkit.Record, error) {
-	rec := &idemkit.Record{ID: d.id, State: idemkit.StateReleased, Owner: d.str(attrOwner, true), LeaseUntil: d.millis(attrLeaseUntil, true)}
-	rec.ExpiresAt = d.expiresAt()
 	if d.err != nil {
 		return nil, d.err
 	}

@@ -15,8 +15,8 @@ import (
 )
 
 // TestCorruptItems: items that cannot be decoded give ErrCorruptRecord from
-// Get, from a lost claim and from the engine, which does not run the
-// handler; nothing panics.
+// Get, from a refused Create and Replace and from the engine, which does
+// not run the handler; nothing panics.
 func TestCorruptItems(t *testing.T) {
 	s, c, table := newStore(t, dynamo.Options{})
 	g, err := idemkit.New(idemkit.Config{Store: s})
@@ -71,12 +71,17 @@ func TestCorruptItems(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := sc.ID(false)
-			if _, err := s.Get(context.Background(), id, now); !errors.Is(err, idemkit.ErrCorruptRecord) {
+			if _, err := s.Get(context.Background(), id); !errors.Is(err, idemkit.ErrCorruptRecord) {
 				t.Fatalf("Get: %v, want ErrCorruptRecord", err)
 			}
-			rec := &idemkit.Record{ID: id, Scope: sc, State: idemkit.StateInFlight, Owner: "new", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
-			if res, err := s.Claim(context.Background(), rec, now); !errors.Is(err, idemkit.ErrCorruptRecord) {
-				t.Fatalf("Claim: %+v, %v, want ErrCorruptRecord", res, err)
+			rec := &idemkit.Record{ID: id, Scope: sc, State: idemkit.StateInFlight, Owner: "new", Version: "v-new", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+			if met, err := s.Create(context.Background(), rec); !errors.Is(err, idemkit.ErrCorruptRecord) {
+				t.Fatalf("Create: %+v, %v, want ErrCorruptRecord", met, err)
+			}
+			prev := rec.Clone()
+			prev.Version = "v-read"
+			if met, err := s.Replace(context.Background(), rec, prev); !errors.Is(err, idemkit.ErrCorruptRecord) {
+				t.Fatalf("Replace: %+v, %v, want ErrCorruptRecord", met, err)
 			}
 			_, _, err := g.Do(context.Background(), idemkit.Request{Scope: sc, Fingerprint: "v1:sha256:c"}, func(context.Context) (*idemkit.Snapshot, error) {
 				t.Error("handler ran over a corrupt record")
@@ -84,11 +89,6 @@ func TestCorruptItems(t *testing.T) {
 			})
 			if !errors.Is(err, idemkit.ErrCorruptRecord) {
 				t.Fatalf("Do: %v, want ErrCorruptRecord", err)
-			}
-			// Once expired, a corrupt item is absent like any other.
-			later := now.Add(2 * time.Hour)
-			if _, err := s.Get(context.Background(), id, later); !errors.Is(err, idemkit.ErrNotFound) {
-				t.Fatalf("Get after expiry: %v, want ErrNotFound", err)
 			}
 		})
 	}
@@ -152,8 +152,8 @@ func TestInvalidUTF8ScopesStayApart(t *testing.T) {
 }
 
 // TestInvalidUTF8RecordRefused: every string of a record the store writes
-// (ID, scope, fingerprint, owner) must be UTF-8; one that is not is
-// refused with ErrRecordInvalid by Claim and Complete, and nothing is
+// (ID, scope, fingerprint, owner, version) must be UTF-8; one that is not
+// is refused with ErrRecordInvalid by Create and Replace, and nothing is
 // written.
 func TestInvalidUTF8RecordRefused(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
@@ -161,7 +161,7 @@ func TestInvalidUTF8RecordRefused(t *testing.T) {
 	now := time.Now()
 	valid := func() *idemkit.Record {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k-utf8"}
-		return &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v2:sha256:x", Owner: "owner",
+		return &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v2:sha256:x", Owner: "owner", Version: "v1",
 			LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
 	}
 	cases := map[string]func(*idemkit.Record){
@@ -171,31 +171,36 @@ func TestInvalidUTF8RecordRefused(t *testing.T) {
 		"key":         func(r *idemkit.Record) { r.Scope.Key += "\xff" },
 		"fingerprint": func(r *idemkit.Record) { r.Fingerprint += "\xff" },
 		"owner":       func(r *idemkit.Record) { r.Owner += "\xff" },
+		"version":     func(r *idemkit.Record) { r.Version += "\xff" },
 	}
 	for name, spoil := range cases {
 		rec := valid()
 		spoil(rec)
-		if _, err := s.Claim(ctx, rec, now); !errors.Is(err, idemkit.ErrRecordInvalid) {
-			t.Errorf("Claim with a %s that is not UTF-8: %v, want ErrRecordInvalid", name, err)
+		if _, err := s.Create(ctx, rec); !errors.Is(err, idemkit.ErrRecordInvalid) {
+			t.Errorf("Create with a %s that is not UTF-8: %v, want ErrRecordInvalid", name, err)
 		}
 		done := rec.Clone()
-		done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201}
-		if err := s.Complete(ctx, done, now); !errors.Is(err, idemkit.ErrRecordInvalid) {
-			t.Errorf("Complete with a %s that is not UTF-8: %v, want ErrRecordInvalid", name, err)
+		done.State, done.CompletedAt, done.Snapshot, done.Version = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201}, "v2"
+		if name == "version" {
+			done.Version += "\xff"
+		}
+		if _, err := s.Replace(ctx, done, valid()); !errors.Is(err, idemkit.ErrRecordInvalid) {
+			t.Errorf("Replace with a %s that is not UTF-8: %v, want ErrRecordInvalid", name, err)
 		}
 	}
 	// Nothing was written under the ID the SDK would have sent.
-	if _, err := s.Get(ctx, valid().ID+"\uFFFD", now); !errors.Is(err, idemkit.ErrNotFound) {
+	if _, err := s.Get(ctx, valid().ID+"\uFFFD"); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Errorf("Get of the replaced ID: %v, want ErrNotFound", err)
 	}
 }
 
 // TestInvalidUTF8IDNamesNoRecord: no stored record has an ID or tenant
-// that is not UTF-8 (Claim refuses them), so every method given one
-// answers as for an absent record, never with the record of the scope the
-// SDK would turn it into (U+FFFD in place of each bad byte). An ID keeps
-// apart by its length prefixes (U+FFFD is three bytes); a tenant listing
-// has none, and listed the other tenant's records.
+// that is not UTF-8 (Create and Replace refuse them), so Get and the
+// listings given one answer as for an absent record, never with the
+// record of the scope the SDK would turn it into (U+FFFD in place of each
+// bad byte). An ID keeps apart by its length prefixes (U+FFFD is three
+// bytes); a tenant listing has none, and listed the other tenant's
+// records.
 func TestInvalidUTF8IDNamesNoRecord(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
 	ctx := context.Background()
@@ -203,35 +208,26 @@ func TestInvalidUTF8IDNamesNoRecord(t *testing.T) {
 	// The record the bad bytes would be mangled into: indeterminate, of
 	// tenant "acme\uFFFD", owner "o".
 	sc := idemkit.Scope{Tenant: "acme\uFFFD", Operation: "POST /orders", Key: "k\uFFFD"}
-	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v2:sha256:x", Owner: "o",
-		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-	if _, err := s.Claim(ctx, rec, now); err != nil {
-		t.Fatal(err)
-	}
+	rec := create(t, s, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v2:sha256:x", Owner: "o",
+		LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now})
+	marked := change(t, s, rec, markedStale)
 	later := now.Add(2 * time.Second)
-	if err := s.MarkIndeterminate(ctx, rec.ID, "o", later); err != nil {
-		t.Fatal(err)
-	}
-	bad := idemkit.Scope{Tenant: "acme\xff", Operation: sc.Operation, Key: "k\xfe"}.ID(false)
+	badScope := idemkit.Scope{Tenant: "acme\xff", Operation: sc.Operation, Key: "k\xfe"}
+	bad := badScope.ID(false)
 
-	if _, err := s.Get(ctx, bad, later); !errors.Is(err, idemkit.ErrNotFound) {
+	if _, err := s.Get(ctx, bad); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Errorf("Get: %v, want ErrNotFound", err)
 	}
-	if err := s.Release(ctx, bad, "o", later); err != nil {
-		t.Errorf("Release: %v, want nil (no such record)", err)
+	// A write of the record under the bad ID, in place of the version
+	// stored under the mangled one, is refused before any call.
+	spoiled := marked.Clone()
+	spoiled.ID, spoiled.Scope, spoiled.Version = bad, badScope, "v-bad"
+	spoiled.State, spoiled.Resolution = idemkit.StateFailed, &idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "wrong record"}
+	if _, err := s.Replace(ctx, spoiled, marked); !errors.Is(err, idemkit.ErrRecordInvalid) {
+		t.Errorf("Replace: %v, want ErrRecordInvalid", err)
 	}
-	if err := s.Extend(ctx, bad, "o", later.Add(time.Minute), later); !errors.Is(err, idemkit.ErrNotOwner) {
-		t.Errorf("Extend: %v, want ErrNotOwner", err)
-	}
-	if err := s.MarkUnknown(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
-		t.Errorf("MarkUnknown: %v, want ErrNotOwner", err)
-	}
-	if err := s.MarkIndeterminate(ctx, bad, "o", later); !errors.Is(err, idemkit.ErrNotOwner) {
-		t.Errorf("MarkIndeterminate: %v, want ErrNotOwner", err)
-	}
-	res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "wrong record"}
-	if _, err := s.Resolve(ctx, bad, "o", res, later); !errors.Is(err, idemkit.ErrNotIndeterminate) {
-		t.Errorf("Resolve: %v, want ErrNotIndeterminate", err)
+	if _, err := s.Create(ctx, spoiled); !errors.Is(err, idemkit.ErrRecordInvalid) {
+		t.Errorf("Create: %v, want ErrRecordInvalid", err)
 	}
 	for name, list := range map[string]func(tenant string) ([]*idemkit.Record, string, error){
 		"ListIndeterminate": func(tn string) ([]*idemkit.Record, string, error) { return s.ListIndeterminate(ctx, tn, "", 0, later) },
@@ -242,8 +238,8 @@ func TestInvalidUTF8IDNamesNoRecord(t *testing.T) {
 		}
 	}
 	// The record itself is untouched.
-	got, err := s.Get(ctx, rec.ID, later)
-	if err != nil || got.State != idemkit.StateIndeterminate || got.Resolution != nil {
-		t.Fatalf("the record of the mangled ID: %+v, %v; want it indeterminate, unresolved", got, err)
+	got := get(t, s, rec.ID)
+	if got.State != idemkit.StateIndeterminate || got.Resolution != nil || got.Version != marked.Version {
+		t.Fatalf("the record of the mangled ID: %+v; want it indeterminate, unresolved", got)
 	}
 }

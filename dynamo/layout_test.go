@@ -101,23 +101,27 @@ func TestSingleTableKeyTooLong(t *testing.T) {
 	if len(id) > idemkit.MaxIDLen || len(id)+len(singleTable.KeyPrefix) <= idemkit.MaxIDLen {
 		t.Fatalf("ID of %d bytes: want one that fits alone but not with the prefix", len(id))
 	}
-	rec := &idemkit.Record{ID: id, Scope: sc, State: idemkit.StateInFlight, Owner: "o1", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
-	if _, err := s.Claim(t.Context(), rec, now); !errors.Is(err, idemkit.ErrRecordInvalid) || !strings.Contains(err.Error(), "partition key") {
-		t.Fatalf("Claim: %v, want ErrRecordInvalid naming the partition key", err)
+	rec := &idemkit.Record{ID: id, Scope: sc, State: idemkit.StateInFlight, Owner: "o1", Version: "v1", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+	if _, err := s.Create(t.Context(), rec); !errors.Is(err, idemkit.ErrRecordInvalid) || !strings.Contains(err.Error(), "partition key") {
+		t.Fatalf("Create: %v, want ErrRecordInvalid naming the partition key", err)
 	}
-	if _, err := s.Get(t.Context(), id, now); !errors.Is(err, idemkit.ErrNotFound) {
+	if _, err := s.Get(t.Context(), id); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("Get: %v, want ErrNotFound", err)
 	}
-	if err := s.Release(t.Context(), id, "o1", now); err != nil {
-		t.Fatalf("Release: %v", err)
+	tomb := rec.Clone()
+	releasedAt(now)(tomb)
+	tomb.Version = "v2"
+	if _, err := s.Replace(t.Context(), tomb, rec); !errors.Is(err, idemkit.ErrRecordInvalid) || !strings.Contains(err.Error(), "partition key") {
+		t.Fatalf("Replace: %v, want ErrRecordInvalid naming the partition key", err)
 	}
 }
 
 // Items of other types in the table (the same partition key with
 // another sort key, another partition key with the same sort key, both
 // carrying the index attributes of indeterminate and in_flight records)
-// are never read, listed, resolved or overwritten by claims, completions,
-// releases, marks, listings and resolutions of the records beside them.
+// are never read, listed, resolved or overwritten by the writes of claims,
+// completions, releases, marks and resolutions of the records beside them,
+// nor by listings.
 func TestSingleTableForeignItemsUntouched(t *testing.T) {
 	s, c, table := newSingleTableStore(t, dynamo.Options{IndexInFlight: true})
 	ctx := t.Context()
@@ -152,10 +156,8 @@ func TestSingleTableForeignItemsUntouched(t *testing.T) {
 	// The storm: claim all; complete a third, release a third and mark
 	// the rest unknown; list every listing page by page; resolve what is
 	// listed; claim the released keys again and read every record.
-	for _, r := range recs {
-		if res, err := s.Claim(ctx, r, now); err != nil || !res.Won {
-			t.Fatalf("Claim %s: %+v, %v", r.Scope.Key, res, err)
-		}
+	for i, r := range recs {
+		recs[i] = create(t, s, r)
 	}
 	stale := listAll(t, func(page string) ([]*idemkit.Record, string, error) {
 		return s.ListStale(ctx, "", page, 2, now.Add(2*time.Second))
@@ -166,19 +168,11 @@ func TestSingleTableForeignItemsUntouched(t *testing.T) {
 	for i, r := range recs {
 		switch i % 3 {
 		case 0:
-			done := r.Clone()
-			done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201, Body: []byte("ok")}
-			if err := s.Complete(ctx, done, now); err != nil {
-				t.Fatalf("Complete: %v", err)
-			}
+			recs[i] = change(t, s, r, completedAt(now, &idemkit.Snapshot{Status: 201, Body: []byte("ok")}))
 		case 1:
-			if err := s.Release(ctx, r.ID, r.Owner, now); err != nil {
-				t.Fatalf("Release: %v", err)
-			}
+			recs[i] = change(t, s, r, releasedAt(now))
 		case 2:
-			if err := s.MarkUnknown(ctx, r.ID, r.Owner, now); err != nil {
-				t.Fatalf("MarkUnknown: %v", err)
-			}
+			recs[i] = change(t, s, r, markedUnknown(now))
 		}
 	}
 	for _, tenant := range []string{"", "acme"} {
@@ -198,20 +192,21 @@ func TestSingleTableForeignItemsUntouched(t *testing.T) {
 		switch i % 3 {
 		case 1:
 			again := r.Clone()
-			again.Owner = "again"
-			res, err := s.Claim(ctx, again, now.Add(time.Minute))
-			if err != nil || res.Won || res.Existing == nil || res.Existing.State != idemkit.StateReleased {
-				t.Fatalf("Claim after release: %+v, %v; want shown the tombstone", res, err)
+			again.State, again.Owner, again.Version, again.LeaseUntil, again.ExpiresAt = idemkit.StateInFlight, "again", "v-again", now.Add(time.Minute), now.Add(time.Hour)
+			met, err := s.Create(ctx, again)
+			if err != nil || met == nil || met.State != idemkit.StateReleased {
+				t.Fatalf("Create after release: %+v, %v; want met by the tombstone", met, err)
 			}
-			if res, err := s.Reclaim(ctx, again, res.Existing, now.Add(time.Minute)); err != nil || !res.Won {
-				t.Fatalf("Reclaim of the tombstone: %+v, %v", res, err)
+			if met, err := s.Replace(ctx, again, met); err != nil || met != nil {
+				t.Fatalf("Replace of the tombstone: %+v, %v", met, err)
 			}
 		case 2:
-			if _, err := s.Resolve(ctx, r.ID, r.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "test"}, now); err != nil {
+			at := now.Add(time.Minute + idemkit.MaxWriteDelay + time.Second)
+			if _, _, err := idemkit.Resolve(ctx, s, r.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "op", Reason: "test"}, at); err != nil {
 				t.Fatalf("Resolve: %v", err)
 			}
 		}
-		got, err := s.Get(ctx, r.ID, now.Add(time.Minute))
+		got, err := s.Get(ctx, r.ID)
 		if err != nil || got.ID != r.ID || got.Owner == "other" {
 			t.Fatalf("Get %s: %+v, %v", r.Scope.Key, got, err)
 		}
@@ -321,15 +316,10 @@ func TestNestedPrefixesStayApart(t *testing.T) {
 		// prefix, could pass for an ID.
 		for i, st := range []string{"indeterminate", "stale"} {
 			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: fmt.Sprintf("%s-%d", prefix, i)}
-			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "fp", Owner: prefix + st,
-				LeaseUntil: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour), CreatedAt: now.Add(-time.Minute)}
-			if res, err := s.Claim(ctx, rec, now.Add(-time.Minute)); err != nil || !res.Won {
-				t.Fatalf("claim: %+v %v", res, err)
-			}
+			rec := create(t, s, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "fp", Owner: prefix + st,
+				LeaseUntil: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour), CreatedAt: now.Add(-time.Minute)})
 			if st == "indeterminate" {
-				if err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
-					t.Fatal(err)
-				}
+				change(t, s, rec, markedUnknown(now))
 			}
 		}
 	}

@@ -24,11 +24,11 @@ func TestValidationIsNotTransient(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
 	now := time.Now()
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k"}
-	rec := &idemkit.Record{ID: "o1|" + strings.Repeat("x", 3000), Scope: sc, State: idemkit.StateInFlight, Owner: "a",
+	rec := &idemkit.Record{ID: "o1|" + strings.Repeat("x", 3000), Scope: sc, State: idemkit.StateInFlight, Owner: "a", Version: "v1",
 		LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
-	_, err := s.Claim(context.Background(), rec, now)
+	_, err := s.Create(context.Background(), rec)
 	if !errors.Is(err, idemkit.ErrRecordInvalid) || errors.Is(err, idemkit.ErrStoreUnavailable) {
-		t.Fatalf("Claim with a 3 KB partition key: %v, want ErrRecordInvalid and not ErrStoreUnavailable", err)
+		t.Fatalf("Create with a 3 KB partition key: %v, want ErrRecordInvalid and not ErrStoreUnavailable", err)
 	}
 }
 

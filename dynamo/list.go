@@ -74,7 +74,7 @@ func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, lim
 		return nil, "", s.fail(q.op, err)
 	}
 	if !utf8.ValidString(tenant) {
-		// No record has such a tenant (Claim refuses it); sent as is, the
+		// No record has such a tenant (Create refuses it); sent as is, the
 		// SDK would query the tenant with U+FFFD in place of its bad bytes.
 		return nil, "", nil
 	}

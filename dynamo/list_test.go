@@ -71,14 +71,9 @@ func TestInFlightIndexWrites(t *testing.T) {
 			// A renewal moves the record within the index (its range key).
 			sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "renewed"}
 			now := time.Now()
-			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:c",
-				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if _, err := s.Claim(context.Background(), rec, now); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Extend(context.Background(), rec.ID, "o", now.Add(time.Minute), now); err != nil {
-				t.Fatal(err)
-			}
+			rec := create(t, s, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:c",
+				LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now})
+			change(t, s, rec, func(r *idemkit.Record) { r.LeaseUntil = now.Add(time.Minute) })
 			if index {
 				recs, _, err := s.ListStale(context.Background(), "", "", 10, now.Add(30*time.Second))
 				if err != nil || len(recs) != 0 {
@@ -97,13 +92,8 @@ func TestListPages(t *testing.T) {
 	now := base()
 	for i := range 3 {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: string(rune('a' + i))}
-		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Second), ExpiresAt: now.Add(time.Hour)}
-		if _, err := s.Claim(ctx, r, now); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.MarkIndeterminate(ctx, r.ID, "o", now.Add(2*time.Second)); err != nil {
-			t.Fatal(err)
-		}
+		r := create(t, s, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Second), ExpiresAt: now.Add(time.Hour)})
+		change(t, s, r, markedStale)
 	}
 	recs, next, err := s.ListIndeterminate(ctx, "acme", "", 2, now)
 	if err != nil || len(recs) != 2 || next == "" {

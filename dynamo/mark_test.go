@@ -16,71 +16,71 @@ import (
 	"github.com/idemkit/idemkit/internal/faults"
 )
 
-// markUpdate and resolveUpdate tell a mark's UpdateItem (MarkUnknown,
-// MarkIndeterminate) and a resolution's from a lease renewal's.
-func markUpdate(b []byte) bool { return bytes.Contains(b, []byte("SET #st = :indeterminate")) }
+// markUpdate and resolveUpdate tell a mark's UpdateItem (a record made
+// indeterminate) and a resolution's (one that writes a Resolution) from a
+// renewal's.
+func markUpdate(b []byte) bool { return bytes.Contains(b, []byte(`{"S":"indeterminate"}`)) }
 
-func resolveUpdate(b []byte) bool { return bytes.Contains(b, []byte("REMOVE #ix, #it")) }
+func resolveUpdate(b []byte) bool { return bytes.Contains(b, []byte("ra = :")) }
+
+// stateChange is a change the engine makes to an in_flight record whose
+// lease has ended, at: marked before it when marked.
+type stateChange struct {
+	marked bool
+	change func(at time.Time) func(*idemkit.Record)
+	want   idemkit.State
+}
+
+var stateChanges = map[string]stateChange{
+	"mark indeterminate": {false, func(time.Time) func(*idemkit.Record) { return markedStale }, idemkit.StateIndeterminate},
+	"mark unknown":       {false, markedUnknown, idemkit.StateIndeterminate},
+	"resolve failed":     {true, resolvedFailed, idemkit.StateFailed},
+	"resolve completed": {true, func(at time.Time) func(*idemkit.Record) {
+		return func(r *idemkit.Record) {
+			r.State, r.CompletedAt, r.Snapshot = idemkit.StateCompleted, at, &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)}
+			r.Resolution = &idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops", Reason: "checked", ResolvedAt: at}
+		}
+	}, idemkit.StateCompleted},
+}
 
 // TestLostStateChangeAnswers: a mark or a resolution whose first attempt
-// lands with its answer lost is refused on the SDK's retry (the record is
-// no longer in the state the condition asks for); the store recognises
-// its own write by the token it wrote and reports it made (a resolution
-// returns the changed record). A later, distinct write of the same kind
-// is still refused.
+// lands with its answer lost is refused on the SDK's retry (the version
+// stored is its own now); the store returns the record stored as met,
+// which carries the write's own version: the engine recognises its write.
+// A later, distinct write of the same change, in place of the version
+// first read, is refused with that record.
 func TestLostStateChangeAnswers(t *testing.T) {
-	type change func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error)
-	// A mark returns no record: the stored one is checked below.
-	mark := func(f func(*dynamo.Store, context.Context, string, string, time.Time) error) change {
-		return func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-			return nil, f(s, ctx, id, owner, now)
-		}
-	}
-	resolveAs := func(as idemkit.State) change {
-		return func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-			res := idemkit.Resolution{As: as, Operator: "ops", Reason: "checked"}
-			if as == idemkit.StateCompleted {
-				res.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)}
-			}
-			return s.Resolve(ctx, id, owner, res, now)
-		}
-	}
 	for _, tc := range []struct {
-		name   string
-		kind   faults.Kind
-		marked bool // the record is indeterminate before the change
-		match  func([]byte) bool
-		change change
-		want   idemkit.State
-		refuse error
+		name  string
+		kind  faults.Kind
+		match func([]byte) bool
 	}{
-		{"MarkIndeterminate/lost-ack", faults.LostAck, false, markUpdate, mark((*dynamo.Store).MarkIndeterminate), idemkit.StateIndeterminate, idemkit.ErrNotOwner},
-		{"MarkIndeterminate/lost-ack-body", faults.LostAckBody, false, markUpdate, mark((*dynamo.Store).MarkIndeterminate), idemkit.StateIndeterminate, idemkit.ErrNotOwner},
-		{"MarkUnknown/lost-ack", faults.LostAck, false, markUpdate, mark((*dynamo.Store).MarkUnknown), idemkit.StateIndeterminate, idemkit.ErrNotOwner},
-		{"MarkUnknown/lost-ack-body", faults.LostAckBody, false, markUpdate, mark((*dynamo.Store).MarkUnknown), idemkit.StateIndeterminate, idemkit.ErrNotOwner},
-		{"Resolve-failed/lost-ack", faults.LostAck, true, resolveUpdate, resolveAs(idemkit.StateFailed), idemkit.StateFailed, idemkit.ErrNotIndeterminate},
-		{"Resolve-completed/lost-ack-body", faults.LostAckBody, true, resolveUpdate, resolveAs(idemkit.StateCompleted), idemkit.StateCompleted, idemkit.ErrNotIndeterminate},
+		{"mark indeterminate", faults.LostAck, markUpdate},
+		{"mark indeterminate", faults.LostAckBody, markUpdate},
+		{"mark unknown", faults.LostAck, markUpdate},
+		{"mark unknown", faults.LostAckBody, markUpdate},
+		{"resolve failed", faults.LostAck, resolveUpdate},
+		{"resolve completed", faults.LostAckBody, resolveUpdate},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		sc := stateChanges[tc.name]
+		t.Run(tc.name+"/"+tc.kind.String(), func(t *testing.T) {
 			s, cs, ft := faultyPair(t, http.DefaultTransport, dynamo.Options{MaxBackoff: time.Millisecond},
 				faults.Rule{Op: "UpdateItem", Match: tc.match, Times: 1, Kind: tc.kind})
 			ctx := context.Background()
-			rec, now := inFlightRecord(t, cs, "change-"+tc.name, time.Second)
+			rec, now := inFlightRecord(t, cs, "change-"+tc.name+tc.kind.String(), time.Second)
 			at := now.Add(2 * time.Second) // the lease has ended
-			if tc.marked {
-				if err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
-					t.Fatal(err)
-				}
+			if sc.marked {
+				rec = change(t, cs, rec, markedStale)
 			}
-			got, err := tc.change(s, ctx, rec.ID, rec.Owner, at)
+			next := rec.Clone()
+			sc.change(at)(next)
+			next.Version = "v-change"
+			met, err := s.Replace(ctx, next, rec)
 			if n := ft.Calls("UpdateItem"); n != 2 || len(ft.Events()) != 1 {
 				t.Fatalf("%d UpdateItem calls, %d faults; want the answer lost once and the SDK's retry", n, len(ft.Events()))
 			}
-			if err != nil {
-				t.Fatalf("a change whose answer was lost: %v, want the changed record", err)
-			}
-			if got != nil && (got.State != tc.want || got.Owner != rec.Owner || got.ID != rec.ID) {
-				t.Fatalf("change returned %+v", got)
+			if err != nil || met == nil || met.Version != next.Version || met.State != sc.want || met.Owner != rec.Owner {
+				t.Fatalf("a change whose answer was lost: %+v, %v; want met: the record it stored", met, err)
 			}
 			// The refusal carries the item where the server returns it
 			// (DynamoDB); otherwise one consistent read fetches it.
@@ -88,73 +88,76 @@ func TestLostStateChangeAnswers(t *testing.T) {
 			if dynalite.Has(t, dynalite.AllOldOnConditionFailure) {
 				wantGets = 0
 			}
-			if tc.marked {
-				// A resolution reads the item first: the owner it is fenced
-				// on and, completed, the size of its answer.
-				wantGets++
-			}
 			if n := ft.Calls("GetItem"); n != wantGets {
 				t.Errorf("%d GetItem calls, want %d", n, wantGets)
 			}
-			stored, err := cs.Get(ctx, rec.ID, at)
-			if err != nil || stored.State != tc.want || stored.Owner != rec.Owner {
-				t.Fatalf("stored record %+v %v, want %s", stored, err, tc.want)
+			if stored := get(t, cs, rec.ID); stored.State != sc.want || stored.Version != next.Version {
+				t.Fatalf("stored record %+v, want %s", stored, sc.want)
 			}
-			// The same change made again, by another call: the contract's
-			// refusal.
-			if _, err := tc.change(cs, ctx, rec.ID, rec.Owner, at); !errors.Is(err, tc.refuse) {
-				t.Fatalf("the change made again: %v, want %v", err, tc.refuse)
+			// The same change made again, by another call: refused, with
+			// the record stored.
+			again := next.Clone()
+			again.Version = "v-again"
+			if met, err := cs.Replace(ctx, again, rec); err != nil || met == nil || met.Version != next.Version {
+				t.Fatalf("the change made again: %+v, %v; want met by the first", met, err)
 			}
 		})
 	}
 }
 
+// TestLostResolutionEngine: idemkit.Resolve through a store whose
+// resolution's answer is lost once resolves the record, once.
+func TestLostResolutionEngine(t *testing.T) {
+	s, cs, ft := faultyPair(t, http.DefaultTransport, dynamo.Options{MaxBackoff: time.Millisecond},
+		faults.Rule{Op: "UpdateItem", Match: resolveUpdate, Times: 1, Kind: faults.LostAck})
+	rec, now := inFlightRecord(t, cs, "resolve-lost", time.Second)
+	change(t, cs, rec, markedStale)
+	at := now.Add(time.Second + time.Minute)
+	got, was, err := idemkit.Resolve(context.Background(), s, rec.ID, idemkit.Resolution{As: idemkit.StateCompleted, Operator: "ops", Reason: "checked",
+		Snapshot: &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)}}, at)
+	if err != nil || was != idemkit.StateIndeterminate || got.State != idemkit.StateCompleted {
+		t.Fatalf("Resolve: %+v, %s, %v", got, was, err)
+	}
+	if len(ft.Events()) != 1 {
+		t.Fatalf("faults %v, want the resolution's answer lost once", ft.Events())
+	}
+	if stored := get(t, cs, rec.ID); stored.State != idemkit.StateCompleted || stored.Version != got.Version || string(stored.Snapshot.Body) != `{"id":"ord_1"}` {
+		t.Fatalf("stored %+v", stored)
+	}
+}
+
 // TestLostStateChangeErrors: a mark or a resolution that fails is a
-// StoreError, not its refusal, whether the write itself fails or it is
-// refused (its answer lost, then its retry refused) and the record cannot
-// be read again to tell whether the write was its own.
+// StoreError, neither a record met nor ErrNotFound, whether the write
+// itself fails or it is refused (its answer lost, then its retry refused)
+// and the record cannot be read to return it.
 func TestLostStateChangeErrors(t *testing.T) {
-	resolve := func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-		return s.Resolve(ctx, id, owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "checked"}, now)
-	}
-	mark := func(f func(*dynamo.Store, context.Context, string, string, time.Time) error) func(*dynamo.Store, context.Context, string, string, time.Time) (*idemkit.Record, error) {
-		return func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error) {
-			return nil, f(s, ctx, id, owner, now)
-		}
-	}
 	for _, tc := range []struct {
-		name   string
-		marked bool // the record is indeterminate before the change
-		rules  []faults.Rule
-		change func(s *dynamo.Store, ctx context.Context, id, owner string, now time.Time) (*idemkit.Record, error)
-		refuse error
+		name, change string
+		rules        []faults.Rule
 	}{
-		{"MarkUnknown/unavailable", false, []faults.Rule{{Op: "UpdateItem", Times: -1, Kind: faults.ServerError}},
-			mark((*dynamo.Store).MarkUnknown), idemkit.ErrNotOwner},
-		{"MarkIndeterminate/unreadable", false, []faults.Rule{{Op: "UpdateItem", Match: markUpdate, Times: 1, Kind: faults.LostAck}, {Op: "GetItem", Times: -1, Kind: faults.ServerError}},
-			mark((*dynamo.Store).MarkIndeterminate), idemkit.ErrNotOwner},
-		{"Resolve/unavailable", true, []faults.Rule{{Op: "UpdateItem", Match: resolveUpdate, Times: -1, Kind: faults.ServerError}},
-			resolve, idemkit.ErrNotIndeterminate},
-		// The first GetItem is the resolution's read before its write.
-		{"Resolve/unreadable", true, []faults.Rule{{Op: "UpdateItem", Match: resolveUpdate, Times: 1, Kind: faults.LostAck}, {Op: "GetItem", Skip: 1, Times: -1, Kind: faults.ServerError}},
-			resolve, idemkit.ErrNotIndeterminate},
+		{"unavailable", "mark unknown", []faults.Rule{{Op: "UpdateItem", Times: -1, Kind: faults.ServerError}}},
+		{"unreadable", "mark indeterminate", []faults.Rule{{Op: "UpdateItem", Match: markUpdate, Times: 1, Kind: faults.LostAck}, {Op: "GetItem", Times: -1, Kind: faults.ServerError}}},
+		{"unavailable", "resolve failed", []faults.Rule{{Op: "UpdateItem", Match: resolveUpdate, Times: -1, Kind: faults.ServerError}}},
+		{"unreadable", "resolve failed", []faults.Rule{{Op: "UpdateItem", Match: resolveUpdate, Times: 1, Kind: faults.LostAck}, {Op: "GetItem", Times: -1, Kind: faults.ServerError}}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		sc := stateChanges[tc.change]
+		t.Run(tc.change+"/"+tc.name, func(t *testing.T) {
 			// A refusal carries no item, as on a server that does not
 			// return it: the store must read the record.
 			s, cs, ft := faultyPair(t, faults.WithoutConditionItem(http.DefaultTransport), dynamo.Options{MaxBackoff: time.Millisecond}, tc.rules...)
 			ctx := context.Background()
-			rec, now := inFlightRecord(t, cs, "change-err-"+tc.name, time.Second)
+			rec, now := inFlightRecord(t, cs, "change-err-"+tc.change+tc.name, time.Second)
 			at := now.Add(2 * time.Second) // the lease has ended
-			if tc.marked {
-				if err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
-					t.Fatal(err)
-				}
+			if sc.marked {
+				rec = change(t, cs, rec, markedStale)
 			}
-			got, err := tc.change(s, ctx, rec.ID, rec.Owner, at)
+			next := rec.Clone()
+			sc.change(at)(next)
+			next.Version = "v-change"
+			met, err := s.Replace(ctx, next, rec)
 			var se *idemkit.StoreError
-			if !errors.As(err, &se) || errors.Is(err, tc.refuse) || got != nil {
-				t.Fatalf("change: %+v %v; want a StoreError", got, err)
+			if !errors.As(err, &se) || errors.Is(err, idemkit.ErrNotFound) || met != nil {
+				t.Fatalf("change: %+v %v; want a StoreError", met, err)
 			}
 			if len(ft.Events()) < 2 {
 				t.Fatalf("faults injected: %v, want the failed write or the lost answer and the failed read", ft.Events())
@@ -166,8 +169,8 @@ func TestLostStateChangeErrors(t *testing.T) {
 // TestRefusedMarkUsage: a handler whose outcome is unknown has its claim
 // marked; when a retry marked it first, the refused mark is still a call
 // the request made and paid for (a failed conditional write costs at
-// least one write unit), and so is the read that tells it from the
-// request's own mark where the refusal carries no item.
+// least one write unit), and so is the read that returns the record met
+// where the refusal carries no item.
 func TestRefusedMarkUsage(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
 	obs := &eventlog.Log{}
@@ -177,15 +180,13 @@ func TestRefusedMarkUsage(t *testing.T) {
 	}
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "refused-mark"}, Fingerprint: "v1:sha256:u"}
 	_, _, err = g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
-		rec, err := s.Get(context.Background(), req.Scope.ID(false), time.Now())
+		rec, err := s.Get(context.Background(), req.Scope.ID(false))
 		if err != nil {
 			return nil, err
 		}
 		// A retry, its lease over by its clock, marks the claim first
 		// (outside this request: its calls are not this request's).
-		if err := s.MarkIndeterminate(context.Background(), rec.ID, rec.Owner, time.Now().Add(2*time.Minute)); err != nil {
-			return nil, err
-		}
+		change(t, s, rec, markedStale)
 		return nil, idemkit.ErrOutcomeUnknown
 	})
 	if !errors.Is(err, idemkit.ErrOutcomeUnknown) {

@@ -3,6 +3,8 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,44 +17,59 @@ import (
 // would both run the request. A regional Store sends every call for a
 // record to its tenant's home region, whichever region it runs in, and
 // fails closed (idemkit.ErrStoreUnavailable) when that region cannot be
-// reached; it never falls back to another region on its own. An ID whose
-// tenant cannot be read (idemkit.IDTenant) is refused with
-// idemkit.ErrRecordInvalid, without a call.
+// reached; it never falls back to another region on its own. A record is
+// routed by its Scope.Tenant, and Get by the tenant its ID carries (see
+// idemkit.Scope.ID: the tenant is the ID's first field, in a hashed ID of
+// a tenant of at most idemkit.MaxTenantLen bytes too). An ID that carries
+// no tenant, and a record whose tenant is too long for its ID to carry
+// it, are refused with idemkit.ErrRecordInvalid, without a call.
 type Regions struct {
 	// Clients holds one client per region name. Required.
 	Clients map[string]Client
 	// Home returns the home region of a tenant. Required.
 	Home func(tenant string) string
 	// Override, when set, is consulted before Home: an operator fails a
-	// tenant over by returning a Failover and true. Claims it routes are
-	// fenced (see Failover).
+	// tenant over by returning a Failover and true. The writes it routes
+	// are fenced (see Failover).
 	Override func(tenant string) (Failover, bool)
 	// Local is the region this process runs in. ListIndeterminate and
 	// ListStale across all tenants read it (a global table replicates
 	// every record to it); without it, or without a client for it, those
-	// listings fail (claims and completions do not need it).
+	// listings fail (requests do not need it).
 	Local string
 }
 
 // Failover moves a tenant's records to Region, typically while its home
 // region cannot be reached. Records the previous region wrote that have
 // not replicated are missing in Region, or older there, and a retry of
-// their keys would run again there. So a claim routed by a Failover is
-// fenced, unless Reconciled or AcceptUnreplicated is set: it runs only a
-// key shown to be first used after At, a UUIDv7 whose time is after At +
-// KeyClockSkew and not after the claim's time + KeyClockSkew. Any other
-// key is answered from the live record Region holds for it (a replay,
-// 409, 422, indeterminate); when there is none, or the claim would
-// replace it or mark it (a failed record, another's lease ended, under
-// either stale policy), the claim is refused with a *FailoverError, which
-// is idemkit.ErrStoreUnavailable (503, not stored).
-// A mark (MarkIndeterminate) or a resolution of a record whose key is not
-// shown to be first used after At is refused the same way, whatever
-// Region holds: Region's copy may lack a later write of it from the
-// previous region (a completion, a resolution), which the mark or the
-// resolution would overwrite once it replicates, the last writer winning.
-// Reads, completions, releases, lease renewals and listings go to Region
-// unfenced.
+// their keys would run again there. So the writes a Failover routes are
+// fenced, unless Reconciled or AcceptUnreplicated is set, for every key
+// not shown to be first used after At (a UUIDv7 whose time is after At +
+// KeyClockSkew and not after the store's clock + KeyClockSkew):
+//
+//   - a Create stores nothing: it returns the record Region holds, read
+//     with one consistent GetItem (the engine answers the request from
+//     it: a replay, 409, 422, indeterminate), and with none a claim is
+//     refused with a *FailoverError, which is idemkit.ErrStoreUnavailable
+//     (503, not stored);
+//   - a Replace that claims the key (an in_flight record in place of a
+//     failed, released or expired record, or of another owner's stale
+//     lease, under either stale policy), that marks a stale lease
+//     indeterminate (its cause lease_expired) or that records an
+//     operator's resolution is refused the same way, whatever Region
+//     holds: Region's copy may lack a later write of it from the previous
+//     region (a completion, a resolution), which the write would
+//     overwrite once it replicates, the last writer winning;
+//   - a release leaves a tombstone only in place of its owner's in_flight
+//     record: in place of none or of another record it writes nothing (a
+//     tombstone would win over an older record of the key not yet
+//     replicated) and is reported done, since no copy of a fenced claim
+//     can land.
+//
+// The store tells the call from the records it is given, as the engine
+// writes them (see fenceReplace). Reads, completions, renewals, the
+// owner's own mark (outcome unknown) and release, and listings go to
+// Region unfenced.
 type Failover struct {
 	// Region holds the tenant's records from At on. Required.
 	Region string
@@ -80,9 +97,9 @@ type Failover struct {
 // nor accepted.
 func (f *Failover) fencing() bool { return f != nil && !f.Reconciled && !f.AcceptUnreplicated }
 
-// fences reports whether a claim of key at now, routed by f, must not
-// store a new record: f is neither reconciled nor accepted and key is not
-// a UUIDv7 whose time shows it was first used after f.At.
+// fences reports whether a write of key at now, routed by f, is fenced:
+// f is neither reconciled nor accepted and key is not a UUIDv7 whose time
+// shows it was first used after f.At.
 func (f *Failover) fences(key string, now time.Time) bool {
 	if !f.fencing() {
 		return false
@@ -98,33 +115,87 @@ func (f *Failover) fences(key string, now time.Time) bool {
 	return !t.After(f.At.Add(skew)) || t.After(now.Add(skew))
 }
 
-// fenceWrite refuses a mark or a resolution (op) of the record id under
-// a Failover that fences its tenant, unless the ID's key is shown to be
-// first used after the failover (a hashed ID's key is not), with a
-// *FailoverError naming op.
-func (s *Store) fenceWrite(ctx context.Context, op, id string, now time.Time) error {
-	_, fo, err := s.routed(ctx, op, id)
-	if err != nil || !fo.fencing() {
-		return err
+// fencedCreate answers a Create that fo fences (see Failover): it stores
+// nothing, and returns the record Region holds, read with one consistent
+// GetItem. With none, a tombstone is reported stored and a claim is
+// refused with a *FailoverError.
+func (s *Store) fencedCreate(ctx context.Context, client Client, rec *idemkit.Record, fo *Failover) (*idemkit.Record, error) {
+	item, err := s.getItem(ctx, client, "create", rec.ID)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(item) > 0:
+		return s.lay.decode(item)
+	case rec.State == idemkit.StateReleased:
+		return nil, nil
 	}
-	sc, _, perr := idemkit.ParseID(id)
-	if perr == nil && !fo.fences(sc.Key, now) {
-		return nil
-	}
-	tenant, _ := idemkit.IDTenant(id)
-	return s.fail(op, &FailoverError{Tenant: tenant, Key: sc.Key, Failover: *fo, Op: op})
+	return nil, s.fail("claim", &FailoverError{Tenant: rec.Scope.Tenant, Key: rec.Scope.Key, Failover: *fo})
 }
 
-// staleLease reports whether cur, the record a fenced claim of rec met,
-// is another owner's in_flight record of rec's request whose lease has
-// ended. The fence refuses it under either stale policy: the region the
-// tenant left may hold a later write of it (its completion, say) not yet
-// replicated, and marking it indeterminate here, or taking it over, would
-// win over that write, by last-writer-wins replication, once it arrives.
-// (Another request's is answered 422, which writes nothing.)
-func staleLease(cur, rec *idemkit.Record, now time.Time) bool {
-	return cur.State == idemkit.StateInFlight && cur.Owner != rec.Owner && cur.LeaseExpired(now) &&
-		cur.Fingerprint == rec.Fingerprint && cur.Scope.Operation == rec.Scope.Operation
+// fenceReplace tells whether a Replace of prev by rec, routed by fo, which
+// fences its tenant, is written. A fenced claim, mark or resolution is
+// refused with a *FailoverError naming the call and the state of the live
+// record it would replace; a fenced release writes nothing and is
+// reported done. The call is told from (prev, rec), as the engine writes
+// them: a claim is an in_flight rec in place of anything but its owner's
+// own in_flight record (a renewal, or a late copy of the claim); a mark,
+// an in_flight prev made indeterminate for its ended lease (cause
+// lease_expired); a resolution, an indeterminate prev given a
+// Resolution; a release, a tombstone.
+func (s *Store) fenceReplace(rec, prev *idemkit.Record, fo *Failover) (write bool, err error) {
+	own := prev.State == idemkit.StateInFlight && prev.Owner == rec.Owner
+	call := ""
+	switch {
+	case rec.State == idemkit.StateReleased && !own:
+		call = "release"
+	case rec.State == idemkit.StateInFlight && !own:
+		call = "claim"
+	case prev.State == idemkit.StateInFlight && rec.State == idemkit.StateIndeterminate && rec.Cause == idemkit.CauseLeaseExpired:
+		call = "mark indeterminate"
+	case prev.State == idemkit.StateIndeterminate && rec.Resolution != nil && prev.Resolution == nil:
+		call = "resolve"
+	default:
+		return true, nil
+	}
+	now := s.now()
+	switch {
+	case !fo.fences(rec.Scope.Key, now):
+		return true, nil
+	case call == "release":
+		return false, nil
+	}
+	fe := &FailoverError{Tenant: rec.Scope.Tenant, Key: rec.Scope.Key, Failover: *fo}
+	if prev.Live(now) && prev.State != idemkit.StateReleased {
+		fe.State = prev.State
+	}
+	if call != "claim" {
+		fe.Op = call
+	}
+	return false, s.fail(call, fe)
+}
+
+// idTenant returns the tenant an idemkit record ID carries: its first
+// field, "<length>:<bytes>", in a readable ID ("o1|", "a1|") and in a
+// hashed one ("o1h|", "a1h|"), as idemkit.Scope.ID writes them. It fails
+// for an ID of another encoding, and for one whose tenant is hashed too
+// ("o1x|", "a1x|").
+func idTenant(id string) (string, bool) {
+	var rest string
+	ok := false
+	for _, p := range [...]string{"o1|", "a1|", "o1h|", "a1h|"} {
+		if rest, ok = strings.CutPrefix(id, p); ok {
+			break
+		}
+	}
+	if !ok {
+		return "", false
+	}
+	n, tail, ok := strings.Cut(rest, ":")
+	l, err := strconv.Atoi(n)
+	if !ok || err != nil || l < 0 || l > len(tail) || strconv.Itoa(l) != n {
+		return "", false
+	}
+	return tail[:l], true
 }
 
 // keyTime returns the time of a UUIDv7 key in its canonical form, read
@@ -141,17 +212,18 @@ func keyTime(key string) (time.Time, bool) {
 	return time.Unix(sec, nsec), true
 }
 
-// FailoverError is a claim refused by a Failover's fence: the key is not
-// shown to be first used after the failover, and the failover region
-// holds no record that answers it. It is idemkit.ErrStoreUnavailable and
-// idemkit.ErrNothingStored under errors.Is: nothing is stored and the
-// client is told to retry later.
+// FailoverError is a write refused by a Failover's fence (see Failover):
+// the key is not shown to be first used after the failover, and the
+// failover region may lack a later write of its record. It is
+// idemkit.ErrStoreUnavailable and idemkit.ErrNothingStored under
+// errors.Is: nothing is stored and the client is told to retry later.
 type FailoverError struct {
 	Tenant   string
-	Key      string // "" for a hashed ID's, which is not read
+	Key      string
 	Failover Failover
-	// State is the state of the record the claim would have replaced
-	// (failed, or in_flight with a stale lease); "" when there is none.
+	// State is the state of the live record the write would have replaced
+	// (failed, in_flight with a stale lease, indeterminate); "" when there
+	// is none.
 	State idemkit.State
 	// Op is the refused call when it is not a claim: "mark indeterminate"
 	// or "resolve".
@@ -183,10 +255,9 @@ func (e *FailoverError) Unwrap() []error {
 }
 
 // NewRegional returns a Store that keeps each record in table in its
-// tenant's home region. The tenant is read from the record ID, whose
-// encoding is idemkit.Scope.ID's (idemkit.IDTenant). It refuses Regions
-// without Clients or Home, a nil client and an empty table with an error
-// wrapping idemkit.ErrInvalidConfig.
+// tenant's home region (see Regions). It refuses Regions without Clients
+// or Home, a nil client and an empty table with an error wrapping
+// idemkit.ErrInvalidConfig.
 func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 	if len(r.Clients) == 0 || r.Home == nil {
 		return nil, fmt.Errorf("dynamo: Regions needs Clients and Home: %w", idemkit.ErrInvalidConfig)
@@ -221,14 +292,6 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 		}
 		return c, fo, nil
 	}
-	route := func(id string) (Client, *Failover, error) {
-		tenant, err := idemkit.IDTenant(id)
-		if err != nil {
-			// No record has such an ID: a bad argument, not an outage.
-			return nil, nil, fmt.Errorf("dynamo: %w: %w", idemkit.ErrRecordInvalid, err)
-		}
-		return home(tenant)
-	}
 	list := func(tenant string) (Client, error) {
 		if tenant != "" {
 			c, _, err := home(tenant)
@@ -240,5 +303,7 @@ func NewRegional(r Regions, table string, opts Options) (*Store, error) {
 		}
 		return c, nil
 	}
-	return newStore(table, opts, route, list, clients), nil
+	s := newStore(table, opts, home, list, clients)
+	s.regional = true
+	return s, nil
 }

@@ -183,12 +183,8 @@ func TestFailoverFence(t *testing.T) {
 	claim := func(lease time.Duration) func(t *testing.T, req idemkit.Request) *idemkit.Record {
 		return func(t *testing.T, req idemkit.Request) *idemkit.Record {
 			now := time.Now()
-			rec := &idemkit.Record{ID: req.Scope.ID(false), Scope: req.Scope, State: idemkit.StateInFlight, Fingerprint: req.Fingerprint, Owner: "o-eu",
-				LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if res, err := inEU.Claim(ctx, rec, now); err != nil || !res.Won {
-				t.Fatalf("claim in eu: %+v %v", res, err)
-			}
-			return rec
+			return create(t, inEU, &idemkit.Record{ID: req.Scope.ID(false), Scope: req.Scope, State: idemkit.StateInFlight, Fingerprint: req.Fingerprint, Owner: "o-eu",
+				LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now})
 		}
 	}
 	var (
@@ -203,21 +199,11 @@ func TestFailoverFence(t *testing.T) {
 		// made: in eu, after its claim replicated.
 		completes before = func(t *testing.T, req idemkit.Request) {
 			now := time.Now()
-			rec := &idemkit.Record{ID: req.Scope.ID(false), Scope: req.Scope, State: idemkit.StateCompleted, Fingerprint: req.Fingerprint, Owner: "o-eu",
-				ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now, CompletedAt: now,
-				Snapshot: &idemkit.Snapshot{Status: 201, Body: []byte("run in eu")}}
-			if err := inEU.Complete(ctx, rec, now); err != nil {
-				t.Fatalf("complete in eu: %v", err)
-			}
+			change(t, inEU, get(t, inEU, req.Scope.ID(false)), completedAt(now, &idemkit.Snapshot{Status: 201, Body: []byte("run in eu")}))
 		}
 		failed before = func(t *testing.T, req idemkit.Request) {
 			rec := claim(-time.Second)(t, req)
-			if err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := inEU.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "alice", Reason: "declined"}, time.Now()); err != nil {
-				t.Fatal(err)
-			}
+			change(t, inEU, change(t, inEU, rec, markedStale), resolvedFailed(time.Now()))
 		}
 	)
 	// The operator failed acme over a minute ago: a key minted after it
@@ -338,34 +324,39 @@ func TestFailoverUnfencedCalls(t *testing.T) {
 	fo.Store(&dynamo.Failover{Region: "us-east-1", At: now})
 	rec := func(key string, lease time.Duration) *idemkit.Record {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: key}
-		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + key,
-			LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-		if res, err := plain.Claim(ctx, r, now); err != nil || !res.Won {
-			t.Fatalf("claim %s in us: %+v %v", key, res, err)
+		return create(t, plain, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + key,
+			LeaseUntil: now.Add(lease), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now})
+	}
+	// write makes the engine's change f of r through moved.
+	write := func(r *idemkit.Record, f func(*idemkit.Record)) error {
+		next := r.Clone()
+		f(next)
+		next.Version = "v-" + next.Version
+		met, err := moved.Replace(ctx, next, r)
+		if err == nil && met != nil {
+			err = fmt.Errorf("met %+v", met)
 		}
-		return r
+		return err
 	}
 	for _, tc := range []struct {
 		name string
 		call func(r *idemkit.Record) error
 	}{
-		{"get", func(r *idemkit.Record) error { _, err := moved.Get(ctx, r.ID, now); return err }},
-		{"extend", func(r *idemkit.Record) error { return moved.Extend(ctx, r.ID, r.Owner, now.Add(2*time.Minute), now) }},
-		{"complete", func(r *idemkit.Record) error {
-			done := *r
-			done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201}
-			return moved.Complete(ctx, &done, now)
+		{"get", func(r *idemkit.Record) error { _, err := moved.Get(ctx, r.ID); return err }},
+		{"extend", func(r *idemkit.Record) error {
+			return write(r, func(n *idemkit.Record) { n.LeaseUntil = now.Add(2 * time.Minute) })
 		}},
-		{"release", func(r *idemkit.Record) error { return moved.Release(ctx, r.ID, r.Owner, now) }},
-		{"mark unknown", func(r *idemkit.Record) error { return moved.MarkUnknown(ctx, r.ID, r.Owner, now) }},
+		{"complete", func(r *idemkit.Record) error { return write(r, completedAt(now, &idemkit.Snapshot{Status: 201})) }},
+		{"release", func(r *idemkit.Record) error { return write(r, releasedAt(now)) }},
+		{"mark unknown", func(r *idemkit.Record) error { return write(r, markedUnknown(now)) }},
 		{"list", func(r *idemkit.Record) error {
 			_, _, err := moved.ListIndeterminate(ctx, "acme", "", 0, now)
 			return err
 		}},
 		{"retried claim of our own", func(r *idemkit.Record) error {
-			res, err := moved.Claim(ctx, r, now)
-			if err == nil && !res.Won {
-				err = fmt.Errorf("lost to %+v", res.Existing)
+			met, err := moved.Create(ctx, r)
+			if err == nil && (met == nil || met.Version != r.Version) {
+				err = fmt.Errorf("met %+v, want our own record", met)
 			}
 			return err
 		}},
@@ -406,15 +397,10 @@ func TestFailoverFencesMarksAndResolutions(t *testing.T) {
 	// ended an hour ago: in_flight, or marked indeterminate.
 	put := func(key string, marked bool) string {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: key}
-		r := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + key,
-			LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Hour)}
-		if res, err := plain.Claim(ctx, r, now); err != nil || !res.Won {
-			t.Fatalf("claim %s in us: %+v %v", key, res, err)
-		}
+		r := create(t, plain, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + key,
+			LeaseUntil: now.Add(-time.Hour), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Hour)})
 		if marked {
-			if err := plain.MarkIndeterminate(ctx, r.ID, r.Owner, now); err != nil {
-				t.Fatal(err)
-			}
+			change(t, plain, r, markedStale)
 		}
 		return r.ID
 	}
@@ -424,7 +410,7 @@ func TestFailoverFencesMarksAndResolutions(t *testing.T) {
 		return err
 	}
 	state := func(id string) idemkit.State {
-		rec, err := plain.Get(ctx, id, now)
+		rec, err := plain.Get(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

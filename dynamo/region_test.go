@@ -138,7 +138,7 @@ func TestTwoRegions(t *testing.T) {
 				}
 			}
 			for _, s := range []*dynamo.Store{inEU, inUS} {
-				if r, err := s.Get(ctx, id, base()); err != nil || r.State != idemkit.StateCompleted {
+				if r, err := s.Get(ctx, id); err != nil || r.State != idemkit.StateCompleted {
 					t.Fatalf("Get through a regional store: %v, %v", r, err)
 				}
 			}
@@ -259,15 +259,10 @@ func TestRegionalListing(t *testing.T) {
 	for _, tenant := range []string{"acme", "globex"} {
 		for _, key := range []string{"indet", "stale"} {
 			sc := idemkit.Scope{Tenant: tenant, Operation: "POST /charges", Key: key}
-			rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + tenant + key,
-				LeaseUntil: now.Add(-time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
-			if res, err := inEU.Claim(ctx, rec, now); err != nil || !res.Won {
-				t.Fatalf("claim %s/%s: %+v %v", tenant, key, res, err)
-			}
+			rec := create(t, inEU, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:f", Owner: "o-" + tenant + key,
+				LeaseUntil: now.Add(-time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)})
 			if key == "indet" {
-				if err := inEU.MarkIndeterminate(ctx, rec.ID, rec.Owner, now); err != nil {
-					t.Fatal(err)
-				}
+				change(t, inEU, rec, markedStale)
 			}
 		}
 	}
@@ -316,14 +311,10 @@ func TestRegionalListing(t *testing.T) {
 	// An operator in us resolves acme's record: the write goes to eu.
 	id := idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: "indet"}.ID(false)
 	res := idemkit.Resolution{As: idemkit.StateCompleted, Operator: "alice", Reason: "charged", Snapshot: &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ch_1"}`)}}
-	held, err := inUS.Get(ctx, id, now)
-	if err != nil {
+	if _, _, err := idemkit.Resolve(ctx, inUS, id, res, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := inUS.Resolve(ctx, id, held.Owner, res, now); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := inEU.Get(ctx, id, now); err != nil || r.State != idemkit.StateCompleted || string(r.Snapshot.Body) != `{"id":"ch_1"}` {
+	if r, err := inEU.Get(ctx, id); err != nil || r.State != idemkit.StateCompleted || string(r.Snapshot.Body) != `{"id":"ch_1"}` {
 		t.Fatalf("acme's record in its home region after a resolve from us: %+v, %v", r, err)
 	}
 	if got := list(inEU, false, ""); len(got) != 0 {
@@ -332,9 +323,10 @@ func TestRegionalListing(t *testing.T) {
 }
 
 // TestRegionalUnroutableID: an ID a regional store cannot route (not an
-// idemkit ID, or one whose tenant is hashed) is a bad argument:
-// ErrRecordInvalid, never ErrStoreUnavailable (a 503 telling the client to
-// retry), and no call is made.
+// idemkit ID, or one whose tenant is hashed), and a record whose tenant is
+// too long for its ID to carry it, are a bad argument: ErrRecordInvalid,
+// never ErrStoreUnavailable (a 503 telling the client to retry), and no
+// call is made.
 func TestRegionalUnroutableID(t *testing.T) {
 	eu, _, table := twoRegions(t)
 	cc := newCounting(eu)
@@ -351,24 +343,13 @@ func TestRegionalUnroutableID(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	for _, id := range []string{"not-an-id", long.ID(false)} {
-		rec := &idemkit.Record{ID: id, Scope: long, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
-		done := *rec
-		done.State, done.Snapshot = idemkit.StateCompleted, &idemkit.Snapshot{Status: 201}
+		rec := &idemkit.Record{ID: id, Scope: long, State: idemkit.StateInFlight, Owner: "o", Version: "v1", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+		done := rec.Clone()
+		done.State, done.Snapshot, done.Version = idemkit.StateCompleted, &idemkit.Snapshot{Status: 201}, "v2"
 		calls := map[string]func() error{
-			"Claim":    func() error { _, err := s.Claim(ctx, rec, now); return err },
-			"Complete": func() error { return s.Complete(ctx, &done, now) },
-			"Release":  func() error { return s.Release(ctx, id, "o", now) },
-			"Extend":   func() error { return s.Extend(ctx, id, "o", now.Add(time.Minute), now) },
-			"MarkIndeterminate": func() error {
-				err := s.MarkIndeterminate(ctx, id, "o", now)
-				return err
-			},
-			"MarkUnknown": func() error { return s.MarkUnknown(ctx, id, "o", now) },
-			"Resolve": func() error {
-				_, err := s.Resolve(ctx, id, "o", idemkit.Resolution{As: idemkit.StateFailed}, now)
-				return err
-			},
-			"Get": func() error { _, err := s.Get(ctx, id, now); return err },
+			"Create":  func() error { _, err := s.Create(ctx, rec); return err },
+			"Replace": func() error { _, err := s.Replace(ctx, done, rec); return err },
+			"Get":     func() error { _, err := s.Get(ctx, id); return err },
 		}
 		for name, call := range calls {
 			err := call()
@@ -377,9 +358,16 @@ func TestRegionalUnroutableID(t *testing.T) {
 			}
 		}
 	}
-	for _, op := range []string{"PutItem", "GetItem", "UpdateItem"} {
-		if n := cc.Calls(op); n != 0 {
-			t.Errorf("%d %s calls for unroutable IDs", n, op)
-		}
+	// A hashed ID of a tenant within MaxTenantLen carries it: Get routes it.
+	hashed := idemkit.Scope{Tenant: "acme", Operation: "POST /" + strings.Repeat("o", 2100), Key: "k"}
+	if id := hashed.ID(false); !strings.HasPrefix(id, "o1h|") {
+		t.Fatalf("ID %.10q..., want a hashed ID carrying its tenant", id)
+	}
+	r := create(t, s, &idemkit.Record{ID: hashed.ID(false), Scope: hashed, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)})
+	if got := get(t, s, r.ID); got.Version != r.Version {
+		t.Fatalf("Get of a hashed ID: %+v", got)
+	}
+	if n := cc.Calls("PutItem") + cc.Calls("GetItem") + cc.Calls("UpdateItem"); n != 2 {
+		t.Errorf("%d calls, want the routable record's Create and Get alone", n)
 	}
 }

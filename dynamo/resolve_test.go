@@ -18,19 +18,27 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 )
 
-// TestResolveRefusedByItsRead: a resolution reads the record before it
-// writes; one that is missing, not indeterminate, or indeterminate but
-// expired is refused by that read, ErrNotIndeterminate, without a write.
+// resolvableAt is when idemkit.Resolve accepts a decision as on a record
+// whose lease ended at leaseUntil: a failed one MaxWriteDelay later.
+func resolvableAt(leaseUntil time.Time) time.Time {
+	return leaseUntil.Add(time.Minute + idemkit.MaxWriteDelay + time.Second)
+}
+
+// TestResolveRefusedByItsRead: idemkit.Resolve reads the record before it
+// writes; one that is missing, in flight with a lease that may still run,
+// or indeterminate but expired is refused by that read, one consistent
+// GetItem, without a write.
 func TestResolveRefusedByItsRead(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		seed  bool          // claim the record
+		seed  bool          // create the record
 		mark  bool          // and mark it indeterminate
 		after time.Duration // when the resolution runs, from the claim
+		want  error
 	}{
-		{name: "missing", after: 2 * time.Second},
-		{name: "in-flight", seed: true, after: 2 * time.Second},
-		{name: "indeterminate/expired", seed: true, mark: true, after: 3 * time.Hour},
+		{name: "missing", after: 2 * time.Second, want: idemkit.ErrNotFound},
+		{name: "in-flight", seed: true, after: 2 * time.Second, want: idemkit.ErrMayBeRunning},
+		{name: "indeterminate/expired", seed: true, mark: true, after: 3 * time.Hour, want: idemkit.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, cs, ft := faultyPair(t, http.DefaultTransport, dynamo.Options{})
@@ -41,13 +49,11 @@ func TestResolveRefusedByItsRead(t *testing.T) {
 			}
 			rec, now := inFlightRecord(t, seed, "resolve-read-"+tc.name, time.Second)
 			if tc.mark {
-				if err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, now.Add(2*time.Second)); err != nil {
-					t.Fatal(err)
-				}
+				change(t, cs, rec, markedStale)
 			}
-			got, err := s.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "checked"}, now.Add(tc.after))
-			if !errors.Is(err, idemkit.ErrNotIndeterminate) || got != nil {
-				t.Fatalf("Resolve: %+v %v, want ErrNotIndeterminate", got, err)
+			got, _, err := idemkit.Resolve(ctx, s, rec.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "checked"}, now.Add(tc.after))
+			if !errors.Is(err, tc.want) || got != nil {
+				t.Fatalf("Resolve: %+v %v, want %v", got, err, tc.want)
 			}
 			if g, u := ft.Calls("GetItem"), ft.Calls("UpdateItem"); g != 1 || u != 0 {
 				t.Errorf("%d GetItem, %d UpdateItem calls; want the read alone", g, u)
@@ -84,11 +90,9 @@ func TestResolveConcurrent(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			rec, now := inFlightRecord(t, cs, "resolve-concurrent-"+string(as), time.Second)
-			at := now.Add(2 * time.Second)
-			if err := cs.MarkIndeterminate(ctx, rec.ID, rec.Owner, at); err != nil {
-				t.Fatal(err)
-			}
+			rec, _ := inFlightRecord(t, cs, "resolve-concurrent-"+string(as), time.Second)
+			rec = change(t, cs, rec, markedStale)
+			at := resolvableAt(rec.LeaseUntil)
 			resolution := func(operator string) idemkit.Resolution {
 				res := idemkit.Resolution{As: as, Operator: operator, Reason: "checked"}
 				if as == idemkit.StateCompleted {
@@ -99,7 +103,7 @@ func TestResolveConcurrent(t *testing.T) {
 			// The other operator resolves it between this one's read and
 			// its write.
 			hook := &readHook{Client: clean, after: func() {
-				if _, err := cs.Resolve(ctx, rec.ID, rec.Owner, resolution("ops-a"), at); err != nil {
+				if _, _, err := idemkit.Resolve(ctx, cs, rec.ID, resolution("ops-a"), at); err != nil {
 					t.Errorf("the first resolution: %v", err)
 				}
 			}}
@@ -107,10 +111,10 @@ func TestResolveConcurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := s.Resolve(ctx, rec.ID, rec.Owner, resolution("ops-b"), at); !errors.Is(err, idemkit.ErrNotIndeterminate) {
+			if got, _, err := idemkit.Resolve(ctx, s, rec.ID, resolution("ops-b"), at); !errors.Is(err, idemkit.ErrNotIndeterminate) {
 				t.Fatalf("the second resolution: %+v %v, want ErrNotIndeterminate", got, err)
 			}
-			stored, err := cs.Get(ctx, rec.ID, at)
+			stored, err := cs.Get(ctx, rec.ID)
 			if err != nil || stored.State != as || stored.Resolution == nil || stored.Resolution.Operator != "ops-a" {
 				t.Fatalf("stored %+v %v, want the first resolution", stored, err)
 			}
@@ -118,11 +122,11 @@ func TestResolveConcurrent(t *testing.T) {
 	}
 }
 
-// TestResolveSizeOfTheRest: a completed resolution budgets its answer
-// against the item it is written into, whatever makes that item large: a
-// scope too long for a readable ID (the ID is then short, the scope
-// attributes are not) or a long fingerprint. An answer that does not fit
-// is stored without its body (Omitted), as Complete stores it; it never
+// TestResolveSizeOfTheRest: a completed resolution's answer is budgeted
+// against the whole item it is written into, whatever makes that item
+// large: a scope too long for a readable ID (the ID is then short, the
+// scope attributes are not) or a long fingerprint. An answer that does not
+// fit is stored without its body (Omitted), as a completion's is; it never
 // fails the resolution, and the item never exceeds MaxItemSize.
 func TestResolveSizeOfTheRest(t *testing.T) {
 	longOp := "POST /orders/" + strings.Repeat("x", 3000)
@@ -143,21 +147,16 @@ func TestResolveSizeOfTheRest(t *testing.T) {
 			s, c, table := newStore(t, dynamo.Options{MaxItemSize: tc.cap})
 			ctx := context.Background()
 			now := base()
-			rec := &idemkit.Record{ID: tc.scope.ID(false), Scope: tc.scope, State: idemkit.StateInFlight, Fingerprint: tc.fp, Owner: "owner-1",
-				LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-			if res, err := s.Claim(ctx, rec, now); err != nil || !res.Won {
-				t.Fatalf("claim: %+v, %v", res, err)
-			}
-			if err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now); err != nil {
-				t.Fatal(err)
-			}
+			rec := create(t, s, &idemkit.Record{ID: tc.scope.ID(false), Scope: tc.scope, State: idemkit.StateInFlight, Fingerprint: tc.fp, Owner: "owner-1",
+				LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now})
+			change(t, s, rec, markedUnknown(now))
 			body := randomBytes(tc.body)
 			res := idemkit.Resolution{As: idemkit.StateCompleted, Operator: "alice", Reason: "charged, PSP ref ch_1",
 				Snapshot: &idemkit.Snapshot{Status: 201, Header: map[string][]string{"Location": {"/orders/1"}}, Body: body}}
-			got, err := s.Resolve(ctx, rec.ID, rec.Owner, res, now)
-			if err != nil {
+			if _, _, err := idemkit.Resolve(ctx, s, rec.ID, res, now.Add(time.Minute)); err != nil {
 				t.Fatalf("Resolve: %v; want the record resolved, its body left out if it does not fit", err)
 			}
+			got := get(t, s, rec.ID)
 			if got.State != idemkit.StateCompleted || got.Snapshot == nil || got.Snapshot.Status != 201 || got.Snapshot.Omitted == tc.wantsBody {
 				t.Fatalf("resolved record: state %s, snapshot %v; want completed 201 with body stored %v", got.State, describe(got.Snapshot), tc.wantsBody)
 			}
@@ -200,19 +199,14 @@ func TestResolvedRecordsLeaveTheIndexes(t *testing.T) {
 	var ids []string
 	for i, as := range []idemkit.State{idemkit.StateFailed, idemkit.StateCompleted} {
 		sc := idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: fmt.Sprint("resolved-", i)}
-		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:c",
-			LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-		if _, err := s.Claim(ctx, rec, now); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.MarkIndeterminate(ctx, rec.ID, "o", now.Add(2*time.Second)); err != nil {
-			t.Fatal(err)
-		}
+		rec := create(t, s, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", Fingerprint: "v1:sha256:c",
+			LeaseUntil: now.Add(time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now})
+		change(t, s, rec, markedStale)
 		res := idemkit.Resolution{As: as, Operator: "ops"}
 		if as == idemkit.StateCompleted {
 			res.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte("checked")}
 		}
-		if _, err := s.Resolve(ctx, rec.ID, rec.Owner, res, now.Add(time.Minute)); err != nil {
+		if _, _, err := idemkit.Resolve(ctx, s, rec.ID, res, resolvableAt(rec.LeaseUntil)); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, rec.ID)

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -103,17 +102,14 @@ func TestSnapshotSizeCap(t *testing.T) {
 	} {
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: fmt.Sprint("cap-", i)}
 		now := base()
-		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(60e9), ExpiresAt: now.Add(3600e9), CreatedAt: now}
-		if _, err := s.Claim(ctx, rec, now); err != nil {
-			t.Fatal(err)
-		}
+		rec := create(t, s, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(60e9), ExpiresAt: now.Add(3600e9), CreatedAt: now})
 		done := *rec
-		done.State, done.CompletedAt = idemkit.StateCompleted, now
+		done.State, done.CompletedAt, done.Version = idemkit.StateCompleted, now, "v-done"
 		done.Snapshot = &idemkit.Snapshot{Status: 200, Body: tc.body}
-		if err := s.Complete(ctx, &done, now); err != nil {
-			t.Fatal(err)
+		if met, err := s.Replace(ctx, &done, rec); err != nil || met != nil {
+			t.Fatal(met, err)
 		}
-		got, err := s.Get(ctx, rec.ID, now)
+		got, err := s.Get(ctx, rec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +117,7 @@ func TestSnapshotSizeCap(t *testing.T) {
 			t.Fatalf("%d: stored omitted=%v with %d bytes, want omitted=%v", i, got.Snapshot.Omitted, len(got.Snapshot.Body), tc.omitted)
 		}
 		if done.Snapshot.Omitted || len(done.Snapshot.Body) != len(tc.body) {
-			t.Fatal("Complete modified the caller's snapshot")
+			t.Fatal("Replace modified the caller's snapshot")
 		}
 	}
 	if m := cc.MaxItem(); m > limit {
@@ -146,18 +142,15 @@ func TestHeadersOverTheCap(t *testing.T) {
 	for i, body := range [][]byte{nil, {}, []byte(`{"id":"ord_1"}`), randomBytes(limit)} {
 		now := base()
 		sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "hdr-" + string(rune('a'+i))}
-		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(60e9), ExpiresAt: now.Add(3600e9), CreatedAt: now}
-		if _, err := s.Claim(ctx, rec, now); err != nil {
-			t.Fatal(err)
-		}
+		rec := create(t, s, &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Owner: "o", LeaseUntil: now.Add(60e9), ExpiresAt: now.Add(3600e9), CreatedAt: now})
 		done := *rec
-		done.State, done.CompletedAt = idemkit.StateCompleted, now
+		done.State, done.CompletedAt, done.Version = idemkit.StateCompleted, now, "v-done"
 		done.Snapshot = &idemkit.Snapshot{Status: 201, Body: body,
 			Header: http.Header{"Location": {"/orders/1"}, "Content-Type": {"application/json"}, "X-Big": {big}}}
-		if err := s.Complete(ctx, &done, now); err != nil {
-			t.Fatalf("body %d bytes: Complete: %v", len(body), err)
+		if met, err := s.Replace(ctx, &done, rec); err != nil || met != nil {
+			t.Fatalf("body %d bytes: Replace: %+v, %v", len(body), met, err)
 		}
-		got, err := s.Get(ctx, rec.ID, now)
+		got, err := s.Get(ctx, rec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +231,7 @@ func TestMaxItemSizeAboveTheLimit(t *testing.T) {
 	if snap, _, err := g.Do(context.Background(), req, h); err != nil || len(snap.Body) != len(body) {
 		t.Fatalf("first Do: %v; the caller must get its response", err)
 	}
-	rec, err := s.Get(context.Background(), req.Scope.ID(false), time.Now())
+	rec, err := s.Get(context.Background(), req.Scope.ID(false))
 	if err != nil || rec.State != idemkit.StateCompleted || rec.Snapshot == nil || !rec.Snapshot.Omitted {
 		t.Fatalf("stored %+v, %v; want completed without its body", rec, err)
 	}

@@ -1,12 +1,13 @@
 package dynamo
 
 import (
+	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/storearg"
 )
 
 // Client is the part of *dynamodb.Client the store uses. Inputs share
@@ -167,17 +167,19 @@ func (o Options) withDefaults() Options {
 }
 
 // Store is an idemkit.OperatorStore on a DynamoDB table laid out as the
-// package documentation describes. It is an idemkit.StaleLister too,
-// listing stale leases only with Options.IndexInFlight (ListsStale). It
-// is safe for concurrent use.
+// package documentation describes: a box of versioned records, one item
+// each. It is an idemkit.StaleLister too, listing stale leases only with
+// Options.IndexInFlight (ListsStale). It is safe for concurrent use.
 type Store struct {
 	table string
 	opts  Options
-	// route returns the client for a record ID and the operator's
+	// route returns the client for a tenant's records and the operator's
 	// Failover that chose it (nil: none); list the client for a tenant's
-	// listing ("" for all tenants).
-	route func(id string) (Client, *Failover, error)
-	list  func(tenant string) (Client, error)
+	// listing ("" for all tenants). regional is set by NewRegional: a
+	// record is then routed by its tenant, read from Get's ID.
+	route    func(tenant string) (Client, *Failover, error)
+	list     func(tenant string) (Client, error)
+	regional bool
 	// regions holds every client by region name ("" for a store of one
 	// client), for Check.
 	regions map[string]Client
@@ -188,11 +190,14 @@ type Store struct {
 	// every call (sdkOpts): made once, not per call.
 	tableName *string
 	optFns    []func(*dynamodb.Options)
-	// lay is where the record ID is in an item; namesClaim and
-	// namesRelease are the attribute names of those conditions, whose #pk
-	// is its partition key.
-	lay                      layout
-	namesClaim, namesRelease map[string]string
+	// lay is where the record ID is in an item; condCreate and namesCreate
+	// are Create's condition, naming its partition key.
+	lay         layout
+	condCreate  *string
+	namesCreate map[string]string
+	// now is the clock a Failover's fence reads (a key's time is compared
+	// with it).
+	now func() time.Time
 }
 
 var (
@@ -220,12 +225,13 @@ func New(client Client, table string, opts Options) (*Store, error) {
 
 func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error), regions map[string]Client) *Store {
 	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, regions: regions, tableName: aws.String(table),
-		lay: layoutOf(opts), namesClaim: namesClaim, namesRelease: namesRelease}
+		lay: layoutOf(opts), now: time.Now}
+	// The default key attribute is named as it is: a placeholder is bytes
+	// on every fresh request.
+	s.condCreate = aws.String("attribute_not_exists(" + attrID + ")")
 	if s.lay.keyAttr != attrID {
-		s.namesClaim, s.namesRelease = maps.Clone(namesClaim), maps.Clone(namesRelease)
-		s.namesClaim["#pk"], s.namesRelease["#pk"] = s.lay.keyAttr, s.lay.keyAttr
+		s.condCreate, s.namesCreate = aws.String("attribute_not_exists(#k)"), map[string]string{"#k": s.lay.keyAttr}
 	}
-	s.namesRelease = s.lay.names(s.namesRelease)
 	s.optFns = []func(*dynamodb.Options){s.sdkOpts}
 	if !s.opts.KeepRetryQuota {
 		s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
@@ -317,40 +323,40 @@ func (e *tableError) Error() string {
 
 func (e *tableError) Unwrap() []error { return []error{e.sentinel, idemkit.ErrNothingStored, e.err} }
 
-// refused classifies the error of a conditional write and reports its
-// usage: a failed condition is the method's sentinel (refusal), anything
-// else a StoreError.
-func (s *Store) refused(ctx context.Context, op string, err, refusal error) error {
-	if _, ok := conditionFailed(err); ok {
-		failedWriteUsage(ctx, nil)
-		return refusal
-	}
-	usage(ctx, nil, true)
-	return s.fail(op, err)
-}
-
-// client returns the client of id's home region, or a StoreError when ctx
-// is done or the region cannot be had, or an error wrapping
-// idemkit.ErrRecordInvalid when id names no region (a regional store
-// cannot read its tenant).
-func (s *Store) client(ctx context.Context, op, id string) (Client, error) {
-	c, _, err := s.routed(ctx, op, id)
-	return c, err
-}
-
-// routed is client, with the Failover that routed id (nil: none).
-func (s *Store) routed(ctx context.Context, op, id string) (Client, *Failover, error) {
+// routed returns the client of tenant's home region and the Failover
+// that routed it (nil: none), or a StoreError when ctx is done or the
+// region cannot be had. A regional store refuses a tenant it could not
+// read back from the record's ID with an error wrapping
+// idemkit.ErrRecordInvalid.
+func (s *Store) routed(ctx context.Context, op, tenant string) (Client, *Failover, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, s.fail(op, err)
 	}
-	c, fo, err := s.route(id)
-	if errors.Is(err, idemkit.ErrRecordInvalid) {
-		return nil, nil, fmt.Errorf("dynamo: %s: %w", op, err)
+	if s.regional && len(tenant) > idemkit.MaxTenantLen {
+		// Its ID is the hash alone: Get could not route it.
+		return nil, nil, fmt.Errorf("dynamo: %s: %w: a regional store routes a record by the tenant its ID carries, and a tenant over %d bytes is hashed",
+			op, idemkit.ErrRecordInvalid, idemkit.MaxTenantLen)
 	}
+	c, fo, err := s.route(tenant)
 	if err != nil {
 		return nil, nil, s.fail(op, err)
 	}
 	return c, fo, nil
+}
+
+// routedID is routed for the record with id: a regional store reads the
+// tenant from the ID, and refuses an ID that carries none with an error
+// wrapping idemkit.ErrRecordInvalid (no record has it).
+func (s *Store) routedID(ctx context.Context, op, id string) (Client, error) {
+	tenant := ""
+	if s.regional {
+		var ok bool
+		if tenant, ok = idTenant(id); !ok {
+			return nil, fmt.Errorf("dynamo: %s %.40q: %w: a regional store cannot read the tenant of this ID", op, id, idemkit.ErrRecordInvalid)
+		}
+	}
+	c, _, err := s.routed(ctx, op, tenant)
+	return c, err
 }
 
 func conditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
@@ -392,174 +398,24 @@ func (s *Store) key(id string) map[string]types.AttributeValue { return s.lay.ke
 func nowSec(now time.Time) types.AttributeValue   { return num(now.Unix() + keptPastSec) }
 func nowMilli(now time.Time) types.AttributeValue { return num(now.UnixMilli()) }
 
-// Expressions. A record is live while exp > :nowS (exp is ExpiresAt in
-// seconds rounded up, plus KeptPast; :nowS is now in seconds plus
-// KeptPast); a lease has expired when lu <= :nowMs.
-//
-// A claim stores its record only where no item is (attribute_not_exists),
-// or over its own in_flight record with a lease not after its own (a
-// retried claim). A reclaim stores it over the item it read, unchanged:
-// the same owner, state and lease (every write changes one of the three),
-// or over its own in_flight record. Neither judges the item: the engine
-// decides from the item a refused claim returns whether to reclaim it.
-//
-// A completion is taken by its owner's record in any state but released
-// unless an operator resolved it (ra, which every failed record and a
-// completed one an operator decided carry): in_flight, indeterminate (a
-// late completion) and completed (a retried one). Said that way its
-// condition is the shortest that is correct: on dynalite the longer
-// form (the three states in parentheses) took 1-1.5 ms more per
-// completion (make bench, "Request shapes").
-const (
-	condAbsent = "attribute_not_exists(#pk) OR #exp <= :nowS"
-	// The frequent conditions name their attributes as they are, without
-	// placeholders, where no DynamoDB reserved word stands in the way:
-	// each name sent with a request is bytes on every fresh request. The
-	// key attribute and the TTL attribute, which Options may name, keep
-	// theirs.
-	condOurs    = "st = :i AND ow = :o AND lu <= :l"
-	condClaim   = "attribute_not_exists(#pk) OR (" + condOurs + ")"
-	condReclaim = "(ow = :po AND st = :ps AND lu = :pl) OR (" + condOurs + ")"
-	// condFenced is a claim fenced by a Failover: it may only make again
-	// our own claim, never store a new record or replace another's.
-	condFenced   = condOurs + " AND #exp > :nowS"
-	condComplete = "ow = :o AND #exp > :n AND st <> :r AND attribute_not_exists(ra)"
-	condOwned    = "#ow = :owner AND #st = :inflight AND #exp > :nowS"
-	condExtend   = condOwned + " AND #lu <= :lu"
-	condRelease  = condAbsent + " OR #st = :released OR (#ow = :owner AND #st = :inflight)"
-	// condReleaseOwned is a release routed by a fencing Failover: it
-	// replaces only our own claim, never an absent item, since a tombstone
-	// written in the new home would win, by last-writer-wins replication,
-	// over an older record of the key not yet replicated from the old one.
-	condReleaseOwned = "#ow = :owner AND #st = :inflight"
-	condMark         = "#ow = :owner AND #st = :inflight AND #exp > :nowS AND #lu <= :nowMs"
-	condResolve      = "#st = :indeterminate AND #exp > :nowS AND #ow = :owner"
-)
-
-// The condition expressions and attribute names of the frequent calls,
-// made once: inputs only read them (a Client must not modify its input).
-var (
-	pCondClaim        = aws.String(condClaim)
-	pCondReclaim      = aws.String(condReclaim)
-	pCondClaimFenced  = aws.String(condFenced)
-	pCondComplete     = aws.String(condComplete)
-	pCondRelease      = aws.String(condRelease)
-	pCondReleaseOwned = aws.String(condReleaseOwned)
-	pCondExtend       = aws.String(condExtend)
-	pUpdateLease      = aws.String("SET #lu = :lu")
-
-	namesClaim        = map[string]string{"#pk": attrID}
-	namesComplete     = map[string]string{"#exp": attrExpiresAt}
-	namesRelease      = map[string]string{"#pk": attrID, "#exp": attrExpiresAt, "#ow": attrOwner, "#st": attrState}
-	namesExtend       = map[string]string{"#lu": attrLeaseUntil, "#ow": attrOwner, "#st": attrState, "#exp": attrExpiresAt}
-	namesReleaseOwned = map[string]string{"#ow": attrOwner, "#st": attrState}
-	namesClaimFenced  = map[string]string{"#exp": attrExpiresAt}
-)
-
-var (
-	vInFlight      = str(string(idemkit.StateInFlight))
-	vIndeterminate = str(string(idemkit.StateIndeterminate))
-	vReleased      = str(stReleased)
-)
-
-// stReleased is the state of a released key's tombstone, which counts as
-// no record (see Release).
-const stReleased = string(idemkit.StateReleased)
-
-// released reports whether item is a tombstone.
-func released(item map[string]types.AttributeValue) bool { return attrS(item, attrState) == stReleased }
-
-// claimAttempts bounds the put-then-get rounds of a claim whose blocking
-// record vanished or changed before it could be read.
-const claimAttempts = 3
-
-// Claim implements idemkit.Store with one conditional PutItem. When the
-// server does not return the item that refused it with the failure, one
-// consistent GetItem reads it; if that finds none (deleted meanwhile), the
-// claim is tried again, up to three times, and then reported lost with a
-// nil Existing, which the engine retries. A claim fenced by a Failover
-// (see Failover) wins only over its own in_flight record: it returns the
-// live record that answers the request without a claim, or else a
-// *FailoverError.
-func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	const op = "claim"
-	if err := storearg.Claim(rec); err != nil {
-		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: %s: %w", op, err)
+// attrS returns the string attribute name of item; "" when it has none.
+func attrS(item map[string]types.AttributeValue, name string) string {
+	v, _ := item[name].(*types.AttributeValueMemberS)
+	if v == nil {
+		return ""
 	}
-	return s.claim(ctx, op, rec, nil, now)
+	return v.Value
 }
 
-// Reclaim implements idemkit.Store with one PutItem conditioned on the
-// item read (its owner, state and lease), as Claim is made.
-func (s *Store) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	const op = "reclaim"
-	if err := storearg.Reclaim(rec, prev); err != nil {
-		return idemkit.ClaimResult{}, fmt.Errorf("dynamo: %s: %w", op, err)
-	}
-	return s.claim(ctx, op, rec, prev, now)
-}
-
-// claim makes a Claim (prev nil) or a Reclaim of rec.
-func (s *Store) claim(ctx context.Context, op string, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	if err := checkUTF8(op, rec); err != nil {
-		return idemkit.ClaimResult{}, err
-	}
-	if err := s.lay.keyTooLong(op, rec.ID); err != nil {
-		return idemkit.ClaimResult{}, err
-	}
-	client, fo, err := s.routed(ctx, op, rec.ID)
-	if err != nil {
-		return idemkit.ClaimResult{}, err
-	}
-	fenced := fo.fences(rec.Scope.Key, now)
-	in, err := s.claimInput(rec, prev, now, fenced)
-	if err != nil {
-		return idemkit.ClaimResult{}, err
-	}
-	for attempt := 1; ; attempt++ {
-		cctx, cancel := s.ctxFor(ctx)
-		out, err := client.PutItem(cctx, in, s.optFns...)
-		cancel()
-		if err == nil {
-			usage(ctx, out.ConsumedCapacity, true)
-			return s.claimWon(out), nil
-		}
-		cf, ok := conditionFailed(err)
-		if !ok {
-			usage(ctx, nil, true)
-			return idemkit.ClaimResult{}, s.fail(op, err)
-		}
-		cur, err := s.refusedBy(ctx, client, op, cf, rec.ID)
-		switch {
-		case err != nil:
-			return idemkit.ClaimResult{}, err
-		case fenced:
-			return s.fenced(cur, rec, now, fo)
-		case cur != nil && !ours(cur, rec):
-			return idemkit.ClaimResult{Existing: cur}, nil
-		case attempt == claimAttempts:
-			// Gone, or ours, each time it was read: let the engine try
-			// again.
-			return idemkit.ClaimResult{}, nil
-		}
-	}
-}
-
-// ours reports whether cur is rec's own in_flight claim with a lease not
-// after rec's, which a claim of rec stores over (a retried claim).
-func ours(cur, rec *idemkit.Record) bool {
-	return cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && cur.LeaseUntil.UnixMilli() <= ceilMilli(rec.LeaseUntil)
-}
-
-// checkUTF8 refuses a record whose ID, scope, fingerprint or owner is not
-// UTF-8 with an error wrapping idemkit.ErrRecordInvalid. DynamoDB strings
-// are UTF-8 and the SDK sends each invalid byte as U+FFFD, so two scopes
-// differing only in such bytes would name one item: one would replay the
-// other's response.
+// checkUTF8 refuses a record whose ID, scope, fingerprint, owner or
+// version is not UTF-8 with an error wrapping idemkit.ErrRecordInvalid.
+// DynamoDB strings are UTF-8 and the SDK sends each invalid byte as
+// U+FFFD, so two scopes differing only in such bytes would name one item:
+// one would replay the other's response.
 func checkUTF8(op string, rec *idemkit.Record) error {
 	for _, f := range [...]struct{ name, v string }{
 		{"ID", rec.ID}, {"tenant", rec.Scope.Tenant}, {"operation", rec.Scope.Operation},
-		{"key", rec.Scope.Key}, {"fingerprint", rec.Fingerprint}, {"owner", rec.Owner},
+		{"key", rec.Scope.Key}, {"fingerprint", rec.Fingerprint}, {"owner", rec.Owner}, {"version", rec.Version},
 	} {
 		if !utf8.ValidString(f.v) {
 			return fmt.Errorf("dynamo: %s %q: %w: its %s is not UTF-8", op, rec.ID, idemkit.ErrRecordInvalid, f.name)
@@ -568,82 +424,24 @@ func checkUTF8(op string, rec *idemkit.Record) error {
 	return nil
 }
 
-// claimInput returns the conditional PutItem of a claim of rec (in place
-// of prev, for a Reclaim), or an error wrapping idemkit.ErrRecordInvalid
-// when its item would exceed MaxItemSize even without the body. A fenced
-// claim's condition accepts only our own live in_flight record.
-func (s *Store) claimInput(rec, prev *idemkit.Record, now time.Time, fenced bool) (*dynamodb.PutItemInput, error) {
-	item := baseItem(rec)
-	s.lay.keyItem(item, rec.ID)
-	if s.opts.IndexInFlight && rec.State == idemkit.StateInFlight {
-		item[attrIndeterminate] = str(inFlightValue)
+// encode returns the item that stores rec, everything in it derived from
+// rec (see item.go), or an error wrapping idemkit.ErrRecordInvalid when
+// the store cannot keep it: a string that is not UTF-8, a key over
+// DynamoDB's limit, an item over MaxItemSize even without the body. A
+// snapshot too large is left out, Omitted set.
+func (s *Store) encode(op string, rec *idemkit.Record) (map[string]types.AttributeValue, error) {
+	if err := checkUTF8(op, rec); err != nil {
+		return nil, err
 	}
+	if err := s.lay.keyTooLong(op, rec.ID); err != nil {
+		return nil, err
+	}
+	item := baseItem(rec, s.opts.IndexInFlight)
+	s.lay.keyItem(item, rec.ID)
 	if !s.fits(item, rec.Snapshot) {
 		return nil, s.tooLarge(rec.ID, item)
 	}
-	// Our own in_flight record is ours to claim again only with the lease
-	// this claim writes: a late copy of the claim, landing after the lease
-	// was renewed, must not move it back.
-	cond, names := pCondClaim, s.namesClaim
-	values := map[string]types.AttributeValue{":i": vInFlight, ":o": item[attrOwner], ":l": item[attrLeaseUntil]}
-	switch {
-	case fenced:
-		cond, names = pCondClaimFenced, s.lay.names(namesClaimFenced)
-		values[":nowS"] = nowSec(now)
-	case prev != nil:
-		cond, names = pCondReclaim, nil
-		values[":po"], values[":ps"], values[":pl"] = str(prev.Owner), str(string(prev.State)), num(prev.LeaseUntil.UnixMilli())
-	}
-	return &dynamodb.PutItemInput{
-		TableName:                           s.tableName,
-		Item:                                item,
-		ConditionExpression:                 cond,
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}, nil
-}
-
-// claimWon returns the result of a claim whose PutItem succeeded. The
-// item replaced is not asked for (ReturnValues would add to every claim):
-// a Claim replaces none but its own, and a Reclaim's caller knows the one
-// it replaced.
-func (s *Store) claimWon(*dynamodb.PutItemOutput) idemkit.ClaimResult {
-	return idemkit.ClaimResult{Won: true}
-}
-
-// refusedBy reports the usage of a claim refused by its condition (cf) and
-// returns the record that refused it, in any state and live or not: the
-// item returned with the failure, or else the item read after it (nil:
-// none).
-func (s *Store) refusedBy(ctx context.Context, client Client, op string, cf *types.ConditionalCheckFailedException, id string) (*idemkit.Record, error) {
-	failedWriteUsage(ctx, cf.Item)
-	item := cf.Item
-	if len(item) == 0 {
-		var err error
-		if item, err = s.getItem(ctx, client, op, id); err != nil || len(item) == 0 {
-			return nil, err
-		}
-	}
-	return s.lay.decode(item)
-}
-
-// fenced answers a claim that a Failover's fence refused (see Failover):
-// the live record cur that answers the request without a claim (in
-// flight, completed, indeterminate), as any claim would be answered, or
-// else a *FailoverError naming the failover: a claim in place of a
-// record that lets the key run again (released, expired, failed, a stale
-// lease) waits for reconciliation.
-func (s *Store) fenced(cur, rec *idemkit.Record, now time.Time, fo *Failover) (idemkit.ClaimResult, error) {
-	if cur != nil && cur.Live(now) && cur.State != idemkit.StateReleased && cur.State != idemkit.StateFailed && !staleLease(cur, rec, now) {
-		return idemkit.ClaimResult{Existing: cur}, nil
-	}
-	ferr := &FailoverError{Tenant: rec.Scope.Tenant, Key: rec.Scope.Key, Failover: *fo}
-	if cur != nil && cur.Live(now) && cur.State != idemkit.StateReleased {
-		ferr.State = cur.State
-	}
-	return idemkit.ClaimResult{}, s.fail("claim", ferr)
+	return item, nil
 }
 
 // fits adds snap, if any, to item (snapshotAttrs) and reports whether the
@@ -660,459 +458,270 @@ func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error 
 	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap: %w", id, itemSize(item), s.opts.MaxItemSize, idemkit.ErrRecordInvalid)
 }
 
-// Complete implements idemkit.Store with one conditional UpdateItem
-// fenced on the owner token and the state: in_flight, indeterminate (a
-// late completion), or completed without an operator's resolution. It
-// sends what the completion adds or may change (the state, the cause, the
-// completion time, the snapshot) and removes the index keys and the mark;
-// the rest of the item is the owner's claim's, as stored (its lease as
-// last renewed). A
-// snapshot that would make the item larger than MaxItemSize is stored
-// without its body, Snapshot.Omitted set.
-func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
-	const op = "complete"
-	if err := storearg.Complete(rec); err != nil {
-		return fmt.Errorf("dynamo: %s: %w", op, err)
-	}
-	if err := checkUTF8(op, rec); err != nil {
-		return err
-	}
-	if err := s.lay.keyTooLong(op, rec.ID); err != nil {
-		return err
-	}
-	client, err := s.client(ctx, op, rec.ID)
+// createAttempts bounds the puts of a Create whose refusing item vanished
+// before it could be read.
+const createAttempts = 3
+
+// Create implements idemkit.Store with one PutItem of rec's whole item,
+// conditioned on no item of its key (attribute_not_exists). A refusal
+// returns the item stored, decoded, as met: the server returns it with the
+// failure (ReturnValuesOnConditionCheckFailure=ALL_OLD), or, where it does
+// not, one consistent GetItem reads it; if that finds none (deleted
+// meanwhile), the put is made again, up to three times in all, and then
+// the error is idemkit.ErrStoreUnavailable. A Create fenced by a Failover
+// stores nothing (see Failover).
+func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
+	const op = "create"
+	item, err := s.encode(op, rec)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	item := baseItem(rec)
-	s.lay.keyItem(item, rec.ID)
-	if !s.fits(item, rec.Snapshot) {
-		return s.tooLarge(rec.ID, item)
-	}
-	cctx, cancel := s.ctxFor(ctx)
-	defer cancel()
-	out, err := client.UpdateItem(cctx, s.completion(rec, item, now), s.optFns...)
+	client, fo, err := s.routed(ctx, op, rec.Scope.Tenant)
 	if err != nil {
-		return s.refused(ctx, op, err, idemkit.ErrNotOwner)
+		return nil, err
 	}
-	usage(ctx, out.ConsumedCapacity, true)
-	return nil
-}
-
-// completed are the attributes a completion sets, from its item: the
-// state, the completion time and the snapshot's. The others (the scope,
-// the fingerprint, the owner, the claim's times, its lease as last
-// renewed, its expiry) are the owner's claim's, which the condition
-// holds, and are not sent again. None is a DynamoDB reserved word, so
-// none needs a placeholder.
-var completed = []string{attrState, attrCompletedAt, attrStatus, attrHeader, attrBody, attrBodyEncoding, attrBase64, attrOmitted}
-
-// completionValues are the placeholders of the values a completion
-// sets, made once.
-var completionValues = func() []string {
-	p := make([]string, len(completed)+1)
-	for i := range p {
-		p[i] = ":" + strconv.Itoa(i)
+	if fo.fences(rec.Scope.Key, s.now()) {
+		return s.fencedCreate(ctx, client, rec, fo)
 	}
-	return p
-}()
-
-// completion returns the UpdateItem of rec's completion, item being rec's
-// whole item (its size checked): it sets what the completion adds and
-// removes what only a claim or a mark carries (the index keys, the mark,
-// and the cause unless rec has one). It allocates little: it is on every
-// fresh request's path.
-func (s *Store) completion(rec *idemkit.Record, item map[string]types.AttributeValue, now time.Time) *dynamodb.UpdateItemInput {
-	values := make(map[string]types.AttributeValue, len(completed)+4)
-	values[":o"], values[":n"], values[":r"] = item[attrOwner], nowSec(now), vReleased
-	var upd strings.Builder
-	upd.Grow(96)
-	upd.WriteString("SET ")
-	n := 0
-	set := func(name string, v types.AttributeValue) {
-		if n > 0 {
-			upd.WriteString(", ")
-		}
-		p := completionValues[n]
-		n++
-		values[p] = v
-		upd.WriteString(name)
-		upd.WriteString(" = ")
-		upd.WriteString(p)
-	}
-	for _, name := range completed {
-		if v, ok := item[name]; ok {
-			set(name, v)
-		}
-	}
-	if v, ok := item[attrCause]; ok {
-		set(attrCause, v)
-		upd.WriteString(removeMarks)
-	} else {
-		upd.WriteString(removeMarks + ", " + attrCause)
-	}
-	expr := upd.String()
-	return &dynamodb.UpdateItemInput{
-		TableName:                 s.tableName,
-		Key:                       s.key(rec.ID),
-		UpdateExpression:          &expr,
-		ConditionExpression:       pCondComplete,
-		ExpressionAttributeNames:  s.lay.names(namesComplete),
-		ExpressionAttributeValues: values,
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}
-}
-
-// removeMarks removes what only a claim or a mark carries.
-const removeMarks = " REMOVE " + attrIndeterminate + ", " + attrIndeterminateTenant + ", " + attrMark
-
-// Release implements idemkit.Store with one conditional PutItem of the
-// key's tombstone (st released, ow the owner, lu the release's time, exp
-// KeptPast later), in place of the owner's in_flight record, of a
-// tombstone, or of no live record. A refused release is
-// idemkit.ErrNotOwner: another's live record, or ours in another state.
-// Routed by a Failover that fences, it replaces only the owner's in_flight
-// record: a tombstone of an absent one would win, under global tables'
-// last-writer-wins replication, over an older record of the key that has
-// not replicated from the previous region yet.
-func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
-	const op = "release"
-	if err := storearg.Owned(id, owner); err != nil {
-		return fmt.Errorf("dynamo: %s: %w", op, err)
-	}
-	if !utf8.ValidString(id) || s.lay.keyTooLong(op, id) != nil {
-		// No record has such an ID (Claim refuses it); sent as is, the SDK
-		// would write the tombstone of another ID, or DynamoDB refuse the
-		// key as too long.
-		return nil
-	}
-	client, fo, err := s.routed(ctx, op, id)
-	if err != nil {
-		return err
-	}
-	cond, names := pCondRelease, s.namesRelease
-	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":owner": str(owner), ":inflight": vInFlight, ":released": vReleased}
-	if fo.fencing() {
-		cond, names = pCondReleaseOwned, namesReleaseOwned
-		values = map[string]types.AttributeValue{":owner": values[":owner"], ":inflight": vInFlight}
-	}
-	tomb := map[string]types.AttributeValue{attrID: str(id), attrState: vReleased, attrOwner: str(owner), attrLeaseUntil: nowMilli(now),
-		attrExpiresAt: num(expSec(now))}
-	s.lay.keyItem(tomb, id)
-	cctx, cancel := s.ctxFor(ctx)
-	defer cancel()
-	out, err := client.PutItem(cctx, &dynamodb.PutItemInput{
+	in := &dynamodb.PutItemInput{
 		TableName:                           s.tableName,
-		Item:                                tomb,
-		ConditionExpression:                 cond,
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           values,
+		Item:                                item,
+		ConditionExpression:                 s.condCreate,
+		ExpressionAttributeNames:            s.namesCreate,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}, s.optFns...)
-	if err == nil {
-		usage(ctx, out.ConsumedCapacity, true)
-		return nil
 	}
-	cur, err := s.refusedItem(ctx, client, op, id, err, "whether the key is free")
-	switch {
-	case err != nil:
-		return err
-	case fo.fencing() && (len(cur) == 0 || released(cur)):
-		return nil // the fenced release writes no tombstone of its own
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := s.ctxFor(ctx)
+		out, err := client.PutItem(cctx, in, s.optFns...)
+		cancel()
+		if err == nil {
+			usage(ctx, out.ConsumedCapacity, true)
+			return nil, nil
+		}
+		met, err := s.met(ctx, client, op, rec.ID, err)
+		switch {
+		case err != nil:
+			return nil, err
+		case met != nil:
+			return met, nil
+		case attempt == createAttempts:
+			return nil, &idemkit.StoreError{Op: op, Err: fmt.Errorf("dynamo: record %q: the item that refused the put was gone each time it was read", rec.ID)}
+		}
 	}
-	return idemkit.ErrNotOwner
 }
 
-// Extend implements idemkit.Store with one conditional UpdateItem of the
-// lease, fenced on the owner token and state in_flight, that never moves
-// the lease back: a late copy of an earlier renewal, landing after a
-// later one, is refused by the condition; the item, returned with the
-// failure (read with one consistent GetItem where the server does not),
-// then tells it from a record that is no longer ours.
-func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
-	const op = "extend"
-	if err := storearg.Owned(id, owner); err != nil {
-		return fmt.Errorf("dynamo: %s: %w", op, err)
-	}
-	client, err := s.client(ctx, op, id)
-	if err != nil {
-		return err
-	}
-	cctx, cancel := s.ctxFor(ctx)
-	defer cancel()
-	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                           s.tableName,
-		Key:                                 s.key(id),
-		UpdateExpression:                    pUpdateLease,
-		ConditionExpression:                 pCondExtend,
-		ExpressionAttributeNames:            s.lay.names(namesExtend),
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":lu": num(ceilMilli(leaseUntil)), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now)},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}, s.optFns...)
-	if err == nil {
-		usage(ctx, out.ConsumedCapacity, true)
-		return nil
-	}
-	cur, err := s.refusedItem(ctx, client, op, id, err, "whether it is still ours")
-	if err != nil {
-		return err
-	}
-	if attrS(cur, attrState) != string(idemkit.StateInFlight) || attrS(cur, attrOwner) != owner || s.lay.expired(cur, now) {
-		return idemkit.ErrNotOwner
-	}
-	// Ours, with a lease already ending at or after leaseUntil.
-	return nil
-}
-
-// refusedItem handles the failure err of a conditional write of the item
-// with id, counted in ctx's usage. When err is a refusal it returns the
-// item that failed the condition (returned with it, or read with one
-// consistent GetItem where the server does not; nil when there is none),
-// for the caller to tell whether the write was its own after all. Any
-// other failure, and a failed read (which was to tell what), is a
-// StoreError.
-func (s *Store) refusedItem(ctx context.Context, client Client, op, id string, err error, what string) (map[string]types.AttributeValue, error) {
+// met handles the failure err of a conditional write of the record id:
+// when err is a refusal it returns the record stored (nil: none), the
+// item returned with the failure or else read with one consistent
+// GetItem. Any other failure, and a failed read, is a StoreError.
+func (s *Store) met(ctx context.Context, client Client, op, id string, err error) (*idemkit.Record, error) {
 	cf, ok := conditionFailed(err)
 	if !ok {
 		usage(ctx, nil, true)
 		return nil, s.fail(op, err)
 	}
 	failedWriteUsage(ctx, cf.Item)
-	if len(cf.Item) > 0 {
-		return cf.Item, nil
-	}
-	item, err := s.getItem(ctx, client, op, id)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: %s was refused, and the record could not be read again to tell %s: %w", op, what, err)
-	}
-	return item, nil
-}
-
-// attrS returns the string attribute name of item; "" when it has none.
-func attrS(item map[string]types.AttributeValue, name string) string {
-	v, _ := item[name].(*types.AttributeValueMemberS)
-	if v == nil {
-		return ""
-	}
-	return v.Value
-}
-
-// MarkUnknown implements idemkit.Store with one conditional UpdateItem,
-// fenced on the owner token and state in_flight, that also sets the sparse
-// index keys and ends the lease at now.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	return s.toIndeterminate(ctx, "mark unknown", id, owner, now, condOwned, num(ceilMilli(now)), idemkit.CauseOutcomeUnknown)
-}
-
-// MarkIndeterminate implements idemkit.Store with one conditional
-// UpdateItem that also sets the sparse index keys.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
-	if err := s.fenceWrite(ctx, "mark indeterminate", id, now); err != nil {
-		return err
-	}
-	return s.toIndeterminate(ctx, "mark indeterminate", id, owner, now, condMark, nowMilli(now), idemkit.CauseLeaseExpired)
-}
-
-// toIndeterminate sets the record's state to indeterminate, its cause, its
-// index keys and a new token (mk) under cond; cause CauseOutcomeUnknown
-// (MarkUnknown) also sets its lease end to nowMs (which cond compares with
-// otherwise). Its own mark, refused
-// on the SDK's retry after its answer was lost, is reported as made
-// (ownRefused); any other mark, earlier or concurrent, is ErrNotOwner.
-func (s *Store) toIndeterminate(ctx context.Context, op, id, owner string, now time.Time, cond string, nowMs types.AttributeValue, cause idemkit.Cause) error {
-	if err := storearg.Owned(id, owner); err != nil {
-		return fmt.Errorf("dynamo: %s: %w", op, err)
-	}
-	client, err := s.client(ctx, op, id)
-	if err != nil {
-		return err
-	}
-	update := "SET #st = :indeterminate, #ix = :ix, #it = #tn, #mk = :mk, #cz = :cz"
-	if cause == idemkit.CauseOutcomeUnknown {
-		update += ", #lu = :nowMs"
-	}
-	mark := rand.Text()
-	cctx, cancel := s.ctxFor(ctx)
-	defer cancel()
-	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                           s.tableName,
-		Key:                                 s.key(id),
-		UpdateExpression:                    aws.String(update),
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            map[string]string{"#st": attrState, "#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#tn": attrTenant, "#ow": attrOwner, "#exp": s.lay.ttl, "#lu": attrLeaseUntil, "#mk": attrMark, "#cz": attrCause},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":ix": str(indeterminateValue), ":owner": str(owner), ":inflight": vInFlight, ":nowS": nowSec(now), ":nowMs": nowMs, ":mk": str(mark), ":cz": str(string(cause))},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}, s.optFns...)
-	if err == nil {
-		usage(ctx, out.ConsumedCapacity, true)
-		return nil
-	}
-	_, err = s.ownRefused(ctx, client, op, id, err, idemkit.StateIndeterminate, mark, now, idemkit.ErrNotOwner)
-	return err
-}
-
-// ownRefused handles the failure err of a state change of the item with
-// id that wrote the token mark in mk: when err is a refusal and the item
-// that failed the condition (refusedItem) is live, in state st and holds
-// mark, the change is this very call's, landed by an attempt whose answer
-// was lost and refused on the SDK's retry, and the item is returned. Any
-// other refusal is refusal; any other error, or a failed read, a
-// StoreError.
-func (s *Store) ownRefused(ctx context.Context, client Client, op, id string, err error, st idemkit.State, mark string, now time.Time, refusal error) (map[string]types.AttributeValue, error) {
-	old, err := s.refusedItem(ctx, client, op, id, err, "whether the write was this call's own, its answer lost")
-	if err != nil {
-		return nil, err
-	}
-	if attrS(old, attrState) != string(st) || attrS(old, attrMark) != mark || s.lay.expired(old, now) {
-		return nil, refusal
-	}
-	return old, nil
-}
-
-// Resolve implements idemkit.OperatorStore with one conditional UpdateItem. A zero
-// res.ResolvedAt is stored as now; a completed resolution's snapshot
-// follows the same size rules as Complete and is the record's Snapshot
-// (Resolution.Snapshot is not stored twice). A resolution first reads the
-// item (one consistent GetItem), to refuse at once a record of another
-// owner than the run the operator checked; the update is fenced on that
-// owner, so that a copy of it landing late, after the key ran again and
-// that run's outcome became unknown too, is refused instead of deciding
-// an outcome nobody looked at; and a completed resolution's snapshot is
-// budgeted against the rest of the item, so that an answer too large for
-// it is stored without its body instead of being refused. res.Snapshot is
-// required when res.As is completed and ignored when it is failed.
-func (s *Store) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	const op = "resolve"
-	if err := storearg.Resolution(id, owner, res); err != nil {
-		return nil, fmt.Errorf("dynamo: %w", err)
-	}
-	if err := s.fenceWrite(ctx, op, id, now); err != nil {
-		return nil, err
-	}
-	client, err := s.client(ctx, op, id)
-	if err != nil {
-		return nil, err
-	}
-	at := res.ResolvedAt
-	if at.IsZero() {
-		at = now
-	}
-	mark := rand.Text()
-	set := map[string]types.AttributeValue{attrState: str(string(res.As)), attrMark: str(mark)}
-	resolutionAttrs(set, &res, at)
-	putTime(set, attrReplayUntil, res.ReplayUntil)
-	if !res.ExpiresAt.IsZero() {
-		set[s.lay.ttl] = num(expSec(res.ExpiresAt))
-	}
-	if res.As == idemkit.StateCompleted {
-		set[attrCompletedAt] = num(at.UnixMilli())
-	}
-	// The resolution is of the run the operator checked, and is fenced on
-	// its owner: a resolution read against another run (the key ran again
-	// and that run's outcome became unknown too), or a copy of it landing
-	// late, is refused instead of deciding an outcome nobody looked at.
-	rest, read, err := s.rest(ctx, client, op, id, set, now)
-	if err != nil {
-		return nil, err
-	}
-	if read != owner {
-		return nil, idemkit.ErrNotIndeterminate
-	}
-	// The snapshot is budgeted against the rest of the item as stored:
-	// the ID alone does not bound it (a hashed ID is short whatever the
-	// scope, and the fingerprint has no fixed length).
-	if res.As == idemkit.StateCompleted && !snapshotAttrs(set, res.Snapshot, s.opts.MaxItemSize-rest, s.opts.CompressAbove, s.opts.Codec) {
-		return nil, s.tooLarge(id, set)
-	}
-	names := map[string]string{"#ix": attrIndeterminate, "#it": attrIndeterminateTenant, "#exp": s.lay.ttl, "#ow": attrOwner}
-	values := map[string]types.AttributeValue{":indeterminate": vIndeterminate, ":nowS": nowSec(now), ":owner": str(owner)}
-	upd := "SET "
-	i := 0
-	for name, v := range set {
-		if i > 0 {
-			upd += ", "
+	item := cf.Item
+	if len(item) == 0 {
+		if item, err = s.getItem(ctx, client, op, id); err != nil {
+			return nil, fmt.Errorf("dynamo: %s was refused, and the record could not be read: %w", op, err)
 		}
-		n, p := "#a"+strconv.Itoa(i), ":a"+strconv.Itoa(i)
-		names[n], values[p] = name, v
-		upd += n + " = " + p
-		i++
+		if len(item) == 0 {
+			return nil, nil
+		}
 	}
-	names["#st"] = attrState
-	upd += " REMOVE #ix, #it"
-	cctx, cancel := s.ctxFor(ctx)
-	defer cancel()
-	out, err := client.UpdateItem(cctx, &dynamodb.UpdateItemInput{
-		TableName:                           s.tableName,
-		Key:                                 s.key(id),
-		UpdateExpression:                    aws.String(upd),
-		ConditionExpression:                 aws.String(condResolve),
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           values,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}, s.optFns...)
+	return s.lay.decode(item)
+}
+
+// Replace implements idemkit.Store with one UpdateItem conditioned on the
+// version stored being prev.Version (v = :p). It writes only what differs
+// between prev's item and rec's: the attributes rec's item has that prev's
+// lacks or holds otherwise (SET), and those prev's has and rec's lacks
+// (REMOVE); the key is never written. Where the condition holds the item
+// stored is prev's, so the item left is rec's. A refusal returns the item
+// stored, decoded, as met (returned with the failure, or read with one
+// consistent GetItem), or an error that is idemkit.ErrNotFound when there
+// is none. A Replace fenced by a Failover stores nothing (see Failover).
+func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	const op = "replace"
+	item, err := s.encode(op, rec)
 	if err != nil {
-		item, err := s.ownRefused(ctx, client, op, id, err, res.As, mark, now, idemkit.ErrNotIndeterminate)
-		if err != nil {
+		return nil, err
+	}
+	client, fo, err := s.routed(ctx, op, rec.Scope.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	if fo.fencing() {
+		if write, err := s.fenceReplace(rec, prev, fo); !write {
 			return nil, err
 		}
-		return s.lay.decode(item)
 	}
-	usage(ctx, out.ConsumedCapacity, true)
-	return s.lay.decode(out.Attributes)
+	// prev's item, as this store would have written it: where prev cannot
+	// be encoded (an item of another store's options), every attribute
+	// rec's item lacks is removed.
+	old, perr := s.encode(op, prev)
+	if perr != nil {
+		old = nil
+	}
+	in := s.replaceInput(rec.ID, item, old, prev.Version)
+	cctx, cancel := s.ctxFor(ctx)
+	out, err := client.UpdateItem(cctx, in, s.optFns...)
+	cancel()
+	if err == nil {
+		usage(ctx, out.ConsumedCapacity, true)
+		return nil, nil
+	}
+	met, err := s.met(ctx, client, op, rec.ID, err)
+	switch {
+	case err != nil:
+		return nil, err
+	case met == nil:
+		return nil, fmt.Errorf("dynamo: %s %q: %w", op, rec.ID, idemkit.ErrNotFound)
+	}
+	return met, nil
 }
 
-// rest reads the item with id with one consistent GetItem and returns the
-// size of what a resolution of it keeps (every attribute but those set
-// replaces and the index keys it removes) and its owner. A missing,
-// expired or not indeterminate item is ErrNotIndeterminate, as the update
-// would be.
-func (s *Store) rest(ctx context.Context, client Client, op, id string, set map[string]types.AttributeValue, now time.Time) (int, string, error) {
-	item, err := s.getItem(ctx, client, op, id)
-	if err != nil {
-		return 0, "", err
+// bare are the attribute names an expression may name as they are: none
+// is a DynamoDB reserved word (TestConditions sends each). Every other
+// name (a key or TTL attribute Options name) gets a placeholder.
+var bare = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range recordAttrs {
+		m[n] = true
 	}
-	owner := attrS(item, attrOwner)
-	if attrS(item, attrState) != string(idemkit.StateIndeterminate) || owner == "" || s.lay.expired(item, now) {
-		return 0, "", idemkit.ErrNotIndeterminate
+	return m
+}()
+
+// replaceInput returns the UpdateItem that turns old, the item of the
+// version prevVersion, into item (nil old: an item of unknown attributes,
+// each record attribute item lacks is removed). Its names are placed in a
+// set order, so that two calls of the same change send the same bytes.
+func (s *Store) replaceInput(id string, item, old map[string]types.AttributeValue, prevVersion string) *dynamodb.UpdateItemInput {
+	isKey := func(name string) bool {
+		return name == s.lay.keyAttr || (s.lay.sortAttr != "" && name == s.lay.sortAttr)
 	}
-	n := 0
+	var set, remove []string
 	for name, v := range item {
-		if _, replaced := set[name]; replaced || name == attrIndeterminate || name == attrIndeterminateTenant {
+		if isKey(name) {
 			continue
 		}
-		n += len(name) + valueSize(v)
+		if o, ok := old[name]; ok && name != attrVersion && equalValue(o, v) {
+			continue
+		}
+		set = append(set, name)
 	}
-	return n, owner, nil
+	if old == nil {
+		for _, name := range append(recordAttrs[:len(recordAttrs):len(recordAttrs)], s.lay.ttl) {
+			if _, ok := item[name]; !ok && !isKey(name) && !slices.Contains(remove, name) {
+				remove = append(remove, name)
+			}
+		}
+	} else {
+		for name := range old {
+			if _, ok := item[name]; !ok && !isKey(name) {
+				remove = append(remove, name)
+			}
+		}
+	}
+	slices.Sort(set)
+	slices.Sort(remove)
+	values := make(map[string]types.AttributeValue, len(set)+1)
+	var names map[string]string
+	ref := func(name string) string {
+		if bare[name] {
+			return name
+		}
+		if names == nil {
+			names = map[string]string{}
+		}
+		p := "#" + strconv.Itoa(len(names))
+		names[p] = name
+		return p
+	}
+	var upd strings.Builder
+	for i, name := range set {
+		if i == 0 {
+			upd.WriteString("SET ")
+		} else {
+			upd.WriteString(", ")
+		}
+		p := ":" + strconv.Itoa(i)
+		values[p] = item[name]
+		upd.WriteString(ref(name))
+		upd.WriteString(" = ")
+		upd.WriteString(p)
+	}
+	for i, name := range remove {
+		if i == 0 {
+			upd.WriteString(" REMOVE ")
+		} else {
+			upd.WriteString(", ")
+		}
+		upd.WriteString(ref(name))
+	}
+	var cond string
+	if prevVersion != "" {
+		cond = attrVersion + " = :p"
+		values[":p"] = str(prevVersion)
+	} else {
+		// A record stored without a version (by an earlier release of this
+		// package): the item must still be there, or the update would
+		// make one.
+		cond = "attribute_exists(" + ref(s.lay.keyAttr) + ") AND attribute_not_exists(" + attrVersion + ")"
+	}
+	expr := upd.String()
+	return &dynamodb.UpdateItemInput{
+		TableName:                           s.tableName,
+		Key:                                 s.key(id),
+		UpdateExpression:                    &expr,
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	}
 }
 
-// Get implements idemkit.Store with one consistent GetItem.
-func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
+// equalValue reports whether two attribute values are the same.
+func equalValue(a, b types.AttributeValue) bool {
+	switch a := a.(type) {
+	case *types.AttributeValueMemberS:
+		b, ok := b.(*types.AttributeValueMemberS)
+		return ok && a.Value == b.Value
+	case *types.AttributeValueMemberN:
+		b, ok := b.(*types.AttributeValueMemberN)
+		return ok && a.Value == b.Value
+	case *types.AttributeValueMemberB:
+		b, ok := b.(*types.AttributeValueMemberB)
+		return ok && bytes.Equal(a.Value, b.Value)
+	case *types.AttributeValueMemberBOOL:
+		b, ok := b.(*types.AttributeValueMemberBOOL)
+		return ok && a.Value == b.Value
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// Get implements idemkit.Store with one consistent GetItem. It returns the
+// record stored in any state, live or not.
+func (s *Store) Get(ctx context.Context, id string) (*idemkit.Record, error) {
 	const op = "get"
-	if err := storearg.ID(id); err != nil {
-		return nil, fmt.Errorf("dynamo: %s: %w", op, err)
+	if !utf8.ValidString(id) || s.lay.keyTooLong(op, id) != nil {
+		// No record has such an ID (Create refuses it); sent as is, the SDK
+		// would read another ID, or DynamoDB refuse the key as too long.
+		return nil, fmt.Errorf("dynamo: %s %q: %w", op, id, idemkit.ErrNotFound)
 	}
-	if s.lay.keyTooLong(op, id) != nil {
-		return nil, idemkit.ErrNotFound // Claim refuses such an ID
-	}
-	client, err := s.client(ctx, op, id)
+	client, err := s.routedID(ctx, op, id)
 	if err != nil {
 		return nil, err
 	}
-	return s.get(ctx, client, op, id, now)
-}
-
-func (s *Store) get(ctx context.Context, client Client, op, id string, now time.Time) (*idemkit.Record, error) {
 	item, err := s.getItem(ctx, client, op, id)
 	if err != nil {
 		return nil, err
 	}
-	if len(item) == 0 || s.lay.expired(item, now) || released(item) {
-		return nil, idemkit.ErrNotFound
+	if len(item) == 0 {
+		return nil, fmt.Errorf("dynamo: %s %q: %w", op, id, idemkit.ErrNotFound)
 	}
 	return s.lay.decode(item)
 }
@@ -1137,7 +746,7 @@ func (s *Store) getItem(ctx context.Context, client Client, op, id string) (map[
 }
 
 // expiredAt reports whether an item whose TTL attribute is attr is past
-// it at now; it is then absent, whatever else it holds.
+// it at now; a listing then leaves it out.
 func expiredAt(item map[string]types.AttributeValue, attr string, now time.Time) bool {
 	n, ok := item[attr].(*types.AttributeValueMemberN)
 	if !ok {

@@ -46,9 +46,7 @@ func TestTTLAttrHoldsTheExpiry(t *testing.T) {
 	now := time.Unix(1_900_000_000, 0).UTC()
 	rec := &idemkit.Record{ID: "t|op|k", Scope: idemkit.Scope{Tenant: "t", Operation: "op", Key: "k"}, State: idemkit.StateInFlight,
 		Owner: "o1", LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-	if res, err := s.Claim(ctx, rec, now); err != nil || !res.Won {
-		t.Fatalf("Claim: %+v, %v", res, err)
-	}
+	rec = create(t, s, rec)
 	item := rawItem(t, c, table, rec.ID)
 	want := now.Add(2*time.Hour + idemkit.MaxWriteDelay + 5*time.Minute).Unix()
 	if got := attrNum(item, "ttl"); got != want {
@@ -57,13 +55,11 @@ func TestTTLAttrHoldsTheExpiry(t *testing.T) {
 	if _, ok := item[dynamo.TTLAttr]; ok {
 		t.Errorf("claim's item has %s too: %v", dynamo.TTLAttr, item)
 	}
-	got, err := s.Get(ctx, rec.ID, now)
+	got, err := s.Get(ctx, rec.ID)
 	if err != nil || !got.ExpiresAt.Equal(rec.ExpiresAt) {
 		t.Fatalf("Get: %+v, %v; want ExpiresAt %v", got, err, rec.ExpiresAt)
 	}
-	if err := s.Release(ctx, rec.ID, rec.Owner, now); err != nil {
-		t.Fatal(err)
-	}
+	change(t, s, rec, releasedAt(now))
 	item = rawItem(t, c, table, rec.ID)
 	if got, want := attrNum(item, "ttl"), now.Add(idemkit.MaxWriteDelay+5*time.Minute).Unix(); got != want {
 		t.Errorf("tombstone's ttl = %d, want %d (%v)", got, want, item)
@@ -146,17 +142,6 @@ func TestCheckTTLAttr(t *testing.T) {
 			t.Errorf("CheckTTL without the TTL API: %v, want ErrTTLDisabled naming ttl", err)
 		}
 	}
-}
-
-// rawItem reads the item of record id of a table of its own.
-func rawItem(t *testing.T, c *dynamodb.Client, table, id string) map[string]types.AttributeValue {
-	t.Helper()
-	out, err := c.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{dynamo.DefaultKeyAttr: &types.AttributeValueMemberS{Value: id}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.Item
 }
 
 // attrNum returns the number attribute name of item, or -1.
