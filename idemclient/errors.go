@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idemkit/idemkit/httpproblem"
 )
 
 // The kinds of [*ProblemError], matched with errors.Is.
@@ -65,7 +67,7 @@ type GiveUpError struct {
 	// Status and Problem are the last attempt's answer, if it got one; Err
 	// is its transport error, if any.
 	Status  int
-	Problem *Problem
+	Problem *httpproblem.Details
 	Err     error
 	// asked is the Retry-After the last answer asked for, when the budget
 	// left was shorter.
@@ -90,8 +92,8 @@ func (e *GiveUpError) Error() string {
 	}
 	switch {
 	case e.Problem != nil:
-		fmt.Fprintf(&b, "; last answer %d %s", e.Status, strings.TrimPrefix(e.Problem.Type, ProblemBase))
-		if e.Problem.Type == TypeInFlight {
+		fmt.Fprintf(&b, "; last answer %d %s", e.Status, strings.TrimPrefix(e.Problem.Type, httpproblem.Base))
+		if e.Problem.Type == httpproblem.TypeInFlight {
 			b.WriteString(" (the first request is still running)")
 		}
 	case e.Status != 0:

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/idemclient"
 )
@@ -131,7 +131,7 @@ func TestNewKeyIsV7(t *testing.T) {
 // other request is sent once, unchanged, its answer returned as it came.
 // The key's header is configurable to the server's.
 func TestMethods(t *testing.T) {
-	a := &api{mw: httpmw.Config{Settings: httpguard.Settings{Header: "X-Idempotency-Key", Methods: []string{"PUT"}}}}
+	a := &api{mw: httpmw.Config{Settings: httpconfig.Settings{Header: "X-Idempotency-Key", Methods: []string{"PUT"}}}}
 	var got []string
 	a.handler = func(w http.ResponseWriter, r *http.Request) {
 		a.runs.Add(1)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
@@ -304,7 +305,7 @@ type answer struct {
 	resp    *http.Response
 	body    []byte // the whole body; nil when longer than MaxResponseBytes
 	err     error
-	problem *Problem
+	problem *httpproblem.Details
 }
 
 func (r *request) run() (*http.Response, error) {
@@ -429,7 +430,7 @@ func (r *request) judge(a answer) plan {
 			case !v.retry:
 				a.resp.Body.Close()
 				return plan{err: &ProblemError{Key: r.key, Attempts: r.attempts, Problem: *a.problem}}
-			case a.problem.Type == TypeInFlight, a.problem.Type == TypeOutcomePending:
+			case a.problem.Type == httpproblem.TypeInFlight, a.problem.Type == httpproblem.TypeOutcomePending:
 				// Retry-After is when the running request's lease ends at
 				// the latest (outcome-pending: when its late completion
 				// is no longer expected); its answer may come sooner. One that has

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -96,7 +96,7 @@ func TestV1ReplayAsDelivered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			runs := 0
-			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim(""), Settings: httpguard.Settings{ReplayHeaders: []string{"X-Order-Id"}}},
+			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim(""), Settings: httpconfig.Settings{ReplayHeaders: []string{"X-Order-Id"}}},
 				func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 					runs++
 					return tc.resp, nil

@@ -5,7 +5,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -20,7 +20,7 @@ import (
 // so a bad setup stops the function at init.
 func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
-	codec := adapter.Codec[events.LambdaFunctionURLResponse]{
+	responder := adapter.Responder[events.LambdaFunctionURLResponse]{
 		Snapshot: func(r events.LambdaFunctionURLResponse) *idemkit.Snapshot {
 			return a.LambdaSnapshot(r.StatusCode, r.Headers, nil, r.Body, r.IsBase64Encoded)
 		},
@@ -34,7 +34,7 @@ func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, event
 			r.Headers = adapter.WithoutReplayed(r.Headers)
 			return r
 		},
-		Respond: func(r httpguard.Response) events.LambdaFunctionURLResponse {
+		Respond: func(r httpproblem.Response) events.LambdaFunctionURLResponse {
 			body, b64 := adapter.ResponseBody(r.Body)
 			return events.LambdaFunctionURLResponse{StatusCode: r.Status, Headers: adapter.Single(r.Header, 0), Body: body, IsBase64Encoded: b64}
 		},
@@ -51,7 +51,7 @@ func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, event
 			Header:      multi(ev.Headers),
 			Tenant:      cfg.tenant(Request{URL: &ev}),
 		}
-		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.LambdaFunctionURLResponse, error) {
+		return adapter.Serve(ctx, a, &r, responder, func(ctx context.Context) (events.LambdaFunctionURLResponse, error) {
 			return h(ctx, ev)
 		})
 	}

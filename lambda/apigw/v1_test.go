@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -113,7 +113,7 @@ func TestV1Keys(t *testing.T) {
 func TestV1Replay(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &restOrders{}
-	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim(""), Settings: httpguard.Settings{ReplayHeaders: []string{"Link"}}}, o.handle)
+	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim(""), Settings: httpconfig.Settings{ReplayHeaders: []string{"Link"}}}, o.handle)
 	ev := load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
 	fresh, _ := h(context.Background(), ev)
 	if fresh.Headers["Idempotent-Replayed"] != "" || len(fresh.MultiValueHeaders["Set-Cookie"]) != 2 {
@@ -136,7 +136,7 @@ func TestV1RouteTemplate(t *testing.T) {
 		want     string
 	}{{false, "POST /orders/1/capture"}, {true, "POST /orders/{id}/capture"}} {
 		e := newEnv(t, nil)
-		h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpguard.Settings{RouteTemplate: tc.template}}, (&restOrders{}).handle)
+		h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpconfig.Settings{RouteTemplate: tc.template}}, (&restOrders{}).handle)
 		h(context.Background(), load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json"))
 		if evs := e.Events(); len(evs) != 1 || evs[0].Scope.Operation != tc.want {
 			t.Errorf("RouteTemplate=%v: events %+v, want operation %q", tc.template, evs, tc.want)
@@ -148,7 +148,7 @@ func TestV1RouteTemplate(t *testing.T) {
 func TestV1OptionalRoute(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &restOrders{}
-	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpguard.Settings{Routes: map[string]httpguard.Route{"POST /orders/{id}/capture": {KeyOptional: true}}}}, o.handle)
+	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpconfig.Settings{Routes: map[string]httpconfig.Route{"POST /orders/{id}/capture": {KeyOptional: true}}}}, o.handle)
 	ev := load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json")
 	ev.Headers, ev.MultiValueHeaders = nil, nil
 	h(context.Background(), ev)
@@ -201,7 +201,7 @@ func TestV1ResourceMismatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			o := &restOrders{}
-			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpguard.Settings{RouteTemplate: true}}, o.handle)
+			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpconfig.Settings{RouteTemplate: true}}, o.handle)
 			ev := load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json")
 			if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
 				t.Fatalf("first: %d %v", r.StatusCode, err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -19,7 +19,7 @@ import (
 // so a bad setup stops the function at init.
 func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
-	codec := adapter.Codec[events.APIGatewayV2HTTPResponse]{
+	responder := adapter.Responder[events.APIGatewayV2HTTPResponse]{
 		Snapshot: func(r events.APIGatewayV2HTTPResponse) *idemkit.Snapshot {
 			// Payload format 2.0 responses have no multiValueHeaders: API
 			// Gateway never delivers them, so they are not replayed either.
@@ -35,7 +35,7 @@ func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			r.Headers = adapter.WithoutReplayed(r.Headers)
 			return r
 		},
-		Respond: func(r httpguard.Response) events.APIGatewayV2HTTPResponse {
+		Respond: func(r httpproblem.Response) events.APIGatewayV2HTTPResponse {
 			body, b64 := adapter.ResponseBody(r.Body)
 			return events.APIGatewayV2HTTPResponse{StatusCode: r.Status, Headers: adapter.Single(r.Header, 0), Body: body, IsBase64Encoded: b64}
 		},
@@ -54,7 +54,7 @@ func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			Tenant:      cfg.tenant(Request{V2: &ev}),
 			OtherShape:  v2Shape(&ev),
 		}
-		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.APIGatewayV2HTTPResponse, error) {
+		return adapter.Serve(ctx, a, &r, responder, func(ctx context.Context) (events.APIGatewayV2HTTPResponse, error) {
 			return h(ctx, ev)
 		})
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
@@ -194,11 +194,11 @@ func TestV2MethodCase(t *testing.T) {
 // in Methods or a Routes key: "post" would name another method than POST,
 // so it is refused at wrap time rather than leaving POST unguarded.
 func TestV2MethodsUpperCase(t *testing.T) {
-	for name, cfg := range map[string]httpguard.Settings{
+	for name, cfg := range map[string]httpconfig.Settings{
 		"Methods post":      {Methods: []string{"post"}},
 		"Methods Patch":     {Methods: []string{"POST", "Patch"}},
-		"Routes post":       {Routes: map[string]httpguard.Route{"post /orders": {KeyOptional: true}}},
-		"Routes no method":  {Routes: map[string]httpguard.Route{"/orders": {KeyOptional: true}}},
+		"Routes post":       {Routes: map[string]httpconfig.Route{"post /orders": {KeyOptional: true}}},
+		"Routes no method":  {Routes: map[string]httpconfig.Route{"/orders": {KeyOptional: true}}},
 		"Methods not token": {Methods: []string{"POST "}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -222,7 +222,7 @@ func TestV2SafeMethodsCannotBeGuarded(t *testing.T) {
 					t.Errorf("Methods %q accepted", m)
 				}
 			}()
-			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpguard.Settings{Methods: []string{m}}}, (&orders{}).handle)
+			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpconfig.Settings{Methods: []string{m}}}, (&orders{}).handle)
 		})
 	}
 }
@@ -260,7 +260,7 @@ func TestV2Keys(t *testing.T) {
 			cfg: func(c *apigw.Config) { c.MaxKeyLen = 8 }},
 		{name: "missing key on a required route", first: "order-1", second: "", wantStatus: 400, wantType: "key-missing"},
 		{name: "missing key on an optional route runs unguarded", first: "order-1", second: "", wantStatus: 201,
-			cfg: func(c *apigw.Config) { c.Routes = map[string]httpguard.Route{"POST /orders": {KeyOptional: true}} }},
+			cfg: func(c *apigw.Config) { c.Routes = map[string]httpconfig.Route{"POST /orders": {KeyOptional: true}} }},
 		{name: "missing key with KeyOptional runs unguarded", first: "order-1", second: "", wantStatus: 201,
 			cfg: func(c *apigw.Config) { c.KeyOptional = true }},
 		{name: "empty key on an optional route is still refused", first: "order-1", second: `""`, wantStatus: 400, wantType: "key-invalid",
@@ -444,7 +444,7 @@ func TestV2Operations(t *testing.T) {
 	t.Run("route template: a key reused for another resource is a mismatch", func(t *testing.T) {
 		e := newEnv(t, nil)
 		o := &orders{}
-		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant, Settings: httpguard.Settings{RouteTemplate: true}}, o.handle)
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant, Settings: httpconfig.Settings{RouteTemplate: true}}, o.handle)
 		call(t, h, capture(t, "1"))
 		r := call(t, h, capture(t, "2"))
 		checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
@@ -492,7 +492,7 @@ func TestV2Operations(t *testing.T) {
 	}
 	t.Run("greedy route template falls back to the path", func(t *testing.T) {
 		e := newEnv(t, nil)
-		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), Settings: httpguard.Settings{RouteTemplate: true}}, (&orders{}).handle)
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), Settings: httpconfig.Settings{RouteTemplate: true}}, (&orders{}).handle)
 		call(t, h, load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json"))
 		if op := e.Events()[0].Scope.Operation; op != "POST /internal/refunds" {
 			t.Errorf("operation %q for a $default route", op)
@@ -565,7 +565,7 @@ func TestV2Fingerprint(t *testing.T) {
 func TestV2FingerprintPerRoute(t *testing.T) {
 	e := newEnv(t, nil)
 	cfg := jwt
-	cfg.Routes = map[string]httpguard.Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"/amount"}}}}
+	cfg.Routes = map[string]httpconfig.Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"/amount"}}}}
 	h := apigw.WrapV2(e.g, cfg, (&orders{}).handle)
 	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	call(t, h, ev)
@@ -608,7 +608,7 @@ func TestV2FingerprintQuery(t *testing.T) {
 			o := &orders{}
 			cfg := jwt
 			if tc.ignore {
-				cfg.Routes = map[string]httpguard.Route{"POST /orders": {Fingerprint: &fingerprint.Options{IgnoreQuery: true}}}
+				cfg.Routes = map[string]httpconfig.Route{"POST /orders": {Fingerprint: &fingerprint.Options{IgnoreQuery: true}}}
 			}
 			checkV2QueryRetry(t, apigw.WrapV2(e.g, cfg, o.handle), o, tc.first, tc.second, tc.replay)
 		})
@@ -919,7 +919,7 @@ func TestV2ReplayHeadersRefused(t *testing.T) {
 					t.Errorf("ReplayHeaders %q accepted", name)
 				}
 			}()
-			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpguard.Settings{ReplayHeaders: []string{name}}}, (&orders{}).handle)
+			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpconfig.Settings{ReplayHeaders: []string{name}}}, (&orders{}).handle)
 		})
 	}
 }

@@ -80,7 +80,7 @@ type Option[In, Out any] struct {
 }
 
 // AdjustReplay returns the Option that passes every replayed result
-// through adjust before it is returned, as httpguard.Settings.AdjustReplay
+// through adjust before it is returned, as httpconfig.Settings.AdjustReplay
 // does for the header of a replayed HTTP response. adjust gets the input
 // of this call and the stored result, decoded, and returns the result to
 // return: mark it replayed, or set what belongs to this call rather than
