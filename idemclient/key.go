@@ -68,11 +68,11 @@ func (t *Transport) keyOf(req *http.Request) (string, error) {
 		key = vs[0]
 		for _, v := range vs[1:] {
 			if v != key {
-				return "", fmt.Errorf("%w: the request sets %s twice, to %q and %q", ErrKeyInvalid, t.header, key, v)
+				return "", fmt.Errorf("%w: the request sets %s twice, to %q and %q", ErrKeyNotSendable, t.header, key, v)
 			}
 		}
 		if inCtx && given != key {
-			return "", fmt.Errorf("%w: the request sets %s to %q and its context holds %q", ErrKeyInvalid, t.header, key, given)
+			return "", fmt.Errorf("%w: the request sets %s to %q and its context holds %q", ErrKeyNotSendable, t.header, key, given)
 		}
 	case inCtx:
 		key = given
@@ -115,15 +115,15 @@ func headerValues(h http.Header, name string) []string {
 // space at either end (HTTP strips it).
 func checkKey(key string) error {
 	if key == "" {
-		return fmt.Errorf("%w: empty", ErrKeyInvalid)
+		return fmt.Errorf("%w: empty", ErrKeyNotSendable)
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x20 || c > 0x7e || c == ',' {
-			return fmt.Errorf("%w: byte %#x at %d: a key is printable ASCII without commas", ErrKeyInvalid, c, i)
+			return fmt.Errorf("%w: byte %#x at %d: a key is printable ASCII without commas", ErrKeyNotSendable, c, i)
 		}
 	}
 	if strings.TrimSpace(key) != key {
-		return fmt.Errorf("%w: space at either end", ErrKeyInvalid)
+		return fmt.Errorf("%w: space at either end", ErrKeyNotSendable)
 	}
 	return nil
 }

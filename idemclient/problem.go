@@ -66,10 +66,10 @@ var verdicts = map[string]verdict{
 	httpproblem.TypeOperationMismatch: {kind: ErrKeyReused,
 		happened: "the key was first used for another operation; this one did not run",
 		check:    "that every request gets its own key"},
-	httpproblem.TypeIndeterminate: {kind: ErrOutcomeUnknown,
+	httpproblem.TypeIndeterminate: {kind: ErrOperatorRequired,
 		happened: "an earlier attempt stopped before its outcome was recorded, so it may or may not have taken effect; the server will not run it again",
 		check:    "whether it took effect, with the server's operator, who resolves the key (idemkit inspect, idemkit resolve); a retry then gets that outcome"},
-	httpproblem.TypeOutcomeUnknown: {kind: ErrOutcomeUnknown,
+	httpproblem.TypeOutcomeUnknown: {kind: ErrOperatorRequired,
 		happened: "the handler could not tell whether the request took effect; the server kept the key so that it never runs twice",
 		check:    "whether it took effect, with the server's operator, who resolves the key (idemkit resolve); a retry then gets that outcome"},
 	httpproblem.TypeReplayWindowPassed: {kind: ErrCompleted,
@@ -91,7 +91,7 @@ var verdicts = map[string]verdict{
 
 // ProblemError is an answer of the server's that the client does not
 // retry: its problem, the key and the attempts made. errors.Is matches it
-// with the sentinel of its kind: ErrKeyReused, ErrOutcomeUnknown,
+// with the sentinel of its kind: ErrKeyReused, ErrOperatorRequired,
 // ErrCompleted, ErrRefused, ErrRetentionPassed (key-expired) or
 // ErrServerFailure.
 type ProblemError struct {

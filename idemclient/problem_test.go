@@ -81,9 +81,9 @@ func TestProblemsNotRetried(t *testing.T) {
 		{name: "operation mismatch", api: &api{guard: idemkit.Config{AccountWide: true}}, first: &order, final: call{"/payments", `{"sku":"book-42"}`},
 			typ: httpproblem.TypeOperationMismatch, status: 422, kind: idemclient.ErrKeyReused, says: "its own key"},
 		{name: "outcome unknown", api: &api{handler: unknownOutcome}, final: order,
-			typ: httpproblem.TypeOutcomeUnknown, status: 503, kind: idemclient.ErrOutcomeUnknown, says: "idemkit resolve"},
+			typ: httpproblem.TypeOutcomeUnknown, status: 503, kind: idemclient.ErrOperatorRequired, says: "idemkit resolve"},
 		{name: "indeterminate", api: &api{handler: unknownOutcome}, first: &order, final: order,
-			typ: httpproblem.TypeIndeterminate, status: 409, kind: idemclient.ErrOutcomeUnknown, says: "idemkit inspect"},
+			typ: httpproblem.TypeIndeterminate, status: 409, kind: idemclient.ErrOperatorRequired, says: "idemkit inspect"},
 		{name: "replay window passed", api: &api{}, first: &order, advance: 25 * time.Hour, final: order,
 			typ: httpproblem.TypeReplayWindowPassed, status: 410, kind: idemclient.ErrCompleted, says: "location /orders/ord_1"},
 		{name: "response not stored", api: &api{store: omittingStore{memstore.New()}}, first: &order, final: order,
@@ -120,7 +120,7 @@ func TestProblemsNotRetried(t *testing.T) {
 			if !errors.Is(err, tc.kind) {
 				t.Errorf("%v is not %v", err, tc.kind)
 			}
-			for _, other := range []error{idemclient.ErrKeyReused, idemclient.ErrOutcomeUnknown, idemclient.ErrCompleted,
+			for _, other := range []error{idemclient.ErrKeyReused, idemclient.ErrOperatorRequired, idemclient.ErrCompleted,
 				idemclient.ErrRefused, idemclient.ErrServerFailure, idemclient.ErrRetentionPassed, idemclient.ErrBudgetSpent} {
 				if other != tc.kind && errors.Is(err, other) {
 					t.Errorf("%v is also %v", err, other)

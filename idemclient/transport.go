@@ -248,7 +248,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // RoundTrip implements http.RoundTripper. A guarded request is sent with
 // its key until it gets a final answer: a response, returned as it came;
 // a *ProblemError; or a *GiveUpError. A request refused before it is sent
-// gets ErrKeyInvalid, ErrBodyNotReplayable or, for a key past the
+// gets ErrKeyNotSendable, ErrBodyNotReplayable or, for a key past the
 // retention, a *GiveUpError with no attempts.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.guarded(req.Method) {
