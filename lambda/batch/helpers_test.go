@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/lambda/batch"
+	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -260,3 +261,12 @@ func streamIDs(r events.DynamoDBEventResponse) []string {
 	}
 	return ids
 }
+
+// The Configs of the tests whose records are scoped by their event
+// source, as batch.TenantFromSource names it.
+var (
+	sqsSource     = event.Config[events.SQSMessage]{Tenant: batch.TenantFromSource[events.SQSMessage]()}
+	kinesisSource = event.Config[events.KinesisEventRecord]{Tenant: batch.TenantFromSource[events.KinesisEventRecord]()}
+	streamSource  = event.Config[events.DynamoDBEventRecord]{Tenant: batch.TenantFromSource[events.DynamoDBEventRecord]()}
+	kafkaSource   = event.Config[events.KafkaRecord]{Tenant: batch.TenantFromSource[events.KafkaRecord]()}
+)

@@ -44,7 +44,7 @@ func TestKafkaGolden(t *testing.T) {
 			w := newWorker()
 			seen := scopes(w)
 			var got failures
-			h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{OnFailure: got.add}, w.kafka)
+			h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{Config: kafkaSource, OnFailure: got.add}, w.kafka)
 			e := load[events.KafkaEvent](t, tc.file)
 			for i := range 2 {
 				resp, err := h(context.Background(), e)
@@ -76,7 +76,7 @@ func TestKafkaPartitionOrder(t *testing.T) {
 	w := newWorker()
 	w.fail = failOnce("a2", "c1")
 	var got failures
-	h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{OnFailure: got.add}, w.kafka)
+	h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{Config: kafkaSource, OnFailure: got.add}, w.kafka)
 	e := kafkaEvent(t, map[string][]string{
 		"shipments-0": {"a1", "a2", "a3"},
 		"shipments-1": {"b1", "b2"},
@@ -142,7 +142,7 @@ func TestKafkaEdges(t *testing.T) {
 	w := newWorker()
 	seen := scopes(w)
 	var got failures
-	h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{OnFailure: got.add}, w.kafka)
+	h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{Config: kafkaSource, OnFailure: got.add}, w.kafka)
 	resp, err := h(context.Background(), events.KafkaEvent{})
 	if b, _ := json.Marshal(resp); err != nil || string(b) != `{"batchItemFailures":[]}` {
 		t.Errorf("no records: %s %v", b, err)

@@ -72,7 +72,7 @@ func TestOldBusinessKey(t *testing.T) {
 	// A Kinesis shard keyed by the same order id does not stall behind it.
 	w := newWorker()
 	var got failures
-	kin := batch.KinesisConfig{OnFailure: got.add}
+	kin := batch.KinesisConfig{Config: kinesisSource, OnFailure: got.add}
 	kin.Key = func(r events.KinesisEventRecord) (string, error) { return orderOf(r.Kinesis.Data) }
 	h := batch.Kinesis(newGuard(t, nil), kin, w.kinesis)
 	resp, err := h(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{kinesisRecord(t, "1", order), kinesisRecord(t, "2", "o2")}})
@@ -124,7 +124,7 @@ func TestPanickingFunctions(t *testing.T) {
 			for _, fifo := range []bool{false, true} {
 				w := newWorker()
 				var got failures
-				cfg := batch.SQSConfig{OnFailure: got.add}
+				cfg := batch.SQSConfig{Config: sqsSource, OnFailure: got.add}
 				tc.set(&cfg.Config)
 				h := batch.SQS(newGuard(t, nil), cfg, w.sqs)
 				msgs := []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2"), message(t, "m3", "o3")}
@@ -159,7 +159,7 @@ func TestPanicLogged(t *testing.T) {
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
-	cfg := batch.SQSConfig{}
+	cfg := batch.SQSConfig{Config: sqsSource}
 	cfg.Key = func(events.SQSMessage) (string, error) { panic("key decoder broke") }
 	h := batch.SQS(newGuard(t, nil), cfg, newWorker().sqs)
 	resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1")}})
@@ -182,7 +182,7 @@ func TestPanicLogged(t *testing.T) {
 // such a body is refused as invalid.
 func TestTextBodies(t *testing.T) {
 	texts := []string{"[INFO] service started", "{oops", "[", `{"orderId":"o1",`, " \t[WARN] disk 91% full"}
-	keyed := event.Config[events.SQSMessage]{Key: func(m events.SQSMessage) (string, error) { return m.MessageId, nil }}
+	keyed := event.Config[events.SQSMessage]{Tenant: batch.TenantFromSource[events.SQSMessage](), Key: func(m events.SQSMessage) (string, error) { return m.MessageId, nil }}
 	var runs []string
 	fn := func(_ context.Context, m events.SQSMessage) error { runs = append(runs, m.Body); return nil }
 	var got failures

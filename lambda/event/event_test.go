@@ -5,6 +5,8 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -106,8 +108,10 @@ func TestSQSRefusals(t *testing.T) {
 		msg  func(*events.SQSMessage)
 		want error
 	}{
-		{name: "zero Config has no key", cfg: func(c *event.Config[events.SQSMessage]) { *c = event.Config[events.SQSMessage]{} }, want: idemkit.ErrInvalidKey},
-		{name: "no tenant", cfg: func(c *event.Config[events.SQSMessage]) { c.Tenant = nil }, want: idemkit.ErrTenantMissing},
+		{name: "no key", cfg: func(c *event.Config[events.SQSMessage]) { c.Key = nil }, want: idemkit.ErrInvalidKey},
+		{name: "empty tenant", cfg: func(c *event.Config[events.SQSMessage]) {
+			c.Tenant = func(context.Context, events.SQSMessage) (string, error) { return "", nil }
+		}, want: idemkit.ErrTenantMissing},
 		{name: "empty key", msg: func(m *events.SQSMessage) { m.Body = `{"transferId":"","amount":1}` }, want: idemkit.ErrInvalidKey},
 		{name: "key too long", cfg: func(c *event.Config[events.SQSMessage]) { c.MaxKeyLen = 4 }, want: idemkit.ErrKeyTooLong},
 		{name: "same key, different body", msg: func(m *events.SQSMessage) {
@@ -135,6 +139,26 @@ func TestSQSRefusals(t *testing.T) {
 				t.Errorf("ran %d times", x.runs.Load())
 			}
 		})
+	}
+}
+
+// TestWrapRefusesConfigWithoutTenant: a Config without a Tenant, the
+// zero Config among them, is refused when the function is wrapped, with a
+// panic naming the setting, as every adapter refuses it.
+func TestWrapRefusesConfigWithoutTenant(t *testing.T) {
+	g := guard(t)
+	x := &transfers{}
+	noTenant := sqsConfig
+	noTenant.Tenant = nil
+	for name, cfg := range map[string]event.Config[events.SQSMessage]{"zero": {}, "no tenant": noTenant} {
+		msg := func() (msg string) {
+			defer func() { msg = fmt.Sprint(recover()) }()
+			event.Wrap(g, cfg, x.handle)
+			return ""
+		}()
+		if !strings.HasPrefix(msg, "event: invalid Config: the Tenant setting is nil") {
+			t.Errorf("%s Config: panic %q, want one naming the Tenant setting", name, msg)
+		}
 	}
 }
 
