@@ -2,15 +2,13 @@ package idemclient
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
 type keyContext struct{}
@@ -30,33 +28,7 @@ func WithKey(ctx context.Context, key string) context.Context {
 // older than its record retention (400 key-expired) instead of running it
 // again, and the Transport refuses to send it before that
 // ([ErrRetentionPassed]).
-func NewKey() string { return newKeyAt(time.Now()) }
-
-// newKeyAt returns a UUIDv7 (RFC 9562) holding t to the millisecond.
-func newKeyAt(t time.Time) string {
-	var u uuid.UUID
-	rand.Read(u[6:]) // never fails (crypto/rand)
-	ms := uint64(t.UnixMilli())
-	var ts [8]byte
-	binary.BigEndian.PutUint64(ts[:], ms<<16)
-	copy(u[:6], ts[:6])
-	u[6] = 0x70 | u[6]&0x0f // version 7
-	u[8] = 0x80 | u[8]&0x3f // variant RFC 9562
-	return u.String()
-}
-
-// keyTime returns the time a UUIDv7 key holds, read as the server reads it.
-func keyTime(key string) (time.Time, bool) {
-	if len(key) != 36 {
-		return time.Time{}, false
-	}
-	u, err := uuid.Parse(key)
-	if err != nil || u.Version() != 7 {
-		return time.Time{}, false
-	}
-	ms := binary.BigEndian.Uint64(u[:8]) >> 16
-	return time.UnixMilli(int64(ms)), true
-}
+func NewKey() string { return uuidv7.At(time.Now()) }
 
 // keyOf returns the key req is sent with: the one in its header, the one
 // ctx holds, or a new one.

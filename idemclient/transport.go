@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/httpheader"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
 // Defaults applied to the zero fields of a [Config].
@@ -180,7 +181,7 @@ func (t *Transport) defaultHooks(methods []string) {
 		t.now = time.Now
 	}
 	if t.newKey == nil {
-		t.newKey = func() (string, error) { return newKeyAt(t.now()), nil }
+		t.newKey = func() (string, error) { return uuidv7.At(t.now()), nil }
 	}
 	if t.sleep == nil {
 		t.sleep = sleep
@@ -264,7 +265,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r := &request{t: t, req: req, key: key, start: t.now()}
 	r.forgetAt = r.start.Add(t.retention - t.margin)
-	if at, ok := keyTime(key); ok {
+	if at, ok := uuidv7.Time(key); ok {
 		r.forgetAt = at.Add(t.retention - t.margin)
 	}
 	return r.run()

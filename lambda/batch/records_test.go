@@ -12,27 +12,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 )
-
-// uuidV7At returns a UUIDv7 whose embedded time is ts.
-func uuidV7At(t *testing.T, ts time.Time) string {
-	t.Helper()
-	u, err := uuid.NewV7()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := uint64(ts.UnixMilli())
-	for i := range 6 {
-		u[i] = byte(ms >> (40 - 8*i))
-	}
-	return u.String()
-}
 
 // TestOldBusinessKey: an order id that is a UUIDv7 minted 8 days ago
 // (longer than the default 7-day retention), used as the key of its ship
@@ -41,7 +27,7 @@ func uuidV7At(t *testing.T, ts time.Time) string {
 // sent. With CheckKeyAge the key-age check of the HTTP adapters applies
 // and the message fails with idemkit.ErrKeyExpired, not run.
 func TestOldBusinessKey(t *testing.T) {
-	order := uuidV7At(t, time.Now().Add(-8*24*time.Hour))
+	order := uuidv7.At(time.Now().Add(-8 * 24 * time.Hour))
 	for _, tc := range []struct {
 		name        string
 		checkKeyAge bool
