@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -51,7 +52,7 @@ func TestV2ReplayAsDelivered(t *testing.T) {
 				runs++
 				return tc.resp, nil
 			})
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			call(t, h, ev)
 			r := call(t, h, ev)
 			if runs != 1 || !replayed(r) {
@@ -101,7 +102,7 @@ func TestV1ReplayAsDelivered(t *testing.T) {
 					runs++
 					return tc.resp, nil
 				})
-			ev := load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
+			ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
 			h(context.Background(), ev)
 			r, err := h(context.Background(), ev)
 			if err != nil || runs != 1 || r.Headers["Idempotent-Replayed"] != "true" {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/batch"
 )
 
@@ -45,7 +46,7 @@ func TestKafkaGolden(t *testing.T) {
 			seen := scopes(w)
 			var got failures
 			h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{Config: kafkaSource, OnFailure: got.add}, w.kafka)
-			e := load[events.KafkaEvent](t, tc.file)
+			e := testkit.Load[events.KafkaEvent](t, tc.file)
 			for i := range 2 {
 				resp, err := h(context.Background(), e)
 				if err != nil || len(resp.BatchItemFailures) != 0 {
