@@ -77,13 +77,21 @@ func QueryTooLarge() *httpproblem.Details {
 // unavailable. Errors outside the guard's contract map to a 500
 // guard-failure problem.
 func ProblemFor(err error, storeRetry time.Duration) *httpproblem.Details {
-	var (
-		ke *idemkit.KeyError
-		pe *idemkit.PendingError
-		ce *idemkit.ConflictError
-		oe *idemkit.OutcomeError
-		cu *idemkit.ClaimUnknownError
-	)
+	if p := requestProblem(err); p != nil {
+		return p
+	}
+	if p := recordProblem(err, storeRetry); p != nil {
+		return p
+	}
+	return &httpproblem.Details{Type: httpproblem.TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
+		Detail: "The request was not run because the idempotency guard failed."}
+}
+
+// requestProblem returns the problem of err when the request itself is
+// refused (its tenant, path, query, key, or a key reused for another
+// request), nil otherwise: the first half of ProblemFor's order.
+func requestProblem(err error) *httpproblem.Details {
+	var ke *idemkit.KeyError
 	switch {
 	case errors.Is(err, idemkit.ErrTenantMissing):
 		return TenantMissing()
@@ -103,6 +111,22 @@ func ProblemFor(err error, storeRetry time.Duration) *httpproblem.Details {
 	case errors.Is(err, idemkit.ErrFingerprintMismatch):
 		return &httpproblem.Details{Type: httpproblem.TypeFingerprintMismatch, Title: "Idempotency key reused with a different request", Status: 422,
 			Detail: "This key was first used with a different request (body, query string or resource). Use a new key for a new request."}
+	}
+	return nil
+}
+
+// recordProblem returns the problem of err when the key's record or the
+// store answers the request (in flight, pending, indeterminate, completed,
+// unreadable, kept, unavailable), nil otherwise: the second half of
+// ProblemFor's order.
+func recordProblem(err error, storeRetry time.Duration) *httpproblem.Details {
+	var (
+		pe *idemkit.PendingError
+		ce *idemkit.ConflictError
+		oe *idemkit.OutcomeError
+		cu *idemkit.ClaimUnknownError
+	)
+	switch {
 	case errors.As(err, &ce):
 		s := retryafter.Seconds(ce.RetryAfter)
 		return &httpproblem.Details{Type: httpproblem.TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
@@ -144,8 +168,7 @@ func ProblemFor(err error, storeRetry time.Duration) *httpproblem.Details {
 		return &httpproblem.Details{Type: httpproblem.TypeStoreUnavailable, Title: "Idempotency store unavailable", Status: 503,
 			Detail: "The request was not run because the idempotency store did not confirm its key. Retry with the same key.", RetryAfter: retryafter.Seconds(storeRetry)}
 	}
-	return &httpproblem.Details{Type: httpproblem.TypeGuardFailure, Title: "Idempotency guard failure", Status: 500,
-		Detail: "The request was not run because the idempotency guard failed."}
+	return nil
 }
 
 // markFailed reports whether err carries the guard's failure to keep a key
