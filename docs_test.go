@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/problemtype"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -139,8 +139,8 @@ func TestReadmeNamesEveryProblemType(t *testing.T) {
 		t.Fatal(`README.md has no "## What clients get" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	for _, e := range problemtype.All {
-		name := "`" + strings.TrimPrefix(e.Type, problemtype.Base) + "`"
+	for _, e := range httpproblem.Types() {
+		name := "`" + strings.TrimPrefix(e.Type, httpproblem.Base) + "`"
 		found := false
 		for _, line := range strings.Split(section, "\n") {
 			cells := strings.Split(strings.Trim(line, "| "), " | ")

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
 // Defaults applied to the zero fields of a [Policy].
@@ -181,15 +181,13 @@ func (p Policy) heartbeat(ctx context.Context, d time.Duration) time.Duration {
 // record retention (plus the clock skew): its first request may have been
 // forgotten, so running it could execute it twice.
 func (p Policy) checkKeyTime(key string, now time.Time) error {
-	if p.IgnoreKeyTime || len(key) != 36 {
+	if p.IgnoreKeyTime {
 		return nil
 	}
-	u, err := uuid.Parse(key)
-	if err != nil || u.Version() != 7 {
+	t, ok := uuidv7.Time(key)
+	if !ok {
 		return nil
 	}
-	sec, nsec := u.Time().UnixTime()
-	t := time.Unix(sec, nsec)
 	if t.Before(now.Add(-p.RecordRetention - p.KeyClockSkew)) {
 		return fmt.Errorf("%w: key time %s", ErrKeyExpired, t.UTC().Format(time.RFC3339))
 	}

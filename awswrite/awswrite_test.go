@@ -28,14 +28,6 @@ func TestMain(m *testing.M) { dynalite.Main(m) }
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
-func keyTable() *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		BillingMode:          types.BillingModePayPerRequest,
-	}
-}
-
 // attempts returns c with the SDK making at most n attempts per call.
 func attempts(c *dynamodb.Client, n int) *dynamodb.Client {
 	return dynamodb.New(c.Options(), func(o *dynamodb.Options) { o.RetryMaxAttempts = n })
@@ -78,7 +70,7 @@ func withTarget(target string) func(*dynamodb.Options) {
 // say about the call, on the test server.
 func TestClassifyServerAnswers(t *testing.T) {
 	c := attempts(dynalite.Client(t), 1)
-	table := dynalite.CreateTable(t, c, keyTable())
+	table := dynalite.CreateTable(t, c, dynalite.KeyTable(""))
 	ctx := t.Context()
 	for _, tc := range []struct {
 		name string
@@ -152,7 +144,7 @@ func TestClassifyServerAnswers(t *testing.T) {
 // neither a client nor a server fault: nothing was applied.
 func TestClassifyUnknownOperation(t *testing.T) {
 	c := attempts(dynalite.Client(t), 1)
-	table := dynalite.CreateTable(t, c, keyTable())
+	table := dynalite.CreateTable(t, c, dynalite.KeyTable(""))
 	_, err := c.PutItem(t.Context(), putIfAbsent(table, "a"), withTarget("NoSuchOperation"))
 	var status interface{ HTTPStatusCode() int }
 	if !errors.As(err, &status) || status.HTTPStatusCode()/100 != 4 {
@@ -171,7 +163,7 @@ func TestClassifyTransactWriteItemsUnsupported(t *testing.T) {
 		t.Skipf("the test server (%s) has TransactWriteItems: no unsupported operation to call", dynalite.ServerName())
 	}
 	c := attempts(dynalite.Client(t), 1)
-	table := dynalite.CreateTable(t, c, keyTable())
+	table := dynalite.CreateTable(t, c, dynalite.KeyTable(""))
 	_, err := c.TransactWriteItems(t.Context(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(table), Item: map[string]types.AttributeValue{"pk": str("a")}}},
 	}})

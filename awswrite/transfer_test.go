@@ -108,7 +108,7 @@ func samePayment(ctx context.Context, db *dynamodb.Client, table, pay string, it
 func TestTransfer(t *testing.T) {
 	dynalite.Require(t, dynalite.Transactions)
 	c := dynalite.Client(t)
-	table := dynalite.CreateTable(t, c, keyTable())
+	table := dynalite.CreateTable(t, c, dynalite.KeyTable(""))
 	ctx := t.Context()
 	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table),
 		Item: map[string]types.AttributeValue{"pk": str("acct#alice"), "balance": num(100)}}); err != nil {

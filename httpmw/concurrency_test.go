@@ -22,6 +22,7 @@ import (
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -71,24 +72,7 @@ type probe struct {
 	client *http.Client
 	clk    *testclock.Clock
 	runs   atomic.Int32
-	log    syncBuffer // the server's ErrorLog
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	log    testkit.SyncBuffer // the server's ErrorLog
 }
 
 // newProbe serves h, counted, through the middleware with store and pol.

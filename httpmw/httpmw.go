@@ -3,8 +3,8 @@
 // once per (tenant, operation, key). Its retries get the first response
 // back, byte for byte, marked Idempotent-Replayed: true. Use it behind the
 // Lambda Web Adapter or aws-lambda-go-api-proxy, or in a container. The
-// semantics are those of package lambda/apigw; the settings and problem
-// types are package httpguard's.
+// semantics are those of package lambda/apigw; the settings are package
+// httpconfig's, the problem types package httpproblem's.
 //
 //	g, _ := idemkit.New(idemkit.Config{Store: store})
 //	mw := httpmw.New(g, httpmw.Config{Tenant: tenantFromAuth})
@@ -69,7 +69,7 @@ import (
 	"strings"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -83,7 +83,7 @@ const DefaultMaxBodyBytes = 6 << 20
 const DefaultMaxResponseBytes = 16 << 20
 
 // Config configures New. It holds the tenant, the settings every adapter
-// shares (httpguard.Settings), and the bounds of what the middleware
+// shares (httpconfig.Settings), and the bounds of what the middleware
 // buffers. A route template is the ServeMux pattern that matched
 // (Request.Pattern), when the middleware wraps a handler registered on the
 // mux. A request's operation uses its escaped path, normalized as
@@ -96,7 +96,7 @@ type Config struct {
 	// tenant-missing).
 	Tenant idemkit.TenantFunc[*http.Request]
 
-	httpguard.Settings
+	httpconfig.Settings
 
 	// MaxBodyBytes bounds a guarded request's body. A larger one gets a 413
 	// problem, reported to the Observer as ErrBodyTooLarge, and so does a
@@ -125,7 +125,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 	if m.respLimit <= 0 {
 		m.respLimit = DefaultMaxResponseBytes
 	}
-	m.codec = newCodec(m.a)
+	m.responder = newResponder(m.a)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { m.serve(next, w, req) })
 	}
@@ -134,11 +134,11 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 // middleware is what New made of its Config, shared by every handler it
 // wraps.
 type middleware struct {
-	a         *adapter.Front
+	a         *adapter.Adapter
 	tenant    idemkit.TenantFunc[*http.Request]
 	limit     int64 // the largest request body read
 	respLimit int64 // the most of a response body buffered
-	codec     adapter.Codec[*response]
+	responder adapter.Responder[*response]
 }
 
 // serve passes req on to next unguarded, with its body unread, when its
@@ -205,7 +205,7 @@ func (m *middleware) refuseBody(w http.ResponseWriter, req *http.Request, r *ada
 // and sends the client the outcome; a panic of next reaches net/http once
 // its key is settled.
 func (m *middleware) serveGuarded(next http.Handler, w http.ResponseWriter, req *http.Request, r *adapter.Request) {
-	c := m.codec
+	c := m.responder
 	c.Pass = func(context.Context) (*response, error) {
 		next.ServeHTTP(w, req)
 		return nil, nil

@@ -17,7 +17,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/memstore"
@@ -168,7 +168,7 @@ func TestMiddleware(t *testing.T) {
 			wantRuns: 1, wantStatus: 400, wantProblem: "key-invalid"},
 		{name: "missing key", o: &orders{}, second: func(r *http.Request) { r.Header.Del("Idempotency-Key") },
 			wantRuns: 1, wantStatus: 400, wantProblem: "key-missing"},
-		{name: "missing key on optional route", o: &orders{}, cfg: httpmw.Config{Settings: httpguard.Settings{Routes: map[string]httpguard.Route{"POST /orders": {KeyOptional: true}}}},
+		{name: "missing key on optional route", o: &orders{}, cfg: httpmw.Config{Settings: httpconfig.Settings{Routes: map[string]httpconfig.Route{"POST /orders": {KeyOptional: true}}}},
 			second: func(r *http.Request) { r.Header.Del("Idempotency-Key") }, wantRuns: 2, wantStatus: 201},
 		{name: "unauthenticated caller fails closed", o: &orders{}, second: func(r *http.Request) { r.Header.Del("Authorization") },
 			wantRuns: 1, wantStatus: 500, wantProblem: "tenant-missing"},
@@ -204,7 +204,7 @@ func setBody(r *http.Request, s string) {
 
 // TestMiddlewareReplayHeaders: replays carry only allow-listed headers.
 func TestMiddlewareReplayHeaders(t *testing.T) {
-	h, _ := setup(t, httpmw.Config{Settings: httpguard.Settings{ReplayHeaders: []string{"X-Order-Id"}}}, &orders{})
+	h, _ := setup(t, httpmw.Config{Settings: httpconfig.Settings{ReplayHeaders: []string{"X-Order-Id"}}}, &orders{})
 	serve(h, request(t, nil))
 	w := serve(h, request(t, nil))
 	w.Header().Del("Content-Length")
@@ -323,7 +323,7 @@ func TestMiddlewareRouteTemplate(t *testing.T) {
 	g, _ := idemkit.New(idemkit.Config{Store: store, Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
 		ops = append(ops, e.Scope.Operation)
 	})})
-	mw := httpmw.New(g, httpmw.Config{Tenant: tenantOf, Settings: httpguard.Settings{RouteTemplate: true}})
+	mw := httpmw.New(g, httpmw.Config{Tenant: tenantOf, Settings: httpconfig.Settings{RouteTemplate: true}})
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{id}/capture", mw(o))
 	h := auth(mux)
@@ -343,17 +343,17 @@ func TestMiddlewareRouteTemplate(t *testing.T) {
 func TestMiddlewareQuery(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		routes map[string]httpguard.Route
+		routes map[string]httpconfig.Route
 		replay bool
 	}{
 		{name: "default"},
 		{name: "ignored for the route", replay: true,
-			routes: map[string]httpguard.Route{"POST /orders": {Fingerprint: &fingerprint.Options{IgnoreQuery: true}}}},
+			routes: map[string]httpconfig.Route{"POST /orders": {Fingerprint: &fingerprint.Options{IgnoreQuery: true}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &orders{}
 			g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
-			h := auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf, Settings: httpguard.Settings{Routes: tc.routes}})(o))
+			h := auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf, Settings: httpconfig.Settings{Routes: tc.routes}})(o))
 			serve(h, request(t, nil))
 			w := serve(h, request(t, func(r *http.Request) { r.URL.RawQuery = "dryRun=true" }))
 			if tc.replay {
@@ -401,10 +401,10 @@ func TestMiddlewareDecidesBeforeReading(t *testing.T) {
 		status int
 		runs   int32
 	}{
-		{"keyless POST on a key-optional route", httpmw.Config{Settings: httpguard.Settings{Routes: map[string]httpguard.Route{"POST /orders": {KeyOptional: true}}}}, "", http.MethodPost, 201, 1},
-		{"keyless POST with KeyOptional", httpmw.Config{Settings: httpguard.Settings{KeyOptional: true}}, "", http.MethodPost, 201, 1},
+		{"keyless POST on a key-optional route", httpmw.Config{Settings: httpconfig.Settings{Routes: map[string]httpconfig.Route{"POST /orders": {KeyOptional: true}}}}, "", http.MethodPost, 201, 1},
+		{"keyless POST with KeyOptional", httpmw.Config{Settings: httpconfig.Settings{KeyOptional: true}}, "", http.MethodPost, 201, 1},
 		{"PUT is not guarded", httpmw.Config{}, "order-1", http.MethodPut, 201, 1},
-		{"keyed POST on a key-optional route", httpmw.Config{Settings: httpguard.Settings{KeyOptional: true}}, "order-1", http.MethodPost, 413, 0},
+		{"keyed POST on a key-optional route", httpmw.Config{Settings: httpconfig.Settings{KeyOptional: true}}, "order-1", http.MethodPost, 413, 0},
 		{"keyed POST", httpmw.Config{}, "order-1", http.MethodPost, 413, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,15 +9,15 @@ import (
 	"strings"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/adapter"
 	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
-// newCodec returns how the middleware stores, replays and answers with a
+// newResponder returns how the middleware stores, replays and answers with a
 // recorded response; a stored header is one a allows.
-func newCodec(a *adapter.Front) adapter.Codec[*response] {
-	return adapter.Codec[*response]{
+func newResponder(a *adapter.Adapter) adapter.Responder[*response] {
+	return adapter.Responder[*response]{
 		Snapshot: func(r *response) *idemkit.Snapshot {
 			if r.streamed {
 				return &idemkit.Snapshot{Status: r.status, Header: a.FilterSent(r.sent), Omitted: true}
@@ -63,7 +63,7 @@ func freshResponse(r *response) *response {
 }
 
 // respond returns the response recorded for resp.
-func respond(resp httpguard.Response) *response {
+func respond(resp httpproblem.Response) *response {
 	r := &response{status: resp.Status, sent: resp.Header}
 	if r.sent == nil {
 		r.sent = http.Header{}

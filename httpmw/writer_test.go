@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -99,7 +99,7 @@ func TestMiddlewareWriterSemantics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }, Settings: httpguard.Settings{ReplayHeaders: []string{"Link"}}})(tc.h))
+			srv := httptest.NewServer(httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }, Settings: httpconfig.Settings{ReplayHeaders: []string{"Link"}}})(tc.h))
 			defer srv.Close()
 			fresh, replay := post(t, srv.URL), post(t, srv.URL)
 			for _, name := range []string{"Content-Type", "Location", "Link"} {

@@ -77,10 +77,10 @@ func TestBodyNotReplayable(t *testing.T) {
 		want error
 	}{
 		{"no GetBody", "", idemclient.ErrBodyNotReplayable},
-		{"key with a comma", "a,b", idemclient.ErrKeyInvalid},
-		{"key with a newline", "a\nb", idemclient.ErrKeyInvalid},
-		{"key with a space at the end", "ab ", idemclient.ErrKeyInvalid},
-		{"key not ASCII", "clé", idemclient.ErrKeyInvalid},
+		{"key with a comma", "a,b", idemclient.ErrKeyNotSendable},
+		{"key with a newline", "a\nb", idemclient.ErrKeyNotSendable},
+		{"key with a space at the end", "ab ", idemclient.ErrKeyNotSendable},
+		{"key not ASCII", "clé", idemclient.ErrKeyNotSendable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := &closeCounter{Reader: strings.NewReader(`{}`)}

@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemclient"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
@@ -47,7 +48,7 @@ func unavailable(t *testing.T, retryAfter time.Duration) (*api, *downStore, stri
 	clock := testclock.New()
 	store := newDownStore(clock)
 	a := &api{store: store, clock: clock, guard: idemkit.Config{ClaimAttempts: 1},
-		mw: httpmw.Config{Settings: httpguard.Settings{StoreRetryAfter: retryAfter}}}
+		mw: httpmw.Config{Settings: httpconfig.Settings{StoreRetryAfter: retryAfter}}}
 	return a, store, a.start(t).URL
 }
 
@@ -74,7 +75,7 @@ func TestBudgetBoundary(t *testing.T) {
 			if !errors.As(err, &ge) || !errors.Is(err, idemclient.ErrBudgetSpent) {
 				t.Fatalf("err = %v, want a GiveUpError for the budget", err)
 			}
-			if len(ge.Key) != 36 || ge.Attempts != tc.attempts || ge.Status != 503 || ge.Problem == nil || ge.Problem.Type != idemclient.TypeStoreUnavailable {
+			if len(ge.Key) != 36 || ge.Attempts != tc.attempts || ge.Status != 503 || ge.Problem == nil || ge.Problem.Type != httpproblem.TypeStoreUnavailable {
 				t.Errorf("GiveUpError %+v, want a UUIDv7 key, %d attempts, last 503 store-unavailable", ge, tc.attempts)
 			}
 			if !ge.RetryBefore.Equal(start.Add(time.Hour - idemclient.DefaultMargin)) {

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/adapter"
-	"github.com/idemkit/idemkit/internal/problemtype"
 )
 
 // TestDefaultsMatchServer: the client's defaults are the server's.
@@ -16,7 +16,7 @@ func TestDefaultsMatchServer(t *testing.T) {
 	if DefaultMargin != idemkit.DefaultKeyClockSkew {
 		t.Errorf("DefaultMargin %s, the server's KeyClockSkew %s", DefaultMargin, idemkit.DefaultKeyClockSkew)
 	}
-	if ReplayedHeader != adapter.ReplayedHeader || ProblemContentType != problemtype.ContentType || ProblemBase != problemtype.Base {
+	if ReplayedHeader != adapter.ReplayedHeader || httpproblem.ContentType != httpproblem.ContentType || httpproblem.Base != httpproblem.Base {
 		t.Errorf("header, media type or problem base differ from the server's")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idemkit/idemkit/httpproblem"
 )
 
 // The kinds of [*ProblemError], matched with errors.Is.
@@ -12,10 +14,10 @@ var (
 	// ErrKeyReused: the key was first used with another request (422
 	// fingerprint-mismatch, operation-mismatch). The request did not run.
 	ErrKeyReused = errors.New("idemclient: key reused for a different request")
-	// ErrOutcomeUnknown: the request may or may not have taken effect, and
+	// ErrOperatorRequired: the request may or may not have taken effect, and
 	// the server keeps the key until an operator resolves it (409
 	// indeterminate-operator-required, 503 outcome-unknown).
-	ErrOutcomeUnknown = errors.New("idemclient: outcome unknown, operator resolution required")
+	ErrOperatorRequired = errors.New("idemclient: outcome unknown, operator resolution required")
 	// ErrCompleted: the request completed, but its response is not replayed
 	// (410 replay-window-passed, response-not-stored).
 	ErrCompleted = errors.New("idemclient: completed, response not replayed")
@@ -43,8 +45,8 @@ var (
 	// ErrBodyNotReplayable: a guarded request has a body but no GetBody, so
 	// a retry could not send it again. Nothing was sent.
 	ErrBodyNotReplayable = errors.New("idemclient: request body cannot be replayed (Request.GetBody is nil): build it with http.NewRequest from a bytes.Reader, bytes.Buffer or strings.Reader, or set GetBody")
-	// ErrKeyInvalid: the caller's key cannot be sent. Nothing was sent.
-	ErrKeyInvalid = errors.New("idemclient: invalid idempotency key")
+	// ErrKeyNotSendable: the caller's key cannot be sent. Nothing was sent.
+	ErrKeyNotSendable = errors.New("idemclient: invalid idempotency key")
 )
 
 // GiveUpError reports a request the client stopped retrying with its
@@ -65,7 +67,7 @@ type GiveUpError struct {
 	// Status and Problem are the last attempt's answer, if it got one; Err
 	// is its transport error, if any.
 	Status  int
-	Problem *Problem
+	Problem *httpproblem.Details
 	Err     error
 	// asked is the Retry-After the last answer asked for, when the budget
 	// left was shorter.
@@ -90,8 +92,8 @@ func (e *GiveUpError) Error() string {
 	}
 	switch {
 	case e.Problem != nil:
-		fmt.Fprintf(&b, "; last answer %d %s", e.Status, strings.TrimPrefix(e.Problem.Type, ProblemBase))
-		if e.Problem.Type == TypeInFlight {
+		fmt.Fprintf(&b, "; last answer %d %s", e.Status, strings.TrimPrefix(e.Problem.Type, httpproblem.Base))
+		if e.Problem.Type == httpproblem.TypeInFlight {
 			b.WriteString(" (the first request is still running)")
 		}
 	case e.Status != 0:

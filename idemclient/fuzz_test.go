@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemclient"
-	"github.com/idemkit/idemkit/internal/problemtype"
 	"github.com/idemkit/idemkit/internal/testclock"
 )
 
@@ -78,10 +78,10 @@ func (s *scriptedServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if flags&0x40 != 0 {
 		typ := s.problemType
 		if flags&0x80 != 0 {
-			typ = problemtype.All[int(status)%len(problemtype.All)].Type
-			code = problemtype.All[int(status)%len(problemtype.All)].Status
+			typ = httpproblem.Types()[int(status)%len(httpproblem.Types())].Type
+			code = httpproblem.Types()[int(status)%len(httpproblem.Types())].Status
 		}
-		h.Set("Content-Type", idemclient.ProblemContentType)
+		h.Set("Content-Type", httpproblem.ContentType)
 		body = fmt.Sprintf(`{"type":%q,"status":%d}`, typ, code)
 	}
 	if flags&4 != 0 {
@@ -98,13 +98,13 @@ func (s *scriptedServer) RoundTrip(req *http.Request) (*http.Response, error) {
 // or an error, never both or neither.
 func FuzzClient(f *testing.F) {
 	// 409 in-flight with Retry-After 0, then a replay.
-	f.Add([]byte{9, 0x58, 0, 0x20}, "", problemtype.InFlight, uint16(5000), uint8(0), uint8(0))
+	f.Add([]byte{9, 0x58, 0, 0x20}, "", httpproblem.TypeInFlight, uint16(5000), uint8(0), uint8(0))
 	// 429 with a Retry-After past 32 bits.
 	f.Add([]byte{14, 0x08}, "4294967296", "", uint16(60000), uint8(0), uint8(1))
 	// 503 store-unavailable, a lost answer, a 500 handler-failed.
-	f.Add([]byte{18, 0x48, 0, 1, 15, 0xc0}, "2", problemtype.StoreUnavailable, uint16(10000), uint8(5), uint8(2))
+	f.Add([]byte{18, 0x48, 0, 1, 15, 0xc0}, "2", httpproblem.TypeStoreUnavailable, uint16(10000), uint8(5), uint8(2))
 	// A past date on an in-flight 409; the caller's key in lower case.
-	f.Add([]byte{0xf6, 0x50}, "soon", problemtype.InFlight, uint16(3000), uint8(0), uint8(3))
+	f.Add([]byte{0xf6, 0x50}, "soon", httpproblem.TypeInFlight, uint16(3000), uint8(0), uint8(3))
 	f.Fuzz(func(t *testing.T, script []byte, retryAfter, problemType string, budgetMs uint16, maxAttempts, keyMode uint8) {
 		clock := testclock.New()
 		srv := &scriptedServer{clock: clock, script: script, retryAfter: retryAfter, problemType: problemType}

@@ -2,15 +2,13 @@ package idemclient
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
 type keyContext struct{}
@@ -30,33 +28,7 @@ func WithKey(ctx context.Context, key string) context.Context {
 // older than its record retention (400 key-expired) instead of running it
 // again, and the Transport refuses to send it before that
 // ([ErrRetentionPassed]).
-func NewKey() string { return newKeyAt(time.Now()) }
-
-// newKeyAt returns a UUIDv7 (RFC 9562) holding t to the millisecond.
-func newKeyAt(t time.Time) string {
-	var u uuid.UUID
-	rand.Read(u[6:]) // never fails (crypto/rand)
-	ms := uint64(t.UnixMilli())
-	var ts [8]byte
-	binary.BigEndian.PutUint64(ts[:], ms<<16)
-	copy(u[:6], ts[:6])
-	u[6] = 0x70 | u[6]&0x0f // version 7
-	u[8] = 0x80 | u[8]&0x3f // variant RFC 9562
-	return u.String()
-}
-
-// keyTime returns the time a UUIDv7 key holds, read as the server reads it.
-func keyTime(key string) (time.Time, bool) {
-	if len(key) != 36 {
-		return time.Time{}, false
-	}
-	u, err := uuid.Parse(key)
-	if err != nil || u.Version() != 7 {
-		return time.Time{}, false
-	}
-	ms := binary.BigEndian.Uint64(u[:8]) >> 16
-	return time.UnixMilli(int64(ms)), true
-}
+func NewKey() string { return uuidv7.At(time.Now()) }
 
 // keyOf returns the key req is sent with: the one in its header, the one
 // ctx holds, or a new one.
@@ -68,11 +40,11 @@ func (t *Transport) keyOf(req *http.Request) (string, error) {
 		key = vs[0]
 		for _, v := range vs[1:] {
 			if v != key {
-				return "", fmt.Errorf("%w: the request sets %s twice, to %q and %q", ErrKeyInvalid, t.header, key, v)
+				return "", fmt.Errorf("%w: the request sets %s twice, to %q and %q", ErrKeyNotSendable, t.header, key, v)
 			}
 		}
 		if inCtx && given != key {
-			return "", fmt.Errorf("%w: the request sets %s to %q and its context holds %q", ErrKeyInvalid, t.header, key, given)
+			return "", fmt.Errorf("%w: the request sets %s to %q and its context holds %q", ErrKeyNotSendable, t.header, key, given)
 		}
 	case inCtx:
 		key = given
@@ -115,15 +87,15 @@ func headerValues(h http.Header, name string) []string {
 // space at either end (HTTP strips it).
 func checkKey(key string) error {
 	if key == "" {
-		return fmt.Errorf("%w: empty", ErrKeyInvalid)
+		return fmt.Errorf("%w: empty", ErrKeyNotSendable)
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x20 || c > 0x7e || c == ',' {
-			return fmt.Errorf("%w: byte %#x at %d: a key is printable ASCII without commas", ErrKeyInvalid, c, i)
+			return fmt.Errorf("%w: byte %#x at %d: a key is printable ASCII without commas", ErrKeyNotSendable, c, i)
 		}
 	}
 	if strings.TrimSpace(key) != key {
-		return fmt.Errorf("%w: space at either end", ErrKeyInvalid)
+		return fmt.Errorf("%w: space at either end", ErrKeyNotSendable)
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/idemclient"
 )
@@ -36,12 +36,12 @@ func TestKeyChoice(t *testing.T) {
 		{name: "header", header: "order-1", want: "order-1"},
 		{name: "context", inCtx: "order-2", want: "order-2"},
 		{name: "both, equal", header: "order-3", inCtx: "order-3", want: "order-3"},
-		{name: "both, different", header: "order-4", inCtx: "order-5", err: idemclient.ErrKeyInvalid},
+		{name: "both, different", header: "order-4", inCtx: "order-5", err: idemclient.ErrKeyNotSendable},
 		{name: "header, lower case", spelling: "idempotency-key", raw: "order-6", want: "order-6"},
 		{name: "header, upper case", spelling: "IDEMPOTENCY-KEY", raw: "order-7", want: "order-7"},
 		{name: "header under two spellings, equal", header: "order-8", spelling: "idempotency-key", raw: "order-8", want: "order-8"},
-		{name: "header under two spellings, different", header: "order-8", spelling: "idempotency-key", raw: "order-9", err: idemclient.ErrKeyInvalid},
-		{name: "lower-case header and context, different", spelling: "idempotency-key", raw: "order-10", inCtx: "order-11", err: idemclient.ErrKeyInvalid},
+		{name: "header under two spellings, different", header: "order-8", spelling: "idempotency-key", raw: "order-9", err: idemclient.ErrKeyNotSendable},
+		{name: "lower-case header and context, different", spelling: "idempotency-key", raw: "order-10", inCtx: "order-11", err: idemclient.ErrKeyNotSendable},
 		{name: "NewKey", newKey: func() (string, error) { return "mine-1", nil }, want: "mine-1"},
 		{name: "NewKey fails", newKey: func() (string, error) { return "", mintErr }, err: mintErr},
 	} {
@@ -131,7 +131,7 @@ func TestNewKeyIsV7(t *testing.T) {
 // other request is sent once, unchanged, its answer returned as it came.
 // The key's header is configurable to the server's.
 func TestMethods(t *testing.T) {
-	a := &api{mw: httpmw.Config{Settings: httpguard.Settings{Header: "X-Idempotency-Key", Methods: []string{"PUT"}}}}
+	a := &api{mw: httpmw.Config{Settings: httpconfig.Settings{Header: "X-Idempotency-Key", Methods: []string{"PUT"}}}}
 	var got []string
 	a.handler = func(w http.ResponseWriter, r *http.Request) {
 		a.runs.Add(1)

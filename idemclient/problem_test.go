@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemclient"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
@@ -60,39 +61,39 @@ func TestProblemsNotRetried(t *testing.T) {
 		kind    error
 		says    string
 	}{
-		{name: "key missing", api: &api{mw: httpmw.Config{Settings: httpguard.Settings{Header: "X-Idempotency-Key"}}}, final: order,
-			typ: idemclient.TypeKeyMissing, status: 400, kind: idemclient.ErrRefused, says: "Config.Header names"},
-		{name: "key invalid", api: &api{mw: httpmw.Config{Settings: httpguard.Settings{MaxKeyLen: 8}}}, final: order,
-			typ: idemclient.TypeKeyInvalid, status: 400, kind: idemclient.ErrRefused, says: "(too long)"},
+		{name: "key missing", api: &api{mw: httpmw.Config{Settings: httpconfig.Settings{Header: "X-Idempotency-Key"}}}, final: order,
+			typ: httpproblem.TypeKeyMissing, status: 400, kind: idemclient.ErrRefused, says: "Config.Header names"},
+		{name: "key invalid", api: &api{mw: httpmw.Config{Settings: httpconfig.Settings{MaxKeyLen: 8}}}, final: order,
+			typ: httpproblem.TypeKeyInvalid, status: 400, kind: idemclient.ErrRefused, says: "(too long)"},
 		{name: "key expired", api: &api{policy: idemkit.Policy{ReplayWindow: time.Hour, RecordRetention: time.Hour}},
 			key: func(now time.Time) string { return idemclient.NewKeyAt(now.Add(-2 * time.Hour)) }, final: order,
-			typ: idemclient.TypeKeyExpired, status: 400, kind: idemclient.ErrRetentionPassed, says: "whether the first request took effect"},
+			typ: httpproblem.TypeKeyExpired, status: 400, kind: idemclient.ErrRetentionPassed, says: "whether the first request took effect"},
 		{name: "body invalid", api: &api{}, final: call{"/orders", `{"sku":1,"sku":2}`},
-			typ: idemclient.TypeBodyInvalid, status: 400, kind: idemclient.ErrRefused, says: "encodes the body"},
+			typ: httpproblem.TypeBodyInvalid, status: 400, kind: idemclient.ErrRefused, says: "encodes the body"},
 		{name: "body too large", api: &api{mw: httpmw.Config{MaxBodyBytes: 4}}, final: order,
-			typ: idemclient.TypeBodyTooLarge, status: 413, kind: idemclient.ErrRefused, says: "the body's size"},
+			typ: httpproblem.TypeBodyTooLarge, status: 413, kind: idemclient.ErrRefused, says: "the body's size"},
 		{name: "path too long", api: &api{}, final: call{"/orders/" + strings.Repeat("a", idemkit.MaxPathLen), `{"sku":"book-42"}`},
-			typ: idemclient.TypePathTooLong, status: 414, kind: idemclient.ErrRefused, says: "builds the path"},
+			typ: httpproblem.TypePathTooLong, status: 414, kind: idemclient.ErrRefused, says: "builds the path"},
 		{name: "query too large", api: &api{}, final: call{"/orders?" + strings.Repeat("a=1&", idemkit.MaxQueryParams) + "a=1", `{"sku":"book-42"}`},
-			typ: idemclient.TypeQueryTooLarge, status: 414, kind: idemclient.ErrRefused, says: "the query string"},
+			typ: httpproblem.TypeQueryTooLarge, status: 414, kind: idemclient.ErrRefused, says: "the query string"},
 		{name: "fingerprint mismatch", api: &api{}, first: &order, final: call{"/orders", `{"sku":"book-43"}`},
-			typ: idemclient.TypeFingerprintMismatch, status: 422, kind: idemclient.ErrKeyReused, says: "built the same on every retry"},
+			typ: httpproblem.TypeFingerprintMismatch, status: 422, kind: idemclient.ErrKeyReused, says: "built the same on every retry"},
 		{name: "operation mismatch", api: &api{guard: idemkit.Config{AccountWide: true}}, first: &order, final: call{"/payments", `{"sku":"book-42"}`},
-			typ: idemclient.TypeOperationMismatch, status: 422, kind: idemclient.ErrKeyReused, says: "its own key"},
+			typ: httpproblem.TypeOperationMismatch, status: 422, kind: idemclient.ErrKeyReused, says: "its own key"},
 		{name: "outcome unknown", api: &api{handler: unknownOutcome}, final: order,
-			typ: idemclient.TypeOutcomeUnknown, status: 503, kind: idemclient.ErrOutcomeUnknown, says: "idemkit resolve"},
+			typ: httpproblem.TypeOutcomeUnknown, status: 503, kind: idemclient.ErrOperatorRequired, says: "idemkit resolve"},
 		{name: "indeterminate", api: &api{handler: unknownOutcome}, first: &order, final: order,
-			typ: idemclient.TypeIndeterminate, status: 409, kind: idemclient.ErrOutcomeUnknown, says: "idemkit inspect"},
+			typ: httpproblem.TypeIndeterminate, status: 409, kind: idemclient.ErrOperatorRequired, says: "idemkit inspect"},
 		{name: "replay window passed", api: &api{}, first: &order, advance: 25 * time.Hour, final: order,
-			typ: idemclient.TypeReplayWindowPassed, status: 410, kind: idemclient.ErrCompleted, says: "location /orders/ord_1"},
+			typ: httpproblem.TypeReplayWindowPassed, status: 410, kind: idemclient.ErrCompleted, says: "location /orders/ord_1"},
 		{name: "response not stored", api: &api{store: omittingStore{memstore.New()}}, first: &order, final: order,
-			typ: idemclient.TypeResponseNotStored, status: 410, kind: idemclient.ErrCompleted, says: "status 201"},
+			typ: httpproblem.TypeResponseNotStored, status: 410, kind: idemclient.ErrCompleted, says: "status 201"},
 		{name: "tenant missing", api: &api{mw: httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "", nil }}}, final: order,
-			typ: idemclient.TypeTenantMissing, status: 500, kind: idemclient.ErrServerFailure, says: "Tenant setting"},
+			typ: httpproblem.TypeTenantMissing, status: 500, kind: idemclient.ErrServerFailure, says: "Tenant setting"},
 		{name: "record corrupt", api: &api{store: failingStore(idemkit.ErrCorruptRecord)}, final: order,
-			typ: idemclient.TypeCorruptRecord, status: 500, kind: idemclient.ErrServerFailure, says: "idemkit inspect"},
+			typ: httpproblem.TypeCorruptRecord, status: 500, kind: idemclient.ErrServerFailure, says: "idemkit inspect"},
 		{name: "guard failure", api: &api{store: failingStore(idemkit.ErrRecordInvalid)}, final: order,
-			typ: idemclient.TypeGuardFailure, status: 500, kind: idemclient.ErrServerFailure, says: "logs"},
+			typ: httpproblem.TypeGuardFailure, status: 500, kind: idemclient.ErrServerFailure, says: "logs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := tc.api.start(t)
@@ -119,7 +120,7 @@ func TestProblemsNotRetried(t *testing.T) {
 			if !errors.Is(err, tc.kind) {
 				t.Errorf("%v is not %v", err, tc.kind)
 			}
-			for _, other := range []error{idemclient.ErrKeyReused, idemclient.ErrOutcomeUnknown, idemclient.ErrCompleted,
+			for _, other := range []error{idemclient.ErrKeyReused, idemclient.ErrOperatorRequired, idemclient.ErrCompleted,
 				idemclient.ErrRefused, idemclient.ErrServerFailure, idemclient.ErrRetentionPassed, idemclient.ErrBudgetSpent} {
 				if other != tc.kind && errors.Is(err, other) {
 					t.Errorf("%v is also %v", err, other)
@@ -169,7 +170,7 @@ func TestRetriedAnswers(t *testing.T) {
 				if s == 503 || s == 429 {
 					w.Header().Set("Retry-After", "3")
 				}
-				w.Header().Set("Content-Type", idemclient.ProblemContentType)
+				w.Header().Set("Content-Type", httpproblem.ContentType)
 				w.WriteHeader(s)
 				fmt.Fprintf(w, `{"type":"https://example.com/problems/%d","status":%d}`, s, s)
 			}

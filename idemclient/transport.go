@@ -17,7 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/httpheader"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
 // Defaults applied to the zero fields of a [Config].
@@ -179,7 +181,7 @@ func (t *Transport) defaultHooks(methods []string) {
 		t.now = time.Now
 	}
 	if t.newKey == nil {
-		t.newKey = func() (string, error) { return newKeyAt(t.now()), nil }
+		t.newKey = func() (string, error) { return uuidv7.At(t.now()), nil }
 	}
 	if t.sleep == nil {
 		t.sleep = sleep
@@ -247,7 +249,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // RoundTrip implements http.RoundTripper. A guarded request is sent with
 // its key until it gets a final answer: a response, returned as it came;
 // a *ProblemError; or a *GiveUpError. A request refused before it is sent
-// gets ErrKeyInvalid, ErrBodyNotReplayable or, for a key past the
+// gets ErrKeyNotSendable, ErrBodyNotReplayable or, for a key past the
 // retention, a *GiveUpError with no attempts.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.guarded(req.Method) {
@@ -263,7 +265,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r := &request{t: t, req: req, key: key, start: t.now()}
 	r.forgetAt = r.start.Add(t.retention - t.margin)
-	if at, ok := keyTime(key); ok {
+	if at, ok := uuidv7.Time(key); ok {
 		r.forgetAt = at.Add(t.retention - t.margin)
 	}
 	return r.run()
@@ -304,7 +306,7 @@ type answer struct {
 	resp    *http.Response
 	body    []byte // the whole body; nil when longer than MaxResponseBytes
 	err     error
-	problem *Problem
+	problem *httpproblem.Details
 }
 
 func (r *request) run() (*http.Response, error) {
@@ -429,7 +431,7 @@ func (r *request) judge(a answer) plan {
 			case !v.retry:
 				a.resp.Body.Close()
 				return plan{err: &ProblemError{Key: r.key, Attempts: r.attempts, Problem: *a.problem}}
-			case a.problem.Type == TypeInFlight, a.problem.Type == TypeOutcomePending:
+			case a.problem.Type == httpproblem.TypeInFlight, a.problem.Type == httpproblem.TypeOutcomePending:
 				// Retry-After is when the running request's lease ends at
 				// the latest (outcome-pending: when its late completion
 				// is no longer expected); its answer may come sooner. One that has

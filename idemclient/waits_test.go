@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemclient"
 	"github.com/idemkit/idemkit/internal/testclock"
 )
@@ -30,7 +31,7 @@ func answering(t *testing.T, clock *testclock.Clock, status int, typ string, ret
 			w.WriteHeader(status)
 			return
 		}
-		w.Header().Set("Content-Type", idemclient.ProblemContentType)
+		w.Header().Set("Content-Type", httpproblem.ContentType)
 		w.WriteHeader(status)
 		fmt.Fprintf(w, `{"type":%q,"status":%d}`, typ, status)
 	}))
@@ -51,10 +52,10 @@ func TestInFlightPollFloor(t *testing.T) {
 		typ        string
 		retryAfter func(now time.Time) string
 	}{
-		{"zero", idemclient.TypeInFlight, func(time.Time) string { return "0" }},
-		{"date in the past", idemclient.TypeInFlight, func(now time.Time) string { return now.Add(-time.Hour).UTC().Format(http.TimeFormat) }},
-		{"date now", idemclient.TypeInFlight, func(now time.Time) string { return now.UTC().Format(http.TimeFormat) }},
-		{"outcome pending, zero", idemclient.TypeOutcomePending, func(time.Time) string { return "0" }},
+		{"zero", httpproblem.TypeInFlight, func(time.Time) string { return "0" }},
+		{"date in the past", httpproblem.TypeInFlight, func(now time.Time) string { return now.Add(-time.Hour).UTC().Format(http.TimeFormat) }},
+		{"date now", httpproblem.TypeInFlight, func(now time.Time) string { return now.UTC().Format(http.TimeFormat) }},
+		{"outcome pending, zero", httpproblem.TypeOutcomePending, func(time.Time) string { return "0" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := testclock.New()

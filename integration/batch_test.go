@@ -282,7 +282,7 @@ func TestBatchStoreFaults(t *testing.T) {
 			}
 			s := newShipper(fx)
 			var got []batch.Failure
-			h := batch.SQS(g, batch.SQSConfig{Config: lambdaevent.Config[events.SQSMessage]{Operation: "orders.ship"},
+			h := batch.SQS(g, batch.SQSConfig{Config: lambdaevent.Config[events.SQSMessage]{Operation: "orders.ship", Tenant: batch.TenantFromSource[events.SQSMessage]()},
 				OnFailure: func(_ context.Context, f batch.Failure) { got = append(got, f) }}, s.sqs)
 			ev := events.SQSEvent{Records: []events.SQSMessage{sqsMessage("m1", "o1"), sqsMessage("m2", "o2")}}
 			resp, err := h(context.Background(), ev)
@@ -339,7 +339,7 @@ func TestBatchKinesisShard(t *testing.T) {
 		return nil, false
 	}
 	var order []string // orders in the order they were first shipped
-	h := batch.Kinesis(g, batch.KinesisConfig{Config: lambdaevent.Config[events.KinesisEventRecord]{Operation: "orders.ship"},
+	h := batch.Kinesis(g, batch.KinesisConfig{Config: lambdaevent.Config[events.KinesisEventRecord]{Operation: "orders.ship", Tenant: batch.TenantFromSource[events.KinesisEventRecord]()},
 		OnFailure: func(context.Context, batch.Failure) {}}, func(ctx context.Context, r events.KinesisEventRecord) error {
 		var o shipOrder
 		if err := json.Unmarshal(r.Kinesis.Data, &o); err != nil {
@@ -409,7 +409,7 @@ func TestBatchConcurrentDelivery(t *testing.T) {
 		}
 		return nil, false
 	}
-	h := batch.SQS(g, batch.SQSConfig{Config: lambdaevent.Config[events.SQSMessage]{Operation: "orders.ship"},
+	h := batch.SQS(g, batch.SQSConfig{Config: lambdaevent.Config[events.SQSMessage]{Operation: "orders.ship", Tenant: batch.TenantFromSource[events.SQSMessage]()},
 		OnFailure: func(context.Context, batch.Failure) {}}, s.sqs)
 	q := &queue{rng: rand.New(rand.NewPCG(1, 2)), pending: []events.SQSMessage{sqsMessage("m1", "o1")}}
 	ev := events.SQSEvent{Records: q.left()}

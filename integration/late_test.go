@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
@@ -13,19 +11,8 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
-
-// uuidV7At returns a random UUIDv7 whose embedded time is t.
-func uuidV7At(t time.Time) string {
-	var u uuid.UUID
-	_, _ = rand.Read(u[:])
-	var ms [8]byte
-	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
-	copy(u[:6], ms[2:])
-	u[6] = 0x70 | u[6]&0x0f
-	u[8] = 0x80 | u[8]&0x3f
-	return u.String()
-}
 
 // Late arrivals (docs/DESIGN.md, "Lifetime") end to end: through the v2 adapter against
 // dynalite, a UUIDv7 key whose embedded time is older than the operation's
@@ -53,18 +40,18 @@ func TestLateArrivals(t *testing.T) {
 		name, path, key string
 		want            int // 400 key-expired or 201
 	}{
-		{"v7 older than retention+skew", "/payments", uuidV7At(t0.Add(-7*day - 2*time.Minute)), 400},
-		{"v7 older by a year", "/payments", uuidV7At(t0.Add(-365 * day)), 400},
-		{"v7 inside the skew", "/payments", uuidV7At(t0.Add(-7*day - 30*time.Second)), 201},
-		{"v7 inside retention", "/payments", uuidV7At(t0.Add(-6 * day)), 201},
-		{"v7 from the future", "/payments", uuidV7At(t0.Add(time.Hour)), 201},
-		{"v7 of 25h on a 24h operation", "/notes", uuidV7At(t0.Add(-25 * time.Hour)), 400},
-		{"v7 of 25h on a 7d operation", "/payments", uuidV7At(t0.Add(-25 * time.Hour)), 201},
-		{"wider skew accepts 7d+2m", "/wide", uuidV7At(t0.Add(-7*day - 2*time.Minute)), 201},
-		{"check off", "/legacy", uuidV7At(t0.Add(-30 * day)), 201},
+		{"v7 older than retention+skew", "/payments", uuidv7.At(t0.Add(-7*day - 2*time.Minute)), 400},
+		{"v7 older by a year", "/payments", uuidv7.At(t0.Add(-365 * day)), 400},
+		{"v7 inside the skew", "/payments", uuidv7.At(t0.Add(-7*day - 30*time.Second)), 201},
+		{"v7 inside retention", "/payments", uuidv7.At(t0.Add(-6 * day)), 201},
+		{"v7 from the future", "/payments", uuidv7.At(t0.Add(time.Hour)), 201},
+		{"v7 of 25h on a 24h operation", "/notes", uuidv7.At(t0.Add(-25 * time.Hour)), 400},
+		{"v7 of 25h on a 7d operation", "/payments", uuidv7.At(t0.Add(-25 * time.Hour)), 201},
+		{"wider skew accepts 7d+2m", "/wide", uuidv7.At(t0.Add(-7*day - 2*time.Minute)), 201},
+		{"check off", "/legacy", uuidv7.At(t0.Add(-30 * day)), 201},
 		{"v4 key", "/notes", uuid.NewString(), 201},
 		{"opaque key", "/notes", "order-2024-01-01", 201},
-		{"v7 uppercase old", "/notes", upper(uuidV7At(t0.Add(-30 * day))), 400},
+		{"v7 uppercase old", "/notes", upper(uuidv7.At(t0.Add(-30 * day))), 400},
 	}
 	refused := 0
 	for _, tc := range cases {

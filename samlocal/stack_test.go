@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemkit/idemkit/internal/conform"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/samlocal"
 )
 
@@ -128,7 +129,7 @@ func start(t *testing.T, path string, k int, env map[string]map[string]string) s
 	}
 	r := rie(t)
 	boots := bootstraps(t, filepath.Base(filepath.Dir(path)), plan)
-	out := &syncBuffer{}
+	out := &testkit.SyncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), dynalite.Scale(2*time.Minute))
 	defer cancel()
 	st, err := samlocal.Start(ctx, samlocal.Config{Plan: plan, RIE: r, Bootstraps: boots, Sandboxes: k,
@@ -145,23 +146,6 @@ func start(t *testing.T, path string, k int, env map[string]map[string]string) s
 		}
 	})
 	return stack{st, srv.URL}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type response struct {

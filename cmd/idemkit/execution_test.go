@@ -11,7 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 )
 
@@ -48,7 +48,7 @@ func TestInspectExecutionID(t *testing.T) {
 			var got string
 			mw := httpmw.New(g, httpmw.Config{
 				Tenant:   func(context.Context, *http.Request) (string, error) { return "acme", nil },
-				Settings: httpguard.Settings{RouteTemplate: true, Fingerprint: tc.fp},
+				Settings: httpconfig.Settings{RouteTemplate: true, Fingerprint: tc.fp},
 			})
 			h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				got, _ = idemkit.ExecutionID(r.Context())

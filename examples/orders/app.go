@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -88,7 +88,7 @@ func Handler(o Options) (HandlerFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	guarded := apigw.WrapV2(g, apigw.Config{Tenant: a.tenant, Settings: httpguard.Settings{RouteTemplate: true}}, a.route)
+	guarded := apigw.WrapV2(g, apigw.Config{Tenant: a.tenant, Settings: httpconfig.Settings{RouteTemplate: true}}, a.route)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, err error) {
 		start := a.now()
 		rid := ev.RequestContext.RequestID

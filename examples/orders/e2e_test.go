@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // The local server binary, built once per test binary.
@@ -53,23 +54,6 @@ func serverBinary(t *testing.T) string {
 // goTool is the go command: go test puts its own GOROOT/bin first in PATH.
 func goTool() string { return "go" }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startServer runs the local server binary on a free port with env added
 // to a clean environment, and returns its base URL. At cleanup it sends
 // SIGINT and requires a clean exit.
@@ -82,7 +66,7 @@ func startServer(t *testing.T, env ...string) string {
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
-	stderr := &syncBuffer{}
+	stderr := &testkit.SyncBuffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

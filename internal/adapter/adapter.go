@@ -14,7 +14,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
@@ -31,13 +32,6 @@ const DefaultStoreRetryAfter = time.Second
 // unguarded.
 var ErrNoMethod = errors.New("idemkit: event has no HTTP method: the wrapper does not match the event source or its payload format version")
 
-// Options are the settings New compiles: the Settings every adapter's
-// Config embeds.
-type Options = httpguard.Settings
-
-// Route overrides Options for one route.
-type Route = httpguard.Route
-
 type route struct {
 	optional bool
 	fp       *fingerprint.Fingerprinter
@@ -46,9 +40,10 @@ type route struct {
 	headers  bool                       // fp reads headers
 }
 
-// Front is a compiled Options bound to an idemkit.Guard: the HTTP front
-// of the guard that every adapter shares.
-type Front struct {
+// Adapter is an httpconfig.Settings compiled and bound to an
+// idemkit.Guard: the HTTP semantics every adapter (apigw, alb, httpmw)
+// shares, which each feeds its requests and responses through Serve.
+type Adapter struct {
 	g          *idemkit.Guard
 	methods    []string
 	header     string
@@ -59,7 +54,7 @@ type Front struct {
 	replay     []string
 	storeRetry time.Duration
 
-	problemHook func(context.Context, httpguard.Problem) httpguard.Response
+	problemHook func(context.Context, httpproblem.Details) httpproblem.Response
 	replayHook  func(context.Context, int, http.Header)
 }
 
@@ -67,11 +62,11 @@ type Front struct {
 // method, or one not an upper-case token, in Methods or a Routes key, a
 // header that may never be replayed in ReplayHeaders, invalid fingerprint
 // options.
-func New(g *idemkit.Guard, o Options) (*Front, error) {
+func New(g *idemkit.Guard, o httpconfig.Settings) (*Adapter, error) {
 	if g == nil {
 		return nil, errors.New("nil *idemkit.Guard")
 	}
-	a := &Front{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
+	a := &Adapter{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
 		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter,
 		problemHook: o.ProblemResponse, replayHook: o.AdjustReplay}
 	if a.header == "" {
@@ -124,7 +119,7 @@ func guardedMethods(methods []string) ([]string, error) {
 // its own taking def, or an error naming a route whose key is not
 // "METHOD /path" with an upper-case token or whose options cannot be
 // used; nil for no routes.
-func compileRoutes(routes map[string]Route, def *fingerprint.Options) (map[string]route, error) {
+func compileRoutes(routes map[string]httpconfig.Route, def *fingerprint.Options) (map[string]route, error) {
 	if len(routes) == 0 {
 		return nil, nil
 	}
@@ -192,7 +187,7 @@ func compileRoute(optional bool, o *fingerprint.Options) (route, error) {
 // adapter's Config names no tenant source (hasTenant false). Adapters
 // call it when a handler is wrapped, at init, so a bad Config stops the
 // function from starting instead of failing every request.
-func MustNew(pkg string, g *idemkit.Guard, o Options, hasTenant bool) *Front {
+func MustNew(pkg string, g *idemkit.Guard, o httpconfig.Settings, hasTenant bool) *Adapter {
 	a, err := New(g, o)
 	if err == nil && !hasTenant {
 		err = errors.New("the Tenant setting is nil: name the authenticated caller (a JWT claim, the authorizer's context, the API key, the IAM caller, your own function), or SingleTenant for an internal API")
@@ -204,7 +199,7 @@ func MustNew(pkg string, g *idemkit.Guard, o Options, hasTenant bool) *Front {
 }
 
 // Header returns the request header name carrying the key.
-func (a *Front) Header() string { return a.header }
+func (a *Adapter) Header() string { return a.header }
 
 // Guarded reports whether requests with this method are guarded: the
 // guarded methods and their spellings in another case ("post" when POST
@@ -213,7 +208,7 @@ func (a *Front) Header() string { return a.header }
 // sharing a record with "POST /orders"); it is guarded all the same
 // because a handler may fold the case of methods, as some routers do, and
 // would then run it as a POST: unguarded, a retry would run it twice.
-func (a *Front) Guarded(method string) bool {
+func (a *Adapter) Guarded(method string) bool {
 	for _, m := range a.methods {
 		if strings.EqualFold(m, method) {
 			return true
@@ -261,7 +256,7 @@ type Request struct {
 // and "/orders", are distinct operations, as the routers see them. A front
 // whose event carries the path as sent gives it through NormalizePath, so
 // its percent-encoding spellings ("/orders/%31", "/orders/1") are one.
-func (a *Front) Operation(r *Request) string {
+func (a *Adapter) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
 		return r.Method + " " + t
 	}
@@ -275,7 +270,7 @@ func (a *Front) Operation(r *Request) string {
 // opTemplate returns the route template that names r's operation, if any.
 // Such an operation covers many resources, so the concrete path is then
 // part of the fingerprint.
-func (a *Front) opTemplate(r *Request) (string, bool) {
+func (a *Adapter) opTemplate(r *Request) (string, bool) {
 	if a.template {
 		if t := r.Template; t != "" && t != "$default" && !strings.Contains(t, "+}") {
 			return t, true
@@ -286,7 +281,7 @@ func (a *Front) opTemplate(r *Request) (string, bool) {
 
 // route returns the settings for r, whose method names a route exactly:
 // "post /orders" has the default settings, not those of "POST /orders".
-func (a *Front) route(r *Request) route {
+func (a *Adapter) route(r *Request) route {
 	if a.routes == nil {
 		return a.def
 	}
@@ -306,14 +301,14 @@ func (a *Front) route(r *Request) route {
 // guarded, or its route makes the key optional and r has none. It reads
 // only r's method, path, template and key, so an adapter can decide before
 // it reads the body.
-func (a *Front) Unguarded(r *Request) bool {
+func (a *Adapter) Unguarded(r *Request) bool {
 	return !a.Guarded(r.Method) || (len(r.Key) == 0 && a.route(r).optional)
 }
 
 // Refuse reports to the observer a guarded request refused by the adapter
 // itself (a body too large or unreadable), with the scope known so far: the
 // operation, the tenant and key when they can be had.
-func (a *Front) Refuse(ctx context.Context, r *Request, err error) {
+func (a *Adapter) Refuse(ctx context.Context, r *Request, err error) {
 	scope := idemkit.Scope{Operation: a.Operation(r)}
 	if r.Tenant != nil {
 		if t, terr := r.Tenant(ctx); terr == nil {
@@ -326,10 +321,10 @@ func (a *Front) Refuse(ctx context.Context, r *Request, err error) {
 	a.g.Refuse(ctx, scope, err)
 }
 
-// Codec converts between an adapter's response type and snapshots.
-type Codec[R any] struct {
+// Responder converts between an adapter's response type and snapshots.
+type Responder[R any] struct {
 	// Snapshot returns what may be stored of a handler's response: the
-	// status, the allow-listed headers (use Front.FilterHeader), the body.
+	// status, the allow-listed headers (use Adapter.FilterHeader), the body.
 	Snapshot func(R) *idemkit.Snapshot
 	// Replay returns the response for a stored snapshot, with the
 	// ReplayedHeader set to "true".
@@ -339,10 +334,10 @@ type Codec[R any] struct {
 	// carries. Nil: the response as it is.
 	Fresh func(R) R
 	// Respond returns the adapter's response for a problem's response.
-	Respond func(httpguard.Response) R
+	Respond func(httpproblem.Response) R
 	// Problem, when set, returns the response for a problem instead of
 	// Respond (a test that reads the problem itself).
-	Problem func(*httpguard.Problem) R
+	Problem func(*httpproblem.Details) R
 	// Pass, when set, runs the handler of a request that is not guarded
 	// instead of next (the net/http middleware lets it write directly).
 	Pass func(context.Context) (R, error)
@@ -356,7 +351,7 @@ type Codec[R any] struct {
 // the ReplayedHeader a handler may have set); a replay returns
 // c.Replay of the stored snapshot; a refusal returns c.Respond of the problem's response. An error
 // returned by next is returned as is, after the claim was released.
-func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next func(context.Context) (R, error)) (R, error) {
+func Serve[R any](ctx context.Context, a *Adapter, r *Request, c Responder[R], next func(context.Context) (R, error)) (R, error) {
 	pass := next
 	if c.Pass != nil {
 		pass = c.Pass
@@ -419,7 +414,7 @@ func Serve[R any](ctx context.Context, a *Front, r *Request, c Codec[R], next fu
 }
 
 // problem returns the response of c for p.
-func problem[R any](ctx context.Context, a *Front, c Codec[R], p *httpguard.Problem) R {
+func problem[R any](ctx context.Context, a *Adapter, c Responder[R], p *httpproblem.Details) R {
 	if c.Problem != nil {
 		return c.Problem(p)
 	}
@@ -428,7 +423,7 @@ func problem[R any](ctx context.Context, a *Front, c Codec[R], p *httpguard.Prob
 
 // ProblemResponse returns the response for p: Settings.ProblemResponse's,
 // held to its rules, or p.Response().
-func (a *Front) ProblemResponse(ctx context.Context, p *httpguard.Problem) httpguard.Response {
+func (a *Adapter) ProblemResponse(ctx context.Context, p *httpproblem.Details) httpproblem.Response {
 	if a.problemHook == nil {
 		return p.Response()
 	}
@@ -447,9 +442,9 @@ func (a *Front) ProblemResponse(ctx context.Context, p *httpguard.Problem) httpg
 }
 
 // replayHeader returns the header of s's replay (without the
-// ReplayedHeader, which the codec sets): s.Header itself without
+// ReplayedHeader, which the Responder sets): s.Header itself without
 // Settings.AdjustReplay, else the header the hook left, held to its rules.
-func (a *Front) replayHeader(ctx context.Context, s *idemkit.Snapshot) http.Header {
+func (a *Adapter) replayHeader(ctx context.Context, s *idemkit.Snapshot) http.Header {
 	if a.replayHook == nil {
 		return s.Header
 	}
@@ -500,7 +495,7 @@ func hookField(name string, vs []string) bool {
 // request returns the guard request for r, or the problem that refuses it
 // (reported to the observer): no tenant, no key or an invalid one, a body
 // that cannot be fingerprinted.
-func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *httpguard.Problem) {
+func (a *Adapter) request(ctx context.Context, r *Request) (idemkit.Request, *httpproblem.Details) {
 	scope, p := a.scope(ctx, r)
 	if p != nil {
 		return idemkit.Request{}, p
@@ -528,7 +523,7 @@ func (a *Front) request(ctx context.Context, r *Request) (idemkit.Request, *http
 
 // scope returns r's tenant, operation and key, or the problem that
 // refuses r (reported to the observer).
-func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *httpguard.Problem) {
+func (a *Adapter) scope(ctx context.Context, r *Request) (idemkit.Scope, *httpproblem.Details) {
 	tenant, terr := "", error(nil)
 	if r.Tenant != nil {
 		tenant, terr = r.Tenant(ctx)
@@ -564,7 +559,7 @@ func (a *Front) scope(ctx context.Context, r *Request) (idemkit.Scope, *httpguar
 // r it hashes, or the error refusing r: a path over idemkit.MaxPathLen
 // bytes (ErrPathTooLong), a query it reads of more than
 // idemkit.MaxQueryParams parameters (ErrQueryTooLarge).
-func (a *Front) fingerprintInput(rt route, r *Request) (*fingerprint.Fingerprinter, fingerprint.Input, error) {
+func (a *Adapter) fingerprintInput(rt route, r *Request) (*fingerprint.Fingerprinter, fingerprint.Input, error) {
 	if len(r.Path) > idemkit.MaxPathLen {
 		return nil, fingerprint.Input{}, idemkit.ErrPathTooLong
 	}

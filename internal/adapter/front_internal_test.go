@@ -12,7 +12,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/clip"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -39,47 +40,47 @@ var neverReplayed = []string{
 	"\u017fet-cookie", "Set Cookie", "X-Ordé",
 }
 
-// TestNewRefuses: Options that cannot be used are refused when the front
+// TestNewRefuses: httpconfig.Settings that cannot be used are refused when the front
 // is built, never at request time: a nil guard, a negative MaxKeyLen, a
 // method (in Methods or a Routes key) safe by definition, not upper case
 // or not a token, a header that must never be replayed (every one of
 // them, any case), invalid fingerprint options.
 func TestNewRefuses(t *testing.T) {
 	g := testGuard(t)
-	cases := map[string]Options{
+	cases := map[string]httpconfig.Settings{
 		"negative MaxKeyLen":        {MaxKeyLen: -1},
 		"empty replay header":       {ReplayHeaders: []string{""}},
 		"bad fingerprint":           {Fingerprint: fingerprint.Options{Mode: 9}},
-		"bad route fingerprint":     {Routes: map[string]Route{"POST /orders": {Fingerprint: &fingerprint.Options{MaxDepth: -1}}}},
+		"bad route fingerprint":     {Routes: map[string]httpconfig.Route{"POST /orders": {Fingerprint: &fingerprint.Options{MaxDepth: -1}}}},
 		"empty method":              {Methods: []string{"POST", ""}},
 		"Query with IgnoreQuery":    {Fingerprint: fingerprint.Options{Query: []string{"a"}, IgnoreQuery: true}},
 		"fingerprint empty header":  {Fingerprint: fingerprint.Options{Headers: []string{""}}},
-		"route Include bad pointer": {Routes: map[string]Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"amount"}}}}},
-		"route without a path":      {Routes: map[string]Route{"POST": {KeyOptional: true}}},
+		"route Include bad pointer": {Routes: map[string]httpconfig.Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"amount"}}}}},
+		"route without a path":      {Routes: map[string]httpconfig.Route{"POST": {KeyOptional: true}}},
 	}
 	// Methods are case-sensitive: a lower-case one names no method a
 	// client means, and a method must be a token.
 	for _, m := range []string{"GET", "get", "HEAD", "Head", "OPTIONS", "options", "TRACE", "trace", "CONNECT", "connect", "PO ST"} {
-		cases["method "+m] = Options{Methods: []string{"POST", m}}
+		cases["method "+m] = httpconfig.Settings{Methods: []string{"POST", m}}
 	}
 	for _, m := range []string{"post", "Post", "pOST", "patch", "put", "purge", "POST\t", "PÖST", "POST/1", "POST(1)"} {
-		cases["method "+m] = Options{Methods: []string{"POST", m}}
-		cases["route method "+m] = Options{Routes: map[string]Route{m + " /orders": {KeyOptional: true}}}
+		cases["method "+m] = httpconfig.Settings{Methods: []string{"POST", m}}
+		cases["route method "+m] = httpconfig.Settings{Routes: map[string]httpconfig.Route{m + " /orders": {KeyOptional: true}}}
 	}
 	for _, h := range neverReplayed {
-		cases["replay "+h] = Options{ReplayHeaders: []string{"X-Order-Id", h}}
-		cases["replay "+strings.ToUpper(h)] = Options{ReplayHeaders: []string{strings.ToUpper(h)}}
+		cases["replay "+h] = httpconfig.Settings{ReplayHeaders: []string{"X-Order-Id", h}}
+		cases["replay "+strings.ToUpper(h)] = httpconfig.Settings{ReplayHeaders: []string{strings.ToUpper(h)}}
 	}
 	for name, o := range cases {
 		if a, err := New(g, o); err == nil {
 			t.Errorf("%s: New accepted %+v: %v", name, o, a.replay)
 		}
 	}
-	if _, err := New(nil, Options{}); err == nil {
+	if _, err := New(nil, httpconfig.Settings{}); err == nil {
 		t.Error("New accepted a nil guard")
 	}
-	a, err := New(g, Options{MaxKeyLen: 0, Methods: []string{"PUT", "DELETE", "PURGE"}, ReplayHeaders: []string{"x-order-id", "ETag"},
-		Routes: map[string]Route{"PUT /orders/{id}": {KeyOptional: true}, "POST $default": {}}})
+	a, err := New(g, httpconfig.Settings{MaxKeyLen: 0, Methods: []string{"PUT", "DELETE", "PURGE"}, ReplayHeaders: []string{"x-order-id", "ETag"},
+		Routes: map[string]httpconfig.Route{"PUT /orders/{id}": {KeyOptional: true}, "POST $default": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +99,11 @@ func TestNewRefuses(t *testing.T) {
 // operation: then the concrete path again.
 func TestOperation(t *testing.T) {
 	g := testGuard(t)
-	plain, err := New(g, Options{})
+	plain, err := New(g, httpconfig.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := New(g, Options{RouteTemplate: true})
+	tmpl, err := New(g, httpconfig.Settings{RouteTemplate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestOperation(t *testing.T) {
 // delivers nothing from it; its single value, which API Gateway delivers,
 // is the one stored.
 func TestFilterHeaderEmptyMulti(t *testing.T) {
-	a, err := New(testGuard(t), Options{})
+	a, err := New(testGuard(t), httpconfig.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,13 +216,13 @@ func TestValuesDeterministic(t *testing.T) {
 // TestKeyMissingNamesHeader: a request without the key is told which
 // header to send: the configured one, not the default.
 func TestKeyMissingNamesHeader(t *testing.T) {
-	a, err := New(testGuard(t), Options{Header: "X-Request-Key"})
+	a, err := New(testGuard(t), httpconfig.Settings{Header: "X-Request-Key"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tenant := func(context.Context) (string, error) { return "t", nil }
 	_, p := a.request(context.Background(), &Request{Method: "POST", Path: "/orders", Tenant: tenant})
-	if p == nil || p.Type != httpguard.TypeKeyMissing || !strings.Contains(p.Detail, "X-Request-Key header") {
+	if p == nil || p.Type != httpproblem.TypeKeyMissing || !strings.Contains(p.Detail, "X-Request-Key header") {
 		t.Fatalf("problem %+v, want key-missing naming X-Request-Key", p)
 	}
 }
@@ -237,7 +238,7 @@ func TestRefuseScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(g, Options{})
+	a, err := New(g, httpconfig.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +308,7 @@ func TestLogUnobserved(t *testing.T) {
 // canonical name, one entry per name, spellings' values in bytewise
 // order of the spellings.
 func TestFilterSentCanonical(t *testing.T) {
-	a, err := New(testGuard(t), Options{ReplayHeaders: []string{"X-Order-Id"}})
+	a, err := New(testGuard(t), httpconfig.Settings{ReplayHeaders: []string{"X-Order-Id"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func allowList(extra []string) ([]string, error) {
 }
 
 // allowed returns the canonical allow-listed spelling of name, or "".
-func (a *Front) allowed(name string) string {
+func (a *Adapter) allowed(name string) string {
 	if i := a.allowedIndex(name); i >= 0 {
 		return a.replay[i]
 	}
@@ -72,7 +72,7 @@ func (a *Front) allowed(name string) string {
 }
 
 // allowedIndex returns the index of name in the allow-list, or -1.
-func (a *Front) allowedIndex(name string) int {
+func (a *Adapter) allowedIndex(name string) int {
 	for i, n := range a.replay {
 		if httpheader.EqualFold(n, name) {
 			return i
@@ -88,7 +88,7 @@ func (a *Front) allowedIndex(name string) int {
 // content-type) keeps the values of the spelling that sorts first
 // bytewise: the Lambda runtime serializes map keys in that order, and API
 // Gateway delivers the first. The result never depends on map order.
-func (a *Front) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
+func (a *Adapter) FilterHeader(single map[string]string, multi map[string][]string) http.Header {
 	var (
 		h http.Header
 		// spell[i] is the spelling whose values h holds for a.replay[i];
@@ -132,7 +132,7 @@ func (a *Front) FilterHeader(single map[string]string, multi map[string][]string
 // canonical names. A name set under several spellings (a handler writing
 // to the map directly) keeps every spelling's values, spellings in
 // bytewise order, as net/http writes their lines.
-func (a *Front) FilterSent(sent http.Header) http.Header {
+func (a *Adapter) FilterSent(sent http.Header) http.Header {
 	var buf [8]string
 	keys := buf[:0]
 	for k, vs := range sent {
@@ -174,7 +174,7 @@ func MultiOr(single map[string]string, multi map[string][]string) map[string][]s
 
 // LambdaSnapshot returns what may be stored of a Lambda proxy response:
 // its status, the allow-listed headers of single and multi, its body.
-func (a *Front) LambdaSnapshot(status int, single map[string]string, multi map[string][]string, body string, base64 bool) *idemkit.Snapshot {
+func (a *Adapter) LambdaSnapshot(status int, single map[string]string, multi map[string][]string, body string, base64 bool) *idemkit.Snapshot {
 	return &idemkit.Snapshot{Status: status, Header: a.FilterHeader(single, multi),
 		Body: SnapshotBody(body, base64), Base64: base64}
 }

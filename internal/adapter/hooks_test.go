@@ -13,8 +13,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -36,7 +37,7 @@ const nestedBody = `{"nested":true}`
 // Location; send posts /orders with the key "order-1" (none when key is
 // false) and body. For nestedBody, inner receives the answer to the
 // request the handler sends again while it runs.
-func hookFronts(t *testing.T, s httpguard.Settings, inner *answer) map[string]func(key bool, body string) answer {
+func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]func(key bool, body string) answer {
 	guard := func() *idemkit.Guard {
 		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
 		if err != nil {
@@ -189,29 +190,29 @@ func hookFronts(t *testing.T, s httpguard.Settings, inner *answer) map[string]fu
 // rules (a status outside 200-599, hop-by-hop and framing fields, the
 // replay mark); a binary body reaches the client intact.
 func TestProblemResponseHook(t *testing.T) {
-	own := func(_ context.Context, p httpguard.Problem) httpguard.Response {
+	own := func(_ context.Context, p httpproblem.Details) httpproblem.Response {
 		h := http.Header{"Content-Type": {"application/vnd.api+json"}, "X-Error-Type": {p.Type}}
 		if p.RetryAfter > 0 {
 			h.Set("Retry-After", "7")
 		}
-		return httpguard.Response{Status: p.Status, Header: h, Body: []byte(`{"errors":[{"status":` + strconv.Itoa(p.Status) + `}]}`)}
+		return httpproblem.Response{Status: p.Status, Header: h, Body: []byte(`{"errors":[{"status":` + strconv.Itoa(p.Status) + `}]}`)}
 	}
 	for _, tc := range []struct {
 		name   string
-		hook   func(context.Context, httpguard.Problem) httpguard.Response
+		hook   func(context.Context, httpproblem.Details) httpproblem.Response
 		key    bool
 		body   string
 		nested bool // the answer is the inner request's
 		want   answer
 	}{
 		{name: "key missing, own format", hook: own, body: `{}`,
-			want: answer{400, http.Header{"Content-Type": {"application/vnd.api+json"}, "X-Error-Type": {httpguard.TypeKeyMissing}}, `{"errors":[{"status":400}]}`}},
+			want: answer{400, http.Header{"Content-Type": {"application/vnd.api+json"}, "X-Error-Type": {httpproblem.TypeKeyMissing}}, `{"errors":[{"status":400}]}`}},
 		{name: "in flight, Retry-After", hook: own, key: true, body: nestedBody, nested: true,
-			want: answer{409, http.Header{"Content-Type": {"application/vnd.api+json"}, "X-Error-Type": {httpguard.TypeInFlight}, "Retry-After": {"7"}}, `{"errors":[{"status":409}]}`}},
+			want: answer{409, http.Header{"Content-Type": {"application/vnd.api+json"}, "X-Error-Type": {httpproblem.TypeInFlight}, "Retry-After": {"7"}}, `{"errors":[{"status":409}]}`}},
 		{name: "in flight becomes 503, on purpose", key: true, body: nestedBody, nested: true,
-			hook: func(_ context.Context, p httpguard.Problem) httpguard.Response {
+			hook: func(_ context.Context, p httpproblem.Details) httpproblem.Response {
 				r := p.Response()
-				if p.Type == httpguard.TypeInFlight {
+				if p.Type == httpproblem.TypeInFlight {
 					r.Status = 503
 				}
 				r.Body = []byte(p.Detail)
@@ -220,19 +221,19 @@ func TestProblemResponseHook(t *testing.T) {
 			want: answer{503, http.Header{"Content-Type": {"application/problem+json"}, "Cache-Control": {"no-store"}, "X-Content-Type-Options": {"nosniff"}, "Retry-After": {"lease"}},
 				"A request with this key is being processed. Retry after the delay given in Retry-After."}},
 		{name: "invalid status and fields dropped", body: `{}`,
-			hook: func(context.Context, httpguard.Problem) httpguard.Response {
-				return httpguard.Response{Status: 102, Header: http.Header{"Connection": {"close"}, "Transfer-Encoding": {"chunked"},
+			hook: func(context.Context, httpproblem.Details) httpproblem.Response {
+				return httpproblem.Response{Status: 102, Header: http.Header{"Connection": {"close"}, "Transfer-Encoding": {"chunked"},
 					"Content-Length": {"1"}, "Idempotent-Replayed": {"true"}, "X-Bad": {"a\nb"}, "Bad Name": {"x"}, "X-Ok": {"1"}}, Body: []byte("no key")}
 			},
 			want: answer{400, http.Header{"X-Ok": {"1"}}, "no key"}},
 		{name: "binary body", body: `{}`,
-			hook: func(context.Context, httpguard.Problem) httpguard.Response {
-				return httpguard.Response{Status: 400, Header: http.Header{"Content-Type": {"application/octet-stream"}}, Body: []byte{0xff, 0x00, 0xfe}}
+			hook: func(context.Context, httpproblem.Details) httpproblem.Response {
+				return httpproblem.Response{Status: 400, Header: http.Header{"Content-Type": {"application/octet-stream"}}, Body: []byte{0xff, 0x00, 0xfe}}
 			},
 			want: answer{400, http.Header{"Content-Type": {"application/octet-stream"}}, "\xff\x00\xfe"}},
 	} {
 		var inner answer
-		for name, send := range hookFronts(t, httpguard.Settings{ProblemResponse: tc.hook}, &inner) {
+		for name, send := range hookFronts(t, httpconfig.Settings{ProblemResponse: tc.hook}, &inner) {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				got := send(tc.key, tc.body)
 				if tc.nested {
@@ -286,7 +287,7 @@ func TestAdjustReplayHook(t *testing.T) {
 		}, want: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/1"}, "Idempotent-Replayed": {"true"}}},
 	} {
 		var inner answer
-		for name, send := range hookFronts(t, httpguard.Settings{AdjustReplay: tc.hook}, &inner) {
+		for name, send := range hookFronts(t, httpconfig.Settings{AdjustReplay: tc.hook}, &inner) {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				first := send(true, `{}`)
 				if first.status != 201 || first.header.Get("X-Request-Id") != "" || first.header.Get("Idempotent-Replayed") != "" {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
@@ -67,7 +67,7 @@ func sendIdentity(t *testing.T, g *idemkit.Guard, front string, o identityOpts, 
 	hdr := map[string]string{"Idempotency-Key": r.key, "Content-Type": "application/json"}
 	switch front {
 	case "v1", "v2", "url":
-		cfg := apigw.Config{Tenant: apigw.SingleTenant(r.tenant), Settings: httpguard.Settings{RouteTemplate: o.template, Fingerprint: fp}}
+		cfg := apigw.Config{Tenant: apigw.SingleTenant(r.tenant), Settings: httpconfig.Settings{RouteTemplate: o.template, Fingerprint: fp}}
 		switch front {
 		case "v1":
 			h := apigw.WrapV1(g, cfg, func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
@@ -122,7 +122,7 @@ func sendIdentity(t *testing.T, g *idemkit.Guard, front string, o identityOpts, 
 			got.status, got.replayed = resp.StatusCode, resp.Headers["Idempotent-Replayed"] == "true"
 		}
 	case "alb":
-		h := alb.Wrap(g, alb.Config{Tenant: alb.SingleTenant(r.tenant), Settings: httpguard.Settings{Fingerprint: fp}},
+		h := alb.Wrap(g, alb.Config{Tenant: alb.SingleTenant(r.tenant), Settings: httpconfig.Settings{Fingerprint: fp}},
 			func(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 				return events.ALBTargetGroupResponse{StatusCode: run(ctx, ev.HTTPMethod)}, nil
 			})
@@ -144,7 +144,7 @@ func sendIdentity(t *testing.T, g *idemkit.Guard, front string, o identityOpts, 
 		got.status = resp.StatusCode
 		got.replayed = len(resp.MultiValueHeaders["Idempotent-Replayed"]) == 1 && resp.MultiValueHeaders["Idempotent-Replayed"][0] == "true"
 	case "httpmw", "httpmw/pattern":
-		mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return r.tenant, nil }, Settings: httpguard.Settings{RouteTemplate: o.template, Fingerprint: fp}})
+		mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return r.tenant, nil }, Settings: httpconfig.Settings{RouteTemplate: o.template, Fingerprint: fp}})
 		handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			w.WriteHeader(run(req.Context(), req.Method))
 		})

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 )
 
 // TestProblemForEdges: the cases of the problem table that TestProblemFor
@@ -19,7 +19,7 @@ func TestProblemForEdges(t *testing.T) {
 		// A store may report ErrInFlight bare: the client still gets a
 		// delay to wait, never a 409 it would retry at once.
 		p := ProblemFor(fmt.Errorf("store: %w", idemkit.ErrInFlight), time.Second)
-		if p.Status != 409 || p.Type != httpguard.TypeInFlight || p.RetryAfter != 1 || p.Response().Header.Get("Retry-After") != "1" {
+		if p.Status != 409 || p.Type != httpproblem.TypeInFlight || p.RetryAfter != 1 || p.Response().Header.Get("Retry-After") != "1" {
 			t.Errorf("%+v, want 409 in-flight with Retry-After 1", p)
 		}
 	})
@@ -43,7 +43,7 @@ func TestProblemForEdges(t *testing.T) {
 	t.Run("record refused by the store", func(t *testing.T) {
 		// Not a store outage: the detail must not invite a retry.
 		p := ProblemFor(fmt.Errorf("dynamo: claim: %w: ValidationException", idemkit.ErrRecordInvalid), time.Second)
-		if p.Status != 500 || p.Type != httpguard.TypeGuardFailure || p.RetryAfter != 0 || !strings.Contains(p.Detail, "cannot succeed") {
+		if p.Status != 500 || p.Type != httpproblem.TypeGuardFailure || p.RetryAfter != 0 || !strings.Contains(p.Detail, "cannot succeed") {
 			t.Errorf("%+v, want a 500 guard-failure saying a retry cannot succeed", p)
 		}
 	})

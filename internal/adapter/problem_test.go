@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 )
 
 // TestProblemFor pins the guard error -> status and type table.
@@ -23,25 +23,25 @@ func TestProblemFor(t *testing.T) {
 		typ        string
 		retryAfter int
 	}{
-		{"missing tenant", idemkit.ErrTenantMissing, 500, httpguard.TypeTenantMissing, 0},
-		{"key too long", fmt.Errorf("%w: 300 bytes", idemkit.ErrKeyTooLong), 400, httpguard.TypeKeyInvalid, 0},
-		{"two key values", idemkit.ErrKeyMultiple, 400, httpguard.TypeKeyInvalid, 0},
-		{"key expired", fmt.Errorf("%w: key time x", idemkit.ErrKeyExpired), 400, httpguard.TypeKeyExpired, 0},
-		{"operation mismatch", fmt.Errorf("%w: first used for %q", idemkit.ErrOperationMismatch, "POST /a"), 422, httpguard.TypeOperationMismatch, 0},
-		{"fingerprint mismatch", idemkit.ErrFingerprintMismatch, 422, httpguard.TypeFingerprintMismatch, 0},
-		{"in flight, 2.2 s left", &idemkit.ConflictError{RetryAfter: 2200 * time.Millisecond}, 409, httpguard.TypeInFlight, 3},
-		{"in flight, no time", &idemkit.ConflictError{}, 409, httpguard.TypeInFlight, 1},
-		{"indeterminate", idemkit.ErrIndeterminate, 409, httpguard.TypeIndeterminate, 0},
-		{"outcome pending", &idemkit.PendingError{RetryAfter: 4500 * time.Millisecond, Until: done}, 409, httpguard.TypeOutcomePending, 5},
-		{"replay window passed", &idemkit.OutcomeError{Reason: idemkit.ErrReplayWindowPassed, Status: 201, Location: "/o/1", CompletedAt: done}, 410, httpguard.TypeReplayWindowPassed, 0},
-		{"snapshot omitted", &idemkit.OutcomeError{Reason: idemkit.ErrSnapshotOmitted, Status: 200, CompletedAt: done}, 410, httpguard.TypeResponseNotStored, 0},
-		{"corrupt record", fmt.Errorf("idemkit: store get: %w", idemkit.ErrCorruptRecord), 500, httpguard.TypeCorruptRecord, 0},
-		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, httpguard.TypeStoreUnavailable, 2},
-		{"record refused by the store", fmt.Errorf("idemkit: store claim: %w", idemkit.ErrRecordInvalid), 500, httpguard.TypeGuardFailure, 0},
-		{"tenant too long", idemkit.ErrTenantTooLong, 500, httpguard.TypeTenantMissing, 0},
-		{"path too long", idemkit.ErrPathTooLong, 414, httpguard.TypePathTooLong, 0},
-		{"query too large", idemkit.ErrQueryTooLarge, 414, httpguard.TypeQueryTooLarge, 0},
-		{"unknown", errors.New("surprise"), 500, httpguard.TypeGuardFailure, 0},
+		{"missing tenant", idemkit.ErrTenantMissing, 500, httpproblem.TypeTenantMissing, 0},
+		{"key too long", fmt.Errorf("%w: 300 bytes", idemkit.ErrKeyTooLong), 400, httpproblem.TypeKeyInvalid, 0},
+		{"two key values", idemkit.ErrKeyMultiple, 400, httpproblem.TypeKeyInvalid, 0},
+		{"key expired", fmt.Errorf("%w: key time x", idemkit.ErrKeyExpired), 400, httpproblem.TypeKeyExpired, 0},
+		{"operation mismatch", fmt.Errorf("%w: first used for %q", idemkit.ErrOperationMismatch, "POST /a"), 422, httpproblem.TypeOperationMismatch, 0},
+		{"fingerprint mismatch", idemkit.ErrFingerprintMismatch, 422, httpproblem.TypeFingerprintMismatch, 0},
+		{"in flight, 2.2 s left", &idemkit.ConflictError{RetryAfter: 2200 * time.Millisecond}, 409, httpproblem.TypeInFlight, 3},
+		{"in flight, no time", &idemkit.ConflictError{}, 409, httpproblem.TypeInFlight, 1},
+		{"indeterminate", idemkit.ErrIndeterminate, 409, httpproblem.TypeIndeterminate, 0},
+		{"outcome pending", &idemkit.PendingError{RetryAfter: 4500 * time.Millisecond, Until: done}, 409, httpproblem.TypeOutcomePending, 5},
+		{"replay window passed", &idemkit.OutcomeError{Reason: idemkit.ErrReplayWindowPassed, Status: 201, Location: "/o/1", CompletedAt: done}, 410, httpproblem.TypeReplayWindowPassed, 0},
+		{"snapshot omitted", &idemkit.OutcomeError{Reason: idemkit.ErrSnapshotOmitted, Status: 200, CompletedAt: done}, 410, httpproblem.TypeResponseNotStored, 0},
+		{"corrupt record", fmt.Errorf("idemkit: store get: %w", idemkit.ErrCorruptRecord), 500, httpproblem.TypeCorruptRecord, 0},
+		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, httpproblem.TypeStoreUnavailable, 2},
+		{"record refused by the store", fmt.Errorf("idemkit: store claim: %w", idemkit.ErrRecordInvalid), 500, httpproblem.TypeGuardFailure, 0},
+		{"tenant too long", idemkit.ErrTenantTooLong, 500, httpproblem.TypeTenantMissing, 0},
+		{"path too long", idemkit.ErrPathTooLong, 414, httpproblem.TypePathTooLong, 0},
+		{"query too large", idemkit.ErrQueryTooLarge, 414, httpproblem.TypeQueryTooLarge, 0},
+		{"unknown", errors.New("surprise"), 500, httpproblem.TypeGuardFailure, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ProblemFor(tc.err, 1500*time.Millisecond)
@@ -49,7 +49,7 @@ func TestProblemFor(t *testing.T) {
 				t.Fatalf("%+v, want %d %s retryAfter %d", p, tc.status, tc.typ, tc.retryAfter)
 			}
 			h := p.Response().Header
-			if h.Get("Content-Type") != httpguard.ProblemContentType || h.Get("X-Content-Type-Options") != "nosniff" || (tc.retryAfter > 0) != (h.Get("Retry-After") != "") {
+			if h.Get("Content-Type") != httpproblem.ContentType || h.Get("X-Content-Type-Options") != "nosniff" || (tc.retryAfter > 0) != (h.Get("Retry-After") != "") {
 				t.Errorf("headers %v", h)
 			}
 			var m map[string]any

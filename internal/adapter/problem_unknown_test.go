@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 )
 
 func TestProblemForUnknownOutcomes(t *testing.T) {
@@ -18,9 +18,9 @@ func TestProblemForUnknownOutcomes(t *testing.T) {
 		typ        string
 		retryAfter bool
 	}{
-		{fmt.Errorf("put order: %w", idemkit.ErrOutcomeUnknown), httpguard.TypeOutcomeUnknown, false},
-		{&idemkit.ClaimUnknownError{LeaseUntil: lease, Err: &idemkit.StoreError{Op: "claim", Err: fmt.Errorf("reset")}}, httpguard.TypeStoreUnavailable, true},
-		{&idemkit.StoreError{Op: "claim", Err: fmt.Errorf("reset")}, httpguard.TypeStoreUnavailable, true},
+		{fmt.Errorf("put order: %w", idemkit.ErrOutcomeUnknown), httpproblem.TypeOutcomeUnknown, false},
+		{&idemkit.ClaimUnknownError{LeaseUntil: lease, Err: &idemkit.StoreError{Op: "claim", Err: fmt.Errorf("reset")}}, httpproblem.TypeStoreUnavailable, true},
+		{&idemkit.StoreError{Op: "claim", Err: fmt.Errorf("reset")}, httpproblem.TypeStoreUnavailable, true},
 	} {
 		p := ProblemFor(tc.err, time.Second)
 		if p.Type != tc.typ || p.Status != 503 || (p.RetryAfter > 0) != tc.retryAfter {
@@ -56,8 +56,8 @@ func TestProblemForUnknownOutcomeNotKept(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ProblemFor(tc.err, time.Second)
-			if p.Type != httpguard.TypeOutcomeUnknown || p.Status != 503 {
-				t.Fatalf("ProblemFor(%v) = %s %d, want %s 503", tc.err, p.Type, p.Status, httpguard.TypeOutcomeUnknown)
+			if p.Type != httpproblem.TypeOutcomeUnknown || p.Status != 503 {
+				t.Fatalf("ProblemFor(%v) = %s %d, want %s 503", tc.err, p.Type, p.Status, httpproblem.TypeOutcomeUnknown)
 			}
 			if promised := strings.Contains(p.Detail, "its key is kept"); promised != tc.kept {
 				t.Fatalf("detail %q: promises the key is kept %v, want %v", p.Detail, promised, tc.kept)

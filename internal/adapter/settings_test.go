@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
@@ -21,7 +21,7 @@ import (
 // settings are the shared Config settings the tests below give every front.
 type settings struct {
 	fp     fingerprint.Options
-	routes map[string]httpguard.Route // keyed "POST /orders"; converted per front
+	routes map[string]httpconfig.Route // keyed "POST /orders"; converted per front
 }
 
 // sendFront sends one POST /orders with key "order-1", the extra request
@@ -47,13 +47,13 @@ func settingsFronts(t *testing.T, s settings, runs *int) map[string]sendFront {
 		}
 		return h
 	}
-	albRoutes := map[string]httpguard.Route{}
-	mwRoutes := map[string]httpguard.Route{}
+	albRoutes := map[string]httpconfig.Route{}
+	mwRoutes := map[string]httpconfig.Route{}
 	for k, r := range s.routes {
-		albRoutes[k] = httpguard.Route(r)
-		mwRoutes[k] = httpguard.Route(r)
+		albRoutes[k] = httpconfig.Route(r)
+		mwRoutes[k] = httpconfig.Route(r)
 	}
-	cfg := apigw.Config{Tenant: apigw.SingleTenant(tenant), Settings: httpguard.Settings{Fingerprint: s.fp, Routes: s.routes}}
+	cfg := apigw.Config{Tenant: apigw.SingleTenant(tenant), Settings: httpconfig.Settings{Fingerprint: s.fp, Routes: s.routes}}
 	v1 := apigw.WrapV1(guard(), cfg, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		*runs++
 		return events.APIGatewayProxyResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
@@ -66,12 +66,12 @@ func settingsFronts(t *testing.T, s settings, runs *int) map[string]sendFront {
 		*runs++
 		return events.LambdaFunctionURLResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 	})
-	lb := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant(tenant), Settings: httpguard.Settings{Fingerprint: s.fp, Routes: albRoutes}},
+	lb := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant(tenant), Settings: httpconfig.Settings{Fingerprint: s.fp, Routes: albRoutes}},
 		func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 			*runs++
 			return events.ALBTargetGroupResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 		})
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }, Settings: httpguard.Settings{Fingerprint: s.fp, Routes: mwRoutes}})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }, Settings: httpconfig.Settings{Fingerprint: s.fp, Routes: mwRoutes}})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*runs++
 		w.WriteHeader(201)
 		io.WriteString(w, `{"id":"ord_1"}`)
@@ -171,11 +171,11 @@ func TestSettingsReachEveryFront(t *testing.T) {
 			{map[string]string{"X-Currency": "usd"}, first, 422, false},
 			{nil, first, 422, false},
 		}},
-		{"route overriding KeyOptional only", settings{fp: *include, routes: map[string]httpguard.Route{"POST /orders": {KeyOptional: true}}}, []try{
+		{"route overriding KeyOptional only", settings{fp: *include, routes: map[string]httpconfig.Route{"POST /orders": {KeyOptional: true}}}, []try{
 			{map[string]string{"X-Currency": "eur"}, `{"amount":1,"note":"retry"}`, 201, true},
 			{map[string]string{"X-Currency": "eur"}, `{"amount":2,"note":"first"}`, 422, false},
 		}},
-		{"route's own fingerprint", settings{routes: map[string]httpguard.Route{"POST /orders": {Fingerprint: include}}}, []try{
+		{"route's own fingerprint", settings{routes: map[string]httpconfig.Route{"POST /orders": {Fingerprint: include}}}, []try{
 			{map[string]string{"X-Currency": "eur"}, `{"amount":1,"note":"retry"}`, 201, true},
 			{map[string]string{"X-Currency": "eur"}, `{"amount":2,"note":"first"}`, 422, false},
 		}},

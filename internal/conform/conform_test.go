@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/conform"
 	"github.com/idemkit/idemkit/memstore"
@@ -61,7 +61,7 @@ func newAPI(t *testing.T, keyOptional, serialize bool, throttle int) (*api, http
 	})
 	guard := httpmw.New(g, httpmw.Config{
 		Tenant:   func(_ context.Context, r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
-		Settings: httpguard.Settings{KeyOptional: keyOptional},
+		Settings: httpconfig.Settings{KeyOptional: keyOptional},
 	})(mux)
 	var serial sync.Mutex
 	slots := make(chan struct{}, max(throttle, 1))

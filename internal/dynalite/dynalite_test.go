@@ -20,15 +20,6 @@ import (
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
 
-// keyTable is a table keyed by the string attribute "pk".
-func keyTable() *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		BillingMode:          types.BillingModePayPerRequest,
-	}
-}
-
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 
 func put(t *testing.T, c *dynamodb.Client, table, pk, v string) {
@@ -62,7 +53,7 @@ func get(t *testing.T, c *dynamodb.Client, table, pk string) string {
 func TestSharedServerTablePutGet(t *testing.T) {
 	t.Parallel()
 	c := dynalite.Client(t)
-	table := dynalite.CreateTable(t, c, keyTable())
+	table := dynalite.CreateTable(t, c, dynalite.KeyTable(""))
 
 	put(t, c, table, "a", "1")
 	if got := get(t, c, table, "a"); got != "1" {
@@ -79,7 +70,7 @@ func TestSharedServerTablePutGet(t *testing.T) {
 func TestCreateTableUniqueNamesAndCleanup(t *testing.T) {
 	t.Parallel()
 	c := dynalite.Client(t)
-	tmpl := keyTable()
+	tmpl := dynalite.KeyTable("")
 	tmpl.TableName = aws.String("jobs")
 	var first string
 	t.Run("sub/test with spaces", func(t *testing.T) {
@@ -142,7 +133,7 @@ func TestTwoServersAreIndependent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same table name on both servers holds different data.
-	in := keyTable()
+	in := dynalite.KeyTable("")
 	in.TableName = aws.String("same")
 	for _, c := range []*dynamodb.Client{c1, c2} {
 		if _, err := c.CreateTable(t.Context(), in); err != nil {

@@ -25,7 +25,7 @@ func TestDynaliteLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := dynalite.CreateTable(t, c, keyTable())
+	table := dynalite.CreateTable(t, c, dynalite.KeyTable(""))
 	key := func(pk string) map[string]types.AttributeValue { return map[string]types.AttributeValue{"pk": str(pk)} }
 
 	t.Run("ReturnValuesOnConditionCheckFailure ALL_OLD is ignored", func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestDynaliteLimits(t *testing.T) {
 	})
 
 	t.Run("sparse GSI with projection ALL supports Query with pagination", func(t *testing.T) {
-		in := keyTable()
+		in := dynalite.KeyTable("")
 		in.AttributeDefinitions = append(in.AttributeDefinitions,
 			types.AttributeDefinition{AttributeName: aws.String("gpk"), AttributeType: types.ScalarAttributeTypeS},
 			types.AttributeDefinition{AttributeName: aws.String("gsk"), AttributeType: types.ScalarAttributeTypeN},

@@ -262,6 +262,20 @@ func tableName(prefix, testName string) string {
 	return base + suffix
 }
 
+// KeyTable is the template of a table keyed by the string attribute
+// "pk", for CreateTable, whose name begins with prefix.
+func KeyTable(prefix string) *dynamodb.CreateTableInput {
+	in := &dynamodb.CreateTableInput{
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	}
+	if prefix != "" {
+		in.TableName = aws.String(prefix)
+	}
+	return in
+}
+
 // CreateTable creates a table from template under a name from TableName
 // (prefixed with template.TableName when that is set), waits until it and
 // its indexes are ACTIVE, and deletes it when t's cleanup runs. template is

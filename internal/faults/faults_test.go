@@ -18,15 +18,6 @@ import (
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
 
-func keyTable() *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:            aws.String("faults"),
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		BillingMode:          types.BillingModePayPerRequest,
-	}
-}
-
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 
 // value returns attribute v of item pk, or "" when there is no such item.
@@ -89,7 +80,7 @@ func TestDelayedApply(t *testing.T) {
 				t.Fatal(err)
 			}
 			raw := dynalite.Client(t)
-			table := dynalite.CreateTable(t, raw, keyTable())
+			table := dynalite.CreateTable(t, raw, dynalite.KeyTable("faults"))
 
 			in := put("k", "first", tc.cond)
 			in.TableName = aws.String(table)
@@ -184,7 +175,7 @@ func TestDeliverOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := dynalite.Client(t)
-	table := dynalite.CreateTable(t, raw, keyTable())
+	table := dynalite.CreateTable(t, raw, dynalite.KeyTable("faults"))
 	for _, v := range []string{"first", "second"} {
 		in := put("k", v, "")
 		in.TableName = aws.String(table)
@@ -215,7 +206,7 @@ func TestWithoutConditionItem(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := dynalite.Client(t)
-	table := dynalite.CreateTable(t, raw, keyTable())
+	table := dynalite.CreateTable(t, raw, dynalite.KeyTable("faults"))
 	in := put("k", "first", "attribute_not_exists(pk)")
 	in.TableName = aws.String(table)
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 )
 
 // The invariants, each checked from the data (the store's contents and
@@ -69,7 +69,7 @@ func (w *World) claimed(r *request, rec, pre, prev *idemkit.Record, now time.Tim
 // claimUnknown reports whether r was told that its claim may be left.
 func claimUnknown(r *request) bool {
 	p := r.resp.Problem
-	return p != nil && p.Type == httpguard.TypeStoreUnavailable && strings.Contains(p.Detail, "may have been recorded")
+	return p != nil && p.Type == httpproblem.TypeStoreUnavailable && strings.Contains(p.Detail, "may have been recorded")
 }
 
 func describe(rec *idemkit.Record, now time.Time) string {
@@ -110,7 +110,7 @@ func (r *request) answer() string {
 	case r.err != nil:
 		return "error: " + r.err.Error()
 	case r.resp.Problem != nil:
-		return strconv.Itoa(r.resp.Status) + " " + strings.TrimPrefix(r.resp.Problem.Type, httpguard.ProblemBase)
+		return strconv.Itoa(r.resp.Status) + " " + strings.TrimPrefix(r.resp.Problem.Type, httpproblem.Base)
 	case r.resp.Replayed:
 		return strconv.Itoa(r.resp.Status) + " replay of " + r.resp.Body
 	}
@@ -180,26 +180,26 @@ func (w *World) answered(r *request) {
 		w.fail(invAnswer, "r%d got %s, but %s (record %s: %s)", r.n, r.answer(), why, id, describe(rec, now))
 	}
 	switch p.Type {
-	case httpguard.TypeTenantMissing:
+	case httpproblem.TypeTenantMissing:
 		if exactTenant(r.shape.tenant) {
 			lie("its tenant is exact")
 		}
-	case httpguard.TypeFingerprintMismatch, httpguard.TypeOperationMismatch:
+	case httpproblem.TypeFingerprintMismatch, httpproblem.TypeOperationMismatch:
 		switch {
 		case rec == nil:
 			lie("no record holds the key")
 		case bound == intent:
 			lie("the key is bound to this very request")
-		case p.Type == httpguard.TypeOperationMismatch && opOf(bound) == r.shape.method+" "+r.shape.template:
+		case p.Type == httpproblem.TypeOperationMismatch && opOf(bound) == r.shape.method+" "+r.shape.template:
 			lie("the key was first used for this operation")
 		}
-	case httpguard.TypeInFlight:
+	case httpproblem.TypeInFlight:
 		// True when the answer was made: the key is held now, or a
 		// write ended its holder's claim since the request was sent.
 		if (rec == nil || rec.State != idemkit.StateInFlight) && w.unheld[id].Before(r.sentTrue) {
 			lie("no request holds the key")
 		}
-	case httpguard.TypeIndeterminate:
+	case httpproblem.TypeIndeterminate:
 		// True when the answer was made: the record is indeterminate, or
 		// a mark landed since the request was sent and the record expired
 		// since.
@@ -207,7 +207,7 @@ func (w *World) answered(r *request) {
 		if (rec == nil || rec.State != idemkit.StateIndeterminate) && !marked {
 			lie("the record is not indeterminate")
 		}
-	case httpguard.TypeOutcomePending:
+	case httpproblem.TypeOutcomePending:
 		// True when the answer was made: the record is one whose run may
 		// still complete (marked for its ended lease), or a write changed
 		// it since the request was sent (the mark, the late completion).
@@ -215,19 +215,19 @@ func (w *World) answered(r *request) {
 		if !pending && w.unheld[id].Before(r.sentTrue) {
 			lie("no run whose lease ended may still complete it")
 		}
-	case httpguard.TypeReplayWindowPassed:
+	case httpproblem.TypeReplayWindowPassed:
 		if rec == nil || rec.State != idemkit.StateCompleted || now.Before(rec.ReplayUntil) {
 			lie("no completed record past its replay window holds the key")
 		}
-	case httpguard.TypeKeyExpired:
+	case httpproblem.TypeKeyExpired:
 		if rec != nil {
 			lie("a live record holds the key")
 		}
-	case httpguard.TypeStoreUnavailable:
+	case httpproblem.TypeStoreUnavailable:
 		if !r.faulted || r.exec != nil {
 			lie("its store calls did not fail, or it ran")
 		}
-	case httpguard.TypeOutcomeUnknown:
+	case httpproblem.TypeOutcomeUnknown:
 		if r.exec == nil || !(r.exec.unknown || r.exec.lostLease) {
 			lie("its handler did not end with an unknown outcome")
 		}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 )
 
 // The invariants a two-region world adds, from the data: both regions'
@@ -151,7 +151,7 @@ func (w *World) regionAnswered(r *request) {
 		return
 	}
 	p := r.resp.Problem
-	if p == nil || p.Type != httpguard.TypeStoreUnavailable {
+	if p == nil || p.Type != httpproblem.TypeStoreUnavailable {
 		return
 	}
 	now := w.insts[r.inst].clock.Now()

@@ -14,7 +14,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/adapter"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -155,7 +156,7 @@ type resp struct {
 	Header   map[string]string
 	Body     string
 	Replayed bool
-	Problem  *httpguard.Problem
+	Problem  *httpproblem.Details
 }
 
 // request is one request sent by a client.
@@ -270,7 +271,7 @@ type instance struct {
 	n     int
 	clock *clock
 	guard *idemkit.Guard
-	front *adapter.Front
+	front *adapter.Adapter
 }
 
 type reqKey struct{}
@@ -314,7 +315,7 @@ func NewWorld(p Params, inner Store, wait func()) (*World, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := adapter.New(g, httpguard.Settings{RouteTemplate: true})
+		f, err := adapter.New(g, httpconfig.Settings{RouteTemplate: true})
 		if err != nil {
 			return nil, err
 		}
@@ -379,7 +380,7 @@ func (w *World) send(s Step) {
 					Lambda: map[string]any{"tenant": float64(sh.tenant)}}}}
 			return apigw.AuthorizerContext("tenant")(ctx, apigw.Request{V2: ev})
 		}}
-	codec := adapter.Codec[resp]{
+	codec := adapter.Responder[resp]{
 		Snapshot: func(x resp) *idemkit.Snapshot {
 			return &idemkit.Snapshot{Status: x.Status, Header: inst.front.FilterHeader(x.Header, nil), Body: []byte(x.Body)}
 		},
@@ -390,7 +391,7 @@ func (w *World) send(s Step) {
 			}
 			return resp{Status: sn.Status, Header: h, Body: string(sn.Body), Replayed: true}
 		},
-		Problem: func(p *httpguard.Problem) resp { return resp{Status: p.Status, Problem: p} },
+		Problem: func(p *httpproblem.Details) resp { return resp{Status: p.Status, Problem: p} },
 	}
 	go func() {
 		defer cancel()

@@ -3,7 +3,8 @@
 // Idempotency-Key then runs at most once per (tenant, operation, key). Its
 // retries get the first response back, byte for byte, marked
 // Idempotent-Replayed: true. The semantics are those of package apigw; the
-// settings and problem types are package httpguard's. As there, a
+// settings are package httpconfig's, the problem types package
+// httpproblem's. As there, a
 // handler's Go error releases the claim and stays a function error, which
 // the load balancer answers 502 Bad Gateway; a 500 response the handler
 // returns is stored and replayed.
@@ -38,7 +39,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/adapter"
 	"github.com/idemkit/idemkit/lambda/event"
 )
@@ -49,7 +51,7 @@ import (
 var ErrNoMethod = adapter.ErrNoMethod
 
 // Config configures Wrap. It holds the tenant, and the settings every
-// adapter shares (httpguard.Settings). ALB events carry no route template,
+// adapter shares (httpconfig.Settings). ALB events carry no route template,
 // so records are always scoped by method and path, and Routes are keyed by
 // "METHOD /path". RouteTemplate changes nothing.
 type Config struct {
@@ -58,7 +60,7 @@ type Config struct {
 	// error fails the request closed, as idemkit.TenantFunc says.
 	Tenant Tenant
 
-	httpguard.Settings
+	httpconfig.Settings
 }
 
 // Tenant returns the tenant of a request from its authenticated caller,
@@ -109,7 +111,7 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 			}
 			return r
 		}
-		codec := adapter.Codec[events.ALBTargetGroupResponse]{
+		responder := adapter.Responder[events.ALBTargetGroupResponse]{
 			Snapshot: func(r events.ALBTargetGroupResponse) *idemkit.Snapshot {
 				// The load balancer reads the one header field of its mode
 				// and ignores the other: only what it delivers is stored.
@@ -131,7 +133,7 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 				r.Headers, r.MultiValueHeaders = adapter.WithoutReplayed(r.Headers), adapter.WithoutReplayed(r.MultiValueHeaders)
 				return r
 			},
-			Respond: func(r httpguard.Response) events.ALBTargetGroupResponse {
+			Respond: func(r httpproblem.Response) events.ALBTargetGroupResponse {
 				body, b64 := adapter.ResponseBody(r.Body)
 				return respond(r.Status, r.Header, body, b64)
 			},
@@ -154,7 +156,7 @@ func Wrap(g *idemkit.Guard, cfg Config, h func(context.Context, events.ALBTarget
 		if cfg.Tenant != nil {
 			r.Tenant = func(ctx context.Context) (string, error) { return cfg.Tenant(ctx, &ev) }
 		}
-		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.ALBTargetGroupResponse, error) {
+		return adapter.Serve(ctx, a, &r, responder, func(ctx context.Context) (events.ALBTargetGroupResponse, error) {
 			return h(ctx, ev)
 		})
 	}

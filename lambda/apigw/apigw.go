@@ -12,8 +12,9 @@
 //	lambda.Start(h)
 //
 // Refusals are RFC 9457 problem responses. Package
-// [github.com/idemkit/idemkit/httpguard] lists their types and statuses,
-// and documents the settings every adapter shares.
+// [github.com/idemkit/idemkit/httpproblem] lists their types and
+// statuses; package [github.com/idemkit/idemkit/httpconfig] documents the
+// settings every adapter shares.
 //
 // A replay is the first response as the caller received it. The Lambda
 // runtime encodes a body as a JSON string, so a body without
@@ -48,7 +49,7 @@ package apigw
 import (
 	"context"
 
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -57,7 +58,7 @@ import (
 var ErrNoMethod = adapter.ErrNoMethod
 
 // Config configures a wrapper. It holds the tenant, and the settings every
-// adapter shares (httpguard.Settings, whose zero value guards POST and
+// adapter shares (httpconfig.Settings, whose zero value guards POST and
 // PATCH). Tenant has no default. A Config without one is refused when the
 // handler is wrapped.
 type Config struct {
@@ -68,7 +69,7 @@ type Config struct {
 	// idemkit.TenantFunc says.
 	Tenant Tenant
 
-	httpguard.Settings
+	httpconfig.Settings
 }
 
 func (c *Config) tenant(r Request) func(context.Context) (string, error) {

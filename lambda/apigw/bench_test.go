@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkV2(b *testing.B) {
 		b.Run("fresh/"+name, func(b *testing.B) {
 			e := newEnv(b, nil)
 			h := apigw.WrapV2(e.g, jwt, next)
-			ev := load[events.APIGatewayV2HTTPRequest](b, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](b, "v2-jwt.json")
 			keys := make([]string, b.N)
 			for i := range keys {
 				keys[i] = "k-" + strconv.Itoa(i)
@@ -43,7 +44,7 @@ func BenchmarkV2(b *testing.B) {
 		b.Run("replay/"+name, func(b *testing.B) {
 			e := newEnv(b, nil)
 			h := apigw.WrapV2(e.g, jwt, next)
-			ev := load[events.APIGatewayV2HTTPRequest](b, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](b, "v2-jwt.json")
 			ctx := context.Background()
 			h(ctx, ev)
 			b.ReportAllocs()

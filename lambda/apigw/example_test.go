@@ -6,7 +6,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -26,9 +26,9 @@ func ExampleWrapV1() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
 	cfg := apigw.Config{
 		Tenant: apigw.APIKeyID(),
-		Settings: httpguard.Settings{
+		Settings: httpconfig.Settings{
 			RouteTemplate: true,
-			Routes:        map[string]httpguard.Route{"POST /carts/{id}/items": {KeyOptional: true}},
+			Routes:        map[string]httpconfig.Route{"POST /carts/{id}/items": {KeyOptional: true}},
 		},
 	}
 	handler := apigw.WrapV1(g, cfg, func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {

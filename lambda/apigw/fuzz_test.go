@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -15,7 +16,7 @@ import (
 // configured) except 500 guard-failure to an event without a method, which
 // never runs, and answers every refusal with a problem body.
 func FuzzAPIGatewayV2(f *testing.F) {
-	base := load[events.APIGatewayV2HTTPRequest](f, "v2-jwt.json")
+	base := testkit.Load[events.APIGatewayV2HTTPRequest](f, "v2-jwt.json")
 	f.Add("POST", "idempotency-key", base.Headers["idempotency-key"], "application/json", base.Body, false)
 	f.Add("PATCH", "Idempotency-Key", `"a", "b"`, "application/json", `{"a":1,"a":2}`, false)
 	f.Add("POST", "IDEMPOTENCY-KEY", "k\x00", "", "eyJhIjoxfQ==", true)
@@ -55,7 +56,7 @@ func FuzzAPIGatewayV2(f *testing.F) {
 // problem body, and runs the handler at most once for a guarded request
 // and never for an event without a method (refused 500 guard-failure).
 func FuzzAPIGatewayV1(f *testing.F) {
-	base := load[events.APIGatewayProxyRequest](f, "v1-cognito.json")
+	base := testkit.Load[events.APIGatewayProxyRequest](f, "v1-cognito.json")
 	f.Add("POST", "Idempotency-Key", base.Headers["Idempotency-Key"], "", "application/json", base.Body, false)
 	f.Add("POST", "idempotency-key", "a", "a", "application/json", `{}`, false)
 	f.Add("POST", "Idempotency-Key", "a", "b", "application/json", `{}`, false)
@@ -102,7 +103,7 @@ func FuzzAPIGatewayV1(f *testing.F) {
 // caller), whose key may arrive as one header line holding several values
 // and whose cookies and raw query ride beside the headers.
 func FuzzFunctionURL(f *testing.F) {
-	base := load[events.LambdaFunctionURLRequest](f, "url-iam.json")
+	base := testkit.Load[events.LambdaFunctionURLRequest](f, "url-iam.json")
 	f.Add("POST", "idempotency-key", "k-1", "application/json", `{"amount":1}`, "a=1&b=2", false)
 	f.Add("POST", "Idempotency-Key", `"a", "b"`, "application/json", `{"a":1,"a":2}`, "", false)
 	f.Add("PUT", "idempotency-key", "k\x00", "", "eyJhIjoxfQ==", "a=%zz", true)

@@ -1,62 +1,24 @@
 package apigw_test
 
 import (
-	"bytes"
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/memstore"
 )
 
-//go:embed testdata/*.json
-var testdata embed.FS
-
-// load decodes the captured-shape event testdata/name into a T.
-func load[T any](t testing.TB, name string) T {
-	t.Helper()
-	b, err := testdata.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return v
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a
-// slog handler.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // captureDefaultLog sends slog.Default to the returned buffer until the
 // test ends.
-func captureDefaultLog(t *testing.T) *syncBuffer {
-	var logs syncBuffer
+func captureDefaultLog(t *testing.T) *testkit.SyncBuffer {
+	var logs testkit.SyncBuffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -28,7 +29,7 @@ func TestV2LargeBodyMemory(t *testing.T) {
 			h := apigw.WrapV2(e.g, jwt, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				return resp, nil
 			})
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			ev.Body = tc.body
 			runtime.GC()
 			runtime.GC()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -52,7 +53,7 @@ func TestFunctionURLQueryNotDropped(t *testing.T) {
 				runs++
 				return events.LambdaFunctionURLResponse{StatusCode: 202, Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"job":"po_1"}`}, nil
 			})
-			ev := load[events.LambdaFunctionURLRequest](t, "url-iam.json")
+			ev := testkit.Load[events.LambdaFunctionURLRequest](t, "url-iam.json")
 			ev.RawQueryString = tc.first
 			if r, _ := h(context.Background(), ev); r.StatusCode != 202 {
 				t.Fatalf("first: %d %s", r.StatusCode, r.Body)
@@ -82,7 +83,7 @@ func TestFunctionURLQueryNotDropped(t *testing.T) {
 // run once.
 func checkV2QueryRetry(t *testing.T, h v2Handler, o *orders, first, second string, replay bool) {
 	t.Helper()
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	ev.RawQueryString = first
 	if r := call(t, h, ev); r.StatusCode != 201 {
 		t.Fatalf("first: %d %s", r.StatusCode, r.Body)
@@ -110,7 +111,7 @@ func TestV1RepeatedQuery(t *testing.T) {
 	o := &restOrders{}
 	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.APIKeyID()}, o.handle)
 	send := func(values ...string) events.APIGatewayProxyResponse {
-		ev := load[events.APIGatewayProxyRequest](t, "v1-apikey-iam.json")
+		ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-apikey-iam.json")
 		ev.QueryStringParameters = map[string]string{"account": values[len(values)-1]}
 		ev.MultiValueQueryStringParameters = map[string][]string{"account": values}
 		r, err := h(context.Background(), ev)

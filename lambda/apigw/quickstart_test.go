@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // envQuickstartChild makes the test binary run Example_quickstart as the
@@ -62,7 +63,7 @@ func TestQuickstartRuns(t *testing.T) {
 		"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(dir, "credentials"),
 		"AWS_EC2_METADATA_DISABLED=true",
 	)
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -51,7 +52,7 @@ func TestV2ReplayAsDelivered(t *testing.T) {
 				runs++
 				return tc.resp, nil
 			})
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			call(t, h, ev)
 			r := call(t, h, ev)
 			if runs != 1 || !replayed(r) {
@@ -96,12 +97,12 @@ func TestV1ReplayAsDelivered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			runs := 0
-			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim(""), Settings: httpguard.Settings{ReplayHeaders: []string{"X-Order-Id"}}},
+			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim(""), Settings: httpconfig.Settings{ReplayHeaders: []string{"X-Order-Id"}}},
 				func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 					runs++
 					return tc.resp, nil
 				})
-			ev := load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
+			ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
 			h(context.Background(), ev)
 			r, err := h(context.Background(), ev)
 			if err != nil || runs != 1 || r.Headers["Idempotent-Replayed"] != "true" {

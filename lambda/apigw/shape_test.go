@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -27,7 +28,7 @@ func TestWrongEventShape(t *testing.T) {
 				*runs++
 				return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 			})
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")
 			r, err := h(context.Background(), ev)
 			if err != nil {
 				t.Fatal(err)
@@ -39,7 +40,7 @@ func TestWrongEventShape(t *testing.T) {
 				*runs++
 				return events.APIGatewayProxyResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 			})
-			ev := load[events.APIGatewayProxyRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayProxyRequest](t, "v2-jwt.json")
 			r, err := h(context.Background(), ev)
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +52,7 @@ func TestWrongEventShape(t *testing.T) {
 				*runs++
 				return events.LambdaFunctionURLResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 			})
-			ev := load[events.LambdaFunctionURLRequest](t, "v1-cognito.json")
+			ev := testkit.Load[events.LambdaFunctionURLRequest](t, "v1-cognito.json")
 			r, err := h(context.Background(), ev)
 			if err != nil {
 				t.Fatal(err)

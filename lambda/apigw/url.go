@@ -5,7 +5,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -20,38 +19,12 @@ import (
 // so a bad setup stops the function at init.
 func WrapFunctionURL(g *idemkit.Guard, cfg Config, h func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
-	codec := adapter.Codec[events.LambdaFunctionURLResponse]{
-		Snapshot: func(r events.LambdaFunctionURLResponse) *idemkit.Snapshot {
-			return a.LambdaSnapshot(r.StatusCode, r.Headers, nil, r.Body, r.IsBase64Encoded)
-		},
-		Replay: func(s *idemkit.Snapshot) events.LambdaFunctionURLResponse {
-			hdr := adapter.Single(s.Header, 1)
-			hdr[adapter.ReplayedHeader] = "true"
-			body, b64 := adapter.LambdaBody(s)
-			return events.LambdaFunctionURLResponse{StatusCode: s.Status, Headers: hdr, Body: body, IsBase64Encoded: b64}
-		},
-		Fresh: func(r events.LambdaFunctionURLResponse) events.LambdaFunctionURLResponse {
-			r.Headers = adapter.WithoutReplayed(r.Headers)
-			return r
-		},
-		Respond: func(r httpguard.Response) events.LambdaFunctionURLResponse {
-			body, b64 := adapter.ResponseBody(r.Body)
-			return events.LambdaFunctionURLResponse{StatusCode: r.Status, Headers: adapter.Single(r.Header, 0), Body: body, IsBase64Encoded: b64}
-		},
-	}
+	responder := payload2Responder(a, urlResponse)
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-		r := adapter.Request{
-			Method:      ev.RequestContext.HTTP.Method,
-			Path:        adapter.NormalizePath(ev.RawPath),
-			Key:         adapter.Values(ev.Headers, nil, a.Header()),
-			ContentType: adapter.First(ev.Headers, nil, "Content-Type"),
-			BodyString:  ev.Body,
-			Base64:      ev.IsBase64Encoded,
-			RawQuery:    ev.RawQueryString,
-			Header:      multi(ev.Headers),
-			Tenant:      cfg.tenant(Request{URL: &ev}),
-		}
-		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.LambdaFunctionURLResponse, error) {
+		r := payload2Request(a, ev.RequestContext.HTTP.Method, ev.Headers, ev.Body, ev.IsBase64Encoded, ev.RawQueryString)
+		r.Path = adapter.NormalizePath(ev.RawPath)
+		r.Tenant = cfg.tenant(Request{URL: &ev})
+		return adapter.Serve(ctx, a, &r, responder, func(ctx context.Context) (events.LambdaFunctionURLResponse, error) {
 			return h(ctx, ev)
 		})
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -17,7 +17,7 @@ import (
 // so a bad setup stops the function at init.
 func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
-	codec := adapter.Codec[events.APIGatewayProxyResponse]{
+	responder := adapter.Responder[events.APIGatewayProxyResponse]{
 		Snapshot: func(r events.APIGatewayProxyResponse) *idemkit.Snapshot {
 			return a.LambdaSnapshot(r.StatusCode, r.Headers, r.MultiValueHeaders, r.Body, r.IsBase64Encoded)
 		},
@@ -32,7 +32,7 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			r.Headers, r.MultiValueHeaders = adapter.WithoutReplayed(r.Headers), adapter.WithoutReplayed(r.MultiValueHeaders)
 			return r
 		},
-		Respond: func(r httpguard.Response) events.APIGatewayProxyResponse {
+		Respond: func(r httpproblem.Response) events.APIGatewayProxyResponse {
 			single, multi := adapter.Split(r.Header, 0)
 			body, b64 := adapter.ResponseBody(r.Body)
 			return events.APIGatewayProxyResponse{StatusCode: r.Status, Headers: single, MultiValueHeaders: multi,
@@ -57,7 +57,7 @@ func WrapV1(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGate
 			Tenant:     cfg.tenant(Request{V1: &ev}),
 			OtherShape: v1Shape(&ev),
 		}
-		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.APIGatewayProxyResponse, error) {
+		return adapter.Serve(ctx, a, &r, responder, func(ctx context.Context) (events.APIGatewayProxyResponse, error) {
 			return h(ctx, ev)
 		})
 	}

@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -46,7 +47,7 @@ func TestV1TenantExtractors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			h := apigw.WrapV1(e.g, apigw.Config{Tenant: tc.tenant}, (&restOrders{}).handle)
-			r, err := h(context.Background(), load[events.APIGatewayProxyRequest](t, tc.file))
+			r, err := h(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, tc.file))
 			if err != nil || r.StatusCode != 201 {
 				t.Fatalf("%d %s %v", r.StatusCode, r.Body, err)
 			}
@@ -62,7 +63,7 @@ func TestV1TenantMissing(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &restOrders{}
 	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim("")}, o.handle)
-	r, _ := h(context.Background(), load[events.APIGatewayProxyRequest](t, "v1-apikey-iam.json"))
+	r, _ := h(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, "v1-apikey-iam.json"))
 	checkProblem(t, r.StatusCode, r.Headers, r.Body, 500, "tenant-missing")
 	if o.runs != 0 {
 		t.Error("handler ran")
@@ -93,7 +94,7 @@ func TestV1Keys(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim("")}, (&restOrders{}).handle)
-			ev := load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
+			ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
 			ev.Headers, ev.MultiValueHeaders = tc.single, tc.multi
 			r, err := h(context.Background(), ev)
 			if err != nil {
@@ -113,8 +114,8 @@ func TestV1Keys(t *testing.T) {
 func TestV1Replay(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &restOrders{}
-	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim(""), Settings: httpguard.Settings{ReplayHeaders: []string{"Link"}}}, o.handle)
-	ev := load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
+	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim(""), Settings: httpconfig.Settings{ReplayHeaders: []string{"Link"}}}, o.handle)
+	ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
 	fresh, _ := h(context.Background(), ev)
 	if fresh.Headers["Idempotent-Replayed"] != "" || len(fresh.MultiValueHeaders["Set-Cookie"]) != 2 {
 		t.Errorf("fresh response changed: %+v", fresh)
@@ -136,8 +137,8 @@ func TestV1RouteTemplate(t *testing.T) {
 		want     string
 	}{{false, "POST /orders/1/capture"}, {true, "POST /orders/{id}/capture"}} {
 		e := newEnv(t, nil)
-		h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpguard.Settings{RouteTemplate: tc.template}}, (&restOrders{}).handle)
-		h(context.Background(), load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json"))
+		h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpconfig.Settings{RouteTemplate: tc.template}}, (&restOrders{}).handle)
+		h(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json"))
 		if evs := e.Events(); len(evs) != 1 || evs[0].Scope.Operation != tc.want {
 			t.Errorf("RouteTemplate=%v: events %+v, want operation %q", tc.template, evs, tc.want)
 		}
@@ -148,8 +149,8 @@ func TestV1RouteTemplate(t *testing.T) {
 func TestV1OptionalRoute(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &restOrders{}
-	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpguard.Settings{Routes: map[string]httpguard.Route{"POST /orders/{id}/capture": {KeyOptional: true}}}}, o.handle)
-	ev := load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json")
+	h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpconfig.Settings{Routes: map[string]httpconfig.Route{"POST /orders/{id}/capture": {KeyOptional: true}}}}, o.handle)
+	ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json")
 	ev.Headers, ev.MultiValueHeaders = nil, nil
 	h(context.Background(), ev)
 	h(context.Background(), ev)
@@ -167,7 +168,7 @@ func TestFunctionURL(t *testing.T) {
 		return events.LambdaFunctionURLResponse{StatusCode: 202, Headers: map[string]string{"Content-Type": "application/json", "Location": "/payouts/po_1"},
 			Body: `{"job":"po_1"}`, Cookies: []string{"s=1"}}, nil
 	})
-	ev := load[events.LambdaFunctionURLRequest](t, "url-iam.json")
+	ev := testkit.Load[events.LambdaFunctionURLRequest](t, "url-iam.json")
 	fresh, _ := h(context.Background(), ev)
 	r, _ := h(context.Background(), ev)
 	if runs != 1 || r.StatusCode != 202 || r.Body != fresh.Body || r.Cookies != nil || r.Headers["Idempotent-Replayed"] != "true" || r.Headers["Location"] != "/payouts/po_1" {
@@ -201,8 +202,8 @@ func TestV1ResourceMismatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			o := &restOrders{}
-			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpguard.Settings{RouteTemplate: true}}, o.handle)
-			ev := load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json")
+			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpconfig.Settings{RouteTemplate: true}}, o.handle)
+			ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json")
 			if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
 				t.Fatalf("first: %d %v", r.StatusCode, err)
 			}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
 	"github.com/idemkit/idemkit/internal/adapter"
 )
 
@@ -19,42 +18,14 @@ import (
 // so a bad setup stops the function at init.
 func WrapV2(g *idemkit.Guard, cfg Config, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	a := adapter.MustNew("apigw", g, cfg.Settings, cfg.Tenant != nil)
-	codec := adapter.Codec[events.APIGatewayV2HTTPResponse]{
-		Snapshot: func(r events.APIGatewayV2HTTPResponse) *idemkit.Snapshot {
-			// Payload format 2.0 responses have no multiValueHeaders: API
-			// Gateway never delivers them, so they are not replayed either.
-			return a.LambdaSnapshot(r.StatusCode, r.Headers, nil, r.Body, r.IsBase64Encoded)
-		},
-		Replay: func(s *idemkit.Snapshot) events.APIGatewayV2HTTPResponse {
-			hdr := adapter.Single(s.Header, 1)
-			hdr[adapter.ReplayedHeader] = "true"
-			body, b64 := adapter.LambdaBody(s)
-			return events.APIGatewayV2HTTPResponse{StatusCode: s.Status, Headers: hdr, Body: body, IsBase64Encoded: b64}
-		},
-		Fresh: func(r events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
-			r.Headers = adapter.WithoutReplayed(r.Headers)
-			return r
-		},
-		Respond: func(r httpguard.Response) events.APIGatewayV2HTTPResponse {
-			body, b64 := adapter.ResponseBody(r.Body)
-			return events.APIGatewayV2HTTPResponse{StatusCode: r.Status, Headers: adapter.Single(r.Header, 0), Body: body, IsBase64Encoded: b64}
-		},
-	}
+	responder := payload2Responder(a, httpAPIResponse)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		r := adapter.Request{
-			Method:      ev.RequestContext.HTTP.Method,
-			Path:        ev.RawPath,
-			Template:    routeTemplate(ev.RouteKey),
-			Key:         adapter.Values(ev.Headers, nil, a.Header()),
-			ContentType: adapter.First(ev.Headers, nil, "Content-Type"),
-			BodyString:  ev.Body,
-			Base64:      ev.IsBase64Encoded,
-			RawQuery:    ev.RawQueryString,
-			Header:      multi(ev.Headers),
-			Tenant:      cfg.tenant(Request{V2: &ev}),
-			OtherShape:  v2Shape(&ev),
-		}
-		return adapter.Serve(ctx, a, &r, codec, func(ctx context.Context) (events.APIGatewayV2HTTPResponse, error) {
+		r := payload2Request(a, ev.RequestContext.HTTP.Method, ev.Headers, ev.Body, ev.IsBase64Encoded, ev.RawQueryString)
+		r.Path = ev.RawPath
+		r.Template = routeTemplate(ev.RouteKey)
+		r.Tenant = cfg.tenant(Request{V2: &ev})
+		r.OtherShape = v2Shape(&ev)
+		return adapter.Serve(ctx, a, &r, responder, func(ctx context.Context) (events.APIGatewayV2HTTPResponse, error) {
 			return h(ctx, ev)
 		})
 	}

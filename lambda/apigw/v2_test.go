@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,11 +14,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/google/uuid"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -143,7 +143,7 @@ func TestV2Methods(t *testing.T) {
 			cfg := jwt
 			cfg.Methods = tc.methods
 			h := apigw.WrapV2(e.g, cfg, o.handle)
-			ev := withMethod(load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), tc.method)
+			ev := withMethod(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), tc.method)
 			first, second := call(t, h, ev), call(t, h, ev)
 			if replayed(first) {
 				t.Error("first response marked replayed")
@@ -173,7 +173,7 @@ func TestV2MethodCase(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &orders{}
 	h := apigw.WrapV2(e.g, jwt, o.handle) // handle reads no method: it folds every case alike
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	lower := withMethod(ev, "post")
 	if first, retry := call(t, h, lower), call(t, h, lower); replayed(first) || !replayed(retry) || o.runs.Load() != 1 {
 		t.Fatalf("post twice: replayed %v, %v after %d runs; want one run, then a replay", replayed(first), replayed(retry), o.runs.Load())
@@ -194,11 +194,11 @@ func TestV2MethodCase(t *testing.T) {
 // in Methods or a Routes key: "post" would name another method than POST,
 // so it is refused at wrap time rather than leaving POST unguarded.
 func TestV2MethodsUpperCase(t *testing.T) {
-	for name, cfg := range map[string]httpguard.Settings{
+	for name, cfg := range map[string]httpconfig.Settings{
 		"Methods post":      {Methods: []string{"post"}},
 		"Methods Patch":     {Methods: []string{"POST", "Patch"}},
-		"Routes post":       {Routes: map[string]httpguard.Route{"post /orders": {KeyOptional: true}}},
-		"Routes no method":  {Routes: map[string]httpguard.Route{"/orders": {KeyOptional: true}}},
+		"Routes post":       {Routes: map[string]httpconfig.Route{"post /orders": {KeyOptional: true}}},
+		"Routes no method":  {Routes: map[string]httpconfig.Route{"/orders": {KeyOptional: true}}},
 		"Methods not token": {Methods: []string{"POST "}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -222,7 +222,7 @@ func TestV2SafeMethodsCannotBeGuarded(t *testing.T) {
 					t.Errorf("Methods %q accepted", m)
 				}
 			}()
-			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpguard.Settings{Methods: []string{m}}}, (&orders{}).handle)
+			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpconfig.Settings{Methods: []string{m}}}, (&orders{}).handle)
 		})
 	}
 }
@@ -260,7 +260,7 @@ func TestV2Keys(t *testing.T) {
 			cfg: func(c *apigw.Config) { c.MaxKeyLen = 8 }},
 		{name: "missing key on a required route", first: "order-1", second: "", wantStatus: 400, wantType: "key-missing"},
 		{name: "missing key on an optional route runs unguarded", first: "order-1", second: "", wantStatus: 201,
-			cfg: func(c *apigw.Config) { c.Routes = map[string]httpguard.Route{"POST /orders": {KeyOptional: true}} }},
+			cfg: func(c *apigw.Config) { c.Routes = map[string]httpconfig.Route{"POST /orders": {KeyOptional: true}} }},
 		{name: "missing key with KeyOptional runs unguarded", first: "order-1", second: "", wantStatus: 201,
 			cfg: func(c *apigw.Config) { c.KeyOptional = true }},
 		{name: "empty key on an optional route is still refused", first: "order-1", second: `""`, wantStatus: 400, wantType: "key-invalid",
@@ -276,7 +276,7 @@ func TestV2Keys(t *testing.T) {
 				tc.cfg(&cfg)
 			}
 			h := apigw.WrapV2(e.g, cfg, o.handle)
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			first := call(t, h, withKey(ev, tc.first))
 			if first.StatusCode != 201 {
 				t.Fatalf("first: %d %s", first.StatusCode, first.Body)
@@ -304,7 +304,7 @@ func TestV2HeaderNameAnyCase(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &orders{}
 	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := withKey(load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "")
+	ev := withKey(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "")
 	for _, name := range []string{"Idempotency-Key", "IDEMPOTENCY-KEY", "idempotency-key"} {
 		ev.Headers = map[string]string{"content-type": "application/json", name: "k-1"}
 		if r := call(t, h, ev); r.StatusCode != 201 {
@@ -322,7 +322,7 @@ func TestV2Tenants(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &orders{}
 	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	a1 := call(t, h, withTenant(ev, "tenant-a"))
 	b1 := call(t, h, withTenant(ev, "tenant-b"))
 	a2 := call(t, h, withTenant(ev, "tenant-a"))
@@ -361,7 +361,7 @@ func TestV2TenantMissing(t *testing.T) {
 			e := newEnv(t, nil)
 			o := &orders{}
 			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tc.tenant}, o.handle)
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			if tc.ev != nil {
 				ev = tc.ev(ev)
 			}
@@ -407,7 +407,7 @@ func TestV2TenantExtractors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tc.tenant}, (&orders{}).handle)
-			if r := call(t, h, load[events.APIGatewayV2HTTPRequest](t, tc.file)); r.StatusCode != 201 {
+			if r := call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, tc.file)); r.StatusCode != 201 {
 				t.Fatalf("%d %s", r.StatusCode, r.Body)
 			}
 			evs := e.Events()
@@ -422,7 +422,7 @@ func TestV2TenantExtractors(t *testing.T) {
 // configured otherwise.
 func TestV2Operations(t *testing.T) {
 	capture := func(t *testing.T, id string) events.APIGatewayV2HTTPRequest {
-		ev := load[events.APIGatewayV2HTTPRequest](t, "v2-capture-lambda-authorizer.json")
+		ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-capture-lambda-authorizer.json")
 		ev.RawPath = "/orders/" + id + "/capture"
 		ev.RequestContext.HTTP.Path = ev.RawPath
 		ev.PathParameters = map[string]string{"id": id}
@@ -444,7 +444,7 @@ func TestV2Operations(t *testing.T) {
 	t.Run("route template: a key reused for another resource is a mismatch", func(t *testing.T) {
 		e := newEnv(t, nil)
 		o := &orders{}
-		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant, Settings: httpguard.Settings{RouteTemplate: true}}, o.handle)
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant, Settings: httpconfig.Settings{RouteTemplate: true}}, o.handle)
 		call(t, h, capture(t, "1"))
 		r := call(t, h, capture(t, "2"))
 		checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
@@ -492,8 +492,8 @@ func TestV2Operations(t *testing.T) {
 	}
 	t.Run("greedy route template falls back to the path", func(t *testing.T) {
 		e := newEnv(t, nil)
-		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), Settings: httpguard.Settings{RouteTemplate: true}}, (&orders{}).handle)
-		call(t, h, load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json"))
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), Settings: httpconfig.Settings{RouteTemplate: true}}, (&orders{}).handle)
+		call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json"))
 		if op := e.Events()[0].Scope.Operation; op != "POST /internal/refunds" {
 			t.Errorf("operation %q for a $default route", op)
 		}
@@ -538,7 +538,7 @@ func TestV2Fingerprint(t *testing.T) {
 			cfg := jwt
 			cfg.Fingerprint = tc.fp
 			h := apigw.WrapV2(e.g, cfg, o.handle)
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			if tc.first != "" {
 				ev.Body = tc.first
 			}
@@ -565,9 +565,9 @@ func TestV2Fingerprint(t *testing.T) {
 func TestV2FingerprintPerRoute(t *testing.T) {
 	e := newEnv(t, nil)
 	cfg := jwt
-	cfg.Routes = map[string]httpguard.Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"/amount"}}}}
+	cfg.Routes = map[string]httpconfig.Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"/amount"}}}}
 	h := apigw.WrapV2(e.g, cfg, (&orders{}).handle)
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	call(t, h, ev)
 	ev.Body = `{"amount":1000,"note":"retry"}`
 	if r := call(t, h, ev); !replayed(r) {
@@ -581,7 +581,7 @@ func TestV2FingerprintOtherVersion(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &orders{}
 	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	seed(t, e, ev, "v0:sha256:00", &idemkit.Snapshot{Status: 201, Body: []byte(`{}`)})
 	r := call(t, h, ev)
 	checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
@@ -608,7 +608,7 @@ func TestV2FingerprintQuery(t *testing.T) {
 			o := &orders{}
 			cfg := jwt
 			if tc.ignore {
-				cfg.Routes = map[string]httpguard.Route{"POST /orders": {Fingerprint: &fingerprint.Options{IgnoreQuery: true}}}
+				cfg.Routes = map[string]httpconfig.Route{"POST /orders": {Fingerprint: &fingerprint.Options{IgnoreQuery: true}}}
 			}
 			checkV2QueryRetry(t, apigw.WrapV2(e.g, cfg, o.handle), o, tc.first, tc.second, tc.replay)
 		})
@@ -644,7 +644,7 @@ func TestV2FingerprintV1Record(t *testing.T) {
 			cfg := jwt
 			cfg.RouteTemplate = tc.template
 			h := apigw.WrapV2(e.g, cfg, o.handle)
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			ev.RawQueryString = ""
 			ev.Body = stored
 			s := scopeOf(ev)
@@ -682,7 +682,7 @@ func TestV2NoContentTypeInvalidJSON(t *testing.T) {
 		e := newEnv(t, nil)
 		o := &orders{}
 		h := apigw.WrapV2(e.g, jwt, o.handle)
-		ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+		ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 		delete(ev.Headers, "content-type")
 		ev.Body = body
 		r := call(t, h, ev)
@@ -746,16 +746,6 @@ func (corruptStore) Claim(_ context.Context, rec *idemkit.Record, now time.Time)
 	return idemkit.ClaimResult{Existing: c}, nil
 }
 
-// uuidV7 returns a UUIDv7 key embedding t.
-func uuidV7(t time.Time) string {
-	var u uuid.UUID
-	var ms [8]byte
-	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
-	copy(u[:6], ms[2:])
-	u[6], u[7], u[8] = 0x70, 0x01, 0x80
-	return u.String()
-}
-
 // TestV2Refusals: each guard error has its problem.
 func TestV2Refusals(t *testing.T) {
 	for _, tc := range []struct {
@@ -811,14 +801,14 @@ func TestV2Refusals(t *testing.T) {
 			mod: func(c *idemkit.Config) { c.Store = corruptStore{c.Store} }},
 		{name: "expired UUIDv7 key", wantStatus: 400, wantType: "key-expired",
 			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
-				*ev = withKey(*ev, uuidV7(e.clock.Now().Add(-8*24*time.Hour)))
+				*ev = withKey(*ev, uuidv7.At(e.clock.Now().Add(-8*24*time.Hour)))
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.mod)
 			o := &orders{}
 			h := apigw.WrapV2(e.g, jwt, o.handle)
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			if tc.setup != nil {
 				tc.setup(t, e, &ev)
 			}
@@ -840,7 +830,7 @@ func TestV2ReplayWindowPassed(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &orders{}
 	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	call(t, h, ev)
 	done := e.clock.Now()
 	e.clock.Advance(25 * time.Hour)
@@ -863,7 +853,7 @@ func TestV2Replay(t *testing.T) {
 	cfg := jwt
 	cfg.ReplayHeaders = []string{"x-order-id"}
 	h := apigw.WrapV2(e.g, cfg, o.handle)
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 
 	fresh := call(t, h, ev)
 	want, _ := o.handle(context.Background(), ev)
@@ -901,7 +891,7 @@ func TestV2ReplayBase64(t *testing.T) {
 		runs++
 		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/pdf"}, Body: pdf, IsBase64Encoded: true}, nil
 	})
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json")
 	call(t, h, ev)
 	r := call(t, h, ev)
 	if runs != 1 || !replayed(r) || r.Body != pdf || !r.IsBase64Encoded {
@@ -919,7 +909,7 @@ func TestV2ReplayHeadersRefused(t *testing.T) {
 					t.Errorf("ReplayHeaders %q accepted", name)
 				}
 			}()
-			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpguard.Settings{ReplayHeaders: []string{name}}}, (&orders{}).handle)
+			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpconfig.Settings{ReplayHeaders: []string{name}}}, (&orders{}).handle)
 		})
 	}
 }
@@ -948,7 +938,7 @@ func TestV2Outcomes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			h := apigw.WrapV2(e.g, jwt, tc.o.handle)
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			first, second := call(t, h, ev), call(t, h, ev)
 			if first.StatusCode != tc.o.status || replayed(first) {
 				t.Fatalf("first %d replayed=%v", first.StatusCode, replayed(first))
@@ -969,7 +959,7 @@ func TestV2HandlerError(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &orders{err: errors.New("payment provider timeout")}
 	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	if _, err := h(context.Background(), ev); !errors.Is(err, o.err) {
 		t.Fatalf("error %v, want the handler's", err)
 	}
@@ -989,7 +979,7 @@ func TestV2OutcomeUnknown(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &orders{err: fmt.Errorf("put order: %w", idemkit.ErrOutcomeUnknown)}
 	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	r := call(t, h, ev)
 	checkProblem(t, r.StatusCode, r.Headers, r.Body, 503, "outcome-unknown")
 	o.err = nil
@@ -1008,7 +998,7 @@ func TestV2Panic(t *testing.T) {
 	e := newEnv(t, nil)
 	o := &orders{panic: true}
 	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -1034,7 +1024,7 @@ func TestV2ConcurrentDuplicate(t *testing.T) {
 		<-release // a 5-second payment call, finished only after the duplicate was answered
 		return o.handle(ctx, ev)
 	})
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	ctx, cancel := context.WithDeadline(context.Background(), e.clock.Now().Add(5*time.Second))
 	defer cancel()
 	done := make(chan events.APIGatewayV2HTTPResponse)
@@ -1061,7 +1051,7 @@ func TestV2ConcurrentDuplicate(t *testing.T) {
 // lease ends at the deadline plus the margin.
 func TestV2LeaseFromDeadline(t *testing.T) {
 	e := newEnv(t, nil)
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	deadline := e.clock.Now().Add(15 * time.Second)
 	var lease time.Time
 	h := apigw.WrapV2(e.g, jwt, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -1100,7 +1090,7 @@ func TestV2RefusalsAreObserved(t *testing.T) {
 			e := newEnv(t, nil)
 			o := &orders{}
 			h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.JWTClaim("")}, o.handle)
-			r := call(t, h, tc.ev(load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")))
+			r := call(t, h, tc.ev(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")))
 			if r.StatusCode != 400 || o.runs.Load() != 0 {
 				t.Fatalf("status %d, runs %d; want 400 and no run", r.StatusCode, o.runs.Load())
 			}
@@ -1120,7 +1110,7 @@ func TestV2ProblemDetailBounded(t *testing.T) {
 	body := `{"` + name + `":1,"` + name + `":2}`
 	e := newEnv(t, nil)
 	o := &orders{}
-	ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	ev.Body = body
 	r := call(t, apigw.WrapV2(e.g, jwt, o.handle), ev)
 	p := checkProblem(t, r.StatusCode, r.Headers, r.Body, 400, "body-invalid")
@@ -1172,7 +1162,7 @@ func TestV2ReplayInvalidUTF8(t *testing.T) {
 				runs++
 				return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "text/plain"}, Body: body}, nil
 			})
-			ev := load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 			first := delivered(t, call(t, h, ev))
 			again := call(t, h, ev)
 			if runs != 1 || !replayed(again) {

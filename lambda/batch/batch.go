@@ -9,6 +9,11 @@
 //
 // What a user must choose:
 //
+//   - The tenant. Config.Tenant has no default, and the constructors
+//     panic without one, as every idemkit adapter does: name whom a
+//     record belongs to, [TenantFromSource] to scope records by their
+//     event source (the queue, stream or cluster), or
+//     idemkit.SingleTenant.
 //   - The consumer. Records are scoped by Config.Operation, which names
 //     the consumer: two functions reading one source and sharing a store
 //     must never share records. Empty, it is the function's name
@@ -113,21 +118,20 @@ func (e *PanicError) Error() string { return fmt.Sprintf("batch: %s panicked: %v
 // whole batch.
 var ErrNoIdentifier = errors.New("batch: a record has no identifier to report it by")
 
-// Config configures a batch wrapper for records of type R. The zero value
-// is usable in a Lambda function: every record is keyed by its own
-// identifier and scoped by its event source and the function (see the
-// defaults of Config's fields).
+// Config configures a batch wrapper for records of type R. Its Tenant is
+// required: the constructors panic without one. With Tenant set to
+// [TenantFromSource], the other fields may be zero in a Lambda function:
+// every record is then keyed by its own identifier and scoped by its
+// event source and the function (see the defaults of Config's fields).
 type Config[R any] struct {
 	// Config says how each record is guarded, as for event.Wrap: its Key,
-	// Tenant, Operation, Payload, Fingerprint and CheckKeyAge. Zero fields
-	// take the source's defaults:
+	// Tenant, Operation, Payload, Fingerprint and CheckKeyAge. Tenant is
+	// required (TenantFromSource names the record's event source). Other
+	// zero fields take the source's defaults:
 	//
 	//   - the key is the record's id (the SQS message id, the eventID of a
 	//     Kinesis or DynamoDB Streams record, a Kafka record's
 	//     "topic-partition@offset");
-	//   - the tenant is the record's event source ARN (the queue, stream
-	//     or MSK cluster; a self-managed Kafka cluster's bootstrap
-	//     servers);
 	//   - the operation names the consumer: the function's name (the
 	//     AWS_LAMBDA_FUNCTION_NAME variable, read when the handler is made),
 	//     "/" and the Go type of the record
@@ -178,7 +182,6 @@ type Failure struct {
 type source[R any] struct {
 	id      func(R) string                       // the identifier batchItemFailures names
 	key     func(R) string                       // the default key
-	tenant  func(R) string                       // the default tenant
 	payload func(R) ([]byte, error)              // the default payload
 	group   func(R) (group string, ordered bool) // the order the record keeps: ordered records of one group stop at a failure
 	// perGroup: an ordered record stops only its own group, whatever
@@ -236,9 +239,13 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 
 // recordSpec returns how each record of cfg and src becomes a request:
 // the user's Key, Tenant and Payload, each failing its record alone when
-// it panics, or else the source's defaults. It panics when cfg's
-// Fingerprint or consumer is invalid.
+// it panics, or else the source's default key and payload. It panics when
+// cfg has no Tenant, or its Fingerprint or consumer is invalid.
 func recordSpec[R any](cfg Config[R], src source[R]) *eventreq.Spec[R] {
+	if cfg.Tenant == nil {
+		panic("batch: invalid Config: the Tenant setting is nil: name whom a record belongs to, " +
+			"batch.TenantFromSource for its event source (the queue, stream or cluster), or idemkit.SingleTenant")
+	}
 	fp, err := fingerprint.New(cfg.Fingerprint)
 	if err != nil {
 		panic("batch: invalid Config: " + err.Error())
@@ -249,7 +256,7 @@ func recordSpec[R any](cfg Config[R], src source[R]) *eventreq.Spec[R] {
 	}
 	return &eventreq.Spec[R]{MaxKeyLen: cfg.MaxKeyLen, Operation: consumer(cfg.Operation, typeName), Print: fp,
 		Raw: eventreq.RawFallback(cfg.Fingerprint), CheckKeyAge: cfg.CheckKeyAge, Prefix: "batch",
-		Key: recordKey(cfg.Key, src.key), Tenant: recordTenant(cfg.Tenant, src.tenant), Payload: recordPayload(cfg.Payload, src.payload)}
+		Key: recordKey(cfg.Key, src.key), Tenant: recordTenant(cfg.Tenant), Payload: recordPayload(cfg.Payload, src.payload)}
 }
 
 // recordKey returns key, whose panic becomes the record's *PanicError, or
@@ -265,11 +272,8 @@ func recordKey[R any](key func(R) (string, error), def func(R) string) func(R) (
 }
 
 // recordTenant returns tenant, whose panic becomes the record's
-// *PanicError, or else the source's default tenant, which never fails.
-func recordTenant[R any](tenant func(context.Context, R) (string, error), def func(R) string) func(context.Context, R) (string, error) {
-	if tenant == nil {
-		return func(_ context.Context, r R) (string, error) { return def(r), nil }
-	}
+// *PanicError.
+func recordTenant[R any](tenant func(context.Context, R) (string, error)) func(context.Context, R) (string, error) {
 	return func(ctx context.Context, r R) (t string, err error) {
 		defer recovered("Tenant", &err)
 		return tenant(ctx, r)

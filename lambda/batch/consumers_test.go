@@ -61,9 +61,9 @@ func newConsumer(t *testing.T, g *idemkit.Guard, fn string) *consumer {
 		c.mu.Unlock()
 	}
 	c.sqs = batch.SQS(g, batch.SQSConfig{Config: byOrder, OnFailure: c.got.add}, c.w.sqs)
-	c.kin = batch.Kinesis(g, batch.KinesisConfig{OnFailure: c.got.add}, c.w.kinesis)
-	c.ddb = batch.DynamoDB(g, batch.DynamoDBConfig{OnFailure: c.got.add}, c.w.stream)
-	c.kafka = batch.Kafka(g, batch.KafkaConfig{OnFailure: c.got.add}, c.w.kafka)
+	c.kin = batch.Kinesis(g, batch.KinesisConfig{Config: kinesisSource, OnFailure: c.got.add}, c.w.kinesis)
+	c.ddb = batch.DynamoDB(g, batch.DynamoDBConfig{Config: streamSource, OnFailure: c.got.add}, c.w.stream)
+	c.kafka = batch.Kafka(g, batch.KafkaConfig{Config: kafkaSource, OnFailure: c.got.add}, c.w.kafka)
 	return c
 }
 
@@ -138,10 +138,22 @@ func TestConsumerMustBeNamed(t *testing.T) {
 	g := newGuard(t, nil)
 	w := newWorker()
 	for name, build := range map[string]func(op string){
-		"SQS":      func(op string) { batch.SQS(g, batch.SQSConfig{Config: withOp(byOrder, op)}, w.sqs) },
-		"Kinesis":  func(op string) { c := batch.KinesisConfig{}; c.Operation = op; batch.Kinesis(g, c, w.kinesis) },
-		"DynamoDB": func(op string) { c := batch.DynamoDBConfig{}; c.Operation = op; batch.DynamoDB(g, c, w.stream) },
-		"Kafka":    func(op string) { c := batch.KafkaConfig{}; c.Operation = op; batch.Kafka(g, c, w.kafka) },
+		"SQS": func(op string) { batch.SQS(g, batch.SQSConfig{Config: withOp(byOrder, op)}, w.sqs) },
+		"Kinesis": func(op string) {
+			c := batch.KinesisConfig{Config: kinesisSource}
+			c.Operation = op
+			batch.Kinesis(g, c, w.kinesis)
+		},
+		"DynamoDB": func(op string) {
+			c := batch.DynamoDBConfig{Config: streamSource}
+			c.Operation = op
+			batch.DynamoDB(g, c, w.stream)
+		},
+		"Kafka": func(op string) {
+			c := batch.KafkaConfig{Config: kafkaSource}
+			c.Operation = op
+			batch.Kafka(g, c, w.kafka)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if msg := panicOf(func() { build("") }); !strings.Contains(msg, "Config.Operation") || !strings.Contains(msg, batch.EnvFunctionName) {
@@ -154,9 +166,28 @@ func TestConsumerMustBeNamed(t *testing.T) {
 	}
 	var op string
 	w.during = func(ctx context.Context, _ string) { s, _ := idemkit.ScopeOf(ctx); op = s.Operation }
-	h := batch.Kinesis(g, batch.KinesisConfig{Config: withOp(event.Config[events.KinesisEventRecord]{}, "shipments.audit")}, w.kinesis)
+	h := batch.Kinesis(g, batch.KinesisConfig{Config: withOp(kinesisSource, "shipments.audit")}, w.kinesis)
 	if resp, err := h(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{kinesisRecord(t, "1", "o1")}}); err != nil || len(resp.BatchItemFailures) != 0 || op != "shipments.audit" {
 		t.Errorf("%v %v, ran under %q; want run under shipments.audit", resp, err, op)
+	}
+}
+
+// TestConstructorsRefuseConfigWithoutTenant: every constructor refuses a
+// Config without a Tenant with a panic naming the setting, as every
+// adapter refuses it; none takes the event source for the tenant unless
+// TenantFromSource is named.
+func TestConstructorsRefuseConfigWithoutTenant(t *testing.T) {
+	g := newGuard(t, nil)
+	w := newWorker()
+	for name, build := range map[string]func(){
+		"SQS":      func() { batch.SQS(g, batch.SQSConfig{}, w.sqs) },
+		"Kinesis":  func() { batch.Kinesis(g, batch.KinesisConfig{}, w.kinesis) },
+		"DynamoDB": func() { batch.DynamoDB(g, batch.DynamoDBConfig{}, w.stream) },
+		"Kafka":    func() { batch.Kafka(g, batch.KafkaConfig{}, w.kafka) },
+	} {
+		if msg := panicOf(build); !strings.HasPrefix(msg, "batch: invalid Config: the Tenant setting is nil") {
+			t.Errorf("%s without a Tenant: panic %q, want one naming the Tenant setting", name, msg)
+		}
 	}
 }
 

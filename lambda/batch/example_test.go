@@ -48,14 +48,17 @@ func ExampleSQS() {
 	}, ship)) // ship(ctx, events.SQSMessage) error
 }
 
-// A Kinesis consumer with the defaults: each record keyed by its eventID,
-// scoped by the stream and by this function (its name, as Lambda sets
+// A Kinesis consumer with the defaults and the stream as its tenant
+// (TenantFromSource): each record keyed by its eventID, scoped by the
+// stream and by this function (its name, as Lambda sets
 // AWS_LAMBDA_FUNCTION_NAME): another function reading the stream runs
 // every record too. The first failure and every later record are
 // reported, so the shard is read again from there, in order.
 func ExampleKinesis() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
-	lambda.Start(batch.Kinesis(g, batch.KinesisConfig{}, func(ctx context.Context, r events.KinesisEventRecord) error {
+	lambda.Start(batch.Kinesis(g, batch.KinesisConfig{
+		Config: event.Config[events.KinesisEventRecord]{Tenant: batch.TenantFromSource[events.KinesisEventRecord]()},
+	}, func(ctx context.Context, r events.KinesisEventRecord) error {
 		return nil // act on r.Kinesis.Data
 	}))
 }
@@ -64,19 +67,24 @@ func ExampleKinesis() {
 // record's outcome than the default margin.
 func ExampleDynamoDB() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
-	lambda.Start(batch.DynamoDB(g, batch.DynamoDBConfig{Margin: 5 * time.Second}, func(ctx context.Context, r events.DynamoDBEventRecord) error {
+	lambda.Start(batch.DynamoDB(g, batch.DynamoDBConfig{
+		Config: event.Config[events.DynamoDBEventRecord]{Tenant: batch.TenantFromSource[events.DynamoDBEventRecord]()},
+		Margin: 5 * time.Second,
+	}, func(ctx context.Context, r events.DynamoDBEventRecord) error {
 		return nil // act on r.Change.NewImage
 	}))
 }
 
-// An Amazon MSK consumer: each record keyed by its topic-partition and
-// offset. A failure stops only its own partition; the response names the
+// An Amazon MSK consumer whose tenant is the cluster (TenantFromSource):
+// each record keyed by its topic-partition and offset. A failure stops only its own partition; the response names the
 // partition and the offset Lambda reads it again from. The mapping lists
 // ReportBatchItemFailures (a Kafka mapping offers it in provisioned
 // mode).
 func ExampleKafka() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
-	lambda.Start(batch.Kafka(g, batch.KafkaConfig{}, func(ctx context.Context, r events.KafkaRecord) error {
+	lambda.Start(batch.Kafka(g, batch.KafkaConfig{
+		Config: event.Config[events.KafkaRecord]{Tenant: batch.TenantFromSource[events.KafkaRecord]()},
+	}, func(ctx context.Context, r events.KafkaRecord) error {
 		return nil // act on r.Value, base64
 	}))
 }

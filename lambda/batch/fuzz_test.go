@@ -137,7 +137,7 @@ func newFuzzConsumer(g *idemkit.Guard, in fuzzInput, op string) *fuzzConsumer {
 	ctx := context.Background()
 	switch in.source {
 	case fuzzSQS, fuzzFIFO, fuzzFIFOByGroup:
-		sc := batch.SQSConfig{Config: event.Config[events.SQSMessage]{Operation: op,
+		sc := batch.SQSConfig{Config: event.Config[events.SQSMessage]{Operation: op, Tenant: batch.TenantFromSource[events.SQSMessage](),
 			Payload: func(m events.SQSMessage) ([]byte, error) { return payload([]byte(m.Body)) }},
 			ByGroup: in.source == fuzzFIFOByGroup, OnFailure: c.got.add}
 		if key != nil {
@@ -166,7 +166,7 @@ func newFuzzConsumer(g *idemkit.Guard, in fuzzInput, op string) *fuzzConsumer {
 			return c.outcomes(t, len(recs), ids, func(i int) string { return msgs[i].MessageId })
 		}
 	case fuzzKinesis:
-		kc := batch.KinesisConfig{Config: event.Config[events.KinesisEventRecord]{Operation: op,
+		kc := batch.KinesisConfig{Config: event.Config[events.KinesisEventRecord]{Operation: op, Tenant: batch.TenantFromSource[events.KinesisEventRecord](),
 			Payload: func(r events.KinesisEventRecord) ([]byte, error) { return payload(r.Kinesis.Data) }}, OnFailure: c.got.add}
 		if key != nil {
 			kc.Key = func(r events.KinesisEventRecord) (string, error) { return key(r.Kinesis.Data) }
@@ -190,7 +190,7 @@ func newFuzzConsumer(g *idemkit.Guard, in fuzzInput, op string) *fuzzConsumer {
 			return c.outcomes(t, len(recs), ids, func(i int) string { return rs[i].Kinesis.SequenceNumber })
 		}
 	case fuzzKafka:
-		kc := batch.KafkaConfig{Config: event.Config[events.KafkaRecord]{Operation: op,
+		kc := batch.KafkaConfig{Config: event.Config[events.KafkaRecord]{Operation: op, Tenant: batch.TenantFromSource[events.KafkaRecord](),
 			Payload: func(r events.KafkaRecord) ([]byte, error) {
 				b, err := base64.StdEncoding.DecodeString(r.Value)
 				if err != nil {

@@ -2,7 +2,6 @@ package batch_test
 
 import (
 	"context"
-	"embed"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,25 +12,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/batch"
+	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
 )
-
-//go:embed testdata/*.json
-var testdata embed.FS
-
-func load[T any](t testing.TB, name string) T {
-	t.Helper()
-	b, err := testdata.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 // shipment is the body of every test record.
 type shipment struct {
@@ -48,7 +33,7 @@ func body(order string) string {
 // message returns the golden standard-queue message with its id and the
 // body of order.
 func message(t testing.TB, id, order string) events.SQSMessage {
-	m := load[events.SQSEvent](t, "sqs-event.json").Records[0]
+	m := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
 	m.MessageId, m.Body = id, body(order)
 	return m
 }
@@ -56,7 +41,7 @@ func message(t testing.TB, id, order string) events.SQSMessage {
 // fifoMessage returns the golden FIFO message with its id, group and the
 // body of order.
 func fifoMessage(t testing.TB, id, group, order string) events.SQSMessage {
-	m := load[events.SQSEvent](t, "sqs-fifo-event.json").Records[0]
+	m := testkit.Load[events.SQSEvent](t, "sqs-fifo-event.json").Records[0]
 	m.MessageId, m.Body = id, body(order)
 	m.Attributes["MessageGroupId"] = group
 	return m
@@ -65,7 +50,7 @@ func fifoMessage(t testing.TB, id, group, order string) events.SQSMessage {
 // kinesisRecord returns the golden Kinesis record with sequence number seq
 // and the data of order.
 func kinesisRecord(t testing.TB, seq, order string) events.KinesisEventRecord {
-	r := load[events.KinesisEvent](t, "kinesis-event.json").Records[0]
+	r := testkit.Load[events.KinesisEvent](t, "kinesis-event.json").Records[0]
 	r.Kinesis.SequenceNumber, r.EventID, r.Kinesis.Data = seq, "shardId-000000000000:"+seq, []byte(body(order))
 	return r
 }
@@ -73,7 +58,7 @@ func kinesisRecord(t testing.TB, seq, order string) events.KinesisEventRecord {
 // streamRecord returns the golden DynamoDB Streams record with sequence
 // number seq, inserting order.
 func streamRecord(t testing.TB, seq, order string) events.DynamoDBEventRecord {
-	r := load[events.DynamoDBEvent](t, "dynamodb-event.json").Records[0]
+	r := testkit.Load[events.DynamoDBEvent](t, "dynamodb-event.json").Records[0]
 	r.EventID, r.Change.SequenceNumber = "ev-"+seq, seq
 	r.Change.NewImage = map[string]events.DynamoDBAttributeValue{"sk": events.NewStringAttribute("order#" + order)}
 	return r
@@ -82,7 +67,7 @@ func streamRecord(t testing.TB, seq, order string) events.DynamoDBEventRecord {
 // kafkaEvent returns the golden MSK event with, in each topic-partition
 // named, records of the orders given, at offsets from 100 up.
 func kafkaEvent(t testing.TB, partitions map[string][]string) events.KafkaEvent {
-	e := load[events.KafkaEvent](t, "msk-event.json")
+	e := testkit.Load[events.KafkaEvent](t, "msk-event.json")
 	proto := e.Records["shipments-0"][0]
 	e.Records = map[string][]events.KafkaRecord{}
 	for p, orders := range partitions {
@@ -260,3 +245,12 @@ func streamIDs(r events.DynamoDBEventResponse) []string {
 	}
 	return ids
 }
+
+// The Configs of the tests whose records are scoped by their event
+// source, as batch.TenantFromSource names it.
+var (
+	sqsSource     = event.Config[events.SQSMessage]{Tenant: batch.TenantFromSource[events.SQSMessage]()}
+	kinesisSource = event.Config[events.KinesisEventRecord]{Tenant: batch.TenantFromSource[events.KinesisEventRecord]()}
+	streamSource  = event.Config[events.DynamoDBEventRecord]{Tenant: batch.TenantFromSource[events.DynamoDBEventRecord]()}
+	kafkaSource   = event.Config[events.KafkaRecord]{Tenant: batch.TenantFromSource[events.KafkaRecord]()}
+)

@@ -63,12 +63,13 @@ type kafkaItem struct {
 //
 // Zero fields of cfg take these defaults: the key is
 // "topic-partition@offset" (its SHA-256, "kafka:sha256:…", when longer
-// than idemkit.DefaultMaxKeyLen); the tenant is the event source ARN (the
-// MSK cluster), or for a self-managed cluster, which has none, the
-// bootstrap servers as the event lists them (their SHA-256 when longer
-// than idemkit.MaxTenantLen); the payload is the record's value decoded
-// from base64 (neither its key nor its headers). Kafka panics when g or
-// fn is nil, cfg.Fingerprint cannot be used, or cfg.Operation is empty
+// than idemkit.DefaultMaxKeyLen); the payload is the record's value
+// decoded from base64 (neither its key nor its headers). Tenant is
+// required; [TenantFromSource] names the event source ARN (the MSK
+// cluster), or for a self-managed cluster, which has none, the bootstrap
+// servers as the event lists them (their SHA-256 when longer than
+// idemkit.MaxTenantLen). Kafka panics when g or fn is nil, cfg has no
+// Tenant, cfg.Fingerprint cannot be used, or cfg.Operation is empty
 // outside Lambda.
 func Kafka(g *idemkit.Guard, cfg KafkaConfig, fn func(context.Context, events.KafkaRecord) error) func(context.Context, events.KafkaEvent) (KafkaEventResponse, error) {
 	if fn == nil {
@@ -83,7 +84,9 @@ func Kafka(g *idemkit.Guard, cfg KafkaConfig, fn func(context.Context, events.Ka
 		icfg.Key = func(it kafkaItem) (string, error) { return key(it.rec) }
 	}
 	if tenant := cfg.Tenant; tenant != nil {
-		icfg.Tenant = func(ctx context.Context, it kafkaItem) (string, error) { return tenant(ctx, it.rec) }
+		icfg.Tenant = func(ctx context.Context, it kafkaItem) (string, error) {
+			return tenant(context.WithValue(ctx, kafkaSourceKey{}, it.source), it.rec)
+		}
 	}
 	if payload := cfg.Payload; payload != nil {
 		icfg.Payload = func(it kafkaItem) ([]byte, error) { return payload(it.rec) }
@@ -99,7 +102,6 @@ func Kafka(g *idemkit.Guard, cfg KafkaConfig, fn func(context.Context, events.Ka
 			k := it.rec.Topic + "-" + strconv.FormatInt(it.rec.Partition, 10) + "@" + strconv.FormatInt(it.rec.Offset, 10)
 			return hashedOver(k, idemkit.DefaultMaxKeyLen)
 		},
-		tenant:   func(it kafkaItem) string { return hashedOver(it.source, idemkit.MaxTenantLen) },
 		payload:  func(it kafkaItem) ([]byte, error) { return base64.StdEncoding.DecodeString(it.rec.Value) },
 		group:    func(it kafkaItem) (string, bool) { return it.partition, true },
 		perGroup: true,
@@ -127,6 +129,11 @@ func Kafka(g *idemkit.Guard, cfg KafkaConfig, fn func(context.Context, events.Ka
 		return resp, nil
 	}
 }
+
+// kafkaSourceKey is the context key under which a Kafka record's Tenant
+// finds its event's source (the ARN, or else the bootstrap servers), which
+// an events.KafkaRecord does not hold.
+type kafkaSourceKey struct{}
 
 // kafkaItems returns the records of e, one topic-partition after another
 // in the order of their names.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/batch"
 )
 
@@ -44,8 +45,8 @@ func TestKafkaGolden(t *testing.T) {
 			w := newWorker()
 			seen := scopes(w)
 			var got failures
-			h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{OnFailure: got.add}, w.kafka)
-			e := load[events.KafkaEvent](t, tc.file)
+			h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{Config: kafkaSource, OnFailure: got.add}, w.kafka)
+			e := testkit.Load[events.KafkaEvent](t, tc.file)
 			for i := range 2 {
 				resp, err := h(context.Background(), e)
 				if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -76,7 +77,7 @@ func TestKafkaPartitionOrder(t *testing.T) {
 	w := newWorker()
 	w.fail = failOnce("a2", "c1")
 	var got failures
-	h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{OnFailure: got.add}, w.kafka)
+	h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{Config: kafkaSource, OnFailure: got.add}, w.kafka)
 	e := kafkaEvent(t, map[string][]string{
 		"shipments-0": {"a1", "a2", "a3"},
 		"shipments-1": {"b1", "b2"},
@@ -142,7 +143,7 @@ func TestKafkaEdges(t *testing.T) {
 	w := newWorker()
 	seen := scopes(w)
 	var got failures
-	h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{OnFailure: got.add}, w.kafka)
+	h := batch.Kafka(newGuard(t, nil), batch.KafkaConfig{Config: kafkaSource, OnFailure: got.add}, w.kafka)
 	resp, err := h(context.Background(), events.KafkaEvent{})
 	if b, _ := json.Marshal(resp); err != nil || string(b) != `{"batchItemFailures":[]}` {
 		t.Errorf("no records: %s %v", b, err)

@@ -17,13 +17,12 @@ type KinesisConfig = Config[events.KinesisEventRecord]
 // sequence numbers. After the first failure, the rest of the batch is
 // reported failed without running. The stream is then read again from the
 // lowest sequence number reported, in order. Kinesis panics when g or fn
-// is nil, cfg.Fingerprint cannot be used, or cfg.Operation is empty
-// outside Lambda (see Config).
+// is nil, cfg has no Tenant, cfg.Fingerprint cannot be used, or
+// cfg.Operation is empty outside Lambda (see Config).
 func Kinesis(g *idemkit.Guard, cfg KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
 	run := wrap(g, cfg, source[events.KinesisEventRecord]{
 		id:      func(r events.KinesisEventRecord) string { return r.Kinesis.SequenceNumber },
 		key:     func(r events.KinesisEventRecord) string { return r.EventID },
-		tenant:  func(r events.KinesisEventRecord) string { return r.EventSourceArn },
 		payload: func(r events.KinesisEventRecord) ([]byte, error) { return r.Kinesis.Data, nil },
 		group:   func(events.KinesisEventRecord) (string, bool) { return "", true },
 	}, fn)

@@ -73,7 +73,7 @@ func TestSQSFIFO(t *testing.T) {
 			w := newWorker()
 			w.fail = failOnce("o2")
 			var got failures
-			h := batch.SQS(newGuard(t, nil), batch.SQSConfig{ByGroup: tc.byGroup, OnFailure: got.add}, w.sqs)
+			h := batch.SQS(newGuard(t, nil), batch.SQSConfig{Config: sqsSource, ByGroup: tc.byGroup, OnFailure: got.add}, w.sqs)
 			deliver := func(msgs []events.SQSMessage) []string {
 				var b []events.SQSMessage
 				for _, m := range msgs {
@@ -146,8 +146,8 @@ func TestStreamsOrder(t *testing.T) {
 				w.fail = tc.fail
 				var got failures
 				g := newGuard(t, nil)
-				kin := batch.Kinesis(g, batch.KinesisConfig{OnFailure: got.add}, w.kinesis)
-				ddb := batch.DynamoDB(g, batch.DynamoDBConfig{OnFailure: got.add}, w.stream)
+				kin := batch.Kinesis(g, batch.KinesisConfig{Config: kinesisSource, OnFailure: got.add}, w.kinesis)
+				ddb := batch.DynamoDB(g, batch.DynamoDBConfig{Config: streamSource, OnFailure: got.add}, w.stream)
 				// deliver sends the records from the i-th on, as the
 				// stream does after a checkpoint.
 				deliver := func(from int) []string {
@@ -227,7 +227,7 @@ func TestDeadline(t *testing.T) {
 				}
 			}
 			var got failures
-			h := batch.SQS(newGuard(t, nil), batch.SQSConfig{Margin: tc.margin, Clock: clk, OnFailure: got.add}, w.sqs)
+			h := batch.SQS(newGuard(t, nil), batch.SQSConfig{Config: sqsSource, Margin: tc.margin, Clock: clk, OnFailure: got.add}, w.sqs)
 			resp, err := h(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2"), message(t, "m3", "o3")}})
 			if err != nil {
 				t.Fatal(err)
@@ -256,7 +256,7 @@ func TestDeadlineOrdered(t *testing.T) {
 	w := newWorker()
 	w.during = func(context.Context, string) { clk.Advance(30 * time.Second) }
 	var got failures
-	h := batch.Kinesis(newGuard(t, nil), batch.KinesisConfig{Margin: 40 * time.Second, Clock: clk, OnFailure: got.add}, w.kinesis)
+	h := batch.Kinesis(newGuard(t, nil), batch.KinesisConfig{Config: kinesisSource, Margin: 40 * time.Second, Clock: clk, OnFailure: got.add}, w.kinesis)
 	resp, _ := h(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{kinesisRecord(t, "1", "o1"), kinesisRecord(t, "2", "o2"), kinesisRecord(t, "3", "o3")}})
 	checkFailures(t, "delivery", kinesisIDs(resp), got.take(), []failed{{"2", batch.ErrDeadline}, {"3", batch.ErrDeadline}})
 	resp, _ = h(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{kinesisRecord(t, "2", "o2"), kinesisRecord(t, "3", "o3")}})

@@ -12,27 +12,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 )
-
-// uuidV7At returns a UUIDv7 whose embedded time is ts.
-func uuidV7At(t *testing.T, ts time.Time) string {
-	t.Helper()
-	u, err := uuid.NewV7()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := uint64(ts.UnixMilli())
-	for i := range 6 {
-		u[i] = byte(ms >> (40 - 8*i))
-	}
-	return u.String()
-}
 
 // TestOldBusinessKey: an order id that is a UUIDv7 minted 8 days ago
 // (longer than the default 7-day retention), used as the key of its ship
@@ -41,7 +27,7 @@ func uuidV7At(t *testing.T, ts time.Time) string {
 // sent. With CheckKeyAge the key-age check of the HTTP adapters applies
 // and the message fails with idemkit.ErrKeyExpired, not run.
 func TestOldBusinessKey(t *testing.T) {
-	order := uuidV7At(t, time.Now().Add(-8*24*time.Hour))
+	order := uuidv7.At(time.Now().Add(-8 * 24 * time.Hour))
 	for _, tc := range []struct {
 		name        string
 		checkKeyAge bool
@@ -72,7 +58,7 @@ func TestOldBusinessKey(t *testing.T) {
 	// A Kinesis shard keyed by the same order id does not stall behind it.
 	w := newWorker()
 	var got failures
-	kin := batch.KinesisConfig{OnFailure: got.add}
+	kin := batch.KinesisConfig{Config: kinesisSource, OnFailure: got.add}
 	kin.Key = func(r events.KinesisEventRecord) (string, error) { return orderOf(r.Kinesis.Data) }
 	h := batch.Kinesis(newGuard(t, nil), kin, w.kinesis)
 	resp, err := h(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{kinesisRecord(t, "1", order), kinesisRecord(t, "2", "o2")}})
@@ -124,7 +110,7 @@ func TestPanickingFunctions(t *testing.T) {
 			for _, fifo := range []bool{false, true} {
 				w := newWorker()
 				var got failures
-				cfg := batch.SQSConfig{OnFailure: got.add}
+				cfg := batch.SQSConfig{Config: sqsSource, OnFailure: got.add}
 				tc.set(&cfg.Config)
 				h := batch.SQS(newGuard(t, nil), cfg, w.sqs)
 				msgs := []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2"), message(t, "m3", "o3")}
@@ -159,7 +145,7 @@ func TestPanicLogged(t *testing.T) {
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
-	cfg := batch.SQSConfig{}
+	cfg := batch.SQSConfig{Config: sqsSource}
 	cfg.Key = func(events.SQSMessage) (string, error) { panic("key decoder broke") }
 	h := batch.SQS(newGuard(t, nil), cfg, newWorker().sqs)
 	resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1")}})
@@ -182,7 +168,7 @@ func TestPanicLogged(t *testing.T) {
 // such a body is refused as invalid.
 func TestTextBodies(t *testing.T) {
 	texts := []string{"[INFO] service started", "{oops", "[", `{"orderId":"o1",`, " \t[WARN] disk 91% full"}
-	keyed := event.Config[events.SQSMessage]{Key: func(m events.SQSMessage) (string, error) { return m.MessageId, nil }}
+	keyed := event.Config[events.SQSMessage]{Tenant: batch.TenantFromSource[events.SQSMessage](), Key: func(m events.SQSMessage) (string, error) { return m.MessageId, nil }}
 	var runs []string
 	fn := func(_ context.Context, m events.SQSMessage) error { runs = append(runs, m.Body); return nil }
 	var got failures

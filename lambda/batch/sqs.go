@@ -18,13 +18,13 @@ type SQSConfig = Config[events.SQSMessage]
 // event source ARN ends in ".fifo", or that has a MessageGroupId
 // attribute. After the first failure, the rest of the batch (with
 // cfg.ByGroup, the rest of that message group) is reported failed without
-// running. SQS panics when g or fn is nil, cfg.Fingerprint cannot be
-// used, or cfg.Operation is empty outside Lambda (see Config).
+// running. SQS panics when g or fn is nil, cfg has no Tenant,
+// cfg.Fingerprint cannot be used, or cfg.Operation is empty outside Lambda
+// (see Config).
 func SQS(g *idemkit.Guard, cfg SQSConfig, fn func(context.Context, events.SQSMessage) error) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	run := wrap(g, cfg, source[events.SQSMessage]{
 		id:      func(m events.SQSMessage) string { return m.MessageId },
 		key:     func(m events.SQSMessage) string { return m.MessageId },
-		tenant:  func(m events.SQSMessage) string { return m.EventSourceARN },
 		payload: func(m events.SQSMessage) ([]byte, error) { return []byte(m.Body), nil },
 		group: func(m events.SQSMessage) (string, bool) {
 			group, ok := m.Attributes["MessageGroupId"]

@@ -24,6 +24,7 @@ var errCarrier = errors.New("carrier unavailable")
 
 // byOrder keys messages by the order id of their body.
 var byOrder = event.Config[events.SQSMessage]{
+	Tenant: batch.TenantFromSource[events.SQSMessage](),
 	Key: func(m events.SQSMessage) (string, error) {
 		var s shipment
 		err := json.Unmarshal([]byte(m.Body), &s)
@@ -169,6 +170,9 @@ func TestSQSStandard(t *testing.T) {
 			w.fail = tc.fail
 			var got failures
 			cfg := batch.SQSConfig{Config: tc.cfg, OnFailure: got.add}
+			if cfg.Tenant == nil {
+				cfg.Tenant = sqsSource.Tenant
+			}
 			if tc.maxKeyLen > 0 {
 				cfg.MaxKeyLen = tc.maxKeyLen
 			}
@@ -226,7 +230,7 @@ func TestSQSInFlight(t *testing.T) {
 		}
 	}
 	var got failures
-	h := batch.SQS(newGuard(t, nil), batch.SQSConfig{OnFailure: got.add}, w.sqs)
+	h := batch.SQS(newGuard(t, nil), batch.SQSConfig{Config: sqsSource, OnFailure: got.add}, w.sqs)
 	first := make(chan events.SQSEventResponse)
 	go func() {
 		resp, _ := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1")}})
@@ -259,7 +263,7 @@ func TestSQSStoreFailure(t *testing.T) {
 	}
 	w := newWorker()
 	var got failures
-	h := batch.SQS(g, batch.SQSConfig{OnFailure: got.add}, w.sqs)
+	h := batch.SQS(g, batch.SQSConfig{Config: sqsSource, OnFailure: got.add}, w.sqs)
 	ev := events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2")}}
 	resp, _ := h(context.Background(), ev)
 	checkFailures(t, "store down", sqsIDs(resp), got.take(), []failed{{"m1", idemkit.ErrStoreUnavailable}, {"m2", idemkit.ErrStoreUnavailable}})
@@ -275,7 +279,7 @@ func TestSQSStoreFailure(t *testing.T) {
 // returns ErrNoIdentifier (the whole batch is delivered again).
 func TestNoIdentifier(t *testing.T) {
 	w := newWorker()
-	h := batch.SQS(newGuard(t, nil), batch.SQSConfig{}, w.sqs)
+	h := batch.SQS(newGuard(t, nil), batch.SQSConfig{Config: sqsSource}, w.sqs)
 	_, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "", "o2")}})
 	if !errors.Is(err, batch.ErrNoIdentifier) || len(w.runList()) != 0 {
 		t.Errorf("error %v after runs %q, want ErrNoIdentifier and none", err, w.runList())
@@ -293,7 +297,7 @@ func TestResponseShape(t *testing.T) {
 		}
 		return nil
 	}
-	h := batch.SQS(newGuard(t, nil), batch.SQSConfig{OnFailure: func(context.Context, batch.Failure) {}}, w.sqs)
+	h := batch.SQS(newGuard(t, nil), batch.SQSConfig{Config: sqsSource, OnFailure: func(context.Context, batch.Failure) {}}, w.sqs)
 	for _, tc := range []struct {
 		batch []events.SQSMessage
 		want  string
@@ -319,7 +323,7 @@ func TestDefaultLogsFailures(t *testing.T) {
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	w := newWorker()
 	w.fail = func(string, int) error { return errCarrier }
-	h := batch.SQS(newGuard(t, nil), batch.SQSConfig{}, w.sqs)
+	h := batch.SQS(newGuard(t, nil), batch.SQSConfig{Config: sqsSource}, w.sqs)
 	h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1")}})
 	if out := buf.String(); strings.Count(out, "\n") != 1 || !strings.Contains(out, "id=m1") || !strings.Contains(out, errCarrier.Error()) {
 		t.Errorf("log %q, want one line naming m1 and the error", out)

@@ -31,9 +31,9 @@ import (
 	"github.com/idemkit/idemkit/internal/eventreq"
 )
 
-// Config configures Wrap for inputs of type In. The zero value refuses
-// every call: it has no Key (idemkit.ErrKeyMissing) and no tenant
-// (idemkit.ErrTenantMissing).
+// Config configures Wrap for inputs of type In. Tenant has no default:
+// Wrap panics without one, as every idemkit adapter does. A Config without
+// a Key refuses every call (idemkit.ErrKeyMissing).
 type Config[In any] struct {
 	// Key returns the idempotency key of an input: a business identifier
 	// that stays the same on redelivery (an order id, a transfer id, an
@@ -44,9 +44,10 @@ type Config[In any] struct {
 	MaxKeyLen int
 	// Tenant returns the tenant of an input (the account the message
 	// belongs to), as idemkit.TenantFunc says. Use idemkit.SingleTenant for
-	// a function that serves one key space. Nil, an empty result or an
-	// error refuses the call with an error that is idemkit.ErrTenantMissing
-	// under errors.Is. For an error, it is also that error.
+	// a function that serves one key space. Required: Wrap panics without
+	// it. An empty result or an error refuses the call with an error that
+	// is idemkit.ErrTenantMissing under errors.Is. For an error, it is also
+	// that error.
 	Tenant idemkit.TenantFunc[In]
 	// Operation names what the function does; two functions sharing a
 	// store need different names. Empty: the Go type of In ("events.SQSMessage").
@@ -80,7 +81,7 @@ type Option[In, Out any] struct {
 }
 
 // AdjustReplay returns the Option that passes every replayed result
-// through adjust before it is returned, as httpguard.Settings.AdjustReplay
+// through adjust before it is returned, as httpconfig.Settings.AdjustReplay
 // does for the header of a replayed HTTP response. adjust gets the input
 // of this call and the stored result, decoded, and returns the result to
 // return: mark it replayed, or set what belongs to this call rather than
@@ -95,10 +96,16 @@ func AdjustReplay[In, Out any](adjust func(ctx context.Context, in In, stored Ou
 // runs fn at most once per (tenant, operation, key), and returns the stored
 // result to later calls, through the [AdjustReplay] hooks of opts in
 // order. Out must encode to and decode from JSON. Wrap panics when g is
-// nil or cfg.Fingerprint cannot be used.
+// nil, cfg has no Tenant, or cfg.Fingerprint cannot be used. It panics
+// when it is called, not at the first call of fn, so a bad setup stops
+// the function at init.
 func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context, In) (Out, error), opts ...Option[In, Out]) func(context.Context, In) (Out, error) {
 	if g == nil {
 		panic("event: nil *idemkit.Guard")
+	}
+	if cfg.Tenant == nil {
+		panic("event: invalid Config: the Tenant setting is nil: name whom an input belongs to (the account of the message), " +
+			"event.InvocationTenant, or idemkit.SingleTenant for a function that serves one key space")
 	}
 	fp, err := fingerprint.New(cfg.Fingerprint)
 	if err != nil {

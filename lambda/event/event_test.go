@@ -2,34 +2,20 @@ package event_test
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
 )
-
-//go:embed testdata/*.json
-var testdata embed.FS
-
-func load[T any](t *testing.T, name string) T {
-	t.Helper()
-	b, err := testdata.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 type transfer struct {
 	TransferID string `json:"transferId"`
@@ -86,7 +72,7 @@ func (x *transfers) handle(_ context.Context, m events.SQSMessage) (receipt, err
 func TestSQSRedelivery(t *testing.T) {
 	x := &transfers{}
 	h := event.Wrap(guard(t), sqsConfig, x.handle)
-	msg := load[events.SQSEvent](t, "sqs-event.json").Records[0]
+	msg := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
 	first, err := h(context.Background(), msg)
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +92,10 @@ func TestSQSRefusals(t *testing.T) {
 		msg  func(*events.SQSMessage)
 		want error
 	}{
-		{name: "zero Config has no key", cfg: func(c *event.Config[events.SQSMessage]) { *c = event.Config[events.SQSMessage]{} }, want: idemkit.ErrInvalidKey},
-		{name: "no tenant", cfg: func(c *event.Config[events.SQSMessage]) { c.Tenant = nil }, want: idemkit.ErrTenantMissing},
+		{name: "no key", cfg: func(c *event.Config[events.SQSMessage]) { c.Key = nil }, want: idemkit.ErrInvalidKey},
+		{name: "empty tenant", cfg: func(c *event.Config[events.SQSMessage]) {
+			c.Tenant = func(context.Context, events.SQSMessage) (string, error) { return "", nil }
+		}, want: idemkit.ErrTenantMissing},
 		{name: "empty key", msg: func(m *events.SQSMessage) { m.Body = `{"transferId":"","amount":1}` }, want: idemkit.ErrInvalidKey},
 		{name: "key too long", cfg: func(c *event.Config[events.SQSMessage]) { c.MaxKeyLen = 4 }, want: idemkit.ErrKeyTooLong},
 		{name: "same key, different body", msg: func(m *events.SQSMessage) {
@@ -118,12 +106,12 @@ func TestSQSRefusals(t *testing.T) {
 			g := guard(t)
 			x := &transfers{}
 			// A first delivery of the original message.
-			event.Wrap(g, sqsConfig, x.handle)(context.Background(), load[events.SQSEvent](t, "sqs-event.json").Records[0])
+			event.Wrap(g, sqsConfig, x.handle)(context.Background(), testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0])
 			cfg := sqsConfig
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
-			msg := load[events.SQSEvent](t, "sqs-event.json").Records[0]
+			msg := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
 			if tc.msg != nil {
 				tc.msg(&msg)
 			}
@@ -138,11 +126,31 @@ func TestSQSRefusals(t *testing.T) {
 	}
 }
 
+// TestWrapRefusesConfigWithoutTenant: a Config without a Tenant, the
+// zero Config among them, is refused when the function is wrapped, with a
+// panic naming the setting, as every adapter refuses it.
+func TestWrapRefusesConfigWithoutTenant(t *testing.T) {
+	g := guard(t)
+	x := &transfers{}
+	noTenant := sqsConfig
+	noTenant.Tenant = nil
+	for name, cfg := range map[string]event.Config[events.SQSMessage]{"zero": {}, "no tenant": noTenant} {
+		msg := func() (msg string) {
+			defer func() { msg = fmt.Sprint(recover()) }()
+			event.Wrap(g, cfg, x.handle)
+			return ""
+		}()
+		if !strings.HasPrefix(msg, "event: invalid Config: the Tenant setting is nil") {
+			t.Errorf("%s Config: panic %q, want one naming the Tenant setting", name, msg)
+		}
+	}
+}
+
 // TestHandlerError: an error is returned and the redelivery runs again.
 func TestHandlerError(t *testing.T) {
 	x := &transfers{err: errors.New("ledger unavailable")}
 	h := event.Wrap(guard(t), sqsConfig, x.handle)
-	msg := load[events.SQSEvent](t, "sqs-event.json").Records[0]
+	msg := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
 	if _, err := h(context.Background(), msg); !errors.Is(err, x.err) {
 		t.Fatalf("error %v", err)
 	}
@@ -162,7 +170,7 @@ func TestInFlight(t *testing.T) {
 		<-release
 		return x.handle(ctx, m)
 	})
-	msg := load[events.SQSEvent](t, "sqs-event.json").Records[0]
+	msg := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
 	done := make(chan error)
 	go func() { _, err := h(context.Background(), msg); done <- err }()
 	<-entered
@@ -198,7 +206,7 @@ func TestEventBridgeDetail(t *testing.T) {
 		json.Unmarshal(e.Detail, &d)
 		return map[string]any{"order": d.OrderID, "invoiced": true}, nil
 	})
-	ev := load[events.EventBridgeEvent](t, "eventbridge.json")
+	ev := testkit.Load[events.EventBridgeEvent](t, "eventbridge.json")
 	first, err := h(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +230,7 @@ func TestTenantError(t *testing.T) {
 	cfg := sqsConfig
 	cfg.Tenant = func(context.Context, events.SQSMessage) (string, error) { return "acme", errDirectory }
 	x := &transfers{}
-	_, err = event.Wrap(g, cfg, x.handle)(context.Background(), load[events.SQSEvent](t, "sqs-event.json").Records[0])
+	_, err = event.Wrap(g, cfg, x.handle)(context.Background(), testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0])
 	if !errors.Is(err, idemkit.ErrTenantMissing) || !errors.Is(err, errDirectory) {
 		t.Errorf("error %v, want ErrTenantMissing and the Tenant error", err)
 	}

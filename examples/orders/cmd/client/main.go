@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemclient"
 )
 
@@ -107,6 +108,6 @@ func run(ctx context.Context, out io.Writer, base, caller string, cfg idemclient
 		return fmt.Errorf("another order under the first order's key: %v, want a 422", err)
 	}
 	fmt.Fprintf(out, "another order under the first order's key: %d %s, key reused: %v\n",
-		pe.Problem.Status, strings.TrimPrefix(pe.Problem.Type, idemclient.ProblemBase), errors.Is(err, idemclient.ErrKeyReused))
+		pe.Problem.Status, strings.TrimPrefix(pe.Problem.Type, httpproblem.Base), errors.Is(err, idemclient.ErrKeyReused))
 	return nil
 }

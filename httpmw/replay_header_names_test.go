@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestReplayHeaderNames(t *testing.T) {
 	h, _ := setup(t, httpmw.Config{
 		Tenant:   func(context.Context, *http.Request) (string, error) { return "acme", nil },
-		Settings: httpguard.Settings{ReplayHeaders: []string{"X-Order-Id"}},
+		Settings: httpconfig.Settings{ReplayHeaders: []string{"X-Order-Id"}},
 	}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["content-type"] = []string{"application/json; charset=utf-8"}
 		w.Header()["x-order-ID"] = []string{"ord_1", "ord_1b"}

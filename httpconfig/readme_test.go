@@ -1,4 +1,4 @@
-package httpguard_test
+package httpconfig_test
 
 import (
 	"testing"
@@ -9,5 +9,5 @@ import (
 // TestReadmeExample: README.md's hooks snippet is ExampleSettings's
 // Settings, so that it compiles.
 func TestReadmeExample(t *testing.T) {
-	readmetest.InExample(t, "../README.md", "settings := httpguard.Settings{", "example_test.go")
+	readmetest.InExample(t, "../README.md", "settings := httpconfig.Settings{", "example_test.go")
 }

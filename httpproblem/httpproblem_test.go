@@ -1,4 +1,4 @@
-package httpguard_test
+package httpproblem_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpproblem"
 )
 
 // TestProblemResponse: the default response of every problem is typed,
@@ -17,14 +17,14 @@ func TestProblemResponse(t *testing.T) {
 	base := http.Header{"Content-Type": {"application/problem+json"}, "Cache-Control": {"no-store"}, "X-Content-Type-Options": {"nosniff"}}
 	for _, tc := range []struct {
 		name       string
-		p          httpguard.Problem
+		p          httpproblem.Details
 		retryAfter string
 		body       string
 	}{
-		{"no delay", httpguard.Problem{Type: httpguard.TypeFingerprintMismatch, Title: "t", Status: 422, Detail: "d"}, "",
+		{"no delay", httpproblem.Details{Type: httpproblem.TypeFingerprintMismatch, Title: "t", Status: 422, Detail: "d"}, "",
 			`{"type":"https://idemkit.dev/problems/fingerprint-mismatch","title":"t","status":422,"detail":"d"}`},
-		{"1 s", httpguard.Problem{Status: 409, RetryAfter: 1}, "1", `{"type":"","title":"","status":409,"detail":"","retryAfter":1}`},
-		{"30 s", httpguard.Problem{Status: 503, RetryAfter: 30}, "30", `{"type":"","title":"","status":503,"detail":"","retryAfter":30}`},
+		{"1 s", httpproblem.Details{Status: 409, RetryAfter: 1}, "1", `{"type":"","title":"","status":409,"detail":"","retryAfter":1}`},
+		{"30 s", httpproblem.Details{Status: 503, RetryAfter: 30}, "30", `{"type":"","title":"","status":503,"detail":"","retryAfter":30}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.p.Response()

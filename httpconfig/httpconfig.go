@@ -1,45 +1,18 @@
-// Package httpguard holds what idemkit's HTTP adapters share. The Config of
-// lambda/apigw, lambda/alb and httpmw embeds its [Settings]. It defines the
-// problem responses the adapters answer with, and two hooks: one answers
-// problems in the API's own error format, the other adjusts the header of
-// replayed responses. A setting means the same in every adapter. Where an
-// adapter reads one differently (what a route template is), Settings says
-// so.
+// Package httpconfig holds the settings idemkit's HTTP adapters share.
+// The Config of lambda/apigw, lambda/alb and httpmw embeds its [Settings],
+// which also hold two hooks: one answers problems in the API's own error
+// format, the other adjusts the header of replayed responses. A setting
+// means the same in every adapter. Where an adapter reads one differently
+// (what a route template is), Settings says so.
 //
 //	cfg := apigw.Config{
 //		Tenant:   apigw.JWTClaim("sub"),
-//		Settings: httpguard.Settings{RouteTemplate: true, ReplayHeaders: []string{"ETag"}},
+//		Settings: httpconfig.Settings{RouteTemplate: true, ReplayHeaders: []string{"ETag"}},
 //	}
 //
-// Refusals are RFC 9457 problem responses (application/problem+json, with
-// Cache-Control: no-store and X-Content-Type-Options: nosniff) whose type
-// is a stable URI under https://idemkit.dev/problems/. A detail repeats at
-// most 200 bytes of anything taken from the request. The table lists the
-// problem types of every adapter. When several apply, the one returned
-// follows the order of precedence of
-// [github.com/idemkit/idemkit.Guard.Do].
-//
-//	key-missing                      400  the route requires a key and none was sent
-//	key-invalid                      400  empty, too long, not printable ASCII, two values
-//	key-expired                      400  a UUIDv7 key older than the record retention
-//	body-invalid                     400  the body cannot be fingerprinted (bad JSON, duplicate keys, too deep)
-//	body-too-large                   413  httpmw only: the body is over MaxBodyBytes or an outer http.MaxBytesReader's limit
-//	path-too-long                    414  the path is over idemkit.MaxPathLen (2,048) bytes; nothing ran
-//	query-too-large                  414  the query has more than idemkit.MaxQueryParams (10,000) parameters, as net/url refuses; nothing ran
-//	fingerprint-mismatch             422  the key was used with a different request (body, query, resource)
-//	operation-mismatch               422  account-wide keys: the key was used for another operation
-//	in-flight                        409  a request with the key is running; Retry-After says when to retry
-//	outcome-pending                  409  an earlier run outlived its lease a moment ago and may still complete; Retry-After says when to retry
-//	indeterminate-operator-required  409  an earlier run ended without a recorded outcome; an operator must resolve it
-//	replay-window-passed             410  completed; the response is no longer replayed (originalStatus, location, completedAt)
-//	response-not-stored              410  completed; the response was too large to store (originalStatus, location, completedAt)
-//	store-unavailable                503  the store did not confirm the key; nothing ran; Retry-After
-//	outcome-unknown                  503  the handler returned idemkit.ErrOutcomeUnknown; the key is kept, never run again
-//	record-corrupt                   500  the stored record is unreadable; nothing ran or replayed
-//	tenant-missing                   500  no authenticated caller: the Tenant setting is misconfigured; nothing ran
-//	guard-failure                    500  an unexpected guard error, a record the store refuses, or an event without an HTTP method; nothing ran
-//	handler-failed                   500  httpmw only: the handler called httpmw.Fail; the key was freed
-package httpguard
+// The problem responses the adapters answer with, their types and
+// statuses, are package [github.com/idemkit/idemkit/httpproblem]'s.
+package httpconfig
 
 import (
 	"context"
@@ -47,6 +20,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/httpproblem"
 )
 
 // Settings are the settings every HTTP adapter shares; each adapter's
@@ -114,7 +88,7 @@ type Settings struct {
 	// carries. idemclient reads RFC 9457 problems only. It takes another
 	// format for a plain response and retries it only when it is a 429 or
 	// a 5xx, so it does not wait out a 409 in-flight.
-	ProblemResponse func(ctx context.Context, p Problem) Response
+	ProblemResponse func(ctx context.Context, p httpproblem.Details) httpproblem.Response
 	// AdjustReplay may add, change or remove header fields of a replayed
 	// response before it is sent; status is the stored status. The body
 	// and status are the stored answer and cannot change. Content-Type and

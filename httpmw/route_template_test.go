@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -28,7 +28,7 @@ func TestMiddlewareRouteTemplateGreedy(t *testing.T) {
 				t.Fatal(err)
 			}
 			mux := http.NewServeMux()
-			mux.Handle(pattern, httpmw.New(g, httpmw.Config{Tenant: tenantOf, Settings: httpguard.Settings{RouteTemplate: true}})(o))
+			mux.Handle(pattern, httpmw.New(g, httpmw.Config{Tenant: tenantOf, Settings: httpconfig.Settings{RouteTemplate: true}})(o))
 			h := auth(mux)
 			for _, p := range []string{"/orders/a", "/orders/b"} {
 				if w := serve(h, request(t, func(r *http.Request) { r.URL.Path = p })); w.Code != 201 || isReplay(w) {

@@ -1,4 +1,4 @@
-package httpguard_test
+package httpconfig_test
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 	"strings"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/httpguard"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -22,15 +23,15 @@ func requestID(context.Context) string { return "req-2" }
 // replays carry the request id of the retry, not of the first request.
 // The same Settings go in apigw.Config and alb.Config.
 func ExampleSettings() {
-	settings := httpguard.Settings{
-		ProblemResponse: func(_ context.Context, p httpguard.Problem) httpguard.Response {
-			code := strings.TrimPrefix(p.Type, httpguard.ProblemBase) // "key-missing", "in-flight", ...
+	settings := httpconfig.Settings{
+		ProblemResponse: func(_ context.Context, p httpproblem.Details) httpproblem.Response {
+			code := strings.TrimPrefix(p.Type, httpproblem.Base) // "key-missing", "in-flight", ...
 			body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": p.Detail}})
 			h := http.Header{"Content-Type": {"application/json"}}
 			if p.RetryAfter > 0 {
 				h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
 			}
-			return httpguard.Response{Status: p.Status, Header: h, Body: body}
+			return httpproblem.Response{Status: p.Status, Header: h, Body: body}
 		},
 		AdjustReplay: func(ctx context.Context, _ int, h http.Header) {
 			h.Set("X-Request-Id", requestID(ctx))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -33,21 +34,21 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 	}{
 		{"no tenant", func(t *testing.T, g *idemkit.Guard) int {
 			h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("tenant_id")}, ok)
-			return call(t, h, withKey(load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "k-1")).StatusCode
+			return call(t, h, withKey(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "k-1")).StatusCode
 		}, 500, "no tenant for the request"},
 		{"REST API event to WrapV2", func(t *testing.T, g *idemkit.Guard) int {
 			h := apigw.WrapV2(g, jwt, ok)
-			return call(t, h, load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")).StatusCode
+			return call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")).StatusCode
 		}, 500, "this is a REST API (v1) event: use WrapV1"},
 		{"HTTP API event to WrapV1", func(t *testing.T, g *idemkit.Guard) int {
-			resp, err := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)(context.Background(), load[events.APIGatewayProxyRequest](t, "v2-jwt.json"))
+			resp, err := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, "v2-jwt.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return resp.StatusCode
 		}, 500, "this is an HTTP API (v2) event: use WrapV2"},
 		{"Function URL event to WrapV1", func(t *testing.T, g *idemkit.Guard) int {
-			resp, err := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)(context.Background(), load[events.APIGatewayProxyRequest](t, "url-iam.json"))
+			resp, err := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, "url-iam.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
