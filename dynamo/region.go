@@ -3,13 +3,10 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
 // Regions pins every tenant to a home region, for DynamoDB global tables:
@@ -104,7 +101,7 @@ func (f *Failover) fences(key string, now time.Time) bool {
 	if !f.fencing() {
 		return false
 	}
-	t, ok := keyTime(key)
+	t, ok := uuidv7.Time(key)
 	if !ok || f.At.IsZero() {
 		return true
 	}
@@ -172,44 +169,6 @@ func (s *Store) fenceReplace(rec, prev *idemkit.Record, fo *Failover) (write boo
 		fe.Op = call
 	}
 	return false, s.fail(call, fe)
-}
-
-// idTenant returns the tenant an idemkit record ID carries: its first
-// field, "<length>:<bytes>", in a readable ID ("o1|", "a1|") and in a
-// hashed one ("o1h|", "a1h|"), as idemkit.Scope.ID writes them. It fails
-// for an ID of another encoding, and for one whose tenant is hashed too
-// ("o1x|", "a1x|").
-func idTenant(id string) (string, bool) {
-	var rest string
-	ok := false
-	for _, p := range [...]string{"o1|", "a1|", "o1h|", "a1h|"} {
-		if rest, ok = strings.CutPrefix(id, p); ok {
-			break
-		}
-	}
-	if !ok {
-		return "", false
-	}
-	n, tail, ok := strings.Cut(rest, ":")
-	l, err := strconv.Atoi(n)
-	if !ok || err != nil || l < 0 || l > len(tail) || strconv.Itoa(l) != n {
-		return "", false
-	}
-	return tail[:l], true
-}
-
-// keyTime returns the time of a UUIDv7 key in its canonical form, read
-// as idemkit.Policy's key-time check reads it.
-func keyTime(key string) (time.Time, bool) {
-	if len(key) != 36 {
-		return time.Time{}, false
-	}
-	u, err := uuid.Parse(key)
-	if err != nil || u.Version() != 7 {
-		return time.Time{}, false
-	}
-	sec, nsec := u.Time().UnixTime()
-	return time.Unix(sec, nsec), true
 }
 
 // FailoverError is a write refused by a Failover's fence (see Failover):

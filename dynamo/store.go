@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // Client is the part of *dynamodb.Client the store uses. Inputs share
@@ -350,8 +351,8 @@ func (s *Store) routed(ctx context.Context, op, tenant string) (Client, *Failove
 func (s *Store) routedID(ctx context.Context, op, id string) (Client, error) {
 	tenant := ""
 	if s.regional {
-		var ok bool
-		if tenant, ok = idTenant(id); !ok {
+		var err error
+		if tenant, err = recordid.Tenant(id); err != nil {
 			return nil, fmt.Errorf("dynamo: %s %.40q: %w: a regional store cannot read the tenant of this ID", op, id, idemkit.ErrRecordInvalid)
 		}
 	}
