@@ -56,7 +56,7 @@ func TestCrashAfterClaim(t *testing.T) {
 			h := wrap(g, b, "POST /payments")
 			ev := event("acme", "/payments", key, `{"amount":1999}`)
 
-			rec, err := store.Get(ctx, sc.ID(false), clk.Now())
+			rec, err := getLive(ctx, store, sc.ID(false), clk.Now())
 			if err != nil || rec.State != idemkit.StateInFlight {
 				t.Fatalf("after the kill: record %+v, %v; want in_flight", rec, err)
 			}

@@ -68,7 +68,7 @@ func TestDeadlineUsedUpOnArrival(t *testing.T) {
 			if tc.rules != nil && len(ft.Events()) == 0 {
 				t.Fatal("no fault was injected")
 			}
-			rec, err := store.Get(context.Background(), sc.ID(false), clk.Now())
+			rec, err := getLive(context.Background(), store, sc.ID(false), clk.Now())
 			held := err == nil
 			if held != (tc.first == "unavailable-held") {
 				t.Fatalf("record after the first answer: %v, %v; told held: %v", rec, err, tc.first == "unavailable-held")

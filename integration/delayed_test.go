@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,13 +16,6 @@ import (
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
-
-// onMarkUnknown spoils MarkUnknown (UpdateItem ending the lease), not the
-// renewals (UpdateItem of the lease alone) nor MarkIndeterminate.
-func onMarkUnknown(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "UpdateItem", Match: func(b []byte) bool { return bytes.Contains(b, []byte("#lu = :nowMs")) },
-		Skip: skip, Times: times, Kind: k}
-}
 
 // failTwice answers a transient 503 on the handler's first two runs.
 func failTwice(n int) int {
@@ -278,7 +270,7 @@ func TestDelayedWrites(t *testing.T) {
 				}
 				switch k {
 				case "replay":
-					rec, err := store.Get(ctx, id, clk.Now())
+					rec, err := getLive(ctx, store, id, clk.Now())
 					if err != nil || rec.Snapshot == nil || string(rec.Snapshot.Body) != a.Body {
 						t.Fatalf("replay %q is not the stored answer: %v, %v", a.Body, rec, err)
 					}
@@ -347,16 +339,16 @@ func TestDelayedWrites(t *testing.T) {
 						res.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}},
 							Body: []byte(`{"tenant":"acme","operation":"POST /payments","key":"` + sc.Key + `","order":"ord_by_operator"}`)}
 					}
-					held, err := store.Get(ctx, id, clk.Now())
+					held, err := getLive(ctx, store, id, clk.Now())
 					if err != nil {
 						t.Fatalf("step %d: read before resolving: %v", i, err)
 					}
-					if _, err := store.Resolve(ctx, id, held.Owner, res, clk.Now()); err != nil {
+					if _, err := resolveWhenAccepted(ctx, store, held.ID, res, clk.Now()); err != nil {
 						t.Fatalf("step %d: resolve: %v", i, err)
 					}
 					continue
 				case lateState:
-					rec, err := store.Get(ctx, id, clk.Now())
+					rec, err := getLive(ctx, store, id, clk.Now())
 					switch {
 					case errors.Is(err, idemkit.ErrNotFound):
 						got = "absent"
@@ -376,7 +368,7 @@ func TestDelayedWrites(t *testing.T) {
 			if got := effects(); got != tc.effects {
 				t.Fatalf("%d effects, want %d; answers %v", got, tc.effects, seen)
 			}
-			if rec, err := store.Get(ctx, id, clk.Now()); err == nil && rec.State == idemkit.StateIndeterminate {
+			if rec, err := getLive(ctx, store, id, clk.Now()); err == nil && rec.State == idemkit.StateIndeterminate {
 				recs, _, err := store.ListIndeterminate(ctx, "acme", "", 0, clk.Now())
 				if err != nil || len(recs) != 1 || recs[0].ID != id {
 					t.Fatalf("ListIndeterminate: %v, %v; want the record", recs, err)
@@ -396,12 +388,6 @@ func TestDelayedWrites(t *testing.T) {
 	}
 	summary(t, "cases=%d requests=%d late_writes=%d late_applied=%d double_effects=%d",
 		len(delayedCases()), requests, delivered, applied, doubleEffects)
-}
-
-// onExtend spoils the lease renewals (UpdateItem of the lease alone).
-func onExtend(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "UpdateItem", Match: func(b []byte) bool { return bytes.Contains(b, []byte(`"SET #lu = :lu"`)) },
-		Skip: skip, Times: times, Kind: k}
 }
 
 // TestDelayedLeaseWrites: a write that sets the lease lands late while its
@@ -453,15 +439,16 @@ func TestDelayedLeaseWrites(t *testing.T) {
 					if b.count(sc) != 1 {
 						return // the retry's run, if any
 					}
-					rec, err := store.Get(ctx, id, clk.Now())
+					rec, err := getLive(ctx, store, id, clk.Now())
 					if err != nil {
 						t.Errorf("get: %v", err)
 						return
 					}
 					for _, d := range tc.renewals {
 						clk.Advance(d)
-						if err := store.Extend(ctx, id, rec.Owner, clk.Now().Add(lease), clk.Now()); err != nil {
+						if rec, err = extend(ctx, store, rec, clk.Now().Add(lease)); err != nil {
 							t.Errorf("extend: %v", err)
+							return
 						}
 					}
 					clk.Advance(tc.last)
@@ -481,7 +468,7 @@ func TestDelayedLeaseWrites(t *testing.T) {
 				if n := fx.counts(t)[scopeName(sc)]; n != 1 {
 					t.Errorf("%d effects, want 1", n)
 				}
-				rec, err := store.Get(ctx, id, clk.Now())
+				rec, err := getLive(ctx, store, id, clk.Now())
 				if err != nil || rec.State != idemkit.StateCompleted || string(rec.Snapshot.Body) != first.Body {
 					t.Fatalf("record %v, %v; want completed with the first answer", rec, err)
 				}
@@ -491,13 +478,6 @@ func TestDelayedLeaseWrites(t *testing.T) {
 			})
 		}
 	}
-}
-
-// onResolve spoils Resolve (UpdateItem conditioned on the indeterminate
-// state).
-func onResolve(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "UpdateItem", Match: func(b []byte) bool { return bytes.Contains(b, []byte(`"#st = :indeterminate AND`)) },
-		Skip: skip, Times: times, Kind: k}
 }
 
 // TestDelayedResolve: an operator's resolution (failed) of an
@@ -536,11 +516,11 @@ func TestDelayedResolve(t *testing.T) {
 	}
 	// The operator finds no charge and resolves it failed; the first copy
 	// of the resolution is held, the SDK's retry lands.
-	held, err := store.Get(ctx, id, clk.Now())
+	held, err := getLive(ctx, store, id, clk.Now())
 	if err != nil {
 		t.Fatalf("read before resolving: %v", err)
 	}
-	if rec, err := store.Resolve(ctx, id, held.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops@example.com", Reason: "no charge at the provider"}, clk.Now()); err != nil || rec.State != idemkit.StateFailed {
+	if rec, err := resolveWhenAccepted(ctx, store, held.ID, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops@example.com", Reason: "no charge at the provider"}, clk.Now()); err != nil || rec.State != idemkit.StateFailed {
 		t.Fatalf("resolve: %v, %v", rec, err)
 	}
 	if a := call(ctx, h, ev); a.kind() != "unknown" {
@@ -550,7 +530,7 @@ func TestDelayedResolve(t *testing.T) {
 	if len(late) != 1 || late[0].Applied() || late[0].Type != "ConditionalCheckFailedException" {
 		t.Errorf("late resolution: %v, want refused by its condition", late)
 	}
-	if rec, err := store.Get(ctx, id, clk.Now()); err != nil || rec.State != idemkit.StateIndeterminate {
+	if rec, err := getLive(ctx, store, id, clk.Now()); err != nil || rec.State != idemkit.StateIndeterminate {
 		t.Fatalf("record %v, %v; want the second run's indeterminate record", rec, err)
 	}
 	if a := call(ctx, h, ev); a.kind() != "indeterminate" {

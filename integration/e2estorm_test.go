@@ -24,6 +24,7 @@ import (
 	"github.com/idemkit/idemkit/examples/orders"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/faultstore"
 )
 
 // The end-to-end storm: the example API (examples/orders) on DynamoDB, its
@@ -164,7 +165,7 @@ func doomRules(k *e2eKey, records, ordersTable string) []faults.Rule {
 		return []faults.Rule{{Op: "PutItem", Match: on(ordersTable, k.sku()), Times: never, Kind: faults.LostAck}}
 	case doomAbandoned:
 		return []faults.Rule{
-			{Op: "PutItem", Match: on(records, k.key), Times: 1, Kind: faults.LostAck},
+			{Match: writes([]string{faultstore.OpClaim}, on(records, k.key)), Times: 1, Kind: faults.LostAck},
 			{Match: on(records, k.key), Times: never, Kind: faults.Reset},
 		}
 	}
@@ -489,7 +490,7 @@ func attrS(v types.AttributeValue) string {
 // without faults).
 func recordExists(t *testing.T, s *dynamo.Store, id string) bool {
 	t.Helper()
-	_, err := s.Get(context.Background(), id, time.Now())
+	_, err := getLive(context.Background(), s, id, time.Now())
 	if err != nil && !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("get %s: %v", id, err)
 	}

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -17,31 +16,6 @@ import (
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/testclock"
 )
-
-// The store's calls, told apart by operation and, for the PutItems, by
-// the state they write: the claim and the release (the key's tombstone);
-// the completion is the UpdateItem that sets the state first.
-var (
-	claimPut       = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"in_flight"}`)) }
-	completeUpdate = func(b []byte) bool { return bytes.Contains(b, []byte(`"UpdateExpression":"SET st = `)) }
-	releasePut     = func(b []byte) bool { return bytes.Contains(b, []byte(`"st":{"S":"released"}`)) }
-)
-
-func onClaim(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "PutItem", Match: claimPut, Skip: skip, Times: times, Kind: k}
-}
-func onComplete(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "UpdateItem", Match: completeUpdate, Skip: skip, Times: times, Kind: k}
-}
-func onRelease(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "PutItem", Match: releasePut, Skip: skip, Times: times, Kind: k}
-}
-func onRead(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "GetItem", Skip: skip, Times: times, Kind: k}
-}
-func onMark(k faults.Kind, skip, times int) faults.Rule {
-	return faults.Rule{Op: "UpdateItem", Match: func(b []byte) bool { return !completeUpdate(b) }, Skip: skip, Times: times, Kind: k}
-}
 
 // reads reports whether rules inject faults into reads (GetItem).
 func reads(rules []faults.Rule) bool {

@@ -25,6 +25,7 @@ import (
 	"github.com/idemkit/idemkit/examples/orders"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/warmcache"
 )
@@ -164,21 +165,21 @@ func ordersQuery(k faults.Kind, times int) hwRule {
 	}
 }
 
-// kitCall spoils the store's op calls of a tenant whose body holds body:
-// the state a PutItem writes, or the start of an UpdateItem's expression.
-func kitCall(op, body string) func(k faults.Kind, times int) hwRule {
+// kitCall spoils the store's writes of a tenant's records that make one
+// of the changes ops (see kitWrite).
+func kitCall(ops ...string) func(k faults.Kind, times int) hwRule {
 	return func(k faults.Kind, times int) hwRule {
 		return func(tb hwTables, tenant string) faults.Rule {
-			return faults.Rule{Op: op, Match: hwOn(tb.records, tenant, body), Times: times, Kind: k}
+			return faults.Rule{Match: writes(ops, hwOn(tb.records, tenant)), Times: times, Kind: k}
 		}
 	}
 }
 
 var (
-	kitClaim    = kitCall("PutItem", `"st":{"S":"in_flight"}`)
-	kitComplete = kitCall("UpdateItem", `"UpdateExpression":"SET st = `)
-	kitMark     = kitCall("UpdateItem", `"UpdateExpression":"SET #st = :indeterminate`)
-	kitRelease  = kitCall("PutItem", `"st":{"S":"released"}`)
+	kitClaim    = kitCall(faultstore.OpClaim)
+	kitComplete = kitCall(faultstore.OpComplete)
+	kitMark     = kitCall(faultstore.OpMarkUnknown, faultstore.OpMarkIndeterminate)
+	kitRelease  = kitCall(faultstore.OpRelease)
 )
 
 type hwCase struct {
@@ -478,7 +479,7 @@ func TestAbandonedInvocation(t *testing.T) {
 					t.Fatal("no fault was injected")
 				}
 				// Its answer never reaches the client (API Gateway times out).
-				if rec, err := tb.clean(t).Get(context.Background(), idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: key}.ID(false), clkA.Now()); err != nil || rec.State != idemkit.StateInFlight {
+				if rec, err := getLive(context.Background(), tb.clean(t), idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: key}.ID(false), clkA.Now()); err != nil || rec.State != idemkit.StateInFlight {
 					t.Fatalf("after the abandoned run: %+v, %v; first answer %v", rec, err, first)
 				}
 				if n := len(tb.rows(t, tenant, false)); n != v.rows {
@@ -654,7 +655,7 @@ func TestThawedInvocation(t *testing.T) {
 			final := send()
 			// Whose completion the record holds: each instance's clock
 			// stands still, the retrying one's a lease ahead.
-			rec, err := tb.clean(t).Get(context.Background(), idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: key}.ID(false), clkB.Now())
+			rec, err := getLive(context.Background(), tb.clean(t), idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: key}.ID(false), clkB.Now())
 			if err != nil || rec.State != idemkit.StateCompleted {
 				t.Fatalf("record after the thaw: %+v, %v; want completed", rec, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -343,4 +344,46 @@ func newStore(t testing.TB, rt http.RoundTripper, opts dynamo.Options) (*dynamo.
 		t.Fatal(err)
 	}
 	return s, raw, table
+}
+
+// getLive reads the record id as a request at now counts it: an error
+// that is idemkit.ErrNotFound when none is stored, or it is a released
+// key's tombstone, or expired at now.
+func getLive(ctx context.Context, s idemkit.Store, id string, now time.Time) (*idemkit.Record, error) {
+	rec, err := s.Get(ctx, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case rec.State == idemkit.StateReleased || !rec.Live(now):
+		return nil, fmt.Errorf("record %q is %s, expires %s: %w", id, rec.State, rec.ExpiresAt, idemkit.ErrNotFound)
+	}
+	return rec, nil
+}
+
+// extend renews the lease of rec, the in_flight record as last written,
+// to until, as a run's renewal does (a Replace of rec with a version of
+// its own), and returns the record it stored.
+func extend(ctx context.Context, s idemkit.Store, rec *idemkit.Record, until time.Time) (*idemkit.Record, error) {
+	next := rec.Clone()
+	next.LeaseUntil, next.Version = until, rand.Text()
+	met, err := s.Replace(ctx, next, rec)
+	switch {
+	case err != nil:
+		return rec, err
+	case met != nil && met.Version != next.Version:
+		return rec, fmt.Errorf("renewal of %s refused: the record is the %s one of %s", rec.ID, met.State, met.Owner)
+	}
+	return next, nil
+}
+
+// resolveWhenAccepted records an operator's decision on id through
+// idemkit.Resolve at now or, when Resolve refuses it because the
+// execution may still be running, at the time it names.
+func resolveWhenAccepted(ctx context.Context, s idemkit.OperatorStore, id string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
+	rec, _, err := idemkit.Resolve(ctx, s, id, res, now)
+	var re *idemkit.ResolveError
+	if errors.As(err, &re) && errors.Is(err, idemkit.ErrMayBeRunning) {
+		rec, _, err = idemkit.Resolve(ctx, s, id, res, re.ResolvableAt)
+	}
+	return rec, err
 }

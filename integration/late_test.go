@@ -66,7 +66,7 @@ func TestLateArrivals(t *testing.T) {
 				if a.Status != 400 || a.Problem != "key-expired" || b.count(sc) != 0 {
 					t.Fatalf("%v, runs %d; want 400 key-expired and no run", a, b.count(sc))
 				}
-				if _, err := store.Get(context.Background(), sc.ID(false), clk.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+				if _, err := getLive(context.Background(), store, sc.ID(false), clk.Now()); !errors.Is(err, idemkit.ErrNotFound) {
 					t.Fatalf("a refused late arrival left a record: %v", err)
 				}
 			case 201:

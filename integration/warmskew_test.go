@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit/examples/orders"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 )
 
@@ -72,7 +73,7 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 	var doomed []faults.Rule
 	for _, k := range keys {
 		if k.doomed {
-			doomed = append(doomed, faults.Rule{Op: "UpdateItem", Match: hwOn(tb.records, k.key, `"UpdateExpression":"SET st = `), Times: never, Kind: faults.ServerError})
+			doomed = append(doomed, faults.Rule{Match: writes([]string{faultstore.OpComplete}, hwOn(tb.records, k.key)), Times: never, Kind: faults.ServerError})
 		}
 	}
 	var instances []*hwInstance
@@ -127,7 +128,7 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 							// The owner claims first: wait for its record.
 							id := idemkit.Scope{Tenant: k.tenant, Operation: "POST /orders", Key: k.key}.ID(false)
 							for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-								if _, err := clean.Get(context.Background(), id, time.Now()); err == nil {
+								if _, err := getLive(context.Background(), clean, id, time.Now()); err == nil {
 									break
 								}
 							}

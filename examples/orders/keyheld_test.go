@@ -20,7 +20,7 @@ func TestHandlerErrorKeyNotFreed(t *testing.T) {
 	repo := &flakyRepo{Repo: &orders.MemRepo{}, err: errors.New("connection reset"), fail: 1}
 	// The store's releases fail: the key stays held.
 	noRelease := faultstore.New(memstore.New())
-	noRelease.On(faultstore.Release, faultstore.Fail(&idemkit.StoreError{Op: "release", Err: errors.New("connection reset")}))
+	noRelease.OnOp(faultstore.OpRelease, faultstore.Fail(&idemkit.StoreError{Op: "release", Err: errors.New("connection reset")}))
 	h, err := orders.Handler(orders.Options{Store: noRelease, Repo: repo, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -296,10 +296,10 @@ func holdKey(ctx context.Context, s *dynamo.Store, ev events.APIGatewayV2HTTPReq
 	if err != nil {
 		return err
 	}
-	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other",
+	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other", Version: "other",
 		LeaseUntil: now.Add(time.Hour), ReplayUntil: now.Add(2 * time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-	if res, err := s.Claim(ctx, rec, now); err != nil || !res.Won {
-		return fmt.Errorf("hold the key: %+v %v", res, err)
+	if err := write(ctx, s, rec, nil); err != nil {
+		return fmt.Errorf("hold the key: %w", err)
 	}
 	return nil
 }

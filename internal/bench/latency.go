@@ -251,10 +251,10 @@ func (rg *rig) seed(ctx context.Context, fixed events.APIGatewayV2HTTPRequest, k
 		if err != nil {
 			return err
 		}
-		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other",
+		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other", Version: "other",
 			LeaseUntil: now.Add(time.Hour), ReplayUntil: now.Add(2 * time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-		if res, err := rg.store.Claim(ctx, rec, now); err != nil || !res.Won {
-			return fmt.Errorf("hold the key: %+v %v", res, err)
+		if err := write(ctx, rg.store, rec, nil); err != nil {
+			return fmt.Errorf("hold the key: %w", err)
 		}
 	}
 	return nil
@@ -397,17 +397,21 @@ func fingerprintOf(ev events.APIGatewayV2HTTPRequest) (string, error) {
 	return mem.fp, nil
 }
 
-// recordingStore wins every claim and remembers the fingerprint.
+// recordingStore stores every write (it keeps nothing) and remembers the
+// fingerprint of the claim.
 type recordingStore struct {
 	idemkit.Store
 	fp string
 }
 
-func (s *recordingStore) Claim(_ context.Context, rec *idemkit.Record, _ time.Time) (idemkit.ClaimResult, error) {
+func (s *recordingStore) Create(_ context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
 	s.fp = rec.Fingerprint
-	return idemkit.ClaimResult{Won: true}, nil
+	return nil, nil
 }
-func (s *recordingStore) Complete(context.Context, *idemkit.Record, time.Time) error { return nil }
+
+func (s *recordingStore) Replace(context.Context, *idemkit.Record, *idemkit.Record) (*idemkit.Record, error) {
+	return nil, nil
+}
 
 func quantile(d []time.Duration, q float64) time.Duration {
 	if len(d) == 0 {

@@ -71,7 +71,7 @@ func TestMeasureShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"claim": "PutItem", "complete": "UpdateItem", "release": "PutItem", "extend": "UpdateItem",
+	want := map[string]string{"claim": "PutItem", "complete": "UpdateItem", "release": "UpdateItem", "extend": "UpdateItem",
 		"mark": "UpdateItem", "resolve": "UpdateItem", "get": "GetItem", "list": "Query"}
 	if len(rows) != len(Shapes) {
 		t.Fatalf("%d rows, want %d", len(rows), len(Shapes))

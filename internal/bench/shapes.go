@@ -19,11 +19,12 @@ import (
 )
 
 // Shapes are the requests the store sends, in the order they are timed:
-// a claim (PutItem), a completion (PutItem), a release (PutItem of the
-// tombstone), a lease extension (UpdateItem), the mark of a stale lease
-// as indeterminate (UpdateItem), an operator's resolution (its
-// UpdateItem), a consistent read (GetItem) and a listing of indeterminate
-// records (Query of the sparse index).
+// the engine's changes, each a Create (PutItem over no item) or a Replace
+// (UpdateItem of what differs, conditioned on the version read), and the
+// reads: a claim (Create), a completion, a release (the tombstone), a
+// lease extension, the mark of a stale lease as indeterminate, an
+// operator's resolution (each a Replace), a consistent read (GetItem) and
+// a listing of indeterminate records (Query of the sparse index).
 var Shapes = []string{"claim", "complete", "release", "extend", "mark", "resolve", "get", "list"}
 
 // ShapeRow is one request shape timed from outside, as the SDK sees it:
@@ -52,7 +53,10 @@ type AltRow struct {
 
 // Alt is another condition for a shape's request, to time beside the
 // store's: its expression, and the values it needs that the store's does
-// not send (names it needs must be among the request's).
+// not send. Besides the request's own names and values it may name those
+// of the record the request is sent on (recordValues): its owner :o, the
+// time of the request as the TTL attribute counts it :n (epoch seconds
+// plus dynamo.KeptPast), and the TTL attribute #exp.
 type Alt struct {
 	Name   string
 	Cond   string
@@ -181,14 +185,37 @@ func pruned(u map[string]bool, names map[string]string, values map[string]types.
 	return n, vs
 }
 
+// recordNames and recordValues are the names and values an Alt may use
+// beside the request's: those of rec, the record the request is sent on,
+// at now.
+var recordNames = map[string]string{"#exp": dynamo.TTLAttr}
+
+func recordValues(rec *idemkit.Record, now time.Time) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":o": &types.AttributeValueMemberS{Value: rec.Owner},
+		":n": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix()+int64(dynamo.KeptPast/time.Second), 10)},
+	}
+}
+
 // withCond returns the values of the call with cond as its condition
-// ("" for none): the names and values the request's expressions then use.
-func withCond(names map[string]string, values, extra map[string]types.AttributeValue, cond *string, others ...*string) (*string, map[string]string, map[string]types.AttributeValue) {
+// ("" for none): the names and values the request's expressions then use,
+// among its own and extraNames and extra.
+func withCond(names map[string]string, values, extra map[string]types.AttributeValue, extraNames map[string]string, cond *string, others ...*string) (*string, map[string]string, map[string]types.AttributeValue) {
 	vs := maps.Clone(values)
 	if vs == nil && len(extra) > 0 {
 		vs = map[string]types.AttributeValue{}
 	}
 	maps.Copy(vs, extra)
+	ns := maps.Clone(names)
+	if ns == nil && len(extraNames) > 0 {
+		ns = map[string]string{}
+	}
+	for k, v := range extraNames {
+		if _, ok := ns[k]; !ok {
+			ns[k] = v
+		}
+	}
+	names = ns
 	if aws.ToString(cond) == "" {
 		cond = nil
 	}
@@ -197,9 +224,10 @@ func withCond(names map[string]string, values, extra map[string]types.AttributeV
 }
 
 // resend sends c again under key pk, with cond as its condition when
-// set (an empty one: none) and extra values, and returns how long the
-// call took. A refusal is an error: the state was made for it to pass.
-func (c sentCall) resend(ctx context.Context, client *dynamodb.Client, pk string, cond *string, extra map[string]types.AttributeValue) (time.Duration, error) {
+// set (an empty one: none) and extra names and values, and returns how
+// long the call took. A refusal is an error: the state was made for it to
+// pass.
+func (c sentCall) resend(ctx context.Context, client *dynamodb.Client, pk string, cond *string, extra map[string]types.AttributeValue, extraNames map[string]string) (time.Duration, error) {
 	key := func(m map[string]types.AttributeValue) map[string]types.AttributeValue {
 		m = maps.Clone(m)
 		m["pk"] = &types.AttributeValueMemberS{Value: pk}
@@ -212,7 +240,7 @@ func (c sentCall) resend(ctx context.Context, client *dynamodb.Client, pk string
 		in := *c.put
 		in.Item = key(in.Item)
 		if cond != nil {
-			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = withCond(in.ExpressionAttributeNames, in.ExpressionAttributeValues, extra, cond)
+			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = withCond(in.ExpressionAttributeNames, in.ExpressionAttributeValues, extra, extraNames, cond)
 		}
 		start := time.Now()
 		_, err = client.PutItem(ctx, &in)
@@ -221,7 +249,7 @@ func (c sentCall) resend(ctx context.Context, client *dynamodb.Client, pk string
 		in := *c.upd
 		in.Key = key(in.Key)
 		if cond != nil {
-			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = withCond(in.ExpressionAttributeNames, in.ExpressionAttributeValues, extra, cond, in.UpdateExpression)
+			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = withCond(in.ExpressionAttributeNames, in.ExpressionAttributeValues, extra, extraNames, cond, in.UpdateExpression)
 		}
 		start := time.Now()
 		_, err = client.UpdateItem(ctx, &in)
@@ -255,28 +283,79 @@ func shapeRecord(tenant, key, owner string, now, lease time.Time) *idemkit.Recor
 
 // completed returns rec completed at now with a 4 KB JSON response.
 func completed(rec *idemkit.Record, now time.Time) *idemkit.Record {
-	c := *rec
+	c := rec.Clone()
 	c.State, c.CompletedAt = idemkit.StateCompleted, now
 	c.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/ord_1"}}, Body: JSON(4 << 10)}
-	return &c
+	return c
 }
 
-// makeState gives rec's key the state st, through s.
+// change returns the record the engine writes in place of rec for shape
+// at now, with the version version: what the transition rules make of an
+// in_flight record (complete, release, extend, mark), of an indeterminate
+// one (resolve).
+func change(shape string, rec *idemkit.Record, now time.Time, version string) *idemkit.Record {
+	out := rec.Clone()
+	switch shape {
+	case "complete":
+		out = completed(rec, now)
+	case "release":
+		out = &idemkit.Record{ID: rec.ID, Scope: rec.Scope, State: idemkit.StateReleased, Fingerprint: rec.Fingerprint,
+			Owner: rec.Owner, LeaseUntil: now, ExpiresAt: now, CreatedAt: now}
+	case "extend":
+		out.LeaseUntil = now.Add(2 * time.Minute)
+	case "mark":
+		out.State, out.Cause = idemkit.StateIndeterminate, idemkit.CauseLeaseExpired
+	case "unknown":
+		out.State, out.Cause, out.LeaseUntil = idemkit.StateIndeterminate, idemkit.CauseOutcomeUnknown, now
+	case "resolve":
+		out.State = idemkit.StateFailed
+		out.Resolution = &idemkit.Resolution{As: idemkit.StateFailed, Operator: "bench", Reason: "timing the resolution", ResolvedAt: now}
+	}
+	out.Version = version
+	return out
+}
+
+// write stores rec in place of prev (nil: a Create) through s; a record
+// met is an error: the state was made for the write to land.
+func write(ctx context.Context, s *dynamo.Store, rec, prev *idemkit.Record) error {
+	var met *idemkit.Record
+	var err error
+	if prev == nil {
+		met, err = s.Create(ctx, rec)
+	} else {
+		met, err = s.Replace(ctx, rec, prev)
+	}
+	if err == nil && met != nil {
+		err = fmt.Errorf("%s: met a %s record of %s", rec.ID, met.State, met.Owner)
+	}
+	return err
+}
+
+// makeState gives rec's key the state st, through s, and leaves rec the
+// record stored. Every key of a round is given the same versions, so
+// that a Replace sent on one is sent again as is on the others.
 func makeState(ctx context.Context, s *dynamo.Store, rec *idemkit.Record, st shapeState, now time.Time) error {
 	if st == stNone {
 		return nil
 	}
-	if res, err := s.Claim(ctx, rec, now); err != nil || !res.Won {
-		return fmt.Errorf("claim %s: won %v, %v", rec.ID, res.Won, err)
+	rec.Version = "claim"
+	if err := write(ctx, s, rec, nil); err != nil {
+		return fmt.Errorf("claim: %w", err)
 	}
-	var err error
+	var next *idemkit.Record
 	switch st {
 	case stIndet, stIndetTenant:
-		err = s.MarkUnknown(ctx, rec.ID, rec.Owner, now)
+		next = change("unknown", rec, now, "unknown")
 	case stCompleted:
-		err = s.Complete(ctx, completed(rec, now), now)
+		next = change("complete", rec, now, "completed")
+	default:
+		return nil
 	}
-	return err
+	if err := write(ctx, s, next, rec); err != nil {
+		return err
+	}
+	*rec = *next
+	return nil
 }
 
 // send has s send shape's request on rec, made in state st at now.
@@ -284,23 +363,13 @@ func send(ctx context.Context, s *dynamo.Store, shape string, rec *idemkit.Recor
 	var err error
 	switch shape {
 	case "claim":
-		var res idemkit.ClaimResult
-		if res, err = s.Claim(ctx, rec, now); err == nil && !res.Won {
-			err = errors.New("claim of a new key lost")
-		}
-	case "complete":
-		err = s.Complete(ctx, completed(rec, now), now)
-	case "release":
-		err = s.Release(ctx, rec.ID, rec.Owner, now)
-	case "extend":
-		err = s.Extend(ctx, rec.ID, rec.Owner, now.Add(2*time.Minute), now)
-	case "mark":
-		err = s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now)
-	case "resolve":
-		_, err = s.Resolve(ctx, rec.ID, rec.Owner, idemkit.Resolution{As: idemkit.StateFailed, Operator: "bench", Reason: "timing the resolution"}, now)
+		rec.Version = "claim"
+		err = write(ctx, s, rec, nil)
+	case "complete", "release", "extend", "mark", "resolve":
+		err = write(ctx, s, change(shape, rec, now, shape), rec)
 	case "get":
 		var got *idemkit.Record
-		if got, err = s.Get(ctx, rec.ID, now); err == nil && got == nil {
+		if got, err = s.Get(ctx, rec.ID); err == nil && got == nil {
 			err = errors.New("the completed record is not there")
 		}
 	case "list":
@@ -380,13 +449,16 @@ func measureShape(ctx context.Context, client *dynamodb.Client, table, shape str
 			}
 			var cond *string
 			var extra map[string]types.AttributeValue
+			var extraNames map[string]string
 			switch {
 			case k == 1:
 				cond = aws.String("")
 			case k >= 2:
-				cond, extra = aws.String(alts[k-2].Cond), alts[k-2].Values
+				cond, extraNames = aws.String(alts[k-2].Cond), recordNames
+				extra = recordValues(recs[k], at(now))
+				maps.Copy(extra, alts[k-2].Values)
 			}
-			d, err := c.resend(ctx, client, recs[k].ID, cond, extra)
+			d, err := c.resend(ctx, client, recs[k].ID, cond, extra, extraNames)
 			if err != nil {
 				return row, err
 			}

@@ -63,39 +63,42 @@ func (w *world) runOf(owner string) *run {
 // landed checks a call that reached the store: pre is the live record at
 // the call's now before it; the caller holds w.mu.
 func (w *world) landed(m *msg, pre *idemkit.Record, r result, late bool) {
-	switch m.method {
-	case faultstore.Claim, faultstore.Reclaim:
-		res, _ := r.v.(idemkit.ClaimResult)
-		if r.err == nil && res.Won {
-			w.claimed(m, pre, late)
-		}
-	case faultstore.Release:
-		if r.err == nil {
-			w.tomb = &tomb{owner: m.owner, at: m.now, exp: m.now.Add(idemkit.MaxWriteDelay)}
-			if pre != nil && pre.Owner == m.owner {
-				if run := w.runOf(m.owner); run != nil {
-					run.released = true
-				}
-			}
-		}
-	case faultstore.Resolve:
-		if r.err == nil && pre != nil {
-			w.resolved(m, pre)
-		}
-	case faultstore.Get:
-		if rec, _ := r.v.(*idemkit.Record); rec != nil && r.err == nil {
+	met, _ := r.v.(*idemkit.Record)
+	if m.method == faultstore.Get {
+		if met != nil && r.err == nil {
 			for _, o := range w.ops {
 				if o.name == m.sender && o.checked == "" {
-					o.checked = rec.Owner
+					o.checked = met.Owner
 				}
 			}
 		}
+		return
 	}
-	if m.write && m.owner != "" && m.method != faultstore.Claim && m.method != faultstore.Reclaim {
-		// A fenced write: it changes only its own owner's record.
+	if !m.write || r.err != nil || met != nil {
+		// Nothing stored: an error, or the record met (its own write
+		// landed before, or another's).
+		return
+	}
+	switch m.op {
+	case faultstore.OpClaim:
+		w.claimed(m, pre, late)
+	case faultstore.OpRelease:
+		if pre != nil && pre.Owner == m.owner {
+			if run := w.runOf(m.owner); run != nil {
+				run.released = true
+			}
+		}
+	case faultstore.OpResolve:
+		if pre != nil {
+			w.resolved(m, pre)
+		}
+	}
+	if m.op != faultstore.OpClaim && m.op != faultstore.OpResolve {
+		// A run's own write, or a mark of the lease of the owner it
+		// names: it changes only that owner's record.
 		post := w.record(m.now)
 		if !reflect.DeepEqual(pre, post) && pre != nil && pre.Owner != m.owner {
-			w.fail(invLateWrite, "%s of %s (sent at %s) changed %s into %s", m.method, m.owner, w.rel(m.now), describe(pre), describe(post))
+			w.fail(invLateWrite, "%s of %s (sent at %s) changed %s into %s", m.op, m.owner, w.rel(m.now), describe(pre), describe(post))
 		}
 	}
 }
@@ -112,7 +115,7 @@ func (w *world) claimed(m *msg, pre *idemkit.Record, late bool) {
 	fp := fingerprint(a.c.spec.Body)
 	switch {
 	case pre == nil:
-		w.tomb = nil
+		// No live record: none, a tombstone or an expired one.
 	case pre.State == idemkit.StateInFlight && pre.Owner == m.owner:
 		// Its own claim, again.
 	case pre.State == idemkit.StateFailed && pre.Owner != m.owner,
@@ -282,7 +285,7 @@ func (w *world) checkState() {
 	}
 }
 
-// state returns the abstract state: the record and the tombstone with
+// state returns the abstract state: the record as stored (a tombstone too) with
 // times relative to now, the calls in the network, each actor's phase,
 // the answers so far and what the checks remember; the caller holds w.mu.
 func (w *world) state() string {
@@ -294,9 +297,11 @@ func (w *world) state() string {
 		}
 		return t.Sub(now).String()
 	}
-	if rec := w.record(now); rec != nil {
-		fmt.Fprintf(&b, "rec %s %s %s lease=%s replay=%s exp=%s created=%s done=%s", rec.State, rec.Owner, rec.Fingerprint,
-			d(rec.LeaseUntil), d(rec.ReplayUntil), d(rec.ExpiresAt), d(rec.CreatedAt), d(rec.CompletedAt))
+	if rec := w.stored(); rec != nil {
+		// The record as stored, in any state: a tombstone or an expired
+		// record still refuses a Create.
+		fmt.Fprintf(&b, "rec %s %s %s %s lease=%s replay=%s exp=%s created=%s done=%s cause=%s", rec.State, rec.Owner, w.vl(rec.Version), rec.Fingerprint,
+			d(rec.LeaseUntil), d(rec.ReplayUntil), d(rec.ExpiresAt), d(rec.CreatedAt), d(rec.CompletedAt), rec.Cause)
 		if rec.Snapshot != nil {
 			fmt.Fprintf(&b, " snap=%d:%s", rec.Snapshot.Status, rec.Snapshot.Body)
 		}
@@ -305,13 +310,17 @@ func (w *world) state() string {
 		}
 		b.WriteByte('\n')
 	}
-	if t := w.tomb; t != nil && now.Before(t.exp) {
-		fmt.Fprintf(&b, "tomb %s at=%s exp=%s\n", t.owner, d(t.at), d(t.exp))
-	}
 	msgs := append([]*msg(nil), w.net...)
 	sort.Slice(msgs, func(i, j int) bool { return msgs[i].id < msgs[j].id })
 	for _, m := range msgs {
-		fmt.Fprintf(&b, "msg %s %s %s now=%s dl=%s w=%t c=%d %s\n", m.id, m.method, m.owner, d(m.now), d(m.deadline), m.waiting, m.copies, m.arg)
+		fmt.Fprintf(&b, "msg %s %s now=%s dl=%s w=%t c=%d %s", m.name(), m.owner, d(m.now), d(m.deadline), m.waiting, m.copies, m.arg)
+		if m.write {
+			fmt.Fprintf(&b, " v=%s", w.vl(m.rec.Version))
+		}
+		if m.prev != nil {
+			fmt.Fprintf(&b, " prev=%s", w.vl(m.prev.Version))
+		}
+		b.WriteByte('\n')
 	}
 	for _, c := range w.clients {
 		fmt.Fprintf(&b, "client %s:", c.spec.Name)

@@ -18,15 +18,20 @@
 // kept). An operator lists the indeterminate records and resolves one,
 // completed or failed, concurrently with everything else.
 //
-// Every store call is a message (Net): the explorer delivers it, delivers
-// it and loses its answer, loses it, holds it (its caller is told it
-// failed; it lands at a later action) or duplicates it (a copy lands
-// later). A call lands at most twice, and never later than
-// idemkit.MaxWriteDelay after it was sent. Time moves only when the
+// Every store call (a Get, a Create, a Replace: the engine's changes are
+// all writes of versioned records) is a message (Net): the explorer
+// delivers it, delivers it and loses its answer, loses it, holds it (its
+// caller is told it failed; it lands at a later action) or duplicates it
+// (a copy lands later). A call lands at most twice, and never later than
+// idemkit.MaxWriteDelay after it was sent. A write is named by the change
+// it makes (faultstore.Op: claim, complete, release, mark...); each
+// instance's guard makes its owner tokens and versions from the attempt's
+// name, so that a history replays exactly. Time moves only when the
 // explorer steps it, to the next instant at which something changes with
 // time alone: a lease's end by an instance's clock, a deadline, the
 // operator's decisions becoming acceptable, a replay window's end, a
-// tombstone's or a record's expiry.
+// record's expiry. An operator's Resolve that pauses between two attempts
+// of a write pauses on the bubble's clock.
 //
 // # The search
 //
@@ -34,8 +39,9 @@
 // each action the explorer waits until every goroutine is blocked, so a
 // history is replayed exactly from its actions (stateless search). The
 // search is breadth first over the actions enabled in each state, up to
-// a depth, and prunes a state already reached: the state is the record
-// and tombstone with times relative to now, the calls in the network,
+// a depth, and prunes a state already reached: the state is the record as
+// stored (a tombstone too) with times relative to now and its version
+// named by its writer, the calls in the network,
 // each actor's phase and the answers so far. The first history found to
 // break a guarantee is therefore a shortest one within the bounds.
 //

@@ -71,7 +71,7 @@ func replay(cfg Config, bubble Bubble, wait func(), path []string, logOn bool) (
 			}
 			act.do()
 			w.mu.Unlock()
-			w.wait()
+			w.settle()
 			w.mu.Lock()
 			w.freeze()
 			w.expire()

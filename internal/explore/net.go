@@ -21,12 +21,15 @@ var errLost = errors.New("explore: no answer (lost, or timed out)")
 type msg struct {
 	id     string // the sender's name and the call's number, "A1.2"
 	sender string
-	method faultstore.Method // a store method added later is one method of Net and, for a write, one case in world.landed
+	method faultstore.Method // Get, Create, Replace or ListIndeterminate
+	op     string            // a write's change, as faultstore.Op names it
 	write  bool
-	key    string    // the record ID
-	owner  string    // the owner token it writes for (fenced writes, claims)
-	now    time.Time // the time the call was given, on its sender's clock
-	arg    string    // further arguments, for traces and the state hash
+	key    string          // the record ID
+	owner  string          // a write's record's Owner
+	now    time.Time       // when the call was sent, on its sender's clock
+	arg    string          // further arguments, for traces and the state hash
+	rec    *idemkit.Record // a write's record
+	prev   *idemkit.Record // the record a Replace replaces, as its caller knew it
 
 	apply func() (any, error) // makes the call on the store
 	reply chan result         // buffered: the answer, when the caller waits
@@ -74,9 +77,15 @@ func send[T any](n *Net, ctx context.Context, m msg, apply func() (T, error)) (T
 		m.deadline = dl
 	}
 	w.mu.Lock()
+	m.now = time.Now().Add(w.skew(m.sender))
 	a := w.actor(m.sender)
 	a.calls++
 	m.id = fmt.Sprintf("%s.%d", m.sender, a.calls)
+	if m.write {
+		// Name the versions written by who wrote them first, so that the
+		// state is the same whatever random versions Resolve makes.
+		w.label(m.sender, m.rec.Version)
+	}
 	mp := &m
 	w.net = append(w.net, mp)
 	w.all = append(w.all, mp)
@@ -103,80 +112,49 @@ func send[T any](n *Net, ctx context.Context, m msg, apply func() (T, error)) (T
 		}
 		mp.waiting, mp.replied = false, true
 		mp.copies = 1
-		w.logf("%s %s: its caller timed out; the call stays in the network", mp.id, mp.method)
+		w.logf("%s: its caller timed out; the call stays in the network", mp.name())
 		w.mu.Unlock()
 		return zero, &idemkit.StoreError{Op: string(m.method), Err: ctx.Err()}
 	}
 }
 
-// Claim implements idemkit.Store.
-func (n *Net) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	c := rec.Clone()
-	return send(n, ctx, msg{method: faultstore.Claim, write: true, key: c.ID, owner: c.Owner, now: now,
-		arg: fmt.Sprintf("fp=%s lease=%s", c.Fingerprint, n.w.rel(c.LeaseUntil))},
-		func() (idemkit.ClaimResult, error) { return n.inner.Claim(context.Background(), c, now) })
-}
-
-// Reclaim implements idemkit.Store.
-func (n *Net) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	c, p := rec.Clone(), prev.Clone()
-	return send(n, ctx, msg{method: faultstore.Reclaim, write: true, key: c.ID, owner: c.Owner, now: now,
-		arg: fmt.Sprintf("fp=%s lease=%s over %s", c.Fingerprint, n.w.rel(c.LeaseUntil), describe(p))},
-		func() (idemkit.ClaimResult, error) { return n.inner.Reclaim(context.Background(), c, p, now) })
-}
-
-// Complete implements idemkit.Store.
-func (n *Net) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
-	c := rec.Clone()
-	_, err := send(n, ctx, msg{method: faultstore.Complete, write: true, key: c.ID, owner: c.Owner, now: now, arg: string(c.Snapshot.Body)},
-		func() (struct{}, error) { return struct{}{}, n.inner.Complete(context.Background(), c, now) })
-	return err
-}
-
-// Release implements idemkit.Store.
-func (n *Net) Release(ctx context.Context, id, owner string, now time.Time) error {
-	_, err := send(n, ctx, msg{method: faultstore.Release, write: true, key: id, owner: owner, now: now},
-		func() (struct{}, error) { return struct{}{}, n.inner.Release(context.Background(), id, owner, now) })
-	return err
-}
-
-// Extend implements idemkit.Store.
-func (n *Net) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
-	_, err := send(n, ctx, msg{method: faultstore.Extend, write: true, key: id, owner: owner, now: now, arg: "lease=" + n.w.rel(leaseUntil)},
-		func() (struct{}, error) {
-			return struct{}{}, n.inner.Extend(context.Background(), id, owner, leaseUntil, now)
-		})
-	return err
-}
-
-// MarkUnknown implements idemkit.Store.
-func (n *Net) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	_, err := send(n, ctx, msg{method: faultstore.MarkUnknown, write: true, key: id, owner: owner, now: now},
-		func() (struct{}, error) { return struct{}{}, n.inner.MarkUnknown(context.Background(), id, owner, now) })
-	return err
-}
-
-// MarkIndeterminate implements idemkit.Store.
-func (n *Net) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
-	_, err := send(n, ctx, msg{method: faultstore.MarkIndeterminate, write: true, key: id, owner: owner, now: now},
-		func() (struct{}, error) {
-			return struct{}{}, n.inner.MarkIndeterminate(context.Background(), id, owner, now)
-		})
-	return err
-}
-
 // Get implements idemkit.Store.
-func (n *Net) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
-	return send(n, ctx, msg{method: faultstore.Get, key: id, now: now},
-		func() (*idemkit.Record, error) { return n.inner.Get(context.Background(), id, now) })
+func (n *Net) Get(ctx context.Context, id string) (*idemkit.Record, error) {
+	return send(n, ctx, msg{method: faultstore.Get, key: id},
+		func() (*idemkit.Record, error) { return n.inner.Get(context.Background(), id) })
 }
 
-// Resolve implements idemkit.OperatorStore.
-func (n *Net) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	kept := res
-	kept.Snapshot = res.Snapshot.Clone()
-	return send(n, ctx, msg{method: faultstore.Resolve, write: true, key: id, now: now, arg: "as=" + string(res.As) + " by " + res.Operator + " of " + owner},
-		func() (*idemkit.Record, error) { return n.inner.Resolve(context.Background(), id, owner, kept, now) })
+// Create implements idemkit.Store.
+func (n *Net) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
+	c := rec.Clone()
+	return send(n, ctx, n.write(faultstore.Create, c, nil),
+		func() (*idemkit.Record, error) { return n.inner.Create(context.Background(), c) })
+}
+
+// Replace implements idemkit.Store.
+func (n *Net) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	c, p := rec.Clone(), prev.Clone()
+	return send(n, ctx, n.write(faultstore.Replace, c, p),
+		func() (*idemkit.Record, error) { return n.inner.Replace(context.Background(), c, p) })
+}
+
+// write is the message of a write of rec in place of prev (nil: a
+// Create).
+func (n *Net) write(m faultstore.Method, rec, prev *idemkit.Record) msg {
+	op := faultstore.Op(rec, prev)
+	arg := ""
+	switch op {
+	case faultstore.OpClaim:
+		arg = fmt.Sprintf("fp=%s lease=%s", rec.Fingerprint, n.w.rel(rec.LeaseUntil))
+	case faultstore.OpComplete:
+		arg = string(rec.Snapshot.Body)
+	case faultstore.OpResolve:
+		arg = "as=" + string(rec.Resolution.As) + " by " + rec.Resolution.Operator
+	}
+	if prev != nil {
+		arg += " over " + describe(prev)
+	}
+	return msg{method: m, op: op, write: true, key: rec.ID, owner: rec.Owner, rec: rec, prev: prev, arg: arg}
 }
 
 // ListIndeterminate implements idemkit.OperatorStore.
@@ -185,7 +163,7 @@ func (n *Net) ListIndeterminate(ctx context.Context, tenant, page string, limit 
 		recs []*idemkit.Record
 		next string
 	}
-	p, err := send(n, ctx, msg{method: faultstore.ListIndeterminate, now: now},
+	p, err := send(n, ctx, msg{method: faultstore.ListIndeterminate},
 		func() (page2, error) {
 			recs, next, err := n.inner.ListIndeterminate(context.Background(), tenant, page, limit, now)
 			return page2{recs, next}, err

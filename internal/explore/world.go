@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -81,7 +82,6 @@ type client struct {
 	spec  ClientSpec
 	guard *idemkit.Guard
 	atts  []*attempt
-	token string // the owner token of the attempt being started
 }
 
 // attempt is one request a client sent (a retry is another attempt, with
@@ -90,6 +90,7 @@ type attempt struct {
 	*actor
 	c        *client
 	n        int
+	tokens   int       // the tokens its guard took: its owner, then a version per write
 	deadline time.Time // true time
 	done     bool
 	frozen   bool   // its invocation froze at its deadline
@@ -121,15 +122,6 @@ type opRun struct {
 	answer  string
 }
 
-// tomb shadows the tombstone a release leaves in the memstore (which Get
-// does not show): its releasing owner, the release's time, and until when
-// it is kept. Each release leaves a tombstone of its own.
-type tomb struct {
-	owner string
-	at    time.Time
-	exp   time.Time
-}
-
 // world is one history being run: guards, clients, handlers and the
 // operator over a memstore behind the network.
 type world struct {
@@ -150,7 +142,11 @@ type world struct {
 	all     []*msg // every call made
 	faults  int
 	busy    int // goroutines of the world still running
-	tomb    *tomb
+	// labels names each version written by its first writer and the
+	// number of versions that writer wrote before it ("A1#2"), so that
+	// the state is the same whatever the versions Resolve makes.
+	labels  map[string]string
+	written map[string]int    // per actor, the versions labelled
 	opFP    map[string]string // operator run -> the fingerprint of the record its completed decision landed on
 	closing bool
 	step    int
@@ -179,7 +175,7 @@ func fingerprint(body int) string { return fmt.Sprintf("v1:body%d", body) }
 
 func newWorld(cfg Config, wait func(), logOn bool) (*world, error) {
 	w := &world{cfg: cfg, wait: wait, epoch: time.Now(), inner: memstore.New(), actors: map[string]*actor{},
-		atts: map[string]*attempt{}, opFP: map[string]string{}, logOn: logOn}
+		atts: map[string]*attempt{}, opFP: map[string]string{}, labels: map[string]string{}, written: map[string]int{}, logOn: logOn}
 	w.store = &Net{w: w, inner: w.inner}
 	w.id = idemkit.Scope{Tenant: tenant, Operation: operation, Key: key}.ID(false)
 	for _, spec := range cfg.Clients {
@@ -188,7 +184,7 @@ func newWorld(cfg Config, wait func(), logOn bool) (*world, error) {
 			Store:         w.store,
 			Policy:        idemkit.Policy{OnStaleLease: cfg.Policy},
 			Clock:         skewClock{skew: spec.Skew},
-			NewToken:      func() string { w.mu.Lock(); defer w.mu.Unlock(); return c.token },
+			NewToken:      func() string { return w.token(c) },
 			ClaimAttempts: cfg.ClaimAttempts,
 			WriteAttempts: cfg.WriteAttempts,
 		})
@@ -217,6 +213,37 @@ type firedTimer struct{}
 
 func (firedTimer) Stop() bool               { return false }
 func (firedTimer) Reset(time.Duration) bool { return false }
+
+// token returns the next token client c's guard takes: the attempt
+// being started's name is its owner token (the first it takes), and each
+// of its writes takes a version of its own ("A1~1", "A1~2"...).
+func (w *world) token(c *client) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := c.atts[len(c.atts)-1]
+	a.tokens++
+	if a.tokens == 1 {
+		return a.name
+	}
+	return fmt.Sprintf("%s~%d", a.name, a.tokens-1)
+}
+
+// label names version v, first written by actor; the caller holds w.mu.
+func (w *world) label(actor, v string) {
+	if _, ok := w.labels[v]; ok || v == "" {
+		return
+	}
+	w.written[actor]++
+	w.labels[v] = fmt.Sprintf("%s#%d", actor, w.written[actor])
+}
+
+// vl returns the label of version v; the caller holds w.mu.
+func (w *world) vl(v string) string {
+	if l, ok := w.labels[v]; ok {
+		return l
+	}
+	return "?" + v
+}
 
 // actor returns the actor named name; the caller holds w.mu.
 func (w *world) actor(name string) *actor {
@@ -256,13 +283,23 @@ func (w *world) fail(inv, format string, args ...any) {
 	w.logf("VIOLATION %s: %s", inv, fmt.Sprintf(format, args...))
 }
 
-// record reads the live record of K at t, nil when there is none.
-func (w *world) record(t time.Time) *idemkit.Record {
-	rec, err := w.inner.Get(context.Background(), w.id, t)
+// stored reads the record of K as stored, in any state, nil when there is
+// none.
+func (w *world) stored() *idemkit.Record {
+	rec, err := w.inner.Get(context.Background(), w.id)
 	if err != nil {
 		return nil
 	}
 	return rec
+}
+
+// record reads the live record of K at t: nil when there is none, or it
+// is released or expired at t.
+func (w *world) record(t time.Time) *idemkit.Record {
+	if rec := w.stored(); rec != nil && rec.State != idemkit.StateReleased && rec.Live(t) {
+		return rec
+	}
+	return nil
 }
 
 // start sends client c's next request; the caller holds w.mu.
@@ -271,7 +308,6 @@ func (w *world) start(c *client) {
 	a.actor = w.actor(fmt.Sprintf("%s%d", c.spec.Name, a.n))
 	c.atts = append(c.atts, a)
 	w.atts[a.name] = a
-	c.token = a.name
 	a.deadline = time.Now().Add(w.cfg.Deadline)
 	ctx := context.WithValue(deadlineCtx{Context: context.Background(), dl: a.deadline}, actorKey{}, a.name)
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: tenant, Operation: operation, Key: key}, Fingerprint: fingerprint(c.spec.Body)}
@@ -329,7 +365,7 @@ func (w *world) expire() {
 			keep = append(keep, m)
 			continue
 		}
-		w.logf("%s %s expired in the network", m.id, m.method)
+		w.logf("%s expired in the network", m.name())
 		if m.waiting {
 			m.waiting, m.replied = false, true
 			m.reply <- result{err: &idemkit.StoreError{Op: string(m.method), Err: errLost}}
@@ -459,7 +495,7 @@ func (w *world) enabled() []action {
 	sort.Slice(msgs, func(i, j int) bool { return msgs[i].id < msgs[j].id })
 	for _, m := range msgs {
 		m := m
-		name := m.id + " " + string(m.method)
+		name := m.name()
 		if !m.waiting {
 			if m.copies > 0 {
 				acts = append(acts, action{label: "land copy " + name, do: func() { w.deliver(m, "copy") }})
@@ -524,7 +560,7 @@ func retryable(class string) bool {
 
 // nextInstant returns the next instant at which something can change
 // with time alone, and what it is: a lease's end by an instance's clock,
-// when the operator's tool accepts a decision, a tombstone's or a
+// when the operator's tool accepts a decision, a
 // record's expiry, a replay window's end, a deadline; the caller holds
 // w.mu.
 func (w *world) nextInstant(now time.Time) (time.Time, string) {
@@ -556,11 +592,6 @@ func (w *world) nextInstant(now time.Time) (time.Time, string) {
 			}
 		}
 	}
-	if t := w.tomb; t != nil {
-		for _, c := range w.clients {
-			add(t.exp.Add(-c.spec.Skew), "tombstone expiry by "+c.spec.Name)
-		}
-	}
 	for _, c := range w.clients {
 		for _, a := range c.atts {
 			if !a.done {
@@ -590,7 +621,7 @@ func (w *world) deliver(m *msg, how string) {
 		r.v, r.err = m.apply()
 		w.landed(m, pre, r, how == "copy")
 	}
-	w.logf("%s %s %s (sent at %s) -> %s", how, m.id, m.method, w.rel(m.now), describeResult(r, apply))
+	w.logf("%s %s (sent at %s) -> %s", how, m.name(), w.rel(m.now), w.describeResult(m, r, apply))
 	switch how {
 	case "deliver", "duplicate":
 	default:
@@ -616,27 +647,37 @@ func (w *world) deliver(m *msg, how string) {
 	}
 }
 
-func describeResult(r result, applied bool) string {
+// describeResult writes the store's answer to m for a trace; the caller
+// holds w.mu.
+func (w *world) describeResult(m *msg, r result, applied bool) string {
 	if !applied {
 		return "not applied"
 	}
 	if r.err != nil {
 		return "error: " + r.err.Error()
 	}
-	switch v := r.v.(type) {
-	case idemkit.ClaimResult:
-		s := fmt.Sprintf("won=%t", v.Won)
-		if v.Existing != nil && !v.Won {
-			s += " existing=" + string(v.Existing.State) + " of " + v.Existing.Owner
-		}
-		return s
-	case *idemkit.Record:
-		if v == nil {
-			return "no record"
-		}
-		return string(v.State) + " of " + v.Owner
+	v, _ := r.v.(*idemkit.Record)
+	switch {
+	case m.write && v == nil:
+		return "stored " + w.vl(m.rec.Version)
+	case m.write && v.Version == m.rec.Version:
+		return "met its own " + w.vl(v.Version)
+	case m.write:
+		return "stored nothing: met the " + describe(v) + " " + w.vl(v.Version)
+	case m.method == faultstore.Get && v == nil:
+		return "no record"
+	case m.method == faultstore.Get:
+		return describe(v) + " " + w.vl(v.Version)
 	}
 	return "ok"
+}
+
+// name is the message's name in an action: its id, method and change.
+func (m *msg) name() string {
+	if m.op != "" {
+		return m.id + " " + string(m.method) + " " + m.op
+	}
+	return m.id + " " + string(m.method)
 }
 
 // describe writes a record for a trace.
@@ -645,6 +686,40 @@ func describe(rec *idemkit.Record) string {
 		return "no record"
 	}
 	return fmt.Sprintf("%s record of %s (body %s)", rec.State, rec.Owner, strings.TrimPrefix(rec.Fingerprint, "v1:"))
+}
+
+// settle waits until every goroutine of the world is blocked on the
+// explorer: an operator's Resolve that pauses between two attempts of a
+// write (on the bubble's clock) is let run its next attempt, the pause
+// passing. The caller does not hold w.mu.
+func (w *world) settle() {
+	w.wait()
+	for {
+		w.mu.Lock()
+		pausing := false
+		for _, o := range w.ops {
+			if !o.done && !w.calling(o.name) {
+				pausing = true
+			}
+		}
+		w.mu.Unlock()
+		if !pausing {
+			return
+		}
+		time.Sleep(time.Millisecond)
+		w.wait()
+	}
+}
+
+// calling reports whether actor waits for the answer of a call; the
+// caller holds w.mu.
+func (w *world) calling(actor string) bool {
+	for _, m := range w.net {
+		if m.sender == actor && m.waiting {
+			return true
+		}
+	}
+	return false
 }
 
 // teardown ends every goroutine of the world: calls fail, handlers stop,
@@ -677,5 +752,7 @@ func (w *world) teardown() {
 			}
 		}
 		w.mu.Unlock()
+		// Resolve pauses between its attempts on the bubble's clock.
+		time.Sleep(time.Millisecond)
 	}
 }

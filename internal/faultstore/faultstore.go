@@ -1,13 +1,20 @@
 // Package faultstore is the fault-injecting store the tests share.
 //
-// A Store wraps an idemkit.OperatorStore. A Hook set on a method decides,
-// call by call, what happens to the call: it fails, it fails after its
-// change landed (a lost answer), it waits first, it never reaches the
-// wrapped store, or it passes; and what runs once it returns. Every call is
-// recorded, hooked or not, so that a test can count them.
+// A Store wraps an idemkit.OperatorStore. A Hook set on a method (Get,
+// Create, Replace, a listing) decides, call by call, what happens to the
+// call: it fails, it fails after its write landed (a lost answer), it
+// waits first, it never reaches the wrapped store, or it passes; and what
+// runs once it returns. Every call is recorded, hooked or not, so that a
+// test can count them.
+//
+// A store is a box of versioned records: the engine's changes (a claim, a
+// completion, a release...) all reach it as a Create or a Replace. Op
+// names the change a write makes by what it writes, and a Hook set with
+// OnOp applies to the writes of one change only:
 //
 //	fs := faultstore.New(memstore.New())
-//	fs.On(faultstore.Claim, faultstore.First(1, faultstore.Fault{Err: errReset, Applied: true}))
+//	fs.OnOp(faultstore.OpClaim, faultstore.First(1, faultstore.Fault{Err: errReset, Applied: true}))
+//	fs.OnOp(faultstore.OpComplete, faultstore.Fail(errThrottled))
 package faultstore
 
 import (
@@ -25,15 +32,9 @@ type Method string
 
 // The methods a Hook can be set on.
 const (
-	Claim             Method = "Claim"
-	Reclaim           Method = "Reclaim"
-	Complete          Method = "Complete"
-	Release           Method = "Release"
-	Extend            Method = "Extend"
-	MarkUnknown       Method = "MarkUnknown"
-	MarkIndeterminate Method = "MarkIndeterminate"
 	Get               Method = "Get"
-	Resolve           Method = "Resolve"
+	Create            Method = "Create"
+	Replace           Method = "Replace"
 	ListIndeterminate Method = "ListIndeterminate"
 	ListStale         Method = "ListStale"
 )
@@ -41,29 +42,93 @@ const (
 // Methods returns every Method, in the order the store interfaces
 // declare them.
 func Methods() []Method {
-	return []Method{Claim, Reclaim, Complete, Release, Extend, MarkUnknown, MarkIndeterminate, Get, Resolve, ListIndeterminate, ListStale}
+	return []Method{Get, Create, Replace, ListIndeterminate, ListStale}
+}
+
+// The changes the engine makes to a record, as Op names them.
+const (
+	// OpClaim: an in_flight record of a new owner, created or in place of
+	// another record (a free one, a failed one, a stale lease taken over).
+	OpClaim = "claim"
+	// OpComplete: a run stores its outcome (completed, no Resolution).
+	OpComplete = "complete"
+	// OpRelease: a run frees the key (a released tombstone).
+	OpRelease = "release"
+	// OpExtend: a run renews its lease (in_flight to in_flight, same
+	// owner).
+	OpExtend = "extend"
+	// OpMarkUnknown: a run reports its outcome unknown (indeterminate,
+	// CauseOutcomeUnknown).
+	OpMarkUnknown = "mark unknown"
+	// OpMarkIndeterminate: a request or Resolve marks a stale lease
+	// (indeterminate, CauseLeaseExpired).
+	OpMarkIndeterminate = "mark indeterminate"
+	// OpResolve: an operator's decision (completed or failed with a
+	// Resolution).
+	OpResolve = "resolve"
+)
+
+// Ops returns every change Op names.
+func Ops() []string {
+	return []string{OpClaim, OpComplete, OpRelease, OpExtend, OpMarkUnknown, OpMarkIndeterminate, OpResolve}
+}
+
+// Op names the change that writing rec in place of prev makes (prev nil:
+// a Create), by what it writes: one of the Op constants, or "" for a
+// record the engine never writes (a failed record without a Resolution).
+// A Create of a completed record, as a test seeds one, is OpComplete.
+func Op(rec, prev *idemkit.Record) string {
+	if rec == nil {
+		return ""
+	}
+	switch rec.State {
+	case idemkit.StateReleased:
+		return OpRelease
+	case idemkit.StateInFlight:
+		if prev != nil && prev.State == idemkit.StateInFlight && prev.Owner == rec.Owner {
+			return OpExtend
+		}
+		return OpClaim
+	case idemkit.StateIndeterminate:
+		if rec.Cause == idemkit.CauseOutcomeUnknown {
+			return OpMarkUnknown
+		}
+		return OpMarkIndeterminate
+	case idemkit.StateCompleted, idemkit.StateFailed:
+		if rec.Resolution != nil {
+			return OpResolve
+		}
+		if rec.State == idemkit.StateCompleted {
+			return OpComplete
+		}
+	}
+	return ""
 }
 
 // Call is one call made to a Store, with its arguments. A field that the
 // method does not take is zero.
 type Call struct {
 	Method Method
-	// N is the call's number among the calls of its method, from 1.
+	// N is the call's number, from 1, among the calls its hook was set
+	// for: those of its method for a hook set with On, those of its Op for
+	// one set with OnOp. In Calls it counts the method's calls, in CallsOp
+	// the Op's.
 	N int
+	// Op is the change a Create or Replace makes (see Op).
+	Op string
 
 	ID    string
-	Owner string // the record's Owner for Claim and Complete; the owner fenced on
-	// Record is a copy of the record passed to Claim or Complete.
+	Owner string // the written record's Owner
+	// Record is a copy of the record passed to Create or Replace.
 	Record *idemkit.Record
-	// Prev is a copy of the record a Reclaim replaces.
-	Prev       *idemkit.Record
-	LeaseUntil time.Time // Extend
-	// Resolution is a copy of the one passed to Resolve.
-	Resolution idemkit.Resolution
-	// Tenant, Page and Limit are a listing's.
+	// Prev is a copy of the record a Replace replaces, as its caller read it.
+	Prev *idemkit.Record
+	// Tenant, Page, Limit and Now are a listing's.
 	Tenant, Page string
 	Limit        int
 	Now          time.Time
+
+	methodN, opN int
 }
 
 // Fault is what happens to one call. The zero Fault lets it pass.
@@ -75,12 +140,11 @@ type Fault struct {
 	// answer; the call does not reach the wrapped store unless Applied.
 	Err error
 	// Applied makes a call with Err reach the wrapped store first: its
-	// change lands and its answer is lost, as on a timeout or a reset.
+	// write lands and its answer is lost, as on a timeout or a reset.
 	Applied bool
 	// Skip keeps the call from the wrapped store even without Err: it
-	// returns zero values and Err. For Claim with a nil Err that is a lost
-	// claim with no record (Won false, Existing nil), the answer of a store
-	// that found the blocking record gone before it could read it.
+	// returns zero values and Err. For a write with a nil Err that is a
+	// write reported stored that never landed.
 	Skip bool
 	// Then, when not nil, is called with the call's error once the call is
 	// done, before it returns.
@@ -100,9 +164,9 @@ func Always(f Fault) Hook {
 // Fail returns a Hook failing every call with err, unapplied.
 func Fail(err error) Hook { return Always(Fault{Err: err}) }
 
-// First returns a Hook giving the first n calls of its method f; later
-// calls pass. The count is the Store's, from the first call of the method,
-// whenever the Hook was set.
+// First returns a Hook giving the first n calls it was set for f (see
+// Call.N); later calls pass. The count is the Store's, from the first such
+// call, whenever the Hook was set.
 func First(n int, f Fault) Hook {
 	return func(_ context.Context, c Call) Fault {
 		if c.N <= n {
@@ -118,22 +182,25 @@ func First(n int, f Fault) Hook {
 type Store struct {
 	inner idemkit.OperatorStore
 
-	mu    sync.Mutex
-	hooks map[Method]Hook // guarded by mu
-	calls []Call          // guarded by mu
-	n     map[Method]int  // guarded by mu; the calls of each method
+	mu      sync.Mutex
+	hooks   map[Method]Hook // guarded by mu
+	opHooks map[string]Hook // guarded by mu
+	calls   []Call          // guarded by mu
+	n       map[Method]int  // guarded by mu; the calls of each method
+	opN     map[string]int  // guarded by mu; the writes of each Op
 }
 
 // New returns a Store over inner in which every call passes.
 func New(inner idemkit.OperatorStore) *Store {
-	return &Store{inner: inner, hooks: map[Method]Hook{}, n: map[Method]int{}}
+	return &Store{inner: inner, hooks: map[Method]Hook{}, opHooks: map[string]Hook{}, n: map[Method]int{}, opN: map[string]int{}}
 }
 
 // Inner returns the wrapped store. Calls made to it directly see no fault
 // and are not recorded.
 func (s *Store) Inner() idemkit.OperatorStore { return s.inner }
 
-// On sets the hook of method m; a nil h lets every later call pass.
+// On sets the hook of method m; a nil h lets every later call pass. A
+// write whose Op has a hook (OnOp) gets that one instead.
 func (s *Store) On(m Method, h Hook) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -144,6 +211,18 @@ func (s *Store) On(m Method, h Hook) {
 	s.hooks[m] = h
 }
 
+// OnOp sets the hook of the writes (Create, Replace) whose Op is op; a
+// nil h removes it. It takes precedence over the hook of the method.
+func (s *Store) OnOp(op string, h Hook) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h == nil {
+		delete(s.opHooks, op)
+		return
+	}
+	s.opHooks[op] = h
+}
+
 // Calls returns the calls made to m so far, oldest first.
 func (s *Store) Calls(m Method) []Call {
 	s.mu.Lock()
@@ -151,6 +230,21 @@ func (s *Store) Calls(m Method) []Call {
 	var cs []Call
 	for _, c := range s.calls {
 		if c.Method == m {
+			c.N = c.methodN
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// CallsOp returns the writes whose Op is op made so far, oldest first.
+func (s *Store) CallsOp(op string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cs []Call
+	for _, c := range s.calls {
+		if c.Op == op && (c.Method == Create || c.Method == Replace) {
+			c.N = c.opN
 			cs = append(cs, c)
 		}
 	}
@@ -164,15 +258,31 @@ func (s *Store) Count(m Method) int {
 	return s.n[m]
 }
 
+// CountOp returns the number of writes whose Op is op made so far.
+func (s *Store) CountOp(op string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opN[op]
+}
+
 // run records c, asks its hook for a fault and applies it; answer makes
 // the call to the wrapped store. It reports whether the wrapped store's
 // answer is the call's, and the error to return when it is not.
 func (s *Store) run(ctx context.Context, c Call, answer func() error) (answered bool, err error) {
+	write := c.Method == Create || c.Method == Replace
 	s.mu.Lock()
 	s.n[c.Method]++
-	c.N = s.n[c.Method]
+	c.methodN = s.n[c.Method]
+	c.N = c.methodN
+	if write {
+		s.opN[c.Op]++
+		c.opN = s.opN[c.Op]
+	}
 	s.calls = append(s.calls, c)
 	h := s.hooks[c.Method]
+	if oh, ok := s.opHooks[c.Op]; write && ok {
+		h, c.N = oh, c.opN
+	}
 	s.mu.Unlock()
 	var f Fault
 	if h != nil {
@@ -205,100 +315,45 @@ func apply(ctx context.Context, m Method, f Fault, answer func() error) (bool, e
 	return true, answer()
 }
 
-// Claim calls the wrapped store's Claim through its hook.
-func (s *Store) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	var res idemkit.ClaimResult
+// Get calls the wrapped store's Get through its hook.
+func (s *Store) Get(ctx context.Context, id string) (*idemkit.Record, error) {
+	var rec *idemkit.Record
 	var err error
-	c := recordCall(Claim, rec, now)
-	if ok, ferr := s.run(ctx, c, func() error { res, err = s.inner.Claim(ctx, rec, now); return err }); !ok {
-		return idemkit.ClaimResult{}, ferr
+	if ok, ferr := s.run(ctx, Call{Method: Get, ID: id}, func() error { rec, err = s.inner.Get(ctx, id); return err }); !ok {
+		return nil, ferr
 	}
-	return res, err
+	return rec, err
 }
 
-// Reclaim calls the wrapped store's Reclaim through its hook.
-func (s *Store) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	var res idemkit.ClaimResult
+// Create calls the wrapped store's Create through its hook.
+func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
+	var met *idemkit.Record
 	var err error
-	c := recordCall(Reclaim, rec, now)
-	c.Prev = prev.Clone()
-	if ok, ferr := s.run(ctx, c, func() error { res, err = s.inner.Reclaim(ctx, rec, prev, now); return err }); !ok {
-		return idemkit.ClaimResult{}, ferr
+	c := writeCall(Create, rec, nil)
+	if ok, ferr := s.run(ctx, c, func() error { met, err = s.inner.Create(ctx, rec); return err }); !ok {
+		return nil, ferr
 	}
-	return res, err
+	return met, err
 }
 
-// Complete calls the wrapped store's Complete through its hook.
-func (s *Store) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
+// Replace calls the wrapped store's Replace through its hook.
+func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	var met *idemkit.Record
 	var err error
-	c := recordCall(Complete, rec, now)
-	if ok, ferr := s.run(ctx, c, func() error { err = s.inner.Complete(ctx, rec, now); return err }); !ok {
-		return ferr
+	c := writeCall(Replace, rec, prev)
+	if ok, ferr := s.run(ctx, c, func() error { met, err = s.inner.Replace(ctx, rec, prev); return err }); !ok {
+		return nil, ferr
 	}
-	return err
+	return met, err
 }
 
-// recordCall is the Call of a method given a record.
-func recordCall(m Method, rec *idemkit.Record, now time.Time) Call {
-	c := Call{Method: m, Record: rec.Clone(), Now: now}
+// writeCall is the Call of a write of rec in place of prev.
+func writeCall(m Method, rec, prev *idemkit.Record) Call {
+	c := Call{Method: m, Op: Op(rec, prev), Record: rec.Clone(), Prev: prev.Clone()}
 	if rec != nil {
 		c.ID, c.Owner = rec.ID, rec.Owner
 	}
 	return c
-}
-
-// Release calls the wrapped store's Release through its hook.
-func (s *Store) Release(ctx context.Context, id, owner string, now time.Time) error {
-	return s.write(ctx, Call{Method: Release, ID: id, Owner: owner, Now: now}, func() error { return s.inner.Release(ctx, id, owner, now) })
-}
-
-// Extend calls the wrapped store's Extend through its hook.
-func (s *Store) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
-	c := Call{Method: Extend, ID: id, Owner: owner, LeaseUntil: leaseUntil, Now: now}
-	return s.write(ctx, c, func() error { return s.inner.Extend(ctx, id, owner, leaseUntil, now) })
-}
-
-// MarkUnknown calls the wrapped store's MarkUnknown through its hook.
-func (s *Store) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	return s.write(ctx, Call{Method: MarkUnknown, ID: id, Owner: owner, Now: now}, func() error { return s.inner.MarkUnknown(ctx, id, owner, now) })
-}
-
-// MarkIndeterminate calls the wrapped store's MarkIndeterminate through
-// its hook.
-func (s *Store) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
-	return s.write(ctx, Call{Method: MarkIndeterminate, ID: id, Owner: owner, Now: now}, func() error { return s.inner.MarkIndeterminate(ctx, id, owner, now) })
-}
-
-// write runs a call that returns only an error.
-func (s *Store) write(ctx context.Context, c Call, do func() error) error {
-	var err error
-	if ok, ferr := s.run(ctx, c, func() error { err = do(); return err }); !ok {
-		return ferr
-	}
-	return err
-}
-
-// Get calls the wrapped store's Get through its hook.
-func (s *Store) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
-	var rec *idemkit.Record
-	var err error
-	if ok, ferr := s.run(ctx, Call{Method: Get, ID: id, Now: now}, func() error { rec, err = s.inner.Get(ctx, id, now); return err }); !ok {
-		return nil, ferr
-	}
-	return rec, err
-}
-
-// Resolve calls the wrapped store's Resolve through its hook.
-func (s *Store) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	var rec *idemkit.Record
-	var err error
-	kept := res
-	kept.Snapshot = res.Snapshot.Clone()
-	c := Call{Method: Resolve, ID: id, Owner: owner, Resolution: kept, Now: now}
-	if ok, ferr := s.run(ctx, c, func() error { rec, err = s.inner.Resolve(ctx, id, owner, res, now); return err }); !ok {
-		return nil, ferr
-	}
-	return rec, err
 }
 
 // ListIndeterminate calls the wrapped store's ListIndeterminate through

@@ -27,8 +27,9 @@ const (
 )
 
 // claimed checks a claim that the store applied: rec replaced pre (nil:
-// no live record, or a tombstone; for a Reclaim, prev as the request read
-// it), a record the engine may replace.
+// no live record: none, a tombstone or an expired one; prev is the record
+// a Replace replaced as the request read it, nil for a Create), a record
+// the engine may replace.
 func (w *World) claimed(r *request, rec, pre, prev *idemkit.Record, now time.Time, late bool) {
 	how := "claim"
 	if late {
@@ -42,10 +43,8 @@ func (w *World) claimed(r *request, rec, pre, prev *idemkit.Record, now time.Tim
 	} else {
 		bound := w.bound[w.life(rec.ID)]
 		switch {
-		case pre.State == idemkit.StateInFlight && pre.Owner == rec.Owner:
-			// Its own claim, retried.
 		case pre.State == idemkit.StateFailed && pre.Owner != rec.Owner,
-			pre.State == idemkit.StateInFlight && pre.LeaseExpired(now):
+			pre.State == idemkit.StateInFlight && w.p.Policy == idemkit.Takeover && pre.LeaseExpired(now):
 			if bound != intent {
 				w.fail(invBinding, "%s of r%d (%s) replaced the %s record of %s bound to %s", how, r.n, intent, pre.State, rec.ID, bound)
 			}
@@ -57,11 +56,10 @@ func (w *World) claimed(r *request, rec, pre, prev *idemkit.Record, now time.Tim
 		return
 	}
 	// A copy of a claim landing after its request answered holds the key
-	// for a run nobody makes: a Claim never replaces a stored record and a
-	// Reclaim only the record its request read, so none may land.
-	if pre != nil && pre.State == idemkit.StateInFlight && pre.Owner == rec.Owner {
-		return // a copy landing over the claim an earlier copy made
-	}
+	// for a run nobody makes: a Create stores nothing where a record is
+	// (and a store keeps every record past the time a copy can land), a
+	// Replace only in place of the version its request read, so none may
+	// land.
 	w.fail(invPhantom, "%s of r%d, made at %s, landed after r%d was answered (%s): %s is in_flight for a run nobody makes",
 		how, r.n, w.since(now), r.n, r.answer(), rec.ID)
 }
@@ -83,15 +81,17 @@ func describe(rec *idemkit.Record, now time.Time) string {
 	return string(rec.State) + " record of owner " + rec.Owner + " (" + lease + ")"
 }
 
-// resolved checks a resolution that the store applied over pre.
-func (w *World) resolved(pre *idemkit.Record, res idemkit.Resolution, late bool) {
-	if pre == nil {
+// resolved checks a resolution that the store applied over pre: rec, the
+// record it stored, holds the decision.
+func (w *World) resolved(pre, rec *idemkit.Record, late bool) {
+	if pre == nil || rec.Resolution == nil {
 		return
 	}
+	res := rec.Resolution
 	w.stats.Resolutions++
 	w.logf("  resolution of %s as %s landed", pre.ID, res.As)
-	if res.Snapshot != nil {
-		if n, ok := tagN(string(res.Snapshot.Body), "op"); ok {
+	if res.As == idemkit.StateCompleted && rec.Snapshot != nil {
+		if n, ok := tagN(string(rec.Snapshot.Body), "op"); ok {
 			w.res[n] = &resolution{n: n, recID: pre.ID, as: res.As, intent: w.bound[w.life(pre.ID)]}
 		}
 	}
@@ -171,10 +171,7 @@ func (w *World) answered(r *request) {
 		return
 	}
 	id := w.recordID(r)
-	rec, gerr := w.inner.Get(context.Background(), id, now)
-	if gerr != nil {
-		rec = nil
-	}
+	rec := w.liveRecord(context.Background(), id, now)
 	bound := w.bound[w.life(id)]
 	lie := func(why string) {
 		w.fail(invAnswer, "r%d got %s, but %s (record %s: %s)", r.n, r.answer(), why, id, describe(rec, now))
@@ -279,9 +276,9 @@ func (w *World) checkRunning() {
 		if !e.live || w.superseded(e) {
 			continue
 		}
-		rec, err := w.inner.Get(w.latestCtx(), e.recID, at)
+		rec := w.liveRecord(w.latestCtx(), e.recID, at)
 		switch {
-		case err != nil:
+		case rec == nil:
 			w.fail(invRecordLives, "e%d (r%d) still runs but its record %s is gone at %s", e.n, e.req.n, e.recID, w.since(at))
 		case rec.Owner != e.owner:
 			w.fail(invRecordLives, "e%d (r%d) still runs but its record %s is %s", e.n, e.req.n, e.recID, describe(rec, at))
@@ -297,8 +294,8 @@ func (w *World) checkVisible(ctx context.Context, listed []*idemkit.Record, now 
 		in[r.ID] = true
 	}
 	for _, id := range w.sortedIDs() {
-		rec, err := w.inner.Get(ctx, id, now)
-		if err != nil {
+		rec := w.liveRecord(ctx, id, now)
+		if rec == nil {
 			continue
 		}
 		waiting := rec.State == idemkit.StateIndeterminate || rec.State == idemkit.StateInFlight && rec.LeaseExpired(now)
@@ -314,8 +311,8 @@ func (w *World) checkVisible(ctx context.Context, listed []*idemkit.Record, now 
 func (w *World) checkStored() {
 	now := w.tl.Now()
 	for _, id := range w.sortedIDs() {
-		rec, err := w.inner.Get(w.latestCtx(), id, now)
-		if err != nil || rec.State != idemkit.StateCompleted || rec.Snapshot == nil {
+		rec := w.liveRecord(w.latestCtx(), id, now)
+		if rec == nil || rec.State != idemkit.StateCompleted || rec.Snapshot == nil {
 			continue
 		}
 		s := rec.Snapshot

@@ -45,9 +45,10 @@
 //
 //   - one-execution: at most one live execution per scope at any instant,
 //     and a handler runs only under a claim of its own that landed;
-//   - claim, binding: a claim replaces a live record only when it is its
-//     own retried claim, a failed resolution or (Takeover) a lease ended,
-//     and then only for the request the key is bound to;
+//   - claim, binding: a claim replaces a live record only when it is a
+//     failed resolution or (Takeover) a lease ended, and then only for the
+//     request the key is bound to (a write is told a claim, a completion,
+//     a release... by what it stores: faultstore.Op);
 //   - phantom-claim: no copy of a claim lands after its request was
 //     answered (unless the request was told its claim may be left);
 //   - answer: every answer is the response of an execution of a request
@@ -104,8 +105,9 @@
 //   - completed-once: once a completion landed in either region, no
 //     execution of the key begins until that record expired;
 //   - failover-fence: under a failover that fences, a claim of a key not
-//     shown new (by the rule DESIGN.md states, computed here) stores
-//     nothing but its own claim again, and, refused by the fence alone,
+//     shown new (by the rule DESIGN.md states, computed here against the
+//     store's clock, which it reads) stores nothing, and, refused by the
+//     fence alone,
 //     is answered from the record the region holds or with a 503 that
 //     does not say the key may be held; a key shown new is never refused;
 //     a release writes no tombstone over another's record or none;

@@ -2,11 +2,14 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/internal/faultstore"
 )
 
 // The invariants a two-region world adds, from the data: both regions'
@@ -43,7 +46,7 @@ func (w *World) regionClaimed(r *request, rec, pre, prev *idemkit.Record, now ti
 		return
 	}
 	f, region := g.routing(rec.Scope.Tenant)
-	if fencing(f) && !g.shownNew(f, rec.Scope.Key, now) && (pre == nil || pre.State != idemkit.StateInFlight || pre.Owner != rec.Owner) {
+	if fencing(f) && f.Region == region && !g.shownNew(f, rec.Scope.Key, storeNow()) {
 		w.fail(invFailoverFence, "%s of r%d stored %s in %s over %s, under the failover of tenant %s to %s at %s: its key %s is not shown to be first used after it",
 			how, r.n, rec.ID, region, describe(pre, now), rec.Scope.Tenant, f.Region, w.since(f.At), rec.Scope.Key)
 	}
@@ -58,8 +61,8 @@ func (w *World) regionClaimed(r *request, rec, pre, prev *idemkit.Record, now ti
 	if theirs == nil || theirs.vc[other] <= seen {
 		return // the region had received every write of the other
 	}
-	cur, err := w.inner.Get(viewCtx(other), rec.ID, now)
-	if err != nil || mayReplace(cur, rec, prev) {
+	cur := w.liveRecord(viewCtx(other), rec.ID, now)
+	if mayReplace(cur, prev) {
 		return
 	}
 	if f != nil && f.AcceptUnreplicated && f.Region == region {
@@ -86,6 +89,49 @@ func (w *World) regionClaimed(r *request, rec, pre, prev *idemkit.Record, now ti
 		how, r.n, rec.ID, region, describe(pre, now), other, describe(cur, now), w.since(theirs.at), region)
 }
 
+// regionWrite notes what a failover's fence did to a write of r (nil: an
+// operator's) that makes the change op (see faultstore.Op): rec in place
+// of pre, the record stored before it (nil: none), answered met and err.
+// A claim of a key the fence does not show new is refused (the region's
+// record met, or a *dynamo.FailoverError); one of a key shown new never
+// is. A release the fence routes writes a tombstone only in place of its
+// owner's in_flight record.
+func (w *World) regionWrite(r *request, op string, rec, pre, met *idemkit.Record, err error, now time.Time) {
+	g := w.reg
+	if g == nil {
+		return
+	}
+	f, region := g.routing(rec.Scope.Tenant)
+	if !fencing(f) || f.Region != region || g.shownNew(f, rec.Scope.Key, storeNow()) {
+		if op == faultstore.OpClaim && r != nil && fencing(f) && f.Region == region {
+			g.mu.Lock()
+			g.factsOf(r).shownNew = true
+			g.mu.Unlock()
+		}
+		return
+	}
+	var fe *dynamo.FailoverError
+	switch {
+	case op == faultstore.OpClaim && r != nil && (met != nil || errors.As(err, &fe)):
+		g.mu.Lock()
+		g.factsOf(r).fenced = true
+		g.stats.Fenced++
+		g.mu.Unlock()
+	case op == faultstore.OpRelease && err == nil && met == nil:
+		own := pre != nil && pre.State == idemkit.StateInFlight && pre.Owner == rec.Owner
+		post, _ := w.inner.Get(context.Background(), rec.ID)
+		if !own && post != nil && post.Version == rec.Version {
+			w.fail(invFailoverFence, "a release of %s by %s in %s, where its tenant is failed over and fenced, wrote a tombstone over %s: it would win over a record not yet replicated from %s",
+				rec.ID, rec.Owner, region, describe(pre, now), otherRegion(region))
+		}
+	}
+}
+
+// storeNow is the time the regional store's fence reads a key's time
+// against: its own clock, time.Now (in a testing/synctest bubble, the
+// bubble's, which the world's timeline does not move).
+func storeNow() time.Time { return time.Now() }
+
 // superseded reports whether e runs on beside a run the unreplicated
 // window let through (AcceptUnreplicated): its record may then be that
 // run's, or gone, wherever the latest write is.
@@ -99,19 +145,11 @@ func (w *World) superseded(e *execution) bool {
 	return g.superseded[e]
 }
 
-// mayReplace reports whether a claim of rec (a Reclaim in place of prev,
-// or a Claim where prev is nil) may replace the live record cur (nil:
-// none, or a tombstone): the store's rules.
-func mayReplace(cur, rec, prev *idemkit.Record) bool {
-	switch {
-	case cur == nil:
-		return true
-	case cur.State == idemkit.StateInFlight && cur.Owner == rec.Owner && !cur.LeaseUntil.After(rec.LeaseUntil):
-		return true
-	case prev != nil:
-		return cur.Owner == prev.Owner && cur.State == prev.State && cur.LeaseUntil.UnixMilli() == prev.LeaseUntil.UnixMilli()
-	}
-	return false
+// mayReplace reports whether a claim made in place of prev (nil: a
+// Create) may replace the live record cur (nil: none, a tombstone or an
+// expired record): a free key, or the very version the claim judged.
+func mayReplace(cur, prev *idemkit.Record) bool {
+	return cur == nil || prev != nil && cur.Version == prev.Version
 }
 
 // regionBegin checks that an execution does not run a key whose
@@ -160,8 +198,8 @@ func (w *World) regionAnswered(r *request) {
 	case f.fenced && claimUnknown(r):
 		w.fail(invFailoverFence, "r%d, refused by the failover's fence alone, was told its key may have been recorded: the fence stores nothing", r.n)
 	case f.fenced:
-		rec, err := w.inner.Get(context.Background(), id, now)
-		if err == nil && answers(rec, r.shape.intent() == w.bound[w.life(id)], now) {
+		rec := w.liveRecord(context.Background(), id, now)
+		if rec != nil && answers(rec, r.shape.intent() == w.bound[w.life(id)], now) {
 			w.fail(invFailoverFence, "r%d got 503 from the failover's fence, but the region holds %s, which answers it", r.n, describe(rec, now))
 		}
 	case f.shownNew:

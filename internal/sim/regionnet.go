@@ -153,41 +153,12 @@ func (c *regionClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o
 	if cl.view {
 		return srv.PutItem(ctx, in, optFns...)
 	}
-	st := attrS(in.Item, attrState)
-	g := c.g
-	f, fenced := g.fenceOf(id, cl.region)
-	var pre map[string]types.AttributeValue
-	if st == "released" && fenced {
-		if pre, err = rawGet(ctx, srv, g.w, id); err != nil {
-			return nil, err
-		}
-	}
 	out, err := srv.PutItem(ctx, in, optFns...)
 	c.failed(cl, err)
-	if st == string(idemkit.StateInFlight) && cl.r != nil && fenced {
-		// A claim routed by a fencing failover.
-		now := g.w.insts[cl.r.inst].clock.Now()
-		g.mu.Lock()
-		facts := g.factsOf(cl.r)
-		if g.shownNew(f, attrS(in.Item, attrKey), now) {
-			facts.shownNew = true
-		} else if cf := (*types.ConditionalCheckFailedException)(nil); errors.As(err, &cf) {
-			facts.fenced = true
-			g.stats.Fenced++
-		}
-		g.mu.Unlock()
-	}
 	if err != nil {
 		return out, err
 	}
-	g.wrote(cl.region, id, in.Item)
-	if st == "released" && fenced && (attrS(pre, attrState) != string(idemkit.StateInFlight) || attrS(pre, attrOwner) != attrS(in.Item, attrOwner)) {
-		w := g.w
-		w.mu.Lock()
-		w.fail(invFailoverFence, "a release of %s by %s in %s, where its tenant is failed over and fenced, wrote a tombstone over %s: it would win over a record not yet replicated from %s",
-			id, attrS(in.Item, attrOwner), cl.region, describeItem(pre), otherRegion(cl.region))
-		w.mu.Unlock()
-	}
+	c.g.wrote(cl.region, id, in.Item)
 	return out, nil
 }
 
@@ -237,17 +208,6 @@ func (c *regionClient) Query(ctx context.Context, in *dynamodb.QueryInput, optFn
 	out, err := c.g.raw[cl.region].Query(ctx, in, optFns...)
 	c.failed(cl, err)
 	return out, err
-}
-
-// fenceOf returns the failover routing id's tenant, and whether it fences
-// the tenant's claims in region.
-func (g *regions) fenceOf(id, region string) (*dynamo.Failover, bool) {
-	tenant, err := idemkit.IDTenant(id)
-	if err != nil {
-		return nil, false
-	}
-	f, _ := g.routing(tenant)
-	return f, fencing(f) && f.Region == region
 }
 
 // wrote records a write a process made in region: the item it left
@@ -329,7 +289,6 @@ func uuidTime(key string) (time.Time, bool) {
 const (
 	attrID        = dynamo.DefaultKeyAttr
 	attrState     = "st"
-	attrKey       = "ik"
 	attrOwner     = "ow"
 	attrExpiresAt = dynamo.TTLAttr
 )

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // The regions of a two-region world, and the name under which the
@@ -590,7 +591,7 @@ func (g *regions) lost(ctx context.Context, src, dst, id string) {
 	if err != nil || attrS(kept, attrState) == string(idemkit.StateCompleted) && attrS(kept, attrOwner) == attrS(item, attrOwner) {
 		return
 	}
-	tenant, _ := idemkit.IDTenant(id)
+	tenant, _ := recordid.Tenant(id)
 	f, _ := g.routing(tenant)
 	g.mu.Lock()
 	waived := false
@@ -614,7 +615,7 @@ func (w *World) life(id string) string {
 	if w.reg == nil {
 		return id
 	}
-	tenant, err := idemkit.IDTenant(id)
+	tenant, err := recordid.Tenant(id)
 	if err != nil {
 		return id
 	}

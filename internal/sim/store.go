@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/faultstore"
 )
 
 // fault is what the fault layer does to one store call.
@@ -134,19 +135,38 @@ func (s *faultStore) read(ctx context.Context, op string) error {
 	return nil
 }
 
-func (s *faultStore) Claim(ctx context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	return s.claim(ctx, "claim", rec, nil, now)
+// Get reads through the fault layer.
+func (s *faultStore) Get(ctx context.Context, id string) (*idemkit.Record, error) {
+	if err := s.read(ctx, "get"); err != nil {
+		return nil, err
+	}
+	rec, err := s.inner.Get(ctx, id)
+	return rec, s.failed(ctx, err)
 }
 
-func (s *faultStore) Reclaim(ctx context.Context, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
-	return s.claim(ctx, "reclaim", rec, prev, now)
+// Create writes through the fault layer.
+func (s *faultStore) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
+	return s.put(ctx, rec, nil)
 }
 
-// claim makes a Claim (prev nil) or a Reclaim through the fault layer and
-// checks each one that lands.
-func (s *faultStore) claim(ctx context.Context, op string, rec, prev *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
+// Replace writes through the fault layer.
+func (s *faultStore) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	return s.put(ctx, rec, prev)
+}
+
+// put makes a Create (prev nil) or a Replace through the fault layer, and
+// checks what each one that lands stores, by the change it makes
+// (faultstore.Op): a claim, a completion, a release, a mark, a
+// resolution.
+func (s *faultStore) put(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
 	w := s.w
-	if r := reqOf(ctx); r != nil {
+	op := faultstore.Op(rec, prev)
+	r := reqOf(ctx)
+	now := w.tl.Now()
+	if r != nil {
+		now = w.insts[r.inst].clock.Now()
+	}
+	if r != nil && (op == faultstore.OpClaim || op == faultstore.OpRelease) {
 		w.mu.Lock()
 		if r.owner == "" {
 			r.owner = rec.Owner
@@ -160,110 +180,69 @@ func (s *faultStore) claim(ctx context.Context, op string, rec, prev *idemkit.Re
 		w.mu.Unlock()
 	}
 	c, p := rec.Clone(), prev.Clone()
-	var res idemkit.ClaimResult
-	err := s.write(ctx, op, now, func(ctx context.Context, late bool) error {
-		pre, _ := s.inner.Get(context.Background(), c.ID, now)
-		var out idemkit.ClaimResult
+	var met *idemkit.Record
+	name := op
+	if name == "" {
+		name = "write"
+	}
+	err := s.write(ctx, name, now, func(ctx context.Context, late bool) error {
+		// The record as stored before the write, read straight (in two
+		// regions: where the write is routed).
+		pre, _ := s.inner.Get(context.Background(), c.ID)
+		var out *idemkit.Record
 		var err error
 		if p == nil {
-			out, err = s.inner.Claim(ctx, c, now)
+			out, err = s.inner.Create(ctx, c)
 		} else {
-			out, err = s.inner.Reclaim(ctx, c, p, now)
+			out, err = s.inner.Replace(ctx, c, p)
 		}
-		if err == nil {
-			if !late {
-				res = out
-			}
-			if out.Won {
-				w.mu.Lock()
-				w.claimed(reqOf(ctx), c, pre, p, now, late)
-				w.mu.Unlock()
-			}
-		}
-		return err
-	})
-	return res, err
-}
-
-func (s *faultStore) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
-	c := rec.Clone()
-	return s.write(ctx, "complete", now, func(ctx context.Context, late bool) error {
-		err := s.inner.Complete(ctx, c, now)
-		if err == nil {
-			s.w.unhold(c.ID)
-		}
-		if err == nil && late {
-			s.w.mu.Lock()
-			s.w.logf("  late completion of %s landed", c.Owner)
-			s.w.mu.Unlock()
-		}
-		return err
-	})
-}
-
-func (s *faultStore) Release(ctx context.Context, id, owner string, now time.Time) error {
-	return s.write(ctx, "release", now, func(ctx context.Context, late bool) error {
-		err := s.inner.Release(ctx, id, owner, now)
-		if err == nil {
-			s.w.unhold(id)
-			s.w.mu.Lock()
-			s.w.logf("  release of %s landed at %s", owner, s.w.since(now))
-			s.w.mu.Unlock()
-		}
-		return err
-	})
-}
-
-func (s *faultStore) Extend(ctx context.Context, id, owner string, leaseUntil, now time.Time) error {
-	return s.write(ctx, "extend", now, func(ctx context.Context, late bool) error {
-		return s.inner.Extend(ctx, id, owner, leaseUntil, now)
-	})
-}
-
-func (s *faultStore) MarkUnknown(ctx context.Context, id, owner string, now time.Time) error {
-	return s.write(ctx, "mark-unknown", now, func(ctx context.Context, late bool) error {
-		err := s.inner.MarkUnknown(ctx, id, owner, now)
-		if err == nil {
-			s.w.unhold(id)
-		}
-		return err
-	})
-}
-
-func (s *faultStore) MarkIndeterminate(ctx context.Context, id, owner string, now time.Time) error {
-	return s.write(ctx, "mark-indeterminate", now, func(ctx context.Context, late bool) error {
-		err := s.inner.MarkIndeterminate(ctx, id, owner, now)
-		if err == nil {
-			s.w.unhold(id)
-		}
-		return err
-	})
-}
-
-func (s *faultStore) Resolve(ctx context.Context, id, owner string, res idemkit.Resolution, now time.Time) (*idemkit.Record, error) {
-	var out *idemkit.Record
-	err := s.write(ctx, "resolve", now, func(ctx context.Context, late bool) error {
-		pre, _ := s.inner.Get(context.Background(), id, now)
-		r, err := s.inner.Resolve(ctx, id, owner, res, now)
 		if !late {
-			out = r
+			met = out
 		}
-		if err == nil {
-			s.w.mu.Lock()
-			s.w.resolved(pre, res, late)
-			s.w.mu.Unlock()
+		stored := err == nil && out == nil
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.regionWrite(reqOf(ctx), op, c, pre, out, err, now)
+		if !stored {
+			return err
 		}
-		return err
+		switch op {
+		case faultstore.OpClaim:
+			w.claimed(reqOf(ctx), c, live(pre, now), p, now, late)
+		case faultstore.OpComplete, faultstore.OpRelease, faultstore.OpMarkUnknown, faultstore.OpMarkIndeterminate:
+			w.unheld[c.ID] = w.tl.Now()
+			switch {
+			case op == faultstore.OpRelease:
+				w.logf("  release of %s landed at %s", c.Owner, w.since(now))
+			case late && op == faultstore.OpComplete:
+				w.logf("  late completion of %s landed", c.Owner)
+			}
+		case faultstore.OpResolve:
+			w.resolved(live(pre, now), c, late)
+		}
+		return nil
 	})
-	return out, err
+	return met, err
 }
 
-func (s *faultStore) Get(ctx context.Context, id string, now time.Time) (*idemkit.Record, error) {
-	if err := s.read(ctx, "get"); err != nil {
-		return nil, err
+// live returns rec when it is a live record at now: not released, not
+// expired; nil otherwise.
+func live(rec *idemkit.Record, now time.Time) *idemkit.Record {
+	if rec == nil || rec.State == idemkit.StateReleased || !rec.Live(now) {
+		return nil
 	}
-	rec, err := s.inner.Get(ctx, id, now)
-	return rec, s.failed(ctx, err)
+	return rec
+}
+
+// liveRecord reads the live record id at now, straight from the store
+// (ctx says where, in two regions): nil when none is stored, or it is
+// released or expired at now.
+func (w *World) liveRecord(ctx context.Context, id string, now time.Time) *idemkit.Record {
+	rec, err := w.inner.Get(ctx, id)
+	if err != nil {
+		return nil
+	}
+	return live(rec, now)
 }
 
 func (s *faultStore) ListIndeterminate(ctx context.Context, tenant, page string, limit int, now time.Time) ([]*idemkit.Record, string, error) {
@@ -280,11 +259,4 @@ func (s *faultStore) ListStale(ctx context.Context, tenant, page string, limit i
 		return nil, "", err
 	}
 	return s.inner.ListStale(ctx, tenant, page, limit, now)
-}
-
-// unhold notes that a write ended the in_flight state of record id now.
-func (w *World) unhold(id string) {
-	w.mu.Lock()
-	w.unheld[id] = w.tl.Now()
-	w.mu.Unlock()
 }

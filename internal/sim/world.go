@@ -661,7 +661,7 @@ func (w *World) operate(s Step) {
 		return
 	}
 	rec := listed[s.N%len(listed)]
-	cur, err := w.store.Get(ctx, rec.ID, now)
+	cur, err := w.store.Get(ctx, rec.ID)
 	if err != nil {
 		return
 	}
