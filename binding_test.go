@@ -106,7 +106,7 @@ func TestReclaimKeepsStoredFingerprint(t *testing.T) {
 			if snap, replayed, err := f.do(t, cur, respond(201, "run")); err != nil || replayed || string(snap.Body) != "run" {
 				t.Fatalf("the request under v1: %+v %v %v; want it run", snap, replayed, err)
 			}
-			rec, err := f.store.Get(context.Background(), cur.Scope.ID(false), f.clock.Now())
+			rec, err := getLive(context.Background(), f.store, cur.Scope.ID(false), f.clock.Now())
 			if err != nil || rec.State != idemkit.StateCompleted || rec.Fingerprint != old.Fingerprint {
 				t.Fatalf("record %+v, %v; want completed with the stored fingerprint %q", rec, err, old.Fingerprint)
 			}

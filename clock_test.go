@@ -85,8 +85,8 @@ func TestClockDrivesRenewals(t *testing.T) {
 	clk := newStepClock()
 	extended := make(chan time.Time, 1)
 	s := faultstore.New(memstore.New())
-	s.On(faultstore.Extend, func(_ context.Context, c faultstore.Call) faultstore.Fault {
-		return faultstore.Fault{Then: func(error) { extended <- c.LeaseUntil }}
+	s.OnOp(faultstore.OpExtend, func(_ context.Context, c faultstore.Call) faultstore.Fault {
+		return faultstore.Fault{Then: func(error) { extended <- c.Record.LeaseUntil }}
 	})
 	g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk,
 		Policy: idemkit.Policy{Lease: 30 * time.Second, Heartbeat: 10 * time.Second, MaxRenewals: 1}})

@@ -2,7 +2,6 @@ package idemkit_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"

@@ -163,10 +163,9 @@ func New(cfg Config) (*Guard, error) {
 // setWriters sets the writers of g's store calls from its settings.
 func (g *Guard) setWriters() {
 	now := func() time.Time { return g.now() }
-	version := func() string { return g.newToken() }
-	g.claims = writer{store: g.cfg.Store, now: now, version: version, attempts: max(g.claimAttempts, 1), backoff: g.claimBackoff, sleep: g.sleep}
-	g.writes = writer{store: g.cfg.Store, now: now, version: version, attempts: max(g.writeAttempts, 1), backoff: writeBackoff, sleep: g.sleep}
-	g.renewals = writer{store: g.cfg.Store, now: now, version: version, attempts: 1, sleep: g.sleep}
+	g.claims = writer{store: g.cfg.Store, now: now, attempts: max(g.claimAttempts, 1), backoff: g.claimBackoff, sleep: g.sleep}
+	g.writes = writer{store: g.cfg.Store, now: now, attempts: max(g.writeAttempts, 1), backoff: writeBackoff, sleep: g.sleep}
+	g.renewals = writer{store: g.cfg.Store, now: now, attempts: 1, sleep: g.sleep}
 }
 
 // Policy returns the policy, defaults filled in, that applies to operation.
@@ -344,7 +343,8 @@ func (c *call) record() *Record {
 // that keeps changing under us is judged again at most reclaims times;
 // then the client is told to come back.
 func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, error) {
-	ch := change{op: opClaim, rec: rec, takeover: c.policy.OnStaleLease == Takeover, judged: expired != nil}
+	version := versions(rec.Owner)
+	ch := change{op: opClaim, rec: rec, takeover: c.policy.OnStaleLease == Takeover, judged: expired != nil, version: version}
 	var cur, replaced *Record
 	var err error
 	if expired != nil {
@@ -362,13 +362,13 @@ func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, er
 			if p := replaced; p != nil && p.State == StateInFlight && p.Owner != cur.Owner && p.Live(c.start) {
 				c.emit(EventTakeover, 0, nil)
 			}
-			return c.execute(cur, h)
+			return c.execute(cur, version, h)
 		case errors.Is(err, errChanging):
 			err = &ConflictError{RetryAfter: time.Second}
 			c.emitRefusal(nil, err)
 			return nil, false, err
 		case !errors.Is(err, errHeld):
-			err = c.g.claimFailed(c.ctx, rec, ch.replace, err)
+			err = c.g.claimFailed(c.ctx, rec, ch.replace, version, err)
 			c.emit(c.storeFailure(err), 0, err)
 			return nil, false, err
 		case free(cur, c.start):
@@ -377,7 +377,7 @@ func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, er
 			c.emit(EventRefused, 0, expired)
 			return nil, false, expired
 		}
-		snap, again, rerr := c.g.classify(c.ctx, c.req, c.policy, cur, c.start)
+		snap, again, rerr := c.g.classify(c.ctx, c.req, c.policy, cur, c.start, version)
 		if again != nil && attempt >= reclaims {
 			// The record keeps changing under us: let the client come back.
 			snap, again, rerr = nil, nil, &ConflictError{RetryAfter: time.Second}
@@ -413,7 +413,7 @@ type retry struct {
 // changed under us). The operation and the fingerprint are compared before
 // the state: a record of another request is a mismatch whatever its
 // state, never a key to claim again (failed) or take over (a stale lease).
-func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time) (snap *Snapshot, next *retry, err error) {
+func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time, version func() string) (snap *Snapshot, next *retry, err error) {
 	if g.cfg.AccountWide && ex.Scope.Operation != req.Scope.Operation {
 		return nil, nil, fmt.Errorf("%w: first used for %q", ErrOperationMismatch, ex.Scope.Operation)
 	}
@@ -422,7 +422,7 @@ func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Recor
 	}
 	switch ex.State {
 	case StateInFlight:
-		return g.inFlight(ctx, pol, ex, now)
+		return g.inFlight(ctx, pol, ex, now, version)
 	case StateIndeterminate:
 		return nil, nil, g.indeterminate(pol, ex, now)
 	case StateCompleted:
@@ -437,7 +437,7 @@ func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Recor
 // inFlight classifies an in_flight record that kept a claim: a live lease
 // is a conflict; an ended one is taken over (Takeover) or marked
 // indeterminate (FailClosed).
-func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time) (snap *Snapshot, next *retry, err error) {
+func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time, version func() string) (snap *Snapshot, next *retry, err error) {
 	if !ex.LeaseExpired(now) {
 		wait := retryafter.Duration(ex.LeaseUntil.Sub(now))
 		if pol.MaxRetryAfter > 0 {
@@ -449,7 +449,7 @@ func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.T
 	if pol.OnStaleLease == Takeover {
 		return nil, &retry{replace: true}, nil
 	}
-	cur, _, err := g.claims.apply(ctx, ex, change{op: opMarkStale, owner: ex.Owner})
+	cur, _, err := g.claims.apply(ctx, ex, change{op: opMarkStale, owner: ex.Owner, version: version})
 	switch {
 	case err == nil:
 		return nil, nil, g.indeterminate(pol, cur, now)
@@ -581,9 +581,10 @@ var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.
 
 // run is a claim held while its handler runs.
 type run struct {
-	claim *Record // as claimed
-	mu    sync.Mutex
-	cur   *Record // as last written by the run: the version its next write replaces
+	claim   *Record       // as claimed
+	version func() string // the versions of the run's writes
+	mu      sync.Mutex
+	cur     *Record // as last written by the run: the version its next write replaces
 }
 
 func (r *run) get() *Record {
@@ -602,8 +603,8 @@ func (r *run) set(rec *Record) {
 // claim. Every exit of h frees the key: the release for a panic or
 // runtime.Goexit runs in a deferred call that does not recover, so a panic
 // goes on with the handler's own stack.
-func (c *call) execute(rec *Record, h Handler) (*Snapshot, bool, error) {
-	r := &run{claim: rec, cur: rec}
+func (c *call) execute(rec *Record, version func() string, h Handler) (*Snapshot, bool, error) {
+	r := &run{claim: rec, cur: rec, version: version}
 	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope, c.req.Resource)
 	var lost func()
 	if c.policy.heartbeat(c.ctx, rec.LeaseUntil.Sub(c.start)) > 0 {
@@ -684,14 +685,17 @@ func (c *call) settle(r *run, snap *Snapshot, herr error) (*Snapshot, bool, erro
 // replace. A record of another stays, and no copy of a Create can replace
 // it, nor a copy of a Replace once it is not the version replaced. When
 // the key cannot be freed, the error is a *ClaimUnknownError.
-func (g *Guard) claimFailed(ctx context.Context, rec *Record, replace string, err error) error {
+func (g *Guard) claimFailed(ctx context.Context, rec *Record, replace string, version func() string, err error) error {
 	if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrRecordInvalid) || errors.Is(err, ErrNothingStored) {
 		// Nothing was written, and trying again gives the same answer.
 		return err
 	}
+	// The key is freed even when the request is done, as a run's release.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.writeTimeout)
+	defer cancel()
 	cur, relErr := read(ctx, g.cfg.Store, rec.ID)
 	if relErr == nil {
-		cur, _, relErr = g.claims.apply(ctx, cur, change{op: opRelease, rec: rec})
+		cur, _, relErr = g.claims.apply(ctx, cur, change{op: opRelease, rec: rec, version: version})
 		switch {
 		case relErr == nil:
 			// Our tombstone is stored: no copy of the claim can land.
@@ -744,7 +748,7 @@ func (g *Guard) release(ctx context.Context, r *run) error {
 func (g *Guard) runWrite(ctx context.Context, r *run, c change) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.writeTimeout)
 	defer cancel()
-	c.rec = r.claim
+	c.rec, c.version = r.claim, r.version
 	cur, _, err := g.writes.apply(wctx, r.get(), c)
 	switch {
 	case err == nil:

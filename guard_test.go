@@ -41,18 +41,29 @@ func newFixture(t *testing.T, mod func(*idemkit.Config)) *fixture {
 }
 
 // resolveFailed writes an operator's failed decision on the indeterminate
-// record with id, as idemkit.Resolve writes it, without waiting out its
-// grace: in place of the version read.
+// record with id, at.
 func (f *fixture) resolveFailed(t *testing.T, id string, at time.Time) {
+	t.Helper()
+	f.resolveAs(t, id, idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged", ResolvedAt: at})
+}
+
+// resolveAs writes the operator's decision res on the indeterminate record
+// with id as idemkit.Resolve writes it, without waiting out its grace: in
+// place of the version read.
+func (f *fixture) resolveAs(t *testing.T, id string, res idemkit.Resolution) {
 	t.Helper()
 	cur, err := f.store.Get(context.Background(), id)
 	if err != nil || cur.State != idemkit.StateIndeterminate {
 		t.Fatalf("resolve %q: %+v %v, want an indeterminate record", id, cur, err)
 	}
-	failed := cur.Clone()
-	failed.State, failed.Version = idemkit.StateFailed, cur.Version+"-resolved"
-	failed.Resolution = &idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged", ResolvedAt: at}
-	if met, err := f.store.Replace(context.Background(), failed, cur); err != nil || met != nil {
+	out := cur.Clone()
+	out.State, out.Version = res.As, cur.Version+"-resolved"
+	if res.As == idemkit.StateCompleted {
+		out.Snapshot, out.CompletedAt = res.Snapshot, res.ResolvedAt
+	}
+	res.Snapshot = nil
+	out.Resolution = &res
+	if met, err := f.store.Replace(context.Background(), out, cur); err != nil || met != nil {
 		t.Fatalf("resolve %q: met %+v, %v", id, met, err)
 	}
 }
@@ -231,9 +242,7 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 
 	// An operator resolves it as completed: the answer is replayed.
 	ans := &idemkit.Snapshot{Status: 201, Body: []byte("resolved")}
-	if _, err := f.store.Resolve(context.Background(), recs[0].ID, recs[0].Owner, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: ans, Operator: "ops", ResolvedAt: f.clock.Now()}, f.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	f.resolveAs(t, recs[0].ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: ans, Operator: "ops", ResolvedAt: f.clock.Now()})
 	snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
 	if err != nil || !replayed || string(snap.Body) != "resolved" {
 		t.Fatalf("after resolution: %+v %v %v", snap, replayed, err)
@@ -388,7 +397,7 @@ func faultFixture(t *testing.T, mod func(*idemkit.Config)) (*fixture, *faultstor
 
 func TestStoreUnavailableBeforeHandler(t *testing.T) {
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Claim, faultstore.Fail(errors.New("connection reset")))
+	fs.OnOp(faultstore.OpClaim, faultstore.Fail(errors.New("connection reset")))
 	_, _, err := f.do(t, req("k"), respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
 		t.Fatalf("err %v runs %d, want ErrStoreUnavailable and no run", err, f.runs)
@@ -401,11 +410,11 @@ func TestStoreUnavailableBeforeHandler(t *testing.T) {
 
 func TestLostClaimAnswerFreesTheKey(t *testing.T) {
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Claim, faultstore.Always(faultstore.Fault{Err: errors.New("connection reset"), Applied: true}))
+	fs.OnOp(faultstore.OpClaim, faultstore.Always(faultstore.Fault{Err: errors.New("connection reset"), Applied: true}))
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatal(err)
 	}
-	fs.On(faultstore.Claim, nil)
+	fs.OnOp(faultstore.OpClaim, nil)
 	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
 		t.Fatalf("retry after a lost claim answer: replayed %v err %v runs %d", replayed, err, f.runs)
 	}
@@ -413,12 +422,12 @@ func TestLostClaimAnswerFreesTheKey(t *testing.T) {
 
 func TestCompletionFailure(t *testing.T) {
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Complete, faultstore.Fail(errors.New("throttled")))
+	fs.OnOp(faultstore.OpComplete, faultstore.Fail(errors.New("throttled")))
 	snap, replayed, err := f.do(t, req("k"), respond(201, "real"))
 	if err != nil || replayed || string(snap.Body) != "real" {
 		t.Fatalf("the caller must get the real response: %+v %v %v", snap, replayed, err)
 	}
-	if n := fs.Count(faultstore.Complete); n != 3 {
+	if n := fs.CountOp(faultstore.OpComplete); n != 3 {
 		t.Fatalf("completion attempted %d times, want 3", n)
 	}
 	e := f.obs.Last()
@@ -437,7 +446,7 @@ func TestCompletionFailure(t *testing.T) {
 
 func TestReleaseFailureKeepsHandlerError(t *testing.T) {
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Release, faultstore.Fail(errors.New("unreachable")))
+	fs.OnOp(faultstore.OpRelease, faultstore.Fail(errors.New("unreachable")))
 	boom := errors.New("boom")
 	_, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom })
 	if !errors.Is(err, boom) || !errors.Is(err, idemkit.ErrStoreUnavailable) {
@@ -455,7 +464,7 @@ func TestMissingTenant(t *testing.T) {
 	if recs, _, _ := f.store.ListIndeterminate(context.Background(), "", "", 0, f.clock.Now()); len(recs) != 0 {
 		t.Fatal("something was stored")
 	}
-	if _, err := f.store.Get(context.Background(), r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+	if _, err := getLive(context.Background(), f.store, r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("a record was stored for a request without tenant: %v", err)
 	}
 }
@@ -470,7 +479,7 @@ func TestEmptyKeyRefused(t *testing.T) {
 	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkit.ErrKeyEmpty) || f.runs != 0 {
 		t.Fatalf("err %v runs %d, want ErrKeyEmpty", err, f.runs)
 	}
-	if _, err := f.store.Get(context.Background(), r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+	if _, err := getLive(context.Background(), f.store, r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("a record was stored for a request without a key: %v", err)
 	}
 	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventRefused {
@@ -724,7 +733,7 @@ func TestUUIDv7KeyAgeLiveRecord(t *testing.T) {
 				if e := f.obs.Last(); e.Kind != idemkit.EventRefused || e.Usage.Calls != 1 {
 					t.Errorf("event %s with %d store calls, want refused after one read", e.Kind, e.Usage.Calls)
 				}
-				if _, err := f.store.Get(context.Background(), r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+				if _, err := getLive(context.Background(), f.store, r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
 					t.Errorf("after the refusal: %v, want nothing stored", err)
 				}
 			}
@@ -787,7 +796,7 @@ func TestUUIDv7OldKeyFreedAgain(t *testing.T) {
 			if err != nil || replayed || snap.Status != 201 || f.runs != runs+1 {
 				t.Fatalf("retry: %+v replayed %v err %v, runs %d -> %d; want a run", snap, replayed, err, runs, f.runs)
 			}
-			got, err := f.store.Get(context.Background(), first.Scope.ID(false), f.clock.Now())
+			got, err := getLive(context.Background(), f.store, first.Scope.ID(false), f.clock.Now())
 			if err != nil || got.Fingerprint != "v1:sha256:aa" || got.State != idemkit.StateCompleted {
 				t.Fatalf("record %+v %v: want completed, still bound to the first fingerprint", got, err)
 			}
@@ -824,7 +833,7 @@ func TestLease(t *testing.T) {
 			}
 			var lease time.Time
 			_, _, err := f.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
-				rec, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
+				rec, err := getLive(context.Background(), f.store, req("k").Scope.ID(false), f.clock.Now())
 				if err != nil {
 					return nil, err
 				}
@@ -848,18 +857,15 @@ func TestMarkRaceLooksAgain(t *testing.T) {
 	crash(t, f, req("k"), time.Second)
 	f.clock.Advance(2 * time.Second)
 	rs := faultstore.New(f.store)
-	rs.On(faultstore.MarkIndeterminate, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
-		rec, err := f.store.Get(ctx, c.ID, c.Now)
-		if err != nil {
-			return faultstore.Fault{Err: err}
-		}
-		// The crashed owner completes just in time. Lease checks use the
-		// store's now, so complete under the original lease.
-		rec.State = idemkit.StateCompleted
-		rec.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte("late")}
-		rec.CompletedAt = c.Now
-		if err := f.store.Complete(ctx, rec, c.Now); err != nil {
-			return faultstore.Fault{Err: err}
+	rs.OnOp(faultstore.OpMarkIndeterminate, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
+		// The crashed owner completes just in time, in place of the
+		// record the mark replaces.
+		done := c.Prev.Clone()
+		done.State, done.Version = idemkit.StateCompleted, "late"
+		done.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte("late")}
+		done.CompletedAt = f.clock.Now()
+		if met, err := f.store.Replace(ctx, done, c.Prev); err != nil || met != nil {
+			return faultstore.Fault{Err: fmt.Errorf("the late completion: met %+v, %v", met, err)}
 		}
 		return faultstore.Fault{}
 	})
@@ -876,7 +882,7 @@ func TestRefuseIsObserved(t *testing.T) {
 	if e := f.obs.Last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrKeyMalformed) || e.Scope.Tenant != "acme" {
 		t.Fatalf("event %+v, want refused", e)
 	}
-	if _, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
+	if _, err := getLive(context.Background(), f.store, req("k").Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatal("Refuse stored a record")
 	}
 }
@@ -933,12 +939,12 @@ func TestReleaseIsRetried(t *testing.T) {
 	// A transient failure of the release after a handler error must not
 	// leave the key held: the write is tried again.
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Release, faultstore.First(2, faultstore.Fault{Err: errors.New("timeout")}))
+	fs.OnOp(faultstore.OpRelease, faultstore.First(2, faultstore.Fault{Err: errors.New("timeout")}))
 	boom := errors.New("processor said: try later")
 	if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom }); !errors.Is(err, boom) || errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatalf("err = %v, want only the handler's error", err)
 	}
-	if n := fs.Count(faultstore.Release); n != 3 {
+	if n := fs.CountOp(faultstore.OpRelease); n != 3 {
 		t.Fatalf("release tried %d times, want 3", n)
 	}
 	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
@@ -959,12 +965,12 @@ func TestWriteAttempts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, fs := faultFixture(t, func(c *idemkit.Config) { c.WriteAttempts = tc.write })
-			fs.On(faultstore.Release, faultstore.Fail(errors.New("timeout")))
+			fs.OnOp(faultstore.OpRelease, faultstore.Fail(errors.New("timeout")))
 			boom := errors.New("handler failed")
 			if _, _, err := f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { return nil, boom }); !errors.Is(err, boom) {
 				t.Fatalf("err = %v, want the handler's error", err)
 			}
-			if n := fs.Count(faultstore.Release); n != tc.want {
+			if n := fs.CountOp(faultstore.OpRelease); n != tc.want {
 				t.Fatalf("release tried %d times, want %d", n, tc.want)
 			}
 		})
@@ -1017,21 +1023,21 @@ func TestStatusOutsideHTTPNeverStored(t *testing.T) {
 func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
-		fails        faultstore.Method // the method failing, if any
+		fails        string // the change whose writes fail (faultstore.Op), if any
 		cancel       bool
 		want         idemkit.EventKind
 		claimUnknown bool
 	}{
 		{name: "cancelled", cancel: true, want: idemkit.EventCancelled},
-		{name: "store down", fails: faultstore.Claim, want: idemkit.EventStoreError},
-		{name: "cancelled, store down", fails: faultstore.Claim, cancel: true, want: idemkit.EventStoreError},
-		{name: "cancelled, claim not freed", fails: faultstore.Release, cancel: true,
+		{name: "store down", fails: faultstore.OpClaim, want: idemkit.EventStoreError},
+		{name: "cancelled, store down", fails: faultstore.OpClaim, cancel: true, want: idemkit.EventStoreError},
+		{name: "cancelled, claim not freed", fails: faultstore.OpRelease, cancel: true,
 			want: idemkit.EventStoreError, claimUnknown: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, fs := faultFixture(t, nil)
 			if tc.fails != "" {
-				fs.On(tc.fails, faultstore.Fail(errors.New("connection reset")))
+				fs.OnOp(tc.fails, faultstore.Fail(errors.New("connection reset")))
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -1051,4 +1057,18 @@ func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// getLive reads the live record with id at now, as a request sees it: a
+// released key's tombstone and an expired record count as none
+// (ErrNotFound).
+func getLive(ctx context.Context, s idemkit.Store, id string, now time.Time) (*idemkit.Record, error) {
+	rec, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.State == idemkit.StateReleased || !rec.Live(now) {
+		return nil, idemkit.ErrNotFound
+	}
+	return rec, nil
 }

@@ -47,7 +47,7 @@ func TestLateClaimCopy(t *testing.T) {
 				// timed-out call does, so the guard sends it again; it
 				// lands later, as the copy that waited in the network,
 				// with the time it was sent with.
-				fs.On(faultstore.Claim, faultstore.First(1, faultstore.Fault{Err: errReset}))
+				fs.OnOp(faultstore.OpClaim, faultstore.First(1, faultstore.Fault{Err: errReset}))
 				if _, _, err := f.do(t, req("k"), tc.first); err == nil {
 					t.Fatal("the first run: no error")
 				}
@@ -55,12 +55,15 @@ func TestLateClaimCopy(t *testing.T) {
 					tc.history(t, f)
 				}
 				f.clock.Advance(time.Second)
-				held := fs.Calls(faultstore.Claim)[0]
-				if res, err := f.store.Claim(context.Background(), held.Record, held.Now); err != nil || res.Won {
-					t.Fatalf("the late copy of the first claim: %+v, %v; want refused", res, err)
+				held := fs.CallsOp(faultstore.OpClaim)[0]
+				if held.Prev != nil {
+					t.Fatalf("the first claim replaced %+v: want it created", held.Prev)
+				}
+				if met, err := f.store.Create(context.Background(), held.Record); err != nil || met == nil {
+					t.Fatalf("the late copy of the first claim: met %+v, %v; want refused", met, err)
 				}
 				state := "absent"
-				if rec, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now()); err == nil {
+				if rec, err := getLive(context.Background(), f.store, req("k").Scope.ID(false), f.clock.Now()); err == nil {
 					state = string(rec.State)
 				} else if !errors.Is(err, idemkit.ErrNotFound) {
 					t.Fatal(err)

@@ -104,13 +104,17 @@ func (r *renewal) run() {
 			until = end
 		}
 		wctx, wcancel := context.WithTimeout(rctx, r.g.writeTimeout)
-		cur, _, err := r.g.renewals.apply(wctx, r.held.get(), change{op: opExtend, rec: r.held.claim, until: until})
+		cur, _, err := r.g.renewals.apply(wctx, r.held.get(), change{op: opExtend, rec: r.held.claim, until: until, version: r.held.version})
 		wcancel()
 		switch {
 		case err == nil:
 			r.held.set(cur)
 		case errors.Is(err, errNoChange):
 			err = nil
+		case !errors.Is(err, ErrNotOwner):
+			// The renewal may have landed with its answer lost: the next
+			// one replaces the version stored, read now.
+			r.refresh(rctx)
 		}
 		if errors.Is(err, ErrNotOwner) {
 			// Under FailClosed a retry marked the record indeterminate:
@@ -124,6 +128,18 @@ func (r *renewal) run() {
 		if err == nil && r.watch != nil && r.watch.Stop() {
 			r.watch.Reset(r.g.until(until) - r.lead)
 		}
+	}
+}
+
+// refresh reads the run's record after a renewal whose answer was lost,
+// and takes it as the version the run's next write replaces when it is
+// still the run's in_flight record.
+func (r *renewal) refresh(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, r.g.writeTimeout)
+	defer cancel()
+	claim := r.held.claim
+	if cur, err := read(ctx, r.g.cfg.Store, claim.ID); err == nil && cur != nil && cur.Owner == claim.Owner && cur.State == StateInFlight {
+		r.held.set(cur)
 	}
 }
 

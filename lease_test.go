@@ -25,7 +25,7 @@ import (
 func TestRenewedLeaseOutlivesRetention(t *testing.T) {
 	fs := faultstore.New(memstore.New())
 	extended := make(chan struct{}, 1)
-	fs.On(faultstore.Extend, notify(extended))
+	fs.OnOp(faultstore.OpExtend, notify(extended))
 	pol := idemkit.Policy{Lease: 200 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
 		ReplayWindow: 300 * time.Millisecond, RecordRetention: 300 * time.Millisecond}
 	g, err := idemkit.New(idemkit.Config{Store: fs, Policy: pol})
@@ -82,10 +82,10 @@ func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
 			ReplayWindow: 10 * time.Second, RecordRetention: 10 * time.Second}
 	})
 	extended := make(chan struct{}, 1)
-	fs.On(faultstore.Extend, notify(extended))
+	fs.OnOp(faultstore.OpExtend, notify(extended))
 	start := f.clock.Now()
 	f.do(t, req("late"), func(context.Context) (*idemkit.Snapshot, error) {
-		rec, err := f.store.Get(context.Background(), req("late").Scope.ID(false), f.clock.Now())
+		rec, err := getLive(context.Background(), f.store, req("late").Scope.ID(false), f.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
 				t.Fatal("no renewal after the clock jumped: the record expired under its lease")
 			}
 		}
-		rec, err = f.store.Get(context.Background(), rec.ID, f.clock.Now())
+		rec, err = getLive(context.Background(), f.store, rec.ID, f.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,11 +128,11 @@ func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
 func TestPanicStopsRenewals(t *testing.T) {
 	f, fs := faultFixture(t, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond })
 	extended := make(chan struct{}, 1)
-	fs.On(faultstore.Extend, notify(extended))
+	fs.OnOp(faultstore.OpExtend, notify(extended))
 	var extends int // the renewals begun before the panic left Do
 	func() {
 		defer func() {
-			extends = fs.Count(faultstore.Extend)
+			extends = fs.CountOp(faultstore.OpExtend)
 			if p := recover(); p != "renewing" {
 				t.Fatalf("recovered %v, want the handler's panic", p)
 			}
@@ -144,14 +144,14 @@ func TestPanicStopsRenewals(t *testing.T) {
 			panic("renewing")
 		})
 	}()
-	if releases := fs.Count(faultstore.Release); releases != 1 {
+	if releases := fs.CountOp(faultstore.OpRelease); releases != 1 {
 		t.Fatalf("%d releases after the panic, want 1", releases)
 	}
 	// A bounded wait for a renewal, which must not come. The store counts
 	// the renewals: one sent before the panic left Do may still sit in
 	// the extended channel, so the channel does not tell.
 	time.Sleep(20 * time.Millisecond)
-	if n := fs.Count(faultstore.Extend); n != extends {
+	if n := fs.CountOp(faultstore.OpExtend); n != extends {
 		t.Fatalf("%d renewals after the panic left Do", n-extends)
 	}
 	if _, replayed, err := f.do(t, req("panic"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
@@ -172,7 +172,7 @@ func TestUnboundedRenewalsKeepASaneExpiry(t *testing.T) {
 		})
 		start := f.clock.Now()
 		f.do(t, req("unbounded"), func(context.Context) (*idemkit.Snapshot, error) {
-			rec, err := f.store.Get(context.Background(), req("unbounded").Scope.ID(false), f.clock.Now())
+			rec, err := getLive(context.Background(), f.store, req("unbounded").Scope.ID(false), f.clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestRecordOutlivesLeaseByMargin(t *testing.T) {
 			r := req("short-retention")
 			ctx := clk.Deadline(t, context.Background(), 10*time.Second)
 			_, _, err = g.Do(ctx, r, func(context.Context) (*idemkit.Snapshot, error) {
-				rec, err := store.Get(context.Background(), r.Scope.ID(false), clk.Now())
+				rec, err := getLive(context.Background(), store, r.Scope.ID(false), clk.Now())
 				if err != nil || rec == nil {
 					t.Fatalf("Get: %v %v", rec, err)
 				}
@@ -241,7 +241,7 @@ func TestRecordOutlivesDeadline(t *testing.T) {
 	r := req("deadline-outlived")
 	var expires time.Time
 	_, _, err = g.Do(ctx, r, func(ctx context.Context) (*idemkit.Snapshot, error) {
-		rec, err := s.Get(ctx, r.Scope.ID(false), time.Now())
+		rec, err := getLive(ctx, s, r.Scope.ID(false), time.Now())
 		if err != nil {
 			return nil, err
 		}

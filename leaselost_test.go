@@ -84,7 +84,7 @@ func TestLeaseLost(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				s := faultstore.New(memstore.New())
-				s.On(faultstore.Extend, extendAnswers(tt.extend))
+				s.OnOp(faultstore.OpExtend, extendAnswers(tt.extend))
 				pol := idemkit.Policy{Lease: lease, Heartbeat: every, LeaseMargin: margin, MaxRenewals: tt.renewals, OnStaleLease: tt.policy}
 				if tt.short {
 					pol.ReplayWindow, pol.RecordRetention = time.Millisecond, time.Millisecond
@@ -153,7 +153,7 @@ func TestLeaseLostIsReported(t *testing.T) {
 				obs := &eventlog.Log{}
 				s := faultstore.New(memstore.New())
 				if tt.lost {
-					s.On(faultstore.Extend, faultstore.Fail(errStoreDown))
+					s.OnOp(faultstore.OpExtend, faultstore.Fail(errStoreDown))
 				}
 				g, err := idemkit.New(idemkit.Config{Store: s,
 					Policy:   idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: policy},

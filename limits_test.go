@@ -125,7 +125,7 @@ func TestTenantTooLong(t *testing.T) {
 // retry with the same key cannot succeed), and nothing runs.
 func TestRecordInvalidIsNotTransient(t *testing.T) {
 	f, fs := faultFixture(t, nil)
-	fs.On(faultstore.Claim, faultstore.Fail(errors.Join(idemkit.ErrRecordInvalid, errors.New("ValidationException: key too large"))))
+	fs.OnOp(faultstore.OpClaim, faultstore.Fail(errors.Join(idemkit.ErrRecordInvalid, errors.New("ValidationException: key too large"))))
 	_, _, err := f.do(t, req("k"), respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrRecordInvalid) || errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
 		t.Fatalf("err %v runs %d, want ErrRecordInvalid, not ErrStoreUnavailable, and no run", err, f.runs)

@@ -33,12 +33,12 @@ func TestLostClaimAnswerIsReclaimed(t *testing.T) {
 	for _, fails := range []int{1, 2} {
 		t.Run(fmt.Sprint(fails), func(t *testing.T) {
 			f, fs := faultFixture(t, nil)
-			fs.On(faultstore.Claim, faultstore.First(fails, faultstore.Fault{Err: errReset, Applied: true}))
+			fs.OnOp(faultstore.OpClaim, faultstore.First(fails, faultstore.Fault{Err: errReset, Applied: true}))
 			snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
 			if err != nil || replayed || snap.Status != 201 || f.runs != 1 {
 				t.Fatalf("Do: %+v replayed %v err %v runs %d", snap, replayed, err, f.runs)
 			}
-			if claims, releases := fs.Count(faultstore.Claim), fs.Count(faultstore.Release); claims != fails+1 || releases != 0 {
+			if claims, releases := fs.CountOp(faultstore.OpClaim), fs.CountOp(faultstore.OpRelease); claims != fails+1 || releases != 0 {
 				t.Fatalf("%d claims, %d releases; want %d and 0", claims, releases, fails+1)
 			}
 			// The record the claim replaced was our own: no takeover.
@@ -69,13 +69,13 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, fs := faultFixture(t, nil)
-			fs.On(faultstore.Claim, faultstore.Always(faultstore.Fault{Err: errReset, Applied: tc.applied}))
-			fs.On(faultstore.Release, tc.release)
+			fs.OnOp(faultstore.OpClaim, faultstore.Always(faultstore.Fault{Err: errReset, Applied: tc.applied}))
+			fs.OnOp(faultstore.OpRelease, tc.release)
 			_, _, err := f.do(t, req("k"), respond(201, "x"))
 			if !errors.Is(err, idemkit.ErrStoreUnavailable) || f.runs != 0 {
 				t.Fatalf("err %v runs %d, want ErrStoreUnavailable, not run", err, f.runs)
 			}
-			if claims := fs.Count(faultstore.Claim); claims != 3 {
+			if claims := fs.CountOp(faultstore.OpClaim); claims != 3 {
 				t.Fatalf("%d claim attempts, want 3", claims)
 			}
 			var cu *idemkit.ClaimUnknownError
@@ -83,7 +83,7 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 				t.Fatalf("err %v: ErrClaimUnknown %v, want %v", err, got, tc.unknown)
 			}
 			id := req("k").Scope.ID(false)
-			rec, gerr := f.store.Get(context.Background(), id, f.clock.Now())
+			rec, gerr := getLive(context.Background(), f.store, id, f.clock.Now())
 			if tc.unknown {
 				if tc.applied && (gerr != nil || !cu.LeaseUntil.Equal(rec.LeaseUntil)) {
 					t.Fatalf("left claim %+v (%v), error names lease %v", rec, gerr, cu.LeaseUntil)
@@ -101,7 +101,7 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 			if !errors.Is(gerr, idemkit.ErrNotFound) {
 				t.Fatalf("a claim reported as not stored is stored: %+v %v", rec, gerr)
 			}
-			fs.On(faultstore.Claim, nil)
+			fs.OnOp(faultstore.OpClaim, nil)
 			if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
 				t.Fatalf("retry: replayed %v err %v runs %d", replayed, err, f.runs)
 			}
@@ -112,12 +112,12 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 // Claim attempts stop at the request's deadline.
 func TestClaimAttemptsStopAtDeadline(t *testing.T) {
 	f, fs := faultFixture(t, func(c *idemkit.Config) { c.ClaimBackoff = time.Hour; c.ClaimAttempts = 5 })
-	fs.On(faultstore.Claim, faultstore.Fail(errReset))
+	fs.OnOp(faultstore.OpClaim, faultstore.Fail(errReset))
 	ctx := f.clock.Deadline(t, context.Background(), time.Minute)
 	if _, _, err := f.guard.Do(ctx, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatal(err)
 	}
-	if claims := fs.Count(faultstore.Claim); claims != 1 {
+	if claims := fs.CountOp(faultstore.OpClaim); claims != 1 {
 		t.Fatalf("%d claim attempts with a backoff past the deadline, want 1", claims)
 	}
 }
@@ -267,7 +267,7 @@ func TestOutcomeUnknownKeepsTheClaim(t *testing.T) {
 			if k := f.obs.Last().Kind; k != idemkit.EventOutcomeUnknown {
 				t.Fatalf("event %s, want %s", k, idemkit.EventOutcomeUnknown)
 			}
-			rec, err := f.store.Get(context.Background(), req("k").Scope.ID(false), f.clock.Now())
+			rec, err := getLive(context.Background(), f.store, req("k").Scope.ID(false), f.clock.Now())
 			if err != nil || rec.State != idemkit.StateIndeterminate {
 				t.Fatalf("record %+v %v, want indeterminate at once", rec, err)
 			}
@@ -321,7 +321,7 @@ func TestLateCompletionHeals(t *testing.T) {
 func TestLeaseRenewal(t *testing.T) {
 	f, fs := faultFixture(t, func(c *idemkit.Config) { c.Policy.Heartbeat = 2 * time.Millisecond })
 	extended := make(chan struct{}, 1)
-	fs.On(faultstore.Extend, notify(extended))
+	fs.OnOp(faultstore.OpExtend, notify(extended))
 	started, finish := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	var extendsByDo int // the renewals begun before Do returned
@@ -331,7 +331,7 @@ func TestLeaseRenewal(t *testing.T) {
 			<-finish
 			return &idemkit.Snapshot{Status: 201, Body: []byte("first")}, nil
 		})
-		extendsByDo = fs.Count(faultstore.Extend)
+		extendsByDo = fs.CountOp(faultstore.OpExtend)
 		done <- err
 	}()
 	<-started
@@ -350,7 +350,7 @@ func TestLeaseRenewal(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := fs.Count(faultstore.Extend) - extendsByDo; n != 0 {
+	if n := fs.CountOp(faultstore.OpExtend) - extendsByDo; n != 0 {
 		t.Fatalf("%d renewals after Do returned", n)
 	}
 	if e := f.obs.Last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls < 4 {
@@ -363,7 +363,7 @@ func TestLeaseRenewal(t *testing.T) {
 func TestLeaseRenewalBounds(t *testing.T) {
 	f, fs := faultFixture(t, func(c *idemkit.Config) { c.Policy.Heartbeat = time.Millisecond; c.Policy.MaxRenewals = 3 })
 	extended := make(chan struct{}, 16)
-	fs.On(faultstore.Extend, notify(extended))
+	fs.OnOp(faultstore.OpExtend, notify(extended))
 	f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
 		for i := 0; i < 3; i++ {
 			<-extended
@@ -376,7 +376,7 @@ func TestLeaseRenewalBounds(t *testing.T) {
 		}
 		return &idemkit.Snapshot{Status: 201}, nil
 	})
-	if n := fs.Count(faultstore.Extend); n != 3 {
+	if n := fs.CountOp(faultstore.OpExtend); n != 3 {
 		t.Fatalf("%d renewals, want 3", n)
 	}
 
@@ -386,7 +386,7 @@ func TestLeaseRenewalBounds(t *testing.T) {
 		time.Sleep(40 * time.Millisecond) // over the default interval (a third of the lease)
 		return &idemkit.Snapshot{Status: 201}, nil
 	})
-	if n := fs2.Count(faultstore.Extend); n != 0 {
+	if n := fs2.CountOp(faultstore.OpExtend); n != 0 {
 		t.Fatalf("%d renewals for a request with a deadline and no Heartbeat", n)
 	}
 }

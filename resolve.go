@@ -113,10 +113,10 @@ func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, no
 	if now.Before(from) {
 		return nil, was, &ResolveError{Reason: ErrMayBeRunning, Record: cur, ResolvableAt: from}
 	}
-	w := writer{store: s, now: func() time.Time { return now }, version: rand.Text, attempts: resolveAttempts,
-		backoff: resolveBackoff, sleep: sleepCtx}
+	w := writer{store: s, now: func() time.Time { return now }, attempts: resolveAttempts, backoff: resolveBackoff, sleep: sleepCtx}
+	version := versions(rand.Text())
 	if cur.State == StateInFlight {
-		marked, _, err := w.apply(ctx, cur, change{op: opMarkStale, owner: cur.Owner})
+		marked, _, err := w.apply(ctx, cur, change{op: opMarkStale, owner: cur.Owner, version: version})
 		switch {
 		case errors.Is(err, ErrNotOwner), errors.Is(err, errChanging):
 			return nil, was, fmt.Errorf("idemkit: resolve: the record changed before it could be marked indeterminate (completed, released, or taken over); nothing was changed (read it to see how): %w", ErrNotOwner)
@@ -129,7 +129,7 @@ func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, no
 		res.ReplayUntil, res.ExpiresAt = replayAgain(cur, now)
 	}
 	// The decision applies to the version checked and to no later run.
-	out, _, err := w.apply(ctx, cur, change{op: opResolve, res: &res, checked: cur.Version})
+	out, _, err := w.apply(ctx, cur, change{op: opResolve, res: &res, checked: cur.Version, version: version})
 	switch {
 	case errors.Is(err, ErrNotIndeterminate), errors.Is(err, errChanging):
 		return nil, was, fmt.Errorf("idemkit: resolve: another writer changed the record first; nothing was changed (read it to see how): %w", ErrNotIndeterminate)

@@ -19,12 +19,36 @@ const resolveGrace = time.Minute
 func claimAt(t *testing.T, s idemkit.Store, k string, now, leaseUntil time.Time) *idemkit.Record {
 	t.Helper()
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: k}
-	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:sha256:aa", Owner: "owner-" + k,
+	rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: "v1:sha256:aa", Owner: "owner-" + k, Version: "claim-" + k,
 		LeaseUntil: leaseUntil, ReplayUntil: now.Add(24 * time.Hour), ExpiresAt: now.Add(7 * 24 * time.Hour), CreatedAt: now}
-	if res, err := s.Claim(context.Background(), rec, now); err != nil || !res.Won {
-		t.Fatalf("claim: %+v %v", res, err)
+	if met, err := s.Create(context.Background(), rec); err != nil || met != nil {
+		t.Fatalf("claim: %+v %v", met, err)
 	}
 	return rec
+}
+
+// rewrite stores prev changed by change, in place of prev, as the engine
+// writes a change.
+func rewrite(t *testing.T, s idemkit.Store, prev *idemkit.Record, change func(*idemkit.Record)) *idemkit.Record {
+	t.Helper()
+	out := prev.Clone()
+	change(out)
+	out.Version = prev.Version + "+"
+	if met, err := s.Replace(context.Background(), out, prev); err != nil || met != nil {
+		t.Fatalf("rewrite: met %+v, %v", met, err)
+	}
+	return out
+}
+
+// marked is prev marked indeterminate for cause at now, as the engine
+// marks it (a mark of the outcome unknown ends the lease at now).
+func marked(cause idemkit.Cause, now time.Time) func(*idemkit.Record) {
+	return func(r *idemkit.Record) {
+		r.State, r.Cause = idemkit.StateIndeterminate, cause
+		if cause == idemkit.CauseOutcomeUnknown {
+			r.LeaseUntil = now
+		}
+	}
 }
 
 func decision(as idemkit.State) idemkit.Resolution {
@@ -52,21 +76,11 @@ func TestResolveMayBeRunning(t *testing.T) {
 	}{
 		{"indeterminate, marked by a retry whose clock runs ahead", idemkit.StateIndeterminate, func(t *testing.T, s idemkit.Store) time.Time {
 			rec := claimAt(t, s, "k", now, now.Add(10*time.Minute))
-			if err := s.MarkIndeterminate(ctx, rec.ID, rec.Owner, now.Add(11*time.Minute)); err != nil {
-				t.Fatal(err)
-			}
-			return rec.LeaseUntil
+			return rewrite(t, s, rec, marked(idemkit.CauseLeaseExpired, now.Add(11*time.Minute))).LeaseUntil
 		}},
 		{"indeterminate, marked unknown by its owner", idemkit.StateIndeterminate, func(t *testing.T, s idemkit.Store) time.Time {
 			rec := claimAt(t, s, "k", now, now.Add(10*time.Minute))
-			if err := s.MarkUnknown(ctx, rec.ID, rec.Owner, now.Add(time.Minute)); err != nil {
-				t.Fatalf("mark unknown: %v", err)
-			}
-			marked, err := s.Get(ctx, rec.ID, now.Add(time.Minute))
-			if err != nil || !marked.LeaseUntil.Equal(now.Add(time.Minute)) {
-				t.Fatalf("mark unknown: %+v %v", marked, err)
-			}
-			return marked.LeaseUntil
+			return rewrite(t, s, rec, marked(idemkit.CauseOutcomeUnknown, now.Add(time.Minute))).LeaseUntil
 		}},
 		{"in_flight", idemkit.StateInFlight, func(t *testing.T, s idemkit.Store) time.Time {
 			return claimAt(t, s, "k", now, now.Add(time.Minute)).LeaseUntil
@@ -90,7 +104,7 @@ func TestResolveMayBeRunning(t *testing.T) {
 					if !errors.Is(err, idemkit.ErrMayBeRunning) || !errors.As(err, &re) || !re.ResolvableAt.Equal(from) || re.Record.State != tc.state {
 						t.Fatalf("at lease%+v: %v, want ErrMayBeRunning resolvable from %v", at.Sub(lease), err, from)
 					}
-					if got, err := s.Get(ctx, id, at); err != nil || got.State != tc.state || got.Resolution != nil {
+					if got, err := getLive(ctx, s, id, at); err != nil || got.State != tc.state || got.Resolution != nil {
 						t.Fatalf("after a refusal: %+v %v, want it unchanged", got, err)
 					}
 				}
@@ -118,15 +132,10 @@ func TestResolveRefusals(t *testing.T) {
 	later := now.Add(time.Hour)
 	s := memstore.New()
 	stale := claimAt(t, s, "stale", now, now.Add(time.Minute))
-	done := claimAt(t, s, "done", now, now.Add(time.Minute))
-	done.State, done.CompletedAt, done.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201}
-	if err := s.Complete(ctx, done, now); err != nil {
-		t.Fatal(err)
-	}
-	failed := claimAt(t, s, "failed", now, now.Add(time.Minute))
-	if err := s.MarkIndeterminate(ctx, failed.ID, failed.Owner, later); err != nil {
-		t.Fatal(err)
-	}
+	done := rewrite(t, s, claimAt(t, s, "done", now, now.Add(time.Minute)), func(r *idemkit.Record) {
+		r.State, r.CompletedAt, r.Snapshot = idemkit.StateCompleted, now, &idemkit.Snapshot{Status: 201}
+	})
+	failed := rewrite(t, s, claimAt(t, s, "failed", now, now.Add(time.Minute)), marked(idemkit.CauseLeaseExpired, later))
 	if _, _, err := idemkit.Resolve(ctx, s, failed.ID, decision(idemkit.StateFailed), later); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +168,7 @@ func TestResolveRefusals(t *testing.T) {
 			}
 		})
 	}
-	if got, err := s.Get(ctx, stale.ID, later); err != nil || got.State != idemkit.StateInFlight {
+	if got, err := getLive(ctx, s, stale.ID, later); err != nil || got.State != idemkit.StateInFlight {
 		t.Fatalf("stale record after refused decisions: %+v %v, want it in_flight still", got, err)
 	}
 }

@@ -283,4 +283,3 @@ func TestParseKeyLinesJoined(t *testing.T) {
 		}
 	}
 }
-

@@ -46,6 +46,10 @@ type change struct {
 	owner       string    // opMarkStale: the owner of the stale lease
 	res         *Resolution
 	checked     string // opResolve: the Version the operator checked
+
+	// version returns a fresh Version for each write the change makes
+	// (the writer's, see versions); next does not read it.
+	version func() string
 }
 
 // Refusals of next that are not store errors: the caller reads the
@@ -53,7 +57,7 @@ type change struct {
 var (
 	// errHeld: a claim found a record it may not replace.
 	errHeld = errors.New("idemkit: the key is held")
-	// errNoChange: a renewal that would not move the lease later.
+	// errNoChange: a renewal that would move the lease back.
 	errNoChange = errors.New("idemkit: nothing to change")
 )
 
@@ -99,11 +103,14 @@ func decide(prev *Record, c change, now time.Time) (*Record, error) {
 		// A late completion replaces an unknown outcome no operator has
 		// resolved: a known outcome is better.
 		out := prev.Clone()
-		out.State, out.Cause, out.CompletedAt, out.Snapshot = StateCompleted, "", c.completedAt, c.snap.Clone()
+		// The snapshot is shared, not copied: neither next nor a store
+		// changes it.
+		out.State, out.Cause, out.CompletedAt, out.Snapshot = StateCompleted, "", c.completedAt, c.snap
 		return out, nil
 	case !mine || prev.State != StateInFlight:
 		return nil, ErrNotOwner
-	case c.op == opExtend && !c.until.After(prev.LeaseUntil):
+	case c.op == opExtend && c.until.Before(prev.LeaseUntil):
+		// Never back: a renewal decided before a later one landed.
 		return nil, errNoChange
 	case c.op == opExtend:
 		out := prev.Clone()

@@ -104,7 +104,8 @@ func TestTransitions(t *testing.T) {
 		{"extend", run, change{op: opExtend, rec: run, until: run.LeaseUntil.Add(time.Minute)}, is(StateInFlight, "", func(r *Record) bool {
 			return r.LeaseUntil.Equal(run.LeaseUntil.Add(time.Minute))
 		})},
-		{"extend, not later", run, change{op: opExtend, rec: run, until: run.LeaseUntil}, refused(errNoChange)},
+		{"extend, back", run, change{op: opExtend, rec: run, until: run.LeaseUntil.Add(-time.Millisecond)}, refused(errNoChange)},
+		{"extend, the same lease", run, change{op: opExtend, rec: run, until: run.LeaseUntil}, is(StateInFlight, "", nil)},
 		{"extend, stale lease", rec(StateInFlight, "a", stale), change{op: opExtend, rec: run, until: now.Add(time.Minute)}, is(StateInFlight, "", nil)},
 		{"extend, marked", rec(StateIndeterminate, "a"), change{op: opExtend, rec: run, until: now.Add(time.Hour)}, refused(ErrNotOwner)},
 		{"extend, taken over", rec(StateInFlight, "b"), change{op: opExtend, rec: run, until: now.Add(time.Hour)}, refused(ErrNotOwner)},

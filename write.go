@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,7 +14,6 @@ import (
 type writer struct {
 	store    Store
 	now      func() time.Time
-	version  func() string
 	attempts int           // attempts of a write that fails (at least 1)
 	backoff  time.Duration // the pause before the second attempt; the n-th waits n times as long
 	// sleep waits d, or reports false when ctx is done or its deadline
@@ -45,7 +46,7 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 			if out, err = next(prev, c, w.now()); err != nil {
 				return prev, nil, err
 			}
-			out.Version = w.version()
+			out.Version = c.version()
 		}
 		var met *Record
 		if prev == nil {
@@ -66,12 +67,27 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 			prev, out = met, nil
 		case errors.Is(err, ErrRecordInvalid), errors.Is(err, ErrCorruptRecord), errors.Is(err, ErrNothingStored):
 			// Nothing was written, and trying again gives the same answer.
-			return prev, nil, storeErr(c.op.String(), err)
+			return prev, nil, fmt.Errorf("idemkit: store %s: %w", c.op, err)
 		default:
 			if failures++; failures >= w.attempts || ctx.Err() != nil || !w.sleep(ctx, time.Duration(failures)*w.backoff) {
-				return prev, nil, storeErr(c.op.String(), err)
+				// Named by the change, whatever call of the store failed.
+				return prev, nil, &StoreError{Op: c.op.String(), Err: err}
 			}
 		}
+	}
+}
+
+// versions returns the versions of the writes of the writer owner: owner
+// itself first, then owner.1, owner.2 and so on. Owner tokens never
+// repeat, so neither do versions.
+func versions(owner string) func() string {
+	var n atomic.Int64
+	return func() string {
+		i := n.Add(1) - 1
+		if i == 0 {
+			return owner
+		}
+		return owner + "." + strconv.FormatInt(i, 10)
 	}
 }
 
