@@ -343,7 +343,7 @@ func (c *call) record() *Record {
 // that keeps changing under us is judged again at most reclaims times;
 // then the client is told to come back.
 func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, error) {
-	version := versions(rec.Owner)
+	version := &versions{owner: rec.Owner}
 	ch := change{op: opClaim, rec: rec, takeover: c.policy.OnStaleLease == Takeover, judged: expired != nil, version: version}
 	var cur, replaced *Record
 	var err error
@@ -413,7 +413,7 @@ type retry struct {
 // changed under us). The operation and the fingerprint are compared before
 // the state: a record of another request is a mismatch whatever its
 // state, never a key to claim again (failed) or take over (a stale lease).
-func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time, version func() string) (snap *Snapshot, next *retry, err error) {
+func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Record, now time.Time, version *versions) (snap *Snapshot, next *retry, err error) {
 	if g.cfg.AccountWide && ex.Scope.Operation != req.Scope.Operation {
 		return nil, nil, fmt.Errorf("%w: first used for %q", ErrOperationMismatch, ex.Scope.Operation)
 	}
@@ -437,7 +437,7 @@ func (g *Guard) classify(ctx context.Context, req Request, pol Policy, ex *Recor
 // inFlight classifies an in_flight record that kept a claim: a live lease
 // is a conflict; an ended one is taken over (Takeover) or marked
 // indeterminate (FailClosed).
-func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time, version func() string) (snap *Snapshot, next *retry, err error) {
+func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.Time, version *versions) (snap *Snapshot, next *retry, err error) {
 	if !ex.LeaseExpired(now) {
 		wait := retryafter.Duration(ex.LeaseUntil.Sub(now))
 		if pol.MaxRetryAfter > 0 {
@@ -581,8 +581,8 @@ var errHandlerAborted = errors.New("idemkit: handler panicked or called runtime.
 
 // run is a claim held while its handler runs.
 type run struct {
-	claim   *Record       // as claimed
-	version func() string // the versions of the run's writes
+	claim   *Record   // as claimed
+	version *versions // the versions of the run's writes
 	mu      sync.Mutex
 	cur     *Record // as last written by the run: the version its next write replaces
 }
@@ -603,7 +603,7 @@ func (r *run) set(rec *Record) {
 // claim. Every exit of h frees the key: the release for a panic or
 // runtime.Goexit runs in a deferred call that does not recover, so a panic
 // goes on with the handler's own stack.
-func (c *call) execute(rec *Record, version func() string, h Handler) (*Snapshot, bool, error) {
+func (c *call) execute(rec *Record, version *versions, h Handler) (*Snapshot, bool, error) {
 	r := &run{claim: rec, cur: rec, version: version}
 	hctx := withExecution(c.ctx, c.g.cfg.ExecutionSecret, rec.Scope, c.req.Resource)
 	var lost func()
@@ -685,7 +685,7 @@ func (c *call) settle(r *run, snap *Snapshot, herr error) (*Snapshot, bool, erro
 // replace. A record of another stays, and no copy of a Create can replace
 // it, nor a copy of a Replace once it is not the version replaced. When
 // the key cannot be freed, the error is a *ClaimUnknownError.
-func (g *Guard) claimFailed(ctx context.Context, rec *Record, replace string, version func() string, err error) error {
+func (g *Guard) claimFailed(ctx context.Context, rec *Record, replace string, version *versions, err error) error {
 	if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrRecordInvalid) || errors.Is(err, ErrNothingStored) {
 		// Nothing was written, and trying again gives the same answer.
 		return err

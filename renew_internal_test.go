@@ -18,7 +18,7 @@ func TestRenewalStartsLazily(t *testing.T) {
 	start := time.Now()
 	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
 	ctx, acc := withUsage(context.Background())
-	stop := g.renew(ctx, &run{claim: rec, cur: rec, version: versions("o")}, Policy{MaxRenewals: 3}, start, nil)
+	stop := g.renew(ctx, &run{claim: rec, cur: rec, version: &versions{owner: "o"}}, Policy{MaxRenewals: 3}, start, nil)
 	buf := make([]byte, 1<<20)
 	n := runtime.Stack(buf, true)
 	if bytes.Contains(buf[:n], []byte("idemkit.(*Guard).renew")) || bytes.Contains(buf[:n], []byte("idemkit.(*renewal).run")) {
@@ -59,7 +59,7 @@ func TestRenewalStopRaces(t *testing.T) {
 		start := time.Now()
 		rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
 		ctx, acc := withUsage(context.Background())
-		stop := g.renew(ctx, &run{claim: rec, cur: rec, version: versions("o")}, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start, nil)
+		stop := g.renew(ctx, &run{claim: rec, cur: rec, version: &versions{owner: "o"}}, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start, nil)
 		if i%20 == 0 {
 			// Heartbeat 0 and no deadline: a third of the lease.
 			stop()
@@ -155,7 +155,7 @@ func TestRenewalStopsWhenRefused(t *testing.T) {
 	g.setWriters()
 	start := time.Now()
 	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
-	stop := g.renew(context.Background(), &run{claim: rec, cur: rec, version: versions("o")}, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
+	stop := g.renew(context.Background(), &run{claim: rec, cur: rec, version: &versions{owner: "o"}}, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
 	defer stop()
 	select {
 	case <-s.calls:
@@ -198,7 +198,7 @@ func TestRenewalOutlastsAHungWrite(t *testing.T) {
 	g.setWriters()
 	start := time.Now()
 	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
-	stop := g.renew(context.Background(), &run{claim: rec, cur: rec, version: versions("o")}, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
+	stop := g.renew(context.Background(), &run{claim: rec, cur: rec, version: &versions{owner: "o"}}, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
 	defer stop()
 	for i := 0; i < 2; i++ {
 		select {

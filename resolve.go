@@ -114,7 +114,7 @@ func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, no
 		return nil, was, &ResolveError{Reason: ErrMayBeRunning, Record: cur, ResolvableAt: from}
 	}
 	w := writer{store: s, now: func() time.Time { return now }, attempts: resolveAttempts, backoff: resolveBackoff, sleep: sleepCtx}
-	version := versions(rand.Text())
+	version := &versions{owner: rand.Text()}
 	if cur.State == StateInFlight {
 		marked, _, err := w.apply(ctx, cur, change{op: opMarkStale, owner: cur.Owner, version: version})
 		switch {

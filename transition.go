@@ -49,7 +49,7 @@ type change struct {
 
 	// version returns a fresh Version for each write the change makes
 	// (the writer's, see versions); next does not read it.
-	version func() string
+	version *versions
 }
 
 // Refusals of next that are not store errors: the caller reads the

@@ -46,7 +46,7 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 			if out, err = next(prev, c, w.now()); err != nil {
 				return prev, nil, err
 			}
-			out.Version = c.version()
+			out.Version = c.version.next()
 		}
 		var met *Record
 		if prev == nil {
@@ -77,18 +77,21 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 	}
 }
 
-// versions returns the versions of the writes of the writer owner: owner
+// versions makes the versions of the writes of the writer owner: owner
 // itself first, then owner.1, owner.2 and so on. Owner tokens never
 // repeat, so neither do versions.
-func versions(owner string) func() string {
-	var n atomic.Int64
-	return func() string {
-		i := n.Add(1) - 1
-		if i == 0 {
-			return owner
-		}
-		return owner + "." + strconv.FormatInt(i, 10)
+type versions struct {
+	owner string
+	n     atomic.Int64
+}
+
+// next returns a fresh version.
+func (v *versions) next() string {
+	i := v.n.Add(1) - 1
+	if i == 0 {
+		return v.owner
 	}
+	return v.owner + "." + strconv.FormatInt(i, 10)
 }
 
 // read returns the record stored with id, nil when none is.

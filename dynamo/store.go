@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -174,6 +175,10 @@ func (o Options) withDefaults() Options {
 type Store struct {
 	table string
 	opts  Options
+	// written holds the items of in_flight records this store wrote
+	// last, so that the write replacing one (a completion, a renewal,
+	// a release) needs not encode it again.
+	written written
 	// route returns the client for a tenant's records and the operator's
 	// Failover that chose it (nil: none); list the client for a tenant's
 	// listing ("" for all tenants). regional is set by NewRegional: a
@@ -498,6 +503,7 @@ func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Recor
 		cancel()
 		if err == nil {
 			usage(ctx, out.ConsumedCapacity, true)
+			s.written.put(rec, item)
 			return nil, nil
 		}
 		met, err := s.met(ctx, client, op, rec.ID, err)
@@ -562,9 +568,12 @@ func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemki
 	// prev's item, as this store would have written it: where prev cannot
 	// be encoded (an item of another store's options), every attribute
 	// rec's item lacks is removed.
-	old, perr := s.encode(op, prev)
-	if perr != nil {
-		old = nil
+	old := s.written.get(prev)
+	if old == nil {
+		var perr error
+		if old, perr = s.encode(op, prev); perr != nil {
+			old = nil
+		}
 	}
 	in := s.replaceInput(rec.ID, item, old, prev.Version)
 	cctx, cancel := s.ctxFor(ctx)
@@ -572,6 +581,7 @@ func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemki
 	cancel()
 	if err == nil {
 		usage(ctx, out.ConsumedCapacity, true)
+		s.written.put(rec, item)
 		return nil, nil
 	}
 	met, err := s.met(ctx, client, op, rec.ID, err)
@@ -582,6 +592,50 @@ func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemki
 		return nil, fmt.Errorf("dynamo: %s %q: %w", op, rec.ID, idemkit.ErrNotFound)
 	}
 	return met, nil
+}
+
+// written keeps the items of the last in_flight records a store wrote, by
+// ID and version: the record a run replaces next is the one it wrote
+// last. Items are never changed once encoded.
+type written struct {
+	mu    sync.Mutex
+	keys  [writtenSize]string
+	items map[string]map[string]types.AttributeValue
+	next  int
+}
+
+// writtenSize bounds the items kept: the runs in flight in one process.
+const writtenSize = 64
+
+// writtenKey is a record's version: versions never repeat, whatever the
+// key.
+func writtenKey(r *idemkit.Record) string { return r.Version }
+
+// put keeps rec's item when rec is in_flight (a completed or resolved
+// record is rarely replaced, and its item holds the body).
+func (w *written) put(rec *idemkit.Record, item map[string]types.AttributeValue) {
+	if rec.State != idemkit.StateInFlight || rec.Version == "" {
+		return
+	}
+	k := writtenKey(rec)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.items == nil {
+		w.items = make(map[string]map[string]types.AttributeValue, writtenSize)
+	}
+	delete(w.items, w.keys[w.next])
+	w.keys[w.next], w.items[k] = k, item
+	w.next = (w.next + 1) % writtenSize
+}
+
+// get returns the item kept for prev, nil when none is.
+func (w *written) get(prev *idemkit.Record) map[string]types.AttributeValue {
+	if prev.Version == "" {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.items[writtenKey(prev)]
 }
 
 // bare are the attribute names an expression may name as they are: none
@@ -648,7 +702,7 @@ func (s *Store) replaceInput(id string, item, old map[string]types.AttributeValu
 		} else {
 			upd.WriteString(", ")
 		}
-		p := ":" + strconv.Itoa(i)
+		p := placeholder(i)
 		values[p] = item[name]
 		upd.WriteString(ref(name))
 		upd.WriteString(" = ")
@@ -683,6 +737,23 @@ func (s *Store) replaceInput(id string, item, old map[string]types.AttributeValu
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}
+}
+
+// placeholders are the value placeholders of an update, made once.
+var placeholders = func() []string {
+	p := make([]string, 40)
+	for i := range p {
+		p[i] = ":" + strconv.Itoa(i)
+	}
+	return p
+}()
+
+// placeholder returns the i-th value placeholder of an update.
+func placeholder(i int) string {
+	if i < len(placeholders) {
+		return placeholders[i]
+	}
+	return ":" + strconv.Itoa(i)
 }
 
 // equalValue reports whether two attribute values are the same.

@@ -36,7 +36,7 @@ type renewStore struct {
 
 func newRenewStore() *renewStore {
 	s := &renewStore{Store: faultstore.New(memstore.New()), extended: make(chan time.Time)}
-	s.On(faultstore.Extend, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
+	s.OnOp(faultstore.OpExtend, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
 		return faultstore.Fault{Then: func(err error) {
 			if err != nil {
 				return

@@ -21,8 +21,8 @@ import (
 func downStore() *faultstore.Store {
 	errDown := errors.New("ResourceNotFoundException: table not found")
 	fs := faultstore.New(memstore.New())
-	fs.On(faultstore.Claim, faultstore.Fail(&idemkit.StoreError{Op: "claim", Err: errDown}))
-	fs.On(faultstore.Release, faultstore.Fail(&idemkit.StoreError{Op: "release", Err: errDown}))
+	fs.OnOp(faultstore.OpClaim, faultstore.Fail(&idemkit.StoreError{Op: "claim", Err: errDown}))
+	fs.OnOp(faultstore.OpRelease, faultstore.Fail(&idemkit.StoreError{Op: "release", Err: errDown}))
 	return fs
 }
 

@@ -49,7 +49,7 @@ func TestHandlerStoppedWithoutWriting(t *testing.T) {
 			if tt.lose {
 				// Every lease renewal fails.
 				fs := faultstore.New(mem)
-				fs.On(faultstore.Extend, faultstore.Fail(&idemkit.StoreError{Op: "extend", Err: errors.New("503 service unavailable")}))
+				fs.OnOp(faultstore.OpExtend, faultstore.Fail(&idemkit.StoreError{Op: "extend", Err: errors.New("503 service unavailable")}))
 				store = fs
 				pol = idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: idemkit.Takeover}
 			}
@@ -81,7 +81,7 @@ func TestHandlerStoppedWithoutWriting(t *testing.T) {
 			}
 			first := <-done
 			id := idemkit.Scope{Tenant: "tenant-a", Operation: "POST /orders", Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"}.ID(false)
-			rec, err := mem.Get(context.Background(), id, time.Now())
+			rec, err := mem.Get(context.Background(), id)
 			kept := err == nil && rec.State == idemkit.StateIndeterminate
 			retry := serve(h, request(t, nil)).Code
 			got := outcome{first, retry, runs.Load(), kept}

@@ -32,7 +32,7 @@ type downStore struct {
 
 func newDownStore(clock *testclock.Clock) *downStore {
 	s := &downStore{Store: faultstore.New(memstore.New()), clock: clock}
-	s.On(faultstore.Claim, func(context.Context, faultstore.Call) faultstore.Fault {
+	s.OnOp(faultstore.OpClaim, func(context.Context, faultstore.Call) faultstore.Fault {
 		s.mu.Lock()
 		s.claims = append(s.claims, s.clock.Now())
 		s.mu.Unlock()

@@ -21,7 +21,7 @@ import (
 // failingStore is memstore with its claims failing with err.
 func failingStore(err error) *faultstore.Store {
 	fs := faultstore.New(memstore.New())
-	fs.On(faultstore.Claim, faultstore.Fail(err))
+	fs.OnOp(faultstore.OpClaim, faultstore.Fail(err))
 	return fs
 }
 
@@ -30,11 +30,14 @@ func failingStore(err error) *faultstore.Store {
 // of size, not a fault: a faultstore.Store passes every record as given.
 type omittingStore struct{ *memstore.Store }
 
-func (s omittingStore) Complete(ctx context.Context, rec *idemkit.Record, now time.Time) error {
+func (s omittingStore) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
+	if rec.Snapshot == nil {
+		return s.Store.Replace(ctx, rec, prev)
+	}
 	c := *rec
 	c.Snapshot = rec.Snapshot.Clone()
 	c.Snapshot.Body, c.Snapshot.Omitted = nil, true
-	return s.Store.Complete(ctx, &c, now)
+	return s.Store.Replace(ctx, &c, prev)
 }
 
 // unknownOutcome is a handler that cannot tell whether it took effect.

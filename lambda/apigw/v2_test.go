@@ -719,18 +719,19 @@ func seed(t testing.TB, e *env, ev events.APIGatewayV2HTTPRequest, fp string, sn
 func seedScope(t testing.TB, e *env, s idemkit.Scope, fp string, snap *idemkit.Snapshot) {
 	t.Helper()
 	now := e.clock.Now()
-	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "seed",
+	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "seed", Version: "seed",
 		LeaseUntil: now.Add(-time.Second), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now.Add(-time.Minute)}
 	ctx := context.Background()
-	if _, err := e.store.Claim(ctx, rec, now); err != nil {
-		t.Fatal(err)
+	if met, err := e.store.Create(ctx, rec); err != nil || met != nil {
+		t.Fatalf("seed: %+v %v", met, err)
 	}
 	if snap == nil {
 		return
 	}
-	rec.State, rec.Snapshot, rec.CompletedAt = idemkit.StateCompleted, snap, now.Add(-30*time.Second)
-	if err := e.store.Complete(ctx, rec, now); err != nil {
-		t.Fatal(err)
+	done := rec.Clone()
+	done.State, done.Snapshot, done.CompletedAt, done.Version = idemkit.StateCompleted, snap, now.Add(-30*time.Second), "seed.1"
+	if met, err := e.store.Replace(ctx, done, rec); err != nil || met != nil {
+		t.Fatalf("seed: %+v %v", met, err)
 	}
 }
 
@@ -740,10 +741,10 @@ func seedScope(t testing.TB, e *env, s idemkit.Scope, fp string, snap *idemkit.S
 // fails a call or loses its answer, and never makes up a record.
 type corruptStore struct{ idemkit.Store }
 
-func (corruptStore) Claim(_ context.Context, rec *idemkit.Record, now time.Time) (idemkit.ClaimResult, error) {
+func (corruptStore) Create(_ context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
 	c := rec.Clone()
-	c.State, c.Owner, c.CompletedAt = idemkit.StateCompleted, "another", now
-	return idemkit.ClaimResult{Existing: c}, nil
+	c.State, c.Owner, c.CompletedAt, c.Version = idemkit.StateCompleted, "another", rec.CreatedAt, "another"
+	return c, nil
 }
 
 // TestV2Refusals: each guard error has its problem.
@@ -760,8 +761,14 @@ func TestV2Refusals(t *testing.T) {
 			setup: func(t *testing.T, e *env, ev *events.APIGatewayV2HTTPRequest) {
 				// The run said its outcome is unknown.
 				seed(t, e, *ev, fingerprintOf(t, *ev), nil)
-				if err := e.store.MarkUnknown(context.Background(), scopeOf(*ev).ID(false), "seed", e.clock.Now()); err != nil {
+				cur, err := e.store.Get(context.Background(), scopeOf(*ev).ID(false))
+				if err != nil {
 					t.Fatal(err)
+				}
+				marked := cur.Clone()
+				marked.State, marked.Cause, marked.LeaseUntil, marked.Version = idemkit.StateIndeterminate, idemkit.CauseOutcomeUnknown, e.clock.Now(), "seed.1"
+				if met, err := e.store.Replace(context.Background(), marked, cur); err != nil || met != nil {
+					t.Fatalf("mark unknown: %+v %v", met, err)
 				}
 			}},
 		{name: "lease ended moments ago", wantStatus: 409, wantType: "outcome-pending",
@@ -779,7 +786,7 @@ func TestV2Refusals(t *testing.T) {
 			mod: func(c *idemkit.Config) {
 				// A store that cannot be reached.
 				fs := faultstore.New(c.Store.(idemkit.OperatorStore))
-				fs.On(faultstore.Claim, faultstore.Fail(errors.New("dial tcp 10.0.0.1:443: i/o timeout")))
+				fs.OnOp(faultstore.OpClaim, faultstore.Fail(errors.New("dial tcp 10.0.0.1:443: i/o timeout")))
 				c.Store = fs
 			},
 			check: func(t *testing.T, p problem) {

@@ -256,7 +256,7 @@ func TestSQSInFlight(t *testing.T) {
 // redelivery when the store is back.
 func TestSQSStoreFailure(t *testing.T) {
 	store := faultstore.New(memstore.New())
-	store.On(faultstore.Claim, faultstore.Fail(errors.New("connection refused")))
+	store.OnOp(faultstore.OpClaim, faultstore.Fail(errors.New("connection refused")))
 	g, err := idemkit.New(idemkit.Config{Store: store, ClaimBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestSQSStoreFailure(t *testing.T) {
 	ev := events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2")}}
 	resp, _ := h(context.Background(), ev)
 	checkFailures(t, "store down", sqsIDs(resp), got.take(), []failed{{"m1", idemkit.ErrStoreUnavailable}, {"m2", idemkit.ErrStoreUnavailable}})
-	store.On(faultstore.Claim, nil)
+	store.OnOp(faultstore.OpClaim, nil)
 	resp, _ = h(context.Background(), ev)
 	checkFailures(t, "store back", sqsIDs(resp), got.take(), nil)
 	if runs := w.runList(); !reflect.DeepEqual(runs, []string{"o1", "o2"}) {

@@ -88,15 +88,16 @@ func TestStoredAnswerNotAResult(t *testing.T) {
 	}
 	now := time.Now()
 	s := idemkit.Scope{Tenant: "acme", Operation: "transfers.execute", Key: "tr_1"}
-	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Owner: "operator", Fingerprint: fp,
+	rec := &idemkit.Record{ID: s.ID(false), Scope: s, State: idemkit.StateInFlight, Owner: "operator", Version: "operator", Fingerprint: fp,
 		CreatedAt: now.Add(-time.Minute), LeaseUntil: now, ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(24 * time.Hour)}
-	if res, err := store.Claim(context.Background(), rec, now.Add(-time.Minute)); err != nil || !res.Won {
-		t.Fatalf("seed: %+v %v", res, err)
+	if met, err := store.Create(context.Background(), rec); err != nil || met != nil {
+		t.Fatalf("seed: %+v %v", met, err)
 	}
-	rec.State, rec.CompletedAt = idemkit.StateCompleted, now.Add(-time.Minute)
-	rec.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte(`{"transferId":"tr_1","run":7}`)}
-	if err := store.Complete(context.Background(), rec, now.Add(-time.Minute)); err != nil {
-		t.Fatalf("seed: %v", err)
+	done := rec.Clone()
+	done.State, done.CompletedAt, done.Version = idemkit.StateCompleted, now.Add(-time.Minute), "operator.1"
+	done.Snapshot = &idemkit.Snapshot{Status: 201, Body: []byte(`{"transferId":"tr_1","run":7}`)}
+	if met, err := store.Replace(context.Background(), done, rec); err != nil || met != nil {
+		t.Fatalf("seed: %+v %v", met, err)
 	}
 	runs := 0
 	got, err := event.Wrap(g, transferConfig, runTransfer(&runs))(context.Background(), in)
