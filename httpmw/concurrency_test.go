@@ -30,7 +30,7 @@ import (
 // every lease renewal it applies.
 type renewStore struct {
 	*faultstore.Store
-	extended chan time.Time // the now of each applied renewal, for a test that listens
+	extended chan time.Time // the lease end each applied renewal set, for a test that listens
 	extends  atomic.Int32
 }
 
@@ -43,7 +43,7 @@ func newRenewStore() *renewStore {
 			}
 			s.extends.Add(1)
 			select {
-			case s.extended <- c.Now:
+			case s.extended <- c.Record.LeaseUntil:
 			case <-ctx.Done(): // the renewal was stopped: nobody listens
 			}
 		}}
@@ -51,8 +51,8 @@ func newRenewStore() *renewStore {
 	return s
 }
 
-// wait returns the now of the next renewal, failing the test when none
-// comes within a generous bound.
+// wait returns the lease end the next renewal set, failing the test when
+// none comes within a generous bound.
 func (s *renewStore) wait(t *testing.T) time.Time {
 	t.Helper()
 	select {
@@ -532,13 +532,13 @@ func TestMiddlewareRenewalsRunOut(t *testing.T) {
 		a, err := p.post(context.Background(), "order-1")
 		firstc <- result{a, err}
 	}()
-	var last time.Time
+	var last time.Time // the lease end the last renewal set
 	for i := 0; i < 2; i++ {
 		last = store.wait(t)
 		p.clk.Advance(lease / 3)
 	}
 	noRenewalLeft(t) // the handler still runs
-	p.clk.Advance(last.Add(lease).Sub(p.clk.Now()))
+	p.clk.Advance(last.Sub(p.clk.Now()))
 	a := p.mustPost(t, "order-1")
 	if a.status != http.StatusConflict || !strings.Contains(a.body, "indeterminate-operator-required") {
 		t.Fatalf("retry after the last lease: %d %s, want 409 indeterminate-operator-required", a.status, a.body)
