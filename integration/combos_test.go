@@ -89,13 +89,16 @@ func comboCases() []comboCase {
 			first: "unavailable-held", second: "unavailable-held", final: "replay", effects: 1},
 		// Every claim lands with its answer lost and no release lands: the
 		// key stays held though nothing ran. Fail-closed waits for an
-		// operator; takeover runs it once after the lease.
+		// operator; takeover runs it once after the lease. The immediate
+		// retry's own claim cannot be stored (the first one's record is
+		// there, read after its attempts failed): it is told the store is
+		// unavailable, not that its claim may hold the key.
 		{name: "claim-lost-ack-always+release-5xx-always/fail-closed", policy: fc,
 			rules: r(onClaim(lost, 0, never), onRelease(e500, 0, never)),
-			first: "unavailable-held", second: "unavailable-held", final: "indeterminate", effects: 0},
+			first: "unavailable-held", second: "unavailable", final: "indeterminate", effects: 0},
 		{name: "claim-lost-ack-always+release-5xx-always/takeover", policy: to,
 			rules: r(onClaim(lost, 0, never), onRelease(e500, 0, never)),
-			first: "unavailable-held", second: "unavailable-held", final: "replay", effects: 1},
+			first: "unavailable-held", second: "unavailable", final: "replay", effects: 1},
 		// The completion lands with its answer lost, then every try fails:
 		// the record is completed although the engine could not confirm it.
 		{name: "complete-lost-ack+complete-5xx-always", policy: fc,
@@ -113,10 +116,12 @@ func comboCases() []comboCase {
 		{name: "release-timeout-applied+release-5xx-always", policy: fc, release: true,
 			rules: r(onRelease(tmoA, 0, 1), onRelease(e500, 0, never)),
 			first: "transient", second: "run", final: "replay", effects: 1},
-		// The release never lands, and the retry's claim is throttled.
+		// The release never lands, and the retry's claim is throttled: the
+		// first run's record holds the key, and the retry's own claim was
+		// never stored (plain unavailable).
 		{name: "release-reset-always+retry-claim-throttle-always", policy: fc, release: true,
 			rules: r(onRelease(reset, 0, never), onClaim(thr, 1, never)),
-			first: "transient", second: "unavailable-held", final: "indeterminate", effects: 0},
+			first: "transient", second: "unavailable", final: "indeterminate", effects: 0},
 		// The completion never lands; the duplicate's read of the record
 		// fails (a whole store call: the next claim attempt reads it), and
 		// after the lease the mark lands

@@ -158,19 +158,22 @@ func delayedCases() []delayedCase {
 			steps:   s(lateCall, "run", lateLeaseEnds, "", lateDeliver, "refused", lateState, "completed", lateCall, "replay"),
 			effects: 1},
 		// The completion's first copy lands after the SDK's retry
-		// completed: the same owner's identical write, admitted by the
-		// condition; replays unchanged.
+		// completed: it replaces only the version it was sent for, gone
+		// since, and is refused; replays unchanged.
 		{name: "complete/after-completed", policy: fc,
 			rules:   r(onComplete(delayed, 0, 1)),
-			steps:   s(lateCall, "run", lateDeliver, "applied", lateState, "completed", lateCall, "replay"),
+			steps:   s(lateCall, "run", lateDeliver, "refused", lateState, "completed", lateCall, "replay"),
 			effects: 1},
 		// No completion lands in time (every copy held): the lease ends, a
-		// retry marks the record indeterminate; then the copies land: the
-		// owner's known outcome wins over the unknown one.
+		// retry marks the record indeterminate; then the copies land, each
+		// in place of the version it was sent for, gone since: refused.
+		// The record stays indeterminate, for an operator, and nothing
+		// runs again. (A completion the run decides after the mark, from
+		// the record met, replaces it: TestClockSkewDuringRenewals.)
 		{name: "complete/after-indeterminate", policy: fc,
 			rules: r(onComplete(delayed, 0, never)),
 			steps: s(lateCall, "run", lateCall, "in-flight", lateLeaseEnds, "", lateCall, "indeterminate",
-				lateDeliver, "applied", lateState, "completed", lateCall, "replay"),
+				lateDeliver, "refused", lateState, "indeterminate", lateCall, "indeterminate"),
 			effects: 1},
 		// ... but not over an operator's resolution, which is kept.
 		{name: "complete/after-resolution", policy: fc,

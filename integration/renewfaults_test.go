@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,11 +15,10 @@ import (
 	"github.com/idemkit/idemkit/internal/testclock"
 )
 
-// extendUpdate tells a lease renewal's UpdateItem from the marks'.
-func extendUpdate(b []byte) bool { return bytes.Contains(b, []byte("SET #lu = :lu")) }
 
 // TestRenewalUnderFaults: a handler without a deadline outlives its first
-// lease while its renewals (Store.Extend, a fenced UpdateItem) fail or
+// lease while its renewals (each an UpdateItem in place of the version
+// the run wrote last) fail or
 // lose their answers; another instance, whose clock is past the first
 // lease (but inside the renewed ones), retries while it still runs; then
 // the handler answers. Executions
@@ -71,7 +69,7 @@ func TestRenewalUnderFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var rules []faults.Rule
 			if tc.fault != 0 {
-				rules = append(rules, faults.Rule{Op: "UpdateItem", Match: extendUpdate, Times: never, Kind: tc.fault})
+				rules = append(rules, onExtend(tc.fault, 0, never))
 			}
 			ft := faults.New(baseTransport(), rules...)
 			opts := dynamo.Options{CallTimeout: callTimeout, MaxBackoff: 10 * time.Millisecond}
