@@ -112,6 +112,23 @@ func (f *Failover) fences(key string, now time.Time) bool {
 	return !t.After(f.At.Add(skew)) || t.After(now.Add(skew))
 }
 
+// writeTime is when rec was written, by its writer's clock, as the record
+// says: a claim's CreatedAt, a resolution's ResolvedAt, a release's
+// LeaseUntil (its time); a mark keeps the lease it marks, which ended
+// before it: LeaseUntil, earlier than the mark, which only fences more
+// keys, never fewer.
+func writeTime(rec *idemkit.Record) time.Time {
+	switch {
+	case rec.Resolution != nil:
+		return rec.Resolution.ResolvedAt
+	case rec.State == idemkit.StateInFlight:
+		return rec.CreatedAt
+	case rec.State == idemkit.StateReleased, rec.State == idemkit.StateIndeterminate:
+		return rec.LeaseUntil
+	}
+	return rec.CreatedAt
+}
+
 // fencedCreate answers a Create that fo fences (see Failover): it stores
 // nothing, and returns the record Region holds, read with one consistent
 // GetItem. With none, a tombstone is reported stored and a claim is
@@ -154,7 +171,7 @@ func (s *Store) fenceReplace(rec, prev *idemkit.Record, fo *Failover) (write boo
 	default:
 		return true, nil
 	}
-	now := s.now()
+	now := writeTime(rec)
 	switch {
 	case !fo.fences(rec.Scope.Key, now):
 		return true, nil

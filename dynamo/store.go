@@ -201,9 +201,6 @@ type Store struct {
 	lay         layout
 	condCreate  *string
 	namesCreate map[string]string
-	// now is the clock a Failover's fence reads (a key's time is compared
-	// with it).
-	now func() time.Time
 }
 
 var (
@@ -231,7 +228,7 @@ func New(client Client, table string, opts Options) (*Store, error) {
 
 func newStore(table string, opts Options, route func(string) (Client, *Failover, error), list func(string) (Client, error), regions map[string]Client) *Store {
 	s := &Store{table: table, opts: opts.withDefaults(), route: route, list: list, regions: regions, tableName: aws.String(table),
-		lay: layoutOf(opts), now: time.Now}
+		lay: layoutOf(opts)}
 	// The default key attribute is named as it is: a placeholder is bytes
 	// on every fresh request.
 	s.condCreate = aws.String("attribute_not_exists(" + attrID + ")")
@@ -486,7 +483,7 @@ func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Recor
 	if err != nil {
 		return nil, err
 	}
-	if fo.fences(rec.Scope.Key, s.now()) {
+	if fo.fences(rec.Scope.Key, writeTime(rec)) {
 		return s.fencedCreate(ctx, client, rec, fo)
 	}
 	in := &dynamodb.PutItemInput{

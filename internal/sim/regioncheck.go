@@ -46,7 +46,7 @@ func (w *World) regionClaimed(r *request, rec, pre, prev *idemkit.Record, now ti
 		return
 	}
 	f, region := g.routing(rec.Scope.Tenant)
-	if fencing(f) && f.Region == region && !g.shownNew(f, rec.Scope.Key, storeNow()) {
+	if fencing(f) && f.Region == region && !g.shownNew(f, rec.Scope.Key, fenceTime(rec)) {
 		w.fail(invFailoverFence, "%s of r%d stored %s in %s over %s, under the failover of tenant %s to %s at %s: its key %s is not shown to be first used after it",
 			how, r.n, rec.ID, region, describe(pre, now), rec.Scope.Tenant, f.Region, w.since(f.At), rec.Scope.Key)
 	}
@@ -102,7 +102,7 @@ func (w *World) regionWrite(r *request, op string, rec, pre, met *idemkit.Record
 		return
 	}
 	f, region := g.routing(rec.Scope.Tenant)
-	if !fencing(f) || f.Region != region || g.shownNew(f, rec.Scope.Key, storeNow()) {
+	if !fencing(f) || f.Region != region || g.shownNew(f, rec.Scope.Key, fenceTime(rec)) {
 		if op == faultstore.OpClaim && r != nil && fencing(f) && f.Region == region {
 			g.mu.Lock()
 			g.factsOf(r).shownNew = true
@@ -127,10 +127,21 @@ func (w *World) regionWrite(r *request, op string, rec, pre, met *idemkit.Record
 	}
 }
 
-// storeNow is the time the regional store's fence reads a key's time
-// against: its own clock, time.Now (in a testing/synctest bubble, the
-// bubble's, which the world's timeline does not move).
-func storeNow() time.Time { return time.Now() }
+// fenceTime is the time the regional store's fence reads a key's time
+// against, as package dynamo reads it from the record written: a claim's
+// CreatedAt, a resolution's ResolvedAt, a release's or a mark's
+// LeaseUntil.
+func fenceTime(rec *idemkit.Record) time.Time {
+	switch {
+	case rec.Resolution != nil:
+		return rec.Resolution.ResolvedAt
+	case rec.State == idemkit.StateInFlight:
+		return rec.CreatedAt
+	case rec.State == idemkit.StateReleased, rec.State == idemkit.StateIndeterminate:
+		return rec.LeaseUntil
+	}
+	return rec.CreatedAt
+}
 
 // superseded reports whether e runs on beside a run the unreplicated
 // window let through (AcceptUnreplicated): its record may then be that
