@@ -59,7 +59,7 @@ func TestTakenOverWhileRunning(t *testing.T) {
 					t.Fatalf("Do: %v, want ErrOutcomeUnknown alone", err)
 				}
 				if n := by(fs.CallsOp(faultstore.OpMarkUnknown), "first"); n != 1 {
-					t.Fatalf("%d MarkUnknown calls by the taken-over owner, want 1", n)
+					t.Fatalf("%d marks of the unknown outcome by the taken-over owner, want 1", n)
 				}
 			}},
 	} {

@@ -852,7 +852,7 @@ func TestLease(t *testing.T) {
 
 func TestMarkRaceLooksAgain(t *testing.T) {
 	// The stale record is completed by its owner between our lost claim and
-	// our MarkIndeterminate: the guard must look again and replay it.
+	// our mark of its stale lease: the guard must look again and replay it.
 	f := newFixture(t, nil)
 	crash(t, f, req("k"), time.Second)
 	f.clock.Advance(2 * time.Second)

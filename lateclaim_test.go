@@ -87,7 +87,7 @@ func TestLateClaimCopy(t *testing.T) {
 // instance's (a release, a failed resolution) is claimed at once by this
 // instance's next request: no time fence stands in its way, since no late
 // copy of a claim can take a freed key (a Claim never replaces a stored
-// record, and a Reclaim replaces only the record it read).
+// record, and a claim in its place replaces only the version it read).
 func TestClaimByAClockBehind(t *testing.T) {
 	ahead := 10 * time.Second
 	failing := func(context.Context) (*idemkit.Snapshot, error) { return nil, errors.New("downstream failed") }

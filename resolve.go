@@ -56,9 +56,10 @@ func (e *ResolveError) Unwrap() error { return e.Reason }
 // Resolve refuses while the execution may still be running. In every
 // state, that is until a minute (the clock skew tolerated) after the
 // record's LeaseUntil. Marking a record indeterminate keeps its
-// LeaseUntil, even when a retry whose clock runs ahead marks it early;
-// MarkUnknown sets it to the time of the mark. A failed decision frees the
-// key, so it waits MaxWriteDelay longer, until no copy of the execution's
+// LeaseUntil, even when a retry whose clock runs ahead marks it early; a
+// run that reports its outcome unknown ends it at the time of that
+// report. A failed decision frees the key, so it waits MaxWriteDelay
+// longer, until no copy of the execution's
 // claim can land on the freed key and hold it again. Both refusals are a
 // *ResolveError whose Reason is ErrMayBeRunning. A completed or failed
 // record gets one whose Reason is ErrNotIndeterminate.

@@ -121,11 +121,11 @@ func faultCases() []faultCase {
 		{name: "claim/5xx/never", rules: r(onClaim(e500, 0, never)), first: 503, final: "replay"},
 		{name: "claim/reset/x1", rules: r(onClaim(reset, 0, 1)), first: 201, second: "replay", final: "replay"},
 		{name: "claim/reset/never", rules: r(onClaim(reset, 0, never)), first: 503, final: "replay"},
-		// A timed-out claim is made again with the same owner token.
+		// A timed-out claim is made again, the same record and version.
 		{name: "claim/timeout/x1", rules: r(onClaim(tmo, 0, 1)), first: 201, second: "replay", final: "replay"},
 		{name: "claim/timeout-applied/x1", rules: r(onClaim(tmoA, 0, 1)), first: 201, second: "replay", final: "replay"},
 
-		// The completion (PutItem, completed, fenced on the owner token).
+		// The completion (an UpdateItem in place of the version the run wrote last).
 		{name: "complete/lost-ack/call1", rules: r(onComplete(lost, 0, 1)), first: 201, second: "replay", final: "replay"},
 		{name: "complete/lost-ack/x3", rules: r(onComplete(lost, 0, 3)), first: 201, second: "replay", final: "replay"},
 		{name: "complete/lost-ack/never", rules: r(onComplete(lost, 0, never)), first: 201, second: "replay", final: "replay"},

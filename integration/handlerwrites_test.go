@@ -594,7 +594,7 @@ func (f *freezer) RoundTrip(req *http.Request) (*http.Response, error) {
 // record indeterminate and the late completion replaces it (a known
 // outcome beats an unknown one): retries replay the frozen run's answer.
 // Under Takeover the retry ran again, found the frozen run's order and
-// completed; the late completion is refused (fenced on the owner token):
+// completed; the late completion is refused (its version is gone):
 // retries replay the taking-over run's answer. One order either way.
 func TestThawedInvocation(t *testing.T) {
 	tb := newHWTables(t)

@@ -34,7 +34,7 @@ another operator or a retry changed it first, nothing is changed and the
 exit code is 4. The reason, the operator and the time are kept on the record.
 
 An in_flight record whose lease has ended is accepted too: it is first
-marked indeterminate, fenced on the owner token read (exactly what a retry
+marked indeterminate, in place of the version read (exactly what a retry
 under the fail-closed policy does), then resolved. If a retry takes the
 record over first (the takeover policy), or the execution completes first,
 the mark is refused and nothing is changed (exit 4).

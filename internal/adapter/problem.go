@@ -172,7 +172,7 @@ func recordProblem(err error, storeRetry time.Duration) *httpproblem.Details {
 }
 
 // markFailed reports whether err carries the guard's failure to keep a key
-// whose outcome is unknown (Store.MarkUnknown failed on every attempt). It
+// whose outcome is unknown (its mark failed on every attempt). It
 // looks at every *StoreError in err's tree, not only the first: the
 // handler's own error, joined before the guard's, may carry one too.
 func markFailed(err error) bool {

@@ -7,7 +7,7 @@
 //
 // Clients send requests with one key K: two with one body, one with
 // another, each from an instance whose clock is off by up to a second
-// (the lease margin, idemkit.FenceSkew, tolerates two), each retrying a
+// (the lease margin tolerates two), each retrying a
 // request refused (409), failed (a store error, the handler's error, an
 // unknown outcome, a timeout) a bounded number of times with a new owner
 // token. Each request is a Lambda invocation: it has a deadline, and at
