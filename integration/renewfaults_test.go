@@ -15,7 +15,6 @@ import (
 	"github.com/idemkit/idemkit/internal/testclock"
 )
 
-
 // TestRenewalUnderFaults: a handler without a deadline outlives its first
 // lease while its renewals (each an UpdateItem in place of the version
 // the run wrote last) fail or
