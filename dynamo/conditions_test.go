@@ -183,7 +183,7 @@ func TestConditions(t *testing.T) {
 					t.Errorf("replace %s by %s wrote %s, which did not change: %s", prev.Version, rec.Version, name, *in.UpdateExpression)
 				}
 			}
-			if in.ExpressionAttributeNames != nil && len(in.ExpressionAttributeNames) > 0 {
+			if len(in.ExpressionAttributeNames) > 0 {
 				t.Errorf("placeholders %v: want every attribute named as it is", in.ExpressionAttributeNames)
 			}
 			got, err := us.Get(ctx, rec.ID)

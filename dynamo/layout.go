@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -72,18 +71,6 @@ func layoutOf(opts Options) layout {
 // is, no sort key, TTL on attrExpiresAt.
 func (l *layout) plain() bool {
 	return l.keyAttr == attrID && l.prefix == "" && l.sortAttr == "" && l.ttl == attrExpiresAt
-}
-
-// names returns the attribute names of an expression, m, with its #exp
-// naming l's TTL attribute: m itself when that is attrExpiresAt, else a
-// copy.
-func (l *layout) names(m map[string]string) map[string]string {
-	if _, ok := m["#exp"]; !ok || l.ttl == attrExpiresAt {
-		return m
-	}
-	c := maps.Clone(m)
-	c["#exp"] = l.ttl
-	return c
 }
 
 // expired reports whether an item of l is past its TTL at now; it is then

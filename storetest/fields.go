@@ -73,7 +73,7 @@ func testReplaceRoundTrip(t *testing.T, s idemkit.OperatorStore) {
 	c = step("a failed resolution", c, resolved(c, idemkit.StateFailed, nil, now), false)
 	c = step("a claim in place of the failed record", c, again(c, "b", now), true)
 	c = step("a mark of an unknown outcome", c, marked(c, idemkit.CauseOutcomeUnknown, now), false)
-	c = step("a late completion", c, completed(c, now.Add(time.Second), sampleSnapshot()), true)
+	step("a late completion", c, completed(c, now.Add(time.Second), sampleSnapshot()), true)
 
 	k := newRecord(now.Add(-time.Hour), "a")
 	mustCreate(t, s, k)
