@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
 // The histories below run the engine (a Guard, Resolve) on the store: each
@@ -266,6 +267,78 @@ func testDecisionOnTheRunChecked(t *testing.T, s idemkit.OperatorStore) {
 	}
 	if got := mustGet(t, s, id); got.Owner != o2.Owner || got.State != idemkit.StateIndeterminate || got.Resolution != nil {
 		t.Fatalf("O2's record after X's decision: %+v; want O2's, indeterminate, unresolved (X: %v)", got, err)
+	}
+}
+
+// testOldKeyFreedAgain: a UUIDv7 key older than the record retention
+// whose record is live and lets the key run again (resolved failed under
+// FailClosed; a stale lease under Takeover) runs again, bound to the
+// fingerprint it was first claimed with, even when the retry's
+// fingerprint is of a newer version: the claim in place of the record
+// carries the stored fingerprint, which the engine reads first for such a
+// key. The retry's answer is then replayed.
+func testOldKeyFreedAgain(t *testing.T, s idemkit.OperatorStore) {
+	day := 24 * time.Hour
+	for _, policy := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
+		t.Run(policy.String(), func(t *testing.T) {
+			ctx := context.Background()
+			clock := testclock.New()
+			g, err := idemkit.New(idemkit.Config{Store: s, Clock: clock,
+				Policy: idemkit.Policy{OnStaleLease: policy, Lease: time.Minute, RecordRetention: 7 * day}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := historyRequest()
+			first.Scope.Key = uuidv7.At(clock.Now().Add(-time.Hour))
+			first.Fingerprint = "v1:sha256:aa"
+			id := first.Scope.ID(false)
+			if policy == idemkit.FailClosed {
+				if _, _, err := g.Do(ctx, first, func(context.Context) (*idemkit.Snapshot, error) {
+					return nil, fmt.Errorf("charge timed out: %w", idemkit.ErrOutcomeUnknown)
+				}); !errors.Is(err, idemkit.ErrOutcomeUnknown) {
+					t.Fatalf("first run: %v, want ErrOutcomeUnknown", err)
+				}
+				clock.Advance(6*day + 23*time.Hour)
+				res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}
+				if _, _, err := idemkit.Resolve(ctx, s, id, res, clock.Now()); err != nil {
+					t.Fatalf("resolve: %v", err)
+				}
+			} else {
+				// A run that crashed: its claim stays, never completed
+				// (its release never lands).
+				h := &hooked{OperatorStore: s}
+				h.setReplace(func(context.Context, int, *idemkit.Record, *idemkit.Record) fault { return fault{err: errReset} })
+				crashed, err := idemkit.New(idemkit.Config{Store: h, Clock: clock, WriteAttempts: 1,
+					Policy: idemkit.Policy{OnStaleLease: policy, Lease: time.Minute, RecordRetention: 7 * day}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				crashed.Do(ctx, first, func(context.Context) (*idemkit.Snapshot, error) { return nil, errors.New("crashed") })
+				if got := mustGet(t, s, id); got.State != idemkit.StateInFlight {
+					t.Fatalf("the crashed run's record: %+v, want in_flight", got)
+				}
+				clock.Advance(6*day + 23*time.Hour)
+			}
+			clock.Advance(50 * time.Minute) // the key is now past retention and skew
+			retry := first
+			retry.Fingerprint = "v2:sha256:bb"
+			retry.FingerprintAs = func(v string) (string, error) {
+				if v == "v1" {
+					return "v1:sha256:aa", nil
+				}
+				return "", errors.New("unknown version")
+			}
+			snap, replayed, err := g.Do(ctx, retry, respond("retry"))
+			if err != nil || replayed || string(snap.Body) != "retry" {
+				t.Fatalf("retry: %+v replayed %v, %v; want it run", snap, replayed, err)
+			}
+			if got := mustGet(t, s, id); got.Fingerprint != "v1:sha256:aa" || got.State != idemkit.StateCompleted {
+				t.Fatalf("record %+v: want completed, still bound to the first fingerprint", got)
+			}
+			if snap, replayed, err := g.Do(ctx, retry, mustNotRun(t)); err != nil || !replayed || string(snap.Body) != "retry" {
+				t.Fatalf("the retry's retry: %+v replayed %v, %v; want the replay", snap, replayed, err)
+			}
+		})
 	}
 }
 

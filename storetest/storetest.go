@@ -127,6 +127,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.OperatorStore, op
 		{name: "HistoryDecisionOnTheRunChecked", fn: testDecisionOnTheRunChecked},
 		{name: "HistoryLostAnswersRecognised", fn: testLostAnswers},
 		{name: "HistoryLateCompletionAfterPending", fn: testLateCompletionAfterPending},
+		{name: "HistoryOldKeyFreedAgain", fn: testOldKeyFreedAgain},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
