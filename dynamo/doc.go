@@ -62,12 +62,6 @@
 //	cz   S     why the record became indeterminate (idemkit.Record.Cause);
 //	           absent on a record never marked
 //
-// Items written by earlier releases of this package may lack v (a Replace
-// of such a record is conditioned on it having none) and hold mk (a token
-// no longer written, removed by no write but a Replace of a record this
-// store cannot encode); a tombstone of theirs holds only pk, st, ow, lu and
-// exp, and reads as a released record without a scope.
-//
 // A header value that is not UTF-8 (HTTP allows bytes 0x80-0xFF) is a B
 // in its list, so that it is replayed byte for byte; a store of an older
 // version reads such a record as corrupt, never as another value.

@@ -42,9 +42,8 @@ const (
 	attrResolvedAt   = "rt"           // N  resolution time, epoch milliseconds
 	attrResReplay    = "rq"           // N  Resolution.ReplayUntil, epoch milliseconds, when set
 	attrResExpires   = "rx"           // N  Resolution.ExpiresAt, epoch milliseconds, when set
-	attrMark         = "mk"           // S  left by earlier releases of this package (a token of a mark); no longer written
 	attrCause        = "cz"           // S  why the record became indeterminate (idemkit.Cause); absent: never marked, or by a version without it
-	attrVersion      = "v"            // S  idemkit.Record.Version: the write that stored the item; absent on items of earlier releases
+	attrVersion      = "v"            // S  idemkit.Record.Version: the write that stored the item
 
 	// attrIndeterminate is the hash key of IndexIndeterminate. It is set
 	// to indeterminateValue while a record is indeterminate and, when the
@@ -508,16 +507,13 @@ func decodeItem(it map[string]types.AttributeValue) (*idemkit.Record, error) {
 	return d.record()
 }
 
-// record decodes the record of d's item, whose ID d.id is. A released
-// key's tombstone written by an earlier release of this package holds no
-// scope nor fingerprint; it is read without them.
+// record decodes the record of d's item, whose ID d.id is.
 func (d *decoder) record() (*idemkit.Record, error) {
 	it := d.it
-	full := attrS(it, attrState) != string(idemkit.StateReleased)
 	rec := &idemkit.Record{
 		ID:          d.id,
 		State:       idemkit.State(d.str(attrState, true)),
-		Scope:       idemkit.Scope{Tenant: d.str(attrTenant, full), Operation: d.str(attrOperation, false), Key: d.str(attrKey, full)},
+		Scope:       idemkit.Scope{Tenant: d.str(attrTenant, true), Operation: d.str(attrOperation, false), Key: d.str(attrKey, true)},
 		Fingerprint: d.str(attrFingerprint, false),
 		Owner:       d.str(attrOwner, true),
 		Version:     d.str(attrVersion, false),

@@ -37,7 +37,7 @@ var recordAttrs = []string{
 	attrState, attrTenant, attrOperation, attrKey, attrFingerprint, attrOwner, attrLeaseUntil,
 	attrReplayUntil, attrExpiresAt, attrCreatedAt, attrCompletedAt, attrStatus, attrHeader, attrBody,
 	attrBodyEncoding, attrBase64, attrOmitted, attrResolvedAs, attrOperator, attrReason, attrResolvedAt,
-	attrMark, attrIndeterminate, attrIndeterminateTenant, attrCause, attrVersion, attrResReplay, attrResExpires,
+	attrIndeterminate, attrIndeterminateTenant, attrCause, attrVersion, attrResReplay, attrResExpires,
 }
 
 // layout is where a store keeps the record ID in an item: the partition

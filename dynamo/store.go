@@ -713,16 +713,8 @@ func (s *Store) replaceInput(id string, item, old map[string]types.AttributeValu
 		}
 		upd.WriteString(ref(name))
 	}
-	var cond string
-	if prevVersion != "" {
-		cond = attrVersion + " = :p"
-		values[":p"] = str(prevVersion)
-	} else {
-		// A record stored without a version (by an earlier release of this
-		// package): the item must still be there, or the update would
-		// make one.
-		cond = "attribute_exists(" + ref(s.lay.keyAttr) + ") AND attribute_not_exists(" + attrVersion + ")"
-	}
+	cond := attrVersion + " = :p"
+	values[":p"] = str(prevVersion)
 	expr := upd.String()
 	return &dynamodb.UpdateItemInput{
 		TableName:                           s.tableName,
