@@ -180,7 +180,7 @@ BENCH_TIME ?= 300ms
 bench: deps
 	@mkdir -p $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkV2$$|BenchmarkMiddleware$$|BenchmarkDynamoPath$$|BenchmarkCompressBody$$' -benchmem -benchtime $(BENCH_TIME) -p 1 \
-		./lambda/apigw ./httpmw ./internal/bench ./dynamo > $(BENCH_OUT)/gobench.txt
+		./lambda/apigw ./httpmw ./internal/bench > $(BENCH_OUT)/gobench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkCanonicalShapes' -benchmem -benchtime 10x ./fingerprint > $(BENCH_OUT)/fingerprint.txt
 	@$(GO) run ./internal/bench/cmd/idembench -gobench $(BENCH_OUT)/gobench.txt $(BENCH_FLAGS) > $(BENCH_OUT)/idembench.txt; \
 		status=$$?; cat $(BENCH_OUT)/idembench.txt; $(MAKE) -s bench-fingerprint; exit $$status

@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -73,8 +74,8 @@ func TestAllocBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation budget: not in -short")
 	}
-	for _, size := range Sizes {
-		body := JSON(size)
+	for _, size := range testpayload.Sizes {
+		body := testpayload.JSON(size)
 		for _, adapterName := range []string{"v2", "http"} {
 			for _, path := range []string{"fresh", "replay"} {
 				name := adapterName + "/" + path
@@ -139,10 +140,10 @@ func newRequester(t *testing.T, adapterName, path string, body []byte) func() {
 			k := key()
 			ev, ok := evs[k]
 			if !ok && path == "replay" {
-				ev = Event(k)
+				ev = testpayload.Event(k)
 				evs[k] = ev
 			} else if !ok {
-				ev = Event(k)
+				ev = testpayload.Event(k)
 			}
 			r, err := h(ctx, ev)
 			if err != nil || r.StatusCode != 201 || len(r.Body) != len(body) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -81,9 +82,9 @@ func (c *nullClient) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput,
 // are the store with dynamo.CodecS2, at the sizes it compresses.
 func BenchmarkDynamoPath(b *testing.B) {
 	for _, codec := range []dynamo.Codec{dynamo.CodecZstd, dynamo.CodecS2} {
-		sizes, prefix := Sizes, ""
+		sizes, prefix := testpayload.Sizes, ""
 		if codec != dynamo.CodecZstd {
-			sizes, prefix = Sizes[1:], string(codec)+"/"
+			sizes, prefix = testpayload.Sizes[1:], string(codec)+"/"
 		}
 		for _, size := range sizes {
 			benchDynamoPath(b, prefix, size, dynamo.Options{Codec: codec})
@@ -93,7 +94,7 @@ func BenchmarkDynamoPath(b *testing.B) {
 
 func benchDynamoPath(b *testing.B, prefix string, size int, opts dynamo.Options) {
 	{
-		body := string(JSON(size))
+		body := string(testpayload.JSON(size))
 		next := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{StatusCode: 201,
 				Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
@@ -116,11 +117,11 @@ func benchDynamoPath(b *testing.B, prefix string, size int, opts dynamo.Options)
 					if path == "fresh" {
 						key = "k-" + strconv.Itoa(i)
 					}
-					evs[i] = Event(key)
+					evs[i] = testpayload.Event(key)
 				}
 				ctx := context.Background()
 				if path == "replay" {
-					h(ctx, Event("k"))
+					h(ctx, testpayload.Event("k"))
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -144,8 +145,8 @@ func benchDynamoPath(b *testing.B, prefix string, size int, opts dynamo.Options)
 // concurrent requests through httpmw do: it shows whether completions
 // compress in parallel or queue for a shared encoder.
 func BenchmarkDynamoPathParallel(b *testing.B) {
-	for _, size := range Sizes[1:] {
-		body := string(JSON(size))
+	for _, size := range testpayload.Sizes[1:] {
+		body := string(testpayload.JSON(size))
 		next := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{StatusCode: 201,
 				Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
@@ -168,7 +169,7 @@ func BenchmarkDynamoPathParallel(b *testing.B) {
 			cpu0 := ProcessCPU()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					r, err := h(ctx, Event("k-"+strconv.FormatInt(n.Add(1), 10)))
+					r, err := h(ctx, testpayload.Event("k-"+strconv.FormatInt(n.Add(1), 10)))
 					if err != nil || r.StatusCode != 201 || len(r.Body) != size {
 						b.Error(r.StatusCode, err, len(r.Body))
 						return

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit/internal/compress"
+	"github.com/idemkit/idemkit/internal/testpayload"
 )
 
 // Causes are the situations a body's compression is timed in, to tell
@@ -22,7 +23,7 @@ import (
 // and the busy process are runs of their own, the others take turns in
 // rounds:
 //
-//   - loop: back to back, as in dynamo.BenchmarkCompressBody (timed
+//   - loop: back to back, as in BenchmarkCompressBody (timed
 //     before and after the rounds of the others, and pooled);
 //   - fresh encoder: with an encoder made for it and dropped, as without
 //     the pool (encoder reuse);
@@ -64,7 +65,7 @@ func CompressCauses(ctx context.Context, client *dynamodb.Client, table string, 
 	evict := make([]byte, 64<<20)
 	var rows []CauseRow
 	for _, size := range sizes {
-		body := JSON(size)
+		body := testpayload.JSON(size)
 		for _, pc := range []struct {
 			name string
 			p    *compress.Pool

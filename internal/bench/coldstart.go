@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/idemkit/idemkit/internal/testpayload"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -153,7 +155,7 @@ func (rt *runtimeAPI) response(w http.ResponseWriter, r *http.Request) {
 
 // coldStart starts bin and returns the time until its first response.
 func (rt *runtimeAPI) coldStart(ctx context.Context, bin string, env []string, key string) (time.Duration, error) {
-	ev, err := json.Marshal(Event(key))
+	ev, err := json.Marshal(testpayload.Event(key))
 	if err != nil {
 		return 0, err
 	}

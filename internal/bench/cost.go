@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -172,7 +173,7 @@ type costRig struct {
 }
 
 func measureCost(ctx context.Context, client *dynamodb.Client, table, path string, size, n int) ([]Cost, error) {
-	body := string(JSON(size))
+	body := string(testpayload.JSON(size))
 	bare := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201,
 			Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
@@ -196,7 +197,7 @@ func measureCost(ctx context.Context, client *dynamodb.Client, table, path strin
 			return nil, err
 		}
 		rg := &costRig{codec: cc, meter: m, wrapped: apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, next),
-			fixed: Event(prefix + cc.Name + "-fixed")}
+			fixed: testpayload.Event(prefix + cc.Name + "-fixed")}
 		if err := seedCost(ctx, rg, s, path); err != nil {
 			return nil, err
 		}
@@ -219,7 +220,7 @@ func measureCost(ctx context.Context, client *dynamodb.Client, table, path strin
 			rg := rigs[(i+warm+k)%len(rigs)]
 			ev := rg.fixed
 			if path == "fresh" || path == "error" {
-				ev = Event(prefix + rg.codec.Name + "-" + strconv.Itoa(i+warm))
+				ev = testpayload.Event(prefix + rg.codec.Name + "-" + strconv.Itoa(i+warm))
 			}
 			cpu0 := ProcessCPU()
 			resp, err := rg.wrapped(ctx, ev)
@@ -319,12 +320,12 @@ func DefaultCodec(ctx context.Context, client *dynamodb.Client, table string, si
 	}
 	out := map[int]string{}
 	for _, size := range sizes {
-		body := string(JSON(size))
+		body := string(testpayload.JSON(size))
 		h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
 		})
 		key := fmt.Sprintf("default-%d-%d", size, time.Now().UnixNano())
-		if resp, err := h(ctx, Event(key)); err != nil || resp.StatusCode != 201 {
+		if resp, err := h(ctx, testpayload.Event(key)); err != nil || resp.StatusCode != 201 {
 			return nil, fmt.Errorf("default store, %d B: status %d %v", size, resp.StatusCode, err)
 		}
 		sc := idemkit.Scope{Tenant: "bench", Operation: "POST /orders", Key: key}

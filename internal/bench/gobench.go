@@ -32,7 +32,7 @@ var benchName = regexp.MustCompile(`^Benchmark(V2|Middleware|DynamoPath|Compress
 
 // ParseGoBench reads `go test -bench -benchmem` output of
 // lambda/apigw.BenchmarkV2, httpmw.BenchmarkMiddleware,
-// BenchmarkDynamoPath and dynamo.BenchmarkCompressBody. When a benchmark
+// BenchmarkDynamoPath and BenchmarkCompressBody. When a benchmark
 // appears more than once (-count), the run with the least CPU per op
 // (ns/op where it has no cpu-ns/op) is kept.
 func ParseGoBench(r io.Reader) (map[CPUKey]CPU, error) {

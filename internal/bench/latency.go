@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/compress"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/warmcache"
 )
@@ -82,7 +83,7 @@ type Row struct {
 // between them) in a rotating order, so that drift and ordering cost them
 // alike.
 func Latency(ctx context.Context, client *dynamodb.Client, table string, n int, paths []string) ([]Row, error) {
-	return LatencyWith(ctx, client, table, n, paths, Sizes, "")
+	return LatencyWith(ctx, client, table, n, paths, testpayload.Sizes, "")
 }
 
 // LatencyWith is Latency at the given sizes, over a store compressing
@@ -102,18 +103,6 @@ func LatencyWith(ctx context.Context, client *dynamodb.Client, table string, n i
 		}
 	}
 	return rows, nil
-}
-
-// Event returns an HTTP API POST /orders event carrying key.
-func Event(key string) events.APIGatewayV2HTTPRequest {
-	return events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
-		Headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
-		Body:    `{"customer":"cus_42","currency":"eur","lines":[{"sku":"SKU-00042","qty":2}]}`,
-		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/orders"},
-		},
-	}
 }
 
 var errDownstream = errors.New("bench: downstream failed")
@@ -159,13 +148,13 @@ type timing struct {
 // wrapped handler and its baselines interleaved.
 func measure(ctx context.Context, client *dynamodb.Client, table, path string, size, n int, codec dynamo.Codec) (Row, error) {
 	row := Row{Path: path, Size: size, Codec: codec}
-	body := string(JSON(size))
+	body := string(testpayload.JSON(size))
 	rg, err := newRig(client, table, path, body, codec)
 	if err != nil {
 		return row, err
 	}
 	prefix := fmt.Sprintf("%s-%s-%d-%d-", path, codec, size, time.Now().UnixNano())
-	fixed := Event(prefix + "fixed")
+	fixed := testpayload.Event(prefix + "fixed")
 	if err := rg.seed(ctx, fixed, prefix+"fixed"); err != nil {
 		return row, err
 	}
@@ -180,7 +169,7 @@ func measure(ctx context.Context, client *dynamodb.Client, table, path string, s
 		ev := fixed
 		rekey, rekeyZ := "", ""
 		if path == "fresh" || path == "error" {
-			ev = Event(prefix + strconv.Itoa(i+warm))
+			ev = testpayload.Event(prefix + strconv.Itoa(i+warm))
 			rekey = "same-" + prefix + strconv.Itoa(i+warm)
 			rekeyZ = "samez-" + prefix + strconv.Itoa(i+warm)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/internal/compress"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testpayload"
 )
 
 // TestSummarisePaired holds the paired estimate: each round's wrapped time
@@ -134,7 +135,7 @@ func TestRoundOrder(t *testing.T) {
 	ctx := context.Background()
 	first := func(j int) string {
 		log = log[:0]
-		tm, err := rg.round(ctx, j, Event("k"), "same", "samez")
+		tm, err := rg.round(ctx, j, testpayload.Event("k"), "same", "samez")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,13 +217,13 @@ func TestSameZOnDynamoDB(t *testing.T) {
 		{"replay", 4 << 10, "", nil},
 	} {
 		t.Run(fmt.Sprintf("%s/%d/%s", tc.path, tc.size, tc.codec), func(t *testing.T) {
-			body := string(JSON(tc.size))
+			body := string(testpayload.JSON(tc.size))
 			rg, err := newRig(client, table, tc.path, body, tc.codec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			prefix := fmt.Sprintf("%s-%d-%s-", tc.path, tc.size, tc.codec)
-			ev := Event(prefix + "fixed")
+			ev := testpayload.Event(prefix + "fixed")
 			if err := rg.seed(ctx, ev, prefix+"fixed"); err != nil {
 				t.Fatal(err)
 			}
@@ -234,7 +235,7 @@ func TestSameZOnDynamoDB(t *testing.T) {
 			for i := 0; i < 2; i++ {
 				rekey, rekeyZ := "", ""
 				if tc.path == "fresh" {
-					ev, rekey, rekeyZ = Event(key(i)), "same-"+key(i), "samez-"+key(i)
+					ev, rekey, rekeyZ = testpayload.Event(key(i)), "same-"+key(i), "samez-"+key(i)
 				}
 				// Round 0 starts with wrapped; round 4 with same+z where
 				// there is one.

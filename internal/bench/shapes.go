@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testpayload"
 )
 
 // Shapes are the requests the store sends, in the order they are timed:
@@ -285,7 +286,7 @@ func shapeRecord(tenant, key, owner string, now, lease time.Time) *idemkit.Recor
 func completed(rec *idemkit.Record, now time.Time) *idemkit.Record {
 	c := rec.Clone()
 	c.State, c.CompletedAt = idemkit.StateCompleted, now
-	c.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/ord_1"}}, Body: JSON(4 << 10)}
+	c.Snapshot = &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/ord_1"}}, Body: testpayload.JSON(4 << 10)}
 	return c
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testpayload"
 )
 
 // Clients are the numbers of concurrent clients Throughput measures.
@@ -74,7 +75,7 @@ func Throughput(ctx context.Context, client *dynamodb.Client, table string, size
 // the DynamoDB requests of a fresh request made under captureKey.
 func throughputRequests(ctx context.Context, client *dynamodb.Client, table string, size int, captureKey string, opts dynamo.Options) (kitReq, rawReq func(key string) error, err error) {
 	handler := orderHandler(size)
-	reqBody := []byte(Event("").Body)
+	reqBody := []byte(testpayload.Event("").Body)
 	if kitReq, err = kitRequestOpts(ctx, client, table, handler, reqBody, size, opts); err != nil {
 		return nil, nil, err
 	}
@@ -87,7 +88,7 @@ func throughputRequests(ctx context.Context, client *dynamodb.Client, table stri
 // orderHandler answers 201 with a size-byte order JSON, as the handler
 // of every throughput request.
 func orderHandler(size int) http.Handler {
-	body := JSON(size)
+	body := testpayload.JSON(size)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Location", "/orders/ord_1")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testpayload"
 )
 
 // BenchmarkThroughputCPU runs Throughput's kit and raw requests, with
@@ -44,7 +45,7 @@ func BenchmarkThroughputCPU(b *testing.B) {
 	if err := dynamo.CreateTable(ctx, client, table); err != nil {
 		b.Fatal(err)
 	}
-	for _, size := range Sizes[1:] {
+	for _, size := range testpayload.Sizes[1:] {
 		variants, err := cpuVariants(ctx, client, table, size)
 		if err != nil {
 			b.Fatal(err)
@@ -75,7 +76,7 @@ func cpuVariants(ctx context.Context, client *dynamodb.Client, table string, siz
 		name string
 		opts dynamo.Options
 	}{{"s2", dynamo.Options{Codec: dynamo.CodecS2}}, {"nozstd", dynamo.Options{CompressAbove: -1}}} {
-		do, err := kitRequestOpts(ctx, client, table, orderHandler(size), []byte(Event("").Body), size, o.opts)
+		do, err := kitRequestOpts(ctx, client, table, orderHandler(size), []byte(testpayload.Event("").Body), size, o.opts)
 		if err != nil {
 			return nil, err
 		}

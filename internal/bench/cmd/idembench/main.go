@@ -37,6 +37,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testpayload"
 )
 
 func main() {
@@ -235,7 +236,7 @@ func perRequest(ctx context.Context, w io.Writer, client *dynamodb.Client, table
 }
 
 // s2Paths are the paths measured again over a store with dynamo.CodecS2,
-// at the sizes it compresses (bench.Sizes[1:]).
+// at the sizes it compresses (testpayload.Sizes[1:]).
 var s2Paths = []string{"fresh", "replay"}
 
 // s2Rows measures the s2Paths among paths (all when paths is empty) over
@@ -251,7 +252,7 @@ func s2Rows(ctx context.Context, client *dynamodb.Client, table string, n int, p
 		return nil, nil
 	}
 	fmt.Fprintf(os.Stderr, "idembench: the same over a store with dynamo.CodecS2...\n")
-	return bench.LatencyWith(ctx, client, table, n, these, bench.Sizes[1:], dynamo.CodecS2)
+	return bench.LatencyWith(ctx, client, table, n, these, testpayload.Sizes[1:], dynamo.CodecS2)
 }
 
 // worstRatio measures the fresh and replay rows again until there are

@@ -1,9 +1,7 @@
-// Package bench measures what idemkit costs a Lambda handler: DynamoDB
-// round trips and capacity units per request, latency overhead against
-// raw SDK calls, CPU and allocations, cold start and binary size. Its
-// command, cmd/idembench, is what `make bench` runs. RESULTS.md, beside
-// it, records a run and explains the figures.
-package bench
+// Package testpayload holds the deterministic response bodies and the
+// request the tests and the measurements (lab/bench) send: an order JSON,
+// a payment-list JSON and an API Gateway event for POST /orders.
+package testpayload
 
 import (
 	"bytes"
@@ -11,6 +9,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // Sizes are the response body sizes every measurement uses.
@@ -58,7 +58,7 @@ func JSON(size int) []byte {
 	}
 	b.WriteString(`"}`)
 	if b.Len() != size {
-		panic(fmt.Sprintf("bench: JSON(%d) made %d bytes", size, b.Len()))
+		panic(fmt.Sprintf("testpayload: JSON(%d) made %d bytes", size, b.Len()))
 	}
 	return b.Bytes()
 }
@@ -117,7 +117,21 @@ func APIJSON(size int) []byte {
 	}
 	b.WriteString(`"}`)
 	if b.Len() != size {
-		panic(fmt.Sprintf("bench: APIJSON(%d) made %d bytes", size, b.Len()))
+		panic(fmt.Sprintf("testpayload: APIJSON(%d) made %d bytes", size, b.Len()))
 	}
 	return b.Bytes()
+}
+
+// Event returns the API Gateway (HTTP API, payload 2.0) request the bench
+// sends: POST /orders with a small JSON body and key as its
+// Idempotency-Key.
+func Event(key string) events.APIGatewayV2HTTPRequest {
+	return events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
+		Headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
+		Body:    `{"customer":"cus_42","currency":"eur","lines":[{"sku":"SKU-00042","qty":2}]}`,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/orders"},
+		},
+	}
 }

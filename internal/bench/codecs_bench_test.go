@@ -1,4 +1,4 @@
-package dynamo_test
+package bench_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/idemkit/idemkit/internal/bench"
+	"github.com/idemkit/idemkit/internal/testpayload"
 )
 
 // codec is a compression choice the store could make.
@@ -33,12 +34,12 @@ func s2Codec(name string, enc func(dst, src []byte) []byte) codec {
 }
 
 // BenchmarkCodecs compares the compression choices
-// internal/bench/OPTIMIZATIONS.md records, on the bench's order JSON and on a payment-list JSON
-// (bench.APIJSON), at 4 KB and 64 KB: encode cpu-ns/op, the compressed
+// OPTIMIZATIONS.md records, on the bench's order JSON and on a payment-list JSON
+// (testpayload.APIJSON), at 4 KB and 64 KB: encode cpu-ns/op, the compressed
 // size (out-bytes) and decode CPU per body (dec-cpu-ns). "zstd-default"
 // is what the store uses. Not part of make bench:
 //
-//	go test -run '^$' -bench Codecs ./dynamo
+//	go test -run '^$' -bench Codecs ./bench
 func BenchmarkCodecs(b *testing.B) {
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
 	if err != nil {
@@ -55,11 +56,11 @@ func BenchmarkCodecs(b *testing.B) {
 		s2Codec("s2-better", s2.EncodeBetter),
 		s2Codec("s2-best", s2.EncodeBest),
 	}
-	for _, size := range bench.Sizes[1:] {
+	for _, size := range testpayload.Sizes[1:] {
 		for _, body := range []struct {
 			name string
 			b    []byte
-		}{{"orders", bench.JSON(size)}, {"charges", bench.APIJSON(size)}} {
+		}{{"orders", testpayload.JSON(size)}, {"charges", testpayload.APIJSON(size)}} {
 			for _, c := range codecs {
 				b.Run(body.name+"/"+strconv.Itoa(size)+"B/"+c.name, func(b *testing.B) {
 					benchCodec(b, c, body.b)
