@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/idemkit/idemkit/internal/bench"
+	"github.com/idemkit/idemkit/lab/bench"
 )
 
 // costResult is the cost table measured on one server, and what the

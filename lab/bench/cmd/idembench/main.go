@@ -4,7 +4,7 @@
 // against the bare handler plus the raw SDK calls the path needs (the
 // overhead ratio), and the CPU and allocations of both adapters over the
 // in-memory store; then cold start and binary size. `make bench` runs it
-// from the module root. internal/bench/RESULTS.md explains the figures.
+// from the lab module's directory, lab/. lab/bench/RESULTS.md explains the figures.
 //
 // It also measures throughput with 1, 8 and 32 concurrent clients through
 // httpmw, repeats the fresh and replay rows for the overhead ratio (the
@@ -35,9 +35,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/lab/bench"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/bench/coldstart"
+	"github.com/idemkit/idemkit/lab/bench/coldstart"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
 )

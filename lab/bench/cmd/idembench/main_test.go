@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/bench"
+	"github.com/idemkit/idemkit/lab/bench"
 )
 
 // TestRatioGap: the difference of the medians is split into what the

@@ -15,7 +15,7 @@ import (
 // The guarantees (docs/DESIGN.md, section 9), each checked from the data:
 // the store's records, read directly; what the network delivered and the
 // store answered; the handlers' runs; the answers clients received. The
-// names follow internal/sim's where the check is the same.
+// names follow lab/sim's where the check is the same.
 const (
 	invOneExecution = "one-execution"         // at most one live run; another only after a release, a failed decision or a takeover
 	invClaim        = "claim"                 // a claim replaces only what the rules let it

@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// Variants are the cold-start programs, in internal/bench/coldstart.
+// Variants are the cold-start programs, in lab/bench/coldstart.
 var Variants = []string{"bare", "memory", "dynamodb"}
 
 // BuildFlags are the flags of a Lambda bootstrap build.
@@ -44,7 +44,7 @@ func Build(ctx context.Context, dir, goos, goarch string) (map[string]string, er
 	for _, v := range Variants {
 		bin := filepath.Join(dir, goos+"-"+goarch, v, "bootstrap")
 		args := append([]string{"build"}, BuildFlags...)
-		args = append(args, "-o", bin, "./internal/bench/coldstart/"+v)
+		args = append(args, "-o", bin, "./bench/coldstart/"+v)
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {

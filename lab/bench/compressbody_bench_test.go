@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/compress"
 	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/lab/bench"
 )
 
 // BenchmarkCompressBody measures the body compression of a completion on

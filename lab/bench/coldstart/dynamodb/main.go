@@ -15,7 +15,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/bench/coldstart"
+	"github.com/idemkit/idemkit/lab/bench/coldstart"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 

@@ -60,7 +60,7 @@
 // changes a newer run's record; a writer recognises its own landed write;
 // a running handler's record is its own by every clock.
 //
-// `go test ./internal/explore` fails with a shortest history breaking one;
+// `cd lab && go test ./explore` fails with a shortest history breaking one;
 // `-explore.list` lists one for each guarantee broken and explores on;
 // `make model` explores deeper bounds (`-explore.deep`).
 package explore

@@ -59,7 +59,7 @@ func TestSim(t *testing.T) {
 		if v := res.Violation; v != nil {
 			short := Shrink(steps, v.Invariant, func(s []Step) *Violation { return run(t, p, s).Violation })
 			again := run(t, p, short)
-			t.Fatalf("seed %d: %s\nshrunk from %d to %d steps; replay with: go test ./internal/sim -run TestSim -seed %d\n%s",
+			t.Fatalf("seed %d: %s\nshrunk from %d to %d steps; replay with: cd lab && go test ./sim -run TestSim -seed %d\n%s",
 				seed, v, len(steps), len(short), seed, again.History())
 		}
 		total.Steps += res.Stats.Steps

@@ -4,7 +4,7 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/idemkit/idemkit/internal/bench/coldstart"
+	"github.com/idemkit/idemkit/lab/bench/coldstart"
 )
 
 func main() { lambda.Start(coldstart.Handler) }

@@ -8,8 +8,8 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/lab/bench"
 )
 
 // codec is a compression choice the store could make.

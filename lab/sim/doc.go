@@ -66,7 +66,7 @@
 //     not give.
 //
 // A failing seed is shrunk (Shrink: delta debugging over the steps) and
-// printed one line per step; `go test ./internal/sim -run TestSim -seed N`
+// printed one line per step; `cd lab && go test ./sim -run TestSim -seed N`
 // replays it. The integration module runs the same world against the
 // DynamoDB store on a real server (not deterministic there).
 //
