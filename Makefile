@@ -247,7 +247,7 @@ fuzz:
 ## own engine (installed by `make deps`; needs java 17), without the race
 ## detector (test-go had it), in the library's module (the stores and their
 ## conformance suite, the CLI, the adapters), the lab's (the bench's cost
-## figures, the simulation's DynamoDB world) and the example's (the
+## and capacity figures) and the example's (the
 ## walkthrough, transactional handler writes): where the server's semantics
 ## decide. The scenario module (integration) ran on dynalite in test-go;
 ## DYNAMODB_LOCAL_MODULES="$(MODULES)" runs every module (about 4 min more).
