@@ -8,7 +8,7 @@ PKGS     := ./...
 # Every module of the repository: the library at the root, and the nested
 # modules that keep test-only dependencies out of a user's module graph
 # (docs/MODULES.md).
-MODULES  := . integration examples internal/localstack samlocal observe/otelobserve
+MODULES  := . lab integration examples internal/localstack samlocal observe/otelobserve
 # The newest Go release, tested beside the machine's Go and the oldest that
 # go.mod allows: a new Go release is this one line (docs/MODULES.md).
 NEWEST_GO ?= go1.27.4
@@ -179,10 +179,12 @@ BENCH_OUT  ?= bin/bench
 BENCH_TIME ?= 300ms
 bench: deps
 	@mkdir -p $(BENCH_OUT)
-	$(GO) test -run '^$$' -bench 'BenchmarkV2$$|BenchmarkMiddleware$$|BenchmarkDynamoPath$$|BenchmarkCompressBody$$' -benchmem -benchtime $(BENCH_TIME) -p 1 \
-		./lambda/apigw ./httpmw ./internal/bench ./dynamo > $(BENCH_OUT)/gobench.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkV2$$|BenchmarkMiddleware$$' -benchmem -benchtime $(BENCH_TIME) -p 1 \
+		./lambda/apigw ./httpmw > $(BENCH_OUT)/gobench.txt
+	(cd lab && $(GO) test -run '^$$' -bench 'BenchmarkDynamoPath$$|BenchmarkCompressBody$$' -benchmem -benchtime $(BENCH_TIME) -p 1 \
+		./bench) >> $(BENCH_OUT)/gobench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkCanonicalShapes' -benchmem -benchtime 10x ./fingerprint > $(BENCH_OUT)/fingerprint.txt
-	@$(GO) run ./internal/bench/cmd/idembench -gobench $(BENCH_OUT)/gobench.txt $(BENCH_FLAGS) > $(BENCH_OUT)/idembench.txt; \
+	@(cd lab && $(GO) run ./bench/cmd/idembench -gobench $(abspath $(BENCH_OUT))/gobench.txt $(BENCH_FLAGS)) > $(BENCH_OUT)/idembench.txt; \
 		status=$$?; cat $(BENCH_OUT)/idembench.txt; $(MAKE) -s bench-fingerprint; exit $$status
 
 # bench-fingerprint: the fingerprint's memory per body shape, from
@@ -202,19 +204,19 @@ reliability: deps
 	@cd integration && IDEMKIT_RELIABILITY=full $(GO) test -race -count=1 -timeout 30m -v -run '$(RELIABILITY_RUN)' . > ../bin/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |ok|FAIL)|RELIABILITY |panic' ../bin/reliability.log; exit $$status
 
-## sim: the deterministic simulation (internal/sim) over SEEDS seeds from
+## sim: the deterministic simulation (lab/sim) over SEEDS seeds from
 ## FIRST (make test runs its first 500); a failing seed prints its shrunk
 ## history and replays with
-## `go test ./internal/sim -run TestSim -seed N`
+## `cd lab && go test ./sim -run TestSim -seed N`
 SEEDS ?= 5000
 FIRST ?= 1
 SIM_STEPS ?= 120
 sim:
 	@mkdir -p bin
-	@$(GO) test -count=1 -timeout 60m -run '^TestSim$$' ./internal/sim -v -seeds $(SEEDS) -first $(FIRST) -steps $(SIM_STEPS) > bin/sim.log 2>&1; \
+	@(cd lab && $(GO) test -count=1 -timeout 60m -run '^TestSim$$' ./sim -v -seeds $(SEEDS) -first $(FIRST) -steps $(SIM_STEPS)) > bin/sim.log 2>&1; \
 		status=$$?; grep -v '^=== RUN' bin/sim.log; exit $$status
 
-## model: the exhaustive explorer (internal/explore) at deeper bounds
+## model: the exhaustive explorer (lab/explore) at deeper bounds
 ## than make test's: every history of requests, handlers, an operator,
 ## held, lost and duplicated store calls and skewed clocks, under both
 ## stale policies; prints the states explored and a shortest history for
@@ -222,7 +224,7 @@ sim:
 MODEL_FLAGS ?=
 model:
 	@mkdir -p bin
-	@$(GO) test -count=1 -timeout 60m -run '^TestExplore$$' ./internal/explore -v -explore.deep $(MODEL_FLAGS) > bin/model.log 2>&1; \
+	@(cd lab && $(GO) test -count=1 -timeout 60m -run '^TestExplore$$' ./explore -v -explore.deep $(MODEL_FLAGS)) > bin/model.log 2>&1; \
 		status=$$?; grep -v '^=== RUN' bin/model.log; exit $$status
 
 ## fuzz: every fuzz target for $(FUZZTIME) each (fuzz-list: just list them)
@@ -244,12 +246,13 @@ fuzz:
 ## test-dynamodb-local: the DynamoDB tests against DynamoDB Local, Amazon's
 ## own engine (installed by `make deps`; needs java 17), without the race
 ## detector (test-go had it), in the library's module (the stores and their
-## conformance suite, the CLI, the adapters) and the example's (the
+## conformance suite, the CLI, the adapters), the lab's (the bench's cost
+## and capacity figures) and the example's (the
 ## walkthrough, transactional handler writes): where the server's semantics
 ## decide. The scenario module (integration) ran on dynalite in test-go;
 ## DYNAMODB_LOCAL_MODULES="$(MODULES)" runs every module (about 4 min more).
 ## Prints the capability skips, full output in bin/test-dynamodb-local.log
-DYNAMODB_LOCAL_MODULES ?= . examples
+DYNAMODB_LOCAL_MODULES ?= . lab examples
 .PHONY: test-dynamodb-local test-dynamodb-local-if-java
 test-dynamodb-local: deps
 	@GO=$(GO) ./.ci/test-server.sh dynamodb-local $(DYNAMODB_LOCAL_MODULES)
@@ -265,11 +268,12 @@ test-dynamodb-local-if-java:
 
 ## test-moto: the DynamoDB tests against moto_server, a third server
 ## (optional: pip install 'moto[server]'), in the library's module (the
-## stores, the CLI, the adapters: MOTO_MODULES=... for more; the scenario
-## modules mostly skip on moto, whose conditional writes are not atomic);
+## stores, the CLI, the adapters) and the lab's (MOTO_MODULES=... for
+## more; the scenario modules mostly skip on moto, whose conditional writes
+## are not atomic);
 ## prints failures, one line per capability moto lacks and a closing
 ## summary, full output in bin/test-moto.log
-MOTO_MODULES ?= .
+MOTO_MODULES ?= . lab
 .PHONY: test-moto test-moto-if-installed
 test-moto: deps
 	@GO=$(GO) ./.ci/test-moto.sh $(MOTO_MODULES)

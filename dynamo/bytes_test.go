@@ -3,7 +3,9 @@ package dynamo_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +13,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/bench"
+	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -19,17 +22,23 @@ import (
 // DynamoDB (its Create and the Replace completing it, a 200-byte JSON
 // answer, through the API Gateway adapter as the bench sends it) stay
 // within a budget, on a table of a 45-character name, the bench's: bytes
-// are transfer and the server's parsing on every request.
+// are transfer and the server's parsing on every request. They are
+// counted on the wire, as the SDK serialized them.
 func TestFreshRequestBytes(t *testing.T) {
 	const budget = 1650
-	c := client(t)
+	ctx := context.Background()
+	wire := &bodyBytes{}
+	c, err := dynalite.NewClientVia(ctx, dynalite.Endpoint(t), wire)
+	if err != nil {
+		t.Fatal(err)
+	}
 	table := fmt.Sprintf("idembench-bytes-%d", time.Now().UnixNano())
 	table += strings.Repeat("x", 45-len(table))
 	if err := dynamo.CreateTable(t.Context(), c, table); err != nil {
 		t.Fatal(err)
 	}
-	m := &bench.Meter{Client: c, Table: table}
-	s, err := dynamo.New(m, table, testOptions())
+	wire.take()
+	s, err := dynamo.New(c, table, testOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,22 +46,46 @@ func TestFreshRequestBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := string(bench.JSON(200))
+	body := string(testpayload.JSON(200))
 	h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201,
 			Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
 	})
-	ctx := context.Background()
 	key := fmt.Sprintf("cost-fresh-200-%d-zstd-5", time.Now().UnixNano())
-	if resp, err := h(ctx, bench.Event(key)); err != nil || resp.StatusCode != 201 {
+	if resp, err := h(ctx, testpayload.Event(key)); err != nil || resp.StatusCode != 201 {
 		t.Fatalf("fresh request: %d, %v", resp.StatusCode, err)
 	}
-	u, err := m.Take(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := wire.take()
 	t.Logf("table name %d characters, key %d: a fresh request sent %d bytes in %d calls", len(table), len(key), u.Bytes, u.Calls)
 	if u.Calls != 2 || u.Bytes > budget {
 		t.Fatalf("a fresh request sent %d bytes in %d calls; want 2 calls, at most %d bytes", u.Bytes, u.Calls, budget)
 	}
+}
+
+// bodyBytes is an HTTP transport counting the calls that pass through it
+// and the bytes of their request bodies.
+type bodyBytes struct {
+	mu    sync.Mutex
+	calls int
+	bytes int
+}
+
+// wireUse is what bodyBytes counted.
+type wireUse struct{ Calls, Bytes int }
+
+func (b *bodyBytes) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	b.calls++
+	b.bytes += int(r.ContentLength)
+	b.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// take returns the calls and bytes counted since the last take.
+func (b *bodyBytes) take() wireUse {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := wireUse{b.calls, b.bytes}
+	b.calls, b.bytes = 0, 0
+	return u
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/warmcache"
 )
@@ -199,7 +199,7 @@ func TestCapacityUnits(t *testing.T) {
 		return afterClaim.WriteUnits, total.WriteUnits - afterClaim.WriteUnits
 	}
 	t.Run("claim and 4 KB", func(t *testing.T) {
-		claim, complete := units(t, dynamo.Options{}, bench.JSON(4<<10))
+		claim, complete := units(t, dynamo.Options{}, testpayload.JSON(4<<10))
 		if claim != 1 {
 			t.Errorf("claim: %v write units, want 1", claim)
 		}
@@ -221,16 +221,16 @@ func TestCapacityUnits(t *testing.T) {
 		}
 	}
 	// The compression level is chosen to hold 12 (docs/PERFORMANCE.md).
-	t.Run("64 KB", func(t *testing.T) { compressed(t, "a 64 KB JSON response", bench.JSON(64<<10), 12) })
+	t.Run("64 KB", func(t *testing.T) { compressed(t, "a 64 KB JSON response", testpayload.JSON(64<<10), 12) })
 	// CodecS2 trades write units for CPU: at 64 KB it writes about half
 	// again as many bytes as zstd, still under a third of the raw body.
 	t.Run("S2", func(t *testing.T) {
 		s2 := dynamo.Options{Codec: dynamo.CodecS2}
-		claim, small := units(t, s2, bench.JSON(4<<10))
+		claim, small := units(t, s2, testpayload.JSON(4<<10))
 		if claim+small > 3 {
 			t.Errorf("S2: claim and completion of a 4 KB JSON response: %v write units, want at most 3", claim+small)
 		}
-		body := bench.JSON(64 << 10)
+		body := testpayload.JSON(64 << 10)
 		_, fast := units(t, s2, body)
 		_, zipped := units(t, dynamo.Options{}, body)
 		_, raw := units(t, dynamo.Options{CompressAbove: -1}, body)
@@ -241,7 +241,7 @@ func TestCapacityUnits(t *testing.T) {
 	// A payment-list response has more random ids than the orders body
 	// and compresses less (5.7x against 6.1x): one write unit more at any
 	// zstd level up to SpeedBetterCompression (docs/PERFORMANCE.md).
-	t.Run("64 KB charges", func(t *testing.T) { compressed(t, "a 64 KB charges list", bench.APIJSON(64<<10), 13) })
+	t.Run("64 KB charges", func(t *testing.T) { compressed(t, "a 64 KB charges list", testpayload.APIJSON(64<<10), 13) })
 }
 
 // callCounter is an HTTP transport counting the DynamoDB calls that pass

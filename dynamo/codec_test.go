@@ -13,9 +13,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testpayload"
 )
 
 // TestCodecMixed: a body stored by a store with one codec is replayed
@@ -23,7 +23,7 @@ import (
 // one at a time; the item says which codec it holds.
 func TestCodecMixed(t *testing.T) {
 	_, c, table := newStore(t, dynamo.Options{})
-	body := bench.JSON(8 << 10)
+	body := testpayload.JSON(8 << 10)
 	for _, tc := range []struct{ write, read dynamo.Codec }{
 		{dynamo.CodecS2, dynamo.CodecZstd},
 		{dynamo.CodecZstd, dynamo.CodecS2},
@@ -129,9 +129,9 @@ func TestCodecDefault(t *testing.T) {
 		enc      string
 		units    float64
 	}{
-		{"200 B", bench.JSON(200), 1, "", 1},
-		{"900 B", bench.JSON(900), 2, "zstd", 1},
-		{"4 KB", bench.JSON(4 << 10), 5, "zstd", 2},
+		{"200 B", testpayload.JSON(200), 1, "", 1},
+		{"900 B", testpayload.JSON(900), 2, "zstd", 1},
+		{"4 KB", testpayload.JSON(4 << 10), 5, "zstd", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, raw := complete(t, dynamo.Options{CompressAbove: -1}, "raw-"+tc.name, tc.body); faithful && raw != tc.rawUnits {

@@ -6,9 +6,6 @@ import (
 	"github.com/idemkit/idemkit"
 )
 
-// CompressBody is compressBody, for the external benchmarks.
-var CompressBody = compressBody
-
 // MaxDecodedBody is maxDecodedBody, the largest body a stored item decodes to.
 const MaxDecodedBody = maxDecodedBody
 

@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/bench"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 )
@@ -56,7 +55,7 @@ func (c *counting) MaxItem() int {
 
 func (c *counting) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c.count("PutItem")
-	n := bench.ItemSize(in.Item) // DynamoDB's rule, counted apart from the store's
+	n := dynamo.ItemSize(in.Item)
 	c.mu.Lock()
 	c.maxItem = max(c.maxItem, n)
 	c.mu.Unlock()

@@ -8,6 +8,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.1
 	github.com/google/uuid v1.6.0
 	github.com/idemkit/idemkit v0.0.0
+	github.com/idemkit/idemkit/lab v0.0.0
 	pgregory.net/rapid v1.3.0
 )
 
@@ -40,3 +41,5 @@ require (
 replace github.com/idemkit/idemkit => ..
 
 replace github.com/idemkit/idemkit/examples => ../examples
+
+replace github.com/idemkit/idemkit/lab => ../lab

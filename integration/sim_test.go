@@ -8,15 +8,15 @@ import (
 
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/sim"
+	"github.com/idemkit/idemkit/lab/sim"
 )
 
-// TestSimDynamo runs the world of internal/sim against the DynamoDB store
+// TestSimDynamo runs the world of lab/sim against the DynamoDB store
 // on the test server: the same clients, faults (injected at the Store
 // boundary), handlers, operators and invariants, every step. The server's
 // own timing makes a run not deterministic: a failure names its seed,
 // whose history replays against the memory store with
-// `go test ./internal/sim -run TestSim -seed N` (it may not fail there).
+// `cd lab && go test ./sim -run TestSim -seed N` (it may not fail there).
 // Each history has a table of its own.
 func TestSimDynamo(t *testing.T) {
 	dynalite.SkipIfDisabled(t)

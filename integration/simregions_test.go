@@ -12,7 +12,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/sim"
+	"github.com/idemkit/idemkit/lab/sim"
 )
 
 var (
@@ -22,7 +22,7 @@ var (
 	regionsSteps = flag.Int("regions.steps", 0, "TestSimRegions: steps per history (0: the default of the mode)")
 )
 
-// TestSimRegions runs the two-region world of internal/sim (RunRegions):
+// TestSimRegions runs the two-region world of lab/sim (RunRegions):
 // the simulation's clients, faults, handlers and operators over
 // dynamo.NewRegional, its instances alternating between two regions, each
 // a server of its own, under a replication of global tables (last writer

@@ -16,7 +16,7 @@ import (
 // ZstdLevel is the level Zstd compresses at. It is SpeedDefault, not
 // SpeedFastest. On JSON the fastest level writes about 3% more bytes,
 // which at 64 KB costs one more write unit per completion (12 instead of
-// 11; internal/bench/OPTIMIZATIONS.md).
+// 11; lab/bench/OPTIMIZATIONS.md).
 const ZstdLevel = zstd.SpeedDefault
 
 // compressor is one encoder with its output buffer, used by one body at
