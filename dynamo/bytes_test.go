@@ -18,11 +18,10 @@ import (
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
-// TestFreshRequestBytes: the request bodies a fresh request and its replay
-// send to
-// DynamoDB (its Create and the Replace completing it, a 200-byte JSON
-// answer, through the API Gateway adapter as the bench sends it) stay
-// within a budget, on a table of a 45-character name, the bench's: bytes
+// TestFreshRequestBytes: the request bodies a fresh request (its Create
+// and the Replace completing it, a 200-byte JSON answer, through the API
+// Gateway adapter as the bench sends it) and its replay send to DynamoDB
+// stay within a budget, on a table of a 45-character name, the bench's: bytes
 // are transfer and the server's parsing on every request. They are
 // counted on the wire, as the SDK serialized them.
 func TestFreshRequestBytes(t *testing.T) {
