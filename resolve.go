@@ -81,31 +81,17 @@ func (e *ResolveError) Unwrap() error { return e.Reason }
 // record first, the error is ErrNotIndeterminate. A record marked here but not resolved (the store
 // failed) stays indeterminate, and Resolve may be called again.
 func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, now time.Time) (rec *Record, was State, err error) {
-	switch {
-	case res.As != StateCompleted && res.As != StateFailed:
-		return nil, "", fmt.Errorf("%w: resolve as %q: want completed or failed", ErrRecordInvalid, res.As)
-	case res.As == StateCompleted && res.Snapshot == nil:
-		return nil, "", fmt.Errorf("%w: resolve as completed without a snapshot", ErrRecordInvalid)
-	case res.As == StateCompleted:
-		if err := replayable(res.Snapshot.Header); err != nil {
-			return nil, "", fmt.Errorf("%w: resolve as completed: %v", ErrRecordInvalid, err)
-		}
+	if err := res.check(); err != nil {
+		return nil, "", err
 	}
 	res.ResolvedAt, res.ReplayUntil, res.ExpiresAt = now, time.Time{}, time.Time{}
-	cur, err := read(ctx, s, id)
-	switch {
-	case err != nil:
+	cur, err := resolvable(ctx, s, id, now)
+	if cur == nil {
 		return nil, "", err
-	case free(cur, now):
-		return nil, "", ErrNotFound
 	}
 	was = cur.State
-	switch cur.State {
-	case StateIndeterminate, StateInFlight:
-	case StateCompleted, StateFailed:
-		return nil, was, &ResolveError{Reason: ErrNotIndeterminate, Record: cur}
-	default:
-		return nil, was, fmt.Errorf("%w: record %q has unknown state %q", ErrCorruptRecord, id, cur.State)
+	if err != nil {
+		return nil, was, err
 	}
 	from := cur.LeaseUntil.Add(resolveGrace)
 	if res.As == StateFailed {
@@ -160,6 +146,42 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// resolvable reads the record with id that a decision at now would
+// resolve: an error with a nil record when there is none live, and with
+// the record when it is completed, failed or of an unknown state.
+func resolvable(ctx context.Context, s Store, id string, now time.Time) (*Record, error) {
+	cur, err := read(ctx, s, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case free(cur, now):
+		return nil, ErrNotFound
+	}
+	switch cur.State {
+	case StateIndeterminate, StateInFlight:
+		return cur, nil
+	case StateCompleted, StateFailed:
+		return cur, &ResolveError{Reason: ErrNotIndeterminate, Record: cur}
+	}
+	return cur, fmt.Errorf("%w: record %q has unknown state %q", ErrCorruptRecord, id, cur.State)
+}
+
+// check refuses a decision that is neither completed nor failed, or
+// completed without an answer a replay may carry.
+func (res Resolution) check() error {
+	switch {
+	case res.As != StateCompleted && res.As != StateFailed:
+		return fmt.Errorf("%w: resolve as %q: want completed or failed", ErrRecordInvalid, res.As)
+	case res.As == StateCompleted && res.Snapshot == nil:
+		return fmt.Errorf("%w: resolve as completed without a snapshot", ErrRecordInvalid)
+	case res.As == StateCompleted:
+		if err := replayable(res.Snapshot.Header); err != nil {
+			return fmt.Errorf("%w: resolve as completed: %v", ErrRecordInvalid, err)
+		}
+	}
+	return nil
 }
 
 // replayAgain returns the replay window and expiry of an answer resolved at

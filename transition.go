@@ -87,41 +87,60 @@ func decide(prev *Record, c change, now time.Time) (*Record, error) {
 	case opResolve:
 		return nextResolve(prev, c, now)
 	case opMarkStale:
-		if free(prev, now) || prev.State != StateInFlight || prev.Owner != c.owner || !prev.LeaseExpired(now) {
-			return nil, ErrNotOwner
-		}
-		out := prev.Clone()
-		out.State, out.Cause = StateIndeterminate, CauseLeaseExpired
-		return out, nil
+		return nextMarkStale(prev, c, now)
 	case opRelease:
 		return nextRelease(prev, c, now)
+	case opComplete:
+		return nextComplete(prev, c, now)
 	}
-	// The acting run's own writes.
-	mine := !free(prev, now) && prev.Owner == c.rec.Owner
-	switch {
-	case c.op == opComplete && mine && (prev.State == StateInFlight || prev.State == StateIndeterminate && prev.Resolution == nil):
-		// A late completion replaces an unknown outcome no operator has
-		// resolved: a known outcome is better.
-		out := prev.Clone()
-		// The snapshot is shared, not copied: neither next nor a store
-		// changes it.
-		out.State, out.Cause, out.CompletedAt, out.Snapshot = StateCompleted, "", c.completedAt, c.snap
-		return out, nil
-	case !mine || prev.State != StateInFlight:
+	return nextRunWrite(prev, c, now)
+}
+
+// nextMarkStale marks the stale lease of run c.owner indeterminate: the
+// live in_flight record of that run, whose lease has ended.
+func nextMarkStale(prev *Record, c change, now time.Time) (*Record, error) {
+	if free(prev, now) || prev.State != StateInFlight || prev.Owner != c.owner || !prev.LeaseExpired(now) {
 		return nil, ErrNotOwner
+	}
+	out := prev.Clone()
+	out.State, out.Cause = StateIndeterminate, CauseLeaseExpired
+	return out, nil
+}
+
+// nextComplete stores the run's outcome over its live record: in flight,
+// or indeterminate and not resolved (a late completion replaces an
+// unknown outcome no operator has decided: a known outcome is better).
+func nextComplete(prev *Record, c change, now time.Time) (*Record, error) {
+	if free(prev, now) || prev.Owner != c.rec.Owner ||
+		prev.State != StateInFlight && (prev.State != StateIndeterminate || prev.Resolution != nil) {
+		return nil, ErrNotOwner
+	}
+	out := prev.Clone()
+	// The snapshot is shared, not copied: neither next nor a store
+	// changes it.
+	out.State, out.Cause, out.CompletedAt, out.Snapshot = StateCompleted, "", c.completedAt, c.snap
+	return out, nil
+}
+
+// nextRunWrite makes the run's other writes over its live in_flight
+// record: a renewal (never back) or its report of an unknown outcome.
+func nextRunWrite(prev *Record, c change, now time.Time) (*Record, error) {
+	if free(prev, now) || prev.Owner != c.rec.Owner || prev.State != StateInFlight {
+		return nil, ErrNotOwner
+	}
+	out := prev.Clone()
+	switch {
 	case c.op == opExtend && c.until.Before(prev.LeaseUntil):
 		// Never back: a renewal decided before a later one landed.
 		return nil, errNoChange
 	case c.op == opExtend:
-		out := prev.Clone()
 		out.LeaseUntil = c.until
-		return out, nil
 	case c.op == opMarkUnknown:
-		out := prev.Clone()
 		out.State, out.Cause, out.LeaseUntil = StateIndeterminate, CauseOutcomeUnknown, now
-		return out, nil
+	default:
+		return nil, ErrNotOwner
 	}
-	return nil, ErrNotOwner
+	return out, nil
 }
 
 // nextClaim stores c.rec where the key is free, and in place of the

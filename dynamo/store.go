@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -651,34 +652,7 @@ var bare = func() map[string]bool {
 // each record attribute item lacks is removed). Its names are placed in a
 // set order, so that two calls of the same change send the same bytes.
 func (s *Store) replaceInput(id string, item, old map[string]types.AttributeValue, prevVersion string) *dynamodb.UpdateItemInput {
-	isKey := func(name string) bool {
-		return name == s.lay.keyAttr || (s.lay.sortAttr != "" && name == s.lay.sortAttr)
-	}
-	var set, remove []string
-	for name, v := range item {
-		if isKey(name) {
-			continue
-		}
-		if o, ok := old[name]; ok && name != attrVersion && equalValue(o, v) {
-			continue
-		}
-		set = append(set, name)
-	}
-	if old == nil {
-		for _, name := range append(recordAttrs[:len(recordAttrs):len(recordAttrs)], s.lay.ttl) {
-			if _, ok := item[name]; !ok && !isKey(name) && !slices.Contains(remove, name) {
-				remove = append(remove, name)
-			}
-		}
-	} else {
-		for name := range old {
-			if _, ok := item[name]; !ok && !isKey(name) {
-				remove = append(remove, name)
-			}
-		}
-	}
-	slices.Sort(set)
-	slices.Sort(remove)
+	set, remove := s.diff(item, old)
 	values := make(map[string]types.AttributeValue, len(set)+1)
 	var names map[string]string
 	ref := func(name string) string {
@@ -726,6 +700,37 @@ func (s *Store) replaceInput(id string, item, old map[string]types.AttributeValu
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}
+}
+
+// diff returns the attributes of item to set, those that differ from old's,
+// and those of old to remove, sorted, never a key attribute (nil old: an
+// item of unknown attributes, each record attribute item lacks is
+// removed).
+func (s *Store) diff(item, old map[string]types.AttributeValue) (set, remove []string) {
+	isKey := func(name string) bool {
+		return name == s.lay.keyAttr || (s.lay.sortAttr != "" && name == s.lay.sortAttr)
+	}
+	for name, v := range item {
+		if isKey(name) {
+			continue
+		}
+		if o, ok := old[name]; ok && name != attrVersion && equalValue(o, v) {
+			continue
+		}
+		set = append(set, name)
+	}
+	names := slices.Collect(maps.Keys(old))
+	if old == nil {
+		names = append(recordAttrs[:len(recordAttrs):len(recordAttrs)], s.lay.ttl)
+	}
+	for _, name := range names {
+		if _, ok := item[name]; !ok && !isKey(name) && !slices.Contains(remove, name) {
+			remove = append(remove, name)
+		}
+	}
+	slices.Sort(set)
+	slices.Sort(remove)
+	return set, remove
 }
 
 // placeholders are the value placeholders of an update, made once.
