@@ -348,34 +348,20 @@ func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, er
 	var cur, replaced *Record
 	var err error
 	if expired != nil {
-		if cur, err = read(c.ctx, c.g.cfg.Store, rec.ID); err != nil {
-			c.emit(c.storeFailure(err), 0, err)
-			return nil, false, err
+		// The record is read first, and judged.
+		cur, err = read(c.ctx, c.g.cfg.Store, rec.ID)
+		if err == nil {
+			err = errHeld
 		}
-		err = errHeld
 	} else {
 		cur, replaced, err = c.g.claims.apply(c.ctx, nil, ch)
 	}
 	for attempt := 0; ; attempt++ {
-		switch {
-		case err == nil:
-			if p := replaced; p != nil && p.State == StateInFlight && p.Owner != cur.Owner && p.Live(c.start) {
-				c.emit(EventTakeover, 0, nil)
-			}
-			return c.execute(cur, version, h)
-		case errors.Is(err, errChanging):
-			err = &ConflictError{RetryAfter: time.Second}
-			c.emitRefusal(nil, err)
-			return nil, false, err
-		case !errors.Is(err, errHeld):
-			err = c.g.claimFailed(c.ctx, rec, ch.replace, version, err)
-			c.emit(c.storeFailure(err), 0, err)
-			return nil, false, err
-		case free(cur, c.start):
-			// Only a claim that may replace the record judged alone
-			// (an old key's) is refused by a free record.
-			c.emit(EventRefused, 0, expired)
-			return nil, false, expired
+		if err == nil {
+			return c.won(cur, replaced, version, h)
+		}
+		if !errors.Is(err, errHeld) || free(cur, c.start) {
+			return nil, false, c.unclaimed(rec, ch, cur, expired, err)
 		}
 		snap, again, rerr := c.g.classify(c.ctx, c.req, c.policy, cur, c.start, version)
 		if again != nil && attempt >= reclaims {
@@ -397,6 +383,38 @@ func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, er
 		}
 		cur, replaced, err = c.g.claims.apply(c.ctx, cur, ch)
 	}
+}
+
+// won runs h holding the claim cur, reporting first the takeover of the
+// live in_flight record it replaced, if any.
+func (c *call) won(cur, replaced *Record, version *versions, h Handler) (*Snapshot, bool, error) {
+	if p := replaced; p != nil && p.State == StateInFlight && p.Owner != cur.Owner && p.Live(c.start) {
+		c.emit(EventTakeover, 0, nil)
+	}
+	return c.execute(cur, version, h)
+}
+
+// unclaimed answers a claim of rec (made as ch) that neither won nor met a
+// record to judge, err saying why: the record kept changing, the store
+// failed (the claim is then freed, see claimFailed), or the record read for
+// an old key (expired, its ErrKeyExpired) is free, cur: only a claim that
+// may replace the record judged alone is refused by a free record.
+func (c *call) unclaimed(rec *Record, ch change, cur *Record, expired, err error) error {
+	switch {
+	case errors.Is(err, errChanging):
+		err = &ConflictError{RetryAfter: time.Second}
+		c.emitRefusal(nil, err)
+	case errors.Is(err, errHeld) && free(cur, c.start):
+		err = expired
+		c.emit(EventRefused, 0, err)
+	case expired != nil && ch.replace == "" && !errors.Is(err, errHeld):
+		// The old key's read failed: nothing was written.
+		c.emit(c.storeFailure(err), 0, err)
+	default:
+		err = c.g.claimFailed(c.ctx, rec, ch.replace, ch.version, err)
+		c.emit(c.storeFailure(err), 0, err)
+	}
+	return err
 }
 
 // retry is what a claim that a record kept does next: claim in place of
@@ -686,7 +704,7 @@ func (c *call) settle(r *run, snap *Snapshot, herr error) (*Snapshot, bool, erro
 // it, nor a copy of a Replace once it is not the version replaced. When
 // the key cannot be freed, the error is a *ClaimUnknownError.
 func (g *Guard) claimFailed(ctx context.Context, rec *Record, replace string, version *versions, err error) error {
-	if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrRecordInvalid) || errors.Is(err, ErrNothingStored) {
+	if final(err) {
 		// Nothing was written, and trying again gives the same answer.
 		return err
 	}

@@ -95,27 +95,7 @@ func (r *renewal) run() {
 			case <-tick:
 			}
 		}
-		now := r.g.now()
-		// A late renewal must not extend the lease past the record's
-		// life: the lease then ends first, and the outcome counts as
-		// unknown, instead of the key being freed while the handler runs.
-		until := now.Add(r.length)
-		if end := r.held.claim.ExpiresAt.Add(-r.margin); until.After(end) {
-			until = end
-		}
-		wctx, wcancel := context.WithTimeout(rctx, r.g.writeTimeout)
-		cur, _, err := r.g.renewals.apply(wctx, r.held.get(), change{op: opExtend, rec: r.held.claim, until: until, version: r.held.version})
-		wcancel()
-		switch {
-		case err == nil:
-			r.held.set(cur)
-		case errors.Is(err, errNoChange):
-			err = nil
-		case !errors.Is(err, ErrNotOwner):
-			// The renewal may have landed with its answer lost: the next
-			// one replaces the version stored, read now.
-			r.refresh(rctx)
-		}
+		until, err := r.renewNow(rctx)
 		if errors.Is(err, ErrNotOwner) {
 			// Under FailClosed a retry marked the record indeterminate:
 			// the run's late completion still wins, so it goes on.
@@ -129,6 +109,32 @@ func (r *renewal) run() {
 			r.watch.Reset(r.g.until(until) - r.lead)
 		}
 	}
+}
+
+// renewNow renews the lease now, and returns the lease end it asked for. A
+// renewal that would move the lease back writes nothing and is no error.
+func (r *renewal) renewNow(ctx context.Context) (until time.Time, err error) {
+	// A late renewal must not extend the lease past the record's life: the
+	// lease then ends first, and the outcome counts as unknown, instead of
+	// the key being freed while the handler runs.
+	until = r.g.now().Add(r.length)
+	if end := r.held.claim.ExpiresAt.Add(-r.margin); until.After(end) {
+		until = end
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.g.writeTimeout)
+	defer cancel()
+	cur, _, err := r.g.renewals.apply(wctx, r.held.get(), change{op: opExtend, rec: r.held.claim, until: until, version: r.held.version})
+	switch {
+	case err == nil:
+		r.held.set(cur)
+	case errors.Is(err, errNoChange):
+		err = nil
+	case !errors.Is(err, ErrNotOwner):
+		// The renewal may have landed with its answer lost: the next one
+		// replaces the version stored, read now.
+		r.refresh(ctx)
+	}
+	return until, err
 }
 
 // refresh reads the run's record after a renewal whose answer was lost,

@@ -48,12 +48,7 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 			}
 			out.Version = c.version.next()
 		}
-		var met *Record
-		if prev == nil {
-			met, err = w.store.Create(ctx, out)
-		} else {
-			met, err = w.store.Replace(ctx, out, prev)
-		}
+		met, err := w.write(ctx, out, prev)
 		switch {
 		case err == nil && met == nil:
 			return out, prev, nil
@@ -65,7 +60,7 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 				return met, nil, errChanging
 			}
 			prev, out = met, nil
-		case errors.Is(err, ErrRecordInvalid), errors.Is(err, ErrCorruptRecord), errors.Is(err, ErrNothingStored):
+		case final(err):
 			// Nothing was written, and trying again gives the same answer.
 			return prev, nil, fmt.Errorf("idemkit: store %s: %w", c.op, err)
 		default:
@@ -75,6 +70,21 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 			}
 		}
 	}
+}
+
+// write stores out in place of prev, or where none is when prev is nil.
+func (w writer) write(ctx context.Context, out, prev *Record) (met *Record, err error) {
+	if prev == nil {
+		return w.store.Create(ctx, out)
+	}
+	return w.store.Replace(ctx, out, prev)
+}
+
+// final reports whether a store error says nothing was written and
+// trying again gives the same answer: the store refused the record, could
+// not decode the one it met, or cannot store anything.
+func final(err error) bool {
+	return errors.Is(err, ErrRecordInvalid) || errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrNothingStored)
 }
 
 // versions makes the versions of the writes of the writer owner: owner
