@@ -292,33 +292,7 @@ func testOldKeyFreedAgain(t *testing.T, s idemkit.OperatorStore) {
 			first.Scope.Key = uuidv7.At(clock.Now().Add(-time.Hour))
 			first.Fingerprint = "v1:sha256:aa"
 			id := first.Scope.ID(false)
-			if policy == idemkit.FailClosed {
-				if _, _, err := g.Do(ctx, first, func(context.Context) (*idemkit.Snapshot, error) {
-					return nil, fmt.Errorf("charge timed out: %w", idemkit.ErrOutcomeUnknown)
-				}); !errors.Is(err, idemkit.ErrOutcomeUnknown) {
-					t.Fatalf("first run: %v, want ErrOutcomeUnknown", err)
-				}
-				clock.Advance(6*day + 23*time.Hour)
-				res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}
-				if _, _, err := idemkit.Resolve(ctx, s, id, res, clock.Now()); err != nil {
-					t.Fatalf("resolve: %v", err)
-				}
-			} else {
-				// A run that crashed: its claim stays, never completed
-				// (its release never lands).
-				h := &hooked{OperatorStore: s}
-				h.setReplace(func(context.Context, int, *idemkit.Record, *idemkit.Record) fault { return fault{err: errReset} })
-				crashed, err := idemkit.New(idemkit.Config{Store: h, Clock: clock, WriteAttempts: 1,
-					Policy: idemkit.Policy{OnStaleLease: policy, Lease: time.Minute, RecordRetention: 7 * day}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				crashed.Do(ctx, first, func(context.Context) (*idemkit.Snapshot, error) { return nil, errors.New("crashed") })
-				if got := mustGet(t, s, id); got.State != idemkit.StateInFlight {
-					t.Fatalf("the crashed run's record: %+v, want in_flight", got)
-				}
-				clock.Advance(6*day + 23*time.Hour)
-			}
+			endFirstRun(t, s, g, clock, policy, first)
 			clock.Advance(50 * time.Minute) // the key is now past retention and skew
 			retry := first
 			retry.Fingerprint = "v2:sha256:bb"
@@ -339,6 +313,43 @@ func testOldKeyFreedAgain(t *testing.T, s idemkit.OperatorStore) {
 				t.Fatalf("the retry's retry: %+v replayed %v, %v; want the replay", snap, replayed, err)
 			}
 		})
+	}
+}
+
+// endFirstRun runs first on g and leaves its record live, letting the key
+// run again after a week: resolved failed under FailClosed, a crashed
+// run's stale lease under Takeover.
+func endFirstRun(t *testing.T, s idemkit.OperatorStore, g *idemkit.Guard, clock *testclock.Clock, policy idemkit.StalePolicy, first idemkit.Request) {
+	t.Helper()
+	ctx := context.Background()
+	day := 24 * time.Hour
+	id := first.Scope.ID(false)
+	if policy == idemkit.FailClosed {
+		if _, _, err := g.Do(ctx, first, func(context.Context) (*idemkit.Snapshot, error) {
+			return nil, fmt.Errorf("charge timed out: %w", idemkit.ErrOutcomeUnknown)
+		}); !errors.Is(err, idemkit.ErrOutcomeUnknown) {
+			t.Fatalf("first run: %v, want ErrOutcomeUnknown", err)
+		}
+		clock.Advance(6*day + 23*time.Hour)
+		res := idemkit.Resolution{As: idemkit.StateFailed, Operator: "ops", Reason: "not charged"}
+		if _, _, err := idemkit.Resolve(ctx, s, id, res, clock.Now()); err != nil {
+			t.Fatalf("resolve: %v", err)
+		}
+	} else {
+		// A run that crashed: its claim stays, never completed
+		// (its release never lands).
+		h := &hooked{OperatorStore: s}
+		h.setReplace(func(context.Context, int, *idemkit.Record, *idemkit.Record) fault { return fault{err: errReset} })
+		crashed, err := idemkit.New(idemkit.Config{Store: h, Clock: clock, WriteAttempts: 1,
+			Policy: idemkit.Policy{OnStaleLease: policy, Lease: time.Minute, RecordRetention: 7 * day}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashed.Do(ctx, first, func(context.Context) (*idemkit.Snapshot, error) { return nil, errors.New("crashed") })
+		if got := mustGet(t, s, id); got.State != idemkit.StateInFlight {
+			t.Fatalf("the crashed run's record: %+v, want in_flight", got)
+		}
+		clock.Advance(6*day + 23*time.Hour)
 	}
 }
 

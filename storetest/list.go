@@ -154,13 +154,23 @@ func checkListing(t *testing.T, name string, list func(tenant, page string, limi
 			t.Fatalf("%s: %d records in %d page(s) of 2", what, len(got), pages)
 		}
 	}
-	// A limit of zero or less is the store's default: the listing is
-	// paged as usual and ends with every record listed.
+	checkDefaultLimit(t, name, list, tenants[0], len(want[tenants[0]]))
+	for _, page := range foreignPages {
+		if _, _, err := list("", page, 2); !errors.Is(err, idemkit.ErrInvalidPage) {
+			t.Fatalf("%s with the foreign page token %q: %v, want ErrInvalidPage", name, page, err)
+		}
+	}
+}
+
+// checkDefaultLimit: a limit of zero or less is the store's default: the
+// listing of tenant is paged as usual and ends with its n records listed.
+func checkDefaultLimit(t *testing.T, name string, list func(tenant, page string, limit int) ([]*idemkit.Record, string, error), tenant string, n int) {
+	t.Helper()
 	for _, limit := range []int{0, -1} {
 		got := map[string]bool{}
 		page := ""
-		for n := 0; ; n++ {
-			recs, next, err := list(tenants[0], page, limit)
+		for pages := 0; ; pages++ {
+			recs, next, err := list(tenant, page, limit)
 			if err != nil {
 				t.Fatalf("%s(limit %d): %v", name, limit, err)
 			}
@@ -170,18 +180,13 @@ func checkListing(t *testing.T, name string, list func(tenant, page string, limi
 			if next == "" {
 				break
 			}
-			if n > 100 {
-				t.Fatalf("%s(limit %d) does not end: %d pages, %d records", name, limit, n, len(got))
+			if pages > 100 {
+				t.Fatalf("%s(limit %d) does not end: %d pages, %d records", name, limit, pages, len(got))
 			}
 			page = next
 		}
-		if len(got) != len(want[tenants[0]]) {
-			t.Fatalf("%s(limit %d) listed %d of %d records", name, limit, len(got), len(want[tenants[0]]))
-		}
-	}
-	for _, page := range foreignPages {
-		if _, _, err := list("", page, 2); !errors.Is(err, idemkit.ErrInvalidPage) {
-			t.Fatalf("%s with the foreign page token %q: %v, want ErrInvalidPage", name, page, err)
+		if len(got) != n {
+			t.Fatalf("%s(limit %d) listed %d of %d records", name, limit, len(got), n)
 		}
 	}
 }
