@@ -79,21 +79,30 @@ func (l *layout) expired(item map[string]types.AttributeValue, now time.Time) bo
 	return expiredAt(item, l.ttl, now)
 }
 
+// checkAttrNames refuses an attribute name of the options that DynamoDB
+// cannot take or that a record attribute has.
+func (o Options) checkAttrNames() error {
+	for _, a := range [...]struct{ field, name string }{{"KeyAttr", o.KeyAttr}, {"SortKeyAttr", o.SortKeyAttr}, {"TTLAttr", o.TTLAttr}} {
+		switch {
+		case a.name == "":
+		case !utf8.ValidString(a.name) || len(a.name) > maxKeyAttrName:
+			return fmt.Errorf("dynamo: Options.%s %q: want a UTF-8 name of at most %d bytes: %w", a.field, a.name, maxKeyAttrName, idemkit.ErrInvalidConfig)
+		case a.name == attrExpiresAt && a.field == "TTLAttr":
+		case slices.Contains(recordAttrs, a.name):
+			return fmt.Errorf("dynamo: Options.%s %q is the name of a record attribute: %w", a.field, a.name, idemkit.ErrInvalidConfig)
+		}
+	}
+	return nil
+}
+
 // checkLayout refuses key options DynamoDB or the record items cannot
 // take.
 func (o Options) checkLayout() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("dynamo: %s: %w", fmt.Sprintf(format, args...), idemkit.ErrInvalidConfig)
 	}
-	for _, a := range [...]struct{ field, name string }{{"KeyAttr", o.KeyAttr}, {"SortKeyAttr", o.SortKeyAttr}, {"TTLAttr", o.TTLAttr}} {
-		switch {
-		case a.name == "":
-		case !utf8.ValidString(a.name) || len(a.name) > maxKeyAttrName:
-			return bad("Options.%s %q: want a UTF-8 name of at most %d bytes", a.field, a.name, maxKeyAttrName)
-		case a.name == attrExpiresAt && a.field == "TTLAttr":
-		case slices.Contains(recordAttrs, a.name):
-			return bad("Options.%s %q is the name of a record attribute", a.field, a.name)
-		}
+	if err := o.checkAttrNames(); err != nil {
+		return err
 	}
 	keyAttr := o.KeyAttr
 	if keyAttr == "" {

@@ -157,18 +157,8 @@ func (s *Store) fencedCreate(ctx context.Context, client Client, rec *idemkit.Re
 // lease_expired); a resolution, an indeterminate prev given a
 // Resolution; a release, a tombstone.
 func (s *Store) fenceReplace(rec, prev *idemkit.Record, fo *Failover) (write bool, err error) {
-	own := prev.State == idemkit.StateInFlight && prev.Owner == rec.Owner
-	call := ""
-	switch {
-	case rec.State == idemkit.StateReleased && !own:
-		call = "release"
-	case rec.State == idemkit.StateInFlight && !own:
-		call = "claim"
-	case prev.State == idemkit.StateInFlight && rec.State == idemkit.StateIndeterminate && rec.Cause == idemkit.CauseLeaseExpired:
-		call = "mark indeterminate"
-	case prev.State == idemkit.StateIndeterminate && rec.Resolution != nil && prev.Resolution == nil:
-		call = "resolve"
-	default:
+	call := fencedCall(rec, prev)
+	if call == "" {
 		return true, nil
 	}
 	now := writeTime(rec)
@@ -186,6 +176,23 @@ func (s *Store) fenceReplace(rec, prev *idemkit.Record, fo *Failover) (write boo
 		fe.Op = call
 	}
 	return false, s.fail(call, fe)
+}
+
+// fencedCall names the call a fence may refuse that writing rec in place
+// of prev makes (see fenceReplace), "" for one it never fences.
+func fencedCall(rec, prev *idemkit.Record) string {
+	own := prev.State == idemkit.StateInFlight && prev.Owner == rec.Owner
+	switch {
+	case rec.State == idemkit.StateReleased && !own:
+		return "release"
+	case rec.State == idemkit.StateInFlight && !own:
+		return "claim"
+	case prev.State == idemkit.StateInFlight && rec.State == idemkit.StateIndeterminate && rec.Cause == idemkit.CauseLeaseExpired:
+		return "mark indeterminate"
+	case prev.State == idemkit.StateIndeterminate && rec.Resolution != nil && prev.Resolution == nil:
+		return "resolve"
+	}
+	return ""
 }
 
 // FailoverError is a write refused by a Failover's fence (see Failover):
