@@ -2,8 +2,6 @@ package dynamo_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -17,23 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 )
-
-// uuidV7At returns a random UUIDv7 whose embedded time is t.
-func uuidV7At(t time.Time) string {
-	var u uuid.UUID
-	_, _ = rand.Read(u[:])
-	var ms [8]byte
-	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
-	copy(u[:6], ms[2:])
-	u[6] = 0x70 | u[6]&0x0f
-	u[8] = 0x80 | u[8]&0x3f
-	return u.String()
-}
 
 // ledger is a handler's own table: every run adds one to its key's
 // counter, so that runs in any region are counted from the data.
@@ -224,10 +211,10 @@ func TestFailoverFence(t *testing.T) {
 	}{
 		{name: "unreplicated run, plain key", key: "ch-plain", eu: ran, want: "refused", reconciled: "replay", runs: 1},
 		{name: "unreplicated run, UUIDv4 key", key: uuid.NewString(), eu: ran, want: "refused", reconciled: "replay", runs: 1},
-		{name: "unreplicated run, UUIDv7 before the failover", key: uuidV7At(at.Add(-time.Minute)), eu: ran, want: "refused", reconciled: "replay", runs: 1},
-		{name: "unreplicated run, UUIDv7 inside the skew", key: uuidV7At(at.Add(skew - time.Second)), eu: ran, want: "refused", reconciled: "replay", runs: 1},
-		{name: "UUIDv7 after the failover", key: uuidV7At(at.Add(skew + time.Second)), want: "run", reconciled: "replay", runs: 1},
-		{name: "UUIDv7 ahead of every clock", key: uuidV7At(time.Now().Add(3 * skew)), want: "refused", reconciled: "run", runs: 1},
+		{name: "unreplicated run, UUIDv7 before the failover", key: uuidv7.At(at.Add(-time.Minute)), eu: ran, want: "refused", reconciled: "replay", runs: 1},
+		{name: "unreplicated run, UUIDv7 inside the skew", key: uuidv7.At(at.Add(skew - time.Second)), eu: ran, want: "refused", reconciled: "replay", runs: 1},
+		{name: "UUIDv7 after the failover", key: uuidv7.At(at.Add(skew + time.Second)), want: "run", reconciled: "replay", runs: 1},
+		{name: "UUIDv7 ahead of every clock", key: uuidv7.At(time.Now().Add(3 * skew)), want: "refused", reconciled: "run", runs: 1},
 		{name: "never used, plain key", key: "ch-new", want: "refused", reconciled: "run", runs: 1},
 		{name: "replicated completion", key: "ch-done", eu: ran, replicated: true, want: "replay", reconciled: "replay", runs: 1},
 		{name: "replicated live claim", key: "ch-live", eu: inFlight, replicated: true, want: "in-flight", reconciled: "in-flight", runs: 0},
@@ -247,7 +234,7 @@ func TestFailoverFence(t *testing.T) {
 		// The window an operator accepts: eu's record did not reach us,
 		// and the retry runs again.
 		{name: "unreplicated run, accepted", key: "ch-accept", eu: ran, failover: dynamo.Failover{AcceptUnreplicated: true}, want: "run", reconciled: "replay", runs: 2},
-		{name: "no At", key: uuidV7At(time.Now()), failover: dynamo.Failover{At: time.Time{}}, want: "refused", reconciled: "run", runs: 1},
+		{name: "no At", key: uuidv7.At(time.Now()), failover: dynamo.Failover{At: time.Time{}}, want: "refused", reconciled: "run", runs: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fo.Store(nil)
@@ -423,8 +410,8 @@ func TestFailoverFencesMarksAndResolutions(t *testing.T) {
 	}{
 		{"indeterminate, old key", "r-ind", true, "resolve"},
 		{"stale lease, old key", "r-stale", false, "mark indeterminate"},
-		{"stale lease, UUIDv7 before the failover", uuidV7At(at.Add(-time.Minute)), false, "mark indeterminate"},
-		{"indeterminate, UUIDv7 after the failover", uuidV7At(at.Add(idemkit.DefaultKeyClockSkew + time.Second)), true, ""},
+		{"stale lease, UUIDv7 before the failover", uuidv7.At(at.Add(-time.Minute)), false, "mark indeterminate"},
+		{"indeterminate, UUIDv7 after the failover", uuidv7.At(at.Add(idemkit.DefaultKeyClockSkew + time.Second)), true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fo.Store(&f)

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
 // twoRegions starts two independent servers standing for the replicas of
@@ -176,7 +177,7 @@ func TestTwoRegions(t *testing.T) {
 		if _, _, err := guard(t, moved).Do(ctx, req, okHandler(&execs, "paid")); !errors.As(err, &fe) || execs.Load() != 0 {
 			t.Fatalf("Do after re-homing, a key used before: %v, ran %d times; want a *FailoverError", err, execs.Load())
 		}
-		req.Scope.Key = uuidV7At(time.Now())
+		req.Scope.Key = uuidv7.At(time.Now())
 		if _, _, err := guard(t, moved).Do(ctx, req, okHandler(&execs, "paid")); err != nil || execs.Load() != 1 {
 			t.Fatalf("Do after re-homing, a new UUIDv7 key: %v, ran %d times", err, execs.Load())
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -269,19 +268,6 @@ func describeItem(item map[string]types.AttributeValue) string {
 		return "no item"
 	}
 	return fmt.Sprintf("a %s item of owner %s", attrS(item, attrState), attrS(item, attrOwner))
-}
-
-// uuidTime returns the time of a UUIDv7 key in its canonical form.
-func uuidTime(key string) (time.Time, bool) {
-	if len(key) != 36 {
-		return time.Time{}, false
-	}
-	u, err := uuid.Parse(key)
-	if err != nil || u.Version() != 7 {
-		return time.Time{}, false
-	}
-	ms := int64(u[0])<<40 | int64(u[1])<<32 | int64(u[2])<<24 | int64(u[3])<<16 | int64(u[4])<<8 | int64(u[5])
-	return time.UnixMilli(ms), true
 }
 
 // The attributes of the DynamoDB store's items that replication reads

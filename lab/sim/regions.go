@@ -12,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/recordid"
+	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
 // The regions of a two-region world, and the name under which the
@@ -333,7 +334,7 @@ func fencing(f *dynamo.Failover) bool { return f != nil && !f.Reconciled && !f.A
 // to be first used after the failover when it is a UUIDv7 whose time is
 // after At + KeyClockSkew and not after the claim's time + KeyClockSkew.
 func (g *regions) shownNew(f *dynamo.Failover, key string, now time.Time) bool {
-	t, ok := uuidTime(key)
+	t, ok := uuidv7.Time(key)
 	if !ok || f.At.IsZero() {
 		return false
 	}
