@@ -70,10 +70,10 @@ func TableDefinitionFor(name string, opts Options) *dynamodb.CreateTableInput {
 
 // CreateTable creates the table TableDefinition(name) describes, waits
 // until it is ACTIVE (bounded by ctx, or 2 minutes without a deadline),
-// and enables TTL on TTLAttr (Options.TTLAttr with CreateTableFor). A server without the TTL API
-// (dynalite answers UnknownOperationException) is tolerated: TTL only
-// saves storage, since every read and condition treats expired items as
-// absent.
+// and enables TTL on TTLAttr (Options.TTLAttr with CreateTableFor). A
+// server without the TTL API (dynalite answers UnknownOperationException)
+// is tolerated: TTL only saves storage, since the engine treats a record
+// past its ExpiresAt as absent, whatever the store still holds.
 func CreateTable(ctx context.Context, client TableClient, name string) error {
 	return CreateTableFor(ctx, client, name, Options{})
 }
