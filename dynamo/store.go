@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -719,14 +718,19 @@ func (s *Store) diff(item, old map[string]types.AttributeValue) (set, remove []s
 		}
 		set = append(set, name)
 	}
-	names := slices.Collect(maps.Keys(old))
-	if old == nil {
-		names = append(recordAttrs[:len(recordAttrs):len(recordAttrs)], s.lay.ttl)
-	}
-	for _, name := range names {
+	gone := func(name string) {
 		if _, ok := item[name]; !ok && !isKey(name) && !slices.Contains(remove, name) {
 			remove = append(remove, name)
 		}
+	}
+	if old == nil {
+		for _, name := range recordAttrs {
+			gone(name)
+		}
+		gone(s.lay.ttl)
+	}
+	for name := range old {
+		gone(name)
 	}
 	slices.Sort(set)
 	slices.Sort(remove)

@@ -40,7 +40,7 @@ var allocBudgets = map[string]allocBudget{
 	// resource, which keeps ExecutionID distinct per resource. The
 	// completion is decided from the record as last written: its copy,
 	// the completion's version string and the writer's version counter
-	// are three (103 in all at 4 KiB; the store writes only what changed,
+	// are three (105 in all at 4 KiB; the store writes only what changed,
 	// from the item it sent for the claim).
 	"v2/fresh": {allocs: 107, bodyCopies: 0.25, fixed: 16 << 10},
 	// replay: the decompressed body, which the Lambda response's string
