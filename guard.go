@@ -312,10 +312,10 @@ func (c *call) record() *Record {
 		CreatedAt:   c.start,
 	}
 	// The record outlives every lease it can hold, the renewed ones too, by
-	// LeaseMargin, the clock skew a lease tolerates: an in_flight record
-	// that expired would free the key while its handler still runs, and an
-	// instance whose clock is ahead must still find the record while the
-	// owner's lease is live to it. A renewal span over maxRenewalSpan (a
+	// expiryMargin, the clock skew a record's life tolerates: an in_flight
+	// record that expired would free the key while its handler still runs,
+	// and an instance whose clock is ahead must still find the record while
+	// the owner's run may go on. A renewal span over maxRenewalSpan (a
 	// MaxRenewals meant as "no bound") is not added: the renewals then stop
 	// short of the record's expiry instead.
 	last := rec.LeaseUntil

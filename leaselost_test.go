@@ -12,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -235,6 +236,65 @@ func TestRecordOutlivesEveryRun(t *testing.T) {
 				<-done
 				if n := overlapped.Load(); n > 0 {
 					t.Fatalf("a retry ran the handler beside the first run (%d runs in all): its record expired while it ran", runs.Load())
+				}
+			})
+		})
+	}
+}
+
+// TestRecordOutlivesEveryRunToAFastClock: a record never expires while its
+// handler may still run, by the clock of any host within the skew Resolve
+// tolerates (a minute), not only within LeaseMargin. Under FailClosed a
+// host whose clock runs 30 s ahead retries every second while the owner's
+// handler runs past its renewals on a record kept no longer than them: the
+// retries mark the record indeterminate, or are told it is in flight, and
+// never run the handler beside the first run.
+func TestRecordOutlivesEveryRunToAFastClock(t *testing.T) {
+	for _, pol := range []idemkit.Policy{
+		{Lease: 2 * time.Second, MaxRenewals: 1, ReplayWindow: time.Second, RecordRetention: time.Second},
+		{Lease: 30 * time.Second, MaxRenewals: 6, ReplayWindow: time.Minute, RecordRetention: time.Minute},
+	} {
+		t.Run(fmt.Sprintf("lease=%v/renewals=%d", pol.Lease, pol.MaxRenewals), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memstore.New()
+				owner, err := idemkit.New(idemkit.Config{Store: store, Policy: pol})
+				if err != nil {
+					t.Fatal(err)
+				}
+				fast, err := idemkit.New(idemkit.Config{Store: store, Policy: pol, Clock: testclock.Skewed(30 * time.Second)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := req("fast-clock")
+				var running, overlapped, runs atomic.Int32
+				handler := func(ctx context.Context) (*idemkit.Snapshot, error) {
+					runs.Add(1)
+					if running.Add(1) > 1 {
+						overlapped.Add(1)
+					}
+					defer running.Add(-1)
+					<-ctx.Done() // runs until told to stop
+					return nil, ctx.Err()
+				}
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					_, _, err := owner.Do(context.Background(), r, handler)
+					t.Logf("first: %v", err)
+				}()
+				span := pol.Lease * time.Duration(pol.MaxRenewals+2)
+				for i := time.Duration(0); i < span; i += time.Second {
+					time.Sleep(time.Second)
+					ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+					_, _, _ = fast.Do(ctx, r, func(context.Context) (*idemkit.Snapshot, error) {
+						cancel()
+						return handler(ctx)
+					})
+					cancel()
+				}
+				<-done
+				if n := overlapped.Load(); n > 0 {
+					t.Fatalf("a retry from a host 30 s ahead ran the handler beside the first run (%d runs in all): the record expired to its clock while the first run went on", runs.Load())
 				}
 			})
 		})

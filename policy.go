@@ -65,11 +65,11 @@ type Policy struct {
 	// New refuses a value below ReplayWindow, since a record must outlive
 	// the replay of its response.
 	//
-	// A record is also kept at least LeaseMargin, and at least a second,
-	// past the request's deadline and past the last lease its renewals can
+	// A record is also kept a minute (or LeaseMargin, when longer) past
+	// the request's deadline and past the last lease its renewals can
 	// reach (MaxRenewals intervals after the first lease ends). So it never
-	// expires while its handler may still run, by any clock the lease
-	// tolerates. A renewed handler still running then has its context
+	// expires while its handler may still run, by the clock of any host
+	// less than a minute ahead, the skew Resolve tolerates too. A renewed handler still running then has its context
 	// cancelled with ErrLeaseLost before the record expires.
 	RecordRetention time.Duration
 	// OnStaleLease chooses FailClosed (zero) or Takeover.
@@ -118,9 +118,18 @@ func DefaultCacheable(status int) bool {
 	return status >= 100 && status <= 999
 }
 
+// hostSkew is the clock skew between hosts that a record's life and an
+// operator's decision tolerate: a record outlives the last lease it can
+// hold by at least this much, and Resolve waits this long after a lease
+// ends. It is wider than LeaseMargin, the skew a lease tolerates: under
+// FailClosed a host whose clock runs further ahead marks a running lease
+// indeterminate (the run's completion still wins), but never finds its
+// record expired.
+const hostSkew = time.Minute
+
 // expiryMargin is how long a record outlives the last lease it can hold:
-// LeaseMargin, the clock skew a lease tolerates, and at least a second.
-func (p Policy) expiryMargin() time.Duration { return max(p.LeaseMargin, time.Second) }
+// hostSkew, or LeaseMargin when that is longer.
+func (p Policy) expiryMargin() time.Duration { return max(p.LeaseMargin, hostSkew) }
 
 // withDefaults returns p with its zero fields filled in.
 func (p Policy) withDefaults() Policy {

@@ -11,11 +11,6 @@ import (
 	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
-// resolveGrace is how long after a record's lease ended, by the resolver's
-// clock, its execution may still be running: the clock skew between the
-// resolver and the hosts that run the handler that Resolve tolerates.
-const resolveGrace = time.Minute
-
 // ErrMayBeRunning: [Resolve] refused a decision because the record's
 // execution may still be running, or a write it sent may still reach the
 // store. The error is a *ResolveError that says from when the decision is
@@ -93,7 +88,7 @@ func Resolve(ctx context.Context, s OperatorStore, id string, res Resolution, no
 	if err != nil {
 		return nil, was, err
 	}
-	from := cur.LeaseUntil.Add(resolveGrace)
+	from := cur.LeaseUntil.Add(hostSkew)
 	if res.As == StateFailed {
 		from = from.Add(MaxWriteDelay)
 	}

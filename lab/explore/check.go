@@ -17,7 +17,7 @@ import (
 // store answered; the handlers' runs; the answers clients received. The
 // names follow lab/sim's where the check is the same.
 const (
-	invOneExecution = "one-execution"         // at most one live run; another only after a release, a failed decision or a takeover
+	invOneExecution = "one-execution"         // at most one live run; another only after a release, a failed decision, a takeover or the record's expiry
 	invClaim        = "claim"                 // a claim replaces only what the rules let it
 	invBinding      = "binding"               // a key stays bound to its first request's fingerprint
 	invPhantom      = "phantom-claim"         // a claim of a request that was answered without running never holds the key
@@ -38,7 +38,10 @@ func (w *world) begin(r *run) {
 		switch {
 		case p.live(now):
 			w.fail(invOneExecution, "%s (%s) began while %s (%s) still runs", r.tag(), r.att.name, p.tag(), p.att.name)
-		case !p.released && !p.failed && !p.takenOver && now.Add(time.Second).Before(p.expires):
+		case !p.released && !p.failed && !p.takenOver && now.Add(r.att.c.spec.Skew).Before(p.expires):
+			// After its record expired, by the clock of the host that
+			// claims (within the minute a record's life tolerates), a key
+			// is new again: its retention is the client's retry budget.
 			w.fail(invOneExecution, "%s (%s) began though %s (%s) was neither released, resolved failed nor taken over",
 				r.tag(), r.att.name, p.tag(), p.att.name)
 		}

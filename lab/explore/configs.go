@@ -27,5 +27,16 @@ func Configs(deep bool) []Config {
 		}
 		out = append(out, clients, operator)
 	}
-	return out
+	// A record kept no longer than its run needs (a second's retention),
+	// and a retrying host whose clock runs 30 s ahead, past the lease
+	// margin and within the minute a record's life tolerates: under
+	// FailClosed it may mark the lease ended early, never find the record
+	// expired while the run may still go on. (Under Takeover a host past
+	// the lease margin may take over early: the skew a lease tolerates.)
+	fast := Config{Name: "fastclock/" + idemkit.FailClosed.String(), Policy: idemkit.FailClosed, Depth: 9, Horizon: 5 * time.Minute,
+		Retention: time.Second, Clients: []ClientSpec{{Name: "A", Body: 1}, {Name: "B", Body: 1, Skew: 30 * time.Second, Retries: 2}}}
+	if deep {
+		fast.Faults, fast.Depth = 1, 10
+	}
+	return append(out, fast)
 }

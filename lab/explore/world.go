@@ -48,6 +48,9 @@ type Config struct {
 	// Horizon, when not zero, bounds time: no instant later than Horizon
 	// after the start is stepped to.
 	Horizon time.Duration
+	// Retention, when not zero, is the guards' RecordRetention and
+	// ReplayWindow: a record then expires within the horizon.
+	Retention time.Duration
 	// ClaimAttempts and WriteAttempts are the guards' (zero: 2 each).
 	ClaimAttempts, WriteAttempts int
 }
@@ -182,7 +185,7 @@ func newWorld(cfg Config, wait func(), logOn bool) (*world, error) {
 		c := &client{spec: spec}
 		g, err := idemkit.New(idemkit.Config{
 			Store:         w.store,
-			Policy:        idemkit.Policy{OnStaleLease: cfg.Policy},
+			Policy:        idemkit.Policy{OnStaleLease: cfg.Policy, RecordRetention: cfg.Retention, ReplayWindow: cfg.Retention},
 			Clock:         skewClock{skew: spec.Skew},
 			NewToken:      func() string { return w.token(c) },
 			ClaimAttempts: cfg.ClaimAttempts,

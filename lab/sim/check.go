@@ -255,21 +255,18 @@ func tagN(body, prefix string) (int, bool) {
 	return n, err == nil && n > 0
 }
 
-// maxSkew returns the clock furthest ahead among those within the lease
-// margin, the skew a lease and a record's expiry tolerate (a host further
-// ahead is there for the minute idemkit.Resolve tolerates).
+// maxSkew returns the clock furthest ahead: every host's is within the
+// minute a record's life and idemkit.Resolve tolerate.
 func (w *World) maxSkew() time.Duration {
 	m := time.Duration(0)
 	for _, in := range w.insts {
-		if in.clock.skew < idemkit.DefaultLeaseMargin {
-			m = max(m, in.clock.skew)
-		}
+		m = max(m, in.clock.skew)
 	}
 	return m
 }
 
 // checkRunning checks that every running handler's record is there,
-// still its own, to every instance's clock within the lease margin.
+// still its own, to every instance's clock.
 func (w *World) checkRunning() {
 	at := w.tl.Now().Add(w.maxSkew())
 	for _, e := range w.execs {
