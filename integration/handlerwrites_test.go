@@ -48,7 +48,7 @@ func newHWTables(t *testing.T) hwTables {
 	return hwTables{
 		endpoint: dynalite.Endpoint(t),
 		raw:      raw,
-		records:  dynalite.CreateTable(t, raw, dynamo.TableDefinition("hw")),
+		records:  dynalite.CreateTable(t, raw, dynamo.TableDefinition("hw", dynamo.Options{})),
 		orders:   dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("hworders")),
 	}
 }
@@ -701,25 +701,31 @@ func TestKeyReusedAfterRetention(t *testing.T) {
 	clk := testclock.New()
 	const retention = 10 * time.Second
 	in := newHWInstance(t, tb, faults.New(baseTransport()), hwOptions{
-		policy: idemkit.Policy{ReplayWindow: retention / 2, RecordRetention: retention},
+		// A short lease with one renewal and no deadline: the record's
+		// life is then the clock's alone, which moves past it below (a
+		// real deadline cannot follow a clock moved that far).
+		policy: idemkit.Policy{ReplayWindow: retention / 2, RecordRetention: retention, Lease: 2 * time.Second, MaxRenewals: 1},
 		clock:  clk, callTime: callTimeout,
 	})
 	send := func(key, sku string) answer {
 		t.Helper()
 		body := fmt.Sprintf(`{"sku":%q,"quantity":1,"amount_cents":1999,"currency":"EUR"}`, sku)
-		return call(invocationCtx(t, clk, 3*time.Second), in.h, event(tenant, "/orders", key, body))
+		return call(context.Background(), in.h, event(tenant, "/orders", key, body))
 	}
 	first := send("reused-1", "first")
 	if first.Status != 201 {
 		t.Fatalf("first order: %v", first)
 	}
-	clk.Advance(retention + 10*time.Second) // the record has expired
+	// The record has expired: its retention, and the minute a record
+	// outlives its lease (the clock skew its life tolerates), have passed.
+	const expired = retention + time.Minute + 10*time.Second
+	clk.Advance(expired)
 
 	same := send("reused-1", "first")
 	if same.Status != 201 || hwID(t, same) != hwID(t, first) {
 		t.Fatalf("the same order under the expired key: %v, want 201 naming %s", same, hwID(t, first))
 	}
-	clk.Advance(retention + 10*time.Second)
+	clk.Advance(expired)
 	other := send("reused-1", "second")
 	again := send("reused-1", "second")
 	if other.Status >= 500 || again.Status >= 500 {
