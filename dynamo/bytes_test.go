@@ -34,7 +34,7 @@ func TestFreshRequestBytes(t *testing.T) {
 	}
 	table := fmt.Sprintf("idembench-bytes-%d", time.Now().UnixNano())
 	table += strings.Repeat("x", 45-len(table))
-	if err := dynamo.CreateTable(t.Context(), c, table); err != nil {
+	if err := dynamo.CreateTable(t.Context(), c, table, dynamo.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	wire.take()

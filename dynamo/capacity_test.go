@@ -298,7 +298,7 @@ func TestReplayCallsByServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			table := dynalite.TableName(t)
-			if err := dynamo.CreateTable(ctx, c, table); err != nil {
+			if err := dynamo.CreateTable(ctx, c, table, dynamo.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			s, err := dynamo.New(c, table, dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second)})

@@ -59,7 +59,7 @@ func (e *TableMismatchError) Is(target error) bool { return target == ErrTableMi
 
 // Check reports whether the store's table is one it can use, in every
 // region of the store: nil when it exists and its key schema and indexes
-// are those of TableDefinitionFor with the store's Options, and its TTL,
+// are those of TableDefinition with the store's Options, and its TTL,
 // if enabled, is on the store's TTL attribute (Options.TTLAttr). A table
 // that does not exist is an error wrapping ErrTableNotFound, one laid out
 // otherwise a *TableMismatchError; both name the table. Call it once at
@@ -129,7 +129,7 @@ func (s *Store) checkIn(ctx context.Context, region string, c Client) error {
 	if err != nil {
 		return checkFailed(where, "DescribeTable", err)
 	}
-	mm := &TableMismatchError{Table: s.table, Region: region, Problems: layoutProblems(TableDefinitionFor(s.table, s.opts), out.Table)}
+	mm := &TableMismatchError{Table: s.table, Region: region, Problems: layoutProblems(TableDefinition(s.table, s.opts), out.Table)}
 	on, attr, err := s.describeTTL(ctx, d, where)
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ import (
 func TestCheckTableDefinition(t *testing.T) {
 	c := dynalite.Client(t)
 	name := dynalite.TableName(t)
-	if err := dynamo.CreateTable(t.Context(), c, name); err != nil {
+	if err := dynamo.CreateTable(t.Context(), c, name, dynamo.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
@@ -51,7 +51,7 @@ func TestCheckTableDefinition(t *testing.T) {
 func TestCheckTTLDisabled(t *testing.T) {
 	dynalite.Require(t, dynalite.UpdateTimeToLive)
 	c := dynalite.Client(t)
-	def := dynamo.TableDefinition("")
+	def := dynamo.TableDefinition("", dynamo.Options{})
 	def.TableName = nil
 	name := dynalite.CreateTable(t, c, def) // TTL never enabled
 	store, err := dynamo.New(c, name, dynamo.Options{})
@@ -77,7 +77,7 @@ func TestCheckRefusesOtherTables(t *testing.T) {
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
 		BillingMode:          types.BillingModePayPerRequest,
 	}
-	stringLease := dynamo.TableDefinition("")
+	stringLease := dynamo.TableDefinition("", dynamo.Options{})
 	stringLease.TableName = nil
 	for i, d := range stringLease.AttributeDefinitions {
 		if aws.ToString(d.AttributeName) == dynamo.AttrLeaseUntil {
@@ -135,7 +135,7 @@ func TestCheckRefusesOtherTables(t *testing.T) {
 func TestCheckTTLAttribute(t *testing.T) {
 	dynalite.Require(t, dynalite.UpdateTimeToLive)
 	c := dynalite.Client(t)
-	def := dynamo.TableDefinition("")
+	def := dynamo.TableDefinition("", dynamo.Options{})
 	def.TableName = nil
 	name := dynalite.CreateTable(t, c, def)
 	if _, err := c.UpdateTimeToLive(t.Context(), &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
@@ -158,7 +158,7 @@ func TestCheckTTLAttribute(t *testing.T) {
 func TestCheckEveryRegion(t *testing.T) {
 	c := dynalite.Client(t)
 	name := dynalite.TableName(t)
-	if err := dynamo.CreateTable(t.Context(), c, name); err != nil {
+	if err := dynamo.CreateTable(t.Context(), c, name, dynamo.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })

@@ -111,7 +111,7 @@
 // record attribute names for values of another type in those indexes
 // (DynamoDB refuses such a write: an index key's type is fixed).
 //
-// TableDefinitionFor and CreateTableFor make a table of such a layout,
+// TableDefinition and CreateTable make a table of such a layout,
 // and Check checks it: the key schema Options names, the two indexes and,
 // if TTL is on, that it is on the store's TTL attribute (Options.TTLAttr,
 // exp by default; CheckTTL reports TTL that is off). A table has one TTL
@@ -200,7 +200,6 @@
 //
 // # Table
 //
-// TableDefinition and CreateTable create a matching table for tests and
-// local use (TableDefinitionFor and CreateTableFor for a single-table
-// layout); the SAM template declares the same names.
+// TableDefinition and CreateTable make a table laid out as the Options
+// say, for tests and local use; the SAM template declares the same names.
 package dynamo

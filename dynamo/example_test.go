@@ -99,7 +99,7 @@ func ExampleCreateTable() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	client := dynamodb.NewFromConfig(cfg)
-	if err := dynamo.CreateTable(ctx, client, "idempotency"); err != nil {
+	if err := dynamo.CreateTable(ctx, client, "idempotency", dynamo.Options{}); err != nil {
 		log.Fatal(err)
 	}
 	store, err := dynamo.New(client, "idempotency", dynamo.Options{})

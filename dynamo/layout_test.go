@@ -31,14 +31,14 @@ func newSingleTableStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dyn
 }
 
 // newLaidOutStore returns a store of opts on a fresh table laid out as
-// TableDefinitionFor says for them.
+// TableDefinition says for them.
 func newLaidOutStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
 	t.Helper()
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = dynalite.Scale(30 * time.Second)
 	}
 	c := client(t)
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinitionFor("idem", opts))
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("idem", opts))
 	s, err := dynamo.New(c, table, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -255,13 +255,13 @@ func listAll(t *testing.T, list func(page string) ([]*idemkit.Record, string, er
 	return nil
 }
 
-// Check checks the configured layout: a table made by CreateTableFor
+// Check checks the configured layout: a table made by CreateTable
 // passes it (but for TTL on dynalite), and a table of the default layout
 // is refused, naming the key schema it wants.
 func TestCheckSingleTable(t *testing.T) {
 	c := client(t)
 	name := dynalite.TableName(t)
-	if err := dynamo.CreateTableFor(t.Context(), c, name, singleTable); err != nil {
+	if err := dynamo.CreateTable(t.Context(), c, name, singleTable); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
@@ -299,7 +299,7 @@ func TestNestedPrefixesStayApart(t *testing.T) {
 	c := client(t)
 	opts := singleTable
 	opts.IndexInFlight = true
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinitionFor("idem", opts))
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("idem", opts))
 	ctx := t.Context()
 	now := time.Now()
 	stores := map[string]*dynamo.Store{}

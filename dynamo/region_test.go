@@ -31,7 +31,7 @@ func twoRegions(t *testing.T) (eu, us *dynamodb.Client, table string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := dynamo.CreateTable(context.Background(), c, table); err != nil {
+		if err := dynamo.CreateTable(context.Background(), c, table, dynamo.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)

@@ -112,7 +112,7 @@ type Options struct {
 	// items (a single-table design; see the package documentation). Their
 	// zero values are a table of its own: partition key DefaultKeyAttr
 	// holding the record ID, no sort key. Every store of the table must
-	// set them alike; TableDefinitionFor and Check follow them.
+	// set them alike; TableDefinition and Check follow them.
 	//
 	// KeyAttr names the partition key attribute. Zero: DefaultKeyAttr ("pk").
 	KeyAttr string
@@ -131,7 +131,7 @@ type Options struct {
 	// whose TTL is already on another attribute ("ttl", "expires_at") can
 	// keep it. Zero: TTLAttr ("exp"). It may not name a key attribute nor
 	// another attribute of a record. Every store of the table must set it
-	// alike; CreateTableFor and Check follow it.
+	// alike; CreateTable and Check follow it.
 	TTLAttr string
 }
 

@@ -39,7 +39,7 @@ func client(t testing.TB) *dynamodb.Client {
 // newTable creates a fresh store table on the shared server.
 func newTable(t testing.TB, c *dynamodb.Client) string {
 	t.Helper()
-	return dynalite.CreateTable(t, c, dynamo.TableDefinition("idem"))
+	return dynalite.CreateTable(t, c, dynamo.TableDefinition("idem", dynamo.Options{}))
 }
 
 // testOptions are the store options of tests that do not test timeouts:

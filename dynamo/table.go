@@ -21,19 +21,14 @@ type TableClient interface {
 
 var _ TableClient = (*dynamodb.Client)(nil)
 
-// TableDefinition returns the definition of a store table named name:
-// partition key DefaultKeyAttr (no sort key), on-demand billing, and the
-// two sparse indexes, projecting ALL. TTL on TTLAttr is set apart
-// (CreateTable does it; a template sets TimeToLiveSpecification).
-func TableDefinition(name string) *dynamodb.CreateTableInput {
-	return TableDefinitionFor(name, Options{})
-}
-
-// TableDefinitionFor is TableDefinition keyed as opts say: partition key
-// Options.KeyAttr and, with Options.SortKeyAttr, a sort key (both S). The
-// indexes are the same whatever the keys. Options that New refuses are
-// not checked here.
-func TableDefinitionFor(name string, opts Options) *dynamodb.CreateTableInput {
+// TableDefinition returns the definition of a store table named name,
+// keyed as opts say: partition key Options.KeyAttr (DefaultKeyAttr when
+// empty) and, with Options.SortKeyAttr, a sort key (both S); on-demand
+// billing; and the two sparse indexes, projecting ALL, the same whatever
+// the keys. TTL on TTLAttr is set apart (CreateTable does it; a template
+// sets TimeToLiveSpecification). Options that New refuses are not checked
+// here.
+func TableDefinition(name string, opts Options) *dynamodb.CreateTableInput {
 	l := layoutOf(opts)
 	s, n := types.ScalarAttributeTypeS, types.ScalarAttributeTypeN
 	index := func(name, hash string) types.GlobalSecondaryIndex {
@@ -68,19 +63,14 @@ func TableDefinitionFor(name string, opts Options) *dynamodb.CreateTableInput {
 	return def
 }
 
-// CreateTable creates the table TableDefinition(name) describes, waits
-// until it is ACTIVE (bounded by ctx, or 2 minutes without a deadline),
-// and enables TTL on TTLAttr (Options.TTLAttr with CreateTableFor). A
-// server without the TTL API (dynalite answers UnknownOperationException)
-// is tolerated: TTL only saves storage, since the engine treats a record
-// past its ExpiresAt as absent, whatever the store still holds.
-func CreateTable(ctx context.Context, client TableClient, name string) error {
-	return CreateTableFor(ctx, client, name, Options{})
-}
-
-// CreateTableFor is CreateTable of TableDefinitionFor(name, opts).
-func CreateTableFor(ctx context.Context, client TableClient, name string, opts Options) error {
-	if _, err := client.CreateTable(ctx, TableDefinitionFor(name, opts)); err != nil {
+// CreateTable creates the table TableDefinition(name, opts) describes,
+// waits until it is ACTIVE (bounded by ctx, or 2 minutes without a
+// deadline), and enables TTL on Options.TTLAttr. A server without the TTL
+// API (dynalite answers UnknownOperationException) is tolerated: TTL only
+// saves storage, since the engine treats a record past its ExpiresAt as
+// absent, whatever the store still holds.
+func CreateTable(ctx context.Context, client TableClient, name string, opts Options) error {
+	if _, err := client.CreateTable(ctx, TableDefinition(name, opts)); err != nil {
 		return fmt.Errorf("dynamo: create table %s: %w", name, err)
 	}
 	wait := 2 * time.Minute

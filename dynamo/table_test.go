@@ -17,7 +17,7 @@ func TestCreateTable(t *testing.T) {
 	name := dynalite.TableName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := dynamo.CreateTable(ctx, c, name); err != nil {
+	if err := dynamo.CreateTable(ctx, c, name, dynamo.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
@@ -50,7 +50,7 @@ func TestCreateTable(t *testing.T) {
 			t.Fatalf("TTL %+v, want enabled on %s", d, dynamo.AttrExpiresAt)
 		}
 	}
-	if err := dynamo.CreateTable(ctx, c, name); err == nil {
+	if err := dynamo.CreateTable(ctx, c, name, dynamo.Options{}); err == nil {
 		t.Fatal("creating an existing table succeeded")
 	}
 }

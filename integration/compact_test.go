@@ -34,7 +34,7 @@ func TestCompactOperationRecord(t *testing.T) {
 		t.Fatal("New accepted a RecordRetention below the ReplayWindow")
 	}
 	c := dynalite.Client(t)
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("compact"))
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("compact", dynamo.Options{}))
 	store, err := dynamo.New(c, table, dynamo.Options{CallTimeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)

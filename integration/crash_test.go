@@ -24,7 +24,7 @@ func TestCrashAfterClaim(t *testing.T) {
 	t.Parallel()
 	const lease = 2 * time.Second
 	c := dynalite.Client(t)
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("crash"))
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("crash", dynamo.Options{}))
 	fx := newEffects(t, c)
 	store, err := dynamo.New(c, table, dynamo.Options{CallTimeout: callTimeout})
 	if err != nil {

@@ -200,7 +200,7 @@ func TestEndToEndStorm(t *testing.T) {
 func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 	raw := dynalite.Client(t)
 	endpoint := dynalite.Endpoint(t)
-	records := dynalite.CreateTable(t, raw, dynamo.TableDefinition("e2e"))
+	records := dynalite.CreateTable(t, raw, dynamo.TableDefinition("e2e", dynamo.Options{}))
 	ordersTable := dynalite.CreateTable(t, raw, orders.OrdersTableDefinition("e2eorders"))
 	counts := &faultCounts{}
 	tables := map[string]string{records: "records", ordersTable: "orders"}

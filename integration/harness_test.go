@@ -338,7 +338,7 @@ func newStore(t testing.TB, rt http.RoundTripper, opts dynamo.Options) (*dynamo.
 		opts.CallTimeout = callTimeout
 	}
 	raw := dynalite.Client(t)
-	table := dynalite.CreateTable(t, raw, dynamo.TableDefinition("rel"))
+	table := dynalite.CreateTable(t, raw, dynamo.TableDefinition("rel", dynamo.Options{}))
 	s, err := dynamo.New(newSDKClient(t, dynalite.Endpoint(t), rt), table, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -125,7 +125,7 @@ func TestPropertyNoCrossScopeDynamo(t *testing.T) {
 	// Concurrent batches hit one scope at once.
 	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	c := dynalite.Client(t)
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("prop"))
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("prop", dynamo.Options{}))
 	store, err := dynamo.New(c, table, dynamo.Options{CallTimeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)

@@ -113,7 +113,7 @@ func newRegions(t *testing.T) *regions {
 	r := &regions{table: dynalite.TableName(t), east: dynalite.NewServer(t).Endpoint(), west: dynalite.NewServer(t).Endpoint()}
 	r.rawE, r.rawW = newSDKClient(t, r.east, nil), newSDKClient(t, r.west, nil)
 	for _, c := range []*dynamodb.Client{r.rawE, r.rawW} {
-		if err := dynamo.CreateTable(context.Background(), c, r.table); err != nil {
+		if err := dynamo.CreateTable(context.Background(), c, r.table, dynamo.Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,7 +26,7 @@ func TestSimDynamo(t *testing.T) {
 	for i := 0; i < histories; i++ {
 		seed := base + uint64(i)
 		raw := dynalite.Client(t)
-		table := dynalite.CreateTable(t, raw, dynamo.TableDefinition("sim"))
+		table := dynalite.CreateTable(t, raw, dynamo.TableDefinition("sim", dynamo.Options{}))
 		// No idle connections: a connection's reader would never be
 		// blocked for the bubble, and the world waits for every goroutine
 		// to block after each action.

@@ -60,7 +60,7 @@ func TestSimRegions(t *testing.T) {
 	run := func(p sim.RegionParams, hist []sim.Step) (*sim.Result, sim.RegionStats) {
 		table := dynalite.TableName(t)
 		for _, c := range []dynamo.TableClient{setupE, setupW} {
-			if err := dynamo.CreateTable(context.Background(), c, table); err != nil {
+			if err := dynamo.CreateTable(context.Background(), c, table, dynamo.Options{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -123,7 +123,7 @@ func runRegionHistory(t *testing.T, p sim.RegionParams, hist []sim.Step) *sim.Re
 	eastEP, westEP := dynalite.NewServer(t).Endpoint(), dynalite.NewServer(t).Endpoint()
 	table := dynalite.TableName(t)
 	for _, ep := range []string{eastEP, westEP} {
-		if err := dynamo.CreateTable(context.Background(), newSDKClient(t, ep, nil), table); err != nil {
+		if err := dynamo.CreateTable(context.Background(), newSDKClient(t, ep, nil), table, dynamo.Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ type fleet struct {
 func newFleet(t *testing.T, clients int, rt func(i int) http.RoundTripper, opts dynamo.Options) *fleet {
 	t.Helper()
 	c := dynalite.Client(t)
-	f := &fleet{table: dynalite.CreateTable(t, c, dynamo.TableDefinition("storm"))}
+	f := &fleet{table: dynalite.CreateTable(t, c, dynamo.TableDefinition("storm", dynamo.Options{}))}
 	f.fx = newEffects(t, c)
 	f.b = newBusiness(f.fx)
 	for i := range clients {
@@ -147,7 +147,7 @@ func TestStormOneKeyProcesses(t *testing.T) {
 	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	n, procs := size(120, 1000), size(3, 8)
 	c := dynalite.Client(t)
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("procs"))
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("procs", dynamo.Options{}))
 	fx := newEffects(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), dynalite.Scale(3*time.Minute))
 	defer cancel()

@@ -139,7 +139,7 @@ func explainListError(ctx context.Context, s idemkit.OperatorStore, table string
 	// Not the store's error, whose kind differs by server (invalid, or not
 	// found): the table is unfit whatever answered, an error to fix, not
 	// an outage to wait out.
-	return &explained{err: mm, msg: fmt.Sprintf("table %s cannot be listed: %s; create the table as dynamo.TableDefinitionFor lays it out (docs/DEPLOY.md), or for a table laid out by the application's dynamo.Options pass the same (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix, --ttl-attr)%s",
+	return &explained{err: mm, msg: fmt.Sprintf("table %s cannot be listed: %s; create the table as dynamo.TableDefinition lays it out (docs/DEPLOY.md), or for a table laid out by the application's dynamo.Options pass the same (--key-attr, --sort-key-attr, --sort-key-value, --key-prefix, --ttl-attr)%s",
 		where, strings.Join(mm.Problems, "; "), apiCause(err))}
 }
 

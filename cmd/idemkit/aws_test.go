@@ -165,7 +165,7 @@ func regionFixture(t *testing.T, region, table string) *fixture {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), dynalite.Scale(time.Minute))
 	defer cancel()
-	if err := dynamo.CreateTable(ctx, c, table); err != nil {
+	if err := dynamo.CreateTable(ctx, c, table, dynamo.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -42,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 func newFixtureWith(t *testing.T, opts dynamo.Options) *fixture {
 	t.Helper()
 	c := dynalite.Client(t)
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinitionFor("idemkit", opts))
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("idemkit", opts))
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = dynalite.Scale(30 * time.Second)
 	}

@@ -18,7 +18,7 @@ func TestStoreErrorsSayWhatIsWrong(t *testing.T) {
 	endpoint := rec.server(t).URL
 	awsEnv(t, endpoint, fakeSTS(t).URL)
 	env := Env{Getenv: func(string) string { return "" }}
-	def := dynamo.TableDefinitionFor("noindex", dynamo.Options{})
+	def := dynamo.TableDefinition("noindex", dynamo.Options{})
 	def.GlobalSecondaryIndexes = nil
 	def.AttributeDefinitions = def.AttributeDefinitions[:1] // the key's alone
 	bare := dynalite.CreateTable(t, dynalite.Client(t), def)

@@ -134,7 +134,7 @@ func createTables(ctx context.Context, c *dynamodb.Client, table, orders string)
 	switch {
 	case err == nil:
 	case errors.As(err, &nf):
-		if err := dynamo.CreateTable(ctx, c, table); err != nil {
+		if err := dynamo.CreateTable(ctx, c, table, dynamo.Options{}); err != nil {
 			return err
 		}
 	default:

@@ -102,7 +102,7 @@ func TestFunctionCallsAreGrantedByTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := dynalite.Client(t)
-	records := dynalite.CreateTable(t, server, dynamo.TableDefinition("records"))
+	records := dynalite.CreateTable(t, server, dynamo.TableDefinition("records", dynamo.Options{}))
 	ordersTable := dynalite.CreateTable(t, server, orders.OrdersTableDefinition("orders"))
 
 	// The function's DynamoDB endpoint: a proxy to the test server that

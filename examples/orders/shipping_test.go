@@ -48,7 +48,7 @@ func TestShippingFedByOrders(t *testing.T) {
 			var store idemkit.Store = memstore.New()
 			if name == "dynamodb" {
 				raw := dynalite.Client(t)
-				s, err := dynamo.New(raw, dynalite.CreateTable(t, raw, dynamo.TableDefinition("idem")), dynamo.Options{})
+				s, err := dynamo.New(raw, dynalite.CreateTable(t, raw, dynamo.TableDefinition("idem", dynamo.Options{})), dynamo.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

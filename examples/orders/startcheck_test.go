@@ -20,7 +20,7 @@ import (
 // API) starts it with a warning.
 func TestFromEnvChecksTheTable(t *testing.T) {
 	server := dynalite.Client(t)
-	records := dynalite.CreateTable(t, server, dynamo.TableDefinition("records"))
+	records := dynalite.CreateTable(t, server, dynamo.TableDefinition("records", dynamo.Options{}))
 	ordersTable := dynalite.CreateTable(t, server, orders.OrdersTableDefinition("orders"))
 	dir := t.TempDir()
 	for k, v := range map[string]string{

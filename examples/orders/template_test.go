@@ -230,7 +230,7 @@ func TestTemplateIdempotencyTableMatchesDynamo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkTable(t, "IdempotencyTable", tbl, wantFrom(dynamo.TableDefinition("x")))
+	checkTable(t, "IdempotencyTable", tbl, wantFrom(dynamo.TableDefinition("x", dynamo.Options{})))
 	ttl := tbl.TimeToLiveSpecification
 	if ttl == nil || !ttl.Enabled || aws.ToString(ttl.AttributeName) != dynamo.TTLAttr {
 		got := "none"
@@ -590,7 +590,7 @@ func TestDeploySnippetMatchesDynamo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkTable(t, "snippet IdempotencyTable", tbl, wantFrom(dynamo.TableDefinition("x")))
+	checkTable(t, "snippet IdempotencyTable", tbl, wantFrom(dynamo.TableDefinition("x", dynamo.Options{})))
 	if tbl.TimeToLiveSpecification == nil || !tbl.TimeToLiveSpecification.Enabled || aws.ToString(tbl.TimeToLiveSpecification.AttributeName) != dynamo.TTLAttr {
 		t.Errorf("snippet IdempotencyTable: TTL %+v, want enabled on %s", tbl.TimeToLiveSpecification, dynamo.TTLAttr)
 	}

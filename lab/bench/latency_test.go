@@ -191,7 +191,7 @@ func privateTable(t testing.TB) (*dynamodb.Client, string) {
 		t.Fatal(err)
 	}
 	table := dynalite.TableName(t)
-	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+	if err := dynamo.CreateTable(context.Background(), client, table, dynamo.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return client, table

@@ -17,6 +17,6 @@ func TestMain(m *testing.M) { dynalite.Main(m) }
 func serverTable(t testing.TB) (*dynamodb.Client, string) {
 	t.Helper()
 	client := dynalite.Client(t)
-	table := dynamo.TableDefinitionFor(dynalite.TableName(t), dynamo.Options{})
+	table := dynamo.TableDefinition(dynalite.TableName(t), dynamo.Options{})
 	return client, dynalite.CreateTable(t, client, table)
 }

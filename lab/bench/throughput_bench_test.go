@@ -42,7 +42,7 @@ func BenchmarkThroughputCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	table := fmt.Sprintf("tpcpu-%d", time.Now().UnixNano())
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
+	if err := dynamo.CreateTable(ctx, client, table, dynamo.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	for _, size := range testpayload.Sizes[1:] {

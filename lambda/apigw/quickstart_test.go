@@ -40,7 +40,7 @@ func TestQuickstartRuns(t *testing.T) {
 	endpoint := dynalite.Endpoint(t)
 	c := dynalite.Client(t)
 	table := dynalite.TableName(t)
-	if err := dynamo.CreateTable(t.Context(), c, table); err != nil {
+	if err := dynamo.CreateTable(t.Context(), c, table, dynamo.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })

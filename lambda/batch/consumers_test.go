@@ -27,7 +27,7 @@ var stores = []struct {
 	{"memstore", func(*testing.T) idemkit.Store { return memstore.New() }},
 	{"dynamodb", func(t *testing.T) idemkit.Store {
 		raw := dynalite.Client(t)
-		s, err := dynamo.New(raw, dynalite.CreateTable(t, raw, dynamo.TableDefinition("batch")), dynamo.Options{})
+		s, err := dynamo.New(raw, dynalite.CreateTable(t, raw, dynamo.TableDefinition("batch", dynamo.Options{})), dynamo.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -578,7 +578,7 @@ func motoReplay(ctx context.Context, w io.Writer, m *dynalite.Server, n int) (*m
 		return nil, err
 	}
 	table := fmt.Sprintf("idembench-%d", time.Now().UnixNano())
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
+	if err := dynamo.CreateTable(ctx, client, table, dynamo.Options{}); err != nil {
 		return nil, fmt.Errorf("moto: %w", err)
 	}
 	if res.allOld, err = bench.ReturnsItemOnConditionFailure(ctx, client, table); err != nil {
@@ -893,7 +893,7 @@ func coldStart(ctx context.Context, w io.Writer, client dynamo.TableClient, endp
 		return err
 	}
 	table := fmt.Sprintf("idembench-cold-%d", time.Now().UnixNano())
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
+	if err := dynamo.CreateTable(ctx, client, table, dynamo.Options{}); err != nil {
 		return err
 	}
 	times, err := bench.ColdStarts(ctx, host, runs, []string{

@@ -42,7 +42,7 @@ func (t *target) open(ctx context.Context, endpoint string) error {
 		return err
 	}
 	t.client, t.table = c, fmt.Sprintf("idembench-%d", time.Now().UnixNano())
-	if err := dynamo.CreateTable(ctx, c, t.table); err != nil {
+	if err := dynamo.CreateTable(ctx, c, t.table, dynamo.Options{}); err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	return nil
