@@ -9,9 +9,6 @@ import (
 // MaxDecodedBody is maxDecodedBody, the largest body a stored item decodes to.
 const MaxDecodedBody = maxDecodedBody
 
-// ItemSize is itemSize, the size of an item by DynamoDB's rules.
-var ItemSize = itemSize
-
 // Encode is the item s stores for rec.
 func Encode(s *Store, rec *idemkit.Record) (map[string]types.AttributeValue, error) {
 	return s.encode("encode", rec)

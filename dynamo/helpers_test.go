@@ -22,6 +22,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/itemsize"
 )
 
 // counting wraps a client, counting calls per operation and recording
@@ -55,7 +56,7 @@ func (c *counting) MaxItem() int {
 
 func (c *counting) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c.count("PutItem")
-	n := dynamo.ItemSize(in.Item)
+	n := itemsize.Of(in.Item)
 	c.mu.Lock()
 	c.maxItem = max(c.maxItem, n)
 	c.mu.Unlock()

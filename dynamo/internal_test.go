@@ -63,32 +63,6 @@ func TestListLimit(t *testing.T) {
 	}
 }
 
-func TestItemSize(t *testing.T) {
-	for _, tc := range []struct {
-		item map[string]types.AttributeValue
-		want int
-	}{
-		{map[string]types.AttributeValue{"pk": str("abc")}, 5},
-		{map[string]types.AttributeValue{"b": &types.AttributeValueMemberB{Value: make([]byte, 10)}}, 11},
-		{map[string]types.AttributeValue{"ok": &types.AttributeValueMemberBOOL{Value: true}}, 3},
-		// A list of two one-byte strings: 3 + 2*(1+1).
-		{map[string]types.AttributeValue{"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{str("a"), str("b")}}}, 1 + 3 + 4},
-		// A map {"k": "v"}: 3 + (1 + 1 + 1).
-		{map[string]types.AttributeValue{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": str("v")}}}, 1 + 3 + 3},
-	} {
-		if got := itemSize(tc.item); got != tc.want {
-			t.Errorf("itemSize(%v) = %d, want %d", tc.item, got, tc.want)
-		}
-	}
-	// Numbers: at least DynamoDB's (digits/2)+1, for any digit count.
-	for _, s := range []string{"0", "7", "42", "1767225600123", "-12345", "123456789012345678901234567890"} {
-		digits := len(strings.TrimLeft(s, "-"))
-		if got := numberSize(s); got < (digits+1)/2+1 {
-			t.Errorf("numberSize(%s) = %d, under the documented size", s, got)
-		}
-	}
-}
-
 func TestRounding(t *testing.T) {
 	at := time.UnixMilli(1767225600123).Add(400 * time.Microsecond)
 	if got := ceilMilli(at); got != 1767225600124 {

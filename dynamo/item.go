@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/itemsize"
 )
 
 // Attribute names of a record item, as the package documentation lays
@@ -270,18 +271,18 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 	} else if len(snap.Body) > 0 {
 		body := snap.Body
 		if compressMin > 0 && len(body) >= compressMin ||
-			compressMin == 0 && itemSize(it)+len(attrBody)+len(body) > DefaultCompressAbove {
+			compressMin == 0 && itemsize.Of(it)+len(attrBody)+len(body) > DefaultCompressAbove {
 			if z, ok := compressBody(body, codec); ok {
 				body = z
 				it[attrBodyEncoding] = str(string(codec))
 			}
 		}
 		it[attrBody] = &types.AttributeValueMemberB{Value: body}
-		if itemSize(it) > max {
+		if itemsize.Of(it) > max {
 			omit()
 		}
 	}
-	if itemSize(it) <= max {
+	if itemsize.Of(it) <= max {
 		return true
 	}
 	// Without its headers the response is not stored either, even when it
@@ -292,7 +293,7 @@ func snapshotAttrs(it map[string]types.AttributeValue, snap *idemkit.Snapshot, m
 	} else {
 		delete(it, attrHeader)
 	}
-	return itemSize(it) <= max
+	return itemsize.Of(it) <= max
 }
 
 // headerAttr returns h as a map of lists of strings, its values
@@ -327,73 +328,6 @@ func headerAttr(h http.Header) types.AttributeValue {
 		m[k] = &lists[len(lists)-1]
 	}
 	return &types.AttributeValueMemberM{Value: m}
-}
-
-// itemSize returns the size of an item as DynamoDB counts it, rounded up
-// where DynamoDB documents only an approximation (numbers).
-func itemSize(it map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range it {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return numberSize(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += numberSize(s)
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 0
-}
-
-// numberSize is one byte per two significant digits plus one, plus one
-// for a sign and one for an odd exponent alignment: an upper bound of
-// DynamoDB's approximate rule.
-func numberSize(s string) int {
-	digits := 0
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= '0' && c <= '9' {
-			digits++
-		}
-	}
-	return 2 + (digits+1)/2 + 1
 }
 
 // invalid reports whether DynamoDB refused a request as invalid

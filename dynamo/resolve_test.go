@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/itemsize"
 )
 
 // resolvableAt is when idemkit.Resolve accepts a decision as on a record
@@ -170,7 +171,7 @@ func TestResolveSizeOfTheRest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := dynamo.ItemSize(out.Item); n > tc.cap {
+			if n := itemsize.Of(out.Item); n > tc.cap {
 				t.Fatalf("the resolved item is %d bytes, over the %d-byte MaxItemSize", n, tc.cap)
 			}
 		})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/itemsize"
 	"github.com/idemkit/idemkit/internal/recordid"
 )
 
@@ -390,7 +390,7 @@ func usage(ctx context.Context, cc *types.ConsumedCapacity, write bool) {
 func failedWriteUsage(ctx context.Context, old map[string]types.AttributeValue) {
 	w := 1.0
 	if old != nil {
-		w = math.Max(1, math.Ceil(float64(itemSize(old))/1024))
+		w = itemsize.WriteUnits(itemsize.Of(old))
 	}
 	idemkit.AddUsage(ctx, 0, w)
 }
@@ -454,11 +454,11 @@ func (s *Store) fits(item map[string]types.AttributeValue, snap *idemkit.Snapsho
 	if snap != nil {
 		return snapshotAttrs(item, snap, s.opts.MaxItemSize, s.opts.CompressAbove, s.opts.Codec)
 	}
-	return itemSize(item) <= s.opts.MaxItemSize
+	return itemsize.Of(item) <= s.opts.MaxItemSize
 }
 
 func (s *Store) tooLarge(id string, item map[string]types.AttributeValue) error {
-	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap: %w", id, itemSize(item), s.opts.MaxItemSize, idemkit.ErrRecordInvalid)
+	return fmt.Errorf("dynamo: record %q needs %d bytes without its body, over the %d-byte item cap: %w", id, itemsize.Of(item), s.opts.MaxItemSize, idemkit.ErrRecordInvalid)
 }
 
 // createAttempts bounds the puts of a Create whose refusing item vanished

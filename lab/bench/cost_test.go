@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/itemsize"
 )
 
 // TestLambdaPrice: the kit's CPU is billed for the time it takes on the
@@ -97,25 +98,6 @@ func TestMeanErr(t *testing.T) {
 	}
 }
 
-// TestNumSize: a number's size, as dynalite and DynamoDB Local count it
-// (each of these measured on both: the write unit of an item of one
-// number padded to 1 KB flips at this size).
-func TestNumSize(t *testing.T) {
-	for _, tc := range []struct {
-		n    string
-		want int
-	}{
-		{"0", 1}, {"-0", 1}, {"0.0", 1}, {"7", 2}, {"10", 2}, {"12", 2}, {"99", 2}, {"100", 2}, {"1000", 2}, {"101", 3},
-		{"123", 3}, {"1234", 3}, {"-7", 3}, {"-100", 3}, {"0.5", 2}, {"1.5", 3}, {"12.5", 3}, {"12.50", 3}, {"-12.5", 4},
-		{"0.001", 2}, {"0.000000000001", 2}, {"1700000000000", 3}, {"1764646464123", 8},
-		{"123456789012345678901234567890123456", 19}, {"1.5E3", 2}, {"15e-1", 3},
-	} {
-		if got := numSize(tc.n); got != tc.want {
-			t.Errorf("numSize(%q) = %d, want %d", tc.n, got, tc.want)
-		}
-	}
-}
-
 // TestUnitsAsServerCounts: the write units of items of every attribute
 // type, on each side of the 1 KB line, are what the server counts for
 // writing them, and their read units what it counts for reading them
@@ -136,8 +118,8 @@ func TestUnitsAsServerCounts(t *testing.T) {
 			"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": s("v"), "l": &types.AttributeValueMemberL{Value: []types.AttributeValue{n("3"), s("x"),
 				&types.AttributeValueMemberL{}, &types.AttributeValueMemberBOOL{Value: true}}}}},
 		}
-		it["b"] = &types.AttributeValueMemberB{Value: []byte(strings.Repeat("z", size-ItemSize(it)-len("b")))}
-		if got := ItemSize(it); got != size {
+		it["b"] = &types.AttributeValueMemberB{Value: []byte(strings.Repeat("z", size-itemsize.Of(it)-len("b")))}
+		if got := itemsize.Of(it); got != size {
 			t.Fatalf("item of %d bytes built as %d", size, got)
 		}
 		return it
@@ -151,7 +133,7 @@ func TestUnitsAsServerCounts(t *testing.T) {
 		if out.ConsumedCapacity == nil {
 			t.Skip("the server does not report consumed capacity")
 		}
-		if got, want := aws.ToFloat64(out.ConsumedCapacity.CapacityUnits), WriteUnits(size); got != want {
+		if got, want := aws.ToFloat64(out.ConsumedCapacity.CapacityUnits), itemsize.WriteUnits(size); got != want {
 			t.Errorf("%d-byte item: the server counts %g write units, WriteUnits %g", size, got, want)
 		}
 		get, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: keyOf(item(pk, size)), ConsistentRead: aws.Bool(true),
@@ -159,7 +141,7 @@ func TestUnitsAsServerCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := aws.ToFloat64(get.ConsumedCapacity.CapacityUnits), ReadUnits(size); got != want {
+		if got, want := aws.ToFloat64(get.ConsumedCapacity.CapacityUnits), itemsize.ReadUnits(size); got != want {
 			t.Errorf("%d-byte item: the server counts %g read units, ReadUnits %g", size, got, want)
 		}
 	}
@@ -194,7 +176,7 @@ func TestMeterRefused(t *testing.T) {
 	if u.Unreported > 0 {
 		t.Skip("the server does not report consumed capacity")
 	}
-	if want := WriteUnits(ItemSize(big)); u.Write != want || u.Calls != 1 {
+	if want := itemsize.WriteUnits(itemsize.Of(big)); u.Write != want || u.Calls != 1 {
 		t.Errorf("answered write: %+v, want %g write units in 1 call", u, want)
 	}
 	var cf *types.ConditionalCheckFailedException
@@ -204,7 +186,7 @@ func TestMeterRefused(t *testing.T) {
 	if u, err = m.Take(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if want := WriteUnits(ItemSize(big)); u.Write != want || u.Read != 0 || u.Calls != 1 {
+	if want := itemsize.WriteUnits(itemsize.Of(big)); u.Write != want || u.Read != 0 || u.Calls != 1 {
 		t.Errorf("refused write of a 5 KB item: %+v, want %g write units, no read, 1 call", u, want)
 	}
 }

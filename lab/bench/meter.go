@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/idemkit/idemkit/internal/itemsize"
 )
 
 // Meter is a DynamoDB client that counts the request units of the calls
@@ -69,7 +71,7 @@ func (m *Meter) Settle(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		m.add(0, WriteUnits(ItemSize(out.Item)), false)
+		m.add(0, itemsize.WriteUnits(itemsize.Of(out.Item)), false)
 	}
 	return nil
 }
@@ -137,7 +139,7 @@ func (m *Meter) refusedWrite(err error, key map[string]types.AttributeValue) {
 		return
 	}
 	if len(cf.Item) > 0 {
-		m.add(0, WriteUnits(ItemSize(cf.Item)), false)
+		m.add(0, itemsize.WriteUnits(itemsize.Of(cf.Item)), false)
 		return
 	}
 	m.mu.Lock()
