@@ -475,11 +475,7 @@ const createAttempts = 3
 // stores nothing (see Failover).
 func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Record, error) {
 	const op = "create"
-	item, err := s.encode(op, rec)
-	if err != nil {
-		return nil, err
-	}
-	client, fo, err := s.routed(ctx, op, rec.Scope.Tenant)
+	item, client, fo, err := s.prepare(ctx, op, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -498,14 +494,9 @@ func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Recor
 		cctx, cancel := s.ctxFor(ctx)
 		out, err := client.PutItem(cctx, in, s.optFns...)
 		cancel()
-		if err == nil {
-			usage(ctx, out.ConsumedCapacity, true)
-			s.written.put(rec, item)
-			return nil, nil
-		}
-		met, err := s.met(ctx, client, op, rec.ID, err)
+		landed, met, err := s.answer(ctx, client, op, rec, item, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })
 		switch {
-		case err != nil:
+		case landed || err != nil:
 			return nil, err
 		case met != nil:
 			return met, nil
@@ -519,6 +510,31 @@ func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Recor
 // when err is a refusal it returns the record stored (nil: none), the
 // item returned with the failure or else read with one consistent
 // GetItem. Any other failure, and a failed read, is a StoreError.
+// prepare returns the item rec is stored as, and the client and failover
+// of its tenant's home.
+func (s *Store) prepare(ctx context.Context, op string, rec *idemkit.Record) (map[string]types.AttributeValue, Client, *Failover, error) {
+	item, err := s.encode(op, rec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	client, fo, err := s.routed(ctx, op, rec.Scope.Tenant)
+	return item, client, fo, err
+}
+
+// answer reads the answer to a conditional write of rec's item: landed
+// (its usage, cc, counted and the item kept as rec's), or the record the
+// condition met (nil: none is stored), or the error.
+func (s *Store) answer(ctx context.Context, client Client, op string, rec *idemkit.Record, item map[string]types.AttributeValue,
+	err error, cc func() *types.ConsumedCapacity) (landed bool, met *idemkit.Record, _ error) {
+	if err == nil {
+		usage(ctx, cc(), true)
+		s.written.put(rec, item)
+		return true, nil, nil
+	}
+	met, err = s.met(ctx, client, op, rec.ID, err)
+	return false, met, err
+}
+
 func (s *Store) met(ctx context.Context, client Client, op, id string, err error) (*idemkit.Record, error) {
 	cf, ok := conditionFailed(err)
 	if !ok {
@@ -549,11 +565,7 @@ func (s *Store) met(ctx context.Context, client Client, op, id string, err error
 // is none. A Replace fenced by a Failover stores nothing (see Failover).
 func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemkit.Record, error) {
 	const op = "replace"
-	item, err := s.encode(op, rec)
-	if err != nil {
-		return nil, err
-	}
-	client, fo, err := s.routed(ctx, op, rec.Scope.Tenant)
+	item, client, fo, err := s.prepare(ctx, op, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -576,14 +588,9 @@ func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemki
 	cctx, cancel := s.ctxFor(ctx)
 	out, err := client.UpdateItem(cctx, in, s.optFns...)
 	cancel()
-	if err == nil {
-		usage(ctx, out.ConsumedCapacity, true)
-		s.written.put(rec, item)
-		return nil, nil
-	}
-	met, err := s.met(ctx, client, op, rec.ID, err)
+	landed, met, err := s.answer(ctx, client, op, rec, item, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })
 	switch {
-	case err != nil:
+	case landed || err != nil:
 		return nil, err
 	case met == nil:
 		return nil, fmt.Errorf("dynamo: %s %q: %w", op, rec.ID, idemkit.ErrNotFound)
