@@ -44,35 +44,19 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 	}
 	st := getState()
 	defer putState(st)
-	e := &st.e
-	e.out = append(e.out, v1Magic...)
-	f.v1Request(st, in)
-
-	body, err := st.decodeBody(in)
-	if err != nil {
+	st.e.out = append(st.e.out, v1Magic...)
+	f.writeRequest(st, in, false)
+	if err := f.writeBody(st, in, f.v1JSON); err != nil {
 		return "", err
-	}
-	e.byte('B')
-	mode, sniffed := f.resolveMode(contentType(in), body)
-	switch mode {
-	case ModeJSON:
-		if err := f.v1JSON(st, body, sniffed); err != nil {
-			return "", err
-		}
-	case ModeForm:
-		if err := f.writeFormBody(st, body); err != nil {
-			return "", err
-		}
-	default:
-		e.byte('r')
-		e.bytes(body)
 	}
 	return st.finish("v1:sha256:"), nil
 }
 
-// v1Request writes the optional parts of the v1 input before the body:
-// method, path, query and headers, as the Options select them.
-func (f *Fingerprinter) v1Request(st *state, in *Input) {
+// writeRequest writes the optional parts of the input before the body:
+// method, path, query and headers, as the Options select them; the whole
+// query ('A') when no parameters are selected, with wholeQuery (v2 on,
+// unless IgnoreQuery).
+func (f *Fingerprinter) writeRequest(st *state, in *Input, wholeQuery bool) {
 	e := &st.e
 	if f.method {
 		e.byte('M')
@@ -82,9 +66,14 @@ func (f *Fingerprinter) v1Request(st *state, in *Input) {
 		e.byte('P')
 		e.str(in.Path)
 	}
-	if len(f.query) > 0 {
+	switch {
+	case wholeQuery && f.noQuery:
+	case len(f.query) > 0:
 		e.byte('Q')
 		st.writeQuery(in, f.query)
+	case wholeQuery:
+		e.byte('A')
+		st.writeQuery(in, nil)
 	}
 	if len(f.headers) > 0 {
 		e.byte('H')

@@ -24,56 +24,40 @@ const v2Magic = "idemkit.fingerprint.v2\x00"
 func (f *Fingerprinter) v2(in *Input) (string, error) {
 	st := getState()
 	defer putState(st)
-	e := &st.e
-	e.out = append(e.out, v2Magic...)
-	if f.method {
-		e.byte('M')
-		e.str(in.Method)
-	}
-	if f.path {
-		e.byte('P')
-		e.str(in.Path)
-	}
-	switch {
-	case f.noQuery:
-	case len(f.query) > 0:
-		e.byte('Q')
-		st.writeQuery(in, f.query)
-	default:
-		e.byte('A')
-		st.writeQuery(in, nil)
-	}
-	if len(f.headers) > 0 {
-		e.byte('H')
-		e.uvarint(len(f.headers))
-		for _, name := range f.headers {
-			e.str(name)
-			writeHeaderValues(e, in.Header, name)
-		}
-	}
-
-	body, err := st.decodeBody(in)
-	if err != nil {
+	st.e.out = append(st.e.out, v2Magic...)
+	f.writeRequest(st, in, true)
+	if err := f.writeBody(st, in, f.v2JSON); err != nil {
 		return "", err
 	}
+	return st.finish("v2:sha256:"), nil
+}
+
+// v2JSON writes a JSON body, validated, whole or as Include selects.
+func (f *Fingerprinter) v2JSON(st *state, body []byte, _ bool) error {
+	if err := st.p.validate(body, f.maxDepth); err != nil {
+		return err
+	}
+	st.e.byte('j')
+	return f.writeJSON(st)
+}
+
+// writeBody writes the body part shared by every version: 'B', then the
+// body as its mode reads it: JSON (by json), a form, or raw bytes.
+func (f *Fingerprinter) writeBody(st *state, in *Input, json func(st *state, body []byte, sniffed bool) error) error {
+	body, err := st.decodeBody(in)
+	if err != nil {
+		return err
+	}
+	e := &st.e
 	e.byte('B')
-	mode, _ := f.resolveMode(contentType(in), body)
+	mode, sniffed := f.resolveMode(contentType(in), body)
 	switch mode {
 	case ModeJSON:
-		if err := st.p.validate(body, f.maxDepth); err != nil {
-			return "", err
-		}
-		e.byte('j')
-		if err := f.writeJSON(st); err != nil {
-			return "", err
-		}
+		return json(st, body, sniffed)
 	case ModeForm:
-		if err := f.writeFormBody(st, body); err != nil {
-			return "", err
-		}
-	default:
-		e.byte('r')
-		e.bytes(body)
+		return f.writeFormBody(st, body)
 	}
-	return st.finish("v2:sha256:"), nil
+	e.byte('r')
+	e.bytes(body)
+	return nil
 }
