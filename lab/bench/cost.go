@@ -310,11 +310,7 @@ func holdKey(ctx context.Context, s *dynamo.Store, ev events.APIGatewayV2HTTPReq
 // as: the codec named by its item ("zstd", "s2"), or "none" for a body
 // stored as it is.
 func DefaultCodec(ctx context.Context, client *dynamodb.Client, table string, sizes []int) (map[int]string, error) {
-	s, err := dynamo.New(client, table, dynamo.Options{})
-	if err != nil {
-		return nil, err
-	}
-	g, err := idemkit.New(idemkit.Config{Store: s})
+	g, err := guardOn(client, table, dynamo.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -568,32 +568,17 @@ func (c *capturing) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optF
 	if enc, ok := in.Item[attrBodyEncoding].(*types.AttributeValueMemberS); ok {
 		c.zAt, c.zCodec = len(c.calls), dynamo.Codec(enc.Value)
 	}
-	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
-		cp := *in
-		cp.Item = rekeyed(in.Item, pk)
-		_, err := c.Client.PutItem(ctx, &cp, optFns...)
-		return answered(err)
-	})
+	capture(c, in, func(cp *dynamodb.PutItemInput, pk string) { cp.Item = rekeyed(in.Item, pk) }, c.Client.PutItem, optFns, answered)
 	return c.Client.PutItem(ctx, in, optFns...)
 }
 
 func (c *capturing) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
-		cp := *in
-		cp.Key = rekeyed(in.Key, pk)
-		_, err := c.Client.GetItem(ctx, &cp, optFns...)
-		return err
-	})
+	capture(c, in, func(cp *dynamodb.GetItemInput, pk string) { cp.Key = rekeyed(in.Key, pk) }, c.Client.GetItem, optFns, nil)
 	return c.Client.GetItem(ctx, in, optFns...)
 }
 
 func (c *capturing) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
-		cp := *in
-		cp.Key = rekeyed(in.Key, pk)
-		_, err := c.Client.DeleteItem(ctx, &cp, optFns...)
-		return answered(err)
-	})
+	capture(c, in, func(cp *dynamodb.DeleteItemInput, pk string) { cp.Key = rekeyed(in.Key, pk) }, c.Client.DeleteItem, optFns, answered)
 	return c.Client.DeleteItem(ctx, in, optFns...)
 }
 
@@ -601,13 +586,23 @@ func (c *capturing) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 	if enc, ok := updated(in, attrBodyEncoding).(*types.AttributeValueMemberS); ok {
 		c.zAt, c.zCodec = len(c.calls), dynamo.Codec(enc.Value)
 	}
+	capture(c, in, func(cp *dynamodb.UpdateItemInput, pk string) { cp.Key = rekeyed(in.Key, pk) }, c.Client.UpdateItem, optFns, answered)
+	return c.Client.UpdateItem(ctx, in, optFns...)
+}
+
+// capture keeps a call that sends a copy of in again, its key set by
+// rekey, through send; its error is read by check (nil: as it is).
+func capture[In, Out any](c *capturing, in *In, rekey func(*In, string),
+	send func(context.Context, *In, ...func(*dynamodb.Options)) (Out, error), optFns []func(*dynamodb.Options), check func(error) error) {
 	c.calls = append(c.calls, func(ctx context.Context, pk string) error {
 		cp := *in
-		cp.Key = rekeyed(in.Key, pk)
-		_, err := c.Client.UpdateItem(ctx, &cp, optFns...)
-		return answered(err)
+		rekey(&cp, pk)
+		_, err := send(ctx, &cp, optFns...)
+		if check != nil {
+			err = check(err)
+		}
+		return err
 	})
-	return c.Client.UpdateItem(ctx, in, optFns...)
 }
 
 // updated returns the value an UpdateItem sets name to ("name = :p" in its

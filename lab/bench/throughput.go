@@ -97,6 +97,16 @@ func orderHandler(size int) http.Handler {
 	})
 }
 
+// guardOn returns a guard with the default policy over a DynamoDB store
+// of table, sending through client.
+func guardOn(client dynamo.Client, table string, opts dynamo.Options) (*idemkit.Guard, error) {
+	s, err := dynamo.New(client, table, opts)
+	if err != nil {
+		return nil, err
+	}
+	return idemkit.New(idemkit.Config{Store: s})
+}
+
 // benchTenant is the tenant of every request Throughput makes.
 func benchTenant(context.Context, *http.Request) (string, error) { return "bench", nil }
 
@@ -104,11 +114,7 @@ func benchTenant(context.Context, *http.Request) (string, error) { return "bench
 // with opts around handler, under a given key, that fails unless it
 // answers 201 with a size-byte body.
 func kitRequestOpts(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, size int, opts dynamo.Options) (func(key string) error, error) {
-	s, err := dynamo.New(client, table, opts)
-	if err != nil {
-		return nil, err
-	}
-	g, err := idemkit.New(idemkit.Config{Store: s})
+	g, err := guardOn(client, table, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +137,7 @@ func kitRequestOpts(ctx context.Context, client *dynamodb.Client, table string, 
 // followed by those requests re-sent under a given key.
 func rawRequest(ctx context.Context, client *dynamodb.Client, table string, handler http.Handler, reqBody []byte, key string, opts dynamo.Options) (func(key string) error, error) {
 	capture := &capturing{Client: client}
-	cs, err := dynamo.New(capture, table, opts)
-	if err != nil {
-		return nil, err
-	}
-	cg, err := idemkit.New(idemkit.Config{Store: cs})
+	cg, err := guardOn(capture, table, opts)
 	if err != nil {
 		return nil, err
 	}
