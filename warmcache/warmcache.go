@@ -274,19 +274,9 @@ func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Recor
 	if err := ctx.Err(); err != nil {
 		return nil, &idemkit.StoreError{Op: "create", Err: err}
 	}
-	now := s.now()
-	if met := s.lookup(rec.ID, now, func(c *idemkit.Record) bool {
+	return s.cached(rec.ID, func(c *idemkit.Record) bool {
 		return c.Scope == rec.Scope && c.Fingerprint == rec.Fingerprint
-	}); met != nil {
-		s.hits.Add(1)
-		return met, nil
-	}
-	s.misses.Add(1)
-	met, err := s.next.Create(ctx, rec)
-	if err == nil && met != nil {
-		s.fill(met, s.now())
-	}
-	return met, err
+	}, func() (*idemkit.Record, error) { return s.next.Create(ctx, rec) })
 }
 
 // Get answers from the cache when a completed record with id is cached
@@ -296,12 +286,20 @@ func (s *Store) Get(ctx context.Context, id string) (*idemkit.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &idemkit.StoreError{Op: "get", Err: err}
 	}
-	if r := s.lookup(id, s.now(), func(*idemkit.Record) bool { return true }); r != nil {
+	return s.cached(id, func(*idemkit.Record) bool { return true },
+		func() (*idemkit.Record, error) { return s.next.Get(ctx, id) })
+}
+
+// cached answers with the record cached under id when it is replayable
+// now and ok accepts it; otherwise with what call returns from the next
+// store, caching a completed record it returns.
+func (s *Store) cached(id string, ok func(*idemkit.Record) bool, call func() (*idemkit.Record, error)) (*idemkit.Record, error) {
+	if r := s.lookup(id, s.now(), ok); r != nil {
 		s.hits.Add(1)
 		return r, nil
 	}
 	s.misses.Add(1)
-	r, err := s.next.Get(ctx, id)
+	r, err := call()
 	if err == nil && r != nil {
 		s.fill(r, s.now())
 	}
