@@ -146,25 +146,30 @@ func ClientOptions(o *dynamodb.Options) {
 // ClientOptions.
 const MaxBackoff = 200 * time.Millisecond
 
+// newItem is a PutItem of tenant's item sk with attrs, stored only where
+// no item has that key.
+func (r *DynamoRepo) newItem(tenant, sk string, attrs map[string]types.AttributeValue) *dynamodb.PutItemInput {
+	attrs[OrdersAttrTenant], attrs[OrdersAttrSK] = s(tenant), s(sk)
+	return &dynamodb.PutItemInput{
+		TableName:                aws.String(r.Table),
+		Item:                     attrs,
+		ConditionExpression:      aws.String("attribute_not_exists(#sk)"),
+		ExpressionAttributeNames: map[string]string{"#sk": OrdersAttrSK},
+	}
+}
+
 // CreateOrder implements Repo. The write is conditional on the order's ID
 // being free; when it is not, the stored order is read and returned if it
 // is the same order.
 func (r *DynamoRepo) CreateOrder(ctx context.Context, tenant string, o Order) (Order, error) {
-	in := &dynamodb.PutItemInput{
-		TableName: aws.String(r.Table),
-		Item: map[string]types.AttributeValue{
-			OrdersAttrTenant: s(tenant),
-			OrdersAttrSK:     s(orderSK(o.ID)),
-			"id":             s(o.ID),
-			"sku":            s(o.SKU),
-			"quantity":       n(o.Quantity),
-			"amount_cents":   n(o.AmountCents),
-			"currency":       s(o.Currency),
-			"created_at":     ts(o.CreatedAt),
-		},
-		ConditionExpression:      aws.String("attribute_not_exists(#sk)"),
-		ExpressionAttributeNames: map[string]string{"#sk": OrdersAttrSK},
-	}
+	in := r.newItem(tenant, orderSK(o.ID), map[string]types.AttributeValue{
+		"id":           s(o.ID),
+		"sku":          s(o.SKU),
+		"quantity":     n(o.Quantity),
+		"amount_cents": n(o.AmountCents),
+		"currency":     s(o.Currency),
+		"created_at":   ts(o.CreatedAt),
+	})
 	var stored Order
 	found, err := r.put(ctx, "order "+o.ID, in, func(ctx context.Context) error {
 		var err error
@@ -187,22 +192,15 @@ func (r *DynamoRepo) CreateOrder(ctx context.Context, tenant string, o Order) (O
 // CreateOrder is.
 func (r *DynamoRepo) AddPayment(ctx context.Context, tenant string, p Payment) (Payment, error) {
 	sk := paymentSK(p.OrderID, p.ID)
-	in := &dynamodb.PutItemInput{
-		TableName: aws.String(r.Table),
-		Item: map[string]types.AttributeValue{
-			OrdersAttrTenant: s(tenant),
-			OrdersAttrSK:     s(sk),
-			"id":             s(p.ID),
-			"order_id":       s(p.OrderID),
-			"amount_cents":   n(p.AmountCents),
-			"currency":       s(p.Currency),
-			"card_last4":     s(p.CardLast4),
-			"status":         s(p.Status),
-			"created_at":     ts(p.CreatedAt),
-		},
-		ConditionExpression:      aws.String("attribute_not_exists(#sk)"),
-		ExpressionAttributeNames: map[string]string{"#sk": OrdersAttrSK},
-	}
+	in := r.newItem(tenant, sk, map[string]types.AttributeValue{
+		"id":           s(p.ID),
+		"order_id":     s(p.OrderID),
+		"amount_cents": n(p.AmountCents),
+		"currency":     s(p.Currency),
+		"card_last4":   s(p.CardLast4),
+		"status":       s(p.Status),
+		"created_at":   ts(p.CreatedAt),
+	})
 	var stored Payment
 	found, err := r.put(ctx, "payment "+p.ID, in, func(ctx context.Context) error {
 		cctx, cancel := r.call(ctx)

@@ -261,20 +261,13 @@ func (r *MemRepo) Shipments(_ context.Context, tenant, orderID string) ([]Shipme
 // "order#<order id>#shipment#<id>"), conditional on its key.
 func (r *DynamoRepo) CreateShipment(ctx context.Context, tenant string, sh Shipment) (Shipment, error) {
 	sk := shipmentSK(sh.OrderID, sh.ID)
-	in := &dynamodb.PutItemInput{
-		TableName: aws.String(r.Table),
-		Item: map[string]types.AttributeValue{
-			OrdersAttrTenant: s(tenant),
-			OrdersAttrSK:     s(sk),
-			"id":             s(sh.ID),
-			"order_id":       s(sh.OrderID),
-			"sku":            s(sh.SKU),
-			"quantity":       n(sh.Quantity),
-			"created_at":     ts(sh.CreatedAt),
-		},
-		ConditionExpression:      aws.String("attribute_not_exists(#sk)"),
-		ExpressionAttributeNames: map[string]string{"#sk": OrdersAttrSK},
-	}
+	in := r.newItem(tenant, sk, map[string]types.AttributeValue{
+		"id":         s(sh.ID),
+		"order_id":   s(sh.OrderID),
+		"sku":        s(sh.SKU),
+		"quantity":   n(sh.Quantity),
+		"created_at": ts(sh.CreatedAt),
+	})
 	var stored []Shipment
 	found, err := r.put(ctx, "shipment "+sh.ID, in, func(ctx context.Context) error {
 		var err error
