@@ -777,18 +777,3 @@ func (g *Guard) runWrite(ctx context.Context, r *run, c change) error {
 	}
 	return err
 }
-
-// storeErr wraps err so that it is ErrStoreUnavailable under errors.Is,
-// unless it is one of the store's sentinel outcomes. A *StoreError already
-// names its operation and is returned as is.
-func storeErr(op string, err error) error {
-	var se *StoreError
-	if errors.As(err, &se) {
-		return err
-	}
-	if errors.Is(err, ErrStoreUnavailable) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrCorruptRecord) ||
-		errors.Is(err, ErrRecordInvalid) {
-		return fmt.Errorf("idemkit: store %s: %w", op, err)
-	}
-	return &StoreError{Op: op, Err: err}
-}

@@ -2,6 +2,8 @@ package idemkit
 
 import (
 	"errors"
+	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -194,4 +196,21 @@ func nextResolve(prev *Record, c change, now time.Time) (*Record, error) {
 		out.ExpiresAt = res.ExpiresAt
 	}
 	return out, nil
+}
+
+// versions makes the versions of the writes of the writer owner: owner
+// itself first, then owner.1, owner.2 and so on. Owner tokens never
+// repeat, so neither do versions.
+type versions struct {
+	owner string
+	n     atomic.Int64
+}
+
+// next returns a fresh version.
+func (v *versions) next() string {
+	i := v.n.Add(1) - 1
+	if i == 0 {
+		return v.owner
+	}
+	return v.owner + "." + strconv.FormatInt(i, 10)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync/atomic"
 	"time"
 )
 
@@ -87,23 +85,6 @@ func final(err error) bool {
 	return errors.Is(err, ErrRecordInvalid) || errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrNothingStored)
 }
 
-// versions makes the versions of the writes of the writer owner: owner
-// itself first, then owner.1, owner.2 and so on. Owner tokens never
-// repeat, so neither do versions.
-type versions struct {
-	owner string
-	n     atomic.Int64
-}
-
-// next returns a fresh version.
-func (v *versions) next() string {
-	i := v.n.Add(1) - 1
-	if i == 0 {
-		return v.owner
-	}
-	return v.owner + "." + strconv.FormatInt(i, 10)
-}
-
 // read returns the record stored with id, nil when none is.
 func read(ctx context.Context, s Store, id string) (*Record, error) {
 	r, err := s.Get(ctx, id)
@@ -116,4 +97,19 @@ func read(ctx context.Context, s Store, id string) (*Record, error) {
 		return nil, fmt.Errorf("%w: the store returned no record and no error for %q", ErrCorruptRecord, id)
 	}
 	return r, nil
+}
+
+// storeErr wraps err so that it is ErrStoreUnavailable under errors.Is,
+// unless it is one of the store's sentinel outcomes. A *StoreError already
+// names its operation and is returned as is.
+func storeErr(op string, err error) error {
+	var se *StoreError
+	if errors.As(err, &se) {
+		return err
+	}
+	if errors.Is(err, ErrStoreUnavailable) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrCorruptRecord) ||
+		errors.Is(err, ErrRecordInvalid) {
+		return fmt.Errorf("idemkit: store %s: %w", op, err)
+	}
+	return &StoreError{Op: op, Err: err}
 }
