@@ -233,33 +233,34 @@ func Response(version string, status int, out []byte) (reply, error) {
 		return reply{}, fnErr
 	}
 	var probe map[string]json.RawMessage
-	isObject := json.Unmarshal(out, &probe) == nil
-	if isObject {
-		_, e1 := probe["errorType"]
-		_, e2 := probe["errorMessage"]
-		if _, ok := probe["statusCode"]; !ok && (e1 || e2) {
-			return reply{}, fnErr
-		}
+	if json.Unmarshal(out, &probe) != nil || probe["statusCode"] == nil {
+		return simpleReply(version, probe, out, fnErr)
 	}
-	if !isObject || probe["statusCode"] == nil {
-		if version == "1.0" {
-			return reply{}, fnErr
-		}
-		return reply{status: 200, headers: map[string][]string{"Content-Type": {"application/json"}}, body: out}, nil
+	return proxyReply(version, out, fnErr)
+}
+
+// simpleReply is what API Gateway makes of JSON out without a statusCode
+// (probe: its members when it is an object): fnErr when it has an
+// errorType or errorMessage or under payload 1.0, else a 200 whose body
+// is out (payload 2.0's simple response).
+func simpleReply(version string, probe map[string]json.RawMessage, out []byte, fnErr *FunctionError) (reply, error) {
+	_, e1 := probe["errorType"]
+	_, e2 := probe["errorMessage"]
+	if e1 || e2 || version == "1.0" {
+		return reply{}, fnErr
 	}
+	return reply{status: 200, headers: map[string][]string{"Content-Type": {"application/json"}}, body: out}, nil
+}
+
+// proxyReply is what API Gateway makes of out, a JSON object with a
+// statusCode: its status, headers, cookies and body (base64-decoded when
+// isBase64Encoded), or fnErr when a member is malformed.
+func proxyReply(version string, out []byte, fnErr *FunctionError) (reply, error) {
 	var pr proxyResponse
 	if err := json.Unmarshal(out, &pr); err != nil || pr.StatusCode == nil || *pr.StatusCode < 100 || *pr.StatusCode > 999 {
 		return reply{}, fnErr
 	}
-	rp := reply{status: *pr.StatusCode, headers: map[string][]string{}, cookies: pr.Cookies, body: []byte(pr.Body)}
-	if version == "1.0" {
-		for k, vs := range pr.MultiValueHeaders {
-			rp.headers[k] = append(rp.headers[k], vs...)
-		}
-	}
-	for k, v := range pr.Headers {
-		rp.headers[k] = []string{v}
-	}
+	rp := reply{status: *pr.StatusCode, headers: pr.header(version), cookies: pr.Cookies, body: []byte(pr.Body)}
 	if pr.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(pr.Body)
 		if err != nil {
@@ -268,6 +269,21 @@ func Response(version string, status int, out []byte) (reply, error) {
 		rp.body = b
 	}
 	return rp, nil
+}
+
+// header is the response's headers, with its multiValueHeaders under
+// payload 1.0, where a single header replaces the values of its name.
+func (pr *proxyResponse) header(version string) map[string][]string {
+	h := map[string][]string{}
+	if version == "1.0" {
+		for k, vs := range pr.MultiValueHeaders {
+			h[k] = append(h[k], vs...)
+		}
+	}
+	for k, v := range pr.Headers {
+		h[k] = []string{v}
+	}
+	return h
 }
 
 func (rp reply) write(w http.ResponseWriter) {

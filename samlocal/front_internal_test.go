@@ -33,6 +33,15 @@ func TestResponse(t *testing.T) {
 		{"emulator error", "2.0", 500, `{"statusCode":200}`, 0, "", ""},
 		{"bad statusCode", "2.0", 200, `{"statusCode":"two hundred"}`, 0, "", ""},
 		{"status out of range", "2.0", 200, `{"statusCode":42}`, 0, "", ""},
+		{"statusCode null", "2.0", 200, `{"statusCode":null}`, 0, "", ""},
+		{"error members beside a statusCode", "2.0", 200, `{"statusCode":400,"errorMessage":"m","body":"b"}`, 400, "b", ""},
+		{"simple JSON list", "2.0", 200, `[1,2]`, 200, `[1,2]`, "Content-Type: application/json"},
+		{"simple null", "2.0", 200, `null`, 200, `null`, ""},
+		{"1.0 simple list is an error", "1.0", 200, `[1,2]`, 0, "", ""},
+		{"1.0 header replaces its multi-value header", "1.0", 200, `{"statusCode":200,"multiValueHeaders":{"X-A":["1","2"]},"headers":{"X-A":"3"},"body":"ok"}`, 200, "ok", "X-A: 3"},
+		{"2.0 has no multi-value headers", "2.0", 200, `{"statusCode":200,"multiValueHeaders":{"X-A":["1"]},"body":"ok"}`, 200, "ok", "X-A: "},
+		{"cookies", "2.0", 200, `{"statusCode":200,"cookies":["a=1"],"body":"ok"}`, 200, "ok", "Set-Cookie: a=1"},
+		{"bad base64 body", "2.0", 200, `{"statusCode":200,"body":"!!","isBase64Encoded":true}`, 0, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rp, err := Response(tc.version, tc.status, []byte(tc.out))

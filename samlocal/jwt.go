@@ -44,54 +44,93 @@ type Claims struct {
 // Verify checks token and returns its claims, or an error wrapping
 // ErrToken that says why it was refused.
 func (a *Authorizer) Verify(token string) (Claims, error) {
+	raw, err := a.signed(token)
+	if err != nil {
+		return Claims{}, err
+	}
+	if err := a.check(raw); err != nil {
+		return Claims{}, err
+	}
+	return claimsOf(raw), nil
+}
+
+// signed returns the claims of token, a compact JWS whose RS256 signature
+// a key of Keys (by its kid) verifies, or an error wrapping ErrToken.
+func (a *Authorizer) signed(token string) (map[string]any, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return Claims{}, fmt.Errorf("%w: not a compact JWS", ErrToken)
+		return nil, fmt.Errorf("%w: not a compact JWS", ErrToken)
 	}
+	key, err := a.key(parts[0])
+	if err != nil {
+		return nil, err
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return nil, fmt.Errorf("%w: signature: %v", ErrToken, err)
+	}
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, sum[:], sig); err != nil {
+		return nil, fmt.Errorf("%w: bad signature", ErrToken)
+	}
+	var raw map[string]any
+	if err := decodeSegment(parts[1], &raw); err != nil {
+		return nil, fmt.Errorf("%w: claims: %v", ErrToken, err)
+	}
+	return raw, nil
+}
+
+// key returns the key of Keys that the JOSE header seg names by its kid,
+// for alg RS256 only, or an error wrapping ErrToken.
+func (a *Authorizer) key(seg string) (*rsa.PublicKey, error) {
 	var header struct {
 		Alg string `json:"alg"`
 		Kid string `json:"kid"`
 	}
-	if err := decodeSegment(parts[0], &header); err != nil {
-		return Claims{}, fmt.Errorf("%w: header: %v", ErrToken, err)
+	if err := decodeSegment(seg, &header); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrToken, err)
 	}
 	if header.Alg != "RS256" {
-		return Claims{}, fmt.Errorf("%w: alg %q, want RS256", ErrToken, header.Alg)
+		return nil, fmt.Errorf("%w: alg %q, want RS256", ErrToken, header.Alg)
 	}
 	key := a.Keys[header.Kid]
 	if key == nil {
-		return Claims{}, fmt.Errorf("%w: unknown kid %q", ErrToken, header.Kid)
+		return nil, fmt.Errorf("%w: unknown kid %q", ErrToken, header.Kid)
 	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil {
-		return Claims{}, fmt.Errorf("%w: signature: %v", ErrToken, err)
-	}
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, sum[:], sig); err != nil {
-		return Claims{}, fmt.Errorf("%w: bad signature", ErrToken)
-	}
-	var raw map[string]any
-	if err := decodeSegment(parts[1], &raw); err != nil {
-		return Claims{}, fmt.Errorf("%w: claims: %v", ErrToken, err)
-	}
+	return key, nil
+}
+
+// check refuses, with an error wrapping ErrToken, claims whose iss is not
+// Issuer, whose aud names none of Audience, that have expired or have no
+// exp, or whose nbf is still to come.
+func (a *Authorizer) check(raw map[string]any) error {
 	if iss, _ := raw["iss"].(string); iss != a.Issuer {
-		return Claims{}, fmt.Errorf("%w: iss %q, want %q", ErrToken, iss, a.Issuer)
+		return fmt.Errorf("%w: iss %q, want %q", ErrToken, iss, a.Issuer)
 	}
 	if !a.audienceOK(raw) {
-		return Claims{}, fmt.Errorf("%w: aud names none of %v", ErrToken, a.Audience)
+		return fmt.Errorf("%w: aud names none of %v", ErrToken, a.Audience)
 	}
-	now := time.Now
-	if a.Now != nil {
-		now = a.Now
-	}
-	t := now().Unix()
-	exp, ok := raw["exp"].(float64)
-	if !ok || int64(exp) <= t {
-		return Claims{}, fmt.Errorf("%w: expired or no exp", ErrToken)
+	t := a.now().Unix()
+	if exp, ok := raw["exp"].(float64); !ok || int64(exp) <= t {
+		return fmt.Errorf("%w: expired or no exp", ErrToken)
 	}
 	if nbf, ok := raw["nbf"].(float64); ok && int64(nbf) > t {
-		return Claims{}, fmt.Errorf("%w: not valid yet", ErrToken)
+		return fmt.Errorf("%w: not valid yet", ErrToken)
 	}
+	return nil
+}
+
+// now is the time by the authorizer's clock.
+func (a *Authorizer) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// claimsOf is what the authorizer passes on of claims raw: each as a
+// string (claimString), and the scopes of its scope claim.
+func claimsOf(raw map[string]any) Claims {
 	c := Claims{Claims: make(map[string]string, len(raw)), Scopes: nil}
 	for k, v := range raw {
 		c.Claims[k] = claimString(v)
@@ -99,9 +138,11 @@ func (a *Authorizer) Verify(token string) (Claims, error) {
 	if s, ok := raw["scope"].(string); ok {
 		c.Scopes = strings.Fields(s)
 	}
-	return c, nil
+	return c
 }
 
+// audienceOK reports whether the aud of claims raw (a string or a list;
+// client_id when it has none) names one of Audience.
 func (a *Authorizer) audienceOK(raw map[string]any) bool {
 	var auds []string
 	switch v := raw["aud"].(type) {
@@ -148,6 +189,8 @@ func claimString(v any) string {
 	return string(b)
 }
 
+// decodeSegment decodes the JSON of seg, a base64url segment of a JWS,
+// into v.
 func decodeSegment(seg string, v any) error {
 	b, err := base64.RawURLEncoding.DecodeString(seg)
 	if err != nil {

@@ -132,13 +132,14 @@ func NewPlan(t *Template, cfg PlanConfig) (*Plan, error) {
 		r.names[id] = *tb.Input.TableName
 		p.Tables = append(p.Tables, tb)
 	}
+	pl := &planner{r: r, cfg: cfg, plan: p}
 	globalFn, _ := t.Globals["Function"].(map[string]any)
 	for _, id := range sortedKeys(t.Resources) {
 		res := t.Resources[id]
 		if res.Type != "AWS::Serverless::Function" {
 			continue
 		}
-		fn, err := functionOf(r, t, id, res, globalFn, cfg, p)
+		fn, err := pl.functionOf(id, res, globalFn)
 		if err != nil {
 			return nil, fmt.Errorf("function %s: %w", id, err)
 		}
@@ -293,67 +294,93 @@ func numbers(v any) any {
 	return v
 }
 
-func functionOf(r *resolver, t *Template, id string, res Resource, globals map[string]any, cfg PlanConfig, p *Plan) (*Function, error) {
+// planner resolves a template's functions and their routes into plan.
+type planner struct {
+	r    *resolver
+	cfg  PlanConfig
+	plan *Plan
+}
+
+// functionOf resolves the function id, its properties over the Globals'
+// (globals), its HTTP events into routes.
+func (pl *planner) functionOf(id string, res Resource, globals map[string]any) (*Function, error) {
 	props := map[string]any{}
 	maps.Copy(props, globals)
 	maps.Copy(props, res.Properties)
-	// Environment variables merge, the function's winning.
-	vars := map[string]any{}
-	for _, src := range []map[string]any{globals, res.Properties} {
-		if env, ok := src["Environment"].(map[string]any); ok {
-			if v, ok := env["Variables"].(map[string]any); ok {
-				maps.Copy(vars, v)
-			}
-		}
+	env, err := environment(pl.r, globals, res.Properties)
+	if err != nil {
+		return nil, err
 	}
-	fn := &Function{Name: id, Timeout: 3, MemorySize: 128, Env: map[string]string{}, Events: map[string]string{}}
+	fn := &Function{Name: id, Env: env, Events: map[string]string{}, CodeDir: codeDir(pl.r.t.Dir, props["CodeUri"])}
+	fn.BuildMethod, _ = res.Metadata["BuildMethod"].(string)
+	if err := settings(pl.r, fn, props); err != nil {
+		return nil, err
+	}
+	if err := pl.addEvents(fn, props); err != nil {
+		return nil, err
+	}
+	return fn, nil
+}
+
+// environment resolves a function's environment variables, those of its
+// properties (own) over those of the Globals' (globals).
+func environment(r *resolver, globals, own map[string]any) (map[string]string, error) {
+	vars := map[string]any{}
+	for _, src := range []map[string]any{globals, own} {
+		env, _ := src["Environment"].(map[string]any)
+		v, _ := env["Variables"].(map[string]any)
+		maps.Copy(vars, v)
+	}
+	out := make(map[string]string, len(vars))
 	for _, k := range sortedKeys(vars) {
 		s, err := r.str(vars[k])
 		if err != nil {
 			return nil, fmt.Errorf("environment variable %s: %w", k, err)
 		}
-		fn.Env[k] = s
+		out[k] = s
 	}
-	var err error
-	if v, ok := props["Timeout"]; ok {
-		if fn.Timeout, err = intOf(r, v); err != nil {
-			return nil, fmt.Errorf("property Timeout: %w", err)
-		}
-	}
-	if v, ok := props["MemorySize"]; ok {
-		if fn.MemorySize, err = intOf(r, v); err != nil {
-			return nil, fmt.Errorf("property MemorySize: %w", err)
-		}
-	}
-	if fn.Runtime, err = r.str(props["Runtime"]); err != nil {
-		return nil, err
-	}
-	if code, ok := props["CodeUri"].(string); ok && code != "" {
-		fn.CodeDir = code
-		if !strings.HasPrefix(code, "/") {
-			fn.CodeDir = t.Dir + "/" + code
-		}
-	}
-	fn.BuildMethod, _ = res.Metadata["BuildMethod"].(string)
-	events, _ := props["Events"].(map[string]any)
-	for _, name := range sortedKeys(events) {
-		ev, _ := events[name].(map[string]any)
-		typ, _ := ev["Type"].(string)
-		evProps, _ := ev["Properties"].(map[string]any)
-		switch typ {
-		case "HttpApi", "Api":
-			rt, err := routeOf(r, t, id, typ == "Api", evProps, cfg, p)
-			if err != nil {
-				return nil, fmt.Errorf("event %s: %w", name, err)
-			}
-			fn.Routes = append(fn.Routes, rt)
-		default:
-			fn.Events[name] = typ
-		}
-	}
-	return fn, nil
+	return out, nil
 }
 
+// codeDir is a function's CodeUri joined to the template's directory dir
+// unless absolute; empty when the CodeUri is not a string.
+func codeDir(dir string, codeURI any) string {
+	code, _ := codeURI.(string)
+	if code == "" || strings.HasPrefix(code, "/") {
+		return code
+	}
+	return dir + "/" + code
+}
+
+// settings sets fn's Timeout (3 s when props has none), MemorySize (128
+// MB when none), each a positive integer, and Runtime.
+func settings(r *resolver, fn *Function, props map[string]any) error {
+	var err error
+	if fn.Timeout, err = intProp(r, props, "Timeout", 3); err != nil {
+		return err
+	}
+	if fn.MemorySize, err = intProp(r, props, "MemorySize", 128); err != nil {
+		return err
+	}
+	fn.Runtime, err = r.str(props["Runtime"])
+	return err
+}
+
+// intProp resolves the property key of props, a positive integer, or is
+// def when props has none.
+func intProp(r *resolver, props map[string]any, key string, def int) (int, error) {
+	v, ok := props[key]
+	if !ok {
+		return def, nil
+	}
+	n, err := intOf(r, v)
+	if err != nil {
+		return 0, fmt.Errorf("property %s: %w", key, err)
+	}
+	return n, nil
+}
+
+// intOf resolves v, which must be a positive integer.
 func intOf(r *resolver, v any) (int, error) {
 	s, err := r.str(v)
 	if err != nil {
@@ -366,75 +393,121 @@ func intOf(r *resolver, v any) (int, error) {
 	return n, nil
 }
 
-func routeOf(r *resolver, t *Template, fnName string, rest bool, props map[string]any, cfg PlanConfig, p *Plan) (*Route, error) {
-	rt := &Route{Function: fnName, REST: rest, Payload: "2.0", Method: "ANY", Path: "$default"}
-	if rest {
-		rt.Payload = "1.0"
+// addEvents adds fn's HttpApi and Api events (of props, in name order) to
+// its Routes, its other events to its Events by type.
+func (pl *planner) addEvents(fn *Function, props map[string]any) error {
+	events, _ := props["Events"].(map[string]any)
+	for _, name := range sortedKeys(events) {
+		ev, _ := events[name].(map[string]any)
+		typ, _ := ev["Type"].(string)
+		if typ != "HttpApi" && typ != "Api" {
+			fn.Events[name] = typ
+			continue
+		}
+		evProps, _ := ev["Properties"].(map[string]any)
+		rt, err := pl.routeOf(fn.Name, typ == "Api", evProps)
+		if err != nil {
+			return fmt.Errorf("event %s: %w", name, err)
+		}
+		fn.Routes = append(fn.Routes, rt)
 	}
+	return nil
+}
+
+// routeOf resolves the route of an HttpApi event (an Api event when rest)
+// of function fnName, whose properties are props, with its authorizer.
+func (pl *planner) routeOf(fnName string, rest bool, props map[string]any) (*Route, error) {
+	rt, err := routeShape(pl.r, fnName, rest, props)
+	if err != nil {
+		return nil, err
+	}
+	api, apiProps, err := apiOf(pl.r.t, rest, props)
+	if err != nil {
+		return nil, err
+	}
+	return pl.withAuthorizer(rt, api, apiProps, props)
+}
+
+// routeShape is the route an event's Method (ANY when none), Path
+// ($default when none, which an Api event must not be) and
+// PayloadFormatVersion (an HttpApi event's: 1.0 or 2.0, 2.0 when none; an
+// Api event's is 1.0) give.
+func routeShape(r *resolver, fnName string, rest bool, props map[string]any) (*Route, error) {
+	rt := &Route{Function: fnName, REST: rest, Payload: "2.0"}
 	var err error
-	if v, ok := props["Method"]; ok {
-		if rt.Method, err = r.str(v); err != nil {
-			return nil, err
-		}
-		rt.Method = strings.ToUpper(rt.Method)
-		if rt.Method == "X-AMAZON-APIGATEWAY-ANY-METHOD" {
-			rt.Method = "ANY"
-		}
+	if rt.Method, err = strProp(r, props, "Method", "ANY"); err != nil {
+		return nil, err
 	}
-	if v, ok := props["Path"]; ok {
-		if rt.Path, err = r.str(v); err != nil {
-			return nil, err
-		}
+	if rt.Method = strings.ToUpper(rt.Method); rt.Method == "X-AMAZON-APIGATEWAY-ANY-METHOD" {
+		rt.Method = "ANY"
 	}
-	if rest && (rt.Path == "$default" || props["Path"] == nil) {
-		return nil, fmt.Errorf("%w: an Api event needs a Path", ErrTemplate)
+	if rt.Path, err = strProp(r, props, "Path", "$default"); err != nil {
+		return nil, err
 	}
-	if v, ok := props["PayloadFormatVersion"]; ok && !rest {
-		if rt.Payload, err = r.str(v); err != nil {
-			return nil, err
-		}
-		if rt.Payload != "1.0" && rt.Payload != "2.0" {
-			return nil, fmt.Errorf("%w: PayloadFormatVersion %q: want 1.0 or 2.0", ErrTemplate, rt.Payload)
-		}
-	}
-	// The API: the event's ApiId / RestApiId, else the implicit one.
-	apiKey, globalKey, implicit := "ApiId", "HttpApi", "ServerlessHttpApi"
 	if rest {
-		apiKey, globalKey, implicit = "RestApiId", "Api", "ServerlessRestApi"
-	}
-	apiProps := map[string]any{}
-	if g, ok := t.Globals[globalKey].(map[string]any); ok {
-		maps.Copy(apiProps, g)
-	}
-	api := implicit
-	if ref, ok := props[apiKey].(map[string]any); ok {
-		if name, ok := ref["Ref"].(string); ok {
-			res, found := t.Resources[name]
-			if !found {
-				return nil, fmt.Errorf("%w: %s %s: no such resource", ErrTemplate, apiKey, name)
-			}
-			api = name
-			maps.Copy(apiProps, res.Properties)
+		if rt.Path == "$default" || props["Path"] == nil {
+			return nil, fmt.Errorf("%w: an Api event needs a Path", ErrTemplate)
 		}
-	}
-	auth, _ := apiProps["Auth"].(map[string]any)
-	authorizer, _ := auth["DefaultAuthorizer"].(string)
-	if ea, ok := props["Auth"].(map[string]any); ok {
-		if a, ok := ea["Authorizer"].(string); ok {
-			authorizer = a
-		}
-		if fmt.Sprint(ea["ApiKeyRequired"]) == "true" {
-			return unsupported(rt, "an API key (ApiKeyRequired)", cfg)
-		}
-	}
-	if fmt.Sprint(auth["ApiKeyRequired"]) == "true" {
-		return unsupported(rt, "an API key (ApiKeyRequired)", cfg)
-	}
-	if authorizer == "" || authorizer == "NONE" {
+		rt.Payload = "1.0"
 		return rt, nil
 	}
-	if authorizer == "AWS_IAM" {
-		return unsupported(rt, "IAM (AWS_IAM)", cfg)
+	if rt.Payload, err = strProp(r, props, "PayloadFormatVersion", "2.0"); err != nil {
+		return nil, err
+	}
+	if rt.Payload != "1.0" && rt.Payload != "2.0" {
+		return nil, fmt.Errorf("%w: PayloadFormatVersion %q: want 1.0 or 2.0", ErrTemplate, rt.Payload)
+	}
+	return rt, nil
+}
+
+// strProp resolves the property key of props to a string, or is def when
+// props has none.
+func strProp(r *resolver, props map[string]any, key, def string) (string, error) {
+	v, ok := props[key]
+	if !ok {
+		return def, nil
+	}
+	return r.str(v)
+}
+
+// apiOf is the API of an HttpApi event (an Api event when rest) of
+// properties props, its ApiId's (RestApiId's) or else the implicit one's
+// name, and the API's properties over the Globals'.
+func apiOf(t *Template, rest bool, props map[string]any) (string, map[string]any, error) {
+	apiKey, globalKey, api := "ApiId", "HttpApi", "ServerlessHttpApi"
+	if rest {
+		apiKey, globalKey, api = "RestApiId", "Api", "ServerlessRestApi"
+	}
+	apiProps := map[string]any{}
+	g, _ := t.Globals[globalKey].(map[string]any)
+	maps.Copy(apiProps, g)
+	ref, _ := props[apiKey].(map[string]any)
+	name, ok := ref["Ref"].(string)
+	if !ok {
+		return api, apiProps, nil
+	}
+	res, found := t.Resources[name]
+	if !found {
+		return "", nil, fmt.Errorf("%w: %s %s: no such resource", ErrTemplate, apiKey, name)
+	}
+	maps.Copy(apiProps, res.Properties)
+	return name, apiProps, nil
+}
+
+// withAuthorizer gives rt the JWT authorizer that its event's properties
+// (props) or else its API (api, of properties apiProps) names, registered
+// in the plan; a route without one is open, and one with another kind of
+// authorizer or an API key is refused (unsupported).
+func (pl *planner) withAuthorizer(rt *Route, api string, apiProps, props map[string]any) (*Route, error) {
+	auth, _ := apiProps["Auth"].(map[string]any)
+	authorizer, apiKey := authorizerOf(auth, props)
+	switch {
+	case apiKey:
+		return unsupported(rt, "an API key (ApiKeyRequired)", pl.cfg)
+	case authorizer == "" || authorizer == "NONE":
+		return rt, nil
+	case authorizer == "AWS_IAM":
+		return unsupported(rt, "IAM (AWS_IAM)", pl.cfg)
 	}
 	defs, _ := auth["Authorizers"].(map[string]any)
 	def, ok := defs[authorizer].(map[string]any)
@@ -447,38 +520,62 @@ func routeOf(r *resolver, t *Template, fnName string, rest bool, props map[strin
 		if def["UserPoolArn"] != nil {
 			kind = "a Cognito user pool authorizer"
 		}
-		return unsupported(rt, kind+" ("+authorizer+")", cfg)
+		return unsupported(rt, kind+" ("+authorizer+")", pl.cfg)
 	}
-	key := api + "/" + authorizer
-	if _, done := p.Authorizers[key]; !done {
-		jc := &JWTConfig{Issuer: DefaultIssuer, Audience: []string{DefaultAudience}}
-		if iss, err := r.str(jwt["issuer"]); err == nil && iss != "" {
-			jc.Issuer = iss
-		}
-		if aud, err := r.eval(jwt["audience"]); err == nil {
-			var l []string
-			switch a := aud.(type) {
-			case []any:
-				for _, x := range a {
-					if s := scalar(x); s != "" {
-						l = append(l, s)
-					}
-				}
-			case string:
-				if a != "" {
-					l = []string{a}
-				}
-			}
-			if len(l) > 0 {
-				jc.Audience = l
-			}
-		}
-		p.Authorizers[key] = jc
+	rt.Authorizer = api + "/" + authorizer
+	if _, done := pl.plan.Authorizers[rt.Authorizer]; !done {
+		pl.plan.Authorizers[rt.Authorizer] = jwtConfig(pl.r, jwt)
 	}
-	rt.Authorizer = key
 	return rt, nil
 }
 
+// authorizerOf is the authorizer a route names, its event's Auth
+// Authorizer (of props) else its API's DefaultAuthorizer (of auth), and
+// whether the event or the API requires an API key.
+func authorizerOf(auth, props map[string]any) (string, bool) {
+	name, _ := auth["DefaultAuthorizer"].(string)
+	ea, _ := props["Auth"].(map[string]any)
+	if a, ok := ea["Authorizer"].(string); ok {
+		name = a
+	}
+	return name, fmt.Sprint(ea["ApiKeyRequired"]) == "true" || fmt.Sprint(auth["ApiKeyRequired"]) == "true"
+}
+
+// jwtConfig resolves a JwtConfiguration: its issuer, else DefaultIssuer,
+// and its audience's non-empty members, else DefaultAudience.
+func jwtConfig(r *resolver, jwt map[string]any) *JWTConfig {
+	jc := &JWTConfig{Issuer: DefaultIssuer, Audience: []string{DefaultAudience}}
+	if iss, err := r.str(jwt["issuer"]); err == nil && iss != "" {
+		jc.Issuer = iss
+	}
+	if aud, err := r.eval(jwt["audience"]); err == nil {
+		if l := nonEmpty(aud); len(l) > 0 {
+			jc.Audience = l
+		}
+	}
+	return jc
+}
+
+// nonEmpty is the non-empty strings of v, a list or a string.
+func nonEmpty(v any) []string {
+	var l []string
+	switch v := v.(type) {
+	case []any:
+		for _, x := range v {
+			if s := scalar(x); s != "" {
+				l = append(l, s)
+			}
+		}
+	case string:
+		if v != "" {
+			l = []string{v}
+		}
+	}
+	return l
+}
+
+// unsupported refuses rt, which uses kind of authorization, or serves it
+// open under SkipUnsupportedAuth.
 func unsupported(rt *Route, kind string, cfg PlanConfig) (*Route, error) {
 	if cfg.SkipUnsupportedAuth {
 		return rt, nil

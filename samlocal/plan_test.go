@@ -2,6 +2,7 @@ package samlocal_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,6 +122,17 @@ func TestPlanRefuses(t *testing.T) {
 		{"ImportValue", head + "      Environment:\n        Variables:\n          X: !ImportValue other\n", "Fn::ImportValue is not supported", samlocal.PlanConfig{}},
 		{"bad payload version", head + "      Events:\n        E:\n          Type: HttpApi\n          Properties:\n            Path: /x\n            Method: POST\n            PayloadFormatVersion: \"3.0\"\n",
 			"PayloadFormatVersion", samlocal.PlanConfig{}},
+		{"Api event without a Path", head + "      Events: {E: {Type: Api, Properties: {Method: POST}}}\n", "an Api event needs a Path", samlocal.PlanConfig{}},
+		{"unknown ApiId", head + "      Events: {E: {Type: HttpApi, Properties: {ApiId: !Ref Nope}}}\n", "ApiId Nope: no such resource", samlocal.PlanConfig{}},
+		{"authorizer not defined", head + "      Events: {E: {Type: HttpApi, Properties: {Auth: {Authorizer: J}}}}\n",
+			"authorizer J is not among ServerlessHttpApi's Authorizers", samlocal.PlanConfig{}},
+		{"Cognito authorizer", head + "      Events: {E: {Type: Api, Properties: {Path: /x, RestApiId: !Ref A}}}\n" +
+			"  A: {Type: AWS::Serverless::Api, Properties: {Auth: {DefaultAuthorizer: C, Authorizers: {C: {UserPoolArn: arn}}}}}\n",
+			"a Cognito user pool authorizer (C)", samlocal.PlanConfig{}},
+		{"API key of every Api", "Globals: {Api: {Auth: {ApiKeyRequired: true}}}\n" + head + "      Events: {E: {Type: Api, Properties: {Path: /x}}}\n",
+			"API key", samlocal.PlanConfig{}},
+		{"Timeout not a positive integer", head + "      Timeout: 0\n", "property Timeout", samlocal.PlanConfig{}},
+		{"MemorySize not an integer", head + "      MemorySize: lots\n", "property MemorySize", samlocal.PlanConfig{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tpl, err := samlocal.ParseTemplate([]byte(tc.template))
@@ -140,6 +152,76 @@ func TestPlanRefuses(t *testing.T) {
 	p, err := samlocal.NewPlan(tpl, samlocal.PlanConfig{SkipUnsupportedAuth: true})
 	if err != nil || len(p.Functions[0].Routes) != 1 || p.Functions[0].Routes[0].Authorizer != "" {
 		t.Fatalf("skipped: %v %+v", err, p)
+	}
+}
+
+// TestPlanRoutes: an event's method, path, payload format, API and JWT
+// authorizer, each as API Gateway takes them, the authorizer's issuer and
+// audience standing in when the template's do not resolve.
+func TestPlanRoutes(t *testing.T) {
+	const jwt = "Globals:\n  HttpApi:\n    Auth:\n      DefaultAuthorizer: J\n      Authorizers:\n        J:\n          JwtConfiguration: "
+	const get = "{Path: /p, Method: GET"
+	for _, tc := range []struct {
+		name, top, events, resources string
+		want                         string // route key, payload, authorizer, its issuer and audience
+	}{
+		{"no method or path", "", "{Type: HttpApi}", "", "$default 2.0 "},
+		{"any method", "", "{Type: HttpApi, Properties: {Path: /p, Method: x-amazon-apigateway-any-method}}", "", "ANY /p 2.0 "},
+		{"method in lower case", "", "{Type: HttpApi, Properties: {Path: /p, Method: get}}", "", "GET /p 2.0 "},
+		{"HTTP API payload 1.0", "", "{Type: HttpApi, Properties: " + get + ", PayloadFormatVersion: \"1.0\"}}", "", "GET /p 1.0 "},
+		{"REST API payload 1.0 only", "", "{Type: Api, Properties: " + get + ", PayloadFormatVersion: \"2.0\"}}", "", "GET /p 1.0 "},
+		{"default authorizer of Globals, one audience", jwt + "{issuer: https://idp.test, audience: one}\n",
+			"{Type: HttpApi, Properties: " + get + "}}", "", "GET /p 2.0 ServerlessHttpApi/J https://idp.test [one]"},
+		{"issuer and audience stand-ins", "Parameters:\n  Aud: {Type: String}\n" + jwt + "{issuer: \"\", audience: !Ref Aud}\n",
+			"{Type: HttpApi, Properties: " + get + "}}", "", "GET /p 2.0 ServerlessHttpApi/J " + samlocal.DefaultIssuer + " [" + samlocal.DefaultAudience + "]"},
+		{"NONE opens a route", jwt + "{issuer: i, audience: a}\n", "{Type: HttpApi, Properties: " + get + ", Auth: {Authorizer: NONE}}}", "", "GET /p 2.0 "},
+		{"an API of its own over Globals", jwt + "{issuer: i, audience: a}\n", "{Type: HttpApi, Properties: " + get + ", ApiId: !Ref A}}",
+			"  A:\n    Type: AWS::Serverless::HttpApi\n    Properties: {Auth: {DefaultAuthorizer: J, Authorizers: {J: {JwtConfiguration: {issuer: i2, audience: [x, \"\", y]}}}}}\n",
+			"GET /p 2.0 A/J i2 [x y]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := newPlan(tc.top+"Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties: {CodeUri: fn/, Runtime: provided.al2023, Events: {E: "+tc.events+"}}\n"+tc.resources, samlocal.PlanConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := routes(p.Function("Fn"))
+			if a := p.Authorizers[p.Function("Fn").Routes[0].Authorizer]; a != nil {
+				got[0] += fmt.Sprintf(" %s %v", a.Issuer, a.Audience)
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Fatalf("routes %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPlanFunctionSettings: a function's timeout and memory (3 s and 128
+// MB when the template has none), its runtime resolved, its code's
+// directory relative to the template's unless absolute.
+func TestPlanFunctionSettings(t *testing.T) {
+	for _, tc := range []struct {
+		props string
+		want  string // timeout, memory, runtime, code directory
+	}{
+		{"CodeUri: fn/, Runtime: provided.al2023", "3 128 provided.al2023 /tpl/fn/"},
+		{"CodeUri: /abs/fn, Runtime: !Ref R, Timeout: 7, MemorySize: \"512\"", "7 512 go1.x /abs/fn"},
+		{"CodeUri: {Bucket: b, Key: k}", "3 128  "},
+	} {
+		t.Run(tc.props, func(t *testing.T) {
+			tpl, err := samlocal.ParseTemplate([]byte("Parameters:\n  R: {Type: String, Default: go1.x}\nResources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties: {" + tc.props + "}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tpl.Dir = "/tpl"
+			p, err := samlocal.NewPlan(tpl, samlocal.PlanConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn := p.Function("Fn")
+			if got := fmt.Sprint(fn.Timeout, " ", fn.MemorySize, " ", fn.Runtime, " ", fn.CodeDir); got != tc.want {
+				t.Fatalf("function %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -3,8 +3,11 @@ package samlocal
 import (
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,56 +101,80 @@ func ParseTemplate(b []byte) (*Template, error) {
 // intrinsic (!Ref X) into its long form ({"Ref": X}).
 func nodeValue(n *yaml.Node) (any, error) {
 	var v any
+	var err error
 	switch n.Kind {
 	case yaml.AliasNode:
 		return nodeValue(n.Alias)
 	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			val, err := nodeValue(n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			m[n.Content[i].Value] = val
-		}
-		v = m
+		v, err = mappingValue(n)
 	case yaml.SequenceNode:
-		s := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			val, err := nodeValue(c)
-			if err != nil {
-				return nil, err
-			}
-			s = append(s, val)
-		}
-		v = s
+		v, err = sequenceValue(n)
 	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!int", "!!float":
-			v = n.Value // CloudFormation values are strings
-		case "!!bool":
-			b, _ := strconv.ParseBool(n.Value)
-			v = b
-		case "!!null":
-			v = nil
-		default:
-			v = n.Value
+		v = scalarValue(n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return longForm(n.Tag, v), nil
+}
+
+// mappingValue is a mapping node's value: its keys' values by key.
+func mappingValue(n *yaml.Node) (map[string]any, error) {
+	m := make(map[string]any, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		val, err := nodeValue(n.Content[i+1])
+		if err != nil {
+			return nil, err
 		}
+		m[n.Content[i].Value] = val
 	}
-	if !strings.HasPrefix(n.Tag, "!") || strings.HasPrefix(n.Tag, "!!") {
-		return v, nil
+	return m, nil
+}
+
+// sequenceValue is a sequence node's value: its members' values in order.
+func sequenceValue(n *yaml.Node) ([]any, error) {
+	s := make([]any, 0, len(n.Content))
+	for _, c := range n.Content {
+		val, err := nodeValue(c)
+		if err != nil {
+			return nil, err
+		}
+		s = append(s, val)
 	}
-	name := n.Tag[1:]
+	return s, nil
+}
+
+// scalarValue is a scalar node's value: a bool for !!bool, nil for
+// !!null, else its text (CloudFormation's numbers are strings).
+func scalarValue(n *yaml.Node) any {
+	switch n.Tag {
+	case "!!bool":
+		b, _ := strconv.ParseBool(n.Value)
+		return b
+	case "!!null":
+		return nil
+	}
+	return n.Value
+}
+
+// longForm is v under its node's short-form intrinsic tag in long form
+// (!Ref X is {"Ref": X}, !GetAtt A.B is {"Fn::GetAtt": [A, B]}, !Sub X is
+// {"Fn::Sub": X}), or v itself when tag is none or a YAML one (!!str).
+func longForm(tag string, v any) any {
+	if !strings.HasPrefix(tag, "!") || strings.HasPrefix(tag, "!!") {
+		return v
+	}
+	name := tag[1:]
 	switch name {
 	case "Ref", "Condition":
-		return map[string]any{name: v}, nil
+		return map[string]any{name: v}
 	case "GetAtt":
 		if s, ok := v.(string); ok {
 			id, attr, _ := strings.Cut(s, ".")
 			v = []any{id, attr}
 		}
 	}
-	return map[string]any{"Fn::" + name: v}, nil
+	return map[string]any{"Fn::" + name: v}
 }
 
 // Pseudo parameters' local values.
@@ -166,6 +193,8 @@ type resolver struct {
 	stack  string
 }
 
+// newResolver returns the resolver of t with its parameters' values: their
+// defaults, or their overrides (which must name parameters of t).
 func newResolver(t *Template, overrides map[string]string, region, stack string) (*resolver, error) {
 	r := &resolver{t: t, params: map[string]any{}, names: map[string]string{}, region: region, stack: stack}
 	for name, p := range t.Parameters {
@@ -195,6 +224,7 @@ func newResolver(t *Template, overrides map[string]string, region, stack string)
 	return r, nil
 }
 
+// scalar is v as a string: nil is empty.
 func scalar(v any) string {
 	switch v := v.(type) {
 	case string:
@@ -210,15 +240,8 @@ func (r *resolver) eval(v any) (any, error) {
 	switch v := v.(type) {
 	case []any:
 		out := make([]any, 0, len(v))
-		for _, x := range v {
-			y, err := r.eval(x)
-			if err != nil {
-				return nil, err
-			}
-			if y == noValue {
-				continue
-			}
-			out = append(out, y)
+		if err := evalMembers(r, slices.All(v), func(_ int, y any) { out = append(out, y) }); err != nil {
+			return nil, err
 		}
 		return out, nil
 	case map[string]any:
@@ -230,19 +253,27 @@ func (r *resolver) eval(v any) (any, error) {
 			}
 		}
 		out := make(map[string]any, len(v))
-		for k, x := range v {
-			y, err := r.eval(x)
-			if err != nil {
-				return nil, err
-			}
-			if y == noValue {
-				continue
-			}
-			out[k] = y
+		if err := evalMembers(r, maps.All(v), func(k string, y any) { out[k] = y }); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}
 	return v, nil
+}
+
+// evalMembers evaluates the members of a list or a mapping and keeps each
+// one's value but AWS::NoValue, which removes the member.
+func evalMembers[K comparable](r *resolver, members iter.Seq2[K, any], keep func(K, any)) error {
+	for k, x := range members {
+		y, err := r.eval(x)
+		if err != nil {
+			return err
+		}
+		if y != noValue {
+			keep(k, y)
+		}
+	}
+	return nil
 }
 
 // noValue is AWS::NoValue: the member holding it is removed.
@@ -265,6 +296,9 @@ func (r *resolver) str(v any) (string, error) {
 	return "", fmt.Errorf("%w: %v is not a string", ErrTemplate, x)
 }
 
+// ref is Ref name: a pseudo parameter's local value, a parameter's value,
+// a resource's local name (a table's physical name, an empty queue URL,
+// else the logical id).
 func (r *resolver) ref(name string) (any, error) {
 	switch name {
 	case "AWS::Region":
@@ -274,7 +308,7 @@ func (r *resolver) ref(name string) (any, error) {
 	case "AWS::StackName":
 		return r.stack, nil
 	case "AWS::StackId":
-		return "arn:aws:cloudformation:" + r.region + ":" + AccountID + ":stack/" + r.stack + "/local", nil
+		return r.arn("cloudformation", "stack/"+r.stack+"/local"), nil
 	case "AWS::Partition":
 		return Partition, nil
 	case "AWS::URLSuffix":
@@ -288,11 +322,17 @@ func (r *resolver) ref(name string) (any, error) {
 	if _, ok := r.t.Parameters[name]; ok {
 		return nil, fmt.Errorf("%w: parameter %s has no Default: give it a value (-parameter-overrides %s=...)", ErrTemplate, name, name)
 	}
-	res, ok := r.t.Resources[name]
+	return r.resourceRef(name)
+}
+
+// resourceRef is Ref of the resource id: its physical name when it has one
+// locally (a table), "" for a queue, else its logical id.
+func (r *resolver) resourceRef(id string) (any, error) {
+	res, ok := r.t.Resources[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: Ref %s: no such parameter or resource", ErrTemplate, name)
+		return nil, fmt.Errorf("%w: Ref %s: no such parameter or resource", ErrTemplate, id)
 	}
-	if n, ok := r.names[name]; ok {
+	if n, ok := r.names[id]; ok {
 		return n, nil
 	}
 	if res.Type == "AWS::SQS::Queue" {
@@ -300,9 +340,16 @@ func (r *resolver) ref(name string) (any, error) {
 		// that sends when it has one sends nothing (docs/DEPLOY.md).
 		return "", nil
 	}
-	return name, nil
+	return id, nil
 }
 
+// arn is the ARN of resource (what follows the account id) of service
+// svc in the stack's region and account.
+func (r *resolver) arn(svc, resource string) string {
+	return "arn:aws:" + svc + ":" + r.region + ":" + AccountID + ":" + resource
+}
+
+// getAtt is Fn::GetAtt [id, attr]: the attribute's local value (attribute).
 func (r *resolver) getAtt(id, attr string) (any, error) {
 	res, ok := r.t.Resources[id]
 	if !ok {
@@ -313,130 +360,204 @@ func (r *resolver) getAtt(id, attr string) (any, error) {
 		return nil, err
 	}
 	n, _ := name.(string)
+	return r.attribute(res.Type, id, n, attr), nil
+}
+
+// attribute is the local value of attribute attr of the resource id of
+// type typ, whose Ref is n: a queue's QueueUrl is empty, its QueueName id,
+// its Arn built from id; any other Arn, and a StreamArn, is built from n
+// in the stack's region and account; any other attribute is n.
+func (r *resolver) attribute(typ, id, n, attr string) string {
+	if typ == "AWS::SQS::Queue" {
+		switch attr {
+		case "QueueUrl":
+			return ""
+		case "QueueName":
+			return id
+		case "Arn":
+			return r.arn("sqs", id)
+		}
+	}
 	switch {
-	case res.Type == "AWS::SQS::Queue" && attr == "QueueUrl":
-		return "", nil
-	case res.Type == "AWS::SQS::Queue" && attr == "QueueName":
-		return id, nil
-	case res.Type == "AWS::SQS::Queue" && attr == "Arn":
-		return "arn:aws:sqs:" + r.region + ":" + AccountID + ":" + id, nil
-	case attr == "Arn" && (res.Type == "AWS::DynamoDB::Table" || res.Type == "AWS::Serverless::SimpleTable"):
-		return "arn:aws:dynamodb:" + r.region + ":" + AccountID + ":table/" + n, nil
 	case attr == "StreamArn":
-		return "arn:aws:dynamodb:" + r.region + ":" + AccountID + ":table/" + n + "/stream/local", nil
-	case attr == "Arn" && res.Type == "AWS::Serverless::Function":
-		return "arn:aws:lambda:" + r.region + ":" + AccountID + ":function:" + n, nil
-	case attr == "Arn":
-		svc := strings.ToLower(strings.TrimPrefix(strings.SplitN(strings.TrimPrefix(res.Type, "AWS::"), "::", 2)[0], "Serverless"))
-		return "arn:aws:" + svc + ":" + r.region + ":" + AccountID + ":" + n, nil
+		return r.arn("dynamodb", "table/"+n+"/stream/local")
+	case attr != "Arn":
+		return n
+	case typ == "AWS::DynamoDB::Table" || typ == "AWS::Serverless::SimpleTable":
+		return r.arn("dynamodb", "table/"+n)
+	case typ == "AWS::Serverless::Function":
+		return r.arn("lambda", "function:"+n)
 	}
-	return n, nil
+	return r.arn(service(typ), n)
 }
 
+// service is the ARN service of a resource type: AWS::SNS::Topic's sns.
+func service(typ string) string {
+	return strings.ToLower(strings.TrimPrefix(strings.SplitN(strings.TrimPrefix(typ, "AWS::"), "::", 2)[0], "Serverless"))
+}
+
+// intrinsic evaluates the intrinsic function fn of argument arg (as the
+// template has it, unevaluated); one that is not run locally is an error.
 func (r *resolver) intrinsic(fn string, arg any) (any, error) {
-	switch fn {
-	case "Ref":
-		name, err := r.str(arg)
-		if err != nil {
-			return nil, err
-		}
-		return r.ref(name)
-	case "Fn::GetAtt":
-		a, err := r.eval(arg)
-		if err != nil {
-			return nil, err
-		}
-		l, _ := a.([]any)
-		if len(l) != 2 {
-			return nil, fmt.Errorf("%w: Fn::GetAtt %v: want [resource, attribute]", ErrTemplate, arg)
-		}
-		return r.getAtt(scalar(l[0]), scalar(l[1]))
-	case "Fn::Sub":
-		var text string
-		vars := map[string]any{}
-		switch a := arg.(type) {
-		case string:
-			text = a
-		case []any:
-			if len(a) != 2 {
-				return nil, fmt.Errorf("%w: Fn::Sub %v", ErrTemplate, arg)
-			}
-			text = scalar(a[0])
-			m, _ := a[1].(map[string]any)
-			for k, x := range m {
-				y, err := r.eval(x)
-				if err != nil {
-					return nil, err
-				}
-				vars[k] = y
-			}
-		default:
-			return nil, fmt.Errorf("%w: Fn::Sub %v", ErrTemplate, arg)
-		}
-		return r.sub(text, vars)
-	case "Fn::Join":
-		a, err := r.eval(arg)
-		if err != nil {
-			return nil, err
-		}
-		l, _ := a.([]any)
-		if len(l) != 2 {
-			return nil, fmt.Errorf("%w: Fn::Join %v", ErrTemplate, arg)
-		}
-		parts, _ := l[1].([]any)
-		s := make([]string, len(parts))
-		for i, p := range parts {
-			s[i] = scalar(p)
-		}
-		return strings.Join(s, scalar(l[0])), nil
-	case "Fn::Select":
-		a, err := r.eval(arg)
-		if err != nil {
-			return nil, err
-		}
-		l, _ := a.([]any)
-		if len(l) != 2 {
-			return nil, fmt.Errorf("%w: Fn::Select %v", ErrTemplate, arg)
-		}
-		i, err := strconv.Atoi(scalar(l[0]))
-		list, _ := l[1].([]any)
-		if err != nil || i < 0 || i >= len(list) {
-			return nil, fmt.Errorf("%w: Fn::Select %v: index out of range", ErrTemplate, arg)
-		}
-		return list[i], nil
-	case "Fn::Split":
-		a, err := r.eval(arg)
-		if err != nil {
-			return nil, err
-		}
-		l, _ := a.([]any)
-		if len(l) != 2 {
-			return nil, fmt.Errorf("%w: Fn::Split %v", ErrTemplate, arg)
-		}
-		var out []any
-		for _, s := range strings.Split(scalar(l[1]), scalar(l[0])) {
-			out = append(out, s)
-		}
-		return out, nil
-	case "Fn::If":
-		l, _ := arg.([]any)
-		if len(l) != 3 {
-			return nil, fmt.Errorf("%w: Fn::If %v", ErrTemplate, arg)
-		}
-		ok, err := r.condition(scalar(l[0]))
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return r.eval(l[1])
-		}
-		return r.eval(l[2])
-	case "Fn::Equals", "Fn::Not", "Fn::And", "Fn::Or":
-		return r.boolean(map[string]any{fn: arg})
+	f, ok := intrinsics[fn]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not supported locally", ErrTemplate, fn)
 	}
-	return nil, fmt.Errorf("%w: %s is not supported locally", ErrTemplate, fn)
+	return f(r, fn, arg)
 }
 
+// intrinsics are the intrinsic functions run locally by name, each given
+// its name and its argument unevaluated; init sets them, as they call
+// eval, which calls them.
+var intrinsics map[string]func(r *resolver, fn string, arg any) (any, error)
+
+func init() {
+	intrinsics = map[string]func(*resolver, string, any) (any, error){
+		"Ref":        (*resolver).fnRef,
+		"Fn::GetAtt": (*resolver).fnGetAtt,
+		"Fn::Sub":    (*resolver).fnSub,
+		"Fn::Join":   (*resolver).fnJoin,
+		"Fn::Select": (*resolver).fnSelect,
+		"Fn::Split":  (*resolver).fnSplit,
+		"Fn::If":     (*resolver).fnIf,
+		"Fn::Equals": (*resolver).fnCondition,
+		"Fn::Not":    (*resolver).fnCondition,
+		"Fn::And":    (*resolver).fnCondition,
+		"Fn::Or":     (*resolver).fnCondition,
+	}
+}
+
+// pair evaluates the argument of fn, which must then be a list of two,
+// and returns its members; hint ends the error's text when it is not.
+func (r *resolver) pair(fn string, arg any, hint string) (any, any, error) {
+	a, err := r.eval(arg)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, _ := a.([]any)
+	if len(l) != 2 {
+		return nil, nil, fmt.Errorf("%w: %s %v%s", ErrTemplate, fn, arg, hint)
+	}
+	return l[0], l[1], nil
+}
+
+// fnRef is Ref: a parameter's value, a resource's local name, or a pseudo
+// parameter's local value (ref).
+func (r *resolver) fnRef(_ string, arg any) (any, error) {
+	name, err := r.str(arg)
+	if err != nil {
+		return nil, err
+	}
+	return r.ref(name)
+}
+
+// fnGetAtt is Fn::GetAtt [resource, attribute]: the attribute's local
+// value (getAtt).
+func (r *resolver) fnGetAtt(fn string, arg any) (any, error) {
+	id, attr, err := r.pair(fn, arg, ": want [resource, attribute]")
+	if err != nil {
+		return nil, err
+	}
+	return r.getAtt(scalar(id), scalar(attr))
+}
+
+// fnSub is Fn::Sub of a text, or of [text, variables] whose variables are
+// evaluated first and win over the template's names (sub).
+func (r *resolver) fnSub(fn string, arg any) (any, error) {
+	switch a := arg.(type) {
+	case string:
+		return r.sub(a, nil)
+	case []any:
+		if len(a) != 2 {
+			break
+		}
+		vars, err := r.subVars(a[1])
+		if err != nil {
+			return nil, err
+		}
+		return r.sub(scalar(a[0]), vars)
+	}
+	return nil, fmt.Errorf("%w: %s %v", ErrTemplate, fn, arg)
+}
+
+// subVars evaluates the variables of an Fn::Sub [text, variables].
+func (r *resolver) subVars(v any) (map[string]any, error) {
+	m, _ := v.(map[string]any)
+	vars := make(map[string]any, len(m))
+	for k, x := range m {
+		y, err := r.eval(x)
+		if err != nil {
+			return nil, err
+		}
+		vars[k] = y
+	}
+	return vars, nil
+}
+
+// fnJoin is Fn::Join [delimiter, list]: the list's members joined by the
+// delimiter.
+func (r *resolver) fnJoin(fn string, arg any) (any, error) {
+	sep, list, err := r.pair(fn, arg, "")
+	if err != nil {
+		return nil, err
+	}
+	parts, _ := list.([]any)
+	return join(parts, scalar(sep)), nil
+}
+
+// fnSelect is Fn::Select [index, list]: the list's member at index, which
+// must be in range.
+func (r *resolver) fnSelect(fn string, arg any) (any, error) {
+	index, list, err := r.pair(fn, arg, "")
+	if err != nil {
+		return nil, err
+	}
+	i, err := strconv.Atoi(scalar(index))
+	l, _ := list.([]any)
+	if err != nil || i < 0 || i >= len(l) {
+		return nil, fmt.Errorf("%w: %s %v: index out of range", ErrTemplate, fn, arg)
+	}
+	return l[i], nil
+}
+
+// fnSplit is Fn::Split [delimiter, text]: the list of text's parts
+// between the delimiters.
+func (r *resolver) fnSplit(fn string, arg any) (any, error) {
+	sep, text, err := r.pair(fn, arg, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	for _, s := range strings.Split(scalar(text), scalar(sep)) {
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// fnIf is Fn::If [condition, then, else]: then evaluated when the named
+// condition holds, else else.
+func (r *resolver) fnIf(fn string, arg any) (any, error) {
+	l, _ := arg.([]any)
+	if len(l) != 3 {
+		return nil, fmt.Errorf("%w: %s %v", ErrTemplate, fn, arg)
+	}
+	ok, err := r.condition(scalar(l[0]))
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return r.eval(l[1])
+	}
+	return r.eval(l[2])
+}
+
+// fnCondition is Fn::Equals, Fn::Not, Fn::And or Fn::Or (boolean) as a
+// value.
+func (r *resolver) fnCondition(fn string, arg any) (any, error) {
+	return r.boolean(map[string]any{fn: arg})
+}
+
+// condition evaluates the template's condition named name.
 func (r *resolver) condition(name string) (bool, error) {
 	c, ok := r.t.Conditions[name]
 	if !ok {
@@ -445,51 +566,68 @@ func (r *resolver) condition(name string) (bool, error) {
 	return r.boolean(c)
 }
 
+// boolean evaluates a condition: {"Condition": name}, Fn::Equals, Fn::Not,
+// Fn::And or Fn::Or.
 func (r *resolver) boolean(v any) (bool, error) {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) != 1 {
 		return false, fmt.Errorf("%w: condition %v", ErrTemplate, v)
 	}
 	for fn, arg := range m {
-		l, _ := arg.([]any)
 		switch fn {
 		case "Condition":
 			return r.condition(scalar(arg))
 		case "Fn::Equals":
-			if len(l) != 2 {
-				return false, fmt.Errorf("%w: Fn::Equals %v", ErrTemplate, arg)
-			}
-			a, err := r.eval(l[0])
-			if err != nil {
-				return false, err
-			}
-			b, err := r.eval(l[1])
-			if err != nil {
-				return false, err
-			}
-			return fmt.Sprint(a) == fmt.Sprint(b), nil
+			return r.equals(arg)
 		case "Fn::Not", "Fn::And", "Fn::Or":
-			all, any := true, false
-			for _, x := range l {
-				b, err := r.boolean(x)
-				if err != nil {
-					return false, err
-				}
-				all, any = all && b, any || b
-			}
-			switch fn {
-			case "Fn::Not":
-				return len(l) == 1 && !all, nil
-			case "Fn::And":
-				return all, nil
-			}
-			return any, nil
+			return r.logic(fn, arg)
 		}
 	}
 	return false, fmt.Errorf("%w: condition %v", ErrTemplate, v)
 }
 
-// sub expands ${Name} and ${Resource.Attribute} in text; ${!Literal} is
+// equals is Fn::Equals [a, b]: whether a and b, each evaluated, print the
+// same.
+func (r *resolver) equals(arg any) (bool, error) {
+	l, _ := arg.([]any)
+	if len(l) != 2 {
+		return false, fmt.Errorf("%w: Fn::Equals %v", ErrTemplate, arg)
+	}
+	a, err := r.eval(l[0])
+	if err != nil {
+		return false, err
+	}
+	b, err := r.eval(l[1])
+	if err != nil {
+		return false, err
+	}
+	return fmt.Sprint(a) == fmt.Sprint(b), nil
+}
+
+// logic is Fn::Not (its one condition is false), Fn::And (every
+// condition holds) or Fn::Or (one does) over the list of conditions arg,
+// every one of which is evaluated.
+func (r *resolver) logic(fn string, arg any) (bool, error) {
+	l, _ := arg.([]any)
+	all, some := true, false
+	for _, x := range l {
+		b, err := r.boolean(x)
+		if err != nil {
+			return false, err
+		}
+		all, some = all && b, some || b
+	}
+	switch fn {
+	case "Fn::Not":
+		return len(l) == 1 && !all, nil
+	case "Fn::And":
+		return all, nil
+	}
+	return some, nil
+}
+
+// sub expands ${Name} and ${Resource.Attribute} in text, a name of vars
+// before the template's, a list joined with commas; ${!Literal} is
 // ${Literal}.
 func (r *resolver) sub(text string, vars map[string]any) (string, error) {
 	var b strings.Builder
@@ -510,27 +648,43 @@ func (r *resolver) sub(text string, vars map[string]any) (string, error) {
 			b.WriteString("${" + name[1:] + "}")
 			continue
 		}
-		var v any
-		var err error
-		if x, ok := vars[name]; ok {
-			v = x
-		} else if id, attr, ok := strings.Cut(name, "."); ok {
-			v, err = r.getAtt(id, attr)
-		} else {
-			v, err = r.ref(name)
-		}
+		v, err := r.subValue(name, vars)
 		if err != nil {
 			return "", err
 		}
-		if l, ok := v.([]any); ok {
-			s := make([]string, len(l))
-			for i, x := range l {
-				s[i] = scalar(x)
-			}
-			v = strings.Join(s, ",")
-		}
-		b.WriteString(scalar(v))
+		b.WriteString(v)
 	}
+}
+
+// subValue is what ${name} of an Fn::Sub stands for: a variable of vars,
+// else an attribute (Resource.Attribute) or a Ref; a list is joined with
+// commas.
+func (r *resolver) subValue(name string, vars map[string]any) (string, error) {
+	var v any
+	var err error
+	if x, ok := vars[name]; ok {
+		v = x
+	} else if id, attr, ok := strings.Cut(name, "."); ok {
+		v, err = r.getAtt(id, attr)
+	} else {
+		v, err = r.ref(name)
+	}
+	if err != nil {
+		return "", err
+	}
+	if l, ok := v.([]any); ok {
+		return join(l, ","), nil
+	}
+	return scalar(v), nil
+}
+
+// join is l's members as strings (scalar), separated by sep.
+func join(l []any, sep string) string {
+	s := make([]string, len(l))
+	for i, x := range l {
+		s[i] = scalar(x)
+	}
+	return strings.Join(s, sep)
 }
 
 // sortedKeys returns m's keys in order.

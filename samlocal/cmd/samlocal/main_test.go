@@ -60,6 +60,10 @@ func TestUsage(t *testing.T) {
 		{"missing template", []string{"start-api", "-template", "/nonexistent/template.yaml"}, "no such file"},
 		{"bad override", []string{"start-api", "-template", tpl, "-parameter-overrides", "Nope=1"}, "no such parameter"},
 		{"bootstrap of no function", []string{"start-api", "-template", tpl, "-bootstrap", "Nope=/bin/true"}, "no such function"},
+		{"env-vars missing", []string{"start-api", "-template", tpl, "-env-vars", "/nonexistent/env.json"}, "no such file"},
+		{"env-vars not JSON", []string{"start-api", "-template", tpl, "-env-vars", notJSON}, `-env-vars ` + notJSON + `: want {"Function"`},
+		{"bootstrap of another function dropped", []string{"invoke", "SettlementWorker", "-template", tpl,
+			"-bootstrap", "TransfersFunction=/nonexistent", "-bootstrap", "SettlementWorker=" + notJSON}, "is not a Linux executable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -68,5 +72,19 @@ func TestUsage(t *testing.T) {
 				t.Fatalf("error %v, want one saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestInvokeOnlyFunction: invoke without a function's name runs the
+// template's only function (here refused after, for its -env-vars file).
+func TestInvokeOnlyFunction(t *testing.T) {
+	tpl := filepath.Join(t.TempDir(), "template.yaml")
+	if err := os.WriteFile(tpl, []byte("Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"invoke", "-template", tpl, "-env-vars", "/nonexistent/env.json"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/env.json") {
+		t.Fatalf("error %v, want one about the -env-vars file", err)
 	}
 }

@@ -14,15 +14,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
-	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/samlocal/internal/ledger/boot"
 )
 
 type transfer struct {
@@ -35,20 +31,7 @@ type transfer struct {
 }
 
 func main() {
-	cfg, err := config.LoadDefaultConfig(context.Background())
-	if err != nil {
-		log.Fatal(err)
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	store, err := dynamo.New(client, os.Getenv("IDEM_TABLE"), dynamo.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		log.Fatal(err)
-	}
-	ledger := os.Getenv("LEDGER_TABLE")
+	l := boot.Start(context.Background())
 	if os.Getenv("LEDGER_TABLE_ARN") == "" {
 		log.Fatal("LEDGER_TABLE_ARN is not set: the template's GetAtt did not reach the function")
 	}
@@ -68,12 +51,12 @@ func main() {
 			}
 		}
 		t.ID, t.Account = uuid.NewString(), ev.PathParameters["account"]
-		_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(ledger), Item: map[string]types.AttributeValue{
+		err := l.Put(ctx, map[string]types.AttributeValue{
 			"id":      &types.AttributeValueMemberS{Value: t.ID},
 			"account": &types.AttributeValueMemberS{Value: t.Account},
 			"tenant":  &types.AttributeValueMemberS{Value: ev.RequestContext.Authorizer.JWT.Claims["sub"]},
 			"amount":  &types.AttributeValueMemberN{Value: fmt.Sprint(t.AmountCents)},
-		}})
+		})
 		if err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
@@ -82,7 +65,7 @@ func main() {
 		resp.Headers["Location"] = "/v1/accounts/" + t.Account + "/transfers/" + t.ID
 		return resp, nil
 	}
-	lambda.Start(apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("sub")}, h))
+	lambda.Start(apigw.WrapV2(l.Guard, apigw.Config{Tenant: apigw.JWTClaim("sub")}, h))
 }
 
 func respond(status int, v any) events.APIGatewayV2HTTPResponse {

@@ -8,20 +8,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log"
-	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
+	"github.com/idemkit/idemkit/samlocal/internal/ledger/boot"
 )
 
 type settlement struct {
@@ -31,20 +26,7 @@ type settlement struct {
 }
 
 func main() {
-	cfg, err := config.LoadDefaultConfig(context.Background())
-	if err != nil {
-		log.Fatal(err)
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	store, err := dynamo.New(client, os.Getenv("IDEM_TABLE"), dynamo.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		log.Fatal(err)
-	}
-	ledger := os.Getenv("LEDGER_TABLE")
+	l := boot.Start(context.Background())
 	key := func(m events.SQSMessage) (string, error) {
 		var s settlement
 		err := json.Unmarshal([]byte(m.Body), &s)
@@ -58,10 +40,8 @@ func main() {
 		if s.Fail {
 			return errors.New("settlement refused by the bank")
 		}
-		_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(ledger), Item: map[string]types.AttributeValue{
-			"id": &types.AttributeValueMemberS{Value: "settled#" + s.TransferID}}})
-		return err
+		return l.Put(ctx, map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "settled#" + s.TransferID}})
 	}
-	lambda.Start(batch.SQS(g, batch.SQSConfig{Config: event.Config[events.SQSMessage]{
+	lambda.Start(batch.SQS(l.Guard, batch.SQSConfig{Config: event.Config[events.SQSMessage]{
 		Key: key, Tenant: idemkit.SingleTenant[events.SQSMessage]("ledger"), Operation: "ledger.settle"}}, settle))
 }
