@@ -47,7 +47,7 @@ func TestLeaseLost(t *testing.T) {
 		every  = 200 * time.Millisecond
 		margin = time.Second
 	)
-	tests := []struct {
+	type leaseLost struct {
 		name     string
 		policy   idemkit.StalePolicy
 		extend   func(n int) error
@@ -55,31 +55,35 @@ func TestLeaseLost(t *testing.T) {
 		run      time.Duration // how long the handler runs unless cancelled
 		lost     bool
 		short    bool // a record retention shorter than the run
-	}{
-		{"takeover, renewals fail", idemkit.Takeover, func(int) error { return errStoreDown }, 0, 3 * lease, true, false},
-		{"takeover, taken over", idemkit.Takeover, func(int) error { return idemkit.ErrNotOwner }, 0, 3 * lease, true, false},
-		{"takeover, renewals run out", idemkit.Takeover, nil, 3, 3 * lease, true, false},
-		{"takeover, the second renewal lands after failures", idemkit.Takeover, func(n int) error {
-			if n == 1 {
-				return errStoreDown
-			}
-			return nil
-		}, 0, lease + lease/2, false, false},
-		{"takeover, renewals land", idemkit.Takeover, nil, 0, lease + lease/2, false, false},
-		{"fail-closed, renewals fail", idemkit.FailClosed, func(int) error { return errStoreDown }, 0, 3 * lease, true, false},
-		{"fail-closed, marked indeterminate", idemkit.FailClosed, func(int) error { return idemkit.ErrNotOwner }, 0, 3 * lease, true, false},
-		{"fail-closed, renewals run out", idemkit.FailClosed, nil, 3, 3 * lease, true, false},
-		{"fail-closed, the second renewal lands after failures", idemkit.FailClosed, func(n int) error {
-			if n == 1 {
-				return errStoreDown
-			}
-			return nil
-		}, 0, lease + lease/2, false, false},
-		{"fail-closed, renewals land", idemkit.FailClosed, nil, 0, lease + lease/2, false, false},
-		{"fail-closed, renewals run out before the record expires", idemkit.FailClosed, nil, 3, 3 * lease, true, true},
-		{"fail-closed, renewals fail before the record expires", idemkit.FailClosed, func(int) error { return errStoreDown }, 3, 3 * lease, true, true},
-		{"fail-closed, the record outlives the run", idemkit.FailClosed, nil, 3, lease / 2, false, true},
 	}
+	fail := func(int) error { return errStoreDown }
+	refuse := func(int) error { return idemkit.ErrNotOwner }
+	secondLands := func(n int) error {
+		if n == 1 {
+			return errStoreDown
+		}
+		return nil
+	}
+	var tests []leaseLost
+	// The same five under either policy; a refused renewal is a takeover
+	// under Takeover, a mark under FailClosed.
+	for _, p := range []struct {
+		name, refused string
+		policy        idemkit.StalePolicy
+	}{{"takeover", "taken over", idemkit.Takeover}, {"fail-closed", "marked indeterminate", idemkit.FailClosed}} {
+		tests = append(tests,
+			leaseLost{p.name + ", renewals fail", p.policy, fail, 0, 3 * lease, true, false},
+			leaseLost{p.name + ", " + p.refused, p.policy, refuse, 0, 3 * lease, true, false},
+			leaseLost{p.name + ", renewals run out", p.policy, nil, 3, 3 * lease, true, false},
+			leaseLost{p.name + ", the second renewal lands after failures", p.policy, secondLands, 0, lease + lease/2, false, false},
+			leaseLost{p.name + ", renewals land", p.policy, nil, 0, lease + lease/2, false, false},
+		)
+	}
+	tests = append(tests,
+		leaseLost{"fail-closed, renewals run out before the record expires", idemkit.FailClosed, nil, 3, 3 * lease, true, true},
+		leaseLost{"fail-closed, renewals fail before the record expires", idemkit.FailClosed, fail, 3, 3 * lease, true, true},
+		leaseLost{"fail-closed, the record outlives the run", idemkit.FailClosed, nil, 3, lease / 2, false, true},
+	)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
