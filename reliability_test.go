@@ -102,9 +102,7 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 				t.Fatalf("a claim reported as not stored is stored: %+v %v", rec, gerr)
 			}
 			fs.OnOp(faultstore.OpClaim, nil)
-			if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
-				t.Fatalf("retry: replayed %v err %v runs %d", replayed, err, f.runs)
-			}
+			f.mustRun(t, req("k"), respond(201, "x"), 1, "retry")
 		})
 	}
 }
@@ -436,9 +434,7 @@ func TestHandlerGoexitReleases(t *testing.T) {
 	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
-	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 1 {
-		t.Fatalf("retry after Goexit: replayed %v err %v runs %d", replayed, err, f.runs)
-	}
+	f.mustRun(t, req("k"), respond(201, "ok"), 1, "retry after Goexit")
 }
 
 func TestRetentionShorterThanReplayWindowRefused(t *testing.T) {
