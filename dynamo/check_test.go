@@ -24,14 +24,11 @@ func TestCheckTableDefinition(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
-	store, err := dynamo.New(c, name, dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := storeOn(t, c, name, dynamo.Options{})
 	if err := store.Check(t.Context()); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	err = store.CheckTTL(t.Context())
+	err := store.CheckTTL(t.Context())
 	if dynalite.Has(t, dynalite.UpdateTimeToLive) {
 		if err != nil {
 			t.Fatalf("CheckTTL: %v", err)
@@ -54,10 +51,7 @@ func TestCheckTTLDisabled(t *testing.T) {
 	def := dynamo.TableDefinition("", dynamo.Options{})
 	def.TableName = nil
 	name := dynalite.CreateTable(t, c, def) // TTL never enabled
-	store, err := dynamo.New(c, name, dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := storeOn(t, c, name, dynamo.Options{})
 	if err := store.Check(t.Context()); err != nil {
 		t.Errorf("Check: %v, want nil: TTL off only keeps expired records", err)
 	}
@@ -103,11 +97,8 @@ func TestCheckRefusesOtherTables(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := tc.table(t)
-			store, err := dynamo.New(c, name, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = store.Check(t.Context())
+			store := storeOn(t, c, name, dynamo.Options{})
+			err := store.Check(t.Context())
 			if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), "table "+name) {
 				t.Fatalf("Check: %v, want %v naming the table", err, tc.sentinel)
 			}
@@ -142,11 +133,8 @@ func TestCheckTTLAttribute(t *testing.T) {
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires"), Enabled: aws.Bool(true)}}); err != nil {
 		t.Fatal(err)
 	}
-	store, err := dynamo.New(c, name, dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = store.Check(t.Context())
+	store := storeOn(t, c, name, dynamo.Options{})
+	err := store.Check(t.Context())
 	var mm *dynamo.TableMismatchError
 	if !errors.As(err, &mm) || len(mm.Problems) != 1 || !strings.HasPrefix(mm.Problems[0], "TTL is on expires, want exp ") {
 		t.Fatalf("Check: %v, want TTL on the wrong attribute", err)
@@ -183,10 +171,7 @@ func TestCheckEveryRegion(t *testing.T) {
 // TestCheckNeedsDescribe: a client that cannot describe tables is an
 // error saying so, not a pass.
 func TestCheckNeedsDescribe(t *testing.T) {
-	store, err := dynamo.New(newCounting(dynalite.Client(t)), "t", dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := storeOn(t, newCounting(dynalite.Client(t)), "t", dynamo.Options{})
 	if err := store.Check(t.Context()); err == nil || !strings.Contains(err.Error(), "cannot describe tables") {
 		t.Errorf("Check: %v", err)
 	}
