@@ -187,10 +187,7 @@ func TestInFlight(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	snap, replayed, err := f.guard.Do(context.Background(), req("k"), respond(201, "dup"))
-	if err != nil || !replayed || string(snap.Body) != "first" {
-		t.Fatalf("after completion: %+v %v %v", snap, replayed, err)
-	}
+	f.mustReplay(t, req("k"), "first", "after completion")
 }
 
 // crash leaves an in_flight record whose handler never completes, as a
@@ -244,10 +241,7 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 	// An operator resolves it as completed: the answer is replayed.
 	ans := &idemkit.Snapshot{Status: 201, Body: []byte("resolved")}
 	f.resolveAs(t, recs[0].ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: ans, Operator: "ops", ResolvedAt: f.clock.Now()})
-	snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
-	if err != nil || !replayed || string(snap.Body) != "resolved" {
-		t.Fatalf("after resolution: %+v %v %v", snap, replayed, err)
-	}
+	f.mustReplay(t, req("k"), "resolved", "after resolution")
 }
 
 func TestResolvedFailedRunsAgain(t *testing.T) {
@@ -1042,6 +1036,15 @@ func seeing(s idemkit.Store, id string, now func() time.Time, rec **idemkit.Reco
 		}
 		*rec = r
 		return &idemkit.Snapshot{Status: 201}, nil
+	}
+}
+
+// mustReplay sends r and fails t unless it is answered with the replay
+// of body; after says after what.
+func (f *fixture) mustReplay(t *testing.T, r idemkit.Request, body, after string) {
+	t.Helper()
+	if snap, replayed, err := f.do(t, r, respond(201, "again")); err != nil || !replayed || string(snap.Body) != body {
+		t.Fatalf("%s: %+v replayed %v err %v, want the replay of %q", after, snap, replayed, err, body)
 	}
 }
 
