@@ -13,17 +13,25 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 )
 
+// createdTable makes on c, with CreateTable, a table of opts that t's
+// cleanup deletes, and returns its name.
+func createdTable(t *testing.T, c *dynamodb.Client, opts dynamo.Options) string {
+	t.Helper()
+	name := dynalite.TableName(t)
+	if err := dynamo.CreateTable(t.Context(), c, name, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	return name
+}
+
 // TestCheckTableDefinition: a table made by CreateTable passes Check on
 // every server, dynalite included, which has no TTL API and describes
 // every table with TTL off; CheckTTL reports that apart, naming the table
 // and the attribute, and passes where CreateTable could enable TTL.
 func TestCheckTableDefinition(t *testing.T) {
 	c := dynalite.Client(t)
-	name := dynalite.TableName(t)
-	if err := dynamo.CreateTable(t.Context(), c, name, dynamo.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	name := createdTable(t, c, dynamo.Options{})
 	store := storeOn(t, c, name, dynamo.Options{})
 	if err := store.Check(t.Context()); err != nil {
 		t.Fatalf("Check: %v", err)
@@ -145,11 +153,7 @@ func TestCheckTTLAttribute(t *testing.T) {
 // and names the region where it is missing.
 func TestCheckEveryRegion(t *testing.T) {
 	c := dynalite.Client(t)
-	name := dynalite.TableName(t)
-	if err := dynamo.CreateTable(t.Context(), c, name, dynamo.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	name := createdTable(t, c, dynamo.Options{})
 	other, err := dynalite.NewClient(t.Context(), dynalite.NewServer(t).Endpoint())
 	if err != nil {
 		t.Fatal(err)

@@ -251,11 +251,7 @@ func listAll(t *testing.T, list func(page string) ([]*idemkit.Record, string, er
 // is refused, naming the key schema it wants.
 func TestCheckSingleTable(t *testing.T) {
 	c := client(t)
-	name := dynalite.TableName(t)
-	if err := dynamo.CreateTable(t.Context(), c, name, singleTable); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	name := createdTable(t, c, singleTable)
 	s := storeOn(t, c, name, singleTable)
 	var mm *dynamo.TableMismatchError
 	if err := s.Check(t.Context()); err != nil && !(errors.As(err, &mm) && len(mm.Problems) == 0) {
