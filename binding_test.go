@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // endFirstRun leaves the key of r, run first by the fixture's guard, as
@@ -97,12 +98,7 @@ func TestReclaimKeepsStoredFingerprint(t *testing.T) {
 			old.Fingerprint = "v0:sha256:old"
 			endFirstRun(t, f, old, false, end)
 			cur := req("k") // the same request, fingerprinted under v1
-			cur.FingerprintAs = func(v string) (string, error) {
-				if v != "v0" {
-					return "", fmt.Errorf("unknown version %q", v)
-				}
-				return old.Fingerprint, nil
-			}
+			cur.FingerprintAs = testkit.FingerprintAs("v0", old.Fingerprint)
 			if snap, replayed, err := f.do(t, cur, respond(201, "run")); err != nil || replayed || string(snap.Body) != "run" {
 				t.Fatalf("the request under v1: %+v %v %v; want it run", snap, replayed, err)
 			}

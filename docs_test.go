@@ -17,19 +17,28 @@ import (
 	"github.com/idemkit/idemkit/memstore"
 )
 
+// docSection returns the text of the doc file name from the end of the
+// first start to the next blank line (a paragraph, a table's rows),
+// failing t when name has no start.
+func docSection(t *testing.T, name, start string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), start)
+	if !ok {
+		t.Fatalf("%s has no %q", name, start)
+	}
+	section, _, _ := strings.Cut(after, "\n\n")
+	return section
+}
+
 // TestNeverStoredListMatchesDefaultCacheable: docs/DESIGN.md is the one
 // place that lists the statuses never stored; it must name exactly those
 // DefaultCacheable refuses.
 func TestNeverStoredListMatchesDefaultCacheable(t *testing.T) {
-	b, err := os.ReadFile("docs/DESIGN.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(b), "**Never stored:**")
-	if !ok {
-		t.Fatal(`docs/DESIGN.md has no "**Never stored:**" paragraph`)
-	}
-	para, _, _ := strings.Cut(after, "\n\n")
+	para := docSection(t, "docs/DESIGN.md", "**Never stored:**")
 	var documented []int
 	for _, m := range regexp.MustCompile(`\b[1-9][0-9][0-9]\b`).FindAllString(para, -1) {
 		n, _ := strconv.Atoi(m)
@@ -159,15 +168,7 @@ func TestReadmeNamesEveryProblemType(t *testing.T) {
 // month of 30.4 days, GB = 2^30 bytes, KB = 1024 bytes, each item kept
 // for the column's retention; every figure rounded as printed.
 func TestStorageCostTable(t *testing.T) {
-	b, err := os.ReadFile("docs/OPERATIONS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(b), "| Body size | Item | 24 h | 7 days (default) | 30 days |\n")
-	if !ok {
-		t.Fatal("docs/OPERATIONS.md has no storage cost table")
-	}
-	table, _, _ = strings.Cut(table, "\n\n")
+	table := docSection(t, "docs/OPERATIONS.md", "| Body size | Item | 24 h | 7 days (default) | 30 days |\n")
 	days := []float64{1, 7, 30}
 	rows := 0
 	for _, line := range strings.Split(table, "\n")[1:] {
@@ -250,21 +251,13 @@ func TestPolicyDefaultsDocumented(t *testing.T) {
 // public package of the module (not internal/, not the nested modules,
 // each a folder with a go.mod).
 func TestDesignListsEveryPackage(t *testing.T) {
-	b, err := os.ReadFile("docs/DESIGN.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(b), "| Package | For |\n")
-	if !ok {
-		t.Fatal("docs/DESIGN.md has no package table")
-	}
-	table, _, _ = strings.Cut(table, "\n\n")
+	table := docSection(t, "docs/DESIGN.md", "| Package | For |\n")
 	nested := map[string]bool{}
 	for _, m := range []string{"integration", "examples", "internal", "node_modules", "testdata", "bin"} {
 		nested[m] = true
 	}
 	pkgs := map[string]bool{}
-	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

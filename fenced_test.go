@@ -192,9 +192,7 @@ func TestExpiredClaimIsNoTakeover(t *testing.T) {
 	f := newFixture(t, nil)
 	crash(t, f, req("k"), time.Second)
 	f.clock.Advance(7*24*time.Hour + time.Second)
-	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
-		t.Fatalf("after the crashed record expired: replayed %v err %v runs %d", replayed, err, f.runs)
-	}
+	f.mustRun(t, req("k"), respond(201, "x"), 1, "after the crashed record expired")
 	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
 		t.Fatalf("events %v, want [executed]", ks)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -186,10 +187,7 @@ func TestInFlight(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	snap, replayed, err := f.guard.Do(context.Background(), req("k"), respond(201, "dup"))
-	if err != nil || !replayed || string(snap.Body) != "first" {
-		t.Fatalf("after completion: %+v %v %v", snap, replayed, err)
-	}
+	f.mustReplay(t, req("k"), "first", "after completion")
 }
 
 // crash leaves an in_flight record whose handler never completes, as a
@@ -243,10 +241,7 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 	// An operator resolves it as completed: the answer is replayed.
 	ans := &idemkit.Snapshot{Status: 201, Body: []byte("resolved")}
 	f.resolveAs(t, recs[0].ID, idemkit.Resolution{As: idemkit.StateCompleted, Snapshot: ans, Operator: "ops", ResolvedAt: f.clock.Now()})
-	snap, replayed, err := f.do(t, req("k"), respond(201, "x"))
-	if err != nil || !replayed || string(snap.Body) != "resolved" {
-		t.Fatalf("after resolution: %+v %v %v", snap, replayed, err)
-	}
+	f.mustReplay(t, req("k"), "resolved", "after resolution")
 }
 
 func TestResolvedFailedRunsAgain(t *testing.T) {
@@ -348,9 +343,7 @@ func TestHandlerErrorReleases(t *testing.T) {
 	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
-	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
-		t.Fatalf("retry after error: replayed %v err %v runs %d", replayed, err, f.runs)
-	}
+	f.mustRun(t, req("k"), respond(201, "ok"), 2, "retry after error")
 }
 
 func TestHandlerPanicReleases(t *testing.T) {
@@ -364,9 +357,7 @@ func TestHandlerPanicReleases(t *testing.T) {
 		f.do(t, req("k"), func(context.Context) (*idemkit.Snapshot, error) { panic("kaboom") })
 		t.Fatal("Do returned after a panic")
 	}()
-	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
-		t.Fatalf("retry after panic: replayed %v err %v runs %d", replayed, err, f.runs)
-	}
+	f.mustRun(t, req("k"), respond(201, "ok"), 2, "retry after panic")
 }
 
 func TestNilResponseIsAnError(t *testing.T) {
@@ -415,9 +406,7 @@ func TestLostClaimAnswerFreesTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs.OnOp(faultstore.OpClaim, nil)
-	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
-		t.Fatalf("retry after a lost claim answer: replayed %v err %v runs %d", replayed, err, f.runs)
-	}
+	f.mustRun(t, req("k"), respond(201, "x"), 1, "retry after a lost claim answer")
 }
 
 func TestCompletionFailure(t *testing.T) {
@@ -518,12 +507,7 @@ func TestFingerprintVersionChange(t *testing.T) {
 	if _, _, err := f.do(t, cur, respond(201, "y")); !errors.Is(err, idemkit.ErrFingerprintMismatch) {
 		t.Fatalf("without FingerprintAs: %v, want a mismatch", err)
 	}
-	cur.FingerprintAs = func(v string) (string, error) {
-		if v != "v0" {
-			return "", fmt.Errorf("unknown version %q", v)
-		}
-		return "v0:sha256:old", nil
-	}
+	cur.FingerprintAs = testkit.FingerprintAs("v0", "v0:sha256:old")
 	if _, replayed, err := f.do(t, cur, respond(201, "y")); err != nil || !replayed {
 		t.Fatalf("with FingerprintAs: %v %v", replayed, err)
 	}
@@ -575,9 +559,7 @@ func TestReplayWindowAndRetention(t *testing.T) {
 		t.Fatalf("outcome %+v", oe)
 	}
 	f.clock.Advance(6 * 24 * time.Hour)
-	if _, replayed, err := f.do(t, req("k"), h); err != nil || replayed || f.runs != 2 {
-		t.Fatalf("after the record retention: replayed %v err %v runs %d", replayed, err, f.runs)
-	}
+	f.mustRun(t, req("k"), h, 2, "after the record retention")
 }
 
 func TestOmittedSnapshot(t *testing.T) {
@@ -785,12 +767,7 @@ func TestUUIDv7OldKeyFreedAgain(t *testing.T) {
 			f.clock.Advance(50 * time.Minute) // the key is now past retention and skew
 			retry := first
 			retry.Fingerprint = "v2:sha256:bb"
-			retry.FingerprintAs = func(v string) (string, error) {
-				if v == "v1" {
-					return "v1:sha256:aa", nil
-				}
-				return "", errors.New("unknown version")
-			}
+			retry.FingerprintAs = testkit.FingerprintAs("v1", "v1:sha256:aa")
 			runs := f.runs
 			snap, replayed, err := f.do(t, retry, respond(201, `{"id":"retry"}`))
 			if err != nil || replayed || snap.Status != 201 || f.runs != runs+1 {
@@ -831,19 +808,11 @@ func TestLease(t *testing.T) {
 			if tc.deadline > 0 {
 				ctx = f.clock.Deadline(t, ctx, tc.deadline)
 			}
-			var lease time.Time
-			_, _, err := f.guard.Do(ctx, req("k"), func(context.Context) (*idemkit.Snapshot, error) {
-				rec, err := getLive(context.Background(), f.store, req("k").Scope.ID(false), f.clock.Now())
-				if err != nil {
-					return nil, err
-				}
-				lease = rec.LeaseUntil
-				return &idemkit.Snapshot{Status: 201}, nil
-			})
-			if err != nil {
+			var rec *idemkit.Record
+			if _, _, err := f.guard.Do(ctx, req("k"), seeing(f.store, req("k").Scope.ID(false), f.clock.Now, &rec)); err != nil {
 				t.Fatal(err)
 			}
-			if got := lease.Sub(f.clock.Now()); got != tc.want {
+			if got := rec.LeaseUntil.Sub(f.clock.Now()); got != tc.want {
 				t.Fatalf("lease = %s, want %s", got, tc.want)
 			}
 		})
@@ -947,9 +916,7 @@ func TestReleaseIsRetried(t *testing.T) {
 	if n := fs.CountOp(faultstore.OpRelease); n != 3 {
 		t.Fatalf("release tried %d times, want 3", n)
 	}
-	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
-		t.Fatalf("retry after the handler error: replayed %v err %v runs %d", replayed, err, f.runs)
-	}
+	f.mustRun(t, req("k"), respond(201, "ok"), 2, "retry after the handler error")
 }
 
 func TestWriteAttempts(t *testing.T) {
@@ -1056,6 +1023,37 @@ func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 				t.Fatalf("cancelled event's error %v is not context.Canceled", e.Err)
 			}
 		})
+	}
+}
+
+// seeing returns a handler that reads, as it runs, the live record id in
+// s at now() (getLive) into *rec, and answers 201.
+func seeing(s idemkit.Store, id string, now func() time.Time, rec **idemkit.Record) idemkit.Handler {
+	return func(context.Context) (*idemkit.Snapshot, error) {
+		r, err := getLive(context.Background(), s, id, now())
+		if err != nil {
+			return nil, err
+		}
+		*rec = r
+		return &idemkit.Snapshot{Status: 201}, nil
+	}
+}
+
+// mustReplay sends r and fails t unless it is answered with the replay
+// of body; after says after what.
+func (f *fixture) mustReplay(t *testing.T, r idemkit.Request, body, after string) {
+	t.Helper()
+	if snap, replayed, err := f.do(t, r, respond(201, "again")); err != nil || !replayed || string(snap.Body) != body {
+		t.Fatalf("%s: %+v replayed %v err %v, want the replay of %q", after, snap, replayed, err, body)
+	}
+}
+
+// mustRun sends r with h and fails t unless the handler runs, the
+// fixture's runs-th run; after says after what.
+func (f *fixture) mustRun(t *testing.T, r idemkit.Request, h idemkit.Handler, runs int, after string) {
+	t.Helper()
+	if _, replayed, err := f.do(t, r, h); err != nil || replayed || f.runs != runs {
+		t.Fatalf("%s: replayed %v err %v runs %d, want run %d", after, replayed, err, f.runs, runs)
 	}
 }
 

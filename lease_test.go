@@ -154,9 +154,7 @@ func TestPanicStopsRenewals(t *testing.T) {
 	if n := fs.CountOp(faultstore.OpExtend); n != extends {
 		t.Fatalf("%d renewals after the panic left Do", n-extends)
 	}
-	if _, replayed, err := f.do(t, req("panic"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
-		t.Fatalf("retry after the panic: replayed %v err %v runs %d, want a second run", replayed, err, f.runs)
-	}
+	f.mustRun(t, req("panic"), respond(201, "ok"), 2, "retry after the panic")
 }
 
 // TestUnboundedRenewalsKeepASaneExpiry: a MaxRenewals that means "no
@@ -235,19 +233,11 @@ func TestRecordOutlivesDeadline(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	r := req("deadline-outlived")
-	var expires time.Time
-	_, _, err = g.Do(ctx, r, func(ctx context.Context) (*idemkit.Snapshot, error) {
-		rec, err := getLive(ctx, s, r.Scope.ID(false), time.Now())
-		if err != nil {
-			return nil, err
-		}
-		expires = rec.ExpiresAt
-		return &idemkit.Snapshot{Status: 201}, nil
-	})
-	if err != nil {
+	var rec *idemkit.Record
+	if _, _, err := g.Do(ctx, r, seeing(s, r.Scope.ID(false), time.Now, &rec)); err != nil {
 		t.Fatal(err)
 	}
-	if !expires.After(deadline) {
-		t.Fatalf("the record expires at %v, before the handler's deadline %v", expires, deadline)
+	if !rec.ExpiresAt.After(deadline) {
+		t.Fatalf("the record expires at %v, before the handler's deadline %v", rec.ExpiresAt, deadline)
 	}
 }

@@ -27,6 +27,34 @@ func extendAnswers(extend func(n int) error) faultstore.Hook {
 	}
 }
 
+// overlaps counts the runs of a handler and those that began while
+// another was running.
+type overlaps struct{ running, overlapped, runs atomic.Int32 }
+
+// count returns h counting its runs in o.
+func (o *overlaps) count(h idemkit.Handler) idemkit.Handler {
+	return func(ctx context.Context) (*idemkit.Snapshot, error) {
+		o.runs.Add(1)
+		if o.running.Add(1) > 1 {
+			o.overlapped.Add(1)
+		}
+		defer o.running.Add(-1)
+		return h(ctx)
+	}
+}
+
+// firstRun sends r through g with h in a goroutine of its own, logging
+// its answer, and returns a channel closed when it has returned.
+func firstRun(t *testing.T, g *idemkit.Guard, r idemkit.Request, h idemkit.Handler) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _, err := g.Do(context.Background(), r, h)
+		t.Logf("first: %v", err)
+	}()
+	return done
+}
+
 var errStoreDown = &idemkit.StoreError{Op: "extend", Err: errors.New("503 service unavailable")}
 
 // TestLeaseLost: a handler whose lease can no longer be held is told so,
@@ -47,7 +75,7 @@ func TestLeaseLost(t *testing.T) {
 		every  = 200 * time.Millisecond
 		margin = time.Second
 	)
-	tests := []struct {
+	type leaseLost struct {
 		name     string
 		policy   idemkit.StalePolicy
 		extend   func(n int) error
@@ -55,31 +83,35 @@ func TestLeaseLost(t *testing.T) {
 		run      time.Duration // how long the handler runs unless cancelled
 		lost     bool
 		short    bool // a record retention shorter than the run
-	}{
-		{"takeover, renewals fail", idemkit.Takeover, func(int) error { return errStoreDown }, 0, 3 * lease, true, false},
-		{"takeover, taken over", idemkit.Takeover, func(int) error { return idemkit.ErrNotOwner }, 0, 3 * lease, true, false},
-		{"takeover, renewals run out", idemkit.Takeover, nil, 3, 3 * lease, true, false},
-		{"takeover, the second renewal lands after failures", idemkit.Takeover, func(n int) error {
-			if n == 1 {
-				return errStoreDown
-			}
-			return nil
-		}, 0, lease + lease/2, false, false},
-		{"takeover, renewals land", idemkit.Takeover, nil, 0, lease + lease/2, false, false},
-		{"fail-closed, renewals fail", idemkit.FailClosed, func(int) error { return errStoreDown }, 0, 3 * lease, true, false},
-		{"fail-closed, marked indeterminate", idemkit.FailClosed, func(int) error { return idemkit.ErrNotOwner }, 0, 3 * lease, true, false},
-		{"fail-closed, renewals run out", idemkit.FailClosed, nil, 3, 3 * lease, true, false},
-		{"fail-closed, the second renewal lands after failures", idemkit.FailClosed, func(n int) error {
-			if n == 1 {
-				return errStoreDown
-			}
-			return nil
-		}, 0, lease + lease/2, false, false},
-		{"fail-closed, renewals land", idemkit.FailClosed, nil, 0, lease + lease/2, false, false},
-		{"fail-closed, renewals run out before the record expires", idemkit.FailClosed, nil, 3, 3 * lease, true, true},
-		{"fail-closed, renewals fail before the record expires", idemkit.FailClosed, func(int) error { return errStoreDown }, 3, 3 * lease, true, true},
-		{"fail-closed, the record outlives the run", idemkit.FailClosed, nil, 3, lease / 2, false, true},
 	}
+	fail := func(int) error { return errStoreDown }
+	refuse := func(int) error { return idemkit.ErrNotOwner }
+	secondLands := func(n int) error {
+		if n == 1 {
+			return errStoreDown
+		}
+		return nil
+	}
+	var tests []leaseLost
+	// The same five under either policy; a refused renewal is a takeover
+	// under Takeover, a mark under FailClosed.
+	for _, p := range []struct {
+		name, refused string
+		policy        idemkit.StalePolicy
+	}{{"takeover", "taken over", idemkit.Takeover}, {"fail-closed", "marked indeterminate", idemkit.FailClosed}} {
+		tests = append(tests,
+			leaseLost{p.name + ", renewals fail", p.policy, fail, 0, 3 * lease, true, false},
+			leaseLost{p.name + ", " + p.refused, p.policy, refuse, 0, 3 * lease, true, false},
+			leaseLost{p.name + ", renewals run out", p.policy, nil, 3, 3 * lease, true, false},
+			leaseLost{p.name + ", the second renewal lands after failures", p.policy, secondLands, 0, lease + lease/2, false, false},
+			leaseLost{p.name + ", renewals land", p.policy, nil, 0, lease + lease/2, false, false},
+		)
+	}
+	tests = append(tests,
+		leaseLost{"fail-closed, renewals run out before the record expires", idemkit.FailClosed, nil, 3, 3 * lease, true, true},
+		leaseLost{"fail-closed, renewals fail before the record expires", idemkit.FailClosed, fail, 3, 3 * lease, true, true},
+		leaseLost{"fail-closed, the record outlives the run", idemkit.FailClosed, nil, 3, lease / 2, false, true},
+	)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -208,34 +240,24 @@ func TestRecordOutlivesEveryRun(t *testing.T) {
 					return // refusing such a policy keeps the guarantee too
 				}
 				r := req("outlives")
-				var running, overlapped, runs atomic.Int32
-				handler := func(ctx context.Context) (*idemkit.Snapshot, error) {
-					runs.Add(1)
-					if running.Add(1) > 1 {
-						overlapped.Add(1)
-					}
-					defer running.Add(-1)
+				var o overlaps
+				handler := o.count(func(ctx context.Context) (*idemkit.Snapshot, error) {
 					select {
 					case <-ctx.Done():
 						return nil, ctx.Err()
 					case <-time.After(6 * time.Second):
 						return &idemkit.Snapshot{Status: 201}, nil
 					}
-				}
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					_, _, err := g.Do(context.Background(), r, handler)
-					t.Logf("first: %v", err)
-				}()
+				})
+				done := firstRun(t, g, r, handler)
 				for i := range 8 {
 					time.Sleep(time.Second)
 					_, _, err := g.Do(context.Background(), r, handler)
 					t.Logf("retry %d: %v", i, err)
 				}
 				<-done
-				if n := overlapped.Load(); n > 0 {
-					t.Fatalf("a retry ran the handler beside the first run (%d runs in all): its record expired while it ran", runs.Load())
+				if n := o.overlapped.Load(); n > 0 {
+					t.Fatalf("a retry ran the handler beside the first run (%d runs in all): its record expired while it ran", o.runs.Load())
 				}
 			})
 		})
@@ -266,22 +288,12 @@ func TestRecordOutlivesEveryRunToAFastClock(t *testing.T) {
 					t.Fatal(err)
 				}
 				r := req("fast-clock")
-				var running, overlapped, runs atomic.Int32
-				handler := func(ctx context.Context) (*idemkit.Snapshot, error) {
-					runs.Add(1)
-					if running.Add(1) > 1 {
-						overlapped.Add(1)
-					}
-					defer running.Add(-1)
+				var o overlaps
+				handler := o.count(func(ctx context.Context) (*idemkit.Snapshot, error) {
 					<-ctx.Done() // runs until told to stop
 					return nil, ctx.Err()
-				}
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					_, _, err := owner.Do(context.Background(), r, handler)
-					t.Logf("first: %v", err)
-				}()
+				})
+				done := firstRun(t, owner, r, handler)
 				span := pol.Lease * time.Duration(pol.MaxRenewals+2)
 				for i := time.Duration(0); i < span; i += time.Second {
 					time.Sleep(time.Second)
@@ -293,8 +305,8 @@ func TestRecordOutlivesEveryRunToAFastClock(t *testing.T) {
 					cancel()
 				}
 				<-done
-				if n := overlapped.Load(); n > 0 {
-					t.Fatalf("a retry from a host 30 s ahead ran the handler beside the first run (%d runs in all): the record expired to its clock while the first run went on", runs.Load())
+				if n := o.overlapped.Load(); n > 0 {
+					t.Fatalf("a retry from a host 30 s ahead ran the handler beside the first run (%d runs in all): the record expired to its clock while the first run went on", o.runs.Load())
 				}
 			})
 		})

@@ -102,9 +102,7 @@ func TestFailedClaimIsFreedOrReported(t *testing.T) {
 				t.Fatalf("a claim reported as not stored is stored: %+v %v", rec, gerr)
 			}
 			fs.OnOp(faultstore.OpClaim, nil)
-			if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
-				t.Fatalf("retry: replayed %v err %v runs %d", replayed, err, f.runs)
-			}
+			f.mustRun(t, req("k"), respond(201, "x"), 1, "retry")
 		})
 	}
 }
@@ -309,10 +307,7 @@ func TestLateCompletionHeals(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	snap, replayed, err := f.guard.Do(context.Background(), req("k"), respond(201, "third"))
-	if err != nil || !replayed || string(snap.Body) != "first" {
-		t.Fatalf("retry after the late completion: %+v replayed %v err %v", snap, replayed, err)
-	}
+	f.mustReplay(t, req("k"), "first", "retry after the late completion")
 }
 
 // A request without a deadline renews its lease while the handler runs,
@@ -436,9 +431,7 @@ func TestHandlerGoexitReleases(t *testing.T) {
 	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
-	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 1 {
-		t.Fatalf("retry after Goexit: replayed %v err %v runs %d", replayed, err, f.runs)
-	}
+	f.mustRun(t, req("k"), respond(201, "ok"), 1, "retry after Goexit")
 }
 
 func TestRetentionShorterThanReplayWindowRefused(t *testing.T) {

@@ -14,11 +14,8 @@ import (
 // returns within the first interval starts no goroutine for its lease
 // renewal, and stopping it adds no usage to the request.
 func TestRenewalStartsLazily(t *testing.T) {
-	g := &Guard{}
-	start := time.Now()
-	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
 	ctx, acc := withUsage(context.Background())
-	stop := g.renew(ctx, &run{claim: rec, cur: rec, version: &versions{owner: "o"}}, Policy{MaxRenewals: 3}, start, nil)
+	stop := renewClaim(ctx, &Guard{}, Policy{MaxRenewals: 3})
 	buf := make([]byte, 1<<20)
 	n := runtime.Stack(buf, true)
 	if bytes.Contains(buf[:n], []byte("idemkit.(*Guard).renew")) || bytes.Contains(buf[:n], []byte("idemkit.(*renewal).run")) {
@@ -28,6 +25,23 @@ func TestRenewalStartsLazily(t *testing.T) {
 	if u := acc.load(); u != (Usage{}) {
 		t.Fatalf("stopped before the first interval: usage %+v, want none", u)
 	}
+}
+
+// renewingGuard returns a Guard over s whose writes time out after
+// writeTimeout, as New would set it up for a renewal.
+func renewingGuard(s Store, writeTimeout time.Duration) *Guard {
+	g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: writeTimeout}
+	g.newToken = rand.Text
+	g.setWriters()
+	return g
+}
+
+// renewClaim starts g's renewal under pol of an in_flight claim of owner
+// "o" whose lease ends in an hour, and returns its stop.
+func renewClaim(ctx context.Context, g *Guard, pol Policy) (stop func()) {
+	start := time.Now()
+	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
+	return g.renew(ctx, &run{claim: rec, cur: rec, version: &versions{owner: "o"}}, pol, start, nil)
 }
 
 // extendCounter is a Store whose Replace (a renewal) counts its calls and reports one
@@ -53,13 +67,8 @@ func (s *extendCounter) Replace(ctx context.Context, _, _ *Record) (*Record, err
 func TestRenewalStopRaces(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		s := &extendCounter{}
-		g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: time.Second}
-		g.newToken = rand.Text
-		g.setWriters()
-		start := time.Now()
-		rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
 		ctx, acc := withUsage(context.Background())
-		stop := g.renew(ctx, &run{claim: rec, cur: rec, version: &versions{owner: "o"}}, Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2}, start, nil)
+		stop := renewClaim(ctx, renewingGuard(s, time.Second), Policy{Heartbeat: time.Duration(i%20) * time.Microsecond, MaxRenewals: 2})
 		if i%20 == 0 {
 			// Heartbeat 0 and no deadline: a third of the lease.
 			stop()
@@ -150,12 +159,7 @@ func (s *refusingExtend) Replace(_ context.Context, rec, _ *Record) (*Record, er
 // the handler runs.
 func TestRenewalStopsWhenRefused(t *testing.T) {
 	s := &refusingExtend{calls: make(chan struct{}, 100)}
-	g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: time.Second}
-	g.newToken = rand.Text
-	g.setWriters()
-	start := time.Now()
-	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
-	stop := g.renew(context.Background(), &run{claim: rec, cur: rec, version: &versions{owner: "o"}}, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
+	stop := renewClaim(context.Background(), renewingGuard(s, time.Second), Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000})
 	defer stop()
 	select {
 	case <-s.calls:
@@ -193,12 +197,7 @@ func (s *hangingExtend) Replace(ctx context.Context, _, _ *Record) (*Record, err
 // lapse under it.
 func TestRenewalOutlastsAHungWrite(t *testing.T) {
 	s := &hangingExtend{calls: make(chan struct{}, 100)}
-	g := &Guard{cfg: Config{Store: s}, now: time.Now, writeTimeout: 5 * time.Millisecond}
-	g.newToken = rand.Text
-	g.setWriters()
-	start := time.Now()
-	rec := &Record{ID: "r", State: StateInFlight, Owner: "o", LeaseUntil: start.Add(time.Hour), ExpiresAt: start.Add(2 * time.Hour)}
-	stop := g.renew(context.Background(), &run{claim: rec, cur: rec, version: &versions{owner: "o"}}, Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000}, start, nil)
+	stop := renewClaim(context.Background(), renewingGuard(s, 5*time.Millisecond), Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000})
 	defer stop()
 	for i := 0; i < 2; i++ {
 		select {

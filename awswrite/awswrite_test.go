@@ -66,6 +66,17 @@ func withTarget(target string) func(*dynamodb.Options) {
 	}
 }
 
+// errorAs returns err, failing t unless it is an E; what says what
+// returned it.
+func errorAs[E error](t *testing.T, err error, what string) error {
+	t.Helper()
+	var e E
+	if !errors.As(err, &e) {
+		t.Fatalf("%s: %v, want a %T", what, err, e)
+	}
+	return err
+}
+
 // TestClassifyServerAnswers: what a DynamoDB-compatible server's answers
 // say about the call, on the test server.
 func TestClassifyServerAnswers(t *testing.T) {
@@ -83,11 +94,7 @@ func TestClassifyServerAnswers(t *testing.T) {
 		}, awswrite.Applied},
 		{"condition failed", func(t *testing.T) error {
 			_, err := c.PutItem(ctx, putIfAbsent(table, "a"))
-			var cf *types.ConditionalCheckFailedException
-			if !errors.As(err, &cf) {
-				t.Fatalf("second conditional put: %v, want ConditionalCheckFailedException", err)
-			}
-			return err
+			return errorAs[*types.ConditionalCheckFailedException](t, err, "second conditional put")
 		}, awswrite.NotApplied},
 		{"validation", func(t *testing.T) error {
 			in := putIfAbsent(table, "b")
@@ -101,11 +108,7 @@ func TestClassifyServerAnswers(t *testing.T) {
 		}, awswrite.NotApplied},
 		{"table not found", func(t *testing.T) error {
 			_, err := c.PutItem(ctx, putIfAbsent(table+"-missing", "b"))
-			var nf *types.ResourceNotFoundException
-			if !errors.As(err, &nf) {
-				t.Fatalf("put on a missing table: %v, want ResourceNotFoundException", err)
-			}
-			return err
+			return errorAs[*types.ResourceNotFoundException](t, err, "put on a missing table")
 		}, awswrite.NotApplied},
 		{"invalid parameters (not sent)", func(t *testing.T) error {
 			_, err := c.PutItem(ctx, &dynamodb.PutItemInput{Item: map[string]types.AttributeValue{"pk": str("b")}})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/testpayload"
@@ -38,14 +37,8 @@ func TestFreshRequestBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	wire.take()
-	s, err := dynamo.New(c, table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := idemkit.New(idemkit.Config{Store: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, c, table, testOptions())
+	g := guard(t, s)
 	body := string(testpayload.JSON(200))
 	h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201,

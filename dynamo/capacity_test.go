@@ -16,7 +16,6 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/warmcache"
@@ -36,14 +35,8 @@ func TestNoCallsAtInit(t *testing.T) {
 		calls.Add(1)
 		jsonError(w, 500, []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"no call expected"}`))
 	})
-	s, err := dynamo.New(c, "idem", dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := idemkit.New(idemkit.Config{Store: warmcache.New(s, warmcache.Config{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, c, "idem", dynamo.Options{})
+	g := guardWith(t, idemkit.Config{Store: warmcache.New(s, warmcache.Config{})})
 	_ = apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("t")}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{}, nil
 	})
@@ -64,15 +57,8 @@ func TestRoundTrips(t *testing.T) {
 	}
 	_, c, table := newStore(t, dynamo.Options{})
 	cc := newCounting(c)
-	s, err := dynamo.New(cc, table, dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs := &eventlog.Log{}
-	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, cc, table, dynamo.Options{})
+	g, obs := observed(t, s)
 	ctx := context.Background()
 	req := func(key string) idemkit.Request {
 		return idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}, Fingerprint: "v1:sha256:rt"}
@@ -144,16 +130,9 @@ func TestConflictALLOLD(t *testing.T) {
 		mu.Unlock()
 		jsonError(w, http.StatusBadRequest, []byte(inFlightItem))
 	})
-	s, err := dynamo.New(c, "idem", dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs := &eventlog.Log{}
-	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = g.Do(context.Background(), idemkit.Request{Scope: allOldScope, Fingerprint: "v1:sha256:3f0c5b2a"}, func(context.Context) (*idemkit.Snapshot, error) {
+	s := storeOn(t, c, "idem", dynamo.Options{})
+	g, obs := observed(t, s)
+	_, _, err := g.Do(context.Background(), idemkit.Request{Scope: allOldScope, Fingerprint: "v1:sha256:3f0c5b2a"}, func(context.Context) (*idemkit.Snapshot, error) {
 		t.Error("handler ran on a conflict")
 		return nil, errors.New("ran")
 	})
@@ -177,14 +156,10 @@ func TestCapacityUnits(t *testing.T) {
 	units := func(t *testing.T, opts dynamo.Options, body []byte) (claim, complete float64) {
 		t.Helper()
 		s, _, _ := newStore(t, opts)
-		obs := &eventlog.Log{}
-		g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, obs := observed(t, s)
 		var afterClaim idemkit.Usage
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "3b241101-e2bb-4255-8caf-4136c566a962"}, Fingerprint: "v1:sha256:8a4b0c8f9e2d7a61c3f05e4b92d1a7c6e0f38b5d2a9c4e17f6b3d8a05c2e9f14"}
-		_, _, err = g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+		_, _, err := g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
 			afterClaim, _ = idemkit.UsageFrom(ctx)
 			return &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/ord_0190a5dac96774b"}}, Body: body}, nil
 		})
@@ -301,15 +276,8 @@ func TestReplayCallsByServer(t *testing.T) {
 			if err := dynamo.CreateTable(ctx, c, table, dynamo.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			s, err := dynamo.New(c, table, dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			obs := &eventlog.Log{}
-			g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := storeOn(t, c, table, dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second)})
+			g, obs := observed(t, s)
 			req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "replay-calls"}, Fingerprint: "v1:sha256:rc"}
 			ok := func(context.Context) (*idemkit.Snapshot, error) {
 				return &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)}, nil

@@ -13,25 +13,30 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 )
 
+// createdTable makes on c, with CreateTable, a table of opts that t's
+// cleanup deletes, and returns its name.
+func createdTable(t *testing.T, c *dynamodb.Client, opts dynamo.Options) string {
+	t.Helper()
+	name := dynalite.TableName(t)
+	if err := dynamo.CreateTable(t.Context(), c, name, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	return name
+}
+
 // TestCheckTableDefinition: a table made by CreateTable passes Check on
 // every server, dynalite included, which has no TTL API and describes
 // every table with TTL off; CheckTTL reports that apart, naming the table
 // and the attribute, and passes where CreateTable could enable TTL.
 func TestCheckTableDefinition(t *testing.T) {
 	c := dynalite.Client(t)
-	name := dynalite.TableName(t)
-	if err := dynamo.CreateTable(t.Context(), c, name, dynamo.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
-	store, err := dynamo.New(c, name, dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	name := createdTable(t, c, dynamo.Options{})
+	store := storeOn(t, c, name, dynamo.Options{})
 	if err := store.Check(t.Context()); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	err = store.CheckTTL(t.Context())
+	err := store.CheckTTL(t.Context())
 	if dynalite.Has(t, dynalite.UpdateTimeToLive) {
 		if err != nil {
 			t.Fatalf("CheckTTL: %v", err)
@@ -54,10 +59,7 @@ func TestCheckTTLDisabled(t *testing.T) {
 	def := dynamo.TableDefinition("", dynamo.Options{})
 	def.TableName = nil
 	name := dynalite.CreateTable(t, c, def) // TTL never enabled
-	store, err := dynamo.New(c, name, dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := storeOn(t, c, name, dynamo.Options{})
 	if err := store.Check(t.Context()); err != nil {
 		t.Errorf("Check: %v, want nil: TTL off only keeps expired records", err)
 	}
@@ -103,11 +105,8 @@ func TestCheckRefusesOtherTables(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := tc.table(t)
-			store, err := dynamo.New(c, name, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = store.Check(t.Context())
+			store := storeOn(t, c, name, dynamo.Options{})
+			err := store.Check(t.Context())
 			if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), "table "+name) {
 				t.Fatalf("Check: %v, want %v naming the table", err, tc.sentinel)
 			}
@@ -142,11 +141,8 @@ func TestCheckTTLAttribute(t *testing.T) {
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires"), Enabled: aws.Bool(true)}}); err != nil {
 		t.Fatal(err)
 	}
-	store, err := dynamo.New(c, name, dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = store.Check(t.Context())
+	store := storeOn(t, c, name, dynamo.Options{})
+	err := store.Check(t.Context())
 	var mm *dynamo.TableMismatchError
 	if !errors.As(err, &mm) || len(mm.Problems) != 1 || !strings.HasPrefix(mm.Problems[0], "TTL is on expires, want exp ") {
 		t.Fatalf("Check: %v, want TTL on the wrong attribute", err)
@@ -157,11 +153,7 @@ func TestCheckTTLAttribute(t *testing.T) {
 // and names the region where it is missing.
 func TestCheckEveryRegion(t *testing.T) {
 	c := dynalite.Client(t)
-	name := dynalite.TableName(t)
-	if err := dynamo.CreateTable(t.Context(), c, name, dynamo.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	name := createdTable(t, c, dynamo.Options{})
 	other, err := dynalite.NewClient(t.Context(), dynalite.NewServer(t).Endpoint())
 	if err != nil {
 		t.Fatal(err)
@@ -183,10 +175,7 @@ func TestCheckEveryRegion(t *testing.T) {
 // TestCheckNeedsDescribe: a client that cannot describe tables is an
 // error saying so, not a pass.
 func TestCheckNeedsDescribe(t *testing.T) {
-	store, err := dynamo.New(newCounting(dynalite.Client(t)), "t", dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := storeOn(t, newCounting(dynalite.Client(t)), "t", dynamo.Options{})
 	if err := store.Check(t.Context()); err == nil || !strings.Contains(err.Error(), "cannot describe tables") {
 		t.Errorf("Check: %v", err)
 	}

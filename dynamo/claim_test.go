@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/faults"
 )
 
@@ -179,10 +178,7 @@ func allOldServer(t *testing.T) (*dynamo.Store, func() map[string]int) {
 		w.Header().Set("X-Amzn-Requestid", "8G2K0QF7C1R4T5U6V7W8X9Y0Z1A2B3C4D5E6F7G8H9I0J1K2L3M")
 		jsonError(w, http.StatusBadRequest, body)
 	})
-	s, err := dynamo.New(c, "idem", dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, c, "idem", dynamo.Options{})
 	return s, func() map[string]int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -221,11 +217,7 @@ func TestCreateMetALLOLD(t *testing.T) {
 // TestReplayUsageALLOLD: a replay through the engine is one round trip.
 func TestReplayUsageALLOLD(t *testing.T) {
 	s, ops := allOldServer(t)
-	obs := &eventlog.Log{}
-	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, obs := observed(t, s)
 	snap, replayed, err := g.Do(context.Background(), idemkit.Request{Scope: allOldScope, Fingerprint: "v1:sha256:3f0c5b2a"}, func(context.Context) (*idemkit.Snapshot, error) {
 		t.Error("handler ran on a replay")
 		return nil, errors.New("ran")
@@ -255,10 +247,7 @@ func releaseWrite(b []byte) bool { return bytes.Contains(b, []byte(`{"S":"releas
 func TestLostClaimAnswers(t *testing.T) {
 	s, _, clean, table := faultyStore(t, dynamo.Options{MaxBackoff: time.Millisecond},
 		faults.Rule{Op: "PutItem", Match: claimPut, Times: dynamo.DefaultMaxAttempts, Kind: faults.LostAck})
-	g, err := idemkit.New(idemkit.Config{Store: s, ClaimBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guardWith(t, idemkit.Config{Store: s, ClaimBackoff: time.Millisecond})
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "lost-1"}, Fingerprint: "v1:sha256:l"}
 	runs := 0
 	snap, replayed, err := g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
@@ -282,12 +271,9 @@ func TestLostClaimNotFreed(t *testing.T) {
 		faults.Rule{Op: "PutItem", Match: claimPut, Times: -1, Kind: faults.LostAck},
 		faults.Rule{Op: "PutItem", Match: releaseWrite, Times: -1, Kind: faults.ServerError},
 		faults.Rule{Op: "UpdateItem", Match: releaseWrite, Times: -1, Kind: faults.ServerError})
-	g, err := idemkit.New(idemkit.Config{Store: s, ClaimBackoff: time.Millisecond, Policy: idemkit.Policy{Lease: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guardWith(t, idemkit.Config{Store: s, ClaimBackoff: time.Millisecond, Policy: idemkit.Policy{Lease: time.Second}})
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "lost-2"}, Fingerprint: "v1:sha256:l"}
-	_, _, err = g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+	_, _, err := g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
 		t.Error("handler ran")
 		return nil, nil
 	})

@@ -14,7 +14,6 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testpayload"
 )
 
@@ -30,14 +29,8 @@ func TestCodecMixed(t *testing.T) {
 		{dynamo.CodecS2, dynamo.CodecS2},
 	} {
 		t.Run(string(tc.write)+" then "+string(tc.read), func(t *testing.T) {
-			w, err := dynamo.New(c, table, dynamo.Options{Codec: tc.write})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := dynamo.New(c, table, dynamo.Options{Codec: tc.read})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := storeOn(t, c, table, dynamo.Options{Codec: tc.write})
+			r := storeOn(t, c, table, dynamo.Options{Codec: tc.read})
 			ctx := context.Background()
 			req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "codec-" + string(tc.write) + "-" + string(tc.read)}, Fingerprint: "v2:sha256:codec"}
 			gw, _ := idemkit.New(idemkit.Config{Store: w})
@@ -94,12 +87,8 @@ func TestCodecDefault(t *testing.T) {
 	// body encoding ("" for none) and the completion's write units.
 	complete := func(t *testing.T, opts dynamo.Options, key string, body []byte) (string, float64) {
 		t.Helper()
-		s, err := dynamo.New(c, table, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obs := &eventlog.Log{}
-		g, _ := idemkit.New(idemkit.Config{Store: s, Observer: obs})
+		s := storeOn(t, c, table, opts)
+		g, obs := observed(t, s)
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}, Fingerprint: "v2:sha256:default"}
 		var claim idemkit.Usage
 		snap, _, err := g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {

@@ -17,10 +17,7 @@ import (
 func TestLateCompletionEngine(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
 	clk := testclock.New()
-	g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Policy: idemkit.Policy{Lease: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guardWith(t, idemkit.Config{Store: s, Clock: clk, Policy: idemkit.Policy{Lease: time.Minute}})
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "late-1"}, Fingerprint: "v1:sha256:l"}
 	started, finish := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)

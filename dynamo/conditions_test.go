@@ -70,10 +70,7 @@ func TestConditions(t *testing.T) {
 	counted := func(t *testing.T, want int, f func(s *dynamo.Store)) {
 		t.Helper()
 		cc := newCounting(c)
-		cs, err := dynamo.New(cc, table, dynamo.Options{IndexInFlight: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := storeOn(t, cc, table, dynamo.Options{IndexInFlight: true})
 		f(cs)
 		if n := cc.Calls("PutItem") + cc.Calls("UpdateItem") + cc.Calls("GetItem"); n != want {
 			t.Errorf("%d calls, want %d", n, want)
@@ -139,10 +136,7 @@ func TestConditions(t *testing.T) {
 
 	t.Run("replace writes the difference", func(t *testing.T) {
 		u := &updates{Client: c}
-		us, err := dynamo.New(u, table, dynamo.Options{IndexInFlight: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		us := storeOn(t, u, table, dynamo.Options{IndexInFlight: true})
 		full := fullRecord("r-diff", now)
 		if met, err := us.Create(ctx, full); err != nil || met != nil {
 			t.Fatal(met, err)

@@ -21,10 +21,7 @@ import (
 func TestEngineRace(t *testing.T) {
 	dynalite.Require(t, dynalite.AtomicConditionalWrites)
 	s, _, _ := newStore(t, dynamo.Options{})
-	g, err := idemkit.New(idemkit.Config{Store: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guard(t, s)
 	const racers, rounds = 200, 20
 	for round := 0; round < rounds; round++ {
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: fmt.Sprintf("race-%d", round)}, Fingerprint: "v1:sha256:same"}
@@ -115,11 +112,7 @@ func TestUsage(t *testing.T) {
 		replayCalls = 1
 	}
 	s, _, _ := newStore(t, dynamo.Options{})
-	obs := &eventlog.Log{}
-	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, obs := observed(t, s)
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "usage-1"}, Fingerprint: "v1:sha256:u"}
 	var execs atomic.Int32
 	for i, want := range []struct {
@@ -148,10 +141,7 @@ func TestUsage(t *testing.T) {
 // handler's runs are counted by the handler.
 func TestContextEndsMidHandler(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
-	g, err := idemkit.New(idemkit.Config{Store: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guard(t, s)
 	// An ending makes the request's context of attempt n (from 0).
 	type ending func(t *testing.T, n int) (ctx context.Context, end func())
 	cancelled := func(t *testing.T, _ int) (context.Context, func()) {

@@ -49,10 +49,7 @@ var storeCalls = map[string]func(ctx context.Context, s idemkit.OperatorStore) e
 // TestUnreachable: every method on an endpoint nothing listens on returns
 // ErrStoreUnavailable before the context's deadline.
 func TestUnreachable(t *testing.T) {
-	s, err := dynamo.New(endpointClient(closedPort(t)), "idem", dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, endpointClient(closedPort(t)), "idem", dynamo.Options{})
 	for name, call := range storeCalls {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -93,10 +90,7 @@ func TestServerErrors(t *testing.T) {
 				calls.Add(1)
 				jsonError(w, tc.status, []byte(tc.body))
 			})
-			s, err := dynamo.New(c, "idem", dynamo.Options{MaxAttempts: 3, MaxBackoff: 5 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := storeOn(t, c, "idem", dynamo.Options{MaxAttempts: 3, MaxBackoff: 5 * time.Millisecond})
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			if err := storeCalls["Create"](ctx, s); !errors.Is(err, idemkit.ErrStoreUnavailable) {
@@ -120,14 +114,11 @@ func TestDeadline(t *testing.T) {
 		io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 	})
-	s, err := dynamo.New(c, "idem", dynamo.Options{DeadlineGap: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, c, "idem", dynamo.Options{DeadlineGap: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = storeCalls["Get"](ctx, s)
+	err := storeCalls["Get"](ctx, s)
 	if !errors.Is(err, idemkit.ErrStoreUnavailable) {
 		t.Fatalf("Get: %v, want ErrStoreUnavailable", err)
 	}
@@ -139,12 +130,9 @@ func TestDeadline(t *testing.T) {
 // TestCanceledEngine: a guarded request with an unreachable store fails
 // closed and does not run the handler.
 func TestCanceledEngine(t *testing.T) {
-	s, err := dynamo.New(endpointClient(closedPort(t)), "idem", dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, endpointClient(closedPort(t)), "idem", dynamo.Options{})
 	g, _ := idemkit.New(idemkit.Config{Store: s})
-	_, _, err = g.Do(context.Background(), idemkit.Request{Scope: idemkit.Scope{Tenant: "a", Operation: "POST /x", Key: "k"}}, func(context.Context) (*idemkit.Snapshot, error) {
+	_, _, err := g.Do(context.Background(), idemkit.Request{Scope: idemkit.Scope{Tenant: "a", Operation: "POST /x", Key: "k"}}, func(context.Context) (*idemkit.Snapshot, error) {
 		t.Error("handler ran without a claim")
 		return nil, nil
 	})
@@ -224,17 +212,11 @@ func TestTableRefusalsNothingStored(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			table := "idemkit-missing-" + strings.ReplaceAll(tc.name, " ", "-")
 			c := newCounting(tc.client(t))
-			store, err := dynamo.New(c, table, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := idemkit.New(idemkit.Config{Store: store})
-			if err != nil {
-				t.Fatal(err)
-			}
+			store := storeOn(t, c, table, dynamo.Options{})
+			g := guard(t, store)
 			req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /x", Key: "k"}, Fingerprint: "v2:sha256:x"}
 			ran := false
-			_, _, err = g.Do(t.Context(), req, func(context.Context) (*idemkit.Snapshot, error) {
+			_, _, err := g.Do(t.Context(), req, func(context.Context) (*idemkit.Snapshot, error) {
 				ran = true
 				return &idemkit.Snapshot{Status: 201}, nil
 			})

@@ -137,13 +137,10 @@ func TestLeaseRenewalEngine(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{IndexInFlight: true})
 	// The lease outlasts its margin (2 s) by far: a run whose first renewals
 	// are slow to land (a JVM server warming up) is not told its lease is lost.
-	g, err := idemkit.New(idemkit.Config{Store: s, Policy: idemkit.Policy{Lease: 10 * time.Second, Heartbeat: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guardWith(t, idemkit.Config{Store: s, Policy: idemkit.Policy{Lease: 10 * time.Second, Heartbeat: 20 * time.Millisecond}})
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "renew-1"}, Fingerprint: "v1:sha256:r"}
 	var first, renewed time.Time
-	_, _, err = g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+	_, _, err := g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
 		stop := time.Now().Add(10 * time.Second)
 		for time.Now().Before(stop) {
 			rec, err := s.Get(ctx, req.Scope.ID(false))
@@ -182,14 +179,8 @@ func TestClockSkewDuringRenewals(t *testing.T) {
 	// value per successful one, when there is room).
 	ec := &renewals{Store: s, renewed: make(chan struct{}, 1)}
 	pol := idemkit.Policy{Lease: 2 * time.Second, Heartbeat: 20 * time.Millisecond}
-	a, err := idemkit.New(idemkit.Config{Store: ec, Policy: pol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := idemkit.New(idemkit.Config{Store: s, Policy: pol, Clock: testclock.Skewed(pol.Lease + time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := guardWith(t, idemkit.Config{Store: ec, Policy: pol})
+	b := guardWith(t, idemkit.Config{Store: s, Policy: pol, Clock: testclock.Skewed(pol.Lease + time.Minute)})
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /shipments", Key: "skew-1"}, Fingerprint: "v2:sha256:k"}
 	var runs atomic.Int32
 	started, finish := make(chan struct{}), make(chan struct{})
@@ -212,7 +203,7 @@ func TestClockSkewDuringRenewals(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no renewal")
 	}
-	_, _, err = b.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+	_, _, err := b.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
 		runs.Add(1)
 		return &idemkit.Snapshot{Status: 201, Body: []byte("again")}, nil
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/itemsize"
 )
@@ -157,10 +158,7 @@ func faultyStoreVia(t *testing.T, base http.RoundTripper, opts dynamo.Options, r
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = dynalite.Scale(30 * time.Second)
 	}
-	s, err := dynamo.New(c, table, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, c, table, opts)
 	return s, ft, clean, table
 }
 
@@ -170,10 +168,7 @@ func faultyStoreVia(t *testing.T, base http.RoundTripper, opts dynamo.Options, r
 func faultyPair(t *testing.T, base http.RoundTripper, opts dynamo.Options, rules ...faults.Rule) (faulty, clean *dynamo.Store, ft *faults.Transport) {
 	t.Helper()
 	s, ft, c, table := faultyStoreVia(t, base, opts, rules...)
-	cs, err := dynamo.New(c, table, dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := storeOn(t, c, table, dynamo.Options{})
 	return s, cs, ft
 }
 
@@ -262,6 +257,29 @@ func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Valu
 
 func N(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+// guard returns a Guard over s with the default configuration.
+func guard(t *testing.T, s idemkit.Store) *idemkit.Guard {
+	t.Helper()
+	return guardWith(t, idemkit.Config{Store: s})
+}
+
+// guardWith returns the Guard of cfg, failing t when New refuses it.
+func guardWith(t *testing.T, cfg idemkit.Config) *idemkit.Guard {
+	t.Helper()
+	g, err := idemkit.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// observed returns a Guard over s and the log of what it observes.
+func observed(t *testing.T, s idemkit.Store) (*idemkit.Guard, *eventlog.Log) {
+	t.Helper()
+	obs := &eventlog.Log{}
+	return guardWith(t, idemkit.Config{Store: s, Observer: obs}), obs
 }
 
 func okHandler(execs *atomic.Int32, body string) idemkit.Handler {

@@ -19,10 +19,7 @@ import (
 // not run the handler; nothing panics.
 func TestCorruptItems(t *testing.T) {
 	s, c, table := newStore(t, dynamo.Options{})
-	g, err := idemkit.New(idemkit.Config{Store: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guard(t, s)
 	now := base()
 	// valid returns a well-formed completed item for scope sc.
 	valid := func(sc idemkit.Scope) map[string]types.AttributeValue {
@@ -122,10 +119,7 @@ func TestInvalidUTF8ScopesStayApart(t *testing.T) {
 	}
 	s, _, _ := newStore(t, dynamo.Options{})
 	for _, aw := range []bool{false, true} {
-		g, err := idemkit.New(idemkit.Config{Store: s, AccountWide: aw})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := guardWith(t, idemkit.Config{Store: s, AccountWide: aw})
 		for _, tc := range cases {
 			var runs atomic.Int32
 			for i, sc := range []idemkit.Scope{tc.a(base), tc.b(base)} {

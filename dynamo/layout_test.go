@@ -34,16 +34,7 @@ func newSingleTableStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dyn
 // TableDefinition says for them.
 func newLaidOutStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
 	t.Helper()
-	if opts.CallTimeout == 0 {
-		opts.CallTimeout = dynalite.Scale(30 * time.Second)
-	}
-	c := client(t)
-	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("idem", opts))
-	s, err := dynamo.New(c, table, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, c, table
+	return storeOnNewTable(t, opts, opts)
 }
 
 // The contract holds in a single-table layout too. Kept cheap: the
@@ -260,32 +251,19 @@ func listAll(t *testing.T, list func(page string) ([]*idemkit.Record, string, er
 // is refused, naming the key schema it wants.
 func TestCheckSingleTable(t *testing.T) {
 	c := client(t)
-	name := dynalite.TableName(t)
-	if err := dynamo.CreateTable(t.Context(), c, name, singleTable); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = c.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
-	s, err := dynamo.New(c, name, singleTable)
-	if err != nil {
-		t.Fatal(err)
-	}
+	name := createdTable(t, c, singleTable)
+	s := storeOn(t, c, name, singleTable)
 	var mm *dynamo.TableMismatchError
 	if err := s.Check(t.Context()); err != nil && !(errors.As(err, &mm) && len(mm.Problems) == 0) {
 		t.Fatalf("Check of the single table: %v", err)
 	}
 	plain := newTable(t, c)
-	s, err = dynamo.New(c, plain, singleTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Check(t.Context())
+	s = storeOn(t, c, plain, singleTable)
+	err := s.Check(t.Context())
 	if !errors.As(err, &mm) || !strings.Contains(err.Error(), "key schema is [pk S HASH], want [PK S HASH, SK S RANGE]") {
 		t.Fatalf("Check of a plain table: %v, want a key schema mismatch", err)
 	}
-	plainStore, err := dynamo.New(c, name, dynamo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plainStore := storeOn(t, c, name, dynamo.Options{})
 	if err := plainStore.Check(t.Context()); !errors.As(err, &mm) || !strings.Contains(err.Error(), "want [pk S HASH]") {
 		t.Fatalf("Check of the single table by a plain store: %v, want a key schema mismatch", err)
 	}
@@ -306,10 +284,7 @@ func TestNestedPrefixesStayApart(t *testing.T) {
 	for _, prefix := range []string{"IDEM#", "IDEM#EU#"} {
 		o := opts
 		o.KeyPrefix = prefix
-		s, err := dynamo.New(c, table, o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := storeOn(t, c, table, o)
 		stores[prefix] = s
 		// Each store holds one indeterminate and one stale record of
 		// tenant acme, keyed so that the other's key, read under this

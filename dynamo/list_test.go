@@ -39,10 +39,7 @@ func TestInFlightIndexWrites(t *testing.T) {
 				}
 				return len(out.Items)
 			}
-			g, err := idemkit.New(idemkit.Config{Store: s})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := guard(t, s)
 			writes := 0
 			for i, status := range []int{201, 503} {
 				before := inIndex()

@@ -43,6 +43,23 @@ var stateChanges = map[string]stateChange{
 	}, idemkit.StateCompleted},
 }
 
+// apply stores through cs (which sees no faults) an in_flight record of
+// key whose lease of a second has ended, marked when sc.marked, and makes
+// the change through s, with version "v-change": it returns the record it
+// replaced, the change, and the answer of s.Replace.
+func (sc stateChange) apply(t *testing.T, s, cs *dynamo.Store, key string) (rec, next, met *idemkit.Record, err error) {
+	t.Helper()
+	rec, now := inFlightRecord(t, cs, key, time.Second)
+	if sc.marked {
+		rec = change(t, cs, rec, markedStale)
+	}
+	next = rec.Clone()
+	sc.change(now.Add(2 * time.Second))(next)
+	next.Version = "v-change"
+	met, err = s.Replace(context.Background(), next, rec)
+	return rec, next, met, err
+}
+
 // TestLostStateChangeAnswers: a mark or a resolution whose first attempt
 // lands with its answer lost is refused on the SDK's retry (the version
 // stored is its own now); the store returns the record stored as met,
@@ -67,15 +84,7 @@ func TestLostStateChangeAnswers(t *testing.T) {
 			s, cs, ft := faultyPair(t, http.DefaultTransport, dynamo.Options{MaxBackoff: time.Millisecond},
 				faults.Rule{Op: "UpdateItem", Match: tc.match, Times: 1, Kind: tc.kind})
 			ctx := context.Background()
-			rec, now := inFlightRecord(t, cs, "change-"+tc.name+tc.kind.String(), time.Second)
-			at := now.Add(2 * time.Second) // the lease has ended
-			if sc.marked {
-				rec = change(t, cs, rec, markedStale)
-			}
-			next := rec.Clone()
-			sc.change(at)(next)
-			next.Version = "v-change"
-			met, err := s.Replace(ctx, next, rec)
+			rec, next, met, err := sc.apply(t, s, cs, "change-"+tc.name+tc.kind.String())
 			if n := ft.Calls("UpdateItem"); n != 2 || len(ft.Events()) != 1 {
 				t.Fatalf("%d UpdateItem calls, %d faults; want the answer lost once and the SDK's retry", n, len(ft.Events()))
 			}
@@ -145,16 +154,7 @@ func TestLostStateChangeErrors(t *testing.T) {
 			// A refusal carries no item, as on a server that does not
 			// return it: the store must read the record.
 			s, cs, ft := faultyPair(t, faults.WithoutConditionItem(http.DefaultTransport), dynamo.Options{MaxBackoff: time.Millisecond}, tc.rules...)
-			ctx := context.Background()
-			rec, now := inFlightRecord(t, cs, "change-err-"+tc.change+tc.name, time.Second)
-			at := now.Add(2 * time.Second) // the lease has ended
-			if sc.marked {
-				rec = change(t, cs, rec, markedStale)
-			}
-			next := rec.Clone()
-			sc.change(at)(next)
-			next.Version = "v-change"
-			met, err := s.Replace(ctx, next, rec)
+			_, _, met, err := sc.apply(t, s, cs, "change-err-"+tc.change+tc.name)
 			var se *idemkit.StoreError
 			if !errors.As(err, &se) || errors.Is(err, idemkit.ErrNotFound) || met != nil {
 				t.Fatalf("change: %+v %v; want a StoreError", met, err)
@@ -174,12 +174,9 @@ func TestLostStateChangeErrors(t *testing.T) {
 func TestRefusedMarkUsage(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
 	obs := &eventlog.Log{}
-	g, err := idemkit.New(idemkit.Config{Store: s, Observer: obs, Policy: idemkit.Policy{Lease: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guardWith(t, idemkit.Config{Store: s, Observer: obs, Policy: idemkit.Policy{Lease: time.Minute}})
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "refused-mark"}, Fingerprint: "v1:sha256:u"}
-	_, _, err = g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
+	_, _, err := g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
 		rec, err := s.Get(context.Background(), req.Scope.ID(false))
 		if err != nil {
 			return nil, err
@@ -208,12 +205,9 @@ func TestRefusedMarkUsage(t *testing.T) {
 // indeterminate record in the table at once, listed for operators.
 func TestOutcomeUnknownEngine(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
-	g, err := idemkit.New(idemkit.Config{Store: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guard(t, s)
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "unknown-1"}, Fingerprint: "v1:sha256:u"}
-	_, _, err = g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+	_, _, err := g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
 		return nil, idemkit.ErrOutcomeUnknown
 	})
 	if !errors.Is(err, idemkit.ErrOutcomeUnknown) {

@@ -87,6 +87,16 @@ func failoverRegions(eu, us dynamo.Client, fo *atomic.Pointer[dynamo.Failover]) 
 	}
 }
 
+// failoverStores returns, on two fresh regions, the regional store
+// (failoverRegions) of us under fo's failover of acme, a store of us's
+// replica alone, and fo.
+func failoverStores(t *testing.T) (moved, plain *dynamo.Store, fo *atomic.Pointer[dynamo.Failover]) {
+	t.Helper()
+	eu, us, table := twoRegions(t)
+	fo = &atomic.Pointer[dynamo.Failover]{}
+	return regional(t, failoverRegions(eu, us, fo), table, testOptions()), storeOn(t, us, table, testOptions()), fo
+}
+
 // outcome names what a Do returned.
 func outcome(replayed bool, err error) string {
 	var fe *dynamo.FailoverError
@@ -124,14 +134,8 @@ func TestFailoverFence(t *testing.T) {
 	ctx := context.Background()
 	skew := idemkit.DefaultKeyClockSkew
 	var fo atomic.Pointer[dynamo.Failover]
-	inEU, err := dynamo.NewRegional(failoverRegions(eu, us, &atomic.Pointer[dynamo.Failover]{}), table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	moved, err := dynamo.NewRegional(failoverRegions(eu, us, &fo), table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	inEU := regional(t, failoverRegions(eu, us, &atomic.Pointer[dynamo.Failover]{}), table, testOptions())
+	moved := regional(t, failoverRegions(eu, us, &fo), table, testOptions())
 	// replicate copies eu's item of id to us unless us wrote the item
 	// since it last replicated (the last writer wins).
 	copied := map[string]map[string]types.AttributeValue{} // id -> the item last copied to us
@@ -256,10 +260,7 @@ func TestFailoverFence(t *testing.T) {
 				f.At = at
 			}
 			fo.Store(&f)
-			g, err := idemkit.New(idemkit.Config{Store: moved, Policy: idemkit.Policy{OnStaleLease: tc.policy}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := guardWith(t, idemkit.Config{Store: moved, Policy: idemkit.Policy{OnStaleLease: tc.policy}})
 			_, replayed, err := g.Do(ctx, req, led.handler(tc.key))
 			if got := outcome(replayed, err); got != tc.want {
 				t.Fatalf("retry after the failover: %s (the handler ran %d times), want %s", got, led.runs(t, tc.key), tc.want)
@@ -296,17 +297,8 @@ func TestFailoverFence(t *testing.T) {
 // completions, releases, marks, listings, and a retried claim of our own
 // record.
 func TestFailoverUnfencedCalls(t *testing.T) {
-	eu, us, table := twoRegions(t)
+	moved, plain, fo := failoverStores(t)
 	ctx := context.Background()
-	var fo atomic.Pointer[dynamo.Failover]
-	moved, err := dynamo.NewRegional(failoverRegions(eu, us, &fo), table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := dynamo.New(us, table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	fo.Store(&dynamo.Failover{Region: "us-east-1", At: now})
 	rec := func(key string, lease time.Duration) *idemkit.Record {
@@ -365,17 +357,8 @@ func TestFailoverUnfencedCalls(t *testing.T) {
 // record of a key first used after the failover is resolved, and so is
 // any record once the operator reconciles.
 func TestFailoverFencesMarksAndResolutions(t *testing.T) {
-	eu, us, table := twoRegions(t)
+	moved, plain, fo := failoverStores(t)
 	ctx := context.Background()
-	var fo atomic.Pointer[dynamo.Failover]
-	moved, err := dynamo.NewRegional(failoverRegions(eu, us, &fo), table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := dynamo.New(us, table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	at := now.Add(-time.Minute)
 	f := dynamo.Failover{Region: "us-east-1", At: at}

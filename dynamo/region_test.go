@@ -39,6 +39,23 @@ func twoRegions(t *testing.T) (eu, us *dynamodb.Client, table string) {
 	return clients[0], clients[1], table
 }
 
+// homeRegions returns the regions of eu (eu-west-1) and us (us-east-1),
+// globex's home us-east-1 and every other tenant's eu-west-1, read from
+// local, with override (nil: none).
+func homeRegions(eu, us dynamo.Client, local string, override func(string) (dynamo.Failover, bool)) dynamo.Regions {
+	return dynamo.Regions{
+		Clients: map[string]dynamo.Client{"eu-west-1": eu, "us-east-1": us},
+		Home: func(tenant string) string {
+			if tenant == "globex" {
+				return "us-east-1"
+			}
+			return "eu-west-1"
+		},
+		Override: override,
+		Local:    local,
+	}
+}
+
 // raceRegions sends n requests for one scope through each guard at once
 // and returns how many times the handler ran.
 func raceRegions(t *testing.T, guards []*idemkit.Guard, req idemkit.Request, n int) int32 {
@@ -66,15 +83,6 @@ func raceRegions(t *testing.T, guards []*idemkit.Guard, req idemkit.Request, n i
 	return execs.Load()
 }
 
-func guard(t *testing.T, s idemkit.Store) *idemkit.Guard {
-	t.Helper()
-	g, err := idemkit.New(idemkit.Config{Store: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
 func TestTwoRegions(t *testing.T) {
 	eu, us, table := twoRegions(t)
 	ctx := context.Background()
@@ -90,26 +98,9 @@ func TestTwoRegions(t *testing.T) {
 		}
 	})
 
-	regions := func(local string) dynamo.Regions {
-		return dynamo.Regions{
-			Clients: map[string]dynamo.Client{"eu-west-1": eu, "us-east-1": us},
-			Home: func(tenant string) string {
-				if tenant == "globex" {
-					return "us-east-1"
-				}
-				return "eu-west-1"
-			},
-			Local: local,
-		}
-	}
-	inEU, err := dynamo.NewRegional(regions("eu-west-1"), table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inUS, err := dynamo.NewRegional(regions("us-east-1"), table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	regions := func(local string) dynamo.Regions { return homeRegions(eu, us, local, nil) }
+	inEU := regional(t, regions("eu-west-1"), table, testOptions())
+	inUS := regional(t, regions("us-east-1"), table, testOptions())
 
 	t.Run("pinned stores execute once", func(t *testing.T) {
 		guards := []*idemkit.Guard{guard(t, inEU), guard(t, inUS)}
@@ -149,10 +140,7 @@ func TestTwoRegions(t *testing.T) {
 	t.Run("home unreachable fails closed unless re-homed", func(t *testing.T) {
 		r := regions("us-east-1")
 		r.Clients = map[string]dynamo.Client{"eu-west-1": endpointClient(closedPort(t)), "us-east-1": us}
-		down, err := dynamo.NewRegional(r, table, dynamo.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		down := regional(t, r, table, dynamo.Options{})
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: "failover"}, Fingerprint: "v1:sha256:r"}
 		var execs atomic.Int32
 		if _, _, err := guard(t, down).Do(ctx, req, okHandler(&execs, "paid")); !errors.Is(err, idemkit.ErrStoreUnavailable) || execs.Load() != 0 {
@@ -232,26 +220,10 @@ func TestRegionalConfig(t *testing.T) {
 func TestRegionalListing(t *testing.T) {
 	eu, us, table := twoRegions(t)
 	ctx := context.Background()
-	regions := func(local string, override func(string) (dynamo.Failover, bool)) dynamo.Regions {
-		return dynamo.Regions{
-			Clients: map[string]dynamo.Client{"eu-west-1": eu, "us-east-1": us},
-			Home: func(tenant string) string {
-				if tenant == "globex" {
-					return "us-east-1"
-				}
-				return "eu-west-1"
-			},
-			Override: override,
-			Local:    local,
-		}
-	}
 	opts := testOptions()
 	opts.IndexInFlight = true
 	store := func(local string, override func(string) (dynamo.Failover, bool)) *dynamo.Store {
-		s, err := dynamo.NewRegional(regions(local, override), table, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := regional(t, homeRegions(eu, us, local, override), table, opts)
 		return s
 	}
 	inEU, inUS := store("eu-west-1", nil), store("us-east-1", nil)
@@ -331,10 +303,7 @@ func TestRegionalListing(t *testing.T) {
 func TestRegionalUnroutableID(t *testing.T) {
 	eu, _, table := twoRegions(t)
 	cc := newCounting(eu)
-	s, err := dynamo.NewRegional(dynamo.Regions{Clients: map[string]dynamo.Client{"eu-west-1": cc}, Home: func(string) string { return "eu-west-1" }, Local: "eu-west-1"}, table, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := regional(t, dynamo.Regions{Clients: map[string]dynamo.Client{"eu-west-1": cc}, Home: func(string) string { return "eu-west-1" }, Local: "eu-west-1"}, table, testOptions())
 	// A tenant over MaxTenantLen in a scope too long for a readable ID:
 	// the ID is the hash alone.
 	long := idemkit.Scope{Tenant: strings.Repeat("t", idemkit.MaxTenantLen+1), Operation: "POST /" + strings.Repeat("o", 1100), Key: "k"}

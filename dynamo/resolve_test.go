@@ -86,10 +86,7 @@ func TestResolveConcurrent(t *testing.T) {
 		t.Run(string(as), func(t *testing.T) {
 			clean := client(t)
 			table := newTable(t, clean)
-			cs, err := dynamo.New(clean, table, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cs := storeOn(t, clean, table, dynamo.Options{})
 			ctx := context.Background()
 			rec, _ := inFlightRecord(t, cs, "resolve-concurrent-"+string(as), time.Second)
 			rec = change(t, cs, rec, markedStale)
@@ -108,10 +105,7 @@ func TestResolveConcurrent(t *testing.T) {
 					t.Errorf("the first resolution: %v", err)
 				}
 			}}
-			s, err := dynamo.New(hook, table, dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := storeOn(t, hook, table, dynamo.Options{})
 			if got, _, err := idemkit.Resolve(ctx, s, rec.ID, resolution("ops-b"), at); !errors.Is(err, idemkit.ErrNotIndeterminate) {
 				t.Fatalf("the second resolution: %+v %v, want ErrNotIndeterminate", got, err)
 			}

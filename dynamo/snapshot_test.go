@@ -43,14 +43,8 @@ func TestSnapshotSize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := client(t)
 			cc := newCounting(c)
-			s, err := dynamo.New(cc, newTable(t, c), dynamo.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := idemkit.New(idemkit.Config{Store: s})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := storeOn(t, cc, newTable(t, c), dynamo.Options{})
+			g := guard(t, s)
 			req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "GET /export", Key: "size-1"}, Fingerprint: "v1:sha256:s"}
 			var execs atomic.Int32
 			h := func(context.Context) (*idemkit.Snapshot, error) {
@@ -87,10 +81,7 @@ func TestSnapshotSizeCap(t *testing.T) {
 	const limit = 8 << 10
 	c := client(t)
 	cc := newCounting(c)
-	s, err := dynamo.New(cc, newTable(t, c), dynamo.Options{MaxItemSize: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, cc, newTable(t, c), dynamo.Options{MaxItemSize: limit})
 	ctx := context.Background()
 	for i, tc := range []struct {
 		body    []byte
@@ -133,10 +124,7 @@ func TestSnapshotSizeCap(t *testing.T) {
 func TestHeadersOverTheCap(t *testing.T) {
 	const limit = 8 << 10
 	c := client(t)
-	s, err := dynamo.New(c, newTable(t, c), dynamo.Options{MaxItemSize: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, c, newTable(t, c), dynamo.Options{MaxItemSize: limit})
 	ctx := context.Background()
 	big := strings.Repeat("v", limit)
 	for i, body := range [][]byte{nil, {}, []byte(`{"id":"ord_1"}`), randomBytes(limit)} {
@@ -171,10 +159,7 @@ func TestHeadersOverTheCap(t *testing.T) {
 // ErrSnapshotOmitted naming the outcome. A body at the bound is replayed.
 func TestCompressibleBodyOverTheDecodeBound(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{})
-	g, err := idemkit.New(idemkit.Config{Store: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guard(t, s)
 	for _, tc := range []struct {
 		name    string
 		size    int
@@ -218,10 +203,7 @@ func TestCompressibleBodyOverTheDecodeBound(t *testing.T) {
 // indeterminate).
 func TestMaxItemSizeAboveTheLimit(t *testing.T) {
 	s, _, _ := newStore(t, dynamo.Options{MaxItemSize: 4 << 20})
-	g, err := idemkit.New(idemkit.Config{Store: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := guard(t, s)
 	body := make([]byte, dynamo.MaxItemSizeLimit+1)
 	rand.New(rand.NewSource(3)).Read(body) // incompressible
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /exports", Key: "over-the-limit"}, Fingerprint: "v2:sha256:b"}

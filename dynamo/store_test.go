@@ -49,6 +49,31 @@ func testOptions() dynamo.Options {
 	return dynamo.Options{CallTimeout: dynalite.Scale(30 * time.Second)}
 }
 
+// storeOn returns the store New makes of c, table and opts, failing t
+// when it refuses them.
+func storeOn(t testing.TB, c dynamo.Client, table string, opts dynamo.Options) *dynamo.Store {
+	t.Helper()
+	return orFatal(t)(dynamo.New(c, table, opts))
+}
+
+// regional is storeOn for NewRegional.
+func regional(t testing.TB, r dynamo.Regions, table string, opts dynamo.Options) *dynamo.Store {
+	t.Helper()
+	return orFatal(t)(dynamo.NewRegional(r, table, opts))
+}
+
+// orFatal returns a function that returns the store it is given, failing
+// t on the error given with it.
+func orFatal(t testing.TB) func(*dynamo.Store, error) *dynamo.Store {
+	return func(s *dynamo.Store, err error) *dynamo.Store {
+		if err != nil {
+			t.Helper()
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
 // newStore returns a store on a fresh table of the shared server. Unless
 // opts sets one, calls get a 30 s timeout instead of the production 2 s:
 // dynalite is one Node process that queues every request, and a burst of
@@ -56,16 +81,19 @@ func testOptions() dynamo.Options {
 // The tests of deadline behaviour build their stores with their own options.
 func newStore(t testing.TB, opts dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
 	t.Helper()
+	return storeOnNewTable(t, opts, dynamo.Options{})
+}
+
+// storeOnNewTable is newStore on a table laid out as TableDefinition says
+// for def.
+func storeOnNewTable(t testing.TB, opts, def dynamo.Options) (*dynamo.Store, *dynamodb.Client, string) {
+	t.Helper()
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = dynalite.Scale(30 * time.Second)
 	}
 	c := client(t)
-	table := newTable(t, c)
-	s, err := dynamo.New(c, table, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, c, table
+	table := dynalite.CreateTable(t, c, dynamo.TableDefinition("idem", def))
+	return storeOn(t, c, table, opts), c, table
 }
 
 func TestConformance(t *testing.T) {

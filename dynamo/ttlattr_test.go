@@ -117,11 +117,8 @@ func TestCheckTTLAttr(t *testing.T) {
 		{dynamo.TTLAttr, "TTL is on exp, want ttl "},
 		{"expires", "TTL is on expires, want ttl "},
 	} {
-		s, err := dynamo.New(ttlOn{c, tc.on}, table, dynamo.Options{TTLAttr: "ttl"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = s.Check(t.Context())
+		s := storeOn(t, ttlOn{c, tc.on}, table, dynamo.Options{TTLAttr: "ttl"})
+		err := s.Check(t.Context())
 		var mm *dynamo.TableMismatchError
 		switch {
 		case tc.want == "" && err != nil:
@@ -133,10 +130,7 @@ func TestCheckTTLAttr(t *testing.T) {
 			t.Errorf("TTL on %s: CheckTTL: %v, want nil", tc.on, err)
 		}
 	}
-	s, err := dynamo.New(c, table, dynamo.Options{TTLAttr: "ttl"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOn(t, c, table, dynamo.Options{TTLAttr: "ttl"})
 	if !dynalite.Has(t, dynalite.UpdateTimeToLive) {
 		if err := s.CheckTTL(t.Context()); !errors.Is(err, dynamo.ErrTTLDisabled) || !strings.Contains(err.Error(), "want it on ttl") {
 			t.Errorf("CheckTTL without the TTL API: %v, want ErrTTLDisabled naming ttl", err)

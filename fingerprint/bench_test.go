@@ -37,45 +37,16 @@ var benchSizes = []struct {
 
 // BenchmarkJSON measures a compiled Fingerprinter on JSON bodies.
 func BenchmarkJSON(b *testing.B) {
-	f, err := New(Options{Mode: ModeJSON})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, s := range benchSizes {
-		body := orderBody(s.size)
-		in := Input{Body: body}
-		b.Run(s.name, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := f.Compute(in); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchSized(b, Options{Mode: ModeJSON}, func(body []byte) Input { return Input{Body: body} })
 }
 
 // BenchmarkJSONExclude adds an Exclude list and method, path and header parts.
 func BenchmarkJSONExclude(b *testing.B) {
-	f, err := New(Options{Mode: ModeJSON, Exclude: []string{"/meta/trace_id", "/meta/client_ts"},
-		Method: true, Path: true, Headers: []string{"X-Region"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, s := range benchSizes {
-		body := orderBody(s.size)
-		in := Input{Method: "POST", Path: "/orders", Header: map[string][]string{"X-Region": {"eu"}}, Body: body}
-		b.Run(s.name, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := f.Compute(in); err != nil {
-					b.Fatal(err)
-				}
-			}
+	benchSized(b, Options{Mode: ModeJSON, Exclude: []string{"/meta/trace_id", "/meta/client_ts"},
+		Method: true, Path: true, Headers: []string{"X-Region"}},
+		func(body []byte) Input {
+			return Input{Method: "POST", Path: "/orders", Header: map[string][]string{"X-Region": {"eu"}}, Body: body}
 		})
-	}
 }
 
 // BenchmarkCompute measures the one-shot package function (Options
@@ -84,13 +55,7 @@ func BenchmarkCompute(b *testing.B) {
 	body := orderBody(1 << 10)
 	in := Input{ContentType: "application/json", Body: body}
 	opts := Options{Exclude: []string{"/meta"}}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Compute(in, opts); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchLoop(b, len(body), func() error { _, err := Compute(in, opts); return err })
 }
 
 // BenchmarkRaw measures raw-bytes mode (SHA-256 of the body plus framing).
@@ -98,10 +63,31 @@ func BenchmarkRaw(b *testing.B) {
 	f, _ := New(Options{Mode: ModeRaw})
 	body := orderBody(100 << 10)
 	in := Input{Body: body}
-	b.SetBytes(int64(len(body)))
+	benchLoop(b, len(body), func() error { _, err := f.Compute(in); return err })
+}
+
+// benchSized measures a Fingerprinter of opts on the order body of each
+// of benchSizes, in the Input that in makes of it.
+func benchSized(b *testing.B, opts Options, in func(body []byte) Input) {
+	f, err := New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range benchSizes {
+		body := orderBody(s.size)
+		input := in(body)
+		b.Run(s.name, func(b *testing.B) {
+			benchLoop(b, len(body), func() error { _, err := f.Compute(input); return err })
+		})
+	}
+}
+
+// benchLoop measures compute on a body of n bytes, failing b on its error.
+func benchLoop(b *testing.B, n int, compute func() error) {
+	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := f.Compute(in); err != nil {
+		if err := compute(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,12 +11,7 @@ import (
 )
 
 // goldenV2 pins v2 outputs; like goldenV1, these values never change.
-var goldenV2 = []struct {
-	name string
-	in   Input
-	opts Options
-	want string
-}{
+var goldenV2 = []golden{
 	{"empty", Input{}, Options{},
 		"v2:sha256:f3e6a5036f4940c24874c8c986da2197b298f62c374fadf50e136c004553b9c3"},
 	{"json", jsonIn(`{"b":[1.0,-0,1e21,9007199254740993],"a":"\u00e9\n"}`), Options{},
@@ -31,18 +26,7 @@ var goldenV2 = []struct {
 		"v2:sha256:98ba7955f3d0193ddff122481629682ed1f512fe3124daa238cffe3c76a8e305"},
 }
 
-func TestGoldenV2(t *testing.T) {
-	for _, g := range goldenV2 {
-		got, err := ComputeVersion("v2", g.in, g.opts)
-		if err != nil {
-			t.Errorf("%s: %v", g.name, err)
-			continue
-		}
-		if got != g.want {
-			t.Errorf("%s: v2 output changed:\n got %s\nwant %s", g.name, got, g.want)
-		}
-	}
-}
+func TestGoldenV2(t *testing.T) { checkGolden(t, "v2", goldenV2) }
 
 // TestV2Framing rebuilds the SHA-256 input from the grammar in v2.go.
 func TestV2Framing(t *testing.T) {

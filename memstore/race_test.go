@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit/scribble"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -51,7 +52,7 @@ func TestMixedRace(t *testing.T) {
 				}
 				for k := 0; k < keys; k++ {
 					if rec, err := s.Get(ctx, req(k).Scope.ID(false)); err == nil {
-						scribble(rec)
+						scribble.Record(rec)
 					} else if !errors.Is(err, idemkit.ErrNotFound) {
 						t.Error(err)
 					}
@@ -102,9 +103,9 @@ func TestMixedRace(t *testing.T) {
 					if c := completer[k].Load(); c == nil || string(snap.Body) != *c {
 						t.Errorf("key %d replays %q, completed by %v", k, snap.Body, c)
 					}
-					scribbleSnapshot(snap) // the store kept its own copy
+					scribble.Snapshot(snap) // the store kept its own copy
 				case err == nil:
-					scribbleSnapshot(snap)
+					scribble.Snapshot(snap)
 				case errors.Is(err, idemkit.ErrInFlight):
 				case err.Error() == "declined":
 				default:
@@ -126,23 +127,5 @@ func TestMixedRace(t *testing.T) {
 			got.Snapshot.Header.Get("Location") != "/orders/"+*c {
 			t.Errorf("key %d, completed by %s: %+v %v", k, *c, got, err)
 		}
-	}
-}
-
-func scribble(r *idemkit.Record) {
-	r.Owner, r.State, r.Version = "scribbled", idemkit.StateFailed, "scribbled"
-	scribbleSnapshot(r.Snapshot)
-}
-
-func scribbleSnapshot(s *idemkit.Snapshot) {
-	if s == nil {
-		return
-	}
-	s.Status = 999
-	for i := range s.Body {
-		s.Body[i] = 'x'
-	}
-	for k := range s.Header {
-		s.Header[k] = []string{"scribbled"}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit/scribble"
 )
 
 // testRecordRoundTrip: every field of a record reads back as written,
@@ -237,10 +238,10 @@ func testOwnership(t *testing.T, s idemkit.OperatorStore) {
 	want := r.Clone()
 	mustCreate(t, s, r)
 	unchanged("Create", r, want)
-	scribble(r)
+	scribble.Record(r)
 	sameRecord(t, mustGet(t, s, want.ID), want)
 	g1, g2 := mustGet(t, s, want.ID), mustGet(t, s, want.ID)
-	scribble(g1)
+	scribble.Record(g1)
 	sameRecord(t, g2, want)
 	sameRecord(t, mustGet(t, s, want.ID), want)
 
@@ -254,8 +255,8 @@ func testOwnership(t *testing.T, s idemkit.OperatorStore) {
 	// adding headers of its own): a later claim meets the response as
 	// stored. A store or cache keeping the caller's snapshot would replay
 	// the changed one.
-	scribble(c)
-	scribble(prev)
+	scribble.Record(c)
+	scribble.Record(prev)
 	sameRecord(t, mustGet(t, s, want.ID), wantC)
 
 	b := again(want, "b", now)
@@ -266,12 +267,12 @@ func testOwnership(t *testing.T, s idemkit.OperatorStore) {
 	if met == b || met.Snapshot == b.Snapshot {
 		t.Fatal("Create returned the record it was given")
 	}
-	scribble(met)
+	scribble.Record(met)
 	sameRecord(t, mustGet(t, s, want.ID), wantC)
 	met, err = s.Replace(ctx, b, wantPrev)
 	metOnly(t, s, "a Replace of the version replaced", met, err, wantC)
 	unchanged("Replace of a record met", b, wantB)
-	scribble(met)
+	scribble.Record(met)
 	sameRecord(t, mustGet(t, s, want.ID), wantC)
 	// A write sent again meets its own record: a copy, not the record
 	// sent.
@@ -285,7 +286,7 @@ func testOwnership(t *testing.T, s idemkit.OperatorStore) {
 	m := marked(newRecord(now, "a"), idemkit.CauseOutcomeUnknown, now)
 	mustCreate(t, s, m)
 	for _, l := range listedRecords(t, s, m.Scope.Tenant, now) {
-		scribble(l)
+		scribble.Record(l)
 	}
 	sameRecord(t, mustGet(t, s, m.ID), m)
 	if sl, ok := staleLister(s); ok {
@@ -300,7 +301,7 @@ func testOwnership(t *testing.T, s idemkit.OperatorStore) {
 			t.Fatal("ListStale listed nothing")
 		}
 		for _, l := range recs {
-			scribble(l)
+			scribble.Record(l)
 		}
 		sameRecord(t, mustGet(t, s, k.ID), k)
 	}
@@ -317,36 +318,4 @@ func listedRecords(t *testing.T, s idemkit.OperatorStore, tenant string, now tim
 		t.Fatal("ListIndeterminate listed nothing")
 	}
 	return recs
-}
-
-// scribble changes every part of r a store could share.
-func scribble(r *idemkit.Record) {
-	if r == nil {
-		return
-	}
-	r.Owner, r.Fingerprint, r.State, r.Version = "scribbled", "scribbled", idemkit.StateFailed, "scribbled"
-	r.Scope.Key = "scribbled"
-	r.LeaseUntil = r.LeaseUntil.Add(time.Hour)
-	scribbleSnapshot(r.Snapshot)
-	if r.Resolution != nil {
-		r.Resolution.Operator = "scribbled"
-		scribbleSnapshot(r.Resolution.Snapshot)
-	}
-}
-
-func scribbleSnapshot(s *idemkit.Snapshot) {
-	if s == nil {
-		return
-	}
-	s.Status = 599
-	for i := range s.Body {
-		s.Body[i] = 'X'
-	}
-	for k, vs := range s.Header {
-		for i := range vs {
-			vs[i] = "scribbled"
-		}
-		s.Header[k] = vs
-	}
-	s.Header.Set("X-Scribbled", "1")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
@@ -296,12 +297,7 @@ func testOldKeyFreedAgain(t *testing.T, s idemkit.OperatorStore) {
 			clock.Advance(50 * time.Minute) // the key is now past retention and skew
 			retry := first
 			retry.Fingerprint = "v2:sha256:bb"
-			retry.FingerprintAs = func(v string) (string, error) {
-				if v == "v1" {
-					return "v1:sha256:aa", nil
-				}
-				return "", errors.New("unknown version")
-			}
+			retry.FingerprintAs = testkit.FingerprintAs("v1", "v1:sha256:aa")
 			snap, replayed, err := g.Do(ctx, retry, respond("retry"))
 			if err != nil || replayed || string(snap.Body) != "retry" {
 				t.Fatalf("retry: %+v replayed %v, %v; want it run", snap, replayed, err)

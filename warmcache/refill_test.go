@@ -110,9 +110,7 @@ func TestEntryEndsAtExpiresAt(t *testing.T) {
 func TestGetAnswersFromCache(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, warmcache.Config{}, idemkit.Policy{})
-	if _, _, err := e.g.Do(ctx, req("k", "v1:a"), respond("x")); err != nil {
-		t.Fatal(err)
-	}
+	e.run(t, req("k", "v1:a"), "x")
 	id := req("k", "v1:a").Scope.ID(false)
 	got, err := e.cache.Get(ctx, id)
 	if err != nil || got.State != idemkit.StateCompleted || string(got.Snapshot.Body) != "x" || e.under.gets.Load() != 0 {

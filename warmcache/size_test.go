@@ -87,9 +87,7 @@ func TestResolvedRecordWithinMaxEntryBytes(t *testing.T) {
 func TestNoStaleReplayAfterReuse(t *testing.T) {
 	e := newEnv(t, warmcache.Config{}, idemkit.Policy{ReplayWindow: time.Minute, RecordRetention: time.Hour})
 	ctx := context.Background()
-	if _, _, err := e.g.Do(ctx, req("k", "v1:a"), respond("first")); err != nil {
-		t.Fatal(err)
-	}
+	e.run(t, req("k", "v1:a"), "first")
 	if st := e.cache.Stats(); st.Entries != 1 {
 		t.Fatalf("stats %+v, want the first answer cached", st)
 	}

@@ -89,6 +89,15 @@ func newEnv(t *testing.T, cfg warmcache.Config, pol idemkit.Policy) *env {
 	return e
 }
 
+// run sends r through the guard with a handler answering 201 with body,
+// failing t on an error.
+func (e *env) run(t *testing.T, r idemkit.Request, body string) {
+	t.Helper()
+	if _, _, err := e.g.Do(context.Background(), r, respond(body)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func req(key, fp string) idemkit.Request {
 	return idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}, Fingerprint: fp}
 }
@@ -161,9 +170,7 @@ func TestFillOnLostClaim(t *testing.T) {
 func TestScopeAndFingerprint(t *testing.T) {
 	e := newEnv(t, warmcache.Config{}, idemkit.Policy{})
 	ctx := context.Background()
-	if _, _, err := e.g.Do(ctx, req("k", "v1:a"), respond("x")); err != nil {
-		t.Fatal(err)
-	}
+	e.run(t, req("k", "v1:a"), "x")
 	_, _, err := e.g.Do(ctx, req("k", "v1:b"), mustNotRun(t))
 	if !errors.Is(err, idemkit.ErrFingerprintMismatch) {
 		t.Fatalf("different fingerprint: %v", err)
@@ -183,9 +190,7 @@ func TestScopeAndFingerprint(t *testing.T) {
 func TestExpiry(t *testing.T) {
 	e := newEnv(t, warmcache.Config{}, idemkit.Policy{ReplayWindow: time.Minute, RecordRetention: time.Hour})
 	ctx := context.Background()
-	if _, _, err := e.g.Do(ctx, req("k", "v1:a"), respond("x")); err != nil {
-		t.Fatal(err)
-	}
+	e.run(t, req("k", "v1:a"), "x")
 	e.clock.Advance(61 * time.Second)
 	_, _, err := e.g.Do(ctx, req("k", "v1:a"), mustNotRun(t))
 	var oe *idemkit.OutcomeError
@@ -270,9 +275,7 @@ func TestBounds(t *testing.T) {
 	t.Run("entries", func(t *testing.T) {
 		e := newEnv(t, warmcache.Config{MaxEntries: 3}, idemkit.Policy{})
 		for i := 0; i < 5; i++ {
-			if _, _, err := e.g.Do(ctx, req(fmt.Sprint(i), "v1:a"), respond("x")); err != nil {
-				t.Fatal(err)
-			}
+			e.run(t, req(fmt.Sprint(i), "v1:a"), "x")
 		}
 		if st := e.cache.Stats(); st.Entries != 3 {
 			t.Fatalf("%d entries, want 3", st.Entries)
@@ -297,9 +300,7 @@ func TestBounds(t *testing.T) {
 			Owner: rand.Text(), Version: rand.Text() + ".1", Snapshot: &idemkit.Snapshot{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}}) // a completion is its run's second write
 		e := newEnv(t, warmcache.Config{MaxBytes: 3*one + one/2}, idemkit.Policy{})
 		for i := 0; i < 6; i++ {
-			if _, _, err := e.g.Do(ctx, req(fmt.Sprint(i), "v1:a"), respond(body)); err != nil {
-				t.Fatal(err)
-			}
+			e.run(t, req(fmt.Sprint(i), "v1:a"), body)
 			if st := e.cache.Stats(); st.Bytes > 3*one+one/2 {
 				t.Fatalf("%d bytes held, over the %d bound", st.Bytes, 3*one+one/2)
 			}
@@ -310,9 +311,7 @@ func TestBounds(t *testing.T) {
 	})
 	t.Run("entry", func(t *testing.T) {
 		e := newEnv(t, warmcache.Config{MaxEntryBytes: 4 << 10}, idemkit.Policy{})
-		if _, _, err := e.g.Do(ctx, req("big", "v1:a"), respond(strings.Repeat("b", 8<<10))); err != nil {
-			t.Fatal(err)
-		}
+		e.run(t, req("big", "v1:a"), strings.Repeat("b", 8<<10))
 		if st := e.cache.Stats(); st.Entries != 0 {
 			t.Fatalf("a record over MaxEntryBytes was cached: %+v", st)
 		}
@@ -323,9 +322,7 @@ func TestBounds(t *testing.T) {
 func TestCopies(t *testing.T) {
 	e := newEnv(t, warmcache.Config{}, idemkit.Policy{})
 	ctx := context.Background()
-	if _, _, err := e.g.Do(ctx, req("k", "v1:a"), respond("abc")); err != nil {
-		t.Fatal(err)
-	}
+	e.run(t, req("k", "v1:a"), "abc")
 	snap, _, _ := e.g.Do(ctx, req("k", "v1:a"), mustNotRun(t))
 	snap.Body[0] = 'X'
 	snap.Header.Set("Content-Type", "text/evil")

@@ -185,26 +185,28 @@ func TestStartTimesOutWithContext(t *testing.T) {
 	}
 }
 
+// checkUnavailable fails t unless err, start's, wraps ErrUnavailable and
+// is one line that says what to do: says says.
+func checkUnavailable(t *testing.T, start string, err error, says string) {
+	t.Helper()
+	if !errors.Is(err, dynalite.ErrUnavailable) {
+		t.Fatalf("%s: err = %v, want one wrapping ErrUnavailable", start, err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, says) {
+		t.Fatalf("error is not one line saying %q: %q", says, msg)
+	}
+}
+
 func TestStartWithoutNodeModules(t *testing.T) {
 	t.Setenv(dynalite.EnvDir, t.TempDir())
 	_, err := dynalite.Start(context.Background())
-	if !errors.Is(err, dynalite.ErrUnavailable) {
-		t.Fatalf("Start: err = %v, want one wrapping ErrUnavailable", err)
-	}
-	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "make deps") {
-		t.Fatalf("error is not one line naming `make deps`: %q", msg)
-	}
+	checkUnavailable(t, "Start", err, "make deps")
 }
 
 func TestStartWithoutNode(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := dynalite.Start(context.Background())
-	if !errors.Is(err, dynalite.ErrUnavailable) {
-		t.Fatalf("Start: err = %v, want one wrapping ErrUnavailable", err)
-	}
-	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "node") {
-		t.Fatalf("error is not one line naming node: %q", msg)
-	}
+	checkUnavailable(t, "Start", err, "node")
 }
 
 func TestDirFindsModuleRoot(t *testing.T) {

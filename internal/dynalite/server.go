@@ -2,7 +2,6 @@ package dynalite
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	_ "embed"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // ModulePath is the module whose root holds package.json and node_modules.
@@ -90,7 +91,7 @@ type Server struct {
 	endpoint string
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
-	stderr   *syncBuffer
+	stderr   *testkit.SyncBuffer
 	exited   chan struct{} // closed once the process has been waited for
 	waitErr  error         // valid once exited is closed
 	// stopCode, when non-zero, is an exit code that Stop takes as a clean
@@ -156,7 +157,8 @@ func (s *Server) launch(ctx context.Context, cmd *exec.Cmd, ready func(line stri
 		defer cancel()
 	}
 	setProcessGroup(cmd)
-	s.cmd, s.stderr, s.exited = cmd, &syncBuffer{}, make(chan struct{})
+	// stderr is bounded: the server may be chatty on it for a long run.
+	s.cmd, s.stderr, s.exited = cmd, &testkit.SyncBuffer{Max: 64 << 10}, make(chan struct{})
 
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -325,26 +327,4 @@ func isClosed(c chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	// Keep memory bounded if the server is chatty on stderr for a long run.
-	if b.buf.Len() > 64<<10 {
-		return len(p), nil
-	}
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

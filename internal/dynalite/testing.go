@@ -66,8 +66,19 @@ func Endpoint(t testing.TB) string {
 // regions, say). It fails or skips t as Endpoint does.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
+	return private(t, Start, nil)
+}
+
+// private starts a server with start for t alone and stops it when t's
+// cleanup runs. An error that is skip skips t; any other fails or skips
+// it as Endpoint does.
+func private(t testing.TB, start func(context.Context) (*Server, error), skip error) *Server {
+	t.Helper()
 	SkipIfDisabled(t)
-	s, err := Start(context.Background())
+	s, err := start(context.Background())
+	if skip != nil && errors.Is(err, skip) {
+		t.Skipf("skipping: %v", err)
+	}
 	if err != nil {
 		failOrSkip(t, err)
 	}
@@ -93,20 +104,7 @@ func SkipIfDisabled(t testing.TB) {
 // optional extra, so without it t skips, saying how to install it.
 func NewMoto(t testing.TB) *Server {
 	t.Helper()
-	SkipIfDisabled(t)
-	s, err := StartMoto(context.Background())
-	if errors.Is(err, ErrUnavailable) {
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
-	return s
+	return private(t, StartMoto, ErrUnavailable)
 }
 
 // NewDynamoDBLocal starts a DynamoDB Local private to t
@@ -115,20 +113,7 @@ func NewMoto(t testing.TB) *Server {
 // the jar (`make deps`) it fails.
 func NewDynamoDBLocal(t testing.TB) *Server {
 	t.Helper()
-	SkipIfDisabled(t)
-	s, err := StartDynamoDBLocal(context.Background())
-	if errors.Is(err, ErrNoJava) {
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
-		failOrSkip(t, err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
-	return s
+	return private(t, StartDynamoDBLocal, ErrNoJava)
 }
 
 func failOrSkip(t testing.TB, err error) {

@@ -35,8 +35,36 @@ func value(t *testing.T, c *dynamodb.Client, table, pk string) string {
 	return out.Item["v"].(*types.AttributeValueMemberS).Value
 }
 
-func put(pk, v string, cond string) *dynamodb.PutItemInput {
-	in := &dynamodb.PutItemInput{Item: map[string]types.AttributeValue{"pk": str(pk), "v": str(v)}}
+// via returns a client whose calls go through the transport that wrap
+// makes of a fresh one, a client that sees no faults, and a fresh table.
+func via(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (c, raw *dynamodb.Client, table string) {
+	t.Helper()
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	c, err := dynalite.NewClientVia(t.Context(), dynalite.Endpoint(t), wrap(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = dynalite.Client(t)
+	return c, raw, dynalite.CreateTable(t, raw, dynalite.KeyTable("faults"))
+}
+
+// held returns a client whose first times PutItem calls are held
+// (DelayedApply), their transport, a client that sees no faults, and a
+// fresh table.
+func held(t *testing.T, times int) (c *dynamodb.Client, ft *faults.Transport, raw *dynamodb.Client, table string) {
+	t.Helper()
+	c, raw, table = via(t, func(base http.RoundTripper) http.RoundTripper {
+		ft = faults.New(base, faults.Rule{Op: "PutItem", Times: times, Kind: faults.DelayedApply})
+		return ft
+	})
+	return c, ft, raw, table
+}
+
+// put returns a PutItem of item pk with attribute v into table, on
+// condition cond unless that is "".
+func put(table, pk, v string, cond string) *dynamodb.PutItemInput {
+	in := &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{"pk": str(pk), "v": str(v)}}
 	if cond != "" {
 		in.ConditionExpression = aws.String(cond)
 	}
@@ -72,19 +100,9 @@ func TestDelayedApply(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			base := &http.Transport{}
-			t.Cleanup(base.CloseIdleConnections)
-			ft := faults.New(base, faults.Rule{Op: "PutItem", Times: 1, Kind: faults.DelayedApply})
-			c, err := dynalite.NewClientVia(ctx, dynalite.Endpoint(t), ft)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw := dynalite.Client(t)
-			table := dynalite.CreateTable(t, raw, dynalite.KeyTable("faults"))
+			c, ft, raw, table := held(t, 1)
 
-			in := put("k", "first", tc.cond)
-			in.TableName = aws.String(table)
-			_, err = c.PutItem(ctx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = tc.attempts })
+			_, err := c.PutItem(ctx, put(table, "k", "first", tc.cond), func(o *dynamodb.Options) { o.RetryMaxAttempts = tc.attempts })
 			if tc.attempts == 1 {
 				var ne net.Error
 				if !errors.As(err, &ne) || !ne.Timeout() {
@@ -100,9 +118,7 @@ func TestDelayedApply(t *testing.T) {
 				t.Fatalf("%d PutItem calls, want %d", got, min(want, 2))
 			}
 			if tc.later != "" {
-				later := put("k", tc.later, "")
-				later.TableName = aws.String(table)
-				if _, err := c.PutItem(ctx, later); err != nil {
+				if _, err := c.PutItem(ctx, put(table, "k", tc.later, "")); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -167,19 +183,9 @@ func TestDeliverUnreachable(t *testing.T) {
 // held, so that the server applies them in the order they were sent.
 func TestDeliverOrder(t *testing.T) {
 	ctx := context.Background()
-	base := &http.Transport{}
-	t.Cleanup(base.CloseIdleConnections)
-	ft := faults.New(base, faults.Rule{Op: "PutItem", Times: 2, Kind: faults.DelayedApply})
-	c, err := dynalite.NewClientVia(ctx, dynalite.Endpoint(t), ft)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := dynalite.Client(t)
-	table := dynalite.CreateTable(t, raw, dynalite.KeyTable("faults"))
+	c, ft, raw, table := held(t, 2)
 	for _, v := range []string{"first", "second"} {
-		in := put("k", v, "")
-		in.TableName = aws.String(table)
-		if _, err := c.PutItem(ctx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }); err == nil {
+		if _, err := c.PutItem(ctx, put(table, "k", v, ""), func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }); err == nil {
 			t.Fatalf("PutItem %q answered, want it held", v)
 		}
 	}
@@ -199,16 +205,8 @@ func TestDeliverOrder(t *testing.T) {
 func TestWithoutConditionItem(t *testing.T) {
 	dynalite.Require(t, dynalite.AllOldOnConditionFailure)
 	ctx := context.Background()
-	base := &http.Transport{}
-	t.Cleanup(base.CloseIdleConnections)
-	c, err := dynalite.NewClientVia(ctx, dynalite.Endpoint(t), faults.WithoutConditionItem(base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := dynalite.Client(t)
-	table := dynalite.CreateTable(t, raw, dynalite.KeyTable("faults"))
-	in := put("k", "first", "attribute_not_exists(pk)")
-	in.TableName = aws.String(table)
+	c, raw, table := via(t, faults.WithoutConditionItem)
+	in := put(table, "k", "first", "attribute_not_exists(pk)")
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	if _, err := c.PutItem(ctx, in); err != nil {
 		t.Fatal(err)

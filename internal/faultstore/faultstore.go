@@ -201,26 +201,21 @@ func (s *Store) Inner() idemkit.OperatorStore { return s.inner }
 
 // On sets the hook of method m; a nil h lets every later call pass. A
 // write whose Op has a hook (OnOp) gets that one instead.
-func (s *Store) On(m Method, h Hook) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h == nil {
-		delete(s.hooks, m)
-		return
-	}
-	s.hooks[m] = h
-}
+func (s *Store) On(m Method, h Hook) { setHook(s, s.hooks, m, h) }
 
 // OnOp sets the hook of the writes (Create, Replace) whose Op is op; a
 // nil h removes it. It takes precedence over the hook of the method.
-func (s *Store) OnOp(op string, h Hook) {
+func (s *Store) OnOp(op string, h Hook) { setHook(s, s.opHooks, op, h) }
+
+// setHook sets hooks[k] to h under s's lock; a nil h removes it.
+func setHook[K comparable](s *Store, hooks map[K]Hook, k K, h Hook) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h == nil {
-		delete(s.opHooks, op)
+		delete(hooks, k)
 		return
 	}
-	s.opHooks[op] = h
+	hooks[k] = h
 }
 
 // Calls returns the calls made to m so far, oldest first.

@@ -29,6 +29,11 @@ func Load[T any](t testing.TB, name string) T {
 // SyncBuffer is a bytes.Buffer safe for concurrent writes: a slog
 // handler's, a server's ErrorLog, a child process's output.
 type SyncBuffer struct {
+	// Max, when positive, bounds what is kept: once the buffer holds more
+	// than Max bytes, later writes are dropped (and reported written), so
+	// that a process chatty for a long run keeps its first words only.
+	Max int
+
 	mu sync.Mutex
 	b  bytes.Buffer
 }
@@ -36,6 +41,9 @@ type SyncBuffer struct {
 func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Max > 0 && s.b.Len() > s.Max {
+		return len(p), nil
+	}
 	return s.b.Write(p)
 }
 
