@@ -9,8 +9,13 @@
 // error. The template's tables (AWS::DynamoDB::Table,
 // AWS::Serverless::SimpleTable) are created on a local DynamoDB, and each
 // function gets the template's environment, a table's Ref resolved to its
-// local name (Plan). Any function can also be invoked with an event
-// (Stack.Invoke), as `sam local invoke` does.
+// local name (Plan). The template's Globals are laid under each function
+// and API as SAM lays them: the resource's mappings merged into the
+// Globals' key by key, its lists after the Globals' members, its other
+// values (an intrinsic function among them) in place of the Globals'; so
+// an API with Authorizers of its own keeps the Globals' DefaultAuthorizer.
+// Any function can also be invoked with an event (Stack.Invoke), as `sam
+// local invoke` does.
 //
 // Not run locally, and said so when a template asks for them: Lambda,
 // IAM, Cognito user pool and API key authorizers (-skip-unsupported-auth

@@ -3,7 +3,6 @@ package samlocal
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -302,12 +301,10 @@ type planner struct {
 }
 
 // functionOf resolves the function id, its properties over the Globals'
-// (globals), its HTTP events into routes.
+// (globals, overGlobals), its HTTP events into routes.
 func (pl *planner) functionOf(id string, res Resource, globals map[string]any) (*Function, error) {
-	props := map[string]any{}
-	maps.Copy(props, globals)
-	maps.Copy(props, res.Properties)
-	env, err := environment(pl.r, globals, res.Properties)
+	props := overGlobals(globals, res.Properties)
+	env, err := environment(pl.r, props)
 	if err != nil {
 		return nil, err
 	}
@@ -322,15 +319,11 @@ func (pl *planner) functionOf(id string, res Resource, globals map[string]any) (
 	return fn, nil
 }
 
-// environment resolves a function's environment variables, those of its
-// properties (own) over those of the Globals' (globals).
-func environment(r *resolver, globals, own map[string]any) (map[string]string, error) {
-	vars := map[string]any{}
-	for _, src := range []map[string]any{globals, own} {
-		env, _ := src["Environment"].(map[string]any)
-		v, _ := env["Variables"].(map[string]any)
-		maps.Copy(vars, v)
-	}
+// environment resolves the environment variables of a function's
+// properties (props, over the Globals').
+func environment(r *resolver, props map[string]any) (map[string]string, error) {
+	env, _ := props["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
 	out := make(map[string]string, len(vars))
 	for _, k := range sortedKeys(vars) {
 		s, err := r.str(vars[k])
@@ -472,26 +465,23 @@ func strProp(r *resolver, props map[string]any, key, def string) (string, error)
 
 // apiOf is the API of an HttpApi event (an Api event when rest) of
 // properties props, its ApiId's (RestApiId's) or else the implicit one's
-// name, and the API's properties over the Globals'.
+// name, and the API's properties over the Globals' (overGlobals).
 func apiOf(t *Template, rest bool, props map[string]any) (string, map[string]any, error) {
 	apiKey, globalKey, api := "ApiId", "HttpApi", "ServerlessHttpApi"
 	if rest {
 		apiKey, globalKey, api = "RestApiId", "Api", "ServerlessRestApi"
 	}
-	apiProps := map[string]any{}
-	g, _ := t.Globals[globalKey].(map[string]any)
-	maps.Copy(apiProps, g)
+	globals, _ := t.Globals[globalKey].(map[string]any)
 	ref, _ := props[apiKey].(map[string]any)
 	name, ok := ref["Ref"].(string)
 	if !ok {
-		return api, apiProps, nil
+		return api, globals, nil
 	}
 	res, found := t.Resources[name]
 	if !found {
 		return "", nil, fmt.Errorf("%w: %s %s: no such resource", ErrTemplate, apiKey, name)
 	}
-	maps.Copy(apiProps, res.Properties)
-	return name, apiProps, nil
+	return name, overGlobals(globals, res.Properties), nil
 }
 
 // withAuthorizer gives rt the JWT authorizer that its event's properties

@@ -3,10 +3,12 @@ package samlocal_test
 import (
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idemkit/samlocal"
 )
@@ -178,6 +180,18 @@ func TestPlanRoutes(t *testing.T) {
 		{"an API of its own over Globals", jwt + "{issuer: i, audience: a}\n", "{Type: HttpApi, Properties: " + get + ", ApiId: !Ref A}}",
 			"  A:\n    Type: AWS::Serverless::HttpApi\n    Properties: {Auth: {DefaultAuthorizer: J, Authorizers: {J: {JwtConfiguration: {issuer: i2, audience: [x, \"\", y]}}}}}\n",
 			"GET /p 2.0 A/J i2 [x y]"},
+		{"default authorizer of Globals, an API's own Authorizers", "Globals: {HttpApi: {Auth: {DefaultAuthorizer: J}}}\n",
+			"{Type: HttpApi, Properties: " + get + ", ApiId: !Ref A}}",
+			"  A: {Type: AWS::Serverless::HttpApi, Properties: {Auth: {Authorizers: {J: {JwtConfiguration: {issuer: i2, audience: x}}}}}}\n",
+			"GET /p 2.0 A/J i2 [x]"},
+		{"Authorizers of Globals and of the API, merged", jwt + "{issuer: i, audience: a}\n",
+			"{Type: HttpApi, Properties: " + get + ", ApiId: !Ref A}}",
+			"  A: {Type: AWS::Serverless::HttpApi, Properties: {Auth: {Authorizers: {K: {JwtConfiguration: {issuer: i2, audience: x}}}}}}\n",
+			"GET /p 2.0 A/J i [a]"},
+		{"an event's authorizer among the API's, Globals' default", jwt + "{issuer: i, audience: a}\n",
+			"{Type: HttpApi, Properties: " + get + ", ApiId: !Ref A, Auth: {Authorizer: K}}}",
+			"  A: {Type: AWS::Serverless::HttpApi, Properties: {Auth: {Authorizers: {K: {JwtConfiguration: {issuer: i2, audience: x}}}}}}\n",
+			"GET /p 2.0 A/K i2 [x]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := newPlan(tc.top+"Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties: {CodeUri: fn/, Runtime: provided.al2023, Events: {E: "+tc.events+"}}\n"+tc.resources, samlocal.PlanConfig{})
@@ -191,6 +205,49 @@ func TestPlanRoutes(t *testing.T) {
 			if len(got) != 1 || got[0] != tc.want {
 				t.Fatalf("routes %q, want %q", got, tc.want)
 			}
+		})
+	}
+}
+
+// TestGlobalsAuthorizerAtTheFront: the DefaultAuthorizer of Globals
+// guards the routes of an API that has Authorizers of its own, as it does
+// deployed: 401 without a token, the authorizer passed with one (429 past
+// it: no sandbox runs here). A route that opts out stays open.
+func TestGlobalsAuthorizerAtTheFront(t *testing.T) {
+	const api = "  A: {Type: AWS::Serverless::HttpApi, Properties: {Auth: {Authorizers: {J: {JwtConfiguration: {issuer: i2, audience: x}}}}}}\n"
+	const byDefault = "Globals: {HttpApi: {Auth: {DefaultAuthorizer: J}}}\n"
+	for _, tc := range []struct {
+		name, globals, event string
+		guarded              bool
+	}{
+		{"default authorizer of Globals", byDefault, "{Path: /p, Method: GET, ApiId: !Ref A}", true},
+		{"the route's authorizer", "", "{Path: /p, Method: GET, ApiId: !Ref A, Auth: {Authorizer: J}}", true},
+		{"the route opts out of Globals' default", byDefault, "{Path: /p, Method: GET, ApiId: !Ref A, Auth: {Authorizer: NONE}}", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := newPlan(tc.globals+"Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties: {CodeUri: fn/, Runtime: provided.al2023, Events: {E: {Type: HttpApi, Properties: "+tc.event+"}}}\n"+api, samlocal.PlanConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn := p.Function("Fn")
+			front := &samlocal.Front{Routes: fn.Routes, Pools: map[string]*samlocal.Pool{"Fn": {Function: fn}}, Authorizers: map[string]*samlocal.Authorizer{}}
+			token := ""
+			for key, jc := range p.Authorizers {
+				is, err := samlocal.NewIssuer(jc.Issuer, jc.Audience[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				front.Authorizers[key], token = is.Authorizer(), is.Token("carol", time.Hour, nil)
+			}
+			srv := httptest.NewServer(front)
+			defer srv.Close()
+			open := call(t, "GET", srv.URL+"/p", "", "", "")
+			if !tc.guarded {
+				wantGateway(t, "no token, open route", open, 429, "Too Many Requests")
+				return
+			}
+			wantGateway(t, "no token", open, 401, "Unauthorized")
+			wantGateway(t, "a token", call(t, "GET", srv.URL+"/p", token, "", ""), 429, "Too Many Requests")
 		})
 	}
 }
