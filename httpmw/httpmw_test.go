@@ -20,6 +20,7 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -218,14 +219,9 @@ func TestMiddlewareReplayHeaders(t *testing.T) {
 func TestMiddlewarePanic(t *testing.T) {
 	o := &orders{panic: true}
 	h, _ := setup(t, httpmw.Config{}, o)
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Fatal("panic swallowed")
-			}
-		}()
-		serve(h, request(t, nil))
-	}()
+	if testkit.PanicOf(func() { serve(h, request(t, nil)) }) == "" {
+		t.Fatal("panic swallowed")
+	}
 	o.panic = false
 	if w := serve(h, request(t, nil)); w.Code != 201 || isReplay(w) || o.runs.Load() != 2 {
 		t.Errorf("retry: %d replayed=%v runs=%d", w.Code, isReplay(w), o.runs.Load())

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -46,13 +47,9 @@ func TestNilTenantRefusedAtWrap(t *testing.T) {
 		"httpmw": func() { httpmw.New(g, httpmw.Config{})(http.NotFoundHandler()) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			defer func() {
-				p, _ := recover().(string)
-				if !strings.Contains(p, "Tenant setting is nil") {
-					t.Fatalf("panic %q, want one naming the nil Tenant", p)
-				}
-			}()
-			wrap()
+			if p := testkit.PanicOf(wrap); !strings.Contains(p, "Tenant setting is nil") {
+				t.Fatalf("panic %q, want one naming the nil Tenant", p)
+			}
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -84,10 +85,7 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			if len(key) > 0 {
 				ev.Headers["Idempotency-Key"], ev.MultiValueHeaders["Idempotency-Key"] = key[len(key)-1], key
 			}
-			r, err := v1(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, v1, ev)
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
@@ -95,10 +93,7 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders", RawQueryString: "expand=items",
 				Headers: joined(key, ct), Body: enc(body, b64), IsBase64Encoded: b64}
 			ev.RequestContext.HTTP.Method = "POST"
-			r, err := v2(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, v2, ev)
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
@@ -106,10 +101,7 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", RawQueryString: "expand=items",
 				Headers: joined(key, ct), Body: enc(body, b64), IsBase64Encoded: b64}
 			ev.RequestContext.HTTP.Method = "POST"
-			r, err := url(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, url, ev)
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
@@ -121,10 +113,7 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			if len(key) > 0 {
 				ev.MultiValueHeaders["idempotency-key"] = key
 			}
-			r, err := lb(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, lb, ev)
 			rep, p := out(r.MultiValueHeaders)
 			return r.StatusCode, rep, p
 		},

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -109,10 +110,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 	fronts["v2"] = func(key bool, body string) answer {
 		ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders", Headers: lowered(single(hdr(key))), Body: body}
 		ev.RequestContext.HTTP.Method = "POST"
-		r, err := v2(context.Background(), ev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := testkit.Call(t, v2, ev)
 		return answer{r.StatusCode, merged(r.Headers, nil), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
 	url := apigw.WrapFunctionURL(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
@@ -122,10 +120,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 	fronts["url"] = func(key bool, body string) answer {
 		ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", Headers: lowered(single(hdr(key))), Body: body}
 		ev.RequestContext.HTTP.Method = "POST"
-		r, err := url(context.Background(), ev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := testkit.Call(t, url, ev)
 		return answer{r.StatusCode, merged(r.Headers, nil), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
 	for _, mode := range []string{"alb", "alb-multi"} {
@@ -147,10 +142,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 			} else {
 				ev.Headers = lowered(single(hdr(key)))
 			}
-			r, err := lb(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, lb, ev)
 			return answer{r.StatusCode, merged(r.Headers, r.MultiValueHeaders), lambdaBody(r.Body, r.IsBase64Encoded)}
 		}
 	}

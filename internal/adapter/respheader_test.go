@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -99,57 +100,39 @@ func headerFronts(t *testing.T, hdr [][2]string, runs *int) map[string]sentFront
 		"v1 headers": func(t *testing.T) map[string][]string {
 			ev := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/orders", Resource: "/orders",
 				Headers: map[string]string{"Idempotency-Key": "order-1"}, MultiValueHeaders: map[string][]string{"Idempotency-Key": {"order-1"}}}
-			r, err := v1(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, v1, ev)
 			return merged(r.Headers, r.MultiValueHeaders)
 		},
 		"v1 multiValueHeaders": func(t *testing.T) map[string][]string {
 			ev := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/orders", Resource: "/orders",
 				Headers: map[string]string{"Idempotency-Key": "order-1"}, MultiValueHeaders: map[string][]string{"Idempotency-Key": {"order-1"}}}
-			r, err := v1m(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, v1m, ev)
 			return merged(r.Headers, r.MultiValueHeaders)
 		},
 		"v2": func(t *testing.T) map[string][]string {
 			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
 				Headers: map[string]string{"idempotency-key": "order-1"}}
 			ev.RequestContext.HTTP.Method = "POST"
-			r, err := v2(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, v2, ev)
 			return asMulti(r.Headers)
 		},
 		"url": func(t *testing.T) map[string][]string {
 			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders",
 				Headers: map[string]string{"idempotency-key": "order-1"}}
 			ev.RequestContext.HTTP.Method = "POST"
-			r, err := url(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, url, ev)
 			return asMulti(r.Headers)
 		},
 		"alb multi-value": func(t *testing.T) map[string][]string {
 			ev := events.ALBTargetGroupRequest{HTTPMethod: "POST", Path: "/orders",
 				MultiValueHeaders: map[string][]string{"idempotency-key": {"order-1"}}}
-			r, err := lbm(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, lbm, ev)
 			return r.MultiValueHeaders
 		},
 		"alb single-value": func(t *testing.T) map[string][]string {
 			ev := events.ALBTargetGroupRequest{HTTPMethod: "POST", Path: "/orders",
 				Headers: map[string]string{"idempotency-key": "order-1"}}
-			r, err := lbs(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, lbs, ev)
 			return asMulti(r.Headers)
 		},
 		"httpmw": func(t *testing.T) map[string][]string {

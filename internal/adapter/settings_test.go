@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -90,19 +91,13 @@ func settingsFronts(t *testing.T, s settings, runs *int) map[string]sendFront {
 			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
 				Headers: lowered(headers(hdr)), Body: body}
 			ev.RequestContext.HTTP.Method = "POST"
-			r, err := v2(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, v2, ev)
 			return r.StatusCode, r.Headers["Idempotent-Replayed"] == "true"
 		},
 		"url": func(t *testing.T, hdr map[string]string, body string) (int, bool) {
 			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", Headers: lowered(headers(hdr)), Body: body}
 			ev.RequestContext.HTTP.Method = "POST"
-			r, err := url(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, url, ev)
 			return r.StatusCode, r.Headers["Idempotent-Replayed"] == "true"
 		},
 		"alb": func(t *testing.T, hdr map[string]string, body string) (int, bool) {

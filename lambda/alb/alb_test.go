@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -103,14 +104,8 @@ func TestALB(t *testing.T) {
 			if tc.mod != nil {
 				tc.mod(&ev)
 			}
-			first, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			second, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			first := testkit.Call(t, h, ev)
+			second := testkit.Call(t, h, ev)
 			multi := ev.MultiValueHeaders != nil
 			get := func(r events.ALBTargetGroupResponse, name string) string {
 				if multi {
@@ -201,10 +196,7 @@ func TestALBQuery(t *testing.T) {
 				t.Fatalf("first: %d %v", r.StatusCode, err)
 			}
 			tc.mod(&ev)
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			if r.StatusCode != 422 || !strings.Contains(r.Body, "fingerprint-mismatch") || o.runs != 1 {
 				t.Errorf("got %d %s after %d runs, want 422 fingerprint-mismatch", r.StatusCode, r.Body, o.runs)
 			}
@@ -246,10 +238,7 @@ func TestALBQueryDecoded(t *testing.T) {
 					t.Fatalf("first: %d %v", r.StatusCode, err)
 				}
 				set(&ev, tc.name, tc.value)
-				r, err := h(context.Background(), ev)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := testkit.Call(t, h, ev)
 				if r.StatusCode != tc.status || o.runs != 1 {
 					t.Errorf("retry: %d %s after %d runs, want %d", r.StatusCode, r.Body, o.runs, tc.status)
 				}

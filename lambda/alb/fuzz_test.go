@@ -1,11 +1,11 @@
 package alb_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/alb"
 )
 
@@ -47,10 +47,7 @@ func FuzzALB(f *testing.F) {
 		ev.HTTPMethod = method
 		ev.Body, ev.IsBase64Encoded = body, b64
 		for range 2 {
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatalf("error %v", err)
-			}
+			r := testkit.Call(t, h, ev)
 			switch {
 			case r.StatusCode == 201, r.StatusCode == 200:
 			case r.StatusCode == 500 && method == "":

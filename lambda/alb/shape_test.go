@@ -1,7 +1,6 @@
 package alb_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -31,10 +31,7 @@ func TestWrongEventShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		r, err := h(context.Background(), ev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := testkit.Call(t, h, ev)
 		var p struct{ Type string }
 		json.Unmarshal([]byte(r.Body), &p)
 		if r.StatusCode != 500 || r.Headers["Content-Type"] != "application/problem+json" || p.Type != "https://idemkit.dev/problems/guard-failure" {

@@ -59,10 +59,7 @@ func TestFunctionURLQueryNotDropped(t *testing.T) {
 				t.Fatalf("first: %d %s", r.StatusCode, r.Body)
 			}
 			ev.RawQueryString = tc.second
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			if tc.replay {
 				if r.Headers["Idempotent-Replayed"] != "true" || runs != 1 {
 					t.Errorf("got %d %v after %d runs, want a replay", r.StatusCode, r.Headers, runs)
@@ -85,11 +82,11 @@ func checkV2QueryRetry(t *testing.T, h v2Handler, o *orders, first, second strin
 	t.Helper()
 	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	ev.RawQueryString = first
-	if r := call(t, h, ev); r.StatusCode != 201 {
+	if r := testkit.Call(t, h, ev); r.StatusCode != 201 {
 		t.Fatalf("first: %d %s", r.StatusCode, r.Body)
 	}
 	ev.RawQueryString = second
-	r := call(t, h, ev)
+	r := testkit.Call(t, h, ev)
 	if replay {
 		if !replayed(r) || o.runs.Load() != 1 {
 			t.Errorf("got %d replayed=%v, want a replay", r.StatusCode, replayed(r))
@@ -114,10 +111,7 @@ func TestV1RepeatedQuery(t *testing.T) {
 		ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-apikey-iam.json")
 		ev.QueryStringParameters = map[string]string{"account": values[len(values)-1]}
 		ev.MultiValueQueryStringParameters = map[string][]string{"account": values}
-		r, err := h(context.Background(), ev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := testkit.Call(t, h, ev)
 		return r
 	}
 	if r := send("1", "2"); r.StatusCode != 201 {

@@ -34,11 +34,11 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 	}{
 		{"no tenant", func(t *testing.T, g *idemkit.Guard) int {
 			h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("tenant_id")}, ok)
-			return call(t, h, withKey(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "k-1")).StatusCode
+			return testkit.Call(t, h, withKey(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "k-1")).StatusCode
 		}, 500, "no tenant for the request"},
 		{"REST API event to WrapV2", func(t *testing.T, g *idemkit.Guard) int {
 			h := apigw.WrapV2(g, jwt, ok)
-			return call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")).StatusCode
+			return testkit.Call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")).StatusCode
 		}, 500, "this is a REST API (v1) event: use WrapV1"},
 		{"HTTP API event to WrapV1", func(t *testing.T, g *idemkit.Guard) int {
 			resp, err := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, "v2-jwt.json"))

@@ -50,7 +50,7 @@ func TestMisconfiguredStoreIsLogged(t *testing.T) {
 				ran = true
 				return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
 			})
-			resp := call(t, h, withKey(withTenant(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "alice"), "k-1"))
+			resp := testkit.Call(t, h, withKey(withTenant(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "alice"), "k-1"))
 			if resp.StatusCode != 503 || ran {
 				t.Fatalf("status %d, handler ran %v; want 503 and not run", resp.StatusCode, ran)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -142,7 +143,7 @@ func TestTenantsNeverMerge(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &ev); err != nil {
 			t.Fatal(err)
 		}
-		r := call(t, h, ev)
+		r := testkit.Call(t, h, ev)
 		checkProblem(t, r.StatusCode, r.Headers, r.Body, 500, "tenant-missing")
 	}
 	if n := o.runs.Load(); n != 0 {

@@ -96,10 +96,7 @@ func TestV1Keys(t *testing.T) {
 			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim("")}, (&restOrders{}).handle)
 			ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
 			ev.Headers, ev.MultiValueHeaders = tc.single, tc.multi
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			if tc.wantType != "" {
 				checkProblem(t, r.StatusCode, r.Headers, r.Body, tc.wantStatus, tc.wantType)
 			} else if r.StatusCode != tc.wantStatus {
@@ -208,10 +205,7 @@ func TestV1ResourceMismatch(t *testing.T) {
 				t.Fatalf("first: %d %v", r.StatusCode, err)
 			}
 			tc.mod(&ev)
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
 			if o.runs != 1 {
 				t.Errorf("handler ran %d times", o.runs)

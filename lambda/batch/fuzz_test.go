@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
@@ -344,7 +345,7 @@ func FuzzBatch(f *testing.F) {
 				recs := append([]fuzzRecord(nil), pending...)
 				runsBefore := c.totalRuns()
 				var out []fuzzOutcome
-				if msg := panicOf(func() { out = c.deliver(t, recs) }); msg != "" {
+				if msg := testkit.PanicOf(func() { out = c.deliver(t, recs) }); msg != "" {
 					t.Fatalf("round %d: the handler panicked: %s", round, msg)
 				}
 				c.check(t, in, recs, out, c.totalRuns()-runsBefore)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
@@ -237,10 +238,7 @@ func TestSQSInFlight(t *testing.T) {
 		first <- resp
 	}()
 	<-entered
-	resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := testkit.Call(t, h, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2")}})
 	checkFailures(t, "duplicate delivery", sqsIDs(resp), got.take(), []failed{{"m1", idemkit.ErrInFlight}})
 	close(release)
 	if r := <-first; len(r.BatchItemFailures) != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -36,10 +37,7 @@ func TestDefaultPayload(t *testing.T) {
 	runs := 0
 	h := event.Wrap(guard(t), transferConfig, runTransfer(&runs))
 	in := transfer{TransferID: "tr_1", Account: "acct-acme", Amount: 100}
-	first, err := h(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := testkit.Call(t, h, in)
 	if again, err := h(context.Background(), in); err != nil || again != first {
 		t.Errorf("redelivery: %+v %v, want %+v", again, err, first)
 	}

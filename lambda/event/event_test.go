@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -73,10 +72,7 @@ func TestSQSRedelivery(t *testing.T) {
 	x := &transfers{}
 	h := event.Wrap(guard(t), sqsConfig, x.handle)
 	msg := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
-	first, err := h(context.Background(), msg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := testkit.Call(t, h, msg)
 	msg.Attributes["ApproximateReceiveCount"] = "2"
 	msg.ReceiptHandle = "AQEBother"
 	second, err := h(context.Background(), msg)
@@ -135,11 +131,7 @@ func TestWrapRefusesConfigWithoutTenant(t *testing.T) {
 	noTenant := sqsConfig
 	noTenant.Tenant = nil
 	for name, cfg := range map[string]event.Config[events.SQSMessage]{"zero": {}, "no tenant": noTenant} {
-		msg := func() (msg string) {
-			defer func() { msg = fmt.Sprint(recover()) }()
-			event.Wrap(g, cfg, x.handle)
-			return ""
-		}()
+		msg := testkit.PanicOf(func() { event.Wrap(g, cfg, x.handle) })
 		if !strings.HasPrefix(msg, "event: invalid Config: the Tenant setting is nil") {
 			t.Errorf("%s Config: panic %q, want one naming the Tenant setting", name, msg)
 		}
@@ -207,10 +199,7 @@ func TestEventBridgeDetail(t *testing.T) {
 		return map[string]any{"order": d.OrderID, "invoiced": true}, nil
 	})
 	ev := testkit.Load[events.EventBridgeEvent](t, "eventbridge.json")
-	first, err := h(context.Background(), ev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := testkit.Call(t, h, ev)
 	ev.Time = ev.Time.Add(1)
 	second, err := h(context.Background(), ev)
 	if err != nil || runs != 1 || second["order"] != first["order"] || second["invoiced"] != true {
