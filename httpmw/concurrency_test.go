@@ -23,6 +23,7 @@ import (
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -79,10 +80,7 @@ type probe struct {
 func newProbe(t *testing.T, store idemkit.Store, pol idemkit.Policy, h http.HandlerFunc) *probe {
 	t.Helper()
 	p := &probe{clk: testclock.New()}
-	g, err := idemkit.New(idemkit.Config{Store: store, Policy: pol, Clock: p.clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store, Policy: pol, Clock: p.clk})
 	mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }})
 	p.h = mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.runs.Add(1)

@@ -21,6 +21,7 @@ import (
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -93,10 +94,7 @@ func (o *orders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func setup(t testing.TB, cfg httpmw.Config, h http.Handler) (http.Handler, *memstore.Store) {
 	t.Helper()
 	store := memstore.New()
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store})
 	if cfg.Tenant == nil {
 		cfg.Tenant = tenantOf
 	}
@@ -456,10 +454,7 @@ func TestMiddlewareBodyRefusalsObserved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &eventlog.Log{}
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: memstore.New(), Observer: obs})
 			o := &orders{}
 			h := auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf, MaxBodyBytes: 10})(o))
 			w := serve(h, request(t, func(r *http.Request) {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // sink is a client's end of a response: it keeps the status and header
@@ -165,10 +165,7 @@ func TestMiddlewareLargeResponseOverHTTP(t *testing.T) {
 		{"Fail with an unknown outcome", fmt.Errorf("timeout: %w", idemkit.ErrOutcomeUnknown), 409, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.Mem(t)
 			runs := 0
 			mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }, MaxResponseBytes: limit})
 			srv := httptest.NewServer(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

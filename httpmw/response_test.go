@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -20,10 +21,7 @@ import (
 // returns both responses with their bodies read (so trailers are in).
 func sendTwice(t *testing.T, h http.Handler) [2]*http.Response {
 	t.Helper()
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.Mem(t)
 	srv := httptest.NewServer(httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }})(h))
 	defer srv.Close()
 	var out [2]*http.Response
@@ -110,10 +108,7 @@ func TestMiddlewareOuterBodyLimit(t *testing.T) {
 	}{{"declared length", 100}, {"chunked", -1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &eventlog.Log{}
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: memstore.New(), Observer: obs})
 			o := &orders{}
 			h := http.MaxBytesHandler(auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf})(o)), 10)
 			w := serve(h, request(t, func(r *http.Request) {

@@ -10,19 +10,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // guarded is a POST /things behind the middleware, in the tenant of the
 // Authorization header.
 func guarded(t *testing.T) *httptest.Server {
 	t.Helper()
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.Mem(t)
 	mux := http.NewServeMux()
 	n := 0
 	mux.HandleFunc("POST /things", func(w http.ResponseWriter, r *http.Request) {

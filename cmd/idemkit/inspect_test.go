@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 func TestInspect(t *testing.T) {
@@ -111,10 +112,7 @@ func TestInspectJSON(t *testing.T) {
 func TestInspectAccountWide(t *testing.T) {
 	f := newFixture(t)
 	s := scopeOf("acct-1")
-	g, err := idemkit.New(idemkit.Config{Store: f.store, AccountWide: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: f.store, AccountWide: true})
 	var runs atomic.Int32
 	if _, _, err := g.Do(t.Context(), request(s), handler(&runs)); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // resolve --as failed frees the key: the next request runs the handler.
@@ -368,14 +369,8 @@ func TestResolveMarkedEarly(t *testing.T) {
 	f := newFixture(t)
 	s := scopeOf("ahead-1")
 	policy := idemkit.Policy{Lease: 10 * time.Minute}
-	owner, err := idemkit.New(idemkit.Config{Store: f.store, Policy: policy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ahead, err := idemkit.New(idemkit.Config{Store: f.store, Policy: policy, Clock: testclock.Skewed(11 * time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	owner := testguard.New(t, idemkit.Config{Store: f.store, Policy: policy})
+	ahead := testguard.New(t, idemkit.Config{Store: f.store, Policy: policy, Clock: testclock.Skewed(11 * time.Minute)})
 	started, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
 		_, _, err := owner.Do(t.Context(), request(s), func(context.Context) (*idemkit.Snapshot, error) {

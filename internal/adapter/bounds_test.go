@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -185,10 +186,7 @@ func FuzzFrontQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, query string) {
 		over := strings.Count(query, "&") >= idemkit.MaxQueryParams
 		for _, name := range []string{"v2", "url", "httpmw"} {
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.Mem(t)
 			runs := 0
 			send := sizedFronts(g, &runs)[name]
 			for i := range 2 {

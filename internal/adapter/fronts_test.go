@@ -15,9 +15,9 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // front sends one guarded POST /orders?expand=items, with the given key
@@ -149,10 +149,7 @@ func TestFrontsAgree(t *testing.T) {
 	} {
 		for _, first := range names {
 			t.Run(tc.name+"/first "+first, func(t *testing.T) {
-				g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-				if err != nil {
-					t.Fatal(err)
-				}
+				g := testguard.Mem(t)
 				runs := 0
 				fs := fronts(g, &runs)
 				// Binary bodies reach a Lambda front only base64 encoded.
@@ -230,10 +227,7 @@ func TestFrontsAgreeOnKeys(t *testing.T) {
 	} {
 		for _, name := range names {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
-				g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-				if err != nil {
-					t.Fatal(err)
-				}
+				g := testguard.Mem(t)
 				runs := 0
 				fs := fronts(g, &runs)
 				body := []byte(`{"amount":1000}`)

@@ -17,9 +17,9 @@ import (
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // answer is a response as the client gets it, whatever the front.
@@ -40,10 +40,7 @@ const nestedBody = `{"nested":true}`
 // request the handler sends again while it runs.
 func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]func(key bool, body string) answer {
 	guard := func() *idemkit.Guard {
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testguard.Mem(t)
 		return g
 	}
 	hdr := func(key bool) http.Header {

@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -179,10 +180,7 @@ func newGuard(t *testing.T, mod func(*idemkit.Config)) *idemkit.Guard {
 	if mod != nil {
 		mod(&cfg)
 	}
-	g, err := idemkit.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, cfg)
 	return g
 }
 

@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // pathFronts returns, per front, a function that sends a guarded POST to
@@ -19,10 +19,7 @@ import (
 // returns whether the handler ran.
 func pathFronts(t *testing.T) map[string]func(path string) bool {
 	guard := func() *idemkit.Guard {
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testguard.Mem(t)
 		return g
 	}
 	cfg := apigw.Config{Tenant: apigw.SingleTenant("t")}

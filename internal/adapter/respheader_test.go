@@ -12,9 +12,9 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // sentFront sends one guarded POST /orders with key "order-1" to one
@@ -28,10 +28,7 @@ type sentFront func(t *testing.T) map[string][]string
 // 201 with the headers hdr, over one guard each, and counts its runs.
 func headerFronts(t *testing.T, hdr [][2]string, runs *int) map[string]sentFront {
 	guard := func() *idemkit.Guard {
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testguard.Mem(t)
 		return g
 	}
 	single := func() map[string]string {

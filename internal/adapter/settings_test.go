@@ -14,9 +14,9 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // settings are the shared Config settings the tests below give every front.
@@ -34,10 +34,7 @@ type sendFront func(t *testing.T, hdr map[string]string, body string) (status in
 // of its own, around a handler that answers 201 and counts its runs.
 func settingsFronts(t *testing.T, s settings, runs *int) map[string]sendFront {
 	guard := func() *idemkit.Guard {
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testguard.Mem(t)
 		return g
 	}
 	const tenant = "tenant-a"

@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/conform"
-	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 const concurrency = 4
@@ -35,10 +34,7 @@ type api struct {
 func newAPI(t *testing.T, keyOptional, serialize bool, throttle int) (*api, http.Handler) {
 	t.Helper()
 	a := &api{release: make(chan struct{})}
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.Mem(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /items", func(w http.ResponseWriter, r *http.Request) {
 		n := a.executions.Add(1)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
@@ -106,10 +107,7 @@ func benchDynamoPath(b *testing.B, prefix string, size int, opts dynamo.Options)
 				if err != nil {
 					b.Fatal(err)
 				}
-				g, err := idemkit.New(idemkit.Config{Store: s})
-				if err != nil {
-					b.Fatal(err)
-				}
+				g := testguard.New(b, idemkit.Config{Store: s})
 				h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, next)
 				evs := make([]events.APIGatewayV2HTTPRequest, b.N)
 				for i := range evs {
@@ -157,10 +155,7 @@ func BenchmarkDynamoPathParallel(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			g, err := idemkit.New(idemkit.Config{Store: s})
-			if err != nil {
-				b.Fatal(err)
-			}
+			g := testguard.New(b, idemkit.Config{Store: s})
 			h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, next)
 			var n atomic.Int64
 			ctx := context.Background()

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 //go:embed testdata/*.json
@@ -63,10 +63,7 @@ func (o *orders) handle(_ context.Context, ev events.ALBTargetGroupRequest) (eve
 }
 
 func guard(t *testing.T) *idemkit.Guard {
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.Mem(t)
 	return g
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -18,10 +19,7 @@ import (
 // 500 guard-failure problem, reported as ErrNoMethod, never run unguarded.
 func TestWrongEventShape(t *testing.T) {
 	obs := &eventlog.Log{}
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: memstore.New(), Observer: obs})
 	o := &orders{status: 201}
 	h := alb.Wrap(g, alb.Config{Tenant: alb.SingleTenant("internal")}, o.handle)
 	var ev events.ALBTargetGroupRequest

@@ -10,6 +10,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -67,10 +68,7 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 				if observed {
 					cfg.Observer = &seen
 				}
-				g, err := idemkit.New(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
+				g := testguard.New(t, cfg)
 				if got := tc.call(t, g); got != tc.status {
 					t.Fatalf("status %d, want %d", got, tc.status)
 				}

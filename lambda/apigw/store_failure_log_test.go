@@ -12,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -41,10 +42,7 @@ func TestMisconfiguredStoreIsLogged(t *testing.T) {
 			if tc.observed {
 				cfg.Observer = &seen
 			}
-			g, err := idemkit.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, cfg)
 			ran := false
 			h := apigw.WrapV2(g, jwt, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				ran = true

@@ -14,9 +14,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // The sources FuzzBatch feeds.
@@ -331,10 +331,7 @@ func FuzzBatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := decodeFuzz(data)
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testguard.Mem(t)
 		consumers := []*fuzzConsumer{newFuzzConsumer(g, in, "")}
 		if in.twoConsumer {
 			consumers = append(consumers, newFuzzConsumer(g, in, "auditor"))

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
@@ -255,10 +256,7 @@ func TestSQSInFlight(t *testing.T) {
 func TestSQSStoreFailure(t *testing.T) {
 	store := faultstore.New(memstore.New())
 	store.OnOp(faultstore.OpClaim, faultstore.Fail(errors.New("connection refused")))
-	g, err := idemkit.New(idemkit.Config{Store: store, ClaimBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store, ClaimBackoff: time.Millisecond})
 	w := newWorker()
 	var got failures
 	h := batch.SQS(g, batch.SQSConfig{Config: sqsSource, OnFailure: got.add}, w.sqs)

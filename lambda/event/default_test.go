@@ -11,6 +11,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -74,10 +75,7 @@ func TestKeyLength(t *testing.T) {
 // been returned.
 func TestStoredAnswerNotAResult(t *testing.T) {
 	store := memstore.New()
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store})
 	in := transfer{TransferID: "tr_1", Account: "acct-acme", Amount: 100}
 	payload, _ := json.Marshal(in)
 	fp, err := fingerprint.Compute(fingerprint.Input{ContentType: "application/json", Body: payload}, fingerprint.Options{})

@@ -12,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -28,10 +29,7 @@ type receipt struct {
 }
 
 func guard(t *testing.T) *idemkit.Guard {
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.Mem(t)
 	return g
 }
 
@@ -212,14 +210,11 @@ func TestEventBridgeDetail(t *testing.T) {
 func TestTenantError(t *testing.T) {
 	errDirectory := errors.New("directory down")
 	obs := &eventlog.Log{}
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: memstore.New(), Observer: obs})
 	cfg := sqsConfig
 	cfg.Tenant = func(context.Context, events.SQSMessage) (string, error) { return "acme", errDirectory }
 	x := &transfers{}
-	_, err = event.Wrap(g, cfg, x.handle)(context.Background(), testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0])
+	_, err := event.Wrap(g, cfg, x.handle)(context.Background(), testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0])
 	if !errors.Is(err, idemkit.ErrTenantMissing) || !errors.Is(err, errDirectory) {
 		t.Errorf("error %v, want ErrTenantMissing and the Tenant error", err)
 	}
