@@ -73,6 +73,21 @@ func failFirst(n int) int {
 
 const never = -1 // Rule.Times: the fault never clears
 
+// The fault kinds and stale-lease policies by the short names the case
+// tables (faults, combos, handler writes, delayed copies) spell them with.
+const (
+	lost     = faults.LostAck
+	lostBody = faults.LostAckBody
+	thr      = faults.Throttle
+	thrX     = faults.Throttling
+	e500     = faults.ServerError
+	reset    = faults.Reset
+	tmo      = faults.Timeout
+	tmoA     = faults.TimeoutApplied
+	fc       = idemkit.FailClosed
+	to       = idemkit.Takeover
+)
+
 type faultCase struct {
 	name  string
 	rules []faults.Rule
@@ -93,16 +108,6 @@ type faultCase struct {
 }
 
 func faultCases() []faultCase {
-	const (
-		lost     = faults.LostAck
-		lostBody = faults.LostAckBody
-		thr      = faults.Throttle
-		thrX     = faults.Throttling
-		e500     = faults.ServerError
-		reset    = faults.Reset
-		tmo      = faults.Timeout
-		tmoA     = faults.TimeoutApplied
-	)
 	r := func(rs ...faults.Rule) []faults.Rule { return rs }
 	return []faultCase{
 		// The claim (PutItem, in_flight).
