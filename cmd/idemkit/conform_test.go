@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
@@ -69,14 +70,8 @@ func TestConformCommand(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runWith(t, Env{}, append([]string{"conform"}, tc.args...)...)
 			wantCode(t, code, tc.code, stdout, stderr)
-			for _, s := range tc.stdout {
-				if !strings.Contains(stdout, s) {
-					t.Errorf("stdout lacks %q:\n%s", s, stdout)
-				}
-			}
-			if !strings.Contains(stderr, tc.stderr) {
-				t.Errorf("stderr lacks %q:\n%s", tc.stderr, stderr)
-			}
+			testkit.Has(t, "stdout", stdout, tc.stdout, nil)
+			testkit.Has(t, "stderr", stderr, []string{tc.stderr}, nil)
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
@@ -49,16 +50,7 @@ func TestInspect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := f.run(tc.args...)
 			wantCode(t, code, exitOK, stdout, stderr)
-			for _, w := range tc.want {
-				if !strings.Contains(stdout, w) {
-					t.Errorf("output lacks %q:\n%s", w, stdout)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(stdout, w) {
-					t.Errorf("output has %q:\n%s", w, stdout)
-				}
-			}
+			testkit.Has(t, "output", stdout, tc.want, tc.notWant)
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
@@ -313,11 +314,7 @@ func TestResolveWarnsWhatWasNotStored(t *testing.T) {
 			if !strings.Contains(stderr, "warning") {
 				t.Fatalf("stderr %q lacks a warning", stderr)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("warning %q lacks %q", stderr, w)
-				}
-			}
+			testkit.Has(t, "warning", stderr, tc.want, nil)
 			if strings.Contains(stderr, big) {
 				t.Errorf("warning prints the header value")
 			}
@@ -420,11 +417,7 @@ func TestResolveMarkedEarly(t *testing.T) {
 		} else if rec.State != idemkit.StateIndeterminate || rec.Resolution != nil || !strings.Contains(out, "nothing was changed") {
 			t.Fatalf("%s: record %s, resolution %+v, stderr %q; want a refusal that changed nothing", step.name, rec.State, rec.Resolution, out)
 		}
-		for _, w := range step.output {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s: output %q lacks %q", step.name, out, w)
-			}
-		}
+		testkit.Has(t, step.name+": output", out, step.output, nil)
 	}
 	// The handler returns at last: its completion is refused, the key
 	// stays freed for the retry the operator's decision lets run.
