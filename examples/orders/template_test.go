@@ -23,6 +23,7 @@ import (
 
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/examples/orders"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 const templatePath = "../../template.yaml"
@@ -485,11 +486,7 @@ func TestTemplateLogRetentionDays(t *testing.T) {
 // parentheses ("`Name` (default; ..."), and every output.
 func TestDeployDocMatchesTemplate(t *testing.T) {
 	tpl, _ := loadTemplate(t)
-	b, err := os.ReadFile("../../docs/DEPLOY.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Join(strings.Fields(string(b)), " ")
+	doc := strings.Join(strings.Fields(testkit.Doc(t, "../../docs/DEPLOY.md")), " ")
 	for name, p := range tpl.Parameters {
 		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("docs/DEPLOY.md does not name parameter %s", name)
@@ -554,15 +551,7 @@ func TestTemplateHoursBounds(t *testing.T) {
 // function what template.yaml grants it on the records table; wrapped in
 // a template, it passes cfn-lint where cfn-lint is installed.
 func TestDeploySnippetMatchesDynamo(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/DEPLOY.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sect, ok := strings.Cut(string(doc), "\n## Adding idemkit to your own template\n")
-	if !ok {
-		t.Fatal(`docs/DEPLOY.md has no "## Adding idemkit to your own template" section`)
-	}
-	sect, _, _ = strings.Cut(sect, "\n## ")
+	sect := testkit.Section(t, "../../docs/DEPLOY.md", "\n## Adding idemkit to your own template\n", "\n## ")
 	var blocks []string
 	for rest := sect; ; {
 		_, b, ok := strings.Cut(rest, "```yaml\n")
