@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/conform"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
@@ -97,32 +96,6 @@ func (s *statusWriter) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-// proxy is a reverse proxy to target that drops the named request and
-// answer headers.
-func proxy(t *testing.T, target string, dropRequest, dropAnswer []string) string {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-		pr.SetURL(u)
-		for _, h := range dropRequest {
-			pr.Out.Header.Del(h)
-		}
-	}}
-	p.ModifyResponse = func(r *http.Response) error {
-		for _, h := range dropAnswer {
-			r.Header.Del(h)
-		}
-		r.Header.Set("Via", "1.1 test-proxy")
-		return nil
-	}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 func verdicts(res *conform.Result) map[string]conform.Check {
 	m := map[string]conform.Check{}
 	for _, c := range res.Checks {
@@ -176,7 +149,7 @@ func TestConform(t *testing.T) {
 			t.Cleanup(srv.Close)
 			base := srv.URL
 			if tc.dropRequest != nil || tc.dropAnswer != nil {
-				base = proxy(t, srv.URL, tc.dropRequest, tc.dropAnswer)
+				base = testkit.Proxy(t, srv.URL, tc.dropRequest, tc.dropAnswer)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
