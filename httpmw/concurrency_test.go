@@ -126,6 +126,23 @@ func (p *probe) post(ctx context.Context, key string) (answer, error) {
 	return answer{resp.StatusCode, resp.Header, string(b)}, err
 }
 
+// posted is what post returned.
+type posted struct {
+	a   answer
+	err error
+}
+
+// postAsync posts key in the background; the channel gets what post
+// returned.
+func (p *probe) postAsync(ctx context.Context, key string) <-chan posted {
+	c := make(chan posted, 1)
+	go func() {
+		a, err := p.post(ctx, key)
+		c <- posted{a, err}
+	}()
+	return c
+}
+
 func (p *probe) mustPost(t *testing.T, key string) answer {
 	t.Helper()
 	a, err := p.post(context.Background(), key)
@@ -290,15 +307,7 @@ func TestMiddlewareSlowHandlerKeepsItsKey(t *testing.T) {
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			type result struct {
-				a   answer
-				err error
-			}
-			firstc := make(chan result, 1)
-			go func() {
-				a, err := p.post(ctx, "order-1")
-				firstc <- result{a, err}
-			}()
+			firstc := p.postAsync(ctx, "order-1")
 			start := p.clk.Now()
 			for i := 0; i < rounds; i++ {
 				store.wait(t)
@@ -452,15 +461,7 @@ func TestMiddlewareShutdownMidHandler(t *testing.T) {
 				w.WriteHeader(http.StatusCreated)
 				fmt.Fprintf(w, `{"id":"ord_%d"}`, run)
 			})
-			type result struct {
-				a   answer
-				err error
-			}
-			firstc := make(chan result, 1)
-			go func() {
-				a, err := p.post(context.Background(), "order-1")
-				firstc <- result{a, err}
-			}()
+			firstc := p.postAsync(context.Background(), "order-1")
 			<-entered
 			old := p.srv.Config
 			shutdownStarted := make(chan struct{})
@@ -521,15 +522,7 @@ func TestMiddlewareRenewalsRunOut(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"id":"ord_1"}`)
 	})
-	type result struct {
-		a   answer
-		err error
-	}
-	firstc := make(chan result, 1)
-	go func() {
-		a, err := p.post(context.Background(), "order-1")
-		firstc <- result{a, err}
-	}()
+	firstc := p.postAsync(context.Background(), "order-1")
 	var last time.Time // the lease end the last renewal set
 	for i := 0; i < 2; i++ {
 		last = store.wait(t)
