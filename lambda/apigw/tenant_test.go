@@ -211,3 +211,27 @@ func TestTenantOtherEvent(t *testing.T) {
 		}
 	}
 }
+
+// tenantCase is a captured event, the Tenant setting a wrapper reads it
+// with, and the tenant that must come out.
+type tenantCase struct {
+	name, file string
+	tenant     apigw.Tenant
+	want       string
+}
+
+// checkTenants sends each case's event, through send, to a wrapper over
+// a fresh env: it must run (201) under the tenant the case wants.
+func checkTenants(t *testing.T, cases []tenantCase, send func(t *testing.T, e *env, tc tenantCase) (status int, body string)) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			if status, body := send(t, e, tc); status != 201 {
+				t.Fatalf("%d %s", status, body)
+			}
+			if evs := e.Events(); len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
+				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
+			}
+		})
+	}
+}

@@ -105,6 +105,18 @@ func withMethod(ev events.APIGatewayV2HTTPRequest, m string) events.APIGatewayV2
 
 var jwt = apigw.Config{Tenant: apigw.JWTClaim("")}
 
+// newV2 wraps the orders handler, over a fresh env, for HTTP API events
+// with the JWT sub as tenant and the changes mod makes to that Config;
+// ev is the captured JWT-authorized event.
+func newV2(t *testing.T, mod func(*apigw.Config)) (*env, *orders, v2Handler, events.APIGatewayV2HTTPRequest) {
+	t.Helper()
+	e, o, cfg := newEnv(t, nil), &orders{}, jwt
+	if mod != nil {
+		mod(&cfg)
+	}
+	return e, o, apigw.WrapV2(e.g, cfg, o.handle), testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+}
+
 func replayed(r events.APIGatewayV2HTTPResponse) bool {
 	return r.Headers["Idempotent-Replayed"] == "true"
 }
@@ -310,10 +322,7 @@ func TestV2HeaderNameAnyCase(t *testing.T) {
 // TestV2Tenants: two tenants with one key get independent executions and
 // never each other's body.
 func TestV2Tenants(t *testing.T) {
-	e := newEnv(t, nil)
-	o := &orders{}
-	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	_, o, h, ev := newV2(t, nil)
 	a1 := testkit.Call(t, h, withTenant(ev, "tenant-a"))
 	b1 := testkit.Call(t, h, withTenant(ev, "tenant-b"))
 	a2 := testkit.Call(t, h, withTenant(ev, "tenant-a"))
@@ -383,30 +392,18 @@ var errDirectoryDown = errors.New("directory down")
 // TestV2TenantExtractors: each built-in reads the authenticated caller
 // from its captured-shape event.
 func TestV2TenantExtractors(t *testing.T) {
-	for _, tc := range []struct {
-		name, file string
-		tenant     apigw.Tenant
-		want       string
-	}{
+	checkTenants(t, []tenantCase{
 		{"JWT sub by default", "v2-jwt.json", apigw.JWTClaim(""), "tenant-a"},
 		{"JWT custom claim", "v2-jwt.json", apigw.JWTClaim("org_id"), "org-acme"},
 		{"Lambda authorizer context", "v2-capture-lambda-authorizer.json", apigw.AuthorizerContext("accountId"), "acct-acme"},
 		{"Lambda authorizer integer", "v2-capture-lambda-authorizer.json", apigw.AuthorizerContext("seats"), "42"},
 		{"IAM caller", "v2-iam.json", apigw.IAMUserARN(), "arn:aws:sts::123456789012:assumed-role/billing-worker/billing-worker"},
 		{"single tenant", "v2-iam.json", apigw.SingleTenant("internal"), "internal"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil)
-			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tc.tenant}, (&orders{}).handle)
-			if r := testkit.Call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, tc.file)); r.StatusCode != 201 {
-				t.Fatalf("%d %s", r.StatusCode, r.Body)
-			}
-			evs := e.Events()
-			if len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
-				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
-			}
-		})
-	}
+	}, func(t *testing.T, e *env, tc tenantCase) (int, string) {
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tc.tenant}, (&orders{}).handle)
+		r := testkit.Call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, tc.file))
+		return r.StatusCode, r.Body
+	})
 }
 
 // TestV2Operations: records are scoped by method and concrete path unless
@@ -524,12 +521,7 @@ func TestV2Fingerprint(t *testing.T) {
 		{name: "integer beyond float64", body: `{"amount":1` + strings.Repeat("0", 400) + `}`, wantStatus: 400, wantType: "body-invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil)
-			o := &orders{}
-			cfg := jwt
-			cfg.Fingerprint = tc.fp
-			h := apigw.WrapV2(e.g, cfg, o.handle)
-			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			_, o, h, ev := newV2(t, func(c *apigw.Config) { c.Fingerprint = tc.fp })
 			if tc.first != "" {
 				ev.Body = tc.first
 			}
@@ -569,10 +561,7 @@ func TestV2FingerprintPerRoute(t *testing.T) {
 // TestV2FingerprintOtherVersion: a record stored under a fingerprint
 // version this build cannot compute is a mismatch, never a replay.
 func TestV2FingerprintOtherVersion(t *testing.T) {
-	e := newEnv(t, nil)
-	o := &orders{}
-	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	e, _, h, ev := newV2(t, nil)
 	seed(t, e, ev, "v0:sha256:00", &idemkit.Snapshot{Status: 201, Body: []byte(`{}`)})
 	r := testkit.Call(t, h, ev)
 	checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
@@ -630,12 +619,7 @@ func TestV2FingerprintV1Record(t *testing.T) {
 		{name: "route template: path v1 did not hash", template: true, body: stored},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil)
-			o := &orders{}
-			cfg := jwt
-			cfg.RouteTemplate = tc.template
-			h := apigw.WrapV2(e.g, cfg, o.handle)
-			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			e, o, h, ev := newV2(t, func(c *apigw.Config) { c.RouteTemplate = tc.template })
 			ev.RawQueryString = ""
 			ev.Body = stored
 			s := scopeOf(ev)
@@ -670,10 +654,7 @@ func TestV2NoContentTypeInvalidJSON(t *testing.T) {
 		`{"amount":1e400}`,
 		strings.Repeat("[", 100) + strings.Repeat("]", 100),
 	} {
-		e := newEnv(t, nil)
-		o := &orders{}
-		h := apigw.WrapV2(e.g, jwt, o.handle)
-		ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+		_, o, h, ev := newV2(t, nil)
 		delete(ev.Headers, "content-type")
 		ev.Body = body
 		r := testkit.Call(t, h, ev)
@@ -825,10 +806,7 @@ func TestV2Refusals(t *testing.T) {
 // TestV2ReplayWindowPassed: after the replay window the problem names the
 // original status, Location and completion time.
 func TestV2ReplayWindowPassed(t *testing.T) {
-	e := newEnv(t, nil)
-	o := &orders{}
-	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	e, o, h, ev := newV2(t, nil)
 	testkit.Call(t, h, ev)
 	done := e.clock.Now()
 	e.clock.Advance(25 * time.Hour)
@@ -846,12 +824,7 @@ func TestV2ReplayWindowPassed(t *testing.T) {
 // the body byte for byte and the marker; the fresh response is untouched;
 // the snapshot keeps only allow-listed headers.
 func TestV2Replay(t *testing.T) {
-	e := newEnv(t, nil)
-	o := &orders{}
-	cfg := jwt
-	cfg.ReplayHeaders = []string{"x-order-id"}
-	h := apigw.WrapV2(e.g, cfg, o.handle)
-	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	e, o, h, ev := newV2(t, func(c *apigw.Config) { c.ReplayHeaders = []string{"x-order-id"} })
 
 	fresh := testkit.Call(t, h, ev)
 	want, _ := o.handle(context.Background(), ev)
