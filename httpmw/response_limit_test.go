@@ -10,12 +10,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
@@ -99,12 +99,7 @@ func TestMiddlewareLargeResponse(t *testing.T) {
 			want := bodySum(tc.size)
 			first, retry := request(t, nil), request(t, nil)
 			w := newSink()
-			runtime.GC()
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			h.ServeHTTP(w, first)
-			runtime.ReadMemStats(&after)
-			alloc := after.TotalAlloc - before.TotalAlloc
+			_, alloc := testkit.Allocated(func() { h.ServeHTTP(w, first) })
 			if w.status != 201 || w.n != tc.size || !bytes.Equal(w.sum.Sum(nil), want) || w.header.Get("Location") != "/exports/1" {
 				t.Fatalf("first: %d, %d bytes, Location %q; want 201 and the whole %d-byte body", w.status, w.n, w.header.Get("Location"), tc.size)
 			}
