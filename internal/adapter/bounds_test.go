@@ -78,16 +78,12 @@ func sizedFronts(g *idemkit.Guard, runs *int) map[string]sizedFront {
 			return r.StatusCode, problem(r.Headers["Content-Type"], r.Body)
 		},
 		"v2": func(t *testing.T, key, path, query string) (int, string) {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: path, RawQueryString: query,
-				Headers: map[string]string{"idempotency-key": key}}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := v2Post("$default", path, query, map[string]string{"idempotency-key": key}, "")
 			r := testkit.Call(t, v2, ev)
 			return r.StatusCode, problem(r.Headers["Content-Type"], r.Body)
 		},
 		"url": func(t *testing.T, key, path, query string) (int, string) {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: path, RawQueryString: query,
-				Headers: map[string]string{"idempotency-key": key}}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := urlPost(path, query, map[string]string{"idempotency-key": key}, "")
 			r := testkit.Call(t, url, ev)
 			return r.StatusCode, problem(r.Headers["Content-Type"], r.Body)
 		},

@@ -39,9 +39,7 @@ func TestBinaryReplayAcrossFronts(t *testing.T) {
 				w.Write(bin)
 			}))
 			viaV2 := func() (body []byte, replayed bool) {
-				ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
-					Headers: map[string]string{"idempotency-key": "k", "content-type": "application/json"}, Body: `{"amount":1}`}
-				ev.RequestContext.HTTP.Method = "POST"
+				ev := v2Post("POST /orders", "/orders", "", map[string]string{"idempotency-key": "k", "content-type": "application/json"}, `{"amount":1}`)
 				r, err := v2(context.Background(), ev)
 				if err != nil || r.StatusCode != 201 || !r.IsBase64Encoded || r.Headers["Content-Type"] != "application/zip" {
 					t.Fatalf("v2: %d base64=%v %v %v", r.StatusCode, r.IsBase64Encoded, r.Headers, err)

@@ -90,17 +90,15 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			return r.StatusCode, rep, p
 		},
 		"v2": func(t *testing.T, key []string, ct string, body []byte, b64 bool) (int, bool, string) {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders", RawQueryString: "expand=items",
-				Headers: joined(key, ct), Body: enc(body, b64), IsBase64Encoded: b64}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := v2Post("POST /orders", "/orders", "expand=items", joined(key, ct), enc(body, b64))
+			ev.IsBase64Encoded = b64
 			r := testkit.Call(t, v2, ev)
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
 		"url": func(t *testing.T, key []string, ct string, body []byte, b64 bool) (int, bool, string) {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", RawQueryString: "expand=items",
-				Headers: joined(key, ct), Body: enc(body, b64), IsBase64Encoded: b64}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := urlPost("/orders", "expand=items", joined(key, ct), enc(body, b64))
+			ev.IsBase64Encoded = b64
 			r := testkit.Call(t, url, ev)
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p

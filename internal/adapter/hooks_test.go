@@ -105,8 +105,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
 	fronts["v2"] = func(key bool, body string) answer {
-		ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders", Headers: lowered(single(hdr(key))), Body: body}
-		ev.RequestContext.HTTP.Method = "POST"
+		ev := v2Post("POST /orders", "/orders", "", lowered(single(hdr(key))), body)
 		r := testkit.Call(t, v2, ev)
 		return answer{r.StatusCode, merged(r.Headers, nil), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
@@ -115,8 +114,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 		return events.LambdaFunctionURLResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
 	fronts["url"] = func(key bool, body string) answer {
-		ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", Headers: lowered(single(hdr(key))), Body: body}
-		ev.RequestContext.HTTP.Method = "POST"
+		ev := urlPost("/orders", "", lowered(single(hdr(key))), body)
 		r := testkit.Call(t, url, ev)
 		return answer{r.StatusCode, merged(r.Headers, nil), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}

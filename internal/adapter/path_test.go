@@ -60,13 +60,11 @@ func pathFronts(t *testing.T) map[string]func(path string) bool {
 			})
 		},
 		"v2": func(p string) bool {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: p, Headers: map[string]string{"idempotency-key": "k"}}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := v2Post("$default", p, "", map[string]string{"idempotency-key": "k"}, "")
 			return run(func() int { r, _ := v2(context.Background(), ev); return r.StatusCode })
 		},
 		"url": func(p string) bool {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: p, Headers: map[string]string{"idempotency-key": "k"}}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := urlPost(p, "", map[string]string{"idempotency-key": "k"}, "")
 			return run(func() int { r, _ := url(context.Background(), ev); return r.StatusCode })
 		},
 		"alb": func(p string) bool {

@@ -107,16 +107,12 @@ func headerFronts(t *testing.T, hdr [][2]string, runs *int) map[string]sentFront
 			return merged(r.Headers, r.MultiValueHeaders)
 		},
 		"v2": func(t *testing.T) map[string][]string {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
-				Headers: map[string]string{"idempotency-key": "order-1"}}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := v2Post("POST /orders", "/orders", "", map[string]string{"idempotency-key": "order-1"}, "")
 			r := testkit.Call(t, v2, ev)
 			return asMulti(r.Headers)
 		},
 		"url": func(t *testing.T) map[string][]string {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders",
-				Headers: map[string]string{"idempotency-key": "order-1"}}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := urlPost("/orders", "", map[string]string{"idempotency-key": "order-1"}, "")
 			r := testkit.Call(t, url, ev)
 			return asMulti(r.Headers)
 		},

@@ -85,15 +85,12 @@ func settingsFronts(t *testing.T, s settings, runs *int) map[string]sendFront {
 			return r.StatusCode, r.Headers["Idempotent-Replayed"] == "true"
 		},
 		"v2": func(t *testing.T, hdr map[string]string, body string) (int, bool) {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
-				Headers: lowered(headers(hdr)), Body: body}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := v2Post("POST /orders", "/orders", "", lowered(headers(hdr)), body)
 			r := testkit.Call(t, v2, ev)
 			return r.StatusCode, r.Headers["Idempotent-Replayed"] == "true"
 		},
 		"url": func(t *testing.T, hdr map[string]string, body string) (int, bool) {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", Headers: lowered(headers(hdr)), Body: body}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := urlPost("/orders", "", lowered(headers(hdr)), body)
 			r := testkit.Call(t, url, ev)
 			return r.StatusCode, r.Headers["Idempotent-Replayed"] == "true"
 		},
