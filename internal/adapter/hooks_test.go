@@ -39,10 +39,6 @@ const nestedBody = `{"nested":true}`
 // false) and body. For nestedBody, inner receives the answer to the
 // request the handler sends again while it runs.
 func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]func(key bool, body string) answer {
-	guard := func() *idemkit.Guard {
-		g := testguard.Mem(t)
-		return g
-	}
 	hdr := func(key bool) http.Header {
 		h := http.Header{"Content-Type": {"application/json"}}
 		if key {
@@ -87,7 +83,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 	tenant := apigw.SingleTenant("tenant-a")
 	created := map[string]string{"Content-Type": "application/json", "Location": "/orders/1"}
 
-	v1 := apigw.WrapV1(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1 := apigw.WrapV1(testguard.Mem(t), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		run(ev.Body)
 		return events.APIGatewayProxyResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -100,7 +96,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 		}
 		return answer{r.StatusCode, merged(r.Headers, r.MultiValueHeaders), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
-	v2 := apigw.WrapV2(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	v2 := apigw.WrapV2(testguard.Mem(t), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		run(ev.Body)
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -109,7 +105,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 		r := testkit.Call(t, v2, ev)
 		return answer{r.StatusCode, merged(r.Headers, nil), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
-	url := apigw.WrapFunctionURL(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	url := apigw.WrapFunctionURL(testguard.Mem(t), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		run(ev.Body)
 		return events.LambdaFunctionURLResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -120,7 +116,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 	}
 	for _, mode := range []string{"alb", "alb-multi"} {
 		multi := mode == "alb-multi"
-		lb := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant("tenant-a"), Settings: s}, func(_ context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+		lb := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.SingleTenant("tenant-a"), Settings: s}, func(_ context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 			run(ev.Body)
 			r := events.ALBTargetGroupResponse{StatusCode: 201, StatusDescription: "201 Created", Body: `{"id":"ord_1"}`}
 			if multi {
@@ -141,7 +137,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 			return answer{r.StatusCode, merged(r.Headers, r.MultiValueHeaders), lambdaBody(r.Body, r.IsBase64Encoded)}
 		}
 	}
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: idemkit.SingleTenant[*http.Request]("tenant-a"), Settings: s})(
+	mw := httpmw.New(testguard.Mem(t), httpmw.Config{Tenant: idemkit.SingleTenant[*http.Request]("tenant-a"), Settings: s})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			run(string(b))

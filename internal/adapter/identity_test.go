@@ -180,8 +180,7 @@ func newGuard(t *testing.T, mod func(*idemkit.Config)) *idemkit.Guard {
 	if mod != nil {
 		mod(&cfg)
 	}
-	g := testguard.New(t, cfg)
-	return g
+	return testguard.New(t, cfg)
 }
 
 // TestMethodCaseIsIdentity: methods are case-sensitive (RFC 9110): "post"

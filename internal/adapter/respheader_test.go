@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
@@ -27,10 +26,6 @@ type sentFront func(t *testing.T) map[string][]string
 // headerFronts returns every front wrapped around a handler that answers
 // 201 with the headers hdr, over one guard each, and counts its runs.
 func headerFronts(t *testing.T, hdr [][2]string, runs *int) map[string]sentFront {
-	guard := func() *idemkit.Guard {
-		g := testguard.Mem(t)
-		return g
-	}
 	single := func() map[string]string {
 		m := map[string]string{}
 		for _, kv := range hdr {
@@ -61,31 +56,31 @@ func headerFronts(t *testing.T, hdr [][2]string, runs *int) map[string]sentFront
 	}
 	tenant := "tenant-a"
 	body := `{"id":"ord_1"}`
-	v1 := apigw.WrapV1(guard(), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1 := apigw.WrapV1(testguard.Mem(t), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		*runs++
 		return events.APIGatewayProxyResponse{StatusCode: 201, Headers: single(), Body: body}, nil
 	})
-	v1m := apigw.WrapV1(guard(), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1m := apigw.WrapV1(testguard.Mem(t), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		*runs++
 		return events.APIGatewayProxyResponse{StatusCode: 201, MultiValueHeaders: multi(), Body: body}, nil
 	})
-	v2 := apigw.WrapV2(guard(), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	v2 := apigw.WrapV2(testguard.Mem(t), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		*runs++
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: single(), Body: body}, nil
 	})
-	url := apigw.WrapFunctionURL(guard(), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	url := apigw.WrapFunctionURL(testguard.Mem(t), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		*runs++
 		return events.LambdaFunctionURLResponse{StatusCode: 201, Headers: single(), Body: body}, nil
 	})
-	lbm := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant(tenant)}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	lbm := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.SingleTenant(tenant)}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		*runs++
 		return events.ALBTargetGroupResponse{StatusCode: 201, MultiValueHeaders: multi(), Body: body}, nil
 	})
-	lbs := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant(tenant)}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	lbs := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.SingleTenant(tenant)}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		*runs++
 		return events.ALBTargetGroupResponse{StatusCode: 201, Headers: single(), Body: body}, nil
 	})
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := httpmw.New(testguard.Mem(t), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*runs++
 		for _, kv := range hdr {
 			w.Header()[kv[0]] = append(w.Header()[kv[0]], kv[1]) // spelled as given

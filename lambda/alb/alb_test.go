@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
@@ -62,11 +61,6 @@ func (o *orders) handle(_ context.Context, ev events.ALBTargetGroupRequest) (eve
 	return r, nil
 }
 
-func guard(t *testing.T) *idemkit.Guard {
-	g := testguard.Mem(t)
-	return g
-}
-
 func TestALB(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -96,7 +90,7 @@ func TestALB(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &orders{status: tc.status}
-			h := alb.Wrap(guard(t), tc.cfg, o.handle)
+			h := alb.Wrap(testguard.Mem(t), tc.cfg, o.handle)
 			ev := load(t, tc.file)
 			if tc.mod != nil {
 				tc.mod(&ev)
@@ -148,7 +142,7 @@ func TestALB(t *testing.T) {
 // encoded: one intent, one record.
 func TestALBQuotedKeyAndBase64Body(t *testing.T) {
 	o := &orders{status: 201}
-	h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+	h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 	first, _ := h(context.Background(), load(t, "alb-multivalue.json"))
 	second, _ := h(context.Background(), load(t, "alb-headers.json"))
 	if o.runs != 1 || second.Body != first.Body || second.Headers["Idempotent-Replayed"] != "true" {
@@ -159,7 +153,7 @@ func TestALBQuotedKeyAndBase64Body(t *testing.T) {
 // TestALBTenants: two tenants, one key: two executions, never crossed.
 func TestALBTenants(t *testing.T) {
 	o := &orders{status: 201}
-	h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+	h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 	a := load(t, "alb-headers.json")
 	b := load(t, "alb-headers.json")
 	b.Headers["x-amzn-oidc-identity"] = "tenant-b"
@@ -187,7 +181,7 @@ func TestALBQuery(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			o := &orders{status: 201}
-			h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+			h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 			ev := load(t, tc.file)
 			if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
 				t.Fatalf("first: %d %v", r.StatusCode, err)
@@ -228,7 +222,7 @@ func TestALBQueryDecoded(t *testing.T) {
 		} {
 			t.Run(file+"/"+tc.name+"="+tc.value, func(t *testing.T) {
 				o := &orders{status: 201}
-				h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+				h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 				ev := load(t, file)
 				set(&ev, "note", "a%20b")
 				if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
@@ -255,7 +249,7 @@ func TestALBQueryInvalidEscape(t *testing.T) {
 		}{{"x%zz", 201}, {"x%25zz", 422}} {
 			t.Run(file+"/"+tc.value, func(t *testing.T) {
 				o := &orders{status: 201}
-				h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+				h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 				ev := load(t, file)
 				set := func(v string) {
 					if ev.MultiValueHeaders != nil {

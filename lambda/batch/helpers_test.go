@@ -216,8 +216,7 @@ func newGuard(t testing.TB, store idemkit.Store) *idemkit.Guard {
 	if store == nil {
 		store = memstore.New()
 	}
-	g := testguard.New(t, idemkit.Config{Store: store})
-	return g
+	return testguard.New(t, idemkit.Config{Store: store})
 }
 
 func sqsIDs(r events.SQSEventResponse) []string {

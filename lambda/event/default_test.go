@@ -36,7 +36,7 @@ func runTransfer(runs *int) func(context.Context, transfer) (receipt, error) {
 // under the same key is ErrFingerprintMismatch, never the first result.
 func TestDefaultPayload(t *testing.T) {
 	runs := 0
-	h := event.Wrap(guard(t), transferConfig, runTransfer(&runs))
+	h := event.Wrap(testguard.Mem(t), transferConfig, runTransfer(&runs))
 	in := transfer{TransferID: "tr_1", Account: "acct-acme", Amount: 100}
 	first := testkit.Call(t, h, in)
 	if again, err := h(context.Background(), in); err != nil || again != first {
@@ -62,7 +62,7 @@ func TestKeyLength(t *testing.T) {
 		cfg := transferConfig
 		cfg.MaxKeyLen = tc.max
 		runs := 0
-		_, err := event.Wrap(guard(t), cfg, runTransfer(&runs))(context.Background(), transfer{TransferID: strings.Repeat("k", tc.n)})
+		_, err := event.Wrap(testguard.Mem(t), cfg, runTransfer(&runs))(context.Background(), transfer{TransferID: strings.Repeat("k", tc.n)})
 		if tc.ok != (err == nil) || (!tc.ok && (!errors.Is(err, idemkit.ErrKeyTooLong) || runs != 0)) {
 			t.Errorf("MaxKeyLen %d, %d-byte key: %v after %d runs, want accepted %v", tc.max, tc.n, err, runs, tc.ok)
 		}

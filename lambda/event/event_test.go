@@ -28,11 +28,6 @@ type receipt struct {
 	Run        int32  `json:"run"`
 }
 
-func guard(t *testing.T) *idemkit.Guard {
-	g := testguard.Mem(t)
-	return g
-}
-
 // sqsConfig keys SQS messages by the transfer id in their body, tenant by
 // a message attribute, and compares bodies only.
 var sqsConfig = event.Config[events.SQSMessage]{
@@ -68,7 +63,7 @@ func (x *transfers) handle(_ context.Context, m events.SQSMessage) (receipt, err
 
 func TestSQSRedelivery(t *testing.T) {
 	x := &transfers{}
-	h := event.Wrap(guard(t), sqsConfig, x.handle)
+	h := event.Wrap(testguard.Mem(t), sqsConfig, x.handle)
 	msg := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
 	first := testkit.Call(t, h, msg)
 	msg.Attributes["ApproximateReceiveCount"] = "2"
@@ -97,7 +92,7 @@ func TestSQSRefusals(t *testing.T) {
 		}, want: idemkit.ErrFingerprintMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := guard(t)
+			g := testguard.Mem(t)
 			x := &transfers{}
 			// A first delivery of the original message.
 			event.Wrap(g, sqsConfig, x.handle)(context.Background(), testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0])
@@ -124,7 +119,7 @@ func TestSQSRefusals(t *testing.T) {
 // zero Config among them, is refused when the function is wrapped, with a
 // panic naming the setting, as every adapter refuses it.
 func TestWrapRefusesConfigWithoutTenant(t *testing.T) {
-	g := guard(t)
+	g := testguard.Mem(t)
 	x := &transfers{}
 	noTenant := sqsConfig
 	noTenant.Tenant = nil
@@ -139,7 +134,7 @@ func TestWrapRefusesConfigWithoutTenant(t *testing.T) {
 // TestHandlerError: an error is returned and the redelivery runs again.
 func TestHandlerError(t *testing.T) {
 	x := &transfers{err: errors.New("ledger unavailable")}
-	h := event.Wrap(guard(t), sqsConfig, x.handle)
+	h := event.Wrap(testguard.Mem(t), sqsConfig, x.handle)
 	msg := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
 	if _, err := h(context.Background(), msg); !errors.Is(err, x.err) {
 		t.Fatalf("error %v", err)
@@ -155,7 +150,7 @@ func TestHandlerError(t *testing.T) {
 func TestInFlight(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	x := &transfers{}
-	h := event.Wrap(guard(t), sqsConfig, func(ctx context.Context, m events.SQSMessage) (receipt, error) {
+	h := event.Wrap(testguard.Mem(t), sqsConfig, func(ctx context.Context, m events.SQSMessage) (receipt, error) {
 		close(entered)
 		<-release
 		return x.handle(ctx, m)
@@ -185,7 +180,7 @@ type orderPlaced struct {
 // with the default operation and a fingerprint of the whole detail.
 func TestEventBridgeDetail(t *testing.T) {
 	runs := 0
-	h := event.Wrap(guard(t), event.Config[events.EventBridgeEvent]{
+	h := event.Wrap(testguard.Mem(t), event.Config[events.EventBridgeEvent]{
 		Key:         func(e events.EventBridgeEvent) (string, error) { return e.ID, nil },
 		Tenant:      idemkit.SingleTenant[events.EventBridgeEvent]("orders"),
 		Payload:     func(e events.EventBridgeEvent) ([]byte, error) { return e.Detail, nil },
