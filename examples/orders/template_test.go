@@ -19,6 +19,7 @@ import (
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	cfndynamodb "github.com/awslabs/goformation/v7/cloudformation/dynamodb"
+	"github.com/awslabs/goformation/v7/cloudformation/serverless"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"github.com/idemkit/idemkit/dynamo"
@@ -120,6 +121,17 @@ func loadTemplate(t *testing.T) (*cloudformation.Template, map[string]any) {
 		t.Fatal(err)
 	}
 	return tpl, raw
+}
+
+// function returns the template's serverless function called name, failing t
+// when it has none.
+func function(t *testing.T, tpl *cloudformation.Template, name string) *serverless.Function {
+	t.Helper()
+	fn, err := tpl.GetServerlessFunctionWithName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn
 }
 
 func resource(t *testing.T, raw map[string]any, name string) map[string]any {
@@ -373,10 +385,7 @@ func keys[V any](m map[string]V) []string {
 // orders.FromEnv reads.
 func TestTemplateFunction(t *testing.T) {
 	tpl, raw := loadTemplate(t)
-	fn, err := tpl.GetServerlessFunctionWithName("OrdersFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn := function(t, tpl, "OrdersFunction")
 	if got := aws.ToString(fn.Runtime); got != "provided.al2023" {
 		t.Errorf("Runtime %q, want provided.al2023", got)
 	}
@@ -624,10 +633,7 @@ func TestDeploySnippetMatchesDynamo(t *testing.T) {
 // function is told the queue.
 func TestTemplateShippingWorker(t *testing.T) {
 	tpl, raw := loadTemplate(t)
-	fn, err := tpl.GetServerlessFunctionWithName("ShippingFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn := function(t, tpl, "ShippingFunction")
 	if aws.ToString(fn.Runtime) != "provided.al2023" || !slices.Equal(fn.Architectures, []string{"arm64"}) || aws.ToString(fn.Handler) != "bootstrap" {
 		t.Errorf("runtime %v %v %v, want provided.al2023 arm64 bootstrap", aws.ToString(fn.Runtime), fn.Architectures, aws.ToString(fn.Handler))
 	}
