@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // BenchmarkMiddleware measures a guarded request over the in-memory store:
@@ -17,7 +17,7 @@ import (
 func BenchmarkMiddleware(b *testing.B) {
 	reqBody := []byte(`{"amount":1000,"currency":"eur","customer":"cus_42"}`)
 	for _, size := range []int{200, 4 << 10, 64 << 10} {
-		body := []byte(`{"id":"ord_1","pad":"` + strings.Repeat("x", size-len(`{"id":"ord_1","pad":""}`)) + `"}`)
+		body := []byte(testkit.OrderBody(size))
 		next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Location", "/orders/ord_1")
@@ -32,10 +32,7 @@ func BenchmarkMiddleware(b *testing.B) {
 				r.Header.Set("Content-Type", "application/json")
 				r.Header.Set("Authorization", "Bearer token-b")
 				r.Header.Set("Idempotency-Key", "k")
-				keys := make([]string, b.N)
-				for i := range keys {
-					keys[i] = "k-" + strconv.Itoa(i)
-				}
+				keys := testkit.Keys(b.N)
 				w := httptest.NewRecorder()
 				b.ReportAllocs()
 				b.ResetTimer()

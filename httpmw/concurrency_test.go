@@ -23,6 +23,7 @@ import (
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -79,10 +80,7 @@ type probe struct {
 func newProbe(t *testing.T, store idemkit.Store, pol idemkit.Policy, h http.HandlerFunc) *probe {
 	t.Helper()
 	p := &probe{clk: testclock.New()}
-	g, err := idemkit.New(idemkit.Config{Store: store, Policy: pol, Clock: p.clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store, Policy: pol, Clock: p.clk})
 	mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }})
 	p.h = mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.runs.Add(1)
@@ -126,6 +124,23 @@ func (p *probe) post(ctx context.Context, key string) (answer, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return answer{resp.StatusCode, resp.Header, string(b)}, err
+}
+
+// posted is what post returned.
+type posted struct {
+	a   answer
+	err error
+}
+
+// postAsync posts key in the background; the channel gets what post
+// returned.
+func (p *probe) postAsync(ctx context.Context, key string) <-chan posted {
+	c := make(chan posted, 1)
+	go func() {
+		a, err := p.post(ctx, key)
+		c <- posted{a, err}
+	}()
+	return c
 }
 
 func (p *probe) mustPost(t *testing.T, key string) answer {
@@ -292,15 +307,7 @@ func TestMiddlewareSlowHandlerKeepsItsKey(t *testing.T) {
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			type result struct {
-				a   answer
-				err error
-			}
-			firstc := make(chan result, 1)
-			go func() {
-				a, err := p.post(ctx, "order-1")
-				firstc <- result{a, err}
-			}()
+			firstc := p.postAsync(ctx, "order-1")
 			start := p.clk.Now()
 			for i := 0; i < rounds; i++ {
 				store.wait(t)
@@ -454,15 +461,7 @@ func TestMiddlewareShutdownMidHandler(t *testing.T) {
 				w.WriteHeader(http.StatusCreated)
 				fmt.Fprintf(w, `{"id":"ord_%d"}`, run)
 			})
-			type result struct {
-				a   answer
-				err error
-			}
-			firstc := make(chan result, 1)
-			go func() {
-				a, err := p.post(context.Background(), "order-1")
-				firstc <- result{a, err}
-			}()
+			firstc := p.postAsync(context.Background(), "order-1")
 			<-entered
 			old := p.srv.Config
 			shutdownStarted := make(chan struct{})
@@ -523,15 +522,7 @@ func TestMiddlewareRenewalsRunOut(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"id":"ord_1"}`)
 	})
-	type result struct {
-		a   answer
-		err error
-	}
-	firstc := make(chan result, 1)
-	go func() {
-		a, err := p.post(context.Background(), "order-1")
-		firstc <- result{a, err}
-	}()
+	firstc := p.postAsync(context.Background(), "order-1")
 	var last time.Time // the lease end the last renewal set
 	for i := 0; i < 2; i++ {
 		last = store.wait(t)

@@ -20,6 +20,8 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -92,10 +94,7 @@ func (o *orders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func setup(t testing.TB, cfg httpmw.Config, h http.Handler) (http.Handler, *memstore.Store) {
 	t.Helper()
 	store := memstore.New()
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store})
 	if cfg.Tenant == nil {
 		cfg.Tenant = tenantOf
 	}
@@ -218,14 +217,9 @@ func TestMiddlewareReplayHeaders(t *testing.T) {
 func TestMiddlewarePanic(t *testing.T) {
 	o := &orders{panic: true}
 	h, _ := setup(t, httpmw.Config{}, o)
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Fatal("panic swallowed")
-			}
-		}()
-		serve(h, request(t, nil))
-	}()
+	if testkit.PanicOf(func() { serve(h, request(t, nil)) }) == "" {
+		t.Fatal("panic swallowed")
+	}
 	o.panic = false
 	if w := serve(h, request(t, nil)); w.Code != 201 || isReplay(w) || o.runs.Load() != 2 {
 		t.Errorf("retry: %d replayed=%v runs=%d", w.Code, isReplay(w), o.runs.Load())
@@ -460,10 +454,7 @@ func TestMiddlewareBodyRefusalsObserved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &eventlog.Log{}
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: memstore.New(), Observer: obs})
 			o := &orders{}
 			h := auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf, MaxBodyBytes: 10})(o))
 			w := serve(h, request(t, func(r *http.Request) {

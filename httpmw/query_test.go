@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -107,19 +107,17 @@ func TestMiddlewareQueryMemory(t *testing.T) {
 			ws[i] = httptest.NewRecorder()
 		}
 		h.ServeHTTP(ws[n], rs[n])
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		for i := range n {
-			h.ServeHTTP(ws[i], rs[i])
-		}
-		runtime.ReadMemStats(&after)
+		_, allocated := testkit.Allocated(func() {
+			for i := range n {
+				h.ServeHTTP(ws[i], rs[i])
+			}
+		})
 		for _, w := range ws {
 			if w.Code != ws[n].Code {
 				t.Fatalf("status %d, then %d", ws[n].Code, w.Code)
 			}
 		}
-		return (after.TotalAlloc - before.TotalAlloc) / n
+		return allocated / n
 	}
 	base := perRequest("")
 	for _, tc := range []struct {

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // readBodySlack is what readBody may allocate besides its buffers.
@@ -113,12 +114,10 @@ func TestReadBodyDeclaredNotSent(t *testing.T) {
 func allocatedPerRead(read func()) uint64 {
 	read()
 	const n = 20
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i++ {
-		read()
-	}
-	runtime.ReadMemStats(&after)
-	return (after.TotalAlloc - before.TotalAlloc) / n
+	_, allocated := testkit.Allocated(func() {
+		for range n {
+			read()
+		}
+	})
+	return allocated / n
 }

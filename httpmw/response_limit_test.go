@@ -10,13 +10,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // sink is a client's end of a response: it keeps the status and header
@@ -99,12 +99,7 @@ func TestMiddlewareLargeResponse(t *testing.T) {
 			want := bodySum(tc.size)
 			first, retry := request(t, nil), request(t, nil)
 			w := newSink()
-			runtime.GC()
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			h.ServeHTTP(w, first)
-			runtime.ReadMemStats(&after)
-			alloc := after.TotalAlloc - before.TotalAlloc
+			_, alloc := testkit.Allocated(func() { h.ServeHTTP(w, first) })
 			if w.status != 201 || w.n != tc.size || !bytes.Equal(w.sum.Sum(nil), want) || w.header.Get("Location") != "/exports/1" {
 				t.Fatalf("first: %d, %d bytes, Location %q; want 201 and the whole %d-byte body", w.status, w.n, w.header.Get("Location"), tc.size)
 			}
@@ -165,10 +160,7 @@ func TestMiddlewareLargeResponseOverHTTP(t *testing.T) {
 		{"Fail with an unknown outcome", fmt.Errorf("timeout: %w", idemkit.ErrOutcomeUnknown), 409, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.Mem(t)
 			runs := 0
 			mw := httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }, MaxResponseBytes: limit})
 			srv := httptest.NewServer(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -57,10 +58,7 @@ func TestMiddlewareHangUpIsNoStoreFailure(t *testing.T) {
 			mu.Lock()
 			logs.Reset()
 			mu.Unlock()
-			g, err := idemkit.New(idemkit.Config{Store: tc.store, ClaimBackoff: time.Millisecond, WriteTimeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: tc.store, ClaimBackoff: time.Millisecond, WriteTimeout: time.Second})
 			o := &orders{}
 			h := auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf})(o))
 			ctx, cancel := context.WithCancel(context.Background())

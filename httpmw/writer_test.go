@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // TestMiddlewareWriterSemantics: whatever a guarded handler does with its
@@ -95,10 +94,7 @@ func TestMiddlewareWriterSemantics(t *testing.T) {
 			defer plain.Close()
 			want := post(t, plain.URL)
 
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.Mem(t)
 			srv := httptest.NewServer(httpmw.New(g, httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "tenant-a", nil }, Settings: httpconfig.Settings{ReplayHeaders: []string{"Link"}}})(tc.h))
 			defer srv.Close()
 			fresh, replay := post(t, srv.URL), post(t, srv.URL)

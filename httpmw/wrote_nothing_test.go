@@ -11,6 +11,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -53,10 +54,7 @@ func TestHandlerStoppedWithoutWriting(t *testing.T) {
 				store = fs
 				pol = idemkit.Policy{Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseMargin: 200 * time.Millisecond, OnStaleLease: idemkit.Takeover}
 			}
-			g, err := idemkit.New(idemkit.Config{Store: store, Policy: pol})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: store, Policy: pol})
 			var runs atomic.Int32
 			started := make(chan struct{}, 1)
 			h := auth(httpmw.New(g, httpmw.Config{Tenant: tenantOf})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

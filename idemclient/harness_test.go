@@ -17,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/idemclient"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -56,10 +57,7 @@ func (a *api) start(t *testing.T) *httptest.Server {
 	if cfg.Observer == nil {
 		cfg.Observer = idemkit.ObserverFunc(func(context.Context, idemkit.Event) {}) // no log lines of store failures
 	}
-	g, err := idemkit.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, cfg)
 	mwc := a.mw
 	if mwc.Tenant == nil {
 		mwc.Tenant = func(context.Context, *http.Request) (string, error) { return "t1", nil }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // Attributes of a record item, as package dynamo documents its layout:
@@ -30,10 +31,7 @@ const (
 func TestBadInputs(t *testing.T) {
 	t.Parallel()
 	store, raw, table := newStore(t, nil, dynamo.Options{})
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store})
 	ctx := context.Background()
 	big := `{"items":"` + strings.Repeat("x", 4096) + `"}`
 	setAttr := func(t *testing.T, sc idemkit.Scope, name string, v types.AttributeValue) {

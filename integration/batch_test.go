@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/batch"
 	lambdaevent "github.com/idemkit/idemkit/lambda/event"
 )
@@ -175,10 +176,7 @@ func sqsMessage(id, order string) events.SQSMessage {
 func TestBatchSQSQueue(t *testing.T) {
 	store, raw, _ := newStore(t, nil, dynamo.Options{})
 	fx := newEffects(t, raw)
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store})
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	q := &queue{rng: rand.New(rand.NewPCG(seed, 27))}
@@ -276,10 +274,7 @@ func TestBatchStoreFaults(t *testing.T) {
 			ft := faults.New(baseTransport(), tc.rules...)
 			store, raw, _ := newStore(t, ft, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
 			fx := newEffects(t, raw)
-			g, err := idemkit.New(idemkit.Config{Store: store, ClaimBackoff: time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: store, ClaimBackoff: time.Millisecond})
 			s := newShipper(fx)
 			var got []batch.Failure
 			h := batch.SQS(g, batch.SQSConfig{Config: lambdaevent.Config[events.SQSMessage]{Operation: "orders.ship", Tenant: batch.TenantFromSource[events.SQSMessage]()},
@@ -320,10 +315,7 @@ func TestBatchStoreFaults(t *testing.T) {
 func TestBatchKinesisShard(t *testing.T) {
 	store, raw, _ := newStore(t, nil, dynamo.Options{})
 	fx := newEffects(t, raw)
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store})
 	var shard []events.KinesisEventRecord
 	for i := range 20 {
 		b, _ := json.Marshal(shipOrder{OrderID: fmt.Sprintf("o%02d", i), Items: 1})
@@ -395,10 +387,7 @@ func TestBatchKinesisShard(t *testing.T) {
 func TestBatchConcurrentDelivery(t *testing.T) {
 	store, raw, _ := newStore(t, nil, dynamo.Options{})
 	fx := newEffects(t, raw)
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store})
 	s := newShipper(fx)
 	entered, release := make(chan struct{}), make(chan struct{})
 	s.fail = func(order string, run int) (error, bool) {

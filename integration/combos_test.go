@@ -49,17 +49,6 @@ func comboKind(a answer) string {
 }
 
 func comboCases() []comboCase {
-	const (
-		lost     = faults.LostAck
-		lostBody = faults.LostAckBody
-		thr      = faults.Throttle
-		e500     = faults.ServerError
-		reset    = faults.Reset
-		tmo      = faults.Timeout
-		tmoA     = faults.TimeoutApplied
-		fc       = idemkit.FailClosed
-		to       = idemkit.Takeover
-	)
 	r := func(rs ...faults.Rule) []faults.Rule { return rs }
 	// A rule sees only the calls no earlier rule spoiled: the second rule
 	// on one step counts from the first call the first one let through.

@@ -11,6 +11,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -43,10 +44,7 @@ func TestCompactOperationRecord(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testclock.New()
 			t0 := clk.Now()
-			g, err := idemkit.New(idemkit.Config{Store: store, Policy: tc.policy, Clock: clk})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: store, Policy: tc.policy, Clock: clk})
 			if p := g.Policy("POST /payments"); p.ReplayWindow != tc.replayWindow || p.RecordRetention != tc.retention {
 				t.Fatalf("policy: replay %s, retention %s; want %s, %s", p.ReplayWindow, p.RecordRetention, tc.replayWindow, tc.retention)
 			}

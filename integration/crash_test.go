@@ -10,6 +10,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // TestCrashAfterClaim runs the wrapped handler in a separate process
@@ -48,10 +49,7 @@ func TestCrashAfterClaim(t *testing.T) {
 			_ = w.cmd.Wait()
 
 			clk := testclock.New()
-			g, err := idemkit.New(idemkit.Config{Store: store, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: stale}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: store, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: stale}})
 			b := newBusiness(fx)
 			h := wrap(g, b, "POST /payments")
 			ev := event("acme", "/payments", key, `{"amount":1999}`)

@@ -10,6 +10,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // TestDeadlineUsedUpOnArrival: a Lambda invocation whose deadline is
@@ -44,10 +45,7 @@ func TestDeadlineUsedUpOnArrival(t *testing.T) {
 			// The deadlines here are tens of milliseconds: align the clock,
 			// truncated to the second, with the wall clock.
 			clk.Advance(time.Since(clk.Now()))
-			g, err := idemkit.New(idemkit.Config{Store: store, Clock: clk, ClaimBackoff: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: store, Clock: clk, ClaimBackoff: time.Hour})
 			b := newBusiness(fx)
 			h := wrap(g, b, "POST /payments")
 			key := "deadline-" + tc.name

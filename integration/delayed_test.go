@@ -58,11 +58,7 @@ type delayedCase struct {
 }
 
 func delayedCases() []delayedCase {
-	const (
-		fc      = idemkit.FailClosed
-		to      = idemkit.Takeover
-		delayed = faults.DelayedApply
-	)
+	const delayed = faults.DelayedApply
 	r := func(rs ...faults.Rule) []faults.Rule { return rs }
 	s := func(pairs ...string) []lateStep {
 		var out []lateStep

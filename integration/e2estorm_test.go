@@ -245,26 +245,9 @@ func e2eStorm(t *testing.T, rate float64, keysPerTenant int) {
 	defer cancel()
 	start := time.Now()
 	var invocations, retried5xx, retried409 atomic.Int64
-	work := make(chan *e2eKey)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for k := range work {
-				var cw sync.WaitGroup
-				for c := range e2eClients {
-					cw.Go(func() {
-						k.finals[c] = e2eClient(ctx, handlers[c], k, &invocations, &retried5xx, &retried409)
-					})
-				}
-				cw.Wait()
-			}
-		})
-	}
-	for _, k := range keys {
-		work <- k
-	}
-	close(work)
-	wg.Wait()
+	stormKeys(16, keys, e2eClients, func(k *e2eKey, c int) {
+		k.finals[c] = e2eClient(ctx, handlers[c], k, &invocations, &retried5xx, &retried409)
+	})
 	elapsed := time.Since(start)
 	for _, ft := range fts {
 		ft.Clear()

@@ -11,6 +11,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	lambdaevent "github.com/idemkit/idemkit/lambda/event"
 )
 
@@ -61,10 +62,7 @@ func TestEventRedeliveredUnderFaults(t *testing.T) {
 			store, raw, _ := newStore(t, ft, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
 			fx := newEffects(t, raw)
 			clk := testclock.New()
-			g, err := idemkit.New(idemkit.Config{Store: store, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: tc.policy}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: store, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: tc.policy}})
 			key := "tr-" + tc.name
 			started, finish := make(chan struct{}), make(chan struct{})
 			runs := 0

@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // reads reports whether rules inject faults into reads (GetItem).
@@ -50,10 +51,7 @@ func newFaultRig(t testing.TB, rules []faults.Rule, lease time.Duration, policy 
 	ft := faults.New(base, rules...)
 	store, raw, _ := newStore(t, ft, dynamo.Options{CallTimeout: dynalite.Scale(time.Second), MaxBackoff: 10 * time.Millisecond})
 	clk := testclock.New()
-	g, err := idemkit.New(idemkit.Config{Store: store, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: policy}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: policy}})
 	return faultRig{g: g, store: store, clk: clk, ft: ft, raw: raw}
 }
 
@@ -75,6 +73,21 @@ func failFirst(n int) int {
 
 const never = -1 // Rule.Times: the fault never clears
 
+// The fault kinds and stale-lease policies by the short names the case
+// tables (faults, combos, handler writes, delayed copies) spell them with.
+const (
+	lost     = faults.LostAck
+	lostBody = faults.LostAckBody
+	thr      = faults.Throttle
+	thrX     = faults.Throttling
+	e500     = faults.ServerError
+	reset    = faults.Reset
+	tmo      = faults.Timeout
+	tmoA     = faults.TimeoutApplied
+	fc       = idemkit.FailClosed
+	to       = idemkit.Takeover
+)
+
 type faultCase struct {
 	name  string
 	rules []faults.Rule
@@ -95,16 +108,6 @@ type faultCase struct {
 }
 
 func faultCases() []faultCase {
-	const (
-		lost     = faults.LostAck
-		lostBody = faults.LostAckBody
-		thr      = faults.Throttle
-		thrX     = faults.Throttling
-		e500     = faults.ServerError
-		reset    = faults.Reset
-		tmo      = faults.Timeout
-		tmoA     = faults.TimeoutApplied
-	)
 	r := func(rs ...faults.Rule) []faults.Rule { return rs }
 	return []faultCase{
 		// The claim (PutItem, in_flight).

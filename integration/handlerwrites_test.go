@@ -202,15 +202,6 @@ type hwCase struct {
 }
 
 func hwCases() []hwCase {
-	const (
-		lost     = faults.LostAck
-		lostBody = faults.LostAckBody
-		thr      = faults.Throttle
-		e500     = faults.ServerError
-		reset    = faults.Reset
-		tmo      = faults.Timeout
-		tmoA     = faults.TimeoutApplied
-	)
 	r := func(rs ...hwRule) []hwRule { return rs }
 	replay := [2]string{"replay", "replay"}
 	indet := [2]string{"indeterminate", "indeterminate"}

@@ -387,3 +387,26 @@ func resolveWhenAccepted(ctx context.Context, s idemkit.OperatorStore, id string
 	}
 	return rec, err
 }
+
+// stormKeys sends every key from clients clients at once, workers keys at
+// a time: send(k, c) is client c's whole exchange for key k.
+func stormKeys[K any](workers int, keys []K, clients int, send func(k K, c int)) {
+	work := make(chan K)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for k := range work {
+				var cw sync.WaitGroup
+				for c := range clients {
+					cw.Go(func() { send(k, c) })
+				}
+				cw.Wait()
+			}
+		})
+	}
+	for _, k := range keys {
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+}

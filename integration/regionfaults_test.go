@@ -10,6 +10,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // TestRegionsUnderFaults: a tenant homed in the east is served by a
@@ -69,10 +70,7 @@ func TestRegionsUnderFaults(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: tc.policy}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				g := testguard.New(t, idemkit.Config{Store: s, Clock: clk, Policy: idemkit.Policy{Lease: lease, OnStaleLease: tc.policy}})
 				b := newBusiness(fx)
 				b.worker = local
 				return wrap(g, b, "POST /payments")

@@ -20,6 +20,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // replicator stands for global-table replication from one region's server
@@ -164,10 +165,7 @@ func (r *regions) handlers(t *testing.T, pinned bool, b *business, wrapWestToEas
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := idemkit.New(idemkit.Config{Store: s})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testguard.New(t, idemkit.Config{Store: s})
 		return wrap(g, b, "POST /payments")
 	}
 	return mk("east"), mk("west")

@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // TestRenewalUnderFaults: a handler without a deadline outlives its first
@@ -80,14 +81,8 @@ func TestRenewalUnderFaults(t *testing.T) {
 			fx := newEffects(t, raw)
 			policy := idemkit.Policy{Lease: lease, Heartbeat: heartbeat, OnStaleLease: tc.policy}
 			// A keeps the real time: its renewals are real timers.
-			gA, err := idemkit.New(idemkit.Config{Store: storeA, Policy: policy})
-			if err != nil {
-				t.Fatal(err)
-			}
-			gB, err := idemkit.New(idemkit.Config{Store: storeB, Policy: policy, Clock: testclock.Skewed(skew)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			gA := testguard.New(t, idemkit.Config{Store: storeA, Policy: policy})
+			gB := testguard.New(t, idemkit.Config{Store: storeB, Policy: policy, Clock: testclock.Skewed(skew)})
 			renewed, finish := make(chan struct{}), make(chan struct{})
 			var once sync.Once // a second run of worker a is counted, not a panic
 			a := newBusiness(fx)

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // fleet is C independent clients of one table: each its own SDK client,
@@ -43,10 +44,7 @@ func newFleet(t *testing.T, clients int, rt func(i int) http.RoundTripper, opts 
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := idemkit.New(idemkit.Config{Store: s})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testguard.New(t, idemkit.Config{Store: s})
 		f.stores = append(f.stores, s)
 		f.handlers = append(f.handlers, wrap(g, f.b, "POST /payments"))
 	}

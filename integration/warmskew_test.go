@@ -116,59 +116,42 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 	clean := tb.clean(t)
 	budget := invocation + idemkit.DefaultLeaseMargin + 3*time.Second
 	var unexpected []string
-	work := make(chan *wsKey)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for k := range work {
-				var cw sync.WaitGroup
-				for i := range instances {
-					cw.Go(func() {
-						if k.doomed && i != owner {
-							// The owner claims first: wait for its record.
-							id := idemkit.Scope{Tenant: k.tenant, Operation: "POST /orders", Key: k.key}.ID(false)
-							for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-								if _, err := getLive(context.Background(), clean, id, time.Now()); err == nil {
-									break
-								}
-							}
-						}
-						end := time.Now().Add(budget)
-						for {
-							a := send(i, k)
-							switch {
-							case a.Status == 201:
-								mu.Lock()
-								k.ok++
-								k.okBy[i] = true
-								mu.Unlock()
-								return
-							case a.Status == 409 && a.Problem == "indeterminate-operator-required":
-								return
-							case a.Status == 409 && (a.Problem == "in-flight" || a.Problem == "outcome-pending"), a.Status >= 500:
-							default:
-								mu.Lock()
-								unexpected = append(unexpected, fmt.Sprintf("%s/%s: %v", k.tenant, k.key, a))
-								mu.Unlock()
-								return
-							}
-							if time.Now().After(end) {
-								return
-							}
-							retried.Add(1)
-							time.Sleep(time.Duration(30+rand.IntN(70)) * time.Millisecond)
-						}
-					})
+	stormKeys(8, keys, len(instances), func(k *wsKey, i int) {
+		if k.doomed && i != owner {
+			// The owner claims first: wait for its record.
+			id := idemkit.Scope{Tenant: k.tenant, Operation: "POST /orders", Key: k.key}.ID(false)
+			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if _, err := getLive(context.Background(), clean, id, time.Now()); err == nil {
+					break
 				}
-				cw.Wait()
 			}
-		})
-	}
-	for _, k := range keys {
-		work <- k
-	}
-	close(work)
-	wg.Wait()
+		}
+		end := time.Now().Add(budget)
+		for {
+			a := send(i, k)
+			switch {
+			case a.Status == 201:
+				mu.Lock()
+				k.ok++
+				k.okBy[i] = true
+				mu.Unlock()
+				return
+			case a.Status == 409 && a.Problem == "indeterminate-operator-required":
+				return
+			case a.Status == 409 && (a.Problem == "in-flight" || a.Problem == "outcome-pending"), a.Status >= 500:
+			default:
+				mu.Lock()
+				unexpected = append(unexpected, fmt.Sprintf("%s/%s: %v", k.tenant, k.key, a))
+				mu.Unlock()
+				return
+			}
+			if time.Now().After(end) {
+				return
+			}
+			retried.Add(1)
+			time.Sleep(time.Duration(30+rand.IntN(70)) * time.Millisecond)
+		}
+	})
 
 	// Late retries: a client that ran out of its budget (a loaded machine
 	// stretches every call) retries on, faults still on, until it gets a

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // The worker: this test binary run again as a separate OS process, with
@@ -51,10 +52,7 @@ func TestWorkerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease, _ := time.ParseDuration(os.Getenv(envLease))
-	g, err := idemkit.New(idemkit.Config{Store: store, Policy: idemkit.Policy{Lease: lease}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store, Policy: idemkit.Policy{Lease: lease}})
 	b := newBusiness(&effects{client: client, table: os.Getenv(envEffects)})
 	b.worker = strconv.Itoa(os.Getpid())
 	key := os.Getenv(envKey)

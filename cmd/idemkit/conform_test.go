@@ -10,19 +10,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // guarded is a POST /things behind the middleware, in the tenant of the
 // Authorization header.
 func guarded(t *testing.T) *httptest.Server {
 	t.Helper()
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.Mem(t)
 	mux := http.NewServeMux()
 	n := 0
 	mux.HandleFunc("POST /things", func(w http.ResponseWriter, r *http.Request) {
@@ -73,14 +70,8 @@ func TestConformCommand(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runWith(t, Env{}, append([]string{"conform"}, tc.args...)...)
 			wantCode(t, code, tc.code, stdout, stderr)
-			for _, s := range tc.stdout {
-				if !strings.Contains(stdout, s) {
-					t.Errorf("stdout lacks %q:\n%s", s, stdout)
-				}
-			}
-			if !strings.Contains(stderr, tc.stderr) {
-				t.Errorf("stderr lacks %q:\n%s", tc.stderr, stderr)
-			}
+			testkit.Has(t, "stdout", stdout, tc.stdout, nil)
+			testkit.Has(t, "stderr", stderr, []string{tc.stderr}, nil)
 		})
 	}
 }

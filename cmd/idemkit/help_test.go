@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // Every command answers --help on stdout with exit 0, naming its flags and
@@ -206,18 +207,18 @@ func TestResolveOperatorIdentity(t *testing.T) {
 	}
 }
 
+// opsDoc is the runbook, which documents the command.
+var opsDoc = filepath.Join("..", "..", "docs", "OPERATIONS.md")
+
 // The runbook documents the same exit codes as --help.
 func TestExitCodesDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := testkit.Doc(t, opsDoc)
 	for code, word := range map[int]string{
 		exitOK: "success", exitUsage: "usage error", exitError: "any other error",
 		exitNotFound: "not found", exitConflict: "conflict", exitUnavailable: "store unavailable",
 	} {
 		row := fmt.Sprintf("| %d | %s", code, word)
-		if !strings.Contains(string(doc), row) {
+		if !strings.Contains(doc, row) {
 			t.Errorf("docs/OPERATIONS.md lacks the row %q", row)
 		}
 		line := fmt.Sprintf("  %d  %s", code, word)
@@ -230,15 +231,7 @@ func TestExitCodesDocumented(t *testing.T) {
 // The runbook's command reference names every flag each command's --help
 // lists.
 func TestFlagsDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ref, ok := strings.Cut(string(doc), "## 5. Command reference")
-	if !ok {
-		t.Fatal(`docs/OPERATIONS.md has no "## 5. Command reference"`)
-	}
-	ref, _, _ = strings.Cut(ref, "\n## ")
+	ref := testkit.Section(t, opsDoc, "## 5. Command reference", "\n## ")
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
 	for _, cmd := range commands {
 		code, stdout, stderr := runWith(t, Env{Getenv: func(string) string { return "" }}, cmd.name, "--help")
@@ -257,15 +250,7 @@ func TestFlagsDocumented(t *testing.T) {
 
 // The runbook names every field of --output json.
 func TestJSONFieldsDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, para, ok := strings.Cut(string(doc), "JSON fields:")
-	if !ok {
-		t.Fatal(`docs/OPERATIONS.md has no "JSON fields:" paragraph`)
-	}
-	para, _, _ = strings.Cut(para, "\n\n")
+	para := testkit.Section(t, opsDoc, "JSON fields:", "\n\n")
 	n := 0
 	for _, v := range []any{recordJSON{}, snapshotJSON{}, resolutionJSON{}, listJSON{}, resolveJSON{}} {
 		typ := reflect.TypeOf(v)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 func TestInspect(t *testing.T) {
@@ -48,16 +50,7 @@ func TestInspect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := f.run(tc.args...)
 			wantCode(t, code, exitOK, stdout, stderr)
-			for _, w := range tc.want {
-				if !strings.Contains(stdout, w) {
-					t.Errorf("output lacks %q:\n%s", w, stdout)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(stdout, w) {
-					t.Errorf("output has %q:\n%s", w, stdout)
-				}
-			}
+			testkit.Has(t, "output", stdout, tc.want, tc.notWant)
 		})
 	}
 }
@@ -111,10 +104,7 @@ func TestInspectJSON(t *testing.T) {
 func TestInspectAccountWide(t *testing.T) {
 	f := newFixture(t)
 	s := scopeOf("acct-1")
-	g, err := idemkit.New(idemkit.Config{Store: f.store, AccountWide: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: f.store, AccountWide: true})
 	var runs atomic.Int32
 	if _, _, err := g.Do(t.Context(), request(s), handler(&runs)); err != nil {
 		t.Fatal(err)

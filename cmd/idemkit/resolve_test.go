@@ -18,6 +18,8 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 // resolve --as failed frees the key: the next request runs the handler.
@@ -312,11 +314,7 @@ func TestResolveWarnsWhatWasNotStored(t *testing.T) {
 			if !strings.Contains(stderr, "warning") {
 				t.Fatalf("stderr %q lacks a warning", stderr)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("warning %q lacks %q", stderr, w)
-				}
-			}
+			testkit.Has(t, "warning", stderr, tc.want, nil)
 			if strings.Contains(stderr, big) {
 				t.Errorf("warning prints the header value")
 			}
@@ -368,14 +366,8 @@ func TestResolveMarkedEarly(t *testing.T) {
 	f := newFixture(t)
 	s := scopeOf("ahead-1")
 	policy := idemkit.Policy{Lease: 10 * time.Minute}
-	owner, err := idemkit.New(idemkit.Config{Store: f.store, Policy: policy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ahead, err := idemkit.New(idemkit.Config{Store: f.store, Policy: policy, Clock: testclock.Skewed(11 * time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	owner := testguard.New(t, idemkit.Config{Store: f.store, Policy: policy})
+	ahead := testguard.New(t, idemkit.Config{Store: f.store, Policy: policy, Clock: testclock.Skewed(11 * time.Minute)})
 	started, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
 		_, _, err := owner.Do(t.Context(), request(s), func(context.Context) (*idemkit.Snapshot, error) {
@@ -425,11 +417,7 @@ func TestResolveMarkedEarly(t *testing.T) {
 		} else if rec.State != idemkit.StateIndeterminate || rec.Resolution != nil || !strings.Contains(out, "nothing was changed") {
 			t.Fatalf("%s: record %s, resolution %+v, stderr %q; want a refusal that changed nothing", step.name, rec.State, rec.Resolution, out)
 		}
-		for _, w := range step.output {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s: output %q lacks %q", step.name, out, w)
-			}
-		}
+		testkit.Has(t, step.name+": output", out, step.output, nil)
 	}
 	// The handler returns at last: its completion is refused, the key
 	// stays freed for the retry the operator's decision lets run.

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // TestStoreErrorsSayWhatIsWrong: with the real environment, against
@@ -46,16 +46,7 @@ func TestStoreErrorsSayWhatIsWrong(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runWith(t, env, tc.args...)
 			wantCode(t, code, tc.code, stdout, stderr)
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, stderr)
-				}
-			}
-			for _, bad := range []string{"nothing stored", "refused the idempotency record as invalid"} {
-				if strings.Contains(stderr, bad) {
-					t.Errorf("stderr says %q:\n%s", bad, stderr)
-				}
-			}
+			testkit.Has(t, "stderr", stderr, tc.want, []string{"nothing stored", "refused the idempotency record as invalid"})
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/warmcache"
 )
 
@@ -35,10 +36,7 @@ func TestResolveSeenThroughWarmCache(t *testing.T) {
 			s := scopeOf("warm-" + tc.name)
 			rec := f.seedIndeterminate(s, time.Now().Add(-time.Hour))
 			warm := warmcache.New(f.store, warmcache.Config{})
-			g, err := idemkit.New(idemkit.Config{Store: warm, Policy: idemkit.Policy{Lease: time.Minute}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, idemkit.Config{Store: warm, Policy: idemkit.Policy{Lease: time.Minute}})
 			late := func() error { return lateComplete(t.Context(), warm, rec, ownerAnswer) }
 			resolve := func() int {
 				code, stdout, stderr := f.run(append(append([]string{"resolve", "--reason", "checked the ledger"}, tc.as...), scopeArgs(s)...)...)

@@ -3,14 +3,12 @@ package orders_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idemkit/internal/conform"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // TestConformOnLocalServer: idemkit conform's checks pass on the example
@@ -28,22 +26,7 @@ func TestConformOnLocalServer(t *testing.T) {
 		return []byte(`{"order_id":"` + id + `","amount_cents":1999,"card":"4242424242424242"` + extra + `}`)
 	}
 	proxy := func(dropRequest, dropAnswer []string) string {
-		u, _ := url.Parse(srv.URL)
-		p := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(u)
-			for _, h := range dropRequest {
-				pr.Out.Header.Del(h)
-			}
-		}}
-		p.ModifyResponse = func(r *http.Response) error {
-			for _, h := range dropAnswer {
-				r.Header.Del(h)
-			}
-			return nil
-		}
-		s := httptest.NewServer(p)
-		t.Cleanup(s.Close)
-		return s.URL
+		return testkit.Proxy(t, srv.URL, dropRequest, dropAnswer)
 	}
 	for _, tc := range []struct {
 		name   string

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit/examples/orders"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // The Lambda entry point applies the development authorizer under sam
@@ -149,10 +150,7 @@ func TestLocalEndpoint(t *testing.T) {
 // starts the function with the development authorizer: memory, or
 // DynamoDB at a local endpoint (DynamoDB Local, LocalStack).
 func TestSamLocalEnvFiles(t *testing.T) {
-	deploy, err := os.ReadFile("../../docs/DEPLOY.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	deploy := testkit.Doc(t, "../../docs/DEPLOY.md")
 	for _, tc := range []struct {
 		file  string
 		store string
@@ -179,7 +177,7 @@ func TestSamLocalEnvFiles(t *testing.T) {
 			for k, v := range vars {
 				env[k] = v
 			}
-			if tc.store == "dynamodb" && !strings.Contains(string(deploy), "examples/orders/"+tc.file) {
+			if tc.store == "dynamodb" && !strings.Contains(deploy, "examples/orders/"+tc.file) {
 				t.Errorf("docs/DEPLOY.md does not name examples/orders/%s", tc.file)
 			}
 			if env[orders.EnvStore] != tc.store {

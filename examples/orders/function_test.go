@@ -97,10 +97,7 @@ func grants(t *testing.T, raw map[string]any) map[string][]string {
 // AccessDenied.
 func TestFunctionCallsAreGrantedByTemplate(t *testing.T) {
 	tpl, raw := loadTemplate(t)
-	fn, err := tpl.GetServerlessFunctionWithName("OrdersFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn := function(t, tpl, "OrdersFunction")
 	server := dynalite.Client(t)
 	records := dynalite.CreateTable(t, server, dynamo.TableDefinition("records", dynamo.Options{}))
 	ordersTable := dynalite.CreateTable(t, server, orders.OrdersTableDefinition("orders"))

@@ -12,13 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit/examples/orders"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -80,12 +80,8 @@ func TestReadBody(t *testing.T) {
 func allocated(f func()) uint64 {
 	best := ^uint64(0)
 	for range 3 {
-		var a, b runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&a)
-		f()
-		runtime.ReadMemStats(&b)
-		best = min(best, b.TotalAlloc-a.TotalAlloc)
+		_, b := testkit.Allocated(f)
+		best = min(best, b)
 	}
 	return best
 }

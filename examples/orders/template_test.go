@@ -19,10 +19,12 @@ import (
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	cfndynamodb "github.com/awslabs/goformation/v7/cloudformation/dynamodb"
+	"github.com/awslabs/goformation/v7/cloudformation/serverless"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/examples/orders"
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 const templatePath = "../../template.yaml"
@@ -119,6 +121,17 @@ func loadTemplate(t *testing.T) (*cloudformation.Template, map[string]any) {
 		t.Fatal(err)
 	}
 	return tpl, raw
+}
+
+// function returns the template's serverless function called name, failing t
+// when it has none.
+func function(t *testing.T, tpl *cloudformation.Template, name string) *serverless.Function {
+	t.Helper()
+	fn, err := tpl.GetServerlessFunctionWithName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn
 }
 
 func resource(t *testing.T, raw map[string]any, name string) map[string]any {
@@ -372,10 +385,7 @@ func keys[V any](m map[string]V) []string {
 // orders.FromEnv reads.
 func TestTemplateFunction(t *testing.T) {
 	tpl, raw := loadTemplate(t)
-	fn, err := tpl.GetServerlessFunctionWithName("OrdersFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn := function(t, tpl, "OrdersFunction")
 	if got := aws.ToString(fn.Runtime); got != "provided.al2023" {
 		t.Errorf("Runtime %q, want provided.al2023", got)
 	}
@@ -485,11 +495,7 @@ func TestTemplateLogRetentionDays(t *testing.T) {
 // parentheses ("`Name` (default; ..."), and every output.
 func TestDeployDocMatchesTemplate(t *testing.T) {
 	tpl, _ := loadTemplate(t)
-	b, err := os.ReadFile("../../docs/DEPLOY.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Join(strings.Fields(string(b)), " ")
+	doc := strings.Join(strings.Fields(testkit.Doc(t, "../../docs/DEPLOY.md")), " ")
 	for name, p := range tpl.Parameters {
 		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("docs/DEPLOY.md does not name parameter %s", name)
@@ -554,15 +560,7 @@ func TestTemplateHoursBounds(t *testing.T) {
 // function what template.yaml grants it on the records table; wrapped in
 // a template, it passes cfn-lint where cfn-lint is installed.
 func TestDeploySnippetMatchesDynamo(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/DEPLOY.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sect, ok := strings.Cut(string(doc), "\n## Adding idemkit to your own template\n")
-	if !ok {
-		t.Fatal(`docs/DEPLOY.md has no "## Adding idemkit to your own template" section`)
-	}
-	sect, _, _ = strings.Cut(sect, "\n## ")
+	sect := testkit.Section(t, "../../docs/DEPLOY.md", "\n## Adding idemkit to your own template\n", "\n## ")
 	var blocks []string
 	for rest := sect; ; {
 		_, b, ok := strings.Cut(rest, "```yaml\n")
@@ -635,10 +633,7 @@ func TestDeploySnippetMatchesDynamo(t *testing.T) {
 // function is told the queue.
 func TestTemplateShippingWorker(t *testing.T) {
 	tpl, raw := loadTemplate(t)
-	fn, err := tpl.GetServerlessFunctionWithName("ShippingFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn := function(t, tpl, "ShippingFunction")
 	if aws.ToString(fn.Runtime) != "provided.al2023" || !slices.Equal(fn.Architectures, []string{"arm64"}) || aws.ToString(fn.Handler) != "bootstrap" {
 		t.Errorf("runtime %v %v %v, want provided.al2023 arm64 bootstrap", aws.ToString(fn.Runtime), fn.Architectures, aws.ToString(fn.Handler))
 	}

@@ -3,9 +3,10 @@ package orders_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // TestWalkthroughIDs: the order and payment IDs docs/WALKTHROUGH.md shows
@@ -13,10 +14,7 @@ import (
 // and pay-1). They derive from the execution identity, so they are the
 // same on every run and on every store.
 func TestWalkthroughIDs(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/WALKTHROUGH.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := testkit.Doc(t, "../../docs/WALKTHROUGH.md")
 	h := newHandler(t)
 	post := func(route, key, body string) string {
 		t.Helper()
@@ -41,7 +39,7 @@ func TestWalkthroughIDs(t *testing.T) {
 		`{"id":"` + order + `","sku":"book-42"`,
 		`{"id":"` + payment + `","order_id":"` + order + `"`,
 	} {
-		if !strings.Contains(string(doc), want) {
+		if !strings.Contains(doc, want) {
 			t.Errorf("docs/WALKTHROUGH.md does not show %s", want)
 		}
 	}

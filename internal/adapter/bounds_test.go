@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -70,41 +72,25 @@ func sizedFronts(g *idemkit.Guard, runs *int) map[string]sizedFront {
 	return map[string]sizedFront{
 		"v1": func(t *testing.T, key, path, query string) (int, string) {
 			single, multi := params(query)
-			r, err := v1(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: path, Resource: "/{proxy+}",
+			r := testkit.Call(t, v1, events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: path, Resource: "/{proxy+}",
 				Headers: map[string]string{"Idempotency-Key": key}, MultiValueHeaders: map[string][]string{"Idempotency-Key": {key}},
 				QueryStringParameters: single, MultiValueQueryStringParameters: multi})
-			if err != nil {
-				t.Fatal(err)
-			}
 			return r.StatusCode, problem(r.Headers["Content-Type"], r.Body)
 		},
 		"v2": func(t *testing.T, key, path, query string) (int, string) {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: path, RawQueryString: query,
-				Headers: map[string]string{"idempotency-key": key}}
-			ev.RequestContext.HTTP.Method = "POST"
-			r, err := v2(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ev := v2Post("$default", path, query, map[string]string{"idempotency-key": key}, "")
+			r := testkit.Call(t, v2, ev)
 			return r.StatusCode, problem(r.Headers["Content-Type"], r.Body)
 		},
 		"url": func(t *testing.T, key, path, query string) (int, string) {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: path, RawQueryString: query,
-				Headers: map[string]string{"idempotency-key": key}}
-			ev.RequestContext.HTTP.Method = "POST"
-			r, err := url(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ev := urlPost(path, query, map[string]string{"idempotency-key": key}, "")
+			r := testkit.Call(t, url, ev)
 			return r.StatusCode, problem(r.Headers["Content-Type"], r.Body)
 		},
 		"alb": func(t *testing.T, key, path, query string) (int, string) {
 			_, multi := params(query)
-			r, err := lb(context.Background(), events.ALBTargetGroupRequest{HTTPMethod: "POST", Path: path,
+			r := testkit.Call(t, lb, events.ALBTargetGroupRequest{HTTPMethod: "POST", Path: path,
 				MultiValueHeaders: map[string][]string{"idempotency-key": {key}}, MultiValueQueryStringParameters: multi})
-			if err != nil {
-				t.Fatal(err)
-			}
 			ct := ""
 			if v := r.MultiValueHeaders["Content-Type"]; len(v) > 0 {
 				ct = v[0]
@@ -196,10 +182,7 @@ func FuzzFrontQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, query string) {
 		over := strings.Count(query, "&") >= idemkit.MaxQueryParams
 		for _, name := range []string{"v2", "url", "httpmw"} {
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.Mem(t)
 			runs := 0
 			send := sizedFronts(g, &runs)[name]
 			for i := range 2 {

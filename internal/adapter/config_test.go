@@ -7,21 +7,18 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // TestNilTenantRefusedAtWrap: an adapter configured without a Tenant stops
 // the function when it is wrapped, naming the setting, instead of
 // answering every guarded request 500 tenant-missing.
 func TestNilTenantRefusedAtWrap(t *testing.T) {
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.Mem(t)
 	for name, wrap := range map[string]func(){
 		"apigw v2": func() {
 			apigw.WrapV2(g, apigw.Config{}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -46,13 +43,9 @@ func TestNilTenantRefusedAtWrap(t *testing.T) {
 		"httpmw": func() { httpmw.New(g, httpmw.Config{})(http.NotFoundHandler()) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			defer func() {
-				p, _ := recover().(string)
-				if !strings.Contains(p, "Tenant setting is nil") {
-					t.Fatalf("panic %q, want one naming the nil Tenant", p)
-				}
-			}()
-			wrap()
+			if p := testkit.PanicOf(wrap); !strings.Contains(p, "Tenant setting is nil") {
+				t.Fatalf("panic %q, want one naming the nil Tenant", p)
+			}
 		})
 	}
 }

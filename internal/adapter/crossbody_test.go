@@ -10,10 +10,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // TestBinaryReplayAcrossFronts: a binary response stored through one kind
@@ -26,10 +25,7 @@ func TestBinaryReplayAcrossFronts(t *testing.T) {
 	bin := []byte{0x00, 0xff, 0xfe, 0x80, 'P', 'K'}
 	for _, first := range []string{"v2", "httpmw"} {
 		t.Run("first "+first, func(t *testing.T) {
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.Mem(t)
 			runs := 0
 			v2 := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("t")}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				runs++
@@ -43,9 +39,7 @@ func TestBinaryReplayAcrossFronts(t *testing.T) {
 				w.Write(bin)
 			}))
 			viaV2 := func() (body []byte, replayed bool) {
-				ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
-					Headers: map[string]string{"idempotency-key": "k", "content-type": "application/json"}, Body: `{"amount":1}`}
-				ev.RequestContext.HTTP.Method = "POST"
+				ev := v2Post("POST /orders", "/orders", "", map[string]string{"idempotency-key": "k", "content-type": "application/json"}, `{"amount":1}`)
 				r, err := v2(context.Background(), ev)
 				if err != nil || r.StatusCode != 201 || !r.IsBase64Encoded || r.Headers["Content-Type"] != "application/zip" {
 					t.Fatalf("v2: %d base64=%v %v %v", r.StatusCode, r.IsBase64Encoded, r.Headers, err)

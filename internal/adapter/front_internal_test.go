@@ -15,17 +15,9 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/clip"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
-
-func testGuard(t *testing.T) *idemkit.Guard {
-	t.Helper()
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
 
 // neverReplayed are the response headers that describe one exchange, not
 // its outcome: a replay must never carry them, so no Config may list them.
@@ -46,7 +38,7 @@ var neverReplayed = []string{
 // or not a token, a header that must never be replayed (every one of
 // them, any case), invalid fingerprint options.
 func TestNewRefuses(t *testing.T) {
-	g := testGuard(t)
+	g := testguard.Mem(t)
 	cases := map[string]httpconfig.Settings{
 		"negative MaxKeyLen":        {MaxKeyLen: -1},
 		"empty replay header":       {ReplayHeaders: []string{""}},
@@ -98,7 +90,7 @@ func TestNewRefuses(t *testing.T) {
 // greedy ("{proxy+}", "$default") or absent, which names no single
 // operation: then the concrete path again.
 func TestOperation(t *testing.T) {
-	g := testGuard(t)
+	g := testguard.Mem(t)
 	plain, err := New(g, httpconfig.Settings{})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +124,7 @@ func TestOperation(t *testing.T) {
 // delivers nothing from it; its single value, which API Gateway delivers,
 // is the one stored.
 func TestFilterHeaderEmptyMulti(t *testing.T) {
-	a, err := New(testGuard(t), httpconfig.Settings{})
+	a, err := New(testguard.Mem(t), httpconfig.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +208,7 @@ func TestValuesDeterministic(t *testing.T) {
 // TestKeyMissingNamesHeader: a request without the key is told which
 // header to send: the configured one, not the default.
 func TestKeyMissingNamesHeader(t *testing.T) {
-	a, err := New(testGuard(t), httpconfig.Settings{Header: "X-Request-Key"})
+	a, err := New(testguard.Mem(t), httpconfig.Settings{Header: "X-Request-Key"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +263,7 @@ func TestLogUnobserved(t *testing.T) {
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
-	g := testGuard(t)
+	g := testguard.Mem(t)
 	live := context.Background()
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -308,7 +300,7 @@ func TestLogUnobserved(t *testing.T) {
 // canonical name, one entry per name, spellings' values in bytewise
 // order of the spellings.
 func TestFilterSentCanonical(t *testing.T) {
-	a, err := New(testGuard(t), httpconfig.Settings{ReplayHeaders: []string{"X-Order-Id"}})
+	a, err := New(testguard.Mem(t), httpconfig.Settings{ReplayHeaders: []string{"X-Order-Id"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // front sends one guarded POST /orders?expand=items, with the given key
@@ -84,32 +85,21 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			if len(key) > 0 {
 				ev.Headers["Idempotency-Key"], ev.MultiValueHeaders["Idempotency-Key"] = key[len(key)-1], key
 			}
-			r, err := v1(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, v1, ev)
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
 		"v2": func(t *testing.T, key []string, ct string, body []byte, b64 bool) (int, bool, string) {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders", RawQueryString: "expand=items",
-				Headers: joined(key, ct), Body: enc(body, b64), IsBase64Encoded: b64}
-			ev.RequestContext.HTTP.Method = "POST"
-			r, err := v2(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ev := v2Post("POST /orders", "/orders", "expand=items", joined(key, ct), enc(body, b64))
+			ev.IsBase64Encoded = b64
+			r := testkit.Call(t, v2, ev)
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
 		"url": func(t *testing.T, key []string, ct string, body []byte, b64 bool) (int, bool, string) {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", RawQueryString: "expand=items",
-				Headers: joined(key, ct), Body: enc(body, b64), IsBase64Encoded: b64}
-			ev.RequestContext.HTTP.Method = "POST"
-			r, err := url(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ev := urlPost("/orders", "expand=items", joined(key, ct), enc(body, b64))
+			ev.IsBase64Encoded = b64
+			r := testkit.Call(t, url, ev)
 			rep, p := out(single(r.Headers))
 			return r.StatusCode, rep, p
 		},
@@ -121,10 +111,7 @@ func fronts(g *idemkit.Guard, runs *int) map[string]front {
 			if len(key) > 0 {
 				ev.MultiValueHeaders["idempotency-key"] = key
 			}
-			r, err := lb(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, lb, ev)
 			rep, p := out(r.MultiValueHeaders)
 			return r.StatusCode, rep, p
 		},
@@ -160,10 +147,7 @@ func TestFrontsAgree(t *testing.T) {
 	} {
 		for _, first := range names {
 			t.Run(tc.name+"/first "+first, func(t *testing.T) {
-				g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-				if err != nil {
-					t.Fatal(err)
-				}
+				g := testguard.Mem(t)
 				runs := 0
 				fs := fronts(g, &runs)
 				// Binary bodies reach a Lambda front only base64 encoded.
@@ -241,10 +225,7 @@ func TestFrontsAgreeOnKeys(t *testing.T) {
 	} {
 		for _, name := range names {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
-				g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-				if err != nil {
-					t.Fatal(err)
-				}
+				g := testguard.Mem(t)
 				runs := 0
 				fs := fronts(g, &runs)
 				body := []byte(`{"amount":1000}`)

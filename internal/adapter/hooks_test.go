@@ -16,9 +16,10 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // answer is a response as the client gets it, whatever the front.
@@ -38,13 +39,6 @@ const nestedBody = `{"nested":true}`
 // false) and body. For nestedBody, inner receives the answer to the
 // request the handler sends again while it runs.
 func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]func(key bool, body string) answer {
-	guard := func() *idemkit.Guard {
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
 	hdr := func(key bool) http.Header {
 		h := http.Header{"Content-Type": {"application/json"}}
 		if key {
@@ -89,7 +83,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 	tenant := apigw.SingleTenant("tenant-a")
 	created := map[string]string{"Content-Type": "application/json", "Location": "/orders/1"}
 
-	v1 := apigw.WrapV1(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1 := apigw.WrapV1(testguard.Mem(t), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		run(ev.Body)
 		return events.APIGatewayProxyResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -102,35 +96,27 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 		}
 		return answer{r.StatusCode, merged(r.Headers, r.MultiValueHeaders), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
-	v2 := apigw.WrapV2(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	v2 := apigw.WrapV2(testguard.Mem(t), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		run(ev.Body)
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
 	fronts["v2"] = func(key bool, body string) answer {
-		ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders", Headers: lowered(single(hdr(key))), Body: body}
-		ev.RequestContext.HTTP.Method = "POST"
-		r, err := v2(context.Background(), ev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := v2Post("POST /orders", "/orders", "", lowered(single(hdr(key))), body)
+		r := testkit.Call(t, v2, ev)
 		return answer{r.StatusCode, merged(r.Headers, nil), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
-	url := apigw.WrapFunctionURL(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	url := apigw.WrapFunctionURL(testguard.Mem(t), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		run(ev.Body)
 		return events.LambdaFunctionURLResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
 	fronts["url"] = func(key bool, body string) answer {
-		ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", Headers: lowered(single(hdr(key))), Body: body}
-		ev.RequestContext.HTTP.Method = "POST"
-		r, err := url(context.Background(), ev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := urlPost("/orders", "", lowered(single(hdr(key))), body)
+		r := testkit.Call(t, url, ev)
 		return answer{r.StatusCode, merged(r.Headers, nil), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
 	for _, mode := range []string{"alb", "alb-multi"} {
 		multi := mode == "alb-multi"
-		lb := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant("tenant-a"), Settings: s}, func(_ context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+		lb := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.SingleTenant("tenant-a"), Settings: s}, func(_ context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 			run(ev.Body)
 			r := events.ALBTargetGroupResponse{StatusCode: 201, StatusDescription: "201 Created", Body: `{"id":"ord_1"}`}
 			if multi {
@@ -147,14 +133,11 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 			} else {
 				ev.Headers = lowered(single(hdr(key)))
 			}
-			r, err := lb(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, lb, ev)
 			return answer{r.StatusCode, merged(r.Headers, r.MultiValueHeaders), lambdaBody(r.Body, r.IsBase64Encoded)}
 		}
 	}
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: idemkit.SingleTenant[*http.Request]("tenant-a"), Settings: s})(
+	mw := httpmw.New(testguard.Mem(t), httpmw.Config{Tenant: idemkit.SingleTenant[*http.Request]("tenant-a"), Settings: s})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			run(string(b))

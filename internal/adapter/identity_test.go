@@ -13,6 +13,8 @@ import (
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
@@ -104,10 +106,7 @@ func sendIdentity(t *testing.T, g *idemkit.Guard, front string, o identityOpts, 
 			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: routeKey, RawPath: r.path, RawQueryString: r.query,
 				Headers: lowered(hdr), Body: body}
 			ev.RequestContext.HTTP.Method = r.method
-			resp, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := testkit.Call(t, h, ev)
 			got.status, got.replayed = resp.StatusCode, resp.Headers["Idempotent-Replayed"] == "true"
 		case "url":
 			h := apigw.WrapFunctionURL(g, cfg, func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
@@ -115,10 +114,7 @@ func sendIdentity(t *testing.T, g *idemkit.Guard, front string, o identityOpts, 
 			})
 			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: r.path, RawQueryString: r.query, Headers: lowered(hdr), Body: body}
 			ev.RequestContext.HTTP.Method = r.method
-			resp, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := testkit.Call(t, h, ev)
 			got.status, got.replayed = resp.StatusCode, resp.Headers["Idempotent-Replayed"] == "true"
 		}
 	case "alb":
@@ -184,11 +180,7 @@ func newGuard(t *testing.T, mod func(*idemkit.Config)) *idemkit.Guard {
 	if mod != nil {
 		mod(&cfg)
 	}
-	g, err := idemkit.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return testguard.New(t, cfg)
 }
 
 // TestMethodCaseIsIdentity: methods are case-sensitive (RFC 9110): "post"

@@ -7,43 +7,35 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // pathFronts returns, per front, a function that sends a guarded POST to
 // path (as the front's event carries it) with key "k" over one guard, and
 // returns whether the handler ran.
 func pathFronts(t *testing.T) map[string]func(path string) bool {
-	guard := func() *idemkit.Guard {
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
 	cfg := apigw.Config{Tenant: apigw.SingleTenant("t")}
 	ran := false
-	v1 := apigw.WrapV1(guard(), cfg, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1 := apigw.WrapV1(testguard.Mem(t), cfg, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		ran = true
 		return events.APIGatewayProxyResponse{StatusCode: 201}, nil
 	})
-	v2 := apigw.WrapV2(guard(), cfg, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	v2 := apigw.WrapV2(testguard.Mem(t), cfg, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		ran = true
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
 	})
-	url := apigw.WrapFunctionURL(guard(), cfg, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	url := apigw.WrapFunctionURL(testguard.Mem(t), cfg, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		ran = true
 		return events.LambdaFunctionURLResponse{StatusCode: 201}, nil
 	})
-	lb := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant("t")}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	lb := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.SingleTenant("t")}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		ran = true
 		return events.ALBTargetGroupResponse{StatusCode: 201}, nil
 	})
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "t", nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := httpmw.New(testguard.Mem(t), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return "t", nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ran = true
 		w.WriteHeader(201)
 	}))
@@ -63,13 +55,11 @@ func pathFronts(t *testing.T) map[string]func(path string) bool {
 			})
 		},
 		"v2": func(p string) bool {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: p, Headers: map[string]string{"idempotency-key": "k"}}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := v2Post("$default", p, "", map[string]string{"idempotency-key": "k"}, "")
 			return run(func() int { r, _ := v2(context.Background(), ev); return r.StatusCode })
 		},
 		"url": func(p string) bool {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: p, Headers: map[string]string{"idempotency-key": "k"}}
-			ev.RequestContext.HTTP.Method = "POST"
+			ev := urlPost(p, "", map[string]string{"idempotency-key": "k"}, "")
 			return run(func() int { r, _ := url(context.Background(), ev); return r.StatusCode })
 		},
 		"alb": func(p string) bool {

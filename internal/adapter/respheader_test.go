@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // sentFront sends one guarded POST /orders with key "order-1" to one
@@ -26,13 +26,6 @@ type sentFront func(t *testing.T) map[string][]string
 // headerFronts returns every front wrapped around a handler that answers
 // 201 with the headers hdr, over one guard each, and counts its runs.
 func headerFronts(t *testing.T, hdr [][2]string, runs *int) map[string]sentFront {
-	guard := func() *idemkit.Guard {
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
 	single := func() map[string]string {
 		m := map[string]string{}
 		for _, kv := range hdr {
@@ -63,31 +56,31 @@ func headerFronts(t *testing.T, hdr [][2]string, runs *int) map[string]sentFront
 	}
 	tenant := "tenant-a"
 	body := `{"id":"ord_1"}`
-	v1 := apigw.WrapV1(guard(), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1 := apigw.WrapV1(testguard.Mem(t), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		*runs++
 		return events.APIGatewayProxyResponse{StatusCode: 201, Headers: single(), Body: body}, nil
 	})
-	v1m := apigw.WrapV1(guard(), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1m := apigw.WrapV1(testguard.Mem(t), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		*runs++
 		return events.APIGatewayProxyResponse{StatusCode: 201, MultiValueHeaders: multi(), Body: body}, nil
 	})
-	v2 := apigw.WrapV2(guard(), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	v2 := apigw.WrapV2(testguard.Mem(t), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		*runs++
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: single(), Body: body}, nil
 	})
-	url := apigw.WrapFunctionURL(guard(), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	url := apigw.WrapFunctionURL(testguard.Mem(t), apigw.Config{Tenant: apigw.SingleTenant(tenant)}, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		*runs++
 		return events.LambdaFunctionURLResponse{StatusCode: 201, Headers: single(), Body: body}, nil
 	})
-	lbm := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant(tenant)}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	lbm := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.SingleTenant(tenant)}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		*runs++
 		return events.ALBTargetGroupResponse{StatusCode: 201, MultiValueHeaders: multi(), Body: body}, nil
 	})
-	lbs := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant(tenant)}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	lbs := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.SingleTenant(tenant)}, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		*runs++
 		return events.ALBTargetGroupResponse{StatusCode: 201, Headers: single(), Body: body}, nil
 	})
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := httpmw.New(testguard.Mem(t), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*runs++
 		for _, kv := range hdr {
 			w.Header()[kv[0]] = append(w.Header()[kv[0]], kv[1]) // spelled as given
@@ -99,57 +92,35 @@ func headerFronts(t *testing.T, hdr [][2]string, runs *int) map[string]sentFront
 		"v1 headers": func(t *testing.T) map[string][]string {
 			ev := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/orders", Resource: "/orders",
 				Headers: map[string]string{"Idempotency-Key": "order-1"}, MultiValueHeaders: map[string][]string{"Idempotency-Key": {"order-1"}}}
-			r, err := v1(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, v1, ev)
 			return merged(r.Headers, r.MultiValueHeaders)
 		},
 		"v1 multiValueHeaders": func(t *testing.T) map[string][]string {
 			ev := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/orders", Resource: "/orders",
 				Headers: map[string]string{"Idempotency-Key": "order-1"}, MultiValueHeaders: map[string][]string{"Idempotency-Key": {"order-1"}}}
-			r, err := v1m(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, v1m, ev)
 			return merged(r.Headers, r.MultiValueHeaders)
 		},
 		"v2": func(t *testing.T) map[string][]string {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
-				Headers: map[string]string{"idempotency-key": "order-1"}}
-			ev.RequestContext.HTTP.Method = "POST"
-			r, err := v2(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ev := v2Post("POST /orders", "/orders", "", map[string]string{"idempotency-key": "order-1"}, "")
+			r := testkit.Call(t, v2, ev)
 			return asMulti(r.Headers)
 		},
 		"url": func(t *testing.T) map[string][]string {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders",
-				Headers: map[string]string{"idempotency-key": "order-1"}}
-			ev.RequestContext.HTTP.Method = "POST"
-			r, err := url(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ev := urlPost("/orders", "", map[string]string{"idempotency-key": "order-1"}, "")
+			r := testkit.Call(t, url, ev)
 			return asMulti(r.Headers)
 		},
 		"alb multi-value": func(t *testing.T) map[string][]string {
 			ev := events.ALBTargetGroupRequest{HTTPMethod: "POST", Path: "/orders",
 				MultiValueHeaders: map[string][]string{"idempotency-key": {"order-1"}}}
-			r, err := lbm(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, lbm, ev)
 			return r.MultiValueHeaders
 		},
 		"alb single-value": func(t *testing.T) map[string][]string {
 			ev := events.ALBTargetGroupRequest{HTTPMethod: "POST", Path: "/orders",
 				Headers: map[string]string{"idempotency-key": "order-1"}}
-			r, err := lbs(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, lbs, ev)
 			return asMulti(r.Headers)
 		},
 		"httpmw": func(t *testing.T) map[string][]string {

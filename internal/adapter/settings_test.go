@@ -9,13 +9,13 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // settings are the shared Config settings the tests below give every front.
@@ -32,13 +32,6 @@ type sendFront func(t *testing.T, hdr map[string]string, body string) (status in
 // settingsFronts returns every front configured with s, each over a guard
 // of its own, around a handler that answers 201 and counts its runs.
 func settingsFronts(t *testing.T, s settings, runs *int) map[string]sendFront {
-	guard := func() *idemkit.Guard {
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
 	const tenant = "tenant-a"
 	headers := func(hdr map[string]string) map[string]string {
 		h := map[string]string{"Idempotency-Key": "order-1", "Content-Type": "application/json"}
@@ -54,24 +47,24 @@ func settingsFronts(t *testing.T, s settings, runs *int) map[string]sendFront {
 		mwRoutes[k] = httpconfig.Route(r)
 	}
 	cfg := apigw.Config{Tenant: apigw.SingleTenant(tenant), Settings: httpconfig.Settings{Fingerprint: s.fp, Routes: s.routes}}
-	v1 := apigw.WrapV1(guard(), cfg, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1 := apigw.WrapV1(testguard.Mem(t), cfg, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		*runs++
 		return events.APIGatewayProxyResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 	})
-	v2 := apigw.WrapV2(guard(), cfg, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	v2 := apigw.WrapV2(testguard.Mem(t), cfg, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		*runs++
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 	})
-	url := apigw.WrapFunctionURL(guard(), cfg, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	url := apigw.WrapFunctionURL(testguard.Mem(t), cfg, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		*runs++
 		return events.LambdaFunctionURLResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 	})
-	lb := alb.Wrap(guard(), alb.Config{Tenant: alb.SingleTenant(tenant), Settings: httpconfig.Settings{Fingerprint: s.fp, Routes: albRoutes}},
+	lb := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.SingleTenant(tenant), Settings: httpconfig.Settings{Fingerprint: s.fp, Routes: albRoutes}},
 		func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 			*runs++
 			return events.ALBTargetGroupResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 		})
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }, Settings: httpconfig.Settings{Fingerprint: s.fp, Routes: mwRoutes}})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := httpmw.New(testguard.Mem(t), httpmw.Config{Tenant: func(context.Context, *http.Request) (string, error) { return tenant, nil }, Settings: httpconfig.Settings{Fingerprint: s.fp, Routes: mwRoutes}})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*runs++
 		w.WriteHeader(201)
 		io.WriteString(w, `{"id":"ord_1"}`)
@@ -87,22 +80,13 @@ func settingsFronts(t *testing.T, s settings, runs *int) map[string]sendFront {
 			return r.StatusCode, r.Headers["Idempotent-Replayed"] == "true"
 		},
 		"v2": func(t *testing.T, hdr map[string]string, body string) (int, bool) {
-			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders",
-				Headers: lowered(headers(hdr)), Body: body}
-			ev.RequestContext.HTTP.Method = "POST"
-			r, err := v2(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ev := v2Post("POST /orders", "/orders", "", lowered(headers(hdr)), body)
+			r := testkit.Call(t, v2, ev)
 			return r.StatusCode, r.Headers["Idempotent-Replayed"] == "true"
 		},
 		"url": func(t *testing.T, hdr map[string]string, body string) (int, bool) {
-			ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: "/orders", Headers: lowered(headers(hdr)), Body: body}
-			ev.RequestContext.HTTP.Method = "POST"
-			r, err := url(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ev := urlPost("/orders", "", lowered(headers(hdr)), body)
+			r := testkit.Call(t, url, ev)
 			return r.StatusCode, r.Headers["Idempotent-Replayed"] == "true"
 		},
 		"alb": func(t *testing.T, hdr map[string]string, body string) (int, bool) {

@@ -5,19 +5,17 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/conform"
-	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
 
 const concurrency = 4
@@ -35,10 +33,7 @@ type api struct {
 func newAPI(t *testing.T, keyOptional, serialize bool, throttle int) (*api, http.Handler) {
 	t.Helper()
 	a := &api{release: make(chan struct{})}
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.Mem(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /items", func(w http.ResponseWriter, r *http.Request) {
 		n := a.executions.Add(1)
@@ -101,32 +96,6 @@ func (s *statusWriter) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-// proxy is a reverse proxy to target that drops the named request and
-// answer headers.
-func proxy(t *testing.T, target string, dropRequest, dropAnswer []string) string {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-		pr.SetURL(u)
-		for _, h := range dropRequest {
-			pr.Out.Header.Del(h)
-		}
-	}}
-	p.ModifyResponse = func(r *http.Response) error {
-		for _, h := range dropAnswer {
-			r.Header.Del(h)
-		}
-		r.Header.Set("Via", "1.1 test-proxy")
-		return nil
-	}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 func verdicts(res *conform.Result) map[string]conform.Check {
 	m := map[string]conform.Check{}
 	for _, c := range res.Checks {
@@ -180,7 +149,7 @@ func TestConform(t *testing.T) {
 			t.Cleanup(srv.Close)
 			base := srv.URL
 			if tc.dropRequest != nil || tc.dropAnswer != nil {
-				base = proxy(t, srv.URL, tc.dropRequest, tc.dropAnswer)
+				base = testkit.Proxy(t, srv.URL, tc.dropRequest, tc.dropAnswer)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

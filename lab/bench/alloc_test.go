@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"testing"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
@@ -57,14 +58,12 @@ var allocBudgets = map[string]allocBudget{
 // allocations and bytes allocated per call.
 func perRequest(n int, do func()) (allocs float64, bytes float64) {
 	do()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i++ {
-		do()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / float64(n), float64(after.TotalAlloc-before.TotalAlloc) / float64(n)
+	a, b := testkit.Allocated(func() {
+		for range n {
+			do()
+		}
+	})
+	return float64(a) / float64(n), float64(b) / float64(n)
 }
 
 // TestAllocBudget holds the allocations of a fresh and a replayed
@@ -114,10 +113,7 @@ func newRequester(t *testing.T, adapterName, path string, body []byte) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := idemkit.New(idemkit.Config{Store: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: s})
 	n := 0
 	key := func() string {
 		if path == "replay" {

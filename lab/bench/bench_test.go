@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/internal/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
@@ -92,25 +93,28 @@ func BenchmarkDynamoPath(b *testing.B) {
 	}
 }
 
+// nullPath is the API Gateway wrapper over the DynamoDB store, on a client
+// that answers without a network (and forgets what it stored, when
+// forget), in front of a handler that answers an order of size bytes.
+func nullPath(b *testing.B, size int, forget bool, opts dynamo.Options) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	b.Helper()
+	body := string(testpayload.JSON(size))
+	next := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201,
+			Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
+	}
+	s, err := dynamo.New(&nullClient{items: map[string]map[string]types.AttributeValue{}, forget: forget}, "idem", opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return apigw.WrapV2(testguard.New(b, idemkit.Config{Store: s}), apigw.Config{Tenant: apigw.SingleTenant("bench")}, next)
+}
+
 func benchDynamoPath(b *testing.B, prefix string, size int, opts dynamo.Options) {
 	{
-		body := string(testpayload.JSON(size))
-		next := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			return events.APIGatewayV2HTTPResponse{StatusCode: 201,
-				Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
-		}
 		for _, path := range []string{"fresh", "replay"} {
 			b.Run(prefix+path+"/"+strconv.Itoa(size)+"B", func(b *testing.B) {
-				c := &nullClient{items: map[string]map[string]types.AttributeValue{}, forget: path == "fresh"}
-				s, err := dynamo.New(c, "idem", opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				g, err := idemkit.New(idemkit.Config{Store: s})
-				if err != nil {
-					b.Fatal(err)
-				}
-				h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, next)
+				h := nullPath(b, size, path == "fresh", opts)
 				evs := make([]events.APIGatewayV2HTTPRequest, b.N)
 				for i := range evs {
 					key := "k"
@@ -146,22 +150,8 @@ func benchDynamoPath(b *testing.B, prefix string, size int, opts dynamo.Options)
 // compress in parallel or queue for a shared encoder.
 func BenchmarkDynamoPathParallel(b *testing.B) {
 	for _, size := range testpayload.Sizes[1:] {
-		body := string(testpayload.JSON(size))
-		next := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			return events.APIGatewayV2HTTPResponse{StatusCode: 201,
-				Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: body}, nil
-		}
 		b.Run("fresh/"+strconv.Itoa(size)+"B", func(b *testing.B) {
-			c := &nullClient{items: map[string]map[string]types.AttributeValue{}, forget: true}
-			s, err := dynamo.New(c, "idem", dynamo.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			g, err := idemkit.New(idemkit.Config{Store: s})
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.SingleTenant("bench")}, next)
+			h := nullPath(b, size, true, dynamo.Options{})
 			var n atomic.Int64
 			ctx := context.Background()
 			b.ReportAllocs()

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 //go:embed testdata/*.json
@@ -61,14 +61,6 @@ func (o *orders) handle(_ context.Context, ev events.ALBTargetGroupRequest) (eve
 	return r, nil
 }
 
-func guard(t *testing.T) *idemkit.Guard {
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
 func TestALB(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -98,19 +90,13 @@ func TestALB(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &orders{status: tc.status}
-			h := alb.Wrap(guard(t), tc.cfg, o.handle)
+			h := alb.Wrap(testguard.Mem(t), tc.cfg, o.handle)
 			ev := load(t, tc.file)
 			if tc.mod != nil {
 				tc.mod(&ev)
 			}
-			first, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			second, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			first := testkit.Call(t, h, ev)
+			second := testkit.Call(t, h, ev)
 			multi := ev.MultiValueHeaders != nil
 			get := func(r events.ALBTargetGroupResponse, name string) string {
 				if multi {
@@ -156,7 +142,7 @@ func TestALB(t *testing.T) {
 // encoded: one intent, one record.
 func TestALBQuotedKeyAndBase64Body(t *testing.T) {
 	o := &orders{status: 201}
-	h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+	h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 	first, _ := h(context.Background(), load(t, "alb-multivalue.json"))
 	second, _ := h(context.Background(), load(t, "alb-headers.json"))
 	if o.runs != 1 || second.Body != first.Body || second.Headers["Idempotent-Replayed"] != "true" {
@@ -167,7 +153,7 @@ func TestALBQuotedKeyAndBase64Body(t *testing.T) {
 // TestALBTenants: two tenants, one key: two executions, never crossed.
 func TestALBTenants(t *testing.T) {
 	o := &orders{status: 201}
-	h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+	h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 	a := load(t, "alb-headers.json")
 	b := load(t, "alb-headers.json")
 	b.Headers["x-amzn-oidc-identity"] = "tenant-b"
@@ -195,16 +181,13 @@ func TestALBQuery(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			o := &orders{status: 201}
-			h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+			h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 			ev := load(t, tc.file)
 			if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
 				t.Fatalf("first: %d %v", r.StatusCode, err)
 			}
 			tc.mod(&ev)
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			if r.StatusCode != 422 || !strings.Contains(r.Body, "fingerprint-mismatch") || o.runs != 1 {
 				t.Errorf("got %d %s after %d runs, want 422 fingerprint-mismatch", r.StatusCode, r.Body, o.runs)
 			}
@@ -239,17 +222,14 @@ func TestALBQueryDecoded(t *testing.T) {
 		} {
 			t.Run(file+"/"+tc.name+"="+tc.value, func(t *testing.T) {
 				o := &orders{status: 201}
-				h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+				h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 				ev := load(t, file)
 				set(&ev, "note", "a%20b")
 				if r, err := h(context.Background(), ev); err != nil || r.StatusCode != 201 {
 					t.Fatalf("first: %d %v", r.StatusCode, err)
 				}
 				set(&ev, tc.name, tc.value)
-				r, err := h(context.Background(), ev)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := testkit.Call(t, h, ev)
 				if r.StatusCode != tc.status || o.runs != 1 {
 					t.Errorf("retry: %d %s after %d runs, want %d", r.StatusCode, r.Body, o.runs, tc.status)
 				}
@@ -269,7 +249,7 @@ func TestALBQueryInvalidEscape(t *testing.T) {
 		}{{"x%zz", 201}, {"x%25zz", 422}} {
 			t.Run(file+"/"+tc.value, func(t *testing.T) {
 				o := &orders{status: 201}
-				h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+				h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 				ev := load(t, file)
 				set := func(v string) {
 					if ev.MultiValueHeaders != nil {

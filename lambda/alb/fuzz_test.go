@@ -1,11 +1,12 @@
 package alb_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 )
 
@@ -27,7 +28,7 @@ func FuzzALB(f *testing.F) {
 	f.Add(false, "POST", "idempotency-key", "", "k", "application/json", `[[[[`, false)
 	f.Fuzz(func(t *testing.T, multiValue bool, method, name, key, other, contentType, body string, b64 bool) {
 		o := &orders{status: 201}
-		h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
+		h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity()}, o.handle)
 		var ev events.ALBTargetGroupRequest
 		if multiValue {
 			ev = multi
@@ -47,10 +48,7 @@ func FuzzALB(f *testing.F) {
 		ev.HTTPMethod = method
 		ev.Body, ev.IsBase64Encoded = body, b64
 		for range 2 {
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatalf("error %v", err)
-			}
+			r := testkit.Call(t, h, ev)
 			switch {
 			case r.StatusCode == 201, r.StatusCode == 200:
 			case r.StatusCode == 500 && method == "":

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 )
 
@@ -50,7 +51,7 @@ func TestALBReplayAsDelivered(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runs := 0
-			h := alb.Wrap(guard(t), alb.Config{Tenant: alb.OIDCIdentity(), Settings: httpconfig.Settings{ReplayHeaders: []string{"Link"}}},
+			h := alb.Wrap(testguard.Mem(t), alb.Config{Tenant: alb.OIDCIdentity(), Settings: httpconfig.Settings{ReplayHeaders: []string{"Link"}}},
 				func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 					runs++
 					r := tc.resp

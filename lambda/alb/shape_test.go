@@ -1,7 +1,6 @@
 package alb_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -9,6 +8,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -18,10 +19,7 @@ import (
 // 500 guard-failure problem, reported as ErrNoMethod, never run unguarded.
 func TestWrongEventShape(t *testing.T) {
 	obs := &eventlog.Log{}
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: memstore.New(), Observer: obs})
 	o := &orders{status: 201}
 	h := alb.Wrap(g, alb.Config{Tenant: alb.SingleTenant("internal")}, o.handle)
 	var ev events.ALBTargetGroupRequest
@@ -31,10 +29,7 @@ func TestWrongEventShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		r, err := h(context.Background(), ev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := testkit.Call(t, h, ev)
 		var p struct{ Type string }
 		json.Unmarshal([]byte(r.Body), &p)
 		if r.StatusCode != 500 || r.Headers["Content-Type"] != "application/problem+json" || p.Type != "https://idemkit.dev/problems/guard-failure" {

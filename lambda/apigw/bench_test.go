@@ -3,7 +3,6 @@ package apigw_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -16,7 +15,7 @@ import (
 // of 200 B, 4 KB and 64 KB.
 func BenchmarkV2(b *testing.B) {
 	for _, size := range []int{200, 4 << 10, 64 << 10} {
-		body := `{"id":"ord_1","pad":"` + strings.Repeat("x", size-len(`{"id":"ord_1","pad":""}`)) + `"}`
+		body := testkit.OrderBody(size)
 		resp := events.APIGatewayV2HTTPResponse{StatusCode: 201,
 			Headers: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1", "X-Request-Id": "r"}, Body: body}
 		next := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -27,10 +26,7 @@ func BenchmarkV2(b *testing.B) {
 			e := newEnv(b, nil)
 			h := apigw.WrapV2(e.g, jwt, next)
 			ev := testkit.Load[events.APIGatewayV2HTTPRequest](b, "v2-jwt.json")
-			keys := make([]string, b.N)
-			for i := range keys {
-				keys[i] = "k-" + strconv.Itoa(i)
-			}
+			keys := testkit.Keys(b.N)
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -38,10 +38,7 @@ func FuzzAPIGatewayV2(f *testing.F) {
 		ev.Headers = map[string]string{"content-type": contentType, name: key}
 		ev.Body, ev.IsBase64Encoded = body, b64
 		for i := 0; i < 2; i++ {
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatalf("error %v", err)
-			}
+			r := testkit.Call(t, h, ev)
 			checkFuzzAnswer(t, method, r.StatusCode, r.Headers, r.Body, 201)
 		}
 		if runs > 2 || method == "" && runs != 0 {
@@ -81,10 +78,7 @@ func FuzzAPIGatewayV1(f *testing.F) {
 		ev.Body, ev.IsBase64Encoded = body, b64
 		created := 0
 		for i := 0; i < 2; i++ {
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatalf("error %v", err)
-			}
+			r := testkit.Call(t, h, ev)
 			checkFuzzAnswer(t, method, r.StatusCode, r.Headers, r.Body, 201)
 			if r.StatusCode == 201 {
 				created++
@@ -123,10 +117,7 @@ func FuzzFunctionURL(f *testing.F) {
 		ev.RawQueryString = query
 		ev.Body, ev.IsBase64Encoded = body, b64
 		for i := 0; i < 2; i++ {
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatalf("error %v", err)
-			}
+			r := testkit.Call(t, h, ev)
 			checkFuzzAnswer(t, method, r.StatusCode, r.Headers, r.Body, 202)
 			if i == 1 && r.StatusCode == 202 && r.Headers["Idempotent-Replayed"] == "true" && r.Cookies != nil {
 				t.Fatalf("a replay carries the first caller's cookies: %v", r.Cookies)

@@ -12,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -44,10 +45,7 @@ func newEnv(t testing.TB, mod func(*idemkit.Config)) *env {
 	if mod != nil {
 		mod(&cfg)
 	}
-	g, err := idemkit.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, cfg)
 	e.g = g
 	return e
 }

@@ -5,21 +5,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/idemkit/idemkit/internal/testkit"
 )
 
 // TestReadmeQuickstart: the first Go program in README.md is
 // quickstart_example_test.go as a main package, so the README's snippet is
 // compiled by every build of the tests.
 func TestReadmeQuickstart(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(readme), "\n```go\n")
-	if !ok {
-		t.Fatal("README.md has no ```go block")
-	}
-	block, _, _ = strings.Cut(block, "\n```\n")
+	block := testkit.Section(t, "../../README.md", "\n```go\n", "\n```\n")
 
 	src, err := os.ReadFile("quickstart_example_test.go")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -26,6 +27,13 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 	okV1 := func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		return events.APIGatewayProxyResponse{StatusCode: 201}, nil
 	}
+	// toV1 sends the captured event file to a REST API wrapper.
+	toV1 := func(file string) func(t *testing.T, g *idemkit.Guard) int {
+		return func(t *testing.T, g *idemkit.Guard) int {
+			h := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)
+			return testkit.Call(t, h, testkit.Load[events.APIGatewayProxyRequest](t, file)).StatusCode
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		call   func(t *testing.T, g *idemkit.Guard) int
@@ -34,26 +42,14 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 	}{
 		{"no tenant", func(t *testing.T, g *idemkit.Guard) int {
 			h := apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim("tenant_id")}, ok)
-			return call(t, h, withKey(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "k-1")).StatusCode
+			return testkit.Call(t, h, withKey(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "k-1")).StatusCode
 		}, 500, "no tenant for the request"},
 		{"REST API event to WrapV2", func(t *testing.T, g *idemkit.Guard) int {
 			h := apigw.WrapV2(g, jwt, ok)
-			return call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")).StatusCode
+			return testkit.Call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")).StatusCode
 		}, 500, "this is a REST API (v1) event: use WrapV1"},
-		{"HTTP API event to WrapV1", func(t *testing.T, g *idemkit.Guard) int {
-			resp, err := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, "v2-jwt.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return resp.StatusCode
-		}, 500, "this is an HTTP API (v2) event: use WrapV2"},
-		{"Function URL event to WrapV1", func(t *testing.T, g *idemkit.Guard) int {
-			resp, err := apigw.WrapV1(g, apigw.Config{Tenant: apigw.CognitoClaim("sub")}, okV1)(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, "url-iam.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return resp.StatusCode
-		}, 500, "this is a Function URL event: use WrapFunctionURL"},
+		{"HTTP API event to WrapV1", toV1("v2-jwt.json"), 500, "this is an HTTP API (v2) event: use WrapV2"},
+		{"Function URL event to WrapV1", toV1("url-iam.json"), 500, "this is a Function URL event: use WrapFunctionURL"},
 	} {
 		for _, observed := range []bool{false, true} {
 			name := tc.name + ", no observer"
@@ -67,10 +63,7 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 				if observed {
 					cfg.Observer = &seen
 				}
-				g, err := idemkit.New(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
+				g := testguard.New(t, cfg)
 				if got := tc.call(t, g); got != tc.status {
 					t.Fatalf("status %d, want %d", got, tc.status)
 				}
@@ -85,11 +78,7 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 					}
 					return
 				}
-				for _, w := range []string{"level=ERROR", "idemkit: misconfiguration", tc.want} {
-					if !strings.Contains(out, w) {
-						t.Errorf("log lacks %q:\n%s", w, out)
-					}
-				}
+				testkit.Has(t, "log", out, []string{"level=ERROR", "idemkit: misconfiguration", tc.want}, nil)
 			})
 		}
 	}

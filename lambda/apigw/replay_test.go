@@ -53,8 +53,8 @@ func TestV2ReplayAsDelivered(t *testing.T) {
 				return tc.resp, nil
 			})
 			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
-			call(t, h, ev)
-			r := call(t, h, ev)
+			testkit.Call(t, h, ev)
+			r := testkit.Call(t, h, ev)
 			if runs != 1 || !replayed(r) {
 				t.Fatalf("%d runs, replayed %v", runs, replayed(r))
 			}

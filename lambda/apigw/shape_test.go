@@ -29,10 +29,7 @@ func TestWrongEventShape(t *testing.T) {
 				return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 			})
 			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v1-cognito.json")
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			return r.StatusCode, r.Headers, r.Body
 		}},
 		{"HTTP API event to WrapV1", func(t *testing.T, g *idemkit.Guard, runs *int) (int, map[string]string, string) {
@@ -41,10 +38,7 @@ func TestWrongEventShape(t *testing.T) {
 				return events.APIGatewayProxyResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 			})
 			ev := testkit.Load[events.APIGatewayProxyRequest](t, "v2-jwt.json")
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			return r.StatusCode, r.Headers, r.Body
 		}},
 		{"REST API event to WrapFunctionURL", func(t *testing.T, g *idemkit.Guard, runs *int) (int, map[string]string, string) {
@@ -53,10 +47,7 @@ func TestWrongEventShape(t *testing.T) {
 				return events.LambdaFunctionURLResponse{StatusCode: 201, Body: `{"id":"ord_1"}`}, nil
 			})
 			ev := testkit.Load[events.LambdaFunctionURLRequest](t, "v1-cognito.json")
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			return r.StatusCode, r.Headers, r.Body
 		}},
 	} {

@@ -12,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -41,16 +42,13 @@ func TestMisconfiguredStoreIsLogged(t *testing.T) {
 			if tc.observed {
 				cfg.Observer = &seen
 			}
-			g, err := idemkit.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.New(t, cfg)
 			ran := false
 			h := apigw.WrapV2(g, jwt, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				ran = true
 				return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
 			})
-			resp := call(t, h, withKey(withTenant(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "alice"), "k-1"))
+			resp := testkit.Call(t, h, withKey(withTenant(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "alice"), "k-1"))
 			if resp.StatusCode != 503 || ran {
 				t.Fatalf("status %d, handler ran %v; want 503 and not run", resp.StatusCode, ran)
 			}

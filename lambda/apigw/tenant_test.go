@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -142,7 +143,7 @@ func TestTenantsNeverMerge(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &ev); err != nil {
 			t.Fatal(err)
 		}
-		r := call(t, h, ev)
+		r := testkit.Call(t, h, ev)
 		checkProblem(t, r.StatusCode, r.Headers, r.Body, 500, "tenant-missing")
 	}
 	if n := o.runs.Load(); n != 0 {
@@ -208,5 +209,29 @@ func TestTenantOtherEvent(t *testing.T) {
 				t.Errorf("%s on a %s event: %q, %v; want a tenant %v", name, kind, got, err, reads[name][kind])
 			}
 		}
+	}
+}
+
+// tenantCase is a captured event, the Tenant setting a wrapper reads it
+// with, and the tenant that must come out.
+type tenantCase struct {
+	name, file string
+	tenant     apigw.Tenant
+	want       string
+}
+
+// checkTenants sends each case's event, through send, to a wrapper over
+// a fresh env: it must run (201) under the tenant the case wants.
+func checkTenants(t *testing.T, cases []tenantCase, send func(t *testing.T, e *env, tc tenantCase) (status int, body string)) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			if status, body := send(t, e, tc); status != 201 {
+				t.Fatalf("%d %s", status, body)
+			}
+			if evs := e.Events(); len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
+				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
+			}
+		})
 	}
 }

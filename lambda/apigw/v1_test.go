@@ -28,11 +28,7 @@ func (o *restOrders) handle(_ context.Context, ev events.APIGatewayProxyRequest)
 
 // TestV1TenantExtractors: each built-in reads the caller of a REST API event.
 func TestV1TenantExtractors(t *testing.T) {
-	for _, tc := range []struct {
-		name, file string
-		tenant     apigw.Tenant
-		want       string
-	}{
+	checkTenants(t, []tenantCase{
 		{"Cognito sub", "v1-cognito.json", apigw.CognitoClaim(""), "tenant-a"},
 		{"Cognito custom claim", "v1-cognito.json", apigw.CognitoClaim("custom:merchant_id"), "m_1001"},
 		{"Lambda authorizer principal", "v1-lambda-authorizer.json", apigw.AuthorizerContext("principalId"), "user|a1b2c3"},
@@ -43,19 +39,11 @@ func TestV1TenantExtractors(t *testing.T) {
 		{"custom", "v1-apikey-iam.json", func(_ context.Context, r apigw.Request) (string, error) {
 			return "acct:" + r.V1.RequestContext.Identity.AccountID, nil
 		}, "acct:123456789012"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil)
-			h := apigw.WrapV1(e.g, apigw.Config{Tenant: tc.tenant}, (&restOrders{}).handle)
-			r, err := h(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, tc.file))
-			if err != nil || r.StatusCode != 201 {
-				t.Fatalf("%d %s %v", r.StatusCode, r.Body, err)
-			}
-			if evs := e.Events(); len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
-				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
-			}
-		})
-	}
+	}, func(t *testing.T, e *env, tc tenantCase) (int, string) {
+		h := apigw.WrapV1(e.g, apigw.Config{Tenant: tc.tenant}, (&restOrders{}).handle)
+		r := testkit.Call(t, h, testkit.Load[events.APIGatewayProxyRequest](t, tc.file))
+		return r.StatusCode, r.Body
+	})
 }
 
 // TestV1TenantMissing: an extractor for another authorizer finds nothing.
@@ -96,10 +84,7 @@ func TestV1Keys(t *testing.T) {
 			h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.CognitoClaim("")}, (&restOrders{}).handle)
 			ev := testkit.Load[events.APIGatewayProxyRequest](t, "v1-cognito.json")
 			ev.Headers, ev.MultiValueHeaders = tc.single, tc.multi
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			if tc.wantType != "" {
 				checkProblem(t, r.StatusCode, r.Headers, r.Body, tc.wantStatus, tc.wantType)
 			} else if r.StatusCode != tc.wantStatus {
@@ -208,10 +193,7 @@ func TestV1ResourceMismatch(t *testing.T) {
 				t.Fatalf("first: %d %v", r.StatusCode, err)
 			}
 			tc.mod(&ev)
-			r, err := h(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := testkit.Call(t, h, ev)
 			checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
 			if o.runs != 1 {
 				t.Errorf("handler ran %d times", o.runs)

@@ -105,13 +105,16 @@ func withMethod(ev events.APIGatewayV2HTTPRequest, m string) events.APIGatewayV2
 
 var jwt = apigw.Config{Tenant: apigw.JWTClaim("")}
 
-func call(t testing.TB, h v2Handler, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+// newV2 wraps the orders handler, over a fresh env, for HTTP API events
+// with the JWT sub as tenant and the changes mod makes to that Config;
+// ev is the captured JWT-authorized event.
+func newV2(t *testing.T, mod func(*apigw.Config)) (*env, *orders, v2Handler, events.APIGatewayV2HTTPRequest) {
 	t.Helper()
-	resp, err := h(context.Background(), ev)
-	if err != nil {
-		t.Fatalf("handler error: %v", err)
+	e, o, cfg := newEnv(t, nil), &orders{}, jwt
+	if mod != nil {
+		mod(&cfg)
 	}
-	return resp
+	return e, o, apigw.WrapV2(e.g, cfg, o.handle), testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 }
 
 func replayed(r events.APIGatewayV2HTTPResponse) bool {
@@ -144,7 +147,7 @@ func TestV2Methods(t *testing.T) {
 			cfg.Methods = tc.methods
 			h := apigw.WrapV2(e.g, cfg, o.handle)
 			ev := withMethod(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), tc.method)
-			first, second := call(t, h, ev), call(t, h, ev)
+			first, second := testkit.Call(t, h, ev), testkit.Call(t, h, ev)
 			if replayed(first) {
 				t.Error("first response marked replayed")
 			}
@@ -175,10 +178,10 @@ func TestV2MethodCase(t *testing.T) {
 	h := apigw.WrapV2(e.g, jwt, o.handle) // handle reads no method: it folds every case alike
 	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	lower := withMethod(ev, "post")
-	if first, retry := call(t, h, lower), call(t, h, lower); replayed(first) || !replayed(retry) || o.runs.Load() != 1 {
+	if first, retry := testkit.Call(t, h, lower), testkit.Call(t, h, lower); replayed(first) || !replayed(retry) || o.runs.Load() != 1 {
 		t.Fatalf("post twice: replayed %v, %v after %d runs; want one run, then a replay", replayed(first), replayed(retry), o.runs.Load())
 	}
-	if r := call(t, h, withMethod(ev, "POST")); replayed(r) || o.runs.Load() != 2 {
+	if r := testkit.Call(t, h, withMethod(ev, "POST")); replayed(r) || o.runs.Load() != 2 {
 		t.Fatalf("POST after post: replayed %v after %d runs; want a run of its own", replayed(r), o.runs.Load())
 	}
 	ops := map[string]bool{}
@@ -202,27 +205,27 @@ func TestV2MethodsUpperCase(t *testing.T) {
 		"Methods not token": {Methods: []string{"POST "}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			defer func() {
-				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "invalid Config") {
-					t.Errorf("Config %+v: panic %v, want invalid Config", cfg, p)
-				}
-			}()
-			c := apigw.Config{Tenant: apigw.JWTClaim(""), Settings: cfg}
-			apigw.WrapV2(newEnv(t, nil).g, c, (&orders{}).handle)
+			if p := wrapV2Panic(t, cfg); !strings.Contains(p, "invalid Config") {
+				t.Errorf("Config %+v: panic %q, want invalid Config", cfg, p)
+			}
 		})
 	}
+}
+
+// wrapV2Panic returns what wrapping an HTTP API handler with settings s
+// panics with, or "" when the wrap accepts them.
+func wrapV2Panic(t *testing.T, s httpconfig.Settings) string {
+	g := newEnv(t, nil).g
+	return testkit.PanicOf(func() { apigw.WrapV2(g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: s}, (&orders{}).handle) })
 }
 
 // TestV2SafeMethodsCannotBeGuarded: listing GET or HEAD is refused at wrap time.
 func TestV2SafeMethodsCannotBeGuarded(t *testing.T) {
 	for _, m := range []string{"GET", "head", "OPTIONS"} {
 		t.Run(m, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("Methods %q accepted", m)
-				}
-			}()
-			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpconfig.Settings{Methods: []string{m}}}, (&orders{}).handle)
+			if wrapV2Panic(t, httpconfig.Settings{Methods: []string{m}}) == "" {
+				t.Errorf("Methods %q accepted", m)
+			}
 		})
 	}
 }
@@ -277,11 +280,11 @@ func TestV2Keys(t *testing.T) {
 			}
 			h := apigw.WrapV2(e.g, cfg, o.handle)
 			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
-			first := call(t, h, withKey(ev, tc.first))
+			first := testkit.Call(t, h, withKey(ev, tc.first))
 			if first.StatusCode != 201 {
 				t.Fatalf("first: %d %s", first.StatusCode, first.Body)
 			}
-			second := call(t, h, withKey(ev, tc.second))
+			second := testkit.Call(t, h, withKey(ev, tc.second))
 			if tc.wantType != "" {
 				p := checkProblem(t, second.StatusCode, second.Headers, second.Body, tc.wantStatus, tc.wantType)
 				if tc.wantType == "key-invalid" && p.Reason == "" {
@@ -307,7 +310,7 @@ func TestV2HeaderNameAnyCase(t *testing.T) {
 	ev := withKey(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json"), "")
 	for _, name := range []string{"Idempotency-Key", "IDEMPOTENCY-KEY", "idempotency-key"} {
 		ev.Headers = map[string]string{"content-type": "application/json", name: "k-1"}
-		if r := call(t, h, ev); r.StatusCode != 201 {
+		if r := testkit.Call(t, h, ev); r.StatusCode != 201 {
 			t.Fatalf("%s: %d %s", name, r.StatusCode, r.Body)
 		}
 	}
@@ -319,14 +322,11 @@ func TestV2HeaderNameAnyCase(t *testing.T) {
 // TestV2Tenants: two tenants with one key get independent executions and
 // never each other's body.
 func TestV2Tenants(t *testing.T) {
-	e := newEnv(t, nil)
-	o := &orders{}
-	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
-	a1 := call(t, h, withTenant(ev, "tenant-a"))
-	b1 := call(t, h, withTenant(ev, "tenant-b"))
-	a2 := call(t, h, withTenant(ev, "tenant-a"))
-	b2 := call(t, h, withTenant(ev, "tenant-b"))
+	_, o, h, ev := newV2(t, nil)
+	a1 := testkit.Call(t, h, withTenant(ev, "tenant-a"))
+	b1 := testkit.Call(t, h, withTenant(ev, "tenant-b"))
+	a2 := testkit.Call(t, h, withTenant(ev, "tenant-a"))
+	b2 := testkit.Call(t, h, withTenant(ev, "tenant-b"))
 	if o.runs.Load() != 2 {
 		t.Fatalf("ran %d times, want 2", o.runs.Load())
 	}
@@ -365,7 +365,7 @@ func TestV2TenantMissing(t *testing.T) {
 			if tc.ev != nil {
 				ev = tc.ev(ev)
 			}
-			r := call(t, h, ev)
+			r := testkit.Call(t, h, ev)
 			p := checkProblem(t, r.StatusCode, r.Headers, r.Body, 500, "tenant-missing")
 			if !strings.Contains(p.Detail, "misconfigured") {
 				t.Errorf("detail %q does not name the misconfiguration", p.Detail)
@@ -392,30 +392,18 @@ var errDirectoryDown = errors.New("directory down")
 // TestV2TenantExtractors: each built-in reads the authenticated caller
 // from its captured-shape event.
 func TestV2TenantExtractors(t *testing.T) {
-	for _, tc := range []struct {
-		name, file string
-		tenant     apigw.Tenant
-		want       string
-	}{
+	checkTenants(t, []tenantCase{
 		{"JWT sub by default", "v2-jwt.json", apigw.JWTClaim(""), "tenant-a"},
 		{"JWT custom claim", "v2-jwt.json", apigw.JWTClaim("org_id"), "org-acme"},
 		{"Lambda authorizer context", "v2-capture-lambda-authorizer.json", apigw.AuthorizerContext("accountId"), "acct-acme"},
 		{"Lambda authorizer integer", "v2-capture-lambda-authorizer.json", apigw.AuthorizerContext("seats"), "42"},
 		{"IAM caller", "v2-iam.json", apigw.IAMUserARN(), "arn:aws:sts::123456789012:assumed-role/billing-worker/billing-worker"},
 		{"single tenant", "v2-iam.json", apigw.SingleTenant("internal"), "internal"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil)
-			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tc.tenant}, (&orders{}).handle)
-			if r := call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, tc.file)); r.StatusCode != 201 {
-				t.Fatalf("%d %s", r.StatusCode, r.Body)
-			}
-			evs := e.Events()
-			if len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
-				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
-			}
-		})
-	}
+	}, func(t *testing.T, e *env, tc tenantCase) (int, string) {
+		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tc.tenant}, (&orders{}).handle)
+		r := testkit.Call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, tc.file))
+		return r.StatusCode, r.Body
+	})
 }
 
 // TestV2Operations: records are scoped by method and concrete path unless
@@ -433,8 +421,8 @@ func TestV2Operations(t *testing.T) {
 		e := newEnv(t, nil)
 		o := &orders{}
 		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant}, o.handle)
-		call(t, h, capture(t, "1"))
-		if r := call(t, h, capture(t, "2")); replayed(r) || o.runs.Load() != 2 {
+		testkit.Call(t, h, capture(t, "1"))
+		if r := testkit.Call(t, h, capture(t, "2")); replayed(r) || o.runs.Load() != 2 {
 			t.Fatalf("capture of order 2 replayed order 1's")
 		}
 		if op := e.Events()[1].Scope.Operation; op != "POST /orders/2/capture" {
@@ -445,13 +433,13 @@ func TestV2Operations(t *testing.T) {
 		e := newEnv(t, nil)
 		o := &orders{}
 		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant, Settings: httpconfig.Settings{RouteTemplate: true}}, o.handle)
-		call(t, h, capture(t, "1"))
-		r := call(t, h, capture(t, "2"))
+		testkit.Call(t, h, capture(t, "1"))
+		r := testkit.Call(t, h, capture(t, "2"))
 		checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
 		if o.runs.Load() != 1 {
 			t.Fatalf("capture of order 2 ran with order 1's key")
 		}
-		if r := call(t, h, capture(t, "1")); !replayed(r) || o.runs.Load() != 1 {
+		if r := testkit.Call(t, h, capture(t, "1")); !replayed(r) || o.runs.Load() != 1 {
 			t.Fatalf("retry of order 1's capture: %d replayed=%v", r.StatusCode, replayed(r))
 		}
 		if op := e.Events()[0].Scope.Operation; op != "POST /orders/{id}/capture" {
@@ -466,10 +454,10 @@ func TestV2Operations(t *testing.T) {
 			e := newEnv(t, nil)
 			o := &orders{}
 			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant}, o.handle)
-			call(t, h, capture(t, "1"))
+			testkit.Call(t, h, capture(t, "1"))
 			ev := capture(t, "1")
 			ev.RawPath = tc.path
-			if r := call(t, h, ev); replayed(r) {
+			if r := testkit.Call(t, h, ev); replayed(r) {
 				t.Fatalf("%s replayed the response for /orders/1/capture", tc.path)
 			}
 			if op := e.Events()[len(e.Events())-1].Scope.Operation; op != "POST "+tc.path {
@@ -480,10 +468,10 @@ func TestV2Operations(t *testing.T) {
 			e := newEnv(t, func(c *idemkit.Config) { c.AccountWide = true })
 			o := &orders{}
 			h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant}, o.handle)
-			call(t, h, capture(t, "1"))
+			testkit.Call(t, h, capture(t, "1"))
 			ev := capture(t, "1")
 			ev.RawPath = tc.path
-			r := call(t, h, ev)
+			r := testkit.Call(t, h, ev)
 			checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "operation-mismatch")
 			if o.runs.Load() != 1 {
 				t.Error("handler ran for the reused key")
@@ -493,7 +481,7 @@ func TestV2Operations(t *testing.T) {
 	t.Run("greedy route template falls back to the path", func(t *testing.T) {
 		e := newEnv(t, nil)
 		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), Settings: httpconfig.Settings{RouteTemplate: true}}, (&orders{}).handle)
-		call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json"))
+		testkit.Call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json"))
 		if op := e.Events()[0].Scope.Operation; op != "POST /internal/refunds" {
 			t.Errorf("operation %q for a $default route", op)
 		}
@@ -502,8 +490,8 @@ func TestV2Operations(t *testing.T) {
 		e := newEnv(t, func(c *idemkit.Config) { c.AccountWide = true })
 		o := &orders{}
 		h := apigw.WrapV2(e.g, apigw.Config{Tenant: tenant}, o.handle)
-		call(t, h, capture(t, "1"))
-		r := call(t, h, capture(t, "2"))
+		testkit.Call(t, h, capture(t, "1"))
+		r := testkit.Call(t, h, capture(t, "2"))
 		checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "operation-mismatch")
 		if o.runs.Load() != 1 {
 			t.Error("handler ran for the reused key")
@@ -533,20 +521,15 @@ func TestV2Fingerprint(t *testing.T) {
 		{name: "integer beyond float64", body: `{"amount":1` + strings.Repeat("0", 400) + `}`, wantStatus: 400, wantType: "body-invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil)
-			o := &orders{}
-			cfg := jwt
-			cfg.Fingerprint = tc.fp
-			h := apigw.WrapV2(e.g, cfg, o.handle)
-			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			_, o, h, ev := newV2(t, func(c *apigw.Config) { c.Fingerprint = tc.fp })
 			if tc.first != "" {
 				ev.Body = tc.first
 			}
-			if r := call(t, h, ev); r.StatusCode != 201 {
+			if r := testkit.Call(t, h, ev); r.StatusCode != 201 {
 				t.Fatalf("first: %d %s", r.StatusCode, r.Body)
 			}
 			ev.Body = tc.body
-			r := call(t, h, ev)
+			r := testkit.Call(t, h, ev)
 			if tc.wantType != "" {
 				checkProblem(t, r.StatusCode, r.Headers, r.Body, tc.wantStatus, tc.wantType)
 				if o.runs.Load() != 1 {
@@ -568,9 +551,9 @@ func TestV2FingerprintPerRoute(t *testing.T) {
 	cfg.Routes = map[string]httpconfig.Route{"POST /orders": {Fingerprint: &fingerprint.Options{Include: []string{"/amount"}}}}
 	h := apigw.WrapV2(e.g, cfg, (&orders{}).handle)
 	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
-	call(t, h, ev)
+	testkit.Call(t, h, ev)
 	ev.Body = `{"amount":1000,"note":"retry"}`
-	if r := call(t, h, ev); !replayed(r) {
+	if r := testkit.Call(t, h, ev); !replayed(r) {
 		t.Fatalf("route fingerprint not used: %d %s", r.StatusCode, r.Body)
 	}
 }
@@ -578,12 +561,9 @@ func TestV2FingerprintPerRoute(t *testing.T) {
 // TestV2FingerprintOtherVersion: a record stored under a fingerprint
 // version this build cannot compute is a mismatch, never a replay.
 func TestV2FingerprintOtherVersion(t *testing.T) {
-	e := newEnv(t, nil)
-	o := &orders{}
-	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	e, _, h, ev := newV2(t, nil)
 	seed(t, e, ev, "v0:sha256:00", &idemkit.Snapshot{Status: 201, Body: []byte(`{}`)})
-	r := call(t, h, ev)
+	r := testkit.Call(t, h, ev)
 	checkProblem(t, r.StatusCode, r.Headers, r.Body, 422, "fingerprint-mismatch")
 }
 
@@ -639,12 +619,7 @@ func TestV2FingerprintV1Record(t *testing.T) {
 		{name: "route template: path v1 did not hash", template: true, body: stored},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil)
-			o := &orders{}
-			cfg := jwt
-			cfg.RouteTemplate = tc.template
-			h := apigw.WrapV2(e.g, cfg, o.handle)
-			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+			e, o, h, ev := newV2(t, func(c *apigw.Config) { c.RouteTemplate = tc.template })
 			ev.RawQueryString = ""
 			ev.Body = stored
 			s := scopeOf(ev)
@@ -655,7 +630,7 @@ func TestV2FingerprintV1Record(t *testing.T) {
 			seedScope(t, e, s, v1(t, stored), &idemkit.Snapshot{Status: 201, Body: []byte(`{"id":"ord_1"}`)})
 			ev.RawQueryString = tc.query
 			ev.Body = tc.body
-			r := call(t, h, ev)
+			r := testkit.Call(t, h, ev)
 			if tc.replay {
 				if !replayed(r) || r.Body != `{"id":"ord_1"}` {
 					t.Errorf("got %d %s replayed=%v, want the v1 record's response", r.StatusCode, r.Body, replayed(r))
@@ -679,13 +654,10 @@ func TestV2NoContentTypeInvalidJSON(t *testing.T) {
 		`{"amount":1e400}`,
 		strings.Repeat("[", 100) + strings.Repeat("]", 100),
 	} {
-		e := newEnv(t, nil)
-		o := &orders{}
-		h := apigw.WrapV2(e.g, jwt, o.handle)
-		ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+		_, o, h, ev := newV2(t, nil)
 		delete(ev.Headers, "content-type")
 		ev.Body = body
-		r := call(t, h, ev)
+		r := testkit.Call(t, h, ev)
 		checkProblem(t, r.StatusCode, r.Headers, r.Body, 400, "body-invalid")
 		if o.runs.Load() != 0 {
 			t.Errorf("%.30s: handler ran", body)
@@ -819,7 +791,7 @@ func TestV2Refusals(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, e, &ev)
 			}
-			r := call(t, h, ev)
+			r := testkit.Call(t, h, ev)
 			p := checkProblem(t, r.StatusCode, r.Headers, r.Body, tc.wantStatus, tc.wantType)
 			if tc.check != nil {
 				tc.check(t, p)
@@ -834,14 +806,11 @@ func TestV2Refusals(t *testing.T) {
 // TestV2ReplayWindowPassed: after the replay window the problem names the
 // original status, Location and completion time.
 func TestV2ReplayWindowPassed(t *testing.T) {
-	e := newEnv(t, nil)
-	o := &orders{}
-	h := apigw.WrapV2(e.g, jwt, o.handle)
-	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
-	call(t, h, ev)
+	e, o, h, ev := newV2(t, nil)
+	testkit.Call(t, h, ev)
 	done := e.clock.Now()
 	e.clock.Advance(25 * time.Hour)
-	r := call(t, h, ev)
+	r := testkit.Call(t, h, ev)
 	p := checkProblem(t, r.StatusCode, r.Headers, r.Body, 410, "replay-window-passed")
 	if p.OriginalStatus != 201 || p.Location != "/orders/ord_1" || p.CompletedAt != done.UTC().Format(time.RFC3339) {
 		t.Errorf("problem %+v does not name the outcome", p)
@@ -855,14 +824,9 @@ func TestV2ReplayWindowPassed(t *testing.T) {
 // the body byte for byte and the marker; the fresh response is untouched;
 // the snapshot keeps only allow-listed headers.
 func TestV2Replay(t *testing.T) {
-	e := newEnv(t, nil)
-	o := &orders{}
-	cfg := jwt
-	cfg.ReplayHeaders = []string{"x-order-id"}
-	h := apigw.WrapV2(e.g, cfg, o.handle)
-	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
+	e, o, h, ev := newV2(t, func(c *apigw.Config) { c.ReplayHeaders = []string{"x-order-id"} })
 
-	fresh := call(t, h, ev)
+	fresh := testkit.Call(t, h, ev)
 	want, _ := o.handle(context.Background(), ev)
 	o.runs.Store(1)
 	want.Headers["Location"], want.Headers["X-Order-Id"] = "/orders/ord_1", "ord_1"
@@ -872,7 +836,7 @@ func TestV2Replay(t *testing.T) {
 	}
 
 	ev.RequestContext.RequestID = "retry-request-id"
-	again := call(t, h, ev)
+	again := testkit.Call(t, h, ev)
 	wantHeaders := map[string]string{
 		"Content-Type": "application/json", "Location": "/orders/ord_1", "X-Order-Id": "ord_1",
 		"Content-Encoding": "identity", "Idempotent-Replayed": "true",
@@ -899,8 +863,8 @@ func TestV2ReplayBase64(t *testing.T) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/pdf"}, Body: pdf, IsBase64Encoded: true}, nil
 	})
 	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json")
-	call(t, h, ev)
-	r := call(t, h, ev)
+	testkit.Call(t, h, ev)
+	r := testkit.Call(t, h, ev)
 	if runs != 1 || !replayed(r) || r.Body != pdf || !r.IsBase64Encoded {
 		t.Errorf("replay %+v after %d runs", r, runs)
 	}
@@ -911,12 +875,9 @@ func TestV2ReplayBase64(t *testing.T) {
 func TestV2ReplayHeadersRefused(t *testing.T) {
 	for _, name := range []string{"Set-Cookie", "date", "Retry-After", "RateLimit-Remaining", "RateLimit", "X-Request-Id", "X-Amzn-Trace-Id", "traceparent", ""} {
 		t.Run(name, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("ReplayHeaders %q accepted", name)
-				}
-			}()
-			apigw.WrapV2(newEnv(t, nil).g, apigw.Config{Tenant: apigw.JWTClaim(""), Settings: httpconfig.Settings{ReplayHeaders: []string{name}}}, (&orders{}).handle)
+			if wrapV2Panic(t, httpconfig.Settings{ReplayHeaders: []string{name}}) == "" {
+				t.Errorf("ReplayHeaders %q accepted", name)
+			}
 		})
 	}
 }
@@ -946,7 +907,7 @@ func TestV2Outcomes(t *testing.T) {
 			e := newEnv(t, nil)
 			h := apigw.WrapV2(e.g, jwt, tc.o.handle)
 			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
-			first, second := call(t, h, ev), call(t, h, ev)
+			first, second := testkit.Call(t, h, ev), testkit.Call(t, h, ev)
 			if first.StatusCode != tc.o.status || replayed(first) {
 				t.Fatalf("first %d replayed=%v", first.StatusCode, replayed(first))
 			}
@@ -974,7 +935,7 @@ func TestV2HandlerError(t *testing.T) {
 		t.Fatal("claim not released")
 	}
 	o.err = nil
-	if r := call(t, h, ev); r.StatusCode != 201 || replayed(r) || o.runs.Load() != 2 {
+	if r := testkit.Call(t, h, ev); r.StatusCode != 201 || replayed(r) || o.runs.Load() != 2 {
 		t.Errorf("retry: %d replayed=%v runs=%d", r.StatusCode, replayed(r), o.runs.Load())
 	}
 }
@@ -987,10 +948,10 @@ func TestV2OutcomeUnknown(t *testing.T) {
 	o := &orders{err: fmt.Errorf("put order: %w", idemkit.ErrOutcomeUnknown)}
 	h := apigw.WrapV2(e.g, jwt, o.handle)
 	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
-	r := call(t, h, ev)
+	r := testkit.Call(t, h, ev)
 	checkProblem(t, r.StatusCode, r.Headers, r.Body, 503, "outcome-unknown")
 	o.err = nil
-	r = call(t, h, ev)
+	r = testkit.Call(t, h, ev)
 	checkProblem(t, r.StatusCode, r.Headers, r.Body, 409, "indeterminate-operator-required")
 	if got := o.runs.Load(); got != 1 {
 		t.Fatalf("handler ran %d times, want 1", got)
@@ -1006,16 +967,11 @@ func TestV2Panic(t *testing.T) {
 	o := &orders{panic: true}
 	h := apigw.WrapV2(e.g, jwt, o.handle)
 	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Fatal("panic swallowed")
-			}
-		}()
-		h(context.Background(), ev)
-	}()
+	if testkit.PanicOf(func() { h(context.Background(), ev) }) == "" {
+		t.Fatal("panic swallowed")
+	}
 	o.panic = false
-	if r := call(t, h, ev); r.StatusCode != 201 || replayed(r) {
+	if r := testkit.Call(t, h, ev); r.StatusCode != 201 || replayed(r) {
 		t.Errorf("retry after panic: %d replayed=%v", r.StatusCode, replayed(r))
 	}
 }
@@ -1040,7 +996,7 @@ func TestV2ConcurrentDuplicate(t *testing.T) {
 		done <- r
 	}()
 	<-entered
-	dup := call(t, h, ev)
+	dup := testkit.Call(t, h, ev)
 	p := checkProblem(t, dup.StatusCode, dup.Headers, dup.Body, 409, "in-flight")
 	if p.RetryAfter < 1 || dup.Headers["Retry-After"] == "" {
 		t.Errorf("no Retry-After: %+v", p)
@@ -1049,7 +1005,7 @@ func TestV2ConcurrentDuplicate(t *testing.T) {
 	if first := <-done; first.StatusCode != 201 || replayed(first) {
 		t.Errorf("first: %d", first.StatusCode)
 	}
-	if r := call(t, h, ev); !replayed(r) || o.runs.Load() != 1 {
+	if r := testkit.Call(t, h, ev); !replayed(r) || o.runs.Load() != 1 {
 		t.Errorf("after completion: replayed=%v runs=%d", replayed(r), o.runs.Load())
 	}
 }
@@ -1097,7 +1053,7 @@ func TestV2RefusalsAreObserved(t *testing.T) {
 			e := newEnv(t, nil)
 			o := &orders{}
 			h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.JWTClaim("")}, o.handle)
-			r := call(t, h, tc.ev(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")))
+			r := testkit.Call(t, h, tc.ev(testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")))
 			if r.StatusCode != 400 || o.runs.Load() != 0 {
 				t.Fatalf("status %d, runs %d; want 400 and no run", r.StatusCode, o.runs.Load())
 			}
@@ -1119,7 +1075,7 @@ func TestV2ProblemDetailBounded(t *testing.T) {
 	o := &orders{}
 	ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
 	ev.Body = body
-	r := call(t, apigw.WrapV2(e.g, jwt, o.handle), ev)
+	r := testkit.Call(t, apigw.WrapV2(e.g, jwt, o.handle), ev)
 	p := checkProblem(t, r.StatusCode, r.Headers, r.Body, 400, "body-invalid")
 	if len(p.Detail) > 400 || len(r.Body) > 1024 {
 		t.Errorf("detail %d bytes, body %d bytes: want a bounded echo", len(p.Detail), len(r.Body))
@@ -1170,8 +1126,8 @@ func TestV2ReplayInvalidUTF8(t *testing.T) {
 				return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "text/plain"}, Body: body}, nil
 			})
 			ev := testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-jwt.json")
-			first := delivered(t, call(t, h, ev))
-			again := call(t, h, ev)
+			first := delivered(t, testkit.Call(t, h, ev))
+			again := testkit.Call(t, h, ev)
 			if runs != 1 || !replayed(again) {
 				t.Fatalf("runs %d, replayed %v", runs, replayed(again))
 			}

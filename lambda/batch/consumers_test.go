@@ -2,7 +2,6 @@ package batch_test
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
@@ -156,10 +156,10 @@ func TestConsumerMustBeNamed(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if msg := panicOf(func() { build("") }); !strings.Contains(msg, "Config.Operation") || !strings.Contains(msg, batch.EnvFunctionName) {
+			if msg := testkit.PanicOf(func() { build("") }); !strings.Contains(msg, "Config.Operation") || !strings.Contains(msg, batch.EnvFunctionName) {
 				t.Errorf("no Operation, no function name: panic %q, want one naming Config.Operation", msg)
 			}
-			if msg := panicOf(func() { build("orders.ship") }); msg != "" {
+			if msg := testkit.PanicOf(func() { build("orders.ship") }); msg != "" {
 				t.Errorf("with an Operation: panic %q", msg)
 			}
 		})
@@ -185,7 +185,7 @@ func TestConstructorsRefuseConfigWithoutTenant(t *testing.T) {
 		"DynamoDB": func() { batch.DynamoDB(g, batch.DynamoDBConfig{}, w.stream) },
 		"Kafka":    func() { batch.Kafka(g, batch.KafkaConfig{}, w.kafka) },
 	} {
-		if msg := panicOf(build); !strings.HasPrefix(msg, "batch: invalid Config: the Tenant setting is nil") {
+		if msg := testkit.PanicOf(build); !strings.HasPrefix(msg, "batch: invalid Config: the Tenant setting is nil") {
 			t.Errorf("%s without a Tenant: panic %q, want one naming the Tenant setting", name, msg)
 		}
 	}
@@ -194,15 +194,4 @@ func TestConstructorsRefuseConfigWithoutTenant(t *testing.T) {
 func withOp[R any](c event.Config[R], op string) event.Config[R] {
 	c.Operation = op
 	return c
-}
-
-// panicOf returns what f panics with, formatted, or "".
-func panicOf(f func()) (msg string) {
-	defer func() {
-		if v := recover(); v != nil {
-			msg = fmt.Sprint(v)
-		}
-	}()
-	f()
-	return ""
 }

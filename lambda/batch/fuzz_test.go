@@ -13,9 +13,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // The sources FuzzBatch feeds.
@@ -134,7 +135,6 @@ func newFuzzConsumer(g *idemkit.Guard, in fuzzInput, op string) *fuzzConsumer {
 		key = businessKey
 	}
 	payload := fuzzPayload
-	ctx := context.Background()
 	switch in.source {
 	case fuzzSQS, fuzzFIFO, fuzzFIFOByGroup:
 		sc := batch.SQSConfig{Config: event.Config[events.SQSMessage]{Operation: op, Tenant: batch.TenantFromSource[events.SQSMessage](),
@@ -155,14 +155,7 @@ func newFuzzConsumer(g *idemkit.Guard, in fuzzInput, op string) *fuzzConsumer {
 				}
 				msgs = append(msgs, m)
 			}
-			resp, err := h(ctx, events.SQSEvent{Records: msgs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			for _, f := range resp.BatchItemFailures {
-				ids = append(ids, f.ItemIdentifier)
-			}
+			ids := sqsIDs(testkit.Call(t, h, events.SQSEvent{Records: msgs}))
 			return c.outcomes(t, len(recs), ids, func(i int) string { return msgs[i].MessageId })
 		}
 	case fuzzKinesis:
@@ -179,14 +172,7 @@ func newFuzzConsumer(g *idemkit.Guard, in fuzzInput, op string) *fuzzConsumer {
 				rs = append(rs, events.KinesisEventRecord{EventID: "shardId-000000000000:" + seq, EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/shipments",
 					Kinesis: events.KinesisRecord{SequenceNumber: seq, Data: r.body}})
 			}
-			resp, err := h(ctx, events.KinesisEvent{Records: rs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			for _, f := range resp.BatchItemFailures {
-				ids = append(ids, f.ItemIdentifier)
-			}
+			ids := kinesisIDs(testkit.Call(t, h, events.KinesisEvent{Records: rs}))
 			return c.outcomes(t, len(recs), ids, func(i int) string { return rs[i].Kinesis.SequenceNumber })
 		}
 	case fuzzKafka:
@@ -225,10 +211,7 @@ func newFuzzConsumer(g *idemkit.Guard, in fuzzInput, op string) *fuzzConsumer {
 				}
 			}
 			copy(recs, ordered) // the caller reads outcomes in this order
-			resp, err := h(ctx, e)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := testkit.Call(t, h, e)
 			from := map[int]int64{} // partition -> the offset it is read again from
 			for _, f := range resp.BatchItemFailures {
 				var p int
@@ -330,10 +313,7 @@ func FuzzBatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := decodeFuzz(data)
-		g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testguard.Mem(t)
 		consumers := []*fuzzConsumer{newFuzzConsumer(g, in, "")}
 		if in.twoConsumer {
 			consumers = append(consumers, newFuzzConsumer(g, in, "auditor"))
@@ -344,7 +324,7 @@ func FuzzBatch(f *testing.F) {
 				recs := append([]fuzzRecord(nil), pending...)
 				runsBefore := c.totalRuns()
 				var out []fuzzOutcome
-				if msg := panicOf(func() { out = c.deliver(t, recs) }); msg != "" {
+				if msg := testkit.PanicOf(func() { out = c.deliver(t, recs) }); msg != "" {
 					t.Fatalf("round %d: the handler panicked: %s", round, msg)
 				}
 				c.check(t, in, recs, out, c.totalRuns()-runsBefore)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
@@ -215,11 +216,7 @@ func newGuard(t testing.TB, store idemkit.Store) *idemkit.Guard {
 	if store == nil {
 		store = memstore.New()
 	}
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return testguard.New(t, idemkit.Config{Store: store})
 }
 
 func sqsIDs(r events.SQSEventResponse) []string {

@@ -83,10 +83,7 @@ func TestKafkaPartitionOrder(t *testing.T) {
 		"shipments-1": {"b1", "b2"},
 		"shipments-2": {"c1", "c2"},
 	})
-	resp, err := h(context.Background(), e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := testkit.Call(t, h, e)
 	b, _ := json.Marshal(resp)
 	if want := `{"batchItemFailures":[{"itemIdentifier":{"partition":"shipments-0","offset":101}},{"itemIdentifier":{"partition":"shipments-2","offset":100}}]}`; string(b) != want {
 		t.Errorf("response %s, want %s", b, want)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/batch"
 )
 
@@ -83,10 +84,7 @@ func TestSQSFIFO(t *testing.T) {
 					}
 					b = append(b, m)
 				}
-				resp, err := h(context.Background(), events.SQSEvent{Records: b})
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := testkit.Call(t, h, events.SQSEvent{Records: b})
 				return sqsIDs(resp)
 			}
 			checkFailures(t, "first delivery", deliver(first), got.take(), tc.want)
@@ -157,20 +155,14 @@ func TestStreamsOrder(t *testing.T) {
 						for i := from; i < len(seqs); i++ {
 							e.Records = append(e.Records, kinesisRecord(t, seqs[i], orders[i]))
 						}
-						resp, err := kin(context.Background(), e)
-						if err != nil {
-							t.Fatal(err)
-						}
+						resp := testkit.Call(t, kin, e)
 						return kinesisIDs(resp)
 					default:
 						var e events.DynamoDBEvent
 						for i := from; i < len(seqs); i++ {
 							e.Records = append(e.Records, streamRecord(t, seqs[i], orders[i]))
 						}
-						resp, err := ddb(context.Background(), e)
-						if err != nil {
-							t.Fatal(err)
-						}
+						resp := testkit.Call(t, ddb, e)
 						return streamIDs(resp)
 					}
 				}

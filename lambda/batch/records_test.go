@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
@@ -44,10 +45,7 @@ func TestOldBusinessKey(t *testing.T) {
 			cfg.CheckKeyAge = tc.checkKeyAge
 			h := batch.SQS(newGuard(t, nil), cfg, w.sqs)
 			for i := range 2 {
-				resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", order)}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := testkit.Call(t, h, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", order)}})
 				checkFailures(t, fmt.Sprint("delivery ", i), sqsIDs(resp), got.take(), tc.want)
 			}
 			if shipped := w.shipped(); !reflect.DeepEqual(shipped, tc.shipped) {
@@ -121,7 +119,7 @@ func TestPanickingFunctions(t *testing.T) {
 				}
 				var resp events.SQSEventResponse
 				var err error
-				if msg := panicOf(func() { resp, err = h(context.Background(), events.SQSEvent{Records: msgs}) }); msg != "" || err != nil {
+				if msg := testkit.PanicOf(func() { resp, err = h(context.Background(), events.SQSEvent{Records: msgs}) }); msg != "" || err != nil {
 					t.Fatalf("fifo %v: the handler panicked %q / returned %v", fifo, msg, err)
 				}
 				reported := got.take()

@@ -15,6 +15,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
@@ -237,10 +239,7 @@ func TestSQSInFlight(t *testing.T) {
 		first <- resp
 	}()
 	<-entered
-	resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := testkit.Call(t, h, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", "o1"), message(t, "m2", "o2")}})
 	checkFailures(t, "duplicate delivery", sqsIDs(resp), got.take(), []failed{{"m1", idemkit.ErrInFlight}})
 	close(release)
 	if r := <-first; len(r.BatchItemFailures) != 0 {
@@ -257,10 +256,7 @@ func TestSQSInFlight(t *testing.T) {
 func TestSQSStoreFailure(t *testing.T) {
 	store := faultstore.New(memstore.New())
 	store.OnOp(faultstore.OpClaim, faultstore.Fail(errors.New("connection refused")))
-	g, err := idemkit.New(idemkit.Config{Store: store, ClaimBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store, ClaimBackoff: time.Millisecond})
 	w := newWorker()
 	var got failures
 	h := batch.SQS(g, batch.SQSConfig{Config: sqsSource, OnFailure: got.add}, w.sqs)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -34,12 +36,9 @@ func runTransfer(runs *int) func(context.Context, transfer) (receipt, error) {
 // under the same key is ErrFingerprintMismatch, never the first result.
 func TestDefaultPayload(t *testing.T) {
 	runs := 0
-	h := event.Wrap(guard(t), transferConfig, runTransfer(&runs))
+	h := event.Wrap(testguard.Mem(t), transferConfig, runTransfer(&runs))
 	in := transfer{TransferID: "tr_1", Account: "acct-acme", Amount: 100}
-	first, err := h(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := testkit.Call(t, h, in)
 	if again, err := h(context.Background(), in); err != nil || again != first {
 		t.Errorf("redelivery: %+v %v, want %+v", again, err, first)
 	}
@@ -63,7 +62,7 @@ func TestKeyLength(t *testing.T) {
 		cfg := transferConfig
 		cfg.MaxKeyLen = tc.max
 		runs := 0
-		_, err := event.Wrap(guard(t), cfg, runTransfer(&runs))(context.Background(), transfer{TransferID: strings.Repeat("k", tc.n)})
+		_, err := event.Wrap(testguard.Mem(t), cfg, runTransfer(&runs))(context.Background(), transfer{TransferID: strings.Repeat("k", tc.n)})
 		if tc.ok != (err == nil) || (!tc.ok && (!errors.Is(err, idemkit.ErrKeyTooLong) || runs != 0)) {
 			t.Errorf("MaxKeyLen %d, %d-byte key: %v after %d runs, want accepted %v", tc.max, tc.n, err, runs, tc.ok)
 		}
@@ -76,10 +75,7 @@ func TestKeyLength(t *testing.T) {
 // been returned.
 func TestStoredAnswerNotAResult(t *testing.T) {
 	store := memstore.New()
-	g, err := idemkit.New(idemkit.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: store})
 	in := transfer{TransferID: "tr_1", Account: "acct-acme", Amount: 100}
 	payload, _ := json.Marshal(in)
 	fp, err := fingerprint.Compute(fingerprint.Input{ContentType: "application/json", Body: payload}, fingerprint.Options{})

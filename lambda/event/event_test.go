@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -26,14 +26,6 @@ type transfer struct {
 type receipt struct {
 	TransferID string `json:"transferId"`
 	Run        int32  `json:"run"`
-}
-
-func guard(t *testing.T) *idemkit.Guard {
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
 }
 
 // sqsConfig keys SQS messages by the transfer id in their body, tenant by
@@ -71,12 +63,9 @@ func (x *transfers) handle(_ context.Context, m events.SQSMessage) (receipt, err
 
 func TestSQSRedelivery(t *testing.T) {
 	x := &transfers{}
-	h := event.Wrap(guard(t), sqsConfig, x.handle)
+	h := event.Wrap(testguard.Mem(t), sqsConfig, x.handle)
 	msg := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
-	first, err := h(context.Background(), msg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := testkit.Call(t, h, msg)
 	msg.Attributes["ApproximateReceiveCount"] = "2"
 	msg.ReceiptHandle = "AQEBother"
 	second, err := h(context.Background(), msg)
@@ -103,7 +92,7 @@ func TestSQSRefusals(t *testing.T) {
 		}, want: idemkit.ErrFingerprintMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := guard(t)
+			g := testguard.Mem(t)
 			x := &transfers{}
 			// A first delivery of the original message.
 			event.Wrap(g, sqsConfig, x.handle)(context.Background(), testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0])
@@ -130,16 +119,12 @@ func TestSQSRefusals(t *testing.T) {
 // zero Config among them, is refused when the function is wrapped, with a
 // panic naming the setting, as every adapter refuses it.
 func TestWrapRefusesConfigWithoutTenant(t *testing.T) {
-	g := guard(t)
+	g := testguard.Mem(t)
 	x := &transfers{}
 	noTenant := sqsConfig
 	noTenant.Tenant = nil
 	for name, cfg := range map[string]event.Config[events.SQSMessage]{"zero": {}, "no tenant": noTenant} {
-		msg := func() (msg string) {
-			defer func() { msg = fmt.Sprint(recover()) }()
-			event.Wrap(g, cfg, x.handle)
-			return ""
-		}()
+		msg := testkit.PanicOf(func() { event.Wrap(g, cfg, x.handle) })
 		if !strings.HasPrefix(msg, "event: invalid Config: the Tenant setting is nil") {
 			t.Errorf("%s Config: panic %q, want one naming the Tenant setting", name, msg)
 		}
@@ -149,7 +134,7 @@ func TestWrapRefusesConfigWithoutTenant(t *testing.T) {
 // TestHandlerError: an error is returned and the redelivery runs again.
 func TestHandlerError(t *testing.T) {
 	x := &transfers{err: errors.New("ledger unavailable")}
-	h := event.Wrap(guard(t), sqsConfig, x.handle)
+	h := event.Wrap(testguard.Mem(t), sqsConfig, x.handle)
 	msg := testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0]
 	if _, err := h(context.Background(), msg); !errors.Is(err, x.err) {
 		t.Fatalf("error %v", err)
@@ -165,7 +150,7 @@ func TestHandlerError(t *testing.T) {
 func TestInFlight(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	x := &transfers{}
-	h := event.Wrap(guard(t), sqsConfig, func(ctx context.Context, m events.SQSMessage) (receipt, error) {
+	h := event.Wrap(testguard.Mem(t), sqsConfig, func(ctx context.Context, m events.SQSMessage) (receipt, error) {
 		close(entered)
 		<-release
 		return x.handle(ctx, m)
@@ -195,7 +180,7 @@ type orderPlaced struct {
 // with the default operation and a fingerprint of the whole detail.
 func TestEventBridgeDetail(t *testing.T) {
 	runs := 0
-	h := event.Wrap(guard(t), event.Config[events.EventBridgeEvent]{
+	h := event.Wrap(testguard.Mem(t), event.Config[events.EventBridgeEvent]{
 		Key:         func(e events.EventBridgeEvent) (string, error) { return e.ID, nil },
 		Tenant:      idemkit.SingleTenant[events.EventBridgeEvent]("orders"),
 		Payload:     func(e events.EventBridgeEvent) ([]byte, error) { return e.Detail, nil },
@@ -207,10 +192,7 @@ func TestEventBridgeDetail(t *testing.T) {
 		return map[string]any{"order": d.OrderID, "invoiced": true}, nil
 	})
 	ev := testkit.Load[events.EventBridgeEvent](t, "eventbridge.json")
-	first, err := h(context.Background(), ev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := testkit.Call(t, h, ev)
 	ev.Time = ev.Time.Add(1)
 	second, err := h(context.Background(), ev)
 	if err != nil || runs != 1 || second["order"] != first["order"] || second["invoiced"] != true {
@@ -223,14 +205,11 @@ func TestEventBridgeDetail(t *testing.T) {
 func TestTenantError(t *testing.T) {
 	errDirectory := errors.New("directory down")
 	obs := &eventlog.Log{}
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: memstore.New(), Observer: obs})
 	cfg := sqsConfig
 	cfg.Tenant = func(context.Context, events.SQSMessage) (string, error) { return "acme", errDirectory }
 	x := &transfers{}
-	_, err = event.Wrap(g, cfg, x.handle)(context.Background(), testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0])
+	_, err := event.Wrap(g, cfg, x.handle)(context.Background(), testkit.Load[events.SQSEvent](t, "sqs-event.json").Records[0])
 	if !errors.Is(err, idemkit.ErrTenantMissing) || !errors.Is(err, errDirectory) {
 		t.Errorf("error %v, want ErrTenantMissing and the Tenant error", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/event"
 )
 
@@ -22,7 +23,7 @@ func TestExecutionID(t *testing.T) {
 			Tenant:    func(_ context.Context, x in) (string, error) { return x.Tenant, nil },
 			Operation: op,
 		}
-		fn := event.Wrap(guard(t), cfg, func(ctx context.Context, _ in) (string, error) {
+		fn := event.Wrap(testguard.Mem(t), cfg, func(ctx context.Context, _ in) (string, error) {
 			id, _ := idemkit.ExecutionID(ctx)
 			ids = append(ids, id)
 			if fail {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/event"
 )
 
@@ -31,7 +32,7 @@ type tracedReceipt struct {
 func TestAdjustReplay(t *testing.T) {
 	runs := 0
 	var seen []transfer
-	h := event.Wrap(guard(t), transferConfig, func(ctx context.Context, tr transfer) (tracedReceipt, error) {
+	h := event.Wrap(testguard.Mem(t), transferConfig, func(ctx context.Context, tr transfer) (tracedReceipt, error) {
 		runs++
 		return tracedReceipt{TransferID: tr.TransferID, Run: int32(runs), Trace: ctx.Value(traceKey{}).(string)}, nil
 	},
@@ -89,13 +90,13 @@ func TestBusinessKeyAge(t *testing.T) {
 	}
 	in := transfer{TransferID: u.String(), Account: "acct-acme", Amount: 100}
 	runs := 0
-	if _, err := event.Wrap(guard(t), transferConfig, runTransfer(&runs))(context.Background(), in); err != nil || runs != 1 {
+	if _, err := event.Wrap(testguard.Mem(t), transferConfig, runTransfer(&runs))(context.Background(), in); err != nil || runs != 1 {
 		t.Errorf("default: %v after %d runs, want one run", err, runs)
 	}
 	cfg := transferConfig
 	cfg.CheckKeyAge = true
 	runs = 0
-	if _, err := event.Wrap(guard(t), cfg, runTransfer(&runs))(context.Background(), in); !errors.Is(err, idemkit.ErrKeyExpired) || runs != 0 {
+	if _, err := event.Wrap(testguard.Mem(t), cfg, runTransfer(&runs))(context.Background(), in); !errors.Is(err, idemkit.ErrKeyExpired) || runs != 0 {
 		t.Errorf("CheckKeyAge: %v after %d runs, want ErrKeyExpired and none", err, runs)
 	}
 }
@@ -107,7 +108,7 @@ func TestTextPayload(t *testing.T) {
 	cfg := transferConfig
 	cfg.Payload = func(tr transfer) ([]byte, error) { return []byte("[INFO] transfer " + tr.TransferID), nil }
 	runs := 0
-	h := event.Wrap(guard(t), cfg, runTransfer(&runs))
+	h := event.Wrap(testguard.Mem(t), cfg, runTransfer(&runs))
 	in := transfer{TransferID: "tr_1"}
 	for i := range 2 {
 		if r, err := h(context.Background(), in); err != nil || r.Run != 1 {

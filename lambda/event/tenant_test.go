@@ -8,11 +8,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
-	"github.com/idemkit/idemkit/memstore"
 )
 
 // TestInvocationTenant: with every adapter, InvocationTenant scopes a key
@@ -61,10 +61,7 @@ func TestInvocationTenant(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testguard.Mem(t)
 			tenant := func(id string) context.Context {
 				return lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: "req", TenantID: id})
 			}

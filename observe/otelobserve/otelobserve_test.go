@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/observe/otelobserve"
 )
@@ -43,10 +44,7 @@ func newTraced(t *testing.T, cfg otelobserve.Config) *traced {
 		t.Fatal(err)
 	}
 	tr.obs = o
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: o})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testguard.New(t, idemkit.Config{Store: memstore.New(), Observer: o})
 	guard := httpmw.New(g, httpmw.Config{Tenant: func(_ context.Context, r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil }})
 	api := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lab/bench"
 )
 
@@ -103,16 +104,7 @@ func TestRatioGap(t *testing.T) {
 			var b strings.Builder
 			ratioGap(&b, results{cpu: cpu}, tt.at, tt.codec)
 			out := b.String()
-			for _, s := range tt.want {
-				if !strings.Contains(out, s) {
-					t.Errorf("missing %q in:\n%s", s, out)
-				}
-			}
-			for _, s := range tt.not {
-				if strings.Contains(out, s) {
-					t.Errorf("%q should not be in:\n%s", s, out)
-				}
-			}
+			testkit.Has(t, "verdict", out, tt.want, tt.not)
 		})
 	}
 }
@@ -243,11 +235,7 @@ func TestZVerdict(t *testing.T) {
 	} {
 		var b strings.Builder
 		zVerdict(&b, results{main: &target{runs: tc.runs}, cpu: cpu, causes: causes})
-		for _, s := range tc.want {
-			if !strings.Contains(b.String(), s) {
-				t.Errorf("%s: missing %q in:\n%s", tc.name, s, b.String())
-			}
-		}
+		testkit.Has(t, tc.name+": verdict", b.String(), tc.want, nil)
 	}
 }
 
