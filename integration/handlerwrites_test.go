@@ -425,8 +425,6 @@ func (k *killSwitch) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestAbandonedInvocation(t *testing.T) {
 	tb := newHWTables(t)
 	run := token()
-	const invocation = 800 * time.Millisecond
-	lease := invocation + idemkit.DefaultLeaseMargin
 	type variant struct {
 		name  string
 		rules []hwRule
@@ -442,33 +440,16 @@ func TestAbandonedInvocation(t *testing.T) {
 			name := map[idemkit.StalePolicy]string{idemkit.FailClosed: "fail-closed", idemkit.Takeover: "takeover"}[pol] + "/" + v.name
 			t.Run(name, func(t *testing.T) {
 				t.Parallel() // each waits for its own deadline
-				tenant := fmt.Sprintf("ab%sp%dv%dz", run, pi, vi)
-				key := "k-" + tenant
 				body := `{"sku":"ab","quantity":1,"amount_cents":1999,"currency":"EUR"}`
 				// The repository's calls may run to the deadline (a gap
 				// of 1 ns): the invocation is then abandoned mid-write,
 				// as one whose repository keeps no gap would be. The
 				// example's default gap avoids that (its own tests).
 				opts := hwOptions{policy: idemkit.Policy{OnStaleLease: pol}, callTime: dynalite.Scale(time.Second), repoGap: time.Nanosecond}
-
-				// The abandoned invocation.
-				clkA := testclock.New()
-				ctx := invocationCtx(t, clkA, invocation)
-				dl, _ := ctx.Deadline()
-				ftA := faults.New(baseTransport())
-				for _, r := range v.rules {
-					ftA.Add(r(tb, tenant))
-				}
-				kill := &killSwitch{base: ftA, deadline: dl}
+				ab := abandon(t, tb, opts, v.rules, fmt.Sprintf("ab%sp%dv%d", run, pi, vi), body)
+				tenant, key, invocation, clkA, ftA, first := ab.tenant, ab.key, ab.invocation, ab.clock, ab.faults, ab.first
 				opts.clock = clkA
-				a := newHWInstance(t, tb, kill, opts)
-				first := call(ctx, a.h, event(tenant, "/orders", key, body))
-				if !kill.dead() {
-					t.Fatalf("the invocation ended before its deadline: %v", first)
-				}
-				if len(ftA.Events()) == 0 {
-					t.Fatal("no fault was injected")
-				}
+				lease := invocation + idemkit.DefaultLeaseMargin
 				// Its answer never reaches the client (API Gateway times out).
 				if rec, err := getLive(context.Background(), tb.clean(t), idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: key}.ID(false), clkA.Now()); err != nil || rec.State != idemkit.StateInFlight {
 					t.Fatalf("after the abandoned run: %+v, %v; first answer %v", rec, err, first)
@@ -536,6 +517,49 @@ func TestAbandonedInvocation(t *testing.T) {
 	}
 }
 
+// abandoned is an invocation abandoned at its deadline: its tenant and
+// key, its length, its clock, its faults and the answer it never sent.
+type abandoned struct {
+	tenant, key string
+	invocation  time.Duration
+	clock       *testclock.Clock
+	faults      *faults.Transport
+	first       answer
+}
+
+// abandon runs an invocation of 800 ms whose calls are dropped from its
+// deadline on, with rules injected before it. An invocation that reached
+// its deadline before its first injected fault (a machine too busy to get
+// through the claim in time) is run again, with a key of its own and
+// twice as long, up to 6.4 s: the test is of what happens after a fault,
+// not of how fast the claim is.
+func abandon(t *testing.T, tb hwTables, opts hwOptions, rules []hwRule, name, body string) abandoned {
+	t.Helper()
+	for invocation, try := 800*time.Millisecond, 0; ; invocation, try = 2*invocation, try+1 {
+		ab := abandoned{tenant: fmt.Sprintf("%st%dz", name, try), invocation: invocation, clock: testclock.New()}
+		ab.key = "k-" + ab.tenant
+		ctx := invocationCtx(t, ab.clock, invocation)
+		dl, _ := ctx.Deadline()
+		ab.faults = faults.New(baseTransport())
+		for _, r := range rules {
+			ab.faults.Add(r(tb, ab.tenant))
+		}
+		kill := &killSwitch{base: ab.faults, deadline: dl}
+		opts.clock = ab.clock
+		a := newHWInstance(t, tb, kill, opts)
+		ab.first = call(ctx, a.h, event(ab.tenant, "/orders", ab.key, body))
+		switch {
+		case !kill.dead():
+			t.Fatalf("the invocation ended before its deadline: %v", ab.first)
+		case len(ab.faults.Events()) > 0:
+			return ab
+		case invocation >= 6400*time.Millisecond:
+			t.Fatalf("no fault was injected before the deadline of a %s invocation", invocation)
+		}
+		t.Logf("the %s invocation reached its deadline before its first fault; again, twice as long", invocation)
+	}
+}
+
 // clean returns a store on the records table without faults, the one an
 // operator's listing uses.
 func (tb hwTables) clean(t *testing.T) *dynamo.Store {
@@ -557,15 +581,20 @@ type freezer struct {
 	thaw     chan struct{}
 	frozen   chan struct{}
 	once     sync.Once
-	late     atomic.Int32 // held calls sent after the thaw
+	late     atomic.Int32 // calls made past the deadline and sent after the thaw
 }
 
+// RoundTrip sends a call made before the deadline at once; one made after
+// it waits for the thaw (or its own end), and is then sent late. A call
+// held that gave up before the thaw (its call timeout, on a busy machine)
+// is made again after it, and is as late.
 func (f *freezer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if time.Now().Before(f.deadline) {
 		return f.base.RoundTrip(req)
 	}
 	select {
 	case <-f.thaw:
+		f.late.Add(1)
 	default:
 		f.once.Do(func() { close(f.frozen) })
 		select {
