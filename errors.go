@@ -7,27 +7,6 @@ import (
 	"time"
 )
 
-// ErrInvalidKey is wrapped by every error [ParseKey] returns.
-var ErrInvalidKey = errors.New("idemkit: invalid Idempotency-Key")
-
-// The reasons a key is refused. Each is also [ErrInvalidKey] under errors.Is.
-var (
-	ErrKeyMissing     = &KeyError{Reason: "missing"}
-	ErrKeyEmpty       = &KeyError{Reason: "empty"}
-	ErrKeyTooLong     = &KeyError{Reason: "too long"}
-	ErrKeyInvalidChar = &KeyError{Reason: "character not allowed in a key"}
-	ErrKeyMalformed   = &KeyError{Reason: "malformed"}
-	ErrKeyMultiple    = &KeyError{Reason: "two different values in one request"}
-)
-
-// KeyError says why an Idempotency-Key value was refused.
-type KeyError struct{ Reason string }
-
-func (e *KeyError) Error() string { return "idemkit: invalid Idempotency-Key: " + e.Reason }
-
-// Is reports whether target is ErrInvalidKey.
-func (e *KeyError) Is(target error) bool { return target == ErrInvalidKey }
-
 // ErrInvalidConfig is wrapped by the error [New] returns for a
 // configuration it refuses (such as a RecordRetention below the
 // ReplayWindow).
@@ -37,6 +16,9 @@ var ErrInvalidConfig = errors.New("idemkit: invalid configuration")
 var (
 	// ErrTenantMissing: the request has no tenant. The guard fails closed.
 	ErrTenantMissing = errors.New("idemkit: no tenant for the request (misconfiguration)")
+	// ErrKeyEmpty: the request has no key (an empty Scope.Key). Package
+	// idemkey refuses an empty Idempotency-Key with it too.
+	ErrKeyEmpty = errors.New("idemkit: invalid Idempotency-Key: empty")
 	// ErrFingerprintMismatch: the key was used before with a different request.
 	ErrFingerprintMismatch = errors.New("idemkit: idempotency key reused with a different request")
 	// ErrOperationMismatch: with account-wide keys, the key was used before

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testclock"
@@ -878,8 +879,8 @@ func TestMarkRaceLooksAgain(t *testing.T) {
 
 func TestRefuseIsObserved(t *testing.T) {
 	f := newFixture(t, nil)
-	f.guard.Refuse(context.Background(), req("k").Scope, idemkit.ErrKeyMalformed)
-	if e := f.obs.Last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrKeyMalformed) || e.Scope.Tenant != "acme" {
+	f.guard.Refuse(context.Background(), req("k").Scope, idemkey.ErrMalformed)
+	if e := f.obs.Last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkey.ErrMalformed) || e.Scope.Tenant != "acme" {
 		t.Fatalf("event %+v, want refused", e)
 	}
 	if _, err := getLive(context.Background(), f.store, req("k").Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {

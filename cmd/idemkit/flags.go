@@ -10,13 +10,14 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/idemkey"
 )
 
 // EnvTable names the table when --table is not given.
 const EnvTable = "IDEMKIT_TABLE"
 
 // maxKeyLen is the longest key the commands accept. It is far above any
-// service's ParseKey cap: the tool must reach every stored record.
+// service's idemkey.Parse cap: the tool must reach every stored record.
 const maxKeyLen = 64 << 10
 
 // common are the flags every command takes.
@@ -80,7 +81,7 @@ func (s *scopeFlags) scope() (idemkit.Scope, string, error) {
 	if s.key == "" {
 		return idemkit.Scope{}, "", usagef("--key is required")
 	}
-	k, err := idemkit.ParseKey([]string{s.key}, idemkit.KeyOptions{MaxLen: maxKeyLen})
+	k, err := idemkey.Parse([]string{s.key}, idemkey.Options{MaxLen: maxKeyLen})
 	if err != nil {
 		return idemkit.Scope{}, "", usagef("--key: %v", err)
 	}

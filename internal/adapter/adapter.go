@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
@@ -47,7 +48,7 @@ type Adapter struct {
 	g          *idemkit.Guard
 	methods    []string
 	header     string
-	keyOpts    idemkit.KeyOptions
+	keyOpts    idemkey.Options
 	def        route
 	routes     map[string]route
 	template   bool
@@ -66,7 +67,7 @@ func New(g *idemkit.Guard, o httpconfig.Settings) (*Adapter, error) {
 	if g == nil {
 		return nil, errors.New("nil *idemkit.Guard")
 	}
-	a := &Adapter{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
+	a := &Adapter{g: g, header: o.Header, keyOpts: idemkey.Options{MaxLen: o.MaxKeyLen},
 		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter,
 		problemHook: o.ProblemResponse, replayHook: o.AdjustReplay}
 	if a.header == "" {
@@ -315,7 +316,7 @@ func (a *Adapter) Refuse(ctx context.Context, r *Request, err error) {
 			scope.Tenant = t
 		}
 	}
-	if k, kerr := idemkit.ParseKey(r.Key, a.keyOpts); kerr == nil {
+	if k, kerr := idemkey.Parse(r.Key, a.keyOpts); kerr == nil {
 		scope.Key = k
 	}
 	a.g.Refuse(ctx, scope, err)
@@ -543,10 +544,10 @@ func (a *Adapter) scope(ctx context.Context, r *Request) (idemkit.Scope, *httppr
 		return scope, ProblemFor(err, a.storeRetry)
 	}
 	if len(r.Key) == 0 {
-		a.g.Refuse(ctx, scope, idemkit.ErrKeyMissing)
+		a.g.Refuse(ctx, scope, idemkey.ErrMissing)
 		return scope, KeyMissing(a.header)
 	}
-	key, err := idemkit.ParseKey(r.Key, a.keyOpts)
+	key, err := idemkey.Parse(r.Key, a.keyOpts)
 	if err != nil {
 		a.g.Refuse(ctx, scope, err)
 		return scope, ProblemFor(err, a.storeRetry)

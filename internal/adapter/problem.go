@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/clip"
 	"github.com/idemkit/idemkit/internal/retryafter"
 )
@@ -91,7 +92,7 @@ func ProblemFor(err error, storeRetry time.Duration) *httpproblem.Details {
 // refused (its tenant, path, query, key, or a key reused for another
 // request), nil otherwise: the first half of ProblemFor's order.
 func requestProblem(err error) *httpproblem.Details {
-	var ke *idemkit.KeyError
+	var ke *idemkey.Error
 	switch {
 	case errors.Is(err, idemkit.ErrTenantMissing):
 		return TenantMissing()
@@ -102,9 +103,13 @@ func requestProblem(err error) *httpproblem.Details {
 	case errors.Is(err, idemkit.ErrKeyExpired):
 		return &httpproblem.Details{Type: httpproblem.TypeKeyExpired, Title: "Idempotency key expired", Status: 400,
 			Detail: "The key embeds a time older than this operation's record retention: its first request may have been forgotten, so it is not run. Use a new key only if you know the first request did not take effect."}
-	case errors.As(err, &ke):
+	case errors.As(err, &ke) || errors.Is(err, idemkit.ErrKeyEmpty):
+		reason := "empty"
+		if ke != nil {
+			reason = ke.Reason
+		}
 		return &httpproblem.Details{Type: httpproblem.TypeKeyInvalid, Title: "Invalid idempotency key", Status: 400,
-			Detail: "The idempotency key is invalid: " + Echo(ke.Reason) + ".", Reason: Echo(ke.Reason)}
+			Detail: "The idempotency key is invalid: " + Echo(reason) + ".", Reason: Echo(reason)}
 	case errors.Is(err, idemkit.ErrOperationMismatch):
 		return &httpproblem.Details{Type: httpproblem.TypeOperationMismatch, Title: "Idempotency key reused for a different operation", Status: 422,
 			Detail: "This key was first used for a different operation. Use a new key for a new request."}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/idemkey"
 )
 
 // TestProblemFor pins the guard error -> status and type table.
@@ -24,8 +25,8 @@ func TestProblemFor(t *testing.T) {
 		retryAfter int
 	}{
 		{"missing tenant", idemkit.ErrTenantMissing, 500, httpproblem.TypeTenantMissing, 0},
-		{"key too long", fmt.Errorf("%w: 300 bytes", idemkit.ErrKeyTooLong), 400, httpproblem.TypeKeyInvalid, 0},
-		{"two key values", idemkit.ErrKeyMultiple, 400, httpproblem.TypeKeyInvalid, 0},
+		{"key too long", fmt.Errorf("%w: 300 bytes", idemkey.ErrTooLong), 400, httpproblem.TypeKeyInvalid, 0},
+		{"two key values", idemkey.ErrMultiple, 400, httpproblem.TypeKeyInvalid, 0},
 		{"key expired", fmt.Errorf("%w: key time x", idemkit.ErrKeyExpired), 400, httpproblem.TypeKeyExpired, 0},
 		{"operation mismatch", fmt.Errorf("%w: first used for %q", idemkit.ErrOperationMismatch, "POST /a"), 422, httpproblem.TypeOperationMismatch, 0},
 		{"fingerprint mismatch", idemkit.ErrFingerprintMismatch, 422, httpproblem.TypeFingerprintMismatch, 0},

@@ -17,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/uuidv7"
@@ -695,7 +696,7 @@ func TestV2NoContentTypeInvalidJSON(t *testing.T) {
 
 // scopeOf returns the scope the v2-jwt.json event is stored under.
 func scopeOf(ev events.APIGatewayV2HTTPRequest) idemkit.Scope {
-	key, _ := idemkit.ParseKey([]string{ev.Headers["idempotency-key"]}, idemkit.KeyOptions{})
+	key, _ := idemkey.Parse([]string{ev.Headers["idempotency-key"]}, idemkey.Options{})
 	return idemkit.Scope{Tenant: ev.RequestContext.Authorizer.JWT.Claims["sub"], Operation: "POST " + ev.RawPath, Key: key}
 }
 
@@ -1086,8 +1087,8 @@ func TestV2RefusalsAreObserved(t *testing.T) {
 		ev   func(events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest
 		want error
 	}{
-		{"missing key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, "") }, idemkit.ErrKeyMissing},
-		{"invalid key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, `"abc`) }, idemkit.ErrKeyMalformed},
+		{"missing key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, "") }, idemkey.ErrMissing},
+		{"invalid key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, `"abc`) }, idemkey.ErrMalformed},
 		{"invalid body", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
 			ev.Body = `{"sku":`
 			return ev

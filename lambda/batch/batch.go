@@ -89,7 +89,7 @@ var (
 	ErrDeadline = errors.New("batch: not run: too little time left before the function's deadline")
 	// ErrInvalidRecord is wrapped by the error of a record whose key or
 	// payload cannot be had. Key or Payload failed or panicked, the key is
-	// empty or too long (the error is then also idemkit.ErrInvalidKey), or
+	// empty or too long (the error is then also idemkey.ErrInvalid), or
 	// the payload cannot be fingerprinted (under fingerprint.ModeJSON, a
 	// body that is not JSON).
 	ErrInvalidRecord = errors.New("batch: invalid record")

@@ -33,12 +33,12 @@ import (
 
 // Config configures Wrap for inputs of type In. Tenant has no default:
 // Wrap panics without one, as every idemkit adapter does. A Config without
-// a Key refuses every call (idemkit.ErrKeyMissing).
+// a Key refuses every call (idemkey.ErrMissing).
 type Config[In any] struct {
 	// Key returns the idempotency key of an input: a business identifier
 	// that stays the same on redelivery (an order id, a transfer id, an
 	// SQS message id). An empty key or one longer than MaxKeyLen is
-	// refused with an error that is idemkit.ErrInvalidKey under errors.Is.
+	// refused with an error that is idemkey.ErrInvalid under errors.Is.
 	Key func(In) (string, error)
 	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
 	MaxKeyLen int

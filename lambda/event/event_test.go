@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/event"
@@ -92,12 +93,12 @@ func TestSQSRefusals(t *testing.T) {
 		msg  func(*events.SQSMessage)
 		want error
 	}{
-		{name: "no key", cfg: func(c *event.Config[events.SQSMessage]) { c.Key = nil }, want: idemkit.ErrInvalidKey},
+		{name: "no key", cfg: func(c *event.Config[events.SQSMessage]) { c.Key = nil }, want: idemkey.ErrInvalid},
 		{name: "empty tenant", cfg: func(c *event.Config[events.SQSMessage]) {
 			c.Tenant = func(context.Context, events.SQSMessage) (string, error) { return "", nil }
 		}, want: idemkit.ErrTenantMissing},
-		{name: "empty key", msg: func(m *events.SQSMessage) { m.Body = `{"transferId":"","amount":1}` }, want: idemkit.ErrInvalidKey},
-		{name: "key too long", cfg: func(c *event.Config[events.SQSMessage]) { c.MaxKeyLen = 4 }, want: idemkit.ErrKeyTooLong},
+		{name: "empty key", msg: func(m *events.SQSMessage) { m.Body = `{"transferId":"","amount":1}` }, want: idemkey.ErrInvalid},
+		{name: "key too long", cfg: func(c *event.Config[events.SQSMessage]) { c.MaxKeyLen = 4 }, want: idemkey.ErrTooLong},
 		{name: "same key, different body", msg: func(m *events.SQSMessage) {
 			m.Body = `{"transferId":"tr_1001","account":"acct-acme","amount":9999,"currency":"eur"}`
 		}, want: idemkit.ErrFingerprintMismatch},
