@@ -100,32 +100,6 @@ var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrTenantMi
 // never rounded into another caller's.
 var ErrTenantInexact = errors.New("idemkit: the caller's identity cannot name a tenant exactly")
 
-// MaxPathLen is the longest request path, in bytes, that the HTTP adapters
-// guard. The operation names the path, and it is stored and logged with
-// every record. A guarded request with a longer path is refused before the
-// store with [ErrPathTooLong].
-const MaxPathLen = 2048
-
-// MaxQueryParams is the most query parameters the HTTP adapters read from
-// a guarded request. It is the default limit of net/url since Go 1.26, and
-// parameters are counted as net/url counts them: one more than the "&" of
-// a raw query, or the values of an event's parameters. A guarded request
-// with more is refused before the store with [ErrQueryTooLarge], because
-// its handler would read no parameter at all.
-const MaxQueryParams = 10000
-
-// Errors the HTTP adapters report to the Observer for a guarded request
-// they refuse before the store, with a 414 problem.
-var (
-	// ErrPathTooLong: the request path is over MaxPathLen bytes
-	// (path-too-long).
-	ErrPathTooLong = fmt.Errorf("idemkit: request path longer than %d bytes", MaxPathLen)
-	// ErrQueryTooLarge: the query string has more than MaxQueryParams
-	// parameters (query-too-large). With fingerprint.Options.IgnoreQuery,
-	// the query is not read and not bounded.
-	ErrQueryTooLarge = fmt.Errorf("idemkit: query string with more than %d parameters", MaxQueryParams)
-)
-
 // Errors returned by a [Store].
 var (
 	// ErrNotFound: no live record has the ID.

@@ -261,7 +261,7 @@ func (a *Adapter) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
 		return r.Method + " " + t
 	}
-	if len(r.Path) > idemkit.MaxPathLen {
+	if len(r.Path) > httpconfig.MaxPathLen {
 		// Refused (ErrPathTooLong): the operation is only reported.
 		return r.Method + " " + Echo(r.Path)
 	}
@@ -557,12 +557,12 @@ func (a *Adapter) scope(ctx context.Context, r *Request) (idemkit.Scope, *httppr
 }
 
 // fingerprintInput returns the fingerprinter of r's route rt and what of
-// r it hashes, or the error refusing r: a path over idemkit.MaxPathLen
+// r it hashes, or the error refusing r: a path over httpconfig.MaxPathLen
 // bytes (ErrPathTooLong), a query it reads of more than
-// idemkit.MaxQueryParams parameters (ErrQueryTooLarge).
+// httpconfig.MaxQueryParams parameters (ErrQueryTooLarge).
 func (a *Adapter) fingerprintInput(rt route, r *Request) (*fingerprint.Fingerprinter, fingerprint.Input, error) {
-	if len(r.Path) > idemkit.MaxPathLen {
-		return nil, fingerprint.Input{}, idemkit.ErrPathTooLong
+	if len(r.Path) > httpconfig.MaxPathLen {
+		return nil, fingerprint.Input{}, httpconfig.ErrPathTooLong
 	}
 	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
 		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/clip"
@@ -60,17 +61,17 @@ func BodyTooLarge(limit int64) *httpproblem.Details {
 		Detail: "The request body is larger than " + strconv.FormatInt(limit, 10) + " bytes."}
 }
 
-// PathTooLong is the problem for a path over idemkit.MaxPathLen bytes.
+// PathTooLong is the problem for a path over httpconfig.MaxPathLen bytes.
 func PathTooLong() *httpproblem.Details {
 	return &httpproblem.Details{Type: httpproblem.TypePathTooLong, Title: "Request path too long", Status: 414,
-		Detail: "The request path is longer than " + strconv.Itoa(idemkit.MaxPathLen) + " bytes; it was not run."}
+		Detail: "The request path is longer than " + strconv.Itoa(httpconfig.MaxPathLen) + " bytes; it was not run."}
 }
 
 // QueryTooLarge is the problem for a query of more than
-// idemkit.MaxQueryParams parameters.
+// httpconfig.MaxQueryParams parameters.
 func QueryTooLarge() *httpproblem.Details {
 	return &httpproblem.Details{Type: httpproblem.TypeQueryTooLarge, Title: "Query string too large", Status: 414,
-		Detail: "The query string has more than " + strconv.Itoa(idemkit.MaxQueryParams) + " parameters; it was not run."}
+		Detail: "The query string has more than " + strconv.Itoa(httpconfig.MaxQueryParams) + " parameters; it was not run."}
 }
 
 // ProblemFor maps an error returned by idemkit.Guard.Do before the handler
@@ -96,9 +97,9 @@ func requestProblem(err error) *httpproblem.Details {
 	switch {
 	case errors.Is(err, idemkit.ErrTenantMissing):
 		return TenantMissing()
-	case errors.Is(err, idemkit.ErrPathTooLong):
+	case errors.Is(err, httpconfig.ErrPathTooLong):
 		return PathTooLong()
-	case errors.Is(err, idemkit.ErrQueryTooLarge):
+	case errors.Is(err, httpconfig.ErrQueryTooLarge):
 		return QueryTooLarge()
 	case errors.Is(err, idemkit.ErrKeyExpired):
 		return &httpproblem.Details{Type: httpproblem.TypeKeyExpired, Title: "Idempotency key expired", Status: 400,

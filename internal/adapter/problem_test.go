@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemkey"
 )
@@ -40,8 +41,8 @@ func TestProblemFor(t *testing.T) {
 		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, httpproblem.TypeStoreUnavailable, 2},
 		{"record refused by the store", fmt.Errorf("idemkit: store claim: %w", idemkit.ErrRecordInvalid), 500, httpproblem.TypeGuardFailure, 0},
 		{"tenant too long", idemkit.ErrTenantTooLong, 500, httpproblem.TypeTenantMissing, 0},
-		{"path too long", idemkit.ErrPathTooLong, 414, httpproblem.TypePathTooLong, 0},
-		{"query too large", idemkit.ErrQueryTooLarge, 414, httpproblem.TypeQueryTooLarge, 0},
+		{"path too long", httpconfig.ErrPathTooLong, 414, httpproblem.TypePathTooLong, 0},
+		{"query too large", httpconfig.ErrQueryTooLarge, 414, httpproblem.TypeQueryTooLarge, 0},
 		{"unknown", errors.New("surprise"), 500, httpproblem.TypeGuardFailure, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
