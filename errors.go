@@ -91,15 +91,6 @@ var ErrLeaseLost = errors.New("idemkit: the lease on the idempotency key was los
 // misconfiguration, and the request fails closed.
 var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrTenantMissing, MaxTenantLen)
 
-// ErrTenantInexact is wrapped by the error of a tenant extractor given an
-// identity that cannot name a tenant exactly. Such an identity is a number
-// past 2^53-1 decoded as float64 (the decoder may have rounded it, and
-// another caller's number to the same value), a fraction, a boolean, an
-// object, an array, or text that spells one of them lossily. Like any
-// tenant error, it fails the request closed. A tenant is exact or refused,
-// never rounded into another caller's.
-var ErrTenantInexact = errors.New("idemkit: the caller's identity cannot name a tenant exactly")
-
 // Errors returned by a [Store].
 var (
 	// ErrNotFound: no live record has the ID.
@@ -196,10 +187,10 @@ func (e *ClaimUnknownError) Is(target error) bool { return target == ErrClaimUnk
 // Unwrap returns the claim's and the release's errors.
 func (e *ClaimUnknownError) Unwrap() error { return e.Err }
 
-// CallerCancelled reports whether err, returned by a call made with ctx,
+// callerCancelled reports whether err, returned by a call made with ctx,
 // is the caller's own cancellation of ctx and leaves nothing held: it is
-// no store failure. A claim that could not be freed (ErrClaimUnknown) is
-// a store failure even then. An adapter uses it to decide what to log.
-func CallerCancelled(ctx context.Context, err error) bool {
+// no store failure (EventCancelled). A claim that could not be freed
+// (ErrClaimUnknown) is a store failure even then.
+func callerCancelled(ctx context.Context, err error) bool {
 	return errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, ErrClaimUnknown)
 }

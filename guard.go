@@ -568,7 +568,7 @@ func (c *call) emitRefusal(snap *Snapshot, err error) {
 // left held), else EventStoreError. A claim that could not be freed
 // (ErrClaimUnknown) is a store failure even then.
 func (c *call) storeFailure(err error) EventKind {
-	if CallerCancelled(c.ctx, err) {
+	if callerCancelled(c.ctx, err) {
 		return EventCancelled
 	}
 	return EventStoreError

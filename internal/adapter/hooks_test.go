@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // answer is a response as the client gets it, whatever the front.
@@ -86,10 +87,10 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 			*inner = again(true, body)
 		}
 	}
-	tenant := apigw.SingleTenant("tenant-a")
+	apiTenant := apigw.SingleTenant("tenant-a")
 	created := map[string]string{"Content-Type": "application/json", "Location": "/orders/1"}
 
-	v1 := apigw.WrapV1(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1 := apigw.WrapV1(guard(), apigw.Config{Tenant: apiTenant, Settings: s}, func(_ context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		run(ev.Body)
 		return events.APIGatewayProxyResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -102,7 +103,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 		}
 		return answer{r.StatusCode, merged(r.Headers, r.MultiValueHeaders), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
-	v2 := apigw.WrapV2(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	v2 := apigw.WrapV2(guard(), apigw.Config{Tenant: apiTenant, Settings: s}, func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		run(ev.Body)
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -115,7 +116,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 		}
 		return answer{r.StatusCode, merged(r.Headers, nil), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
-	url := apigw.WrapFunctionURL(guard(), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	url := apigw.WrapFunctionURL(guard(), apigw.Config{Tenant: apiTenant, Settings: s}, func(_ context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		run(ev.Body)
 		return events.LambdaFunctionURLResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -154,7 +155,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 			return answer{r.StatusCode, merged(r.Headers, r.MultiValueHeaders), lambdaBody(r.Body, r.IsBase64Encoded)}
 		}
 	}
-	mw := httpmw.New(guard(), httpmw.Config{Tenant: idemkit.SingleTenant[*http.Request]("tenant-a"), Settings: s})(
+	mw := httpmw.New(guard(), httpmw.Config{Tenant: tenant.Single[*http.Request]("tenant-a"), Settings: s})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			run(string(b))

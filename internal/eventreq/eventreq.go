@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/idemkey"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // Spec says how the guard request of an input of type In is made. Its
@@ -21,7 +22,7 @@ import (
 type Spec[In any] struct {
 	Key       func(In) (string, error)
 	MaxKeyLen int
-	Tenant    idemkit.TenantFunc[In] // nil: no tenant
+	Tenant    tenant.Func[In] // nil: no tenant
 	Operation string
 	Payload   func(In) ([]byte, error) // nil: the JSON encoding of the input
 	Print     *fingerprint.Fingerprinter

@@ -13,7 +13,7 @@
 //     panic without one, as every idemkit adapter does: name whom a
 //     record belongs to, [TenantFromSource] to scope records by their
 //     event source (the queue, stream or cluster), or
-//     idemkit.SingleTenant.
+//     tenant.Single.
 //   - The consumer. Records are scoped by Config.Operation, which names
 //     the consumer: two functions reading one source and sharing a store
 //     must never share records. Empty, it is the function's name
@@ -244,7 +244,7 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 func recordSpec[R any](cfg Config[R], src source[R]) *eventreq.Spec[R] {
 	if cfg.Tenant == nil {
 		panic("batch: invalid Config: the Tenant setting is nil: name whom a record belongs to, " +
-			"batch.TenantFromSource for its event source (the queue, stream or cluster), or idemkit.SingleTenant")
+			"batch.TenantFromSource for its event source (the queue, stream or cluster), or tenant.Single")
 	}
 	fp, err := fingerprint.New(cfg.Fingerprint)
 	if err != nil {

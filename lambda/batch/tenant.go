@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // Record is a record type of the sources this package reads.
@@ -26,7 +27,7 @@ type Record interface {
 //	batch.SQS(g, batch.SQSConfig{Config: event.Config[events.SQSMessage]{
 //		Tenant: batch.TenantFromSource[events.SQSMessage](),
 //	}}, ship)
-func TenantFromSource[R Record]() idemkit.TenantFunc[R] {
+func TenantFromSource[R Record]() tenant.Func[R] {
 	return func(ctx context.Context, r R) (string, error) {
 		switch r := any(r).(type) {
 		case events.SQSMessage:

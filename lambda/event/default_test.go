@@ -13,13 +13,14 @@ import (
 	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // transferConfig keys a transfer by its id, with no Payload: the whole
 // input is compared.
 var transferConfig = event.Config[transfer]{
 	Key:       func(t transfer) (string, error) { return t.TransferID, nil },
-	Tenant:    idemkit.SingleTenant[transfer]("acme"),
+	Tenant:    tenant.Single[transfer]("acme"),
 	Operation: "transfers.execute",
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 type transfer struct {
@@ -198,7 +199,7 @@ func TestEventBridgeDetail(t *testing.T) {
 	runs := 0
 	h := event.Wrap(guard(t), event.Config[events.EventBridgeEvent]{
 		Key:         func(e events.EventBridgeEvent) (string, error) { return e.ID, nil },
-		Tenant:      idemkit.SingleTenant[events.EventBridgeEvent]("orders"),
+		Tenant:      tenant.Single[events.EventBridgeEvent]("orders"),
 		Payload:     func(e events.EventBridgeEvent) ([]byte, error) { return e.Detail, nil },
 		Fingerprint: fingerprintAmountOnly,
 	}, func(_ context.Context, e events.EventBridgeEvent) (map[string]any, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 type settlement struct {
@@ -63,5 +64,5 @@ func main() {
 		return err
 	}
 	lambda.Start(batch.SQS(g, batch.SQSConfig{Config: event.Config[events.SQSMessage]{
-		Key: key, Tenant: idemkit.SingleTenant[events.SQSMessage]("ledger"), Operation: "ledger.settle"}}, settle))
+		Key: key, Tenant: tenant.Single[events.SQSMessage]("ledger"), Operation: "ledger.settle"}}, settle))
 }
