@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // ErrInvalidConfig is wrapped by the error [New] returns for a
@@ -86,10 +88,10 @@ var (
 // such a run, and the Observer's event, wrap ErrLeaseLost.
 var ErrLeaseLost = errors.New("idemkit: the lease on the idempotency key was lost")
 
-// ErrTenantTooLong: the tenant is longer than [MaxTenantLen] bytes. It is
+// ErrTenantTooLong: the tenant is longer than 1024 bytes. It is
 // also ErrTenantMissing under errors.Is. Like a missing tenant it is a
 // misconfiguration, and the request fails closed.
-var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrTenantMissing, MaxTenantLen)
+var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrTenantMissing, recordid.MaxTenantLen)
 
 // Errors returned by a [Store].
 var (

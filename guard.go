@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/retryafter"
 )
 
@@ -289,7 +290,7 @@ func (c *call) refused() error {
 	switch {
 	case c.req.Scope.Tenant == "":
 		return ErrTenantMissing
-	case len(c.req.Scope.Tenant) > MaxTenantLen:
+	case len(c.req.Scope.Tenant) > recordid.MaxTenantLen:
 		return ErrTenantTooLong
 	case c.req.Scope.Key == "":
 		return ErrKeyEmpty

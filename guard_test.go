@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -439,7 +440,7 @@ func TestCompletionFailure(t *testing.T) {
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrInFlight) {
 		t.Fatalf("retry while leased: %v", err)
 	}
-	f.clock.Advance(idemkit.DefaultLease)
+	f.clock.Advance(policydefault.Lease)
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrOutcomePending) || f.runs != 1 {
 		t.Fatalf("retry after the lease: %v runs %d", err, f.runs)
 	}
@@ -603,7 +604,7 @@ func TestOmittedSnapshot(t *testing.T) {
 	}
 	// Once the replay window has passed, the reason is the window, as for
 	// any other response: the body would not be replayed either way.
-	f.clock.Advance(idemkit.DefaultReplayWindow)
+	f.clock.Advance(policydefault.ReplayWindow)
 	_, _, err = f.do(t, req("k"), respond(201, "x"))
 	if !errors.As(err, &oe) || !errors.Is(err, idemkit.ErrReplayWindowPassed) || errors.Is(err, idemkit.ErrSnapshotOmitted) || oe.Status != 201 || f.runs != 1 {
 		t.Fatalf("an omitted body after the replay window: %v runs %d, want ErrReplayWindowPassed", err, f.runs)
@@ -634,9 +635,9 @@ func TestUUIDv7KeyAge(t *testing.T) {
 		err  error
 	}{
 		{"fresh v7", at(now.Add(-time.Minute)), nil},
-		{"v7 inside retention", at(now.Add(-idemkit.DefaultRecordRetention + time.Hour)), nil},
-		{"v7 inside skew", at(now.Add(-idemkit.DefaultRecordRetention - time.Minute)), nil},
-		{"v7 older than retention", at(now.Add(-idemkit.DefaultRecordRetention - time.Hour)), idemkit.ErrKeyExpired},
+		{"v7 inside retention", at(now.Add(-policydefault.RecordRetention + time.Hour)), nil},
+		{"v7 inside skew", at(now.Add(-policydefault.RecordRetention - time.Minute)), nil},
+		{"v7 older than retention", at(now.Add(-policydefault.RecordRetention - time.Hour)), idemkit.ErrKeyExpired},
 		{"v4 is not dated", uuid.NewString(), nil},
 		// Read as a v7 or in the v1 layout, the bits of this v4 name a
 		// time long past: only a v7 key carries a time.
@@ -644,7 +645,7 @@ func TestUUIDv7KeyAge(t *testing.T) {
 		// Only the canonical 36-character form is dated: 32 hex digits
 		// are a random token to most clients, and one in sixteen has a 7
 		// where a UUID keeps its version.
-		{"old v7 without its dashes", strings.ReplaceAll(at(now.Add(-idemkit.DefaultRecordRetention-time.Hour)), "-", ""), nil},
+		{"old v7 without its dashes", strings.ReplaceAll(at(now.Add(-policydefault.RecordRetention-time.Hour)), "-", ""), nil},
 		{"not a uuid", "order-1001", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -821,8 +822,8 @@ func TestLease(t *testing.T) {
 		deadline time.Duration // 0: no deadline
 		want     time.Duration
 	}{
-		{"default without deadline", idemkit.Policy{}, 0, idemkit.DefaultLease},
-		{"context deadline plus margin", idemkit.Policy{}, 10 * time.Second, 10*time.Second + idemkit.DefaultLeaseMargin},
+		{"default without deadline", idemkit.Policy{}, 0, policydefault.Lease},
+		{"context deadline plus margin", idemkit.Policy{}, 10 * time.Second, 10*time.Second + policydefault.LeaseMargin},
 		{"custom margin", idemkit.Policy{LeaseMargin: 5 * time.Second}, 10 * time.Second, 15 * time.Second},
 		{"explicit lease", idemkit.Policy{Lease: time.Minute}, 10 * time.Second, time.Minute},
 	} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
 )
 
 var errReset = &idemkit.StoreError{Op: "test", Err: errors.New("connection reset")}
@@ -335,7 +336,7 @@ func TestLeaseRenewal(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	f.clock.Advance(idemkit.DefaultLease + time.Second)
+	f.clock.Advance(policydefault.Lease + time.Second)
 	// Wait for a renewal begun after the first lease ended: the third
 	// value sent after the clock moved comes from one.
 	for i := 0; i < 3; i++ {

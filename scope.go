@@ -6,7 +6,8 @@ import "github.com/idemkit/idemkit/internal/recordid"
 // share a record only when all three fields are equal.
 type Scope struct {
 	// Tenant identifies the authenticated caller. It comes from the
-	// authorizer, never from the request body. It must not be empty.
+	// authorizer, never from the request body. It must not be empty, and
+	// a Guard refuses one over 1024 bytes (ErrTenantTooLong).
 	Tenant string
 	// Operation names what the request does, by default its method and
 	// concrete path ("POST /orders/1/capture").
@@ -16,24 +17,16 @@ type Scope struct {
 	Key string
 }
 
-// MaxIDLen is the longest record ID [Scope.ID] returns, in bytes: the
-// limit DynamoDB sets on a partition key.
-const MaxIDLen = recordid.MaxLen
-
-// MaxTenantLen is the longest tenant a [Guard] accepts, in bytes. A longer
-// one is refused with [ErrTenantTooLong], and the request fails closed.
-const MaxTenantLen = recordid.MaxTenantLen
-
 // ID returns the store key of the scope. The encoding is unambiguous: each
 // field is prefixed by its length in bytes, so no choice of field values can
 // produce the ID of another scope. When accountWide is true the operation is
 // left out of the ID (and checked against the stored record instead), so one
 // key names one request across all operations of the tenant.
 //
-// An ID is at most [MaxIDLen] bytes. When the readable encoding would be
-// longer, the operation and key are hashed (SHA-256), and, for a tenant
-// over [MaxTenantLen] bytes, the tenant too. A store keeps the scope
-// itself in the record, readable.
+// An ID is at most 2048 bytes, the limit DynamoDB sets on a partition
+// key. When the readable encoding would be longer, the operation and key
+// are hashed (SHA-256), and, for a tenant over 1024 bytes, the tenant
+// too. A store keeps the scope itself in the record, readable.
 func (s Scope) ID(accountWide bool) string {
 	return recordid.Encode(s.Tenant, s.Operation, s.Key, accountWide)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
@@ -337,7 +338,7 @@ func TestRegionalUnroutableID(t *testing.T) {
 	}
 	// A tenant over MaxTenantLen in a scope too long for a readable ID:
 	// the ID is the hash alone.
-	long := idemkit.Scope{Tenant: strings.Repeat("t", idemkit.MaxTenantLen+1), Operation: "POST /" + strings.Repeat("o", 1100), Key: "k"}
+	long := idemkit.Scope{Tenant: strings.Repeat("t", recordid.MaxTenantLen+1), Operation: "POST /" + strings.Repeat("o", 1100), Key: "k"}
 	if !strings.HasPrefix(long.ID(false), "o1x|") {
 		t.Fatalf("ID %.10q..., want a hashed tenant", long.ID(false))
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/warmcache"
 )
@@ -293,7 +294,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 					policy: idemkit.Policy{OnStaleLease: pol}, clock: clk, callTime: dynalite.Scale(300 * time.Millisecond),
 				})
 				const invocation = 3 * time.Second
-				lease := invocation + idemkit.DefaultLeaseMargin
+				lease := invocation + policydefault.LeaseMargin
 				path, body := "/orders", `{"sku":"hw","quantity":1,"amount_cents":1999,"currency":"EUR"}`
 				if tc.payment {
 					// The order to pay, made without faults under its own key.
@@ -435,7 +436,7 @@ func TestAbandonedInvocation(t *testing.T) {
 	tb := newHWTables(t)
 	run := token()
 	const invocation = 800 * time.Millisecond
-	lease := invocation + idemkit.DefaultLeaseMargin
+	lease := invocation + policydefault.LeaseMargin
 	type variant struct {
 		name  string
 		rules []hwRule
@@ -600,7 +601,7 @@ func TestThawedInvocation(t *testing.T) {
 	tb := newHWTables(t)
 	run := token()
 	const invocation = 800 * time.Millisecond
-	lease := invocation + idemkit.DefaultLeaseMargin
+	lease := invocation + policydefault.LeaseMargin
 	for pi, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
 		name := map[idemkit.StalePolicy]string{idemkit.FailClosed: "fail-closed", idemkit.Takeover: "takeover"}[pol]
 		t.Run(name, func(t *testing.T) {

@@ -30,7 +30,7 @@ import (
 // MaxFieldBytes bounds every text field an observer writes. A longer one
 // is cut on a UTF-8 boundary and ends in "...", MaxFieldBytes bytes in
 // all. It is above every scope the adapters accept (a path of
-// httpconfig.MaxPathLen bytes, a tenant of idemkit.MaxTenantLen). So only
+// httpconfig.MaxPathLen bytes, a tenant of 1024 bytes). So only
 // refused requests and long errors are cut, and a line stays far below
 // the 256 KB CloudWatch Logs keeps of an event.
 const MaxFieldBytes = clip.MaxLogField

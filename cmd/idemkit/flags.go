@@ -11,6 +11,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/idemkey"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // EnvTable names the table when --table is not given.
@@ -71,9 +72,9 @@ func (s *scopeFlags) scope() (idemkit.Scope, string, error) {
 	if s.tenant == "" {
 		return idemkit.Scope{}, "", usagef("--tenant is required")
 	}
-	if len(s.tenant) > idemkit.MaxTenantLen {
+	if len(s.tenant) > recordid.MaxTenantLen {
 		// The guard refuses such a tenant: no record has it.
-		return idemkit.Scope{}, "", usagef("--tenant is %d bytes, at most %d (a longer tenant is refused, so no record has it)", len(s.tenant), idemkit.MaxTenantLen)
+		return idemkit.Scope{}, "", usagef("--tenant is %d bytes, at most %d (a longer tenant is refused, so no record has it)", len(s.tenant), recordid.MaxTenantLen)
 	}
 	if s.operation == "" && !s.accountWide {
 		return idemkit.Scope{}, "", usagef("--operation is required (unless --account-wide)")

@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 	"github.com/idemkit/idemkit/lambda/apigw"
@@ -1074,7 +1075,7 @@ func TestV2LeaseFromDeadline(t *testing.T) {
 	if _, err := h(ctx, ev); err != nil {
 		t.Fatal(err)
 	}
-	if want := deadline.Add(idemkit.DefaultLeaseMargin); !lease.Equal(want) {
+	if want := deadline.Add(policydefault.LeaseMargin); !lease.Equal(want) {
 		t.Errorf("lease until %v, want %v", lease, want)
 	}
 }

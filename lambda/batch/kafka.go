@@ -69,7 +69,7 @@ type kafkaItem struct {
 // required; [TenantFromSource] names the event source ARN (the MSK
 // cluster), or for a self-managed cluster, which has none, the bootstrap
 // servers as the event lists them (their SHA-256 when longer than
-// idemkit.MaxTenantLen). Kafka panics when g or fn is nil, cfg has no
+// 1024 bytes, the longest tenant a guard accepts). Kafka panics when g or fn is nil, cfg has no
 // Tenant, cfg.Fingerprint cannot be used, or cfg.Operation is empty
 // outside Lambda.
 func Kafka(g *idemkit.Guard, cfg KafkaConfig, fn func(context.Context, events.KafkaRecord) error) func(context.Context, events.KafkaEvent) (KafkaEventResponse, error) {

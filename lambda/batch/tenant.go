@@ -5,7 +5,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/tenant"
 )
 
@@ -18,7 +18,7 @@ type Record interface {
 // event source: the queue's, stream's or MSK cluster's ARN, or for a
 // self-managed Kafka cluster, which has none, its bootstrap servers as the
 // event lists them (their SHA-256, "kafka:sha256:…", when longer than
-// idemkit.MaxTenantLen). Record ids are unique per source, so records keyed
+// 1024 bytes, the longest tenant a guard accepts). Record ids are unique per source, so records keyed
 // by their id (the default Key) are then never taken for another
 // source's. With a business key that must hold across sources, name the
 // tenant otherwise. A record without a source fails with
@@ -39,7 +39,7 @@ func TenantFromSource[R Record]() tenant.Func[R] {
 		case events.KafkaRecord:
 			// Kafka passes the event's source in ctx.
 			source, _ := ctx.Value(kafkaSourceKey{}).(string)
-			return hashedOver(source, idemkit.MaxTenantLen), nil
+			return hashedOver(source, recordid.MaxTenantLen), nil
 		}
 		return "", nil
 	}
