@@ -191,7 +191,7 @@ func (e *ClaimUnknownError) Unwrap() error { return e.Err }
 
 // callerCancelled reports whether err, returned by a call made with ctx,
 // is the caller's own cancellation of ctx and leaves nothing held: it is
-// no store failure (EventCancelled). A claim that could not be freed
+// no store failure (observe.EventCancelled). A claim that could not be freed
 // (ErrClaimUnknown) is a store failure even then.
 func callerCancelled(ctx context.Context, err error) bool {
 	return errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, ErrClaimUnknown)

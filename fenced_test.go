@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // by counts the calls in cs made by owner.
@@ -195,7 +196,7 @@ func TestExpiredClaimIsNoTakeover(t *testing.T) {
 	if _, replayed, err := f.do(t, req("k"), respond(201, "x")); err != nil || replayed || f.runs != 1 {
 		t.Fatalf("after the crashed record expired: replayed %v err %v runs %d", replayed, err, f.runs)
 	}
-	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
+	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != observe.EventExecuted {
 		t.Fatalf("events %v, want [executed]", ks)
 	}
 }

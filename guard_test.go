@@ -17,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 type fixture struct {
@@ -95,7 +96,7 @@ func TestExecuteThenReplay(t *testing.T) {
 	if err != nil || replayed || snap.Status != 201 {
 		t.Fatalf("first: %+v %v %v", snap, replayed, err)
 	}
-	if e := f.obs.Last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls != 2 {
+	if e := f.obs.Last(); e.Kind != observe.EventExecuted || e.Usage.Calls != 2 {
 		t.Fatalf("first event %s with %d store calls, want executed with 2", e.Kind, e.Usage.Calls)
 	}
 	f.clock.Advance(time.Hour)
@@ -106,7 +107,7 @@ func TestExecuteThenReplay(t *testing.T) {
 	if f.runs != 1 {
 		t.Fatalf("handler ran %d times, want 1", f.runs)
 	}
-	if e := f.obs.Last(); e.Kind != idemkit.EventReplayed || e.Usage.Calls != 1 || e.Status != 201 {
+	if e := f.obs.Last(); e.Kind != observe.EventReplayed || e.Usage.Calls != 1 || e.Status != 201 {
 		t.Fatalf("replay event %+v, want replayed with 1 store call", e)
 	}
 }
@@ -139,7 +140,7 @@ func TestFingerprintMismatch(t *testing.T) {
 	if !errors.Is(err, idemkit.ErrFingerprintMismatch) {
 		t.Fatalf("err = %v, want ErrFingerprintMismatch", err)
 	}
-	if f.runs != 1 || f.obs.Last().Kind != idemkit.EventMismatch {
+	if f.runs != 1 || f.obs.Last().Kind != observe.EventMismatch {
 		t.Fatalf("runs %d, event %s", f.runs, f.obs.Last().Kind)
 	}
 }
@@ -221,7 +222,7 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 	if !errors.As(err, &pe) || errors.Is(err, idemkit.ErrIndeterminate) || pe.RetryAfter < time.Second {
 		t.Fatalf("first request after the lease: %v, want a *PendingError", err)
 	}
-	if k := f.obs.Last().Kind; k != idemkit.EventConflict {
+	if k := f.obs.Last().Kind; k != observe.EventConflict {
 		t.Fatalf("event %s, want conflict", k)
 	}
 	// Past it, nobody but an operator can tell.
@@ -238,7 +239,7 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Owner != "crashed" || recs[0].Cause != idemkit.CauseLeaseExpired {
 		t.Fatalf("indeterminate listing: %v %v", recs, err)
 	}
-	if k := f.obs.Last().Kind; k != idemkit.EventIndeterminate {
+	if k := f.obs.Last().Kind; k != observe.EventIndeterminate {
 		t.Fatalf("event %s, want indeterminate", k)
 	}
 
@@ -279,7 +280,7 @@ func TestStaleLeaseTakeover(t *testing.T) {
 		t.Fatalf("takeover: %+v %v %v runs %d", snap, replayed, err, f.runs)
 	}
 	ks := f.obs.Kinds()
-	if len(ks) < 2 || ks[len(ks)-2] != idemkit.EventTakeover || ks[len(ks)-1] != idemkit.EventExecuted {
+	if len(ks) < 2 || ks[len(ks)-2] != observe.EventTakeover || ks[len(ks)-1] != observe.EventExecuted {
 		t.Fatalf("events %v, want ... takeover, executed", ks)
 	}
 	// The crashed owner can no longer complete over the new result: its
@@ -347,7 +348,7 @@ func TestHandlerErrorReleases(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the handler's error", err)
 	}
-	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
+	if k := f.obs.Last().Kind; k != observe.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
 	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed || f.runs != 2 {
@@ -433,7 +434,7 @@ func TestCompletionFailure(t *testing.T) {
 		t.Fatalf("completion attempted %d times, want 3", n)
 	}
 	e := f.obs.Last()
-	if e.Kind != idemkit.EventCompletionFailed || !errors.Is(e.Err, idemkit.ErrStoreUnavailable) {
+	if e.Kind != observe.EventCompletionFailed || !errors.Is(e.Err, idemkit.ErrStoreUnavailable) {
 		t.Fatalf("event %+v, want completion_failed", e)
 	}
 	// The record is left to the lease policy: in flight, then indeterminate.
@@ -484,7 +485,7 @@ func TestEmptyKeyRefused(t *testing.T) {
 	if _, err := getLive(context.Background(), f.store, r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("a record was stored for a request without a key: %v", err)
 	}
-	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventRefused {
+	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != observe.EventRefused {
 		t.Fatalf("events %v, want [refused]", ks)
 	}
 }
@@ -732,7 +733,7 @@ func TestUUIDv7KeyAgeLiveRecord(t *testing.T) {
 				t.Fatalf("handler ran %d times, want %d", f.runs, tc.runs)
 			}
 			if tc.first == nil && !tc.outage {
-				if e := f.obs.Last(); e.Kind != idemkit.EventRefused || e.Usage.Calls != 1 {
+				if e := f.obs.Last(); e.Kind != observe.EventRefused || e.Usage.Calls != 1 {
 					t.Errorf("event %s with %d store calls, want refused after one read", e.Kind, e.Usage.Calls)
 				}
 				if _, err := getLive(context.Background(), f.store, r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
@@ -881,7 +882,7 @@ func TestMarkRaceLooksAgain(t *testing.T) {
 func TestRefuseIsObserved(t *testing.T) {
 	f := newFixture(t, nil)
 	f.guard.Refuse(context.Background(), req("k").Scope, idemkey.ErrMalformed)
-	if e := f.obs.Last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkey.ErrMalformed) || e.Scope.Tenant != "acme" {
+	if e := f.obs.Last(); e.Kind != observe.EventRefused || !errors.Is(e.Err, idemkey.ErrMalformed) || e.Tenant != "acme" {
 		t.Fatalf("event %+v, want refused", e)
 	}
 	if _, err := getLive(context.Background(), f.store, req("k").Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
@@ -1027,14 +1028,14 @@ func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 		name         string
 		fails        string // the change whose writes fail (faultstore.Op), if any
 		cancel       bool
-		want         idemkit.EventKind
+		want         observe.EventKind
 		claimUnknown bool
 	}{
-		{name: "cancelled", cancel: true, want: idemkit.EventCancelled},
-		{name: "store down", fails: faultstore.OpClaim, want: idemkit.EventStoreError},
-		{name: "cancelled, store down", fails: faultstore.OpClaim, cancel: true, want: idemkit.EventStoreError},
+		{name: "cancelled", cancel: true, want: observe.EventCancelled},
+		{name: "store down", fails: faultstore.OpClaim, want: observe.EventStoreError},
+		{name: "cancelled, store down", fails: faultstore.OpClaim, cancel: true, want: observe.EventStoreError},
 		{name: "cancelled, claim not freed", fails: faultstore.OpRelease, cancel: true,
-			want: idemkit.EventStoreError, claimUnknown: true},
+			want: observe.EventStoreError, claimUnknown: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, fs := faultFixture(t, nil)
@@ -1054,7 +1055,7 @@ func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 			if e.Kind != tc.want || e.Err != err {
 				t.Fatalf("event %s (err %v), want %s with the returned error", e.Kind, e.Err, tc.want)
 			}
-			if tc.want == idemkit.EventCancelled && !errors.Is(e.Err, context.Canceled) {
+			if tc.want == observe.EventCancelled && !errors.Is(e.Err, context.Canceled) {
 				t.Fatalf("cancelled event's error %v is not context.Canceled", e.Err)
 			}
 		})

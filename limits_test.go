@@ -9,6 +9,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/recordid"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestScopeIDBounded: an ID is at most MaxIDLen bytes whatever the scope;
@@ -112,7 +113,7 @@ func TestTenantTooLong(t *testing.T) {
 	if !errors.Is(err, idemkit.ErrTenantTooLong) || !errors.Is(err, idemkit.ErrTenantMissing) || f.runs != 0 {
 		t.Fatalf("err %v runs %d, want ErrTenantTooLong (ErrTenantMissing) and no run", err, f.runs)
 	}
-	if e := f.obs.Last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrTenantTooLong) {
+	if e := f.obs.Last(); e.Kind != observe.EventRefused || !errors.Is(e.Err, idemkit.ErrTenantTooLong) {
 		t.Fatalf("event %+v, want a refusal", e)
 	}
 	r.Scope.Tenant = strings.Repeat("t", recordid.MaxTenantLen)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestRenewalStartsLazily: a request without a deadline whose handler
@@ -25,7 +27,7 @@ func TestRenewalStartsLazily(t *testing.T) {
 		t.Errorf("a goroutine of the renewal runs before its first interval:\n%s", buf[:n])
 	}
 	stop()
-	if u := acc.load(); u != (Usage{}) {
+	if u := acc.load(); u != (observe.Usage{}) {
 		t.Fatalf("stopped before the first interval: usage %+v, want none", u)
 	}
 }

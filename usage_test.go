@@ -7,13 +7,14 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestUsageConcurrentAdds: a handler may make store calls from several
 // goroutines; each call is counted once and the race detector stays quiet.
 func TestUsageConcurrentAdds(t *testing.T) {
-	var got idemkit.Usage
-	obs := idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) { got = e.Usage })
+	var got observe.Usage
+	obs := observe.ObserverFunc(func(_ context.Context, e observe.Event) { got = e.Usage })
 	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestCodecMixed: a body stored by a store with one codec is replayed
@@ -101,7 +102,7 @@ func TestCodecDefault(t *testing.T) {
 		obs := &eventlog.Log{}
 		g, _ := idemkit.New(idemkit.Config{Store: s, Observer: obs})
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}, Fingerprint: "v2:sha256:default"}
-		var claim idemkit.Usage
+		var claim observe.Usage
 		snap, _, err := g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
 			claim, _ = idemkit.UsageFrom(ctx)
 			return &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // distinctNames returns a raw query of n distinct parameter names without
@@ -52,8 +53,8 @@ func TestMiddlewareQueryBound(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var refused []error
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-				if e.Kind == idemkit.EventRefused {
+			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
+				if e.Kind == observe.EventRefused {
 					refused = append(refused, e.Err)
 				}
 			})})

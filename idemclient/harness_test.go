@@ -18,6 +18,7 @@ import (
 	"github.com/idemkit/idemkit/idemclient"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // serverClock is an idemkit.Clock reading a test clock; its timers are
@@ -54,7 +55,7 @@ func (a *api) start(t *testing.T) *httptest.Server {
 	cfg := a.guard
 	cfg.Store, cfg.Clock, cfg.Policy = a.store, serverClock{a.clock}, a.policy
 	if cfg.Observer == nil {
-		cfg.Observer = idemkit.ObserverFunc(func(context.Context, idemkit.Event) {}) // no log lines of store failures
+		cfg.Observer = observe.ObserverFunc(func(context.Context, observe.Event) {}) // no log lines of store failures
 	}
 	g, err := idemkit.New(cfg)
 	if err != nil {

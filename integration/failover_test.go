@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/internal/uuidv7"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // A tenant's home region is lost with a payment not yet replicated, and an
@@ -62,7 +63,7 @@ func TestRegionsFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+		g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
 			if e.Err != nil {
 				mu.Lock()
 				errs = append(errs, e.Err)

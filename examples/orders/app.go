@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // HandlerFunc is the signature lambda.Start runs for an HTTP API (payload
@@ -46,7 +47,7 @@ type Options struct {
 	// record retention; stale leases fail closed: this API moves money).
 	Policy idemkit.Policy
 	// Observer receives every idempotency outcome. Nil: none.
-	Observer idemkit.Observer
+	Observer observe.Observer
 	// Logger receives one line per request and every failure. Nil:
 	// slog.Default().
 	Logger *slog.Logger

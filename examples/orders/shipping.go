@@ -21,6 +21,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // EnvShippingQueue is the URL of the shipping queue the orders function
@@ -137,7 +138,7 @@ type WorkerOptions struct {
 	// Policy is the idempotency policy of ShippingOperation. Stale leases
 	// fail closed (the zero value): a shipment is never made twice.
 	Policy   idemkit.Policy
-	Observer idemkit.Observer
+	Observer observe.Observer
 	Logger   *slog.Logger  // nil: slog.Default()
 	Clock    idemkit.Clock // nil: the system clock
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // sizedFront sends one guarded POST with the given key, path and raw query
@@ -154,9 +155,9 @@ func TestFrontsBoundPathAndQuery(t *testing.T) {
 	} {
 		for _, name := range []string{"v1", "v2", "url", "alb", "httpmw"} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
-				var refused []idemkit.Event
-				g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-					if e.Kind == idemkit.EventRefused {
+				var refused []observe.Event
+				g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
+					if e.Kind == observe.EventRefused {
 						refused = append(refused, e)
 					}
 				})})
@@ -177,7 +178,7 @@ func TestFrontsBoundPathAndQuery(t *testing.T) {
 				if len(refused) != 1 || !errors.Is(refused[0].Err, tc.err) {
 					t.Fatalf("refusals %v, want one %v", refused, tc.err)
 				}
-				if op := refused[0].Scope.Operation; len(op) > 256 {
+				if op := refused[0].Operation; len(op) > 256 {
 					t.Errorf("reported operation of %d bytes", len(op))
 				}
 			})

@@ -37,7 +37,7 @@ func logUnobserved(ctx context.Context, g *idemkit.Guard, scope idemkit.Scope, e
 
 // callerCancelled reports whether err, returned by a call made with ctx,
 // is the caller's own cancellation of ctx and leaves nothing held, which
-// the guard reports as idemkit.EventCancelled: no store failure. A claim
+// the guard reports as observe.EventCancelled: no store failure. A claim
 // that could not be freed (idemkit.ErrClaimUnknown) is a store failure
 // even then.
 func callerCancelled(ctx context.Context, err error) bool {

@@ -23,6 +23,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/observe"
 )
 
 type v2Handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
@@ -185,7 +186,7 @@ func TestV2MethodCase(t *testing.T) {
 	}
 	ops := map[string]bool{}
 	for _, ev := range e.Events() {
-		ops[ev.Scope.Operation] = true
+		ops[ev.Operation] = true
 	}
 	if !ops["post /orders"] || !ops["POST /orders"] || len(ops) != 2 {
 		t.Errorf("operations %v, want post /orders and POST /orders", ops)
@@ -376,7 +377,7 @@ func TestV2TenantMissing(t *testing.T) {
 				t.Error("handler ran without a tenant")
 			}
 			evs := e.Events()
-			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrTenantMissing) {
+			if len(evs) != 1 || evs[0].Kind != observe.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrTenantMissing) {
 				t.Fatalf("events %+v, want one refused ErrTenantMissing", evs)
 			}
 			if tc.name == "extractor error" && !errors.Is(evs[0].Err, errDirectoryDown) {
@@ -413,7 +414,7 @@ func TestV2TenantExtractors(t *testing.T) {
 				t.Fatalf("%d %s", r.StatusCode, r.Body)
 			}
 			evs := e.Events()
-			if len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
+			if len(evs) != 1 || evs[0].Tenant != tc.want {
 				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
 			}
 		})
@@ -439,7 +440,7 @@ func TestV2Operations(t *testing.T) {
 		if r := call(t, h, capture(t, "2")); replayed(r) || o.runs.Load() != 2 {
 			t.Fatalf("capture of order 2 replayed order 1's")
 		}
-		if op := e.Events()[1].Scope.Operation; op != "POST /orders/2/capture" {
+		if op := e.Events()[1].Operation; op != "POST /orders/2/capture" {
 			t.Errorf("operation %q", op)
 		}
 	})
@@ -456,7 +457,7 @@ func TestV2Operations(t *testing.T) {
 		if r := call(t, h, capture(t, "1")); !replayed(r) || o.runs.Load() != 1 {
 			t.Fatalf("retry of order 1's capture: %d replayed=%v", r.StatusCode, replayed(r))
 		}
-		if op := e.Events()[0].Scope.Operation; op != "POST /orders/{id}/capture" {
+		if op := e.Events()[0].Operation; op != "POST /orders/{id}/capture" {
 			t.Errorf("operation %q", op)
 		}
 	})
@@ -474,7 +475,7 @@ func TestV2Operations(t *testing.T) {
 			if r := call(t, h, ev); replayed(r) {
 				t.Fatalf("%s replayed the response for /orders/1/capture", tc.path)
 			}
-			if op := e.Events()[len(e.Events())-1].Scope.Operation; op != "POST "+tc.path {
+			if op := e.Events()[len(e.Events())-1].Operation; op != "POST "+tc.path {
 				t.Errorf("operation %q", op)
 			}
 		})
@@ -496,7 +497,7 @@ func TestV2Operations(t *testing.T) {
 		e := newEnv(t, nil)
 		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), Settings: httpconfig.Settings{RouteTemplate: true}}, (&orders{}).handle)
 		call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json"))
-		if op := e.Events()[0].Scope.Operation; op != "POST /internal/refunds" {
+		if op := e.Events()[0].Operation; op != "POST /internal/refunds" {
 			t.Errorf("operation %q for a $default route", op)
 		}
 	})
@@ -1104,7 +1105,7 @@ func TestV2RefusalsAreObserved(t *testing.T) {
 				t.Fatalf("status %d, runs %d; want 400 and no run", r.StatusCode, o.runs.Load())
 			}
 			evs := e.Events()
-			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, tc.want) || evs[0].Scope.Tenant == "" {
+			if len(evs) != 1 || evs[0].Kind != observe.EventRefused || !errors.Is(evs[0].Err, tc.want) || evs[0].Tenant == "" {
 				t.Fatalf("events %+v, want one refused %v with the tenant", evs, tc.want)
 			}
 		})

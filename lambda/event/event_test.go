@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 	"github.com/idemkit/idemkit/tenant"
 )
 
@@ -239,8 +240,8 @@ func TestTenantError(t *testing.T) {
 	if x.runs.Load() != 0 {
 		t.Error("handler ran")
 	}
-	if observed := obs.Events(); len(observed) != 1 || observed[0].Kind != idemkit.EventRefused || !errors.Is(observed[0].Err, errDirectory) ||
-		!errors.Is(observed[0].Err, idemkit.ErrTenantMissing) || observed[0].Scope.Operation != "transfers.execute" {
+	if observed := obs.Events(); len(observed) != 1 || observed[0].Kind != observe.EventRefused || !errors.Is(observed[0].Err, errDirectory) ||
+		!errors.Is(observed[0].Err, idemkit.ErrTenantMissing) || observed[0].Operation != "transfers.execute" {
 		t.Errorf("observed %+v, want one refusal carrying the Tenant error", observed)
 	}
 }
