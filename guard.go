@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/retryafter"
+	"github.com/idemkit/idemkit/internal/usage"
 	"github.com/idemkit/idemkit/observe"
 )
 
@@ -264,14 +265,14 @@ type call struct {
 	req    Request
 	policy Policy
 	start  time.Time
-	usage  *usageAcc
+	usage  *usage.Acc
 	ev     observe.Event
 }
 
 func (g *Guard) newCall(ctx context.Context, req Request) *call {
 	start := g.now()
-	ctx, usage := withUsage(ctx)
-	return &call{g: g, ctx: ctx, req: req, policy: g.Policy(req.Scope.Operation), start: start, usage: usage,
+	ctx, acc := withUsage(ctx)
+	return &call{g: g, ctx: ctx, req: req, policy: g.Policy(req.Scope.Operation), start: start, usage: acc,
 		ev: observe.Event{Tenant: req.Scope.Tenant, Operation: req.Scope.Operation, Key: req.Scope.Key, Started: start}}
 }
 
@@ -282,7 +283,7 @@ func (c *call) emit(kind observe.EventKind, status int, err error) {
 	}
 	c.ev.Kind, c.ev.Status, c.ev.Err = kind, status, err
 	c.ev.Duration = c.g.now().Sub(c.start)
-	c.ev.Usage = c.usage.load()
+	c.ev.Usage = c.usage.Load()
 	c.g.observer.Observe(c.ctx, c.ev)
 }
 

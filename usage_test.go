@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/usage"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/observe"
 )
@@ -32,8 +33,8 @@ func TestUsageConcurrentAdds(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if u, ok := idemkit.UsageFrom(ctx); !ok || u.Calls < workers*each {
-			t.Errorf("UsageFrom inside the handler = %+v %v", u, ok)
+		if u, ok := usage.From(ctx); !ok || u.Calls < workers*each {
+			t.Errorf("usage.From inside the handler = %+v %v", u, ok)
 		}
 		return &idemkit.Snapshot{Status: 201}, nil
 	})

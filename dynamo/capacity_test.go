@@ -18,6 +18,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/usage"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/observe"
 	"github.com/idemkit/idemkit/warmcache"
@@ -186,7 +187,7 @@ func TestCapacityUnits(t *testing.T) {
 		var afterClaim observe.Usage
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "3b241101-e2bb-4255-8caf-4136c566a962"}, Fingerprint: "v1:sha256:8a4b0c8f9e2d7a61c3f05e4b92d1a7c6e0f38b5d2a9c4e17f6b3d8a05c2e9f14"}
 		_, _, err = g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
-			afterClaim, _ = idemkit.UsageFrom(ctx)
+			afterClaim, _ = usage.From(ctx)
 			return &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/ord_0190a5dac96774b"}}, Body: body}, nil
 		})
 		if err != nil {

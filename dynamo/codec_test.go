@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/usage"
 	"github.com/idemkit/idemkit/observe"
 )
 
@@ -104,7 +105,7 @@ func TestCodecDefault(t *testing.T) {
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}, Fingerprint: "v2:sha256:default"}
 		var claim observe.Usage
 		snap, _, err := g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
-			claim, _ = idemkit.UsageFrom(ctx)
+			claim, _ = usage.From(ctx)
 			return &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
 		})
 		if err != nil || !bytes.Equal(snap.Body, body) {
