@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/retryafter"
 	"github.com/idemkit/idemkit/internal/usage"
@@ -34,7 +35,7 @@ type Config struct {
 	Observer observe.Observer
 	// Clock is the time the guard reads and the timers it sets. Nil: the
 	// system clock.
-	Clock Clock
+	Clock clock.Clock
 	// NewToken returns a fresh owner token. Nil: 128 random bits
 	// (crypto/rand.Text: 26 characters, 10 fewer than a UUID's, sent twice
 	// in each write of a fresh request). Tokens

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/idemclient"
 	"github.com/idemkit/idemkit/internal/testclock"
@@ -21,11 +22,11 @@ import (
 	"github.com/idemkit/idemkit/observe"
 )
 
-// serverClock is an idemkit.Clock reading a test clock; its timers are
+// serverClock is an clock.Clock reading a test clock; its timers are
 // real (no test here waits for a lease renewal).
 type serverClock struct{ *testclock.Clock }
 
-func (c serverClock) AfterFunc(d time.Duration, f func()) idemkit.Timer { return time.AfterFunc(d, f) }
+func (c serverClock) AfterFunc(d time.Duration, f func()) clock.Timer { return time.AfterFunc(d, f) }
 
 // api is an idemkit-guarded net/http API over memstore: POST /orders and
 // POST /payments answer 201 with a new id, counting the runs of the

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/examples/orders"
 	"github.com/idemkit/idemkit/internal/dynalite"
@@ -64,7 +65,7 @@ type hwInstance struct {
 
 type hwOptions struct {
 	policy   idemkit.Policy
-	clock    idemkit.Clock
+	clock    clock.Clock
 	callTime time.Duration
 	cache    bool // put a warmcache.Store in front of the store
 	// repoGap is the repository's DeadlineGap; zero: its default.

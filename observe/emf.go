@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/internal/clip"
 )
 
@@ -63,9 +64,8 @@ type EMF struct {
 	Namespace string
 	// Dimensions are fixed dimensions of every metric ("Service": "orders").
 	Dimensions map[string]string
-	// Clock is the time of the metric timestamps, such as the guard's
-	// idemkit.Clock. Nil: the system clock.
-	Clock interface{ Now() time.Time }
+	// Clock is the time of the metric timestamps. Nil: the system clock.
+	Clock clock.Clock
 	// Tenant and Key say whether and how the scope's tenant and
 	// Idempotency-Key are written as properties ("tenant", "key"). Zero:
 	// Omitted; Logger lines carry them.

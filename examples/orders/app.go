@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/observe"
@@ -53,7 +54,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is the time the guard and the handlers read. Nil: the system
 	// clock.
-	Clock idemkit.Clock
+	Clock clock.Clock
 	// Outbox, when set, is sent a ShipRequest for every order created (and
 	// again when a request is run again): the shipping worker's queue.
 	// Nil: none is sent.

@@ -19,6 +19,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/observe"
@@ -139,8 +140,8 @@ type WorkerOptions struct {
 	// fail closed (the zero value): a shipment is never made twice.
 	Policy   idemkit.Policy
 	Observer observe.Observer
-	Logger   *slog.Logger  // nil: slog.Default()
-	Clock    idemkit.Clock // nil: the system clock
+	Logger   *slog.Logger // nil: slog.Default()
+	Clock    clock.Clock  // nil: the system clock
 }
 
 // SQSHandlerFunc is the signature lambda.Start runs for an SQS event

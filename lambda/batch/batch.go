@@ -69,6 +69,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/internal/eventreq"
 	"github.com/idemkit/idemkit/lambda/event"
@@ -166,7 +167,7 @@ type Config[R any] struct {
 	OnFailure func(ctx context.Context, f Failure)
 	// Clock is the time against which the deadline is read. Nil: the
 	// system clock.
-	Clock idemkit.Clock
+	Clock clock.Clock
 }
 
 // Failure is a record reported failed, and why.
