@@ -1,31 +1,13 @@
 package idemkit
 
-import "time"
+import (
+	"time"
 
-// Clock is the time a Guard reads and the timers it sets: the lease
-// renewals, the watch that tells a handler its run can no longer be
-// protected, and the pauses between store attempts. A simulation or a
-// test that steps time gives the Guard its own Clock; nil in Config is the
-// system clock.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has passed, as
-	// time.AfterFunc does.
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-// Timer is a timer set by a [Clock], as a *time.Timer from time.AfterFunc.
-type Timer interface {
-	// Stop prevents the timer from firing; it reports whether it did.
-	Stop() bool
-	// Reset makes the timer fire d from now; it reports whether it was
-	// active.
-	Reset(d time.Duration) bool
-}
+	"github.com/idemkit/idemkit/clock"
+)
 
 // afterFunc sets a timer on the guard's clock.
-func (g *Guard) afterFunc(d time.Duration, f func()) Timer {
+func (g *Guard) afterFunc(d time.Duration, f func()) clock.Timer {
 	if g.cfg.Clock != nil {
 		return g.cfg.Clock.AfterFunc(d, f)
 	}
@@ -34,7 +16,7 @@ func (g *Guard) afterFunc(d time.Duration, f func()) Timer {
 
 // after returns a channel closed once d has passed on the guard's clock,
 // and the timer behind it.
-func (g *Guard) after(d time.Duration) (<-chan struct{}, Timer) {
+func (g *Guard) after(d time.Duration) (<-chan struct{}, clock.Timer) {
 	c := make(chan struct{})
 	return c, g.afterFunc(d, func() { close(c) })
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -36,7 +37,7 @@ func (c *stepClock) Now() time.Time {
 	return c.now
 }
 
-func (c *stepClock) AfterFunc(d time.Duration, f func()) idemkit.Timer {
+func (c *stepClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.mu.Lock()
 	t := &stepTimer{c: c, at: c.now.Add(d), f: f, active: true}
 	c.timers = append(c.timers, t)

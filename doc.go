@@ -98,5 +98,6 @@
 // Adapters for API Gateway, Function URLs, ALB and net/http live in
 // packages lambda/apigw, lambda/alb and httpmw; lambda/event guards
 // non-HTTP events (SQS, EventBridge, Step Functions). Package observe
-// turns [Event] values into log lines and metrics.
+// holds the [observe.Observer] a Guard reports every outcome to, and
+// observers that turn its events into log lines and metrics.
 package idemkit

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -225,7 +226,7 @@ func TestPolicyDefaultsDocumented(t *testing.T) {
 		"docs/DESIGN.md": {
 			"| `ReplayWindow` | " + human(p.ReplayWindow) + " |",
 			"| `RecordRetention` | " + human(p.RecordRetention) + " |",
-			"| `Lease` | the Lambda deadline + " + human(p.LeaseMargin) + " (" + human(idemkit.DefaultLease) + " without a deadline) |",
+			"| `Lease` | the Lambda deadline + " + human(p.LeaseMargin) + " (" + human(policydefault.Lease) + " without a deadline) |",
 			"| `OnStaleLease` | `FailClosed` |",
 			"| `KeyClockSkew` | " + human(p.KeyClockSkew) + " |",
 		},

@@ -5,28 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/idemkit/idemkit/internal/recordid"
 )
-
-// ErrInvalidKey is wrapped by every error [ParseKey] returns.
-var ErrInvalidKey = errors.New("idemkit: invalid Idempotency-Key")
-
-// The reasons a key is refused. Each is also [ErrInvalidKey] under errors.Is.
-var (
-	ErrKeyMissing     = &KeyError{Reason: "missing"}
-	ErrKeyEmpty       = &KeyError{Reason: "empty"}
-	ErrKeyTooLong     = &KeyError{Reason: "too long"}
-	ErrKeyInvalidChar = &KeyError{Reason: "character not allowed in a key"}
-	ErrKeyMalformed   = &KeyError{Reason: "malformed"}
-	ErrKeyMultiple    = &KeyError{Reason: "two different values in one request"}
-)
-
-// KeyError says why an Idempotency-Key value was refused.
-type KeyError struct{ Reason string }
-
-func (e *KeyError) Error() string { return "idemkit: invalid Idempotency-Key: " + e.Reason }
-
-// Is reports whether target is ErrInvalidKey.
-func (e *KeyError) Is(target error) bool { return target == ErrInvalidKey }
 
 // ErrInvalidConfig is wrapped by the error [New] returns for a
 // configuration it refuses (such as a RecordRetention below the
@@ -37,6 +18,9 @@ var ErrInvalidConfig = errors.New("idemkit: invalid configuration")
 var (
 	// ErrTenantMissing: the request has no tenant. The guard fails closed.
 	ErrTenantMissing = errors.New("idemkit: no tenant for the request (misconfiguration)")
+	// ErrKeyEmpty: the request has no key (an empty Scope.Key). Package
+	// idemkey refuses an empty Idempotency-Key with it too.
+	ErrKeyEmpty = errors.New("idemkit: invalid Idempotency-Key: empty")
 	// ErrFingerprintMismatch: the key was used before with a different request.
 	ErrFingerprintMismatch = errors.New("idemkit: idempotency key reused with a different request")
 	// ErrOperationMismatch: with account-wide keys, the key was used before
@@ -104,45 +88,10 @@ var (
 // such a run, and the Observer's event, wrap ErrLeaseLost.
 var ErrLeaseLost = errors.New("idemkit: the lease on the idempotency key was lost")
 
-// ErrTenantTooLong: the tenant is longer than [MaxTenantLen] bytes. It is
+// ErrTenantTooLong: the tenant is longer than 1024 bytes. It is
 // also ErrTenantMissing under errors.Is. Like a missing tenant it is a
 // misconfiguration, and the request fails closed.
-var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrTenantMissing, MaxTenantLen)
-
-// ErrTenantInexact is wrapped by the error of a tenant extractor given an
-// identity that cannot name a tenant exactly. Such an identity is a number
-// past 2^53-1 decoded as float64 (the decoder may have rounded it, and
-// another caller's number to the same value), a fraction, a boolean, an
-// object, an array, or text that spells one of them lossily. Like any
-// tenant error, it fails the request closed. A tenant is exact or refused,
-// never rounded into another caller's.
-var ErrTenantInexact = errors.New("idemkit: the caller's identity cannot name a tenant exactly")
-
-// MaxPathLen is the longest request path, in bytes, that the HTTP adapters
-// guard. The operation names the path, and it is stored and logged with
-// every record. A guarded request with a longer path is refused before the
-// store with [ErrPathTooLong].
-const MaxPathLen = 2048
-
-// MaxQueryParams is the most query parameters the HTTP adapters read from
-// a guarded request. It is the default limit of net/url since Go 1.26, and
-// parameters are counted as net/url counts them: one more than the "&" of
-// a raw query, or the values of an event's parameters. A guarded request
-// with more is refused before the store with [ErrQueryTooLarge], because
-// its handler would read no parameter at all.
-const MaxQueryParams = 10000
-
-// Errors the HTTP adapters report to the Observer for a guarded request
-// they refuse before the store, with a 414 problem.
-var (
-	// ErrPathTooLong: the request path is over MaxPathLen bytes
-	// (path-too-long).
-	ErrPathTooLong = fmt.Errorf("idemkit: request path longer than %d bytes", MaxPathLen)
-	// ErrQueryTooLarge: the query string has more than MaxQueryParams
-	// parameters (query-too-large). With fingerprint.Options.IgnoreQuery,
-	// the query is not read and not bounded.
-	ErrQueryTooLarge = fmt.Errorf("idemkit: query string with more than %d parameters", MaxQueryParams)
-)
+var ErrTenantTooLong = fmt.Errorf("%w: tenant longer than %d bytes", ErrTenantMissing, recordid.MaxTenantLen)
 
 // Errors returned by a [Store].
 var (
@@ -240,10 +189,10 @@ func (e *ClaimUnknownError) Is(target error) bool { return target == ErrClaimUnk
 // Unwrap returns the claim's and the release's errors.
 func (e *ClaimUnknownError) Unwrap() error { return e.Err }
 
-// CallerCancelled reports whether err, returned by a call made with ctx,
+// callerCancelled reports whether err, returned by a call made with ctx,
 // is the caller's own cancellation of ctx and leaves nothing held: it is
-// no store failure. A claim that could not be freed (ErrClaimUnknown) is
-// a store failure even then. An adapter uses it to decide what to log.
-func CallerCancelled(ctx context.Context, err error) bool {
+// no store failure (observe.EventCancelled). A claim that could not be freed
+// (ErrClaimUnknown) is a store failure even then.
+func callerCancelled(ctx context.Context, err error) bool {
 	return errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, ErrClaimUnknown)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/memstore"
 )
 
@@ -23,7 +24,7 @@ func ExampleGuard_Do() {
 			Body:   []byte(`{"id":"pay_1","status":"captured"}`),
 		}, nil
 	}
-	key, _ := idemkit.ParseKey([]string{`"8e03978e-40d5-43e8-bc93-6894a57f9324"`}, idemkit.KeyOptions{})
+	key, _ := idemkey.Parse([]string{`"8e03978e-40d5-43e8-bc93-6894a57f9324"`}, idemkey.Options{})
 	req := idemkit.Request{
 		Scope:       idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: key},
 		Fingerprint: "v2:sha256:…", // from package fingerprint
@@ -41,18 +42,6 @@ func ExampleGuard_Do() {
 	// 201 {"id":"pay_1","status":"captured"} replayed: true
 }
 
-func ExampleParseKey() {
-	for _, v := range []string{`abc`, `"abc"`, `"a b"`, `a b`} {
-		k, err := idemkit.ParseKey([]string{v}, idemkit.KeyOptions{})
-		fmt.Printf("%q -> %q %v\n", v, k, err)
-	}
-	// Output:
-	// "abc" -> "abc" <nil>
-	// "\"abc\"" -> "abc" <nil>
-	// "\"a b\"" -> "a b" <nil>
-	// "a b" -> "" idemkit: invalid Idempotency-Key: character not allowed in a key: a space at offset 1 of a bare key (send a key with spaces quoted: "\"a b\"")
-}
-
 func ExampleScope_ID() {
 	short := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k-001"}
 	fmt.Println(short.ID(false))
@@ -64,13 +53,4 @@ func ExampleScope_ID() {
 	// Output:
 	// o1|4:acme12:POST /orders5:k-001
 	// o1h|4:acme 74
-}
-
-func ExampleParseKey_joinedLines() {
-	// API Gateway v2 joins header lines with commas: the same key sent
-	// bare and quoted is still one key.
-	k, err := idemkit.ParseKey([]string{`0190a1b2-40d5-43e8-bc93-6894a57f9324, "0190a1b2-40d5-43e8-bc93-6894a57f9324"`}, idemkit.KeyOptions{})
-	fmt.Println(k, err)
-	// Output:
-	// 0190a1b2-40d5-43e8-bc93-6894a57f9324 <nil>
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // by counts the calls in cs made by owner.
@@ -193,7 +194,7 @@ func TestExpiredClaimIsNoTakeover(t *testing.T) {
 	crash(t, f, req("k"), time.Second)
 	f.clock.Advance(7*24*time.Hour + time.Second)
 	f.mustRun(t, req("k"), respond(201, "x"), 1, "after the crashed record expired")
-	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
+	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != observe.EventExecuted {
 		t.Fatalf("events %v, want [executed]", ks)
 	}
 }

@@ -9,7 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkit/idemkit/clock"
+	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/retryafter"
+	"github.com/idemkit/idemkit/internal/usage"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // Config configures a [Guard]. Only Store is required; every other zero
@@ -28,10 +32,10 @@ type Config struct {
 	AccountWide bool
 	// Observer receives every outcome. Nil: none, but the adapters still
 	// log store failures through slog.Default (see Guard.Observed).
-	Observer Observer
+	Observer observe.Observer
 	// Clock is the time the guard reads and the timers it sets. Nil: the
 	// system clock.
-	Clock Clock
+	Clock clock.Clock
 	// NewToken returns a fresh owner token. Nil: 128 random bits
 	// (crypto/rand.Text: 26 characters, 10 fewer than a UUID's, sent twice
 	// in each write of a fresh request). Tokens
@@ -99,14 +103,14 @@ type Guard struct {
 	operationPolicies map[string]Policy // Config.Operations, defaults filled in
 	now               func() time.Time
 	newToken          func() string
-	observer          Observer      // nil: none
-	writeAttempts     int           // attempts of each write after the handler ran
-	writeTimeout      time.Duration // timeout of each write after the handler ran
-	claimAttempts     int           // attempts of a failing claim
-	claimBackoff      time.Duration // pause before the second claim attempt
-	claims            writer        // the request's writes: claims, marks
-	writes            writer        // the writes made after the handler ran
-	renewals          writer        // lease renewals: one attempt each
+	observer          observe.Observer // nil: none
+	writeAttempts     int              // attempts of each write after the handler ran
+	writeTimeout      time.Duration    // timeout of each write after the handler ran
+	claimAttempts     int              // attempts of a failing claim
+	claimBackoff      time.Duration    // pause before the second claim attempt
+	claims            writer           // the request's writes: claims, marks
+	writes            writer           // the writes made after the handler ran
+	renewals          writer           // lease renewals: one attempt each
 }
 
 // Defaults of the zero Config fields.
@@ -192,7 +196,7 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 		return
 	}
 	now := g.now()
-	g.observer.Observe(ctx, Event{Kind: EventRefused, Scope: scope, Err: err, Started: now})
+	g.observer.Observe(ctx, observe.Event{Kind: observe.EventRefused, Tenant: scope.Tenant, Operation: scope.Operation, Key: scope.Key, Err: err, Started: now})
 }
 
 // Do runs h at most once for req.Scope and returns the response to send.
@@ -240,12 +244,12 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 // becomes indeterminate at once. When h panics or calls runtime.Goexit, the
 // claim is released and the panic goes on with its own stack. When the
 // outcome cannot be stored after h ran, Do still returns h's response and
-// reports EventCompletionFailed. The record is then left to its lease
+// reports observe.EventCompletionFailed. The record is then left to its lease
 // policy.
 func (g *Guard) Do(ctx context.Context, req Request, h Handler) (snap *Snapshot, replayed bool, err error) {
 	c := g.newCall(ctx, req)
 	if err = c.refused(); err != nil {
-		c.emit(EventRefused, 0, err)
+		c.emit(observe.EventRefused, 0, err)
 		return nil, false, err
 	}
 	rec := c.record()
@@ -262,25 +266,25 @@ type call struct {
 	req    Request
 	policy Policy
 	start  time.Time
-	usage  *usageAcc
-	ev     Event
+	usage  *usage.Acc
+	ev     observe.Event
 }
 
 func (g *Guard) newCall(ctx context.Context, req Request) *call {
 	start := g.now()
-	ctx, usage := withUsage(ctx)
-	return &call{g: g, ctx: ctx, req: req, policy: g.Policy(req.Scope.Operation), start: start, usage: usage,
-		ev: Event{Scope: req.Scope, Started: start}}
+	ctx, acc := withUsage(ctx)
+	return &call{g: g, ctx: ctx, req: req, policy: g.Policy(req.Scope.Operation), start: start, usage: acc,
+		ev: observe.Event{Tenant: req.Scope.Tenant, Operation: req.Scope.Operation, Key: req.Scope.Key, Started: start}}
 }
 
 // emit reports the call's outcome to the observer.
-func (c *call) emit(kind EventKind, status int, err error) {
+func (c *call) emit(kind observe.EventKind, status int, err error) {
 	if c.g.observer == nil {
 		return
 	}
 	c.ev.Kind, c.ev.Status, c.ev.Err = kind, status, err
 	c.ev.Duration = c.g.now().Sub(c.start)
-	c.ev.Usage = c.usage.load()
+	c.ev.Usage = c.usage.Load()
 	c.g.observer.Observe(c.ctx, c.ev)
 }
 
@@ -289,7 +293,7 @@ func (c *call) refused() error {
 	switch {
 	case c.req.Scope.Tenant == "":
 		return ErrTenantMissing
-	case len(c.req.Scope.Tenant) > MaxTenantLen:
+	case len(c.req.Scope.Tenant) > recordid.MaxTenantLen:
 		return ErrTenantTooLong
 	case c.req.Scope.Key == "":
 		return ErrKeyEmpty
@@ -389,7 +393,7 @@ func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, er
 // live in_flight record it replaced, if any.
 func (c *call) won(cur, replaced *Record, version *versions, h Handler) (*Snapshot, bool, error) {
 	if p := replaced; p != nil && p.State == StateInFlight && p.Owner != cur.Owner && p.Live(c.start) {
-		c.emit(EventTakeover, 0, nil)
+		c.emit(observe.EventTakeover, 0, nil)
 	}
 	return c.execute(cur, version, h)
 }
@@ -406,7 +410,7 @@ func (c *call) unclaimed(rec *Record, ch change, cur *Record, expired, err error
 		c.emitRefusal(nil, err)
 	case errors.Is(err, errHeld) && free(cur, c.start):
 		err = expired
-		c.emit(EventRefused, 0, err)
+		c.emit(observe.EventRefused, 0, err)
 	case expired != nil && ch.replace == "" && !errors.Is(err, errHeld):
 		// The old key's read failed: nothing was written.
 		c.emit(c.storeFailure(err), 0, err)
@@ -556,41 +560,41 @@ func (c *call) emitRefusal(snap *Snapshot, err error) {
 		status = oe.Status
 	}
 	kind := eventFor(err)
-	if kind == EventStoreError {
+	if kind == observe.EventStoreError {
 		kind = c.storeFailure(err)
 	}
 	c.emit(kind, status, err)
 }
 
 // storeFailure returns the event kind of a store call that failed before
-// the handler ran: EventCancelled when the caller cancelled the request
+// the handler ran: observe.EventCancelled when the caller cancelled the request
 // and the store's error is that cancellation (nothing of the request is
-// left held), else EventStoreError. A claim that could not be freed
+// left held), else observe.EventStoreError. A claim that could not be freed
 // (ErrClaimUnknown) is a store failure even then.
-func (c *call) storeFailure(err error) EventKind {
-	if CallerCancelled(c.ctx, err) {
-		return EventCancelled
+func (c *call) storeFailure(err error) observe.EventKind {
+	if callerCancelled(c.ctx, err) {
+		return observe.EventCancelled
 	}
-	return EventStoreError
+	return observe.EventStoreError
 }
 
 // eventFor returns the event kind of a lost claim's answer: a replay when
 // err is nil, else the kind of the refusal.
-func eventFor(err error) EventKind {
+func eventFor(err error) observe.EventKind {
 	var oe *OutcomeError
 	switch {
 	case err == nil:
-		return EventReplayed
+		return observe.EventReplayed
 	case errors.Is(err, ErrFingerprintMismatch), errors.Is(err, ErrOperationMismatch):
-		return EventMismatch
+		return observe.EventMismatch
 	case errors.Is(err, ErrInFlight), errors.Is(err, ErrOutcomePending):
-		return EventConflict
+		return observe.EventConflict
 	case errors.Is(err, ErrIndeterminate):
-		return EventIndeterminate
+		return observe.EventIndeterminate
 	case errors.As(err, &oe):
-		return EventOutcome
+		return observe.EventOutcome
 	}
-	return EventStoreError
+	return observe.EventStoreError
 }
 
 // errHandlerAborted is reported when the handler neither returned nor
@@ -642,7 +646,7 @@ func (c *call) execute(rec *Record, version *versions, h Handler) (*Snapshot, bo
 		stop()
 		if !returned {
 			c.ev.Handler = c.g.now().Sub(hstart)
-			c.emit(EventReleased, 0, errors.Join(errHandlerAborted, c.g.release(c.ctx, r)))
+			c.emit(observe.EventReleased, 0, errors.Join(errHandlerAborted, c.g.release(c.ctx, r)))
 		}
 	}()
 	snap, herr := h(hctx)
@@ -674,24 +678,24 @@ func (c *call) settle(r *run, snap *Snapshot, herr error) (*Snapshot, bool, erro
 		if kerr := c.g.keep(c.ctx, r); kerr != nil {
 			herr = errors.Join(herr, kerr)
 		}
-		c.emit(EventOutcomeUnknown, 0, herr)
+		c.emit(observe.EventOutcomeUnknown, 0, herr)
 		return nil, false, herr
 	case herr != nil:
 		if relErr := c.g.release(c.ctx, r); relErr != nil {
 			herr = errors.Join(herr, relErr)
 		}
-		c.emit(EventReleased, 0, herr)
+		c.emit(observe.EventReleased, 0, herr)
 		return nil, false, herr
 	case snap.Status < 100 || snap.Status > 999 || !c.policy.Cacheable(snap.Status):
 		relErr := c.g.release(c.ctx, r)
-		c.emit(EventReleased, snap.Status, relErr)
+		c.emit(observe.EventReleased, snap.Status, relErr)
 		return snap, false, nil
 	}
 	if cerr := c.g.runWrite(c.ctx, r, change{op: opComplete, snap: snap, completedAt: c.g.now()}); cerr != nil {
-		c.emit(EventCompletionFailed, snap.Status, cerr)
+		c.emit(observe.EventCompletionFailed, snap.Status, cerr)
 		return snap, false, nil
 	}
-	c.emit(EventExecuted, snap.Status, nil)
+	c.emit(observe.EventExecuted, snap.Status, nil)
 	return snap, false, nil
 }
 

@@ -5,25 +5,27 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idemkit/observe"
 )
 
 func TestEventFor(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		err  error
-		want EventKind
+		want observe.EventKind
 	}{
-		{"replay", nil, EventReplayed},
-		{"fingerprint mismatch", ErrFingerprintMismatch, EventMismatch},
-		{"operation mismatch", fmt.Errorf("%w: first used for %q", ErrOperationMismatch, "POST /a"), EventMismatch},
-		{"conflict", &ConflictError{RetryAfter: time.Second}, EventConflict},
-		{"in flight", ErrInFlight, EventConflict},
-		{"indeterminate", ErrIndeterminate, EventIndeterminate},
-		{"replay window passed", &OutcomeError{Reason: ErrReplayWindowPassed, Status: 201}, EventOutcome},
-		{"snapshot omitted", &OutcomeError{Reason: ErrSnapshotOmitted, Status: 201}, EventOutcome},
-		{"corrupt record", fmt.Errorf("%w: unknown state", ErrCorruptRecord), EventStoreError},
-		{"store error", &StoreError{Op: "mark indeterminate", Err: errors.New("reset")}, EventStoreError},
-		{"other", errors.New("anything else"), EventStoreError},
+		{"replay", nil, observe.EventReplayed},
+		{"fingerprint mismatch", ErrFingerprintMismatch, observe.EventMismatch},
+		{"operation mismatch", fmt.Errorf("%w: first used for %q", ErrOperationMismatch, "POST /a"), observe.EventMismatch},
+		{"conflict", &ConflictError{RetryAfter: time.Second}, observe.EventConflict},
+		{"in flight", ErrInFlight, observe.EventConflict},
+		{"indeterminate", ErrIndeterminate, observe.EventIndeterminate},
+		{"replay window passed", &OutcomeError{Reason: ErrReplayWindowPassed, Status: 201}, observe.EventOutcome},
+		{"snapshot omitted", &OutcomeError{Reason: ErrSnapshotOmitted, Status: 201}, observe.EventOutcome},
+		{"corrupt record", fmt.Errorf("%w: unknown state", ErrCorruptRecord), observe.EventStoreError},
+		{"store error", &StoreError{Op: "mark indeterminate", Err: errors.New("reset")}, observe.EventStoreError},
+		{"other", errors.New("anything else"), observe.EventStoreError},
 	} {
 		if got := eventFor(tc.err); got != tc.want {
 			t.Errorf("%s: eventFor(%v) = %s, want %s", tc.name, tc.err, got, tc.want)

@@ -11,11 +11,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 type fixture struct {
@@ -94,7 +97,7 @@ func TestExecuteThenReplay(t *testing.T) {
 	if err != nil || replayed || snap.Status != 201 {
 		t.Fatalf("first: %+v %v %v", snap, replayed, err)
 	}
-	if e := f.obs.Last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls != 2 {
+	if e := f.obs.Last(); e.Kind != observe.EventExecuted || e.Usage.Calls != 2 {
 		t.Fatalf("first event %s with %d store calls, want executed with 2", e.Kind, e.Usage.Calls)
 	}
 	f.clock.Advance(time.Hour)
@@ -105,7 +108,7 @@ func TestExecuteThenReplay(t *testing.T) {
 	if f.runs != 1 {
 		t.Fatalf("handler ran %d times, want 1", f.runs)
 	}
-	if e := f.obs.Last(); e.Kind != idemkit.EventReplayed || e.Usage.Calls != 1 || e.Status != 201 {
+	if e := f.obs.Last(); e.Kind != observe.EventReplayed || e.Usage.Calls != 1 || e.Status != 201 {
 		t.Fatalf("replay event %+v, want replayed with 1 store call", e)
 	}
 }
@@ -138,7 +141,7 @@ func TestFingerprintMismatch(t *testing.T) {
 	if !errors.Is(err, idemkit.ErrFingerprintMismatch) {
 		t.Fatalf("err = %v, want ErrFingerprintMismatch", err)
 	}
-	if f.runs != 1 || f.obs.Last().Kind != idemkit.EventMismatch {
+	if f.runs != 1 || f.obs.Last().Kind != observe.EventMismatch {
 		t.Fatalf("runs %d, event %s", f.runs, f.obs.Last().Kind)
 	}
 }
@@ -217,7 +220,7 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 	if !errors.As(err, &pe) || errors.Is(err, idemkit.ErrIndeterminate) || pe.RetryAfter < time.Second {
 		t.Fatalf("first request after the lease: %v, want a *PendingError", err)
 	}
-	if k := f.obs.Last().Kind; k != idemkit.EventConflict {
+	if k := f.obs.Last().Kind; k != observe.EventConflict {
 		t.Fatalf("event %s, want conflict", k)
 	}
 	// Past it, nobody but an operator can tell.
@@ -234,7 +237,7 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Owner != "crashed" || recs[0].Cause != idemkit.CauseLeaseExpired {
 		t.Fatalf("indeterminate listing: %v %v", recs, err)
 	}
-	if k := f.obs.Last().Kind; k != idemkit.EventIndeterminate {
+	if k := f.obs.Last().Kind; k != observe.EventIndeterminate {
 		t.Fatalf("event %s, want indeterminate", k)
 	}
 
@@ -272,7 +275,7 @@ func TestStaleLeaseTakeover(t *testing.T) {
 		t.Fatalf("takeover: %+v %v %v runs %d", snap, replayed, err, f.runs)
 	}
 	ks := f.obs.Kinds()
-	if len(ks) < 2 || ks[len(ks)-2] != idemkit.EventTakeover || ks[len(ks)-1] != idemkit.EventExecuted {
+	if len(ks) < 2 || ks[len(ks)-2] != observe.EventTakeover || ks[len(ks)-1] != observe.EventExecuted {
 		t.Fatalf("events %v, want ... takeover, executed", ks)
 	}
 	// The crashed owner can no longer complete over the new result: its
@@ -340,7 +343,7 @@ func TestHandlerErrorReleases(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the handler's error", err)
 	}
-	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
+	if k := f.obs.Last().Kind; k != observe.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
 	f.mustRun(t, req("k"), respond(201, "ok"), 2, "retry after error")
@@ -420,14 +423,14 @@ func TestCompletionFailure(t *testing.T) {
 		t.Fatalf("completion attempted %d times, want 3", n)
 	}
 	e := f.obs.Last()
-	if e.Kind != idemkit.EventCompletionFailed || !errors.Is(e.Err, idemkit.ErrStoreUnavailable) {
+	if e.Kind != observe.EventCompletionFailed || !errors.Is(e.Err, idemkit.ErrStoreUnavailable) {
 		t.Fatalf("event %+v, want completion_failed", e)
 	}
 	// The record is left to the lease policy: in flight, then indeterminate.
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrInFlight) {
 		t.Fatalf("retry while leased: %v", err)
 	}
-	f.clock.Advance(idemkit.DefaultLease)
+	f.clock.Advance(policydefault.Lease)
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrOutcomePending) || f.runs != 1 {
 		t.Fatalf("retry after the lease: %v runs %d", err, f.runs)
 	}
@@ -471,7 +474,7 @@ func TestEmptyKeyRefused(t *testing.T) {
 	if _, err := getLive(context.Background(), f.store, r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("a record was stored for a request without a key: %v", err)
 	}
-	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventRefused {
+	if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != observe.EventRefused {
 		t.Fatalf("events %v, want [refused]", ks)
 	}
 }
@@ -584,7 +587,7 @@ func TestOmittedSnapshot(t *testing.T) {
 	}
 	// Once the replay window has passed, the reason is the window, as for
 	// any other response: the body would not be replayed either way.
-	f.clock.Advance(idemkit.DefaultReplayWindow)
+	f.clock.Advance(policydefault.ReplayWindow)
 	_, _, err = f.do(t, req("k"), respond(201, "x"))
 	if !errors.As(err, &oe) || !errors.Is(err, idemkit.ErrReplayWindowPassed) || errors.Is(err, idemkit.ErrSnapshotOmitted) || oe.Status != 201 || f.runs != 1 {
 		t.Fatalf("an omitted body after the replay window: %v runs %d, want ErrReplayWindowPassed", err, f.runs)
@@ -615,9 +618,9 @@ func TestUUIDv7KeyAge(t *testing.T) {
 		err  error
 	}{
 		{"fresh v7", at(now.Add(-time.Minute)), nil},
-		{"v7 inside retention", at(now.Add(-idemkit.DefaultRecordRetention + time.Hour)), nil},
-		{"v7 inside skew", at(now.Add(-idemkit.DefaultRecordRetention - time.Minute)), nil},
-		{"v7 older than retention", at(now.Add(-idemkit.DefaultRecordRetention - time.Hour)), idemkit.ErrKeyExpired},
+		{"v7 inside retention", at(now.Add(-policydefault.RecordRetention + time.Hour)), nil},
+		{"v7 inside skew", at(now.Add(-policydefault.RecordRetention - time.Minute)), nil},
+		{"v7 older than retention", at(now.Add(-policydefault.RecordRetention - time.Hour)), idemkit.ErrKeyExpired},
 		{"v4 is not dated", uuid.NewString(), nil},
 		// Read as a v7 or in the v1 layout, the bits of this v4 name a
 		// time long past: only a v7 key carries a time.
@@ -625,7 +628,7 @@ func TestUUIDv7KeyAge(t *testing.T) {
 		// Only the canonical 36-character form is dated: 32 hex digits
 		// are a random token to most clients, and one in sixteen has a 7
 		// where a UUID keeps its version.
-		{"old v7 without its dashes", strings.ReplaceAll(at(now.Add(-idemkit.DefaultRecordRetention-time.Hour)), "-", ""), nil},
+		{"old v7 without its dashes", strings.ReplaceAll(at(now.Add(-policydefault.RecordRetention-time.Hour)), "-", ""), nil},
 		{"not a uuid", "order-1001", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -712,7 +715,7 @@ func TestUUIDv7KeyAgeLiveRecord(t *testing.T) {
 				t.Fatalf("handler ran %d times, want %d", f.runs, tc.runs)
 			}
 			if tc.first == nil && !tc.outage {
-				if e := f.obs.Last(); e.Kind != idemkit.EventRefused || e.Usage.Calls != 1 {
+				if e := f.obs.Last(); e.Kind != observe.EventRefused || e.Usage.Calls != 1 {
 					t.Errorf("event %s with %d store calls, want refused after one read", e.Kind, e.Usage.Calls)
 				}
 				if _, err := getLive(context.Background(), f.store, r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
@@ -797,8 +800,8 @@ func TestLease(t *testing.T) {
 		deadline time.Duration // 0: no deadline
 		want     time.Duration
 	}{
-		{"default without deadline", idemkit.Policy{}, 0, idemkit.DefaultLease},
-		{"context deadline plus margin", idemkit.Policy{}, 10 * time.Second, 10*time.Second + idemkit.DefaultLeaseMargin},
+		{"default without deadline", idemkit.Policy{}, 0, policydefault.Lease},
+		{"context deadline plus margin", idemkit.Policy{}, 10 * time.Second, 10*time.Second + policydefault.LeaseMargin},
 		{"custom margin", idemkit.Policy{LeaseMargin: 5 * time.Second}, 10 * time.Second, 15 * time.Second},
 		{"explicit lease", idemkit.Policy{Lease: time.Minute}, 10 * time.Second, time.Minute},
 	} {
@@ -847,8 +850,8 @@ func TestMarkRaceLooksAgain(t *testing.T) {
 
 func TestRefuseIsObserved(t *testing.T) {
 	f := newFixture(t, nil)
-	f.guard.Refuse(context.Background(), req("k").Scope, idemkit.ErrKeyMalformed)
-	if e := f.obs.Last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrKeyMalformed) || e.Scope.Tenant != "acme" {
+	f.guard.Refuse(context.Background(), req("k").Scope, idemkey.ErrMalformed)
+	if e := f.obs.Last(); e.Kind != observe.EventRefused || !errors.Is(e.Err, idemkey.ErrMalformed) || e.Tenant != "acme" {
 		t.Fatalf("event %+v, want refused", e)
 	}
 	if _, err := getLive(context.Background(), f.store, req("k").Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
@@ -992,14 +995,14 @@ func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 		name         string
 		fails        string // the change whose writes fail (faultstore.Op), if any
 		cancel       bool
-		want         idemkit.EventKind
+		want         observe.EventKind
 		claimUnknown bool
 	}{
-		{name: "cancelled", cancel: true, want: idemkit.EventCancelled},
-		{name: "store down", fails: faultstore.OpClaim, want: idemkit.EventStoreError},
-		{name: "cancelled, store down", fails: faultstore.OpClaim, cancel: true, want: idemkit.EventStoreError},
+		{name: "cancelled", cancel: true, want: observe.EventCancelled},
+		{name: "store down", fails: faultstore.OpClaim, want: observe.EventStoreError},
+		{name: "cancelled, store down", fails: faultstore.OpClaim, cancel: true, want: observe.EventStoreError},
 		{name: "cancelled, claim not freed", fails: faultstore.OpRelease, cancel: true,
-			want: idemkit.EventStoreError, claimUnknown: true},
+			want: observe.EventStoreError, claimUnknown: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, fs := faultFixture(t, nil)
@@ -1019,7 +1022,7 @@ func TestCancelledClaimIsNoStoreFailure(t *testing.T) {
 			if e.Kind != tc.want || e.Err != err {
 				t.Fatalf("event %s (err %v), want %s with the returned error", e.Kind, e.Err, tc.want)
 			}
-			if tc.want == idemkit.EventCancelled && !errors.Is(e.Err, context.Canceled) {
+			if tc.want == observe.EventCancelled && !errors.Is(e.Err, context.Canceled) {
 				t.Fatalf("cancelled event's error %v is not context.Canceled", e.Err)
 			}
 		})

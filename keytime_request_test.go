@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/policydefault"
 )
 
 // TestRequestIgnoreKeyTime: a UUIDv7 key older than the record retention
@@ -15,7 +16,7 @@ import (
 // later one with the same scope is its duplicate.
 func TestRequestIgnoreKeyTime(t *testing.T) {
 	f := newFixture(t, nil)
-	key := uuidV7At(t, f.clock.Now().Add(-idemkit.DefaultRecordRetention-24*time.Hour))
+	key := uuidV7At(t, f.clock.Now().Add(-policydefault.RecordRetention-24*time.Hour))
 	if _, _, err := f.do(t, req(key), respond(201, "x")); !errors.Is(err, idemkit.ErrKeyExpired) || f.runs != 0 {
 		t.Fatalf("without IgnoreKeyTime: %v after %d runs, want ErrKeyExpired and none", err, f.runs)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/idemkit/idemkit/clock"
 )
 
 // renew extends rec's lease while the handler runs, when the request has no
@@ -61,9 +63,9 @@ type renewal struct {
 	length, every time.Duration
 	margin        time.Duration // the record outlives every lease by this much
 	takeover      bool          // the policy is Takeover: a lost lease may be run again
-	timer         Timer
-	lost          func() // nil, or called when the run can no longer be protected
-	watch         Timer  // calls lost lead before what protects the run ends
+	timer         clock.Timer
+	lost          func()      // nil, or called when the run can no longer be protected
+	watch         clock.Timer // calls lost lead before what protects the run ends
 	lead          time.Duration
 	once          sync.Once
 	mu            sync.Mutex

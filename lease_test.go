@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -91,7 +92,7 @@ func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
 		}
 		// The first lease is the default 30 s; 1000 renewals every 2 ms
 		// can reach 2 s past it.
-		if want := start.Add(idemkit.DefaultLease + 2*time.Second); rec.ExpiresAt.Before(want) {
+		if want := start.Add(policydefault.Lease + 2*time.Second); rec.ExpiresAt.Before(want) {
 			t.Errorf("record expires at +%s, before the last renewal can end (+%s)", rec.ExpiresAt.Sub(start), want.Sub(start))
 		}
 		f.clock.Advance(31*time.Second + 500*time.Millisecond)
@@ -111,8 +112,8 @@ func TestLateRenewalStaysWithinTheRecord(t *testing.T) {
 		}
 		// A late renewal stops LeaseMargin short of the record's expiry,
 		// the clock skew a lease tolerates.
-		if gap := rec.ExpiresAt.Sub(rec.LeaseUntil); gap < idemkit.DefaultLeaseMargin {
-			t.Errorf("renewed lease ends %s before the record expires, want at least %s", gap, idemkit.DefaultLeaseMargin)
+		if gap := rec.ExpiresAt.Sub(rec.LeaseUntil); gap < policydefault.LeaseMargin {
+			t.Errorf("renewed lease ends %s before the record expires, want at least %s", gap, policydefault.LeaseMargin)
 		}
 		return &idemkit.Snapshot{Status: 201}, nil
 	})
@@ -174,7 +175,7 @@ func TestUnboundedRenewalsKeepASaneExpiry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if life := rec.ExpiresAt.Sub(start); life < idemkit.DefaultRecordRetention || life > 11*365*24*time.Hour {
+			if life := rec.ExpiresAt.Sub(start); life < policydefault.RecordRetention || life > 11*365*24*time.Hour {
 				t.Errorf("MaxRenewals %d: the record expires %s after the request", n, life)
 			}
 			return &idemkit.Snapshot{Status: 201}, nil

@@ -8,6 +8,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/recordid"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestScopeIDBounded: an ID is at most MaxIDLen bytes whatever the scope;
@@ -34,15 +36,15 @@ func TestScopeIDBounded(t *testing.T) {
 		readable bool
 	}{
 		{"short", idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "k"}, true},
-		{"exactly MaxIDLen", fill("acme", idemkit.MaxIDLen), true},
-		{"one byte over", fill("acme", idemkit.MaxIDLen+1), false},
+		{"exactly MaxIDLen", fill("acme", recordid.MaxLen), true},
+		{"one byte over", fill("acme", recordid.MaxLen+1), false},
 		{"long operation", idemkit.Scope{Tenant: "acme", Operation: "POST /" + long(3000), Key: "k"}, false},
 		{"long key", idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: long(64 << 10)}, false},
-		{"long everything", idemkit.Scope{Tenant: long(idemkit.MaxTenantLen), Operation: "POST /" + long(1500), Key: long(255)}, false},
+		{"long everything", idemkit.Scope{Tenant: long(recordid.MaxTenantLen), Operation: "POST /" + long(1500), Key: long(255)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := tc.scope.ID(false)
-			if len(id) > idemkit.MaxIDLen {
+			if len(id) > recordid.MaxLen {
 				t.Fatalf("ID of %d bytes, over MaxIDLen", len(id))
 			}
 			if readable := strings.HasPrefix(id, "o1|"); readable != tc.readable {
@@ -78,7 +80,7 @@ func TestScopeIDTenantTooLong(t *testing.T) {
 	s := idemkit.Scope{Tenant: strings.Repeat("t", 4096), Operation: "POST /orders", Key: "k"}
 	for _, aw := range []bool{false, true} {
 		id := s.ID(aw)
-		if len(id) > idemkit.MaxIDLen || strings.Contains(id, s.Tenant) {
+		if len(id) > recordid.MaxLen || strings.Contains(id, s.Tenant) {
 			t.Fatalf("ID of %d bytes, holding the tenant: want it bounded and hashed", len(id))
 		}
 	}
@@ -106,15 +108,15 @@ func TestLongScopeRunsOnce(t *testing.T) {
 func TestTenantTooLong(t *testing.T) {
 	f := newFixture(t, nil)
 	r := req("k")
-	r.Scope.Tenant = strings.Repeat("t", idemkit.MaxTenantLen+1)
+	r.Scope.Tenant = strings.Repeat("t", recordid.MaxTenantLen+1)
 	_, _, err := f.do(t, r, respond(201, "x"))
 	if !errors.Is(err, idemkit.ErrTenantTooLong) || !errors.Is(err, idemkit.ErrTenantMissing) || f.runs != 0 {
 		t.Fatalf("err %v runs %d, want ErrTenantTooLong (ErrTenantMissing) and no run", err, f.runs)
 	}
-	if e := f.obs.Last(); e.Kind != idemkit.EventRefused || !errors.Is(e.Err, idemkit.ErrTenantTooLong) {
+	if e := f.obs.Last(); e.Kind != observe.EventRefused || !errors.Is(e.Err, idemkit.ErrTenantTooLong) {
 		t.Fatalf("event %+v, want a refusal", e)
 	}
-	r.Scope.Tenant = strings.Repeat("t", idemkit.MaxTenantLen)
+	r.Scope.Tenant = strings.Repeat("t", recordid.MaxTenantLen)
 	if _, _, err := f.do(t, r, respond(201, "x")); err != nil || f.runs != 1 {
 		t.Fatalf("tenant of MaxTenantLen bytes: %v, runs %d", err, f.runs)
 	}

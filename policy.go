@@ -5,17 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/uuidv7"
-)
-
-// Defaults applied to the zero fields of a [Policy].
-const (
-	DefaultLease           = 30 * time.Second
-	DefaultLeaseMargin     = 2 * time.Second
-	DefaultReplayWindow    = 24 * time.Hour
-	DefaultRecordRetention = 7 * 24 * time.Hour
-	DefaultKeyClockSkew    = 5 * time.Minute
-	DefaultMaxRenewals     = 120
 )
 
 // StalePolicy says what happens when an in_flight record's lease has ended
@@ -49,19 +40,19 @@ func (p StalePolicy) String() string {
 // refuse UUIDv7 keys older than the record retention (5 min skew allowed).
 type Policy struct {
 	// Lease is how long a claim protects the key. Zero: until the context
-	// deadline (the Lambda's remaining time) plus LeaseMargin, or
-	// DefaultLease when the context has no deadline. A lease must outlast
+	// deadline (the Lambda's remaining time) plus LeaseMargin, or 30 s
+	// when the context has no deadline. A lease must outlast
 	// the execution. When it ends, the outcome is treated as unknown.
 	Lease time.Duration
-	// LeaseMargin is added to the context deadline. Zero: DefaultLeaseMargin.
+	// LeaseMargin is added to the context deadline. Zero: 2 s.
 	LeaseMargin time.Duration
 	// ReplayWindow is how long after the first request its response is
-	// replayed byte for byte. Zero: DefaultReplayWindow.
+	// replayed byte for byte. Zero: 24 h.
 	ReplayWindow time.Duration
 	// RecordRetention is how long after the first request the record is
 	// kept (the TTL). Between ReplayWindow and RecordRetention a retry is
 	// not run again; it gets an *OutcomeError naming the first outcome.
-	// Zero: DefaultRecordRetention, or ReplayWindow when that is longer.
+	// Zero: 7 days, or ReplayWindow when that is longer.
 	// New refuses a value below ReplayWindow, since a record must outlive
 	// the replay of its response.
 	//
@@ -82,7 +73,7 @@ type Policy struct {
 	Cacheable func(status int) bool
 	// KeyClockSkew is the clock skew tolerated for a UUIDv7 key. A key whose
 	// embedded time is older than RecordRetention plus this skew is refused
-	// with ErrKeyExpired. Zero: DefaultKeyClockSkew.
+	// with ErrKeyExpired. Zero: 5 min.
 	KeyClockSkew time.Duration
 	// IgnoreKeyTime turns the UUIDv7 age check off.
 	IgnoreKeyTime bool
@@ -101,7 +92,7 @@ type Policy struct {
 	Heartbeat time.Duration
 	// MaxRenewals bounds the renewals of one execution. After the last one
 	// the lease runs out, and the outcome counts as unknown. Zero:
-	// DefaultMaxRenewals (with the 30 s default lease, about 20 minutes).
+	// 120 (with the 30 s default lease, about 20 minutes).
 	MaxRenewals int
 }
 
@@ -134,22 +125,22 @@ func (p Policy) expiryMargin() time.Duration { return max(p.LeaseMargin, hostSke
 // withDefaults returns p with its zero fields filled in.
 func (p Policy) withDefaults() Policy {
 	if p.LeaseMargin <= 0 {
-		p.LeaseMargin = DefaultLeaseMargin
+		p.LeaseMargin = policydefault.LeaseMargin
 	}
 	if p.ReplayWindow <= 0 {
-		p.ReplayWindow = DefaultReplayWindow
+		p.ReplayWindow = policydefault.ReplayWindow
 	}
 	if p.RecordRetention <= 0 {
-		p.RecordRetention = max(DefaultRecordRetention, p.ReplayWindow)
+		p.RecordRetention = max(policydefault.RecordRetention, p.ReplayWindow)
 	}
 	if p.MaxRenewals <= 0 {
-		p.MaxRenewals = DefaultMaxRenewals
+		p.MaxRenewals = policydefault.MaxRenewals
 	}
 	if p.Cacheable == nil {
 		p.Cacheable = DefaultCacheable
 	}
 	if p.KeyClockSkew <= 0 {
-		p.KeyClockSkew = DefaultKeyClockSkew
+		p.KeyClockSkew = policydefault.KeyClockSkew
 	}
 	return p
 }
@@ -162,7 +153,7 @@ func (p Policy) leaseUntil(ctx context.Context, now time.Time) time.Time {
 	if d, ok := ctx.Deadline(); ok && d.After(now) {
 		return d.Add(p.LeaseMargin)
 	}
-	return now.Add(DefaultLease)
+	return now.Add(policydefault.Lease)
 }
 
 // check refuses a policy that cannot be kept.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
+	"github.com/idemkit/idemkit/observe"
 )
 
 var errReset = &idemkit.StoreError{Op: "test", Err: errors.New("connection reset")}
@@ -42,7 +44,7 @@ func TestLostClaimAnswerIsReclaimed(t *testing.T) {
 				t.Fatalf("%d claims, %d releases; want %d and 0", claims, releases, fails+1)
 			}
 			// The record the claim replaced was our own: no takeover.
-			if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != idemkit.EventExecuted {
+			if ks := f.obs.Kinds(); len(ks) != 1 || ks[0] != observe.EventExecuted {
 				t.Fatalf("events %v, want [executed]", ks)
 			}
 			if _, replayed, err := f.do(t, req("k"), respond(201, "y")); err != nil || !replayed || f.runs != 1 {
@@ -262,8 +264,8 @@ func TestOutcomeUnknownKeepsTheClaim(t *testing.T) {
 			if !errors.Is(err, idemkit.ErrOutcomeUnknown) {
 				t.Fatalf("err %v, want ErrOutcomeUnknown", err)
 			}
-			if k := f.obs.Last().Kind; k != idemkit.EventOutcomeUnknown {
-				t.Fatalf("event %s, want %s", k, idemkit.EventOutcomeUnknown)
+			if k := f.obs.Last().Kind; k != observe.EventOutcomeUnknown {
+				t.Fatalf("event %s, want %s", k, observe.EventOutcomeUnknown)
 			}
 			rec, err := getLive(context.Background(), f.store, req("k").Scope.ID(false), f.clock.Now())
 			if err != nil || rec.State != idemkit.StateIndeterminate {
@@ -330,7 +332,7 @@ func TestLeaseRenewal(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	f.clock.Advance(idemkit.DefaultLease + time.Second)
+	f.clock.Advance(policydefault.Lease + time.Second)
 	// Wait for a renewal begun after the first lease ended: the third
 	// value sent after the clock moved comes from one.
 	for i := 0; i < 3; i++ {
@@ -348,7 +350,7 @@ func TestLeaseRenewal(t *testing.T) {
 	if n := fs.CountOp(faultstore.OpExtend) - extendsByDo; n != 0 {
 		t.Fatalf("%d renewals after Do returned", n)
 	}
-	if e := f.obs.Last(); e.Kind != idemkit.EventExecuted || e.Usage.Calls < 4 {
+	if e := f.obs.Last(); e.Kind != observe.EventExecuted || e.Usage.Calls < 4 {
 		t.Fatalf("event %s with %d store calls, want executed with the renewals counted", e.Kind, e.Usage.Calls)
 	}
 }
@@ -407,7 +409,7 @@ func TestHandlerPanicKeepsItsStack(t *testing.T) {
 	if !strings.Contains(stack, "explodingHandler") {
 		t.Fatalf("the panic's stack lost the handler's frame:\n%s", stack)
 	}
-	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
+	if k := f.obs.Last().Kind; k != observe.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
 	if _, replayed, err := f.do(t, req("k"), respond(201, "ok")); err != nil || replayed {
@@ -428,7 +430,7 @@ func TestHandlerGoexitReleases(t *testing.T) {
 		})
 	}()
 	<-exited
-	if k := f.obs.Last().Kind; k != idemkit.EventReleased {
+	if k := f.obs.Last().Kind; k != observe.EventReleased {
 		t.Fatalf("event %s, want released", k)
 	}
 	f.mustRun(t, req("k"), respond(201, "ok"), 1, "retry after Goexit")

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestRenewalStartsLazily: a request without a deadline whose handler
@@ -22,7 +24,7 @@ func TestRenewalStartsLazily(t *testing.T) {
 		t.Errorf("a goroutine of the renewal runs before its first interval:\n%s", buf[:n])
 	}
 	stop()
-	if u := acc.load(); u != (Usage{}) {
+	if u := acc.Load(); u != (observe.Usage{}) {
 		t.Fatalf("stopped before the first interval: usage %+v, want none", u)
 	}
 }
@@ -76,12 +78,12 @@ func TestRenewalStopRaces(t *testing.T) {
 		}
 		time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
 		stop()
-		u := acc.load()
+		u := acc.Load()
 		if got := s.n.Load(); int64(u.Calls) != got {
 			t.Fatalf("round %d: the request counts %d calls, %d renewals were made", i, u.Calls, got)
 		}
 		stop()
-		if u2 := acc.load(); u2 != u {
+		if u2 := acc.Load(); u2 != u {
 			t.Fatalf("round %d: a second stop changed the usage from %+v to %+v", i, u, u2)
 		}
 		if got := s.n.Load(); int64(u.Calls) != got {

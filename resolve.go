@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/internal/httpheader"
+	"github.com/idemkit/idemkit/internal/policydefault"
 )
 
 // ErrMayBeRunning: [Resolve] refused a decision because the record's
@@ -185,7 +186,7 @@ func (res Resolution) check() error {
 func replayAgain(rec *Record, now time.Time) (replayUntil, expiresAt time.Time) {
 	window := rec.ReplayUntil.Sub(rec.CreatedAt)
 	if window <= 0 {
-		window = DefaultReplayWindow
+		window = policydefault.ReplayWindow
 	}
 	keep := max(rec.ExpiresAt.Sub(rec.ReplayUntil), 0)
 	if ru := now.Add(window); ru.After(rec.ReplayUntil) {

@@ -3,6 +3,8 @@ package idemkit
 import (
 	"testing"
 	"time"
+
+	"github.com/idemkit/idemkit/internal/policydefault"
 )
 
 // TestReplayAgain: an answer resolved late is replayed for the record's
@@ -21,7 +23,7 @@ func TestReplayAgain(t *testing.T) {
 		{"two days later", rec, created.Add(48 * time.Hour), created.Add(49 * time.Hour), created.Add(49*time.Hour + 7*24*time.Hour - time.Hour)},
 		{"clock behind the record's", rec, created.Add(-time.Minute), time.Time{}, time.Time{}},
 		{"no window", &Record{CreatedAt: created, ReplayUntil: created, ExpiresAt: created},
-			created.Add(time.Hour), created.Add(time.Hour + DefaultReplayWindow), created.Add(time.Hour + DefaultReplayWindow)},
+			created.Add(time.Hour), created.Add(time.Hour + policydefault.ReplayWindow), created.Add(time.Hour + policydefault.ReplayWindow)},
 	} {
 		ru, ea := replayAgain(tc.rec, tc.now)
 		if !ru.Equal(tc.replayUntil) || !ea.Equal(tc.expires) {

@@ -6,14 +6,16 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/usage"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestUsageConcurrentAdds: a handler may make store calls from several
 // goroutines; each call is counted once and the race detector stays quiet.
 func TestUsageConcurrentAdds(t *testing.T) {
-	var got idemkit.Usage
-	obs := idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) { got = e.Usage })
+	var got observe.Usage
+	obs := observe.ObserverFunc(func(_ context.Context, e observe.Event) { got = e.Usage })
 	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: obs})
 	if err != nil {
 		t.Fatal(err)
@@ -31,8 +33,8 @@ func TestUsageConcurrentAdds(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if u, ok := idemkit.UsageFrom(ctx); !ok || u.Calls < workers*each {
-			t.Errorf("UsageFrom inside the handler = %+v %v", u, ok)
+		if u, ok := usage.From(ctx); !ok || u.Calls < workers*each {
+			t.Errorf("usage.From inside the handler = %+v %v", u, ok)
 		}
 		return &idemkit.Snapshot{Status: 201}, nil
 	})

@@ -17,7 +17,9 @@ import (
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/usage"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/observe"
 	"github.com/idemkit/idemkit/warmcache"
 )
 
@@ -66,7 +68,7 @@ func TestRoundTrips(t *testing.T) {
 	ok := func(context.Context) (*idemkit.Snapshot, error) {
 		return &idemkit.Snapshot{Status: 201, Body: []byte("ok")}, nil
 	}
-	check := func(what string, kind idemkit.EventKind, want map[string]int, run func()) {
+	check := func(what string, kind observe.EventKind, want map[string]int, run func()) {
 		t.Helper()
 		before := map[string]int{}
 		for op := range want {
@@ -85,17 +87,17 @@ func TestRoundTrips(t *testing.T) {
 			t.Errorf("%s: event %s with %d calls, want %s with %d", what, ev.Kind, ev.Usage.Calls, kind, total)
 		}
 	}
-	check("fresh", idemkit.EventExecuted, map[string]int{"PutItem": 1, "GetItem": 0, "UpdateItem": 1}, func() {
+	check("fresh", observe.EventExecuted, map[string]int{"PutItem": 1, "GetItem": 0, "UpdateItem": 1}, func() {
 		if _, _, err := g.Do(ctx, req("fresh"), ok); err != nil {
 			t.Fatal(err)
 		}
 	})
-	check("replay", idemkit.EventReplayed, map[string]int{"PutItem": 1, "GetItem": read, "UpdateItem": 0}, func() {
+	check("replay", observe.EventReplayed, map[string]int{"PutItem": 1, "GetItem": read, "UpdateItem": 0}, func() {
 		if _, replayed, err := g.Do(ctx, req("fresh"), ok); err != nil || !replayed {
 			t.Fatal(replayed, err)
 		}
 	})
-	check("handler error", idemkit.EventReleased, map[string]int{"PutItem": 1, "GetItem": 0, "UpdateItem": 1}, func() {
+	check("handler error", observe.EventReleased, map[string]int{"PutItem": 1, "GetItem": 0, "UpdateItem": 1}, func() {
 		_, _, err := g.Do(ctx, req("fails"), func(context.Context) (*idemkit.Snapshot, error) {
 			return nil, errors.New("downstream failed")
 		})
@@ -108,7 +110,7 @@ func TestRoundTrips(t *testing.T) {
 	busy := req("busy")
 	create(t, s, &idemkit.Record{ID: busy.Scope.ID(false), Scope: busy.Scope, State: idemkit.StateInFlight, Fingerprint: busy.Fingerprint,
 		Owner: "other", LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour), CreatedAt: now})
-	check("in-flight conflict", idemkit.EventConflict, map[string]int{"PutItem": 1, "GetItem": read, "UpdateItem": 0}, func() {
+	check("in-flight conflict", observe.EventConflict, map[string]int{"PutItem": 1, "GetItem": read, "UpdateItem": 0}, func() {
 		if _, _, err := g.Do(ctx, busy, ok); !errors.Is(err, idemkit.ErrInFlight) {
 			t.Fatalf("request during another's lease: %v, want ErrInFlight", err)
 		}
@@ -139,7 +141,7 @@ func TestConflictALLOLD(t *testing.T) {
 	if !errors.Is(err, idemkit.ErrInFlight) {
 		t.Fatalf("Do: %v, want ErrInFlight", err)
 	}
-	if ev := obs.Last(); ev.Kind != idemkit.EventConflict || ev.Usage.Calls != 1 {
+	if ev := obs.Last(); ev.Kind != observe.EventConflict || ev.Usage.Calls != 1 {
 		t.Fatalf("event %s usage %+v, want a conflict in 1 call", ev.Kind, ev.Usage)
 	}
 	mu.Lock()
@@ -157,10 +159,10 @@ func TestCapacityUnits(t *testing.T) {
 		t.Helper()
 		s, _, _ := newStore(t, opts)
 		g, obs := observed(t, s)
-		var afterClaim idemkit.Usage
+		var afterClaim observe.Usage
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "3b241101-e2bb-4255-8caf-4136c566a962"}, Fingerprint: "v1:sha256:8a4b0c8f9e2d7a61c3f05e4b92d1a7c6e0f38b5d2a9c4e17f6b3d8a05c2e9f14"}
 		_, _, err := g.Do(context.Background(), req, func(ctx context.Context) (*idemkit.Snapshot, error) {
-			afterClaim, _ = idemkit.UsageFrom(ctx)
+			afterClaim, _ = usage.From(ctx)
 			return &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/ord_0190a5dac96774b"}}, Body: body}, nil
 		})
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // racyGets stands for other requests changing the record between a
@@ -226,7 +227,7 @@ func TestReplayUsageALLOLD(t *testing.T) {
 		t.Fatalf("Do = %+v, %v, %v; want a replay of 201", snap, replayed, err)
 	}
 	ev := obs.Last()
-	if ev.Kind != idemkit.EventReplayed || ev.Usage.Calls != 1 || ev.Usage.WriteUnits < 1 {
+	if ev.Kind != observe.EventReplayed || ev.Usage.Calls != 1 || ev.Usage.WriteUnits < 1 {
 		t.Fatalf("event %s usage %+v, want replayed in 1 call with write units", ev.Kind, ev.Usage)
 	}
 	if got := ops(); got["PutItem"] != 1 || len(got) != 1 {

@@ -15,6 +15,8 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/usage"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestCodecMixed: a body stored by a store with one codec is replayed
@@ -90,9 +92,9 @@ func TestCodecDefault(t *testing.T) {
 		s := storeOn(t, c, table, opts)
 		g, obs := observed(t, s)
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: key}, Fingerprint: "v2:sha256:default"}
-		var claim idemkit.Usage
+		var claim observe.Usage
 		snap, _, err := g.Do(ctx, req, func(ctx context.Context) (*idemkit.Snapshot, error) {
-			claim, _ = idemkit.UsageFrom(ctx)
+			claim, _ = usage.From(ctx)
 			return &idemkit.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
 		})
 		if err != nil || !bytes.Equal(snap.Body, body) {

@@ -35,9 +35,9 @@
 //
 // # Item layout
 //
-// Partition key pk is the record ID (idemkit.Record.ID), at most
-// idemkit.MaxIDLen (2048) bytes, DynamoDB's limit: a longer scope has a
-// hashed ID, and tn, op and ik keep it readable. There is no sort key. Times are epoch milliseconds, except exp, the table's TTL
+// Partition key pk is the record ID (idemkit.Record.ID), at most 2048
+// bytes, DynamoDB's limit: a longer scope has a hashed ID, and tn, op and
+// ik keep it readable. There is no sort key. Times are epoch milliseconds, except exp, the table's TTL
 // attribute (named by Options.TTLAttr, "exp" by default), which is epoch
 // seconds rounded up, plus KeptPast (so a record
 // may count as live up to one second longer than its ExpiresAt; lu is

@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestEngineRace: 200 requests racing one scope through the engine execute
@@ -95,7 +96,7 @@ func TestEngineFencing(t *testing.T) {
 	if string(got.Snapshot.Body) != "second" {
 		t.Fatalf("stored body %q, want the new owner's", got.Snapshot.Body)
 	}
-	want := []idemkit.EventKind{idemkit.EventTakeover, idemkit.EventExecuted, idemkit.EventCompletionFailed}
+	want := []observe.EventKind{observe.EventTakeover, observe.EventExecuted, observe.EventCompletionFailed}
 	if events := obs.Kinds(); fmt.Sprint(events) != fmt.Sprint(want) {
 		t.Fatalf("events %v, want %v", events, want)
 	}
@@ -116,12 +117,12 @@ func TestUsage(t *testing.T) {
 	req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: "usage-1"}, Fingerprint: "v1:sha256:u"}
 	var execs atomic.Int32
 	for i, want := range []struct {
-		kind        idemkit.EventKind
+		kind        observe.EventKind
 		calls       int
 		read, write bool
 	}{
-		{idemkit.EventExecuted, 2, false, true},
-		{idemkit.EventReplayed, replayCalls, !allOld, true},
+		{observe.EventExecuted, 2, false, true},
+		{observe.EventReplayed, replayCalls, !allOld, true},
 	} {
 		if _, _, err := g.Do(context.Background(), req, okHandler(&execs, "ok")); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // DynamoDB's limits on a key: the partition key value, the sort key value
@@ -22,9 +23,9 @@ const (
 
 // maxHashedID is the longest record ID idemkit.Scope.ID returns for a
 // scope too long to be readable: "o1h|", the tenant (at most
-// idemkit.MaxTenantLen bytes) as a length-prefixed field, and a SHA-256
+// recordid.MaxTenantLen, 1024 bytes) as a length-prefixed field, and a SHA-256
 // in hex.
-const maxHashedID = len("o1h|") + len("1024:") + idemkit.MaxTenantLen + 64
+const maxHashedID = len("o1h|") + len("1024:") + recordid.MaxTenantLen + 64
 
 // MaxKeyPrefixLen is the longest Options.KeyPrefix: with it, the key of
 // every hashed record ID (a long scope's) still fits DynamoDB's 2048-byte

@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/storetest"
 )
 
@@ -87,9 +88,9 @@ func TestSingleTableOptionsRefused(t *testing.T) {
 func TestSingleTableKeyTooLong(t *testing.T) {
 	s, _, _ := newSingleTableStore(t, dynamo.Options{})
 	now := time.Now()
-	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: strings.Repeat("k", idemkit.MaxIDLen-31)}
+	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /orders", Key: strings.Repeat("k", recordid.MaxLen-31)}
 	id := sc.ID(false)
-	if len(id) > idemkit.MaxIDLen || len(id)+len(singleTable.KeyPrefix) <= idemkit.MaxIDLen {
+	if len(id) > recordid.MaxLen || len(id)+len(singleTable.KeyPrefix) <= recordid.MaxLen {
 		t.Fatalf("ID of %d bytes: want one that fits alone but not with the prefix", len(id))
 	}
 	rec := &idemkit.Record{ID: id, Scope: sc, State: idemkit.StateInFlight, Owner: "o1", Version: "v1", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
@@ -17,7 +18,7 @@ import (
 // reached; it never falls back to another region on its own. A record is
 // routed by its Scope.Tenant, and Get by the tenant its ID carries (see
 // idemkit.Scope.ID: the tenant is the ID's first field, in a hashed ID of
-// a tenant of at most idemkit.MaxTenantLen bytes too). An ID that carries
+// a tenant of at most 1024 bytes too). An ID that carries
 // no tenant, and a record whose tenant is too long for its ID to carry
 // it, are refused with idemkit.ErrRecordInvalid, without a call.
 type Regions struct {
@@ -76,8 +77,8 @@ type Failover struct {
 	// no key is shown to be new.
 	At time.Time
 	// KeyClockSkew bounds how far the clocks of the clients minting UUIDv7
-	// keys, and this process's, may run ahead. Zero:
-	// idemkit.DefaultKeyClockSkew.
+	// keys, and this process's, may run ahead. Zero: 5 min, the default
+	// of idemkit.Policy.KeyClockSkew.
 	KeyClockSkew time.Duration
 	// Reconciled states that every live record the tenant's previous
 	// region holds is in Region too: replication caught up after that
@@ -107,7 +108,7 @@ func (f *Failover) fences(key string, now time.Time) bool {
 	}
 	skew := f.KeyClockSkew
 	if skew <= 0 {
-		skew = idemkit.DefaultKeyClockSkew
+		skew = policydefault.KeyClockSkew
 	}
 	return !t.After(f.At.Add(skew)) || t.After(now.Add(skew))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/policydefault"
 )
 
 // ledger is a handler's own table: every run adds one to its key's
@@ -132,7 +133,7 @@ func TestFailoverFence(t *testing.T) {
 	eu, us, table := twoRegions(t)
 	led := newLedger(t, us)
 	ctx := context.Background()
-	skew := idemkit.DefaultKeyClockSkew
+	skew := policydefault.KeyClockSkew
 	var fo atomic.Pointer[dynamo.Failover]
 	inEU := regional(t, failoverRegions(eu, us, &atomic.Pointer[dynamo.Failover]{}), table, testOptions())
 	moved := regional(t, failoverRegions(eu, us, &fo), table, testOptions())
@@ -394,7 +395,7 @@ func TestFailoverFencesMarksAndResolutions(t *testing.T) {
 		{"indeterminate, old key", "r-ind", true, "resolve"},
 		{"stale lease, old key", "r-stale", false, "mark indeterminate"},
 		{"stale lease, UUIDv7 before the failover", uuidv7.At(at.Add(-time.Minute)), false, "mark indeterminate"},
-		{"indeterminate, UUIDv7 after the failover", uuidv7.At(at.Add(idemkit.DefaultKeyClockSkew + time.Second)), true, ""},
+		{"indeterminate, UUIDv7 after the failover", uuidv7.At(at.Add(policydefault.KeyClockSkew + time.Second)), true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fo.Store(&f)

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
@@ -306,7 +307,7 @@ func TestRegionalUnroutableID(t *testing.T) {
 	s := regional(t, dynamo.Regions{Clients: map[string]dynamo.Client{"eu-west-1": cc}, Home: func(string) string { return "eu-west-1" }, Local: "eu-west-1"}, table, testOptions())
 	// A tenant over MaxTenantLen in a scope too long for a readable ID:
 	// the ID is the hash alone.
-	long := idemkit.Scope{Tenant: strings.Repeat("t", idemkit.MaxTenantLen+1), Operation: "POST /" + strings.Repeat("o", 1100), Key: "k"}
+	long := idemkit.Scope{Tenant: strings.Repeat("t", recordid.MaxTenantLen+1), Operation: "POST /" + strings.Repeat("o", 1100), Key: "k"}
 	if !strings.HasPrefix(long.ID(false), "o1x|") {
 		t.Fatalf("ID %.10q..., want a hashed tenant", long.ID(false))
 	}

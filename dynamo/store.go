@@ -335,10 +335,10 @@ func (s *Store) routed(ctx context.Context, op, tenant string) (Client, *Failove
 	if err := ctx.Err(); err != nil {
 		return nil, nil, s.fail(op, err)
 	}
-	if s.regional && len(tenant) > idemkit.MaxTenantLen {
+	if s.regional && len(tenant) > recordid.MaxTenantLen {
 		// Its ID is the hash alone: Get could not route it.
 		return nil, nil, fmt.Errorf("dynamo: %s: %w: a regional store routes a record by the tenant its ID carries, and a tenant over %d bytes is hashed",
-			op, idemkit.ErrRecordInvalid, idemkit.MaxTenantLen)
+			op, idemkit.ErrRecordInvalid, recordid.MaxTenantLen)
 	}
 	c, fo, err := s.route(tenant)
 	if err != nil {

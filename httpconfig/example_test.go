@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // requestID is the id your request-id middleware gives a request.
@@ -39,7 +40,7 @@ func ExampleSettings() {
 	}
 
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
-	tenant := idemkit.SingleTenant[*http.Request]("acme")
+	tenant := tenant.Single[*http.Request]("acme")
 	api := httpmw.New(g, httpmw.Config{Tenant: tenant, Settings: settings})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)

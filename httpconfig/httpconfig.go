@@ -4,6 +4,9 @@
 // format, the other adjusts the header of replayed responses. A setting
 // means the same in every adapter. Where an adapter reads one differently
 // (what a route template is), Settings says so.
+// The limits every HTTP adapter applies to a guarded request,
+// [MaxPathLen] and [MaxQueryParams], are fixed, and their errors are here
+// too.
 //
 //	cfg := apigw.Config{
 //		Tenant:   apigw.JWTClaim("sub"),
@@ -16,6 +19,7 @@ package httpconfig
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -109,3 +113,29 @@ type Route struct {
 	// Settings'.
 	Fingerprint *fingerprint.Options
 }
+
+// MaxPathLen is the longest request path, in bytes, that the HTTP adapters
+// guard. The operation names the path, and it is stored and logged with
+// every record. A guarded request with a longer path is refused before the
+// store with [ErrPathTooLong].
+const MaxPathLen = 2048
+
+// MaxQueryParams is the most query parameters the HTTP adapters read from
+// a guarded request. It is the default limit of net/url since Go 1.26, and
+// parameters are counted as net/url counts them: one more than the "&" of
+// a raw query, or the values of an event's parameters. A guarded request
+// with more is refused before the store with [ErrQueryTooLarge], because
+// its handler would read no parameter at all.
+const MaxQueryParams = 10000
+
+// Errors the HTTP adapters report to the Observer for a guarded request
+// they refuse before the store, with a 414 problem.
+var (
+	// ErrPathTooLong: the request path is over MaxPathLen bytes
+	// (path-too-long).
+	ErrPathTooLong = fmt.Errorf("idemkit: request path longer than %d bytes", MaxPathLen)
+	// ErrQueryTooLarge: the query string has more than MaxQueryParams
+	// parameters (query-too-large). With fingerprint.Options.IgnoreQuery,
+	// the query is not read and not bounded.
+	ErrQueryTooLarge = fmt.Errorf("idemkit: query string with more than %d parameters", MaxQueryParams)
+)

@@ -71,6 +71,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/internal/adapter"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // DefaultMaxBodyBytes is the largest guarded request body read when
@@ -90,11 +91,11 @@ const DefaultMaxResponseBytes = 16 << 20
 // docs/FINGERPRINT.md says, so "/orders/%31" and "/orders/1" are one.
 type Config struct {
 	// Tenant returns the authenticated caller of r, from the session or
-	// token your authentication middleware verified, as idemkit.TenantFunc
+	// token your authentication middleware verified, as tenant.Func
 	// says. Its ctx is r's context. Required: New panics without it. An
 	// empty result or an error fails the request closed (500
 	// tenant-missing).
-	Tenant idemkit.TenantFunc[*http.Request]
+	Tenant tenant.Func[*http.Request]
 
 	httpconfig.Settings
 
@@ -135,7 +136,7 @@ func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 // wraps.
 type middleware struct {
 	a         *adapter.Adapter
-	tenant    idemkit.TenantFunc[*http.Request]
+	tenant    tenant.Func[*http.Request]
 	limit     int64 // the largest request body read
 	respLimit int64 // the most of a response body buffered
 	responder adapter.Responder[*response]

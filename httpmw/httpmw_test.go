@@ -23,6 +23,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 //go:embed testdata/create-order.http
@@ -314,8 +315,8 @@ func TestMiddlewareRouteTemplate(t *testing.T) {
 	o := &orders{}
 	store := memstore.New()
 	var ops []string
-	g, _ := idemkit.New(idemkit.Config{Store: store, Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-		ops = append(ops, e.Scope.Operation)
+	g, _ := idemkit.New(idemkit.Config{Store: store, Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
+		ops = append(ops, e.Operation)
 	})})
 	mw := httpmw.New(g, httpmw.Config{Tenant: tenantOf, Settings: httpconfig.Settings{RouteTemplate: true}})
 	mux := http.NewServeMux()
@@ -466,8 +467,8 @@ func TestMiddlewareBodyRefusalsObserved(t *testing.T) {
 				typ = "body-invalid"
 			}
 			checkProblem(t, w, tc.status, typ)
-			if evs := obs.Events(); len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, tc.want) ||
-				evs[0].Scope.Tenant != "tenant-a" || evs[0].Scope.Key == "" || evs[0].Scope.Operation == "" {
+			if evs := obs.Events(); len(evs) != 1 || evs[0].Kind != observe.EventRefused || !errors.Is(evs[0].Err, tc.want) ||
+				evs[0].Tenant != "tenant-a" || evs[0].Key == "" || evs[0].Operation == "" {
 				t.Errorf("events %+v, want one refusal %v with tenant, operation and key", evs, tc.want)
 			}
 			if o.runs.Load() != 0 {

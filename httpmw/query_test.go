@@ -11,9 +11,11 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // distinctNames returns a raw query of n distinct parameter names without
@@ -30,13 +32,13 @@ func distinctNames(n int) string {
 }
 
 // TestMiddlewareQueryBound: a guarded request whose query has more than
-// idemkit.MaxQueryParams parameters, counted as net/url counts them, is
+// httpconfig.MaxQueryParams parameters, counted as net/url counts them, is
 // refused with a 414 problem, reported as ErrQueryTooLarge, without
 // running the handler (whose r.URL.Query() would see no parameter); one
 // at the limit runs. With IgnoreQuery the query is not read, so not
 // bounded either.
 func TestMiddlewareQueryBound(t *testing.T) {
-	atLimit := distinctNames(idemkit.MaxQueryParams)
+	atLimit := distinctNames(httpconfig.MaxQueryParams)
 	for _, tc := range []struct {
 		name, query string
 		ignore      bool
@@ -45,14 +47,14 @@ func TestMiddlewareQueryBound(t *testing.T) {
 		{"at the limit", atLimit, false, 201},
 		{"one more", atLimit + "&x", false, 414},
 		{"one more, empty", atLimit + "&", false, 414},
-		{"only separators", strings.Repeat("&", idemkit.MaxQueryParams), false, 414},
+		{"only separators", strings.Repeat("&", httpconfig.MaxQueryParams), false, 414},
 		{"1 MB of names", distinctNames(182000), false, 414},
 		{"over, query ignored", atLimit + "&x", true, 201},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var refused []error
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-				if e.Kind == idemkit.EventRefused {
+			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
+				if e.Kind == observe.EventRefused {
 					refused = append(refused, e.Err)
 				}
 			})})
@@ -76,7 +78,7 @@ func TestMiddlewareQueryBound(t *testing.T) {
 			if o.runs.Load() != 0 {
 				t.Errorf("handler ran")
 			}
-			if len(refused) != 1 || !errors.Is(refused[0], idemkit.ErrQueryTooLarge) {
+			if len(refused) != 1 || !errors.Is(refused[0], httpconfig.ErrQueryTooLarge) {
 				t.Errorf("refusals reported: %v, want ErrQueryTooLarge", refused)
 			}
 		})
@@ -124,7 +126,7 @@ func TestMiddlewareQueryMemory(t *testing.T) {
 		name, query string
 		budget      func(n int) uint64
 	}{
-		{"10,000 names, at the limit", distinctNames(idemkit.MaxQueryParams), func(n int) uint64 { return base + 2*uint64(n) }},
+		{"10,000 names, at the limit", distinctNames(httpconfig.MaxQueryParams), func(n int) uint64 { return base + 2*uint64(n) }},
 		{"182,000 names, refused", distinctNames(182000), func(n int) uint64 { return base + uint64(n)/16 }},
 	} {
 		got := perRequest(tc.query)

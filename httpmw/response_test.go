@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // sendTwice sends the same guarded POST to h over a real server twice and
@@ -134,9 +135,9 @@ func TestMiddlewareOuterBodyLimit(t *testing.T) {
 // runs cancels the request's context, but the handler's outcome is still
 // stored: its retry is replayed, never run again.
 func TestMiddlewareClientGone(t *testing.T) {
-	settled := make(chan idemkit.Event, 1)
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-		if e.Kind != idemkit.EventReplayed {
+	settled := make(chan observe.Event, 1)
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
+		if e.Kind != observe.EventReplayed {
 			settled <- e
 		}
 	})})
@@ -176,7 +177,7 @@ func TestMiddlewareClientGone(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("the first request was not cancelled")
 	}
-	if e := <-settled; e.Kind != idemkit.EventExecuted {
+	if e := <-settled; e.Kind != observe.EventExecuted {
 		t.Fatalf("first request settled as %v (%v), want executed and stored", e.Kind, e.Err)
 	}
 	resp, err := send(context.Background())

@@ -9,6 +9,7 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestMiddlewareRouteTemplateGreedy: a ServeMux pattern that matches a
@@ -21,8 +22,8 @@ func TestMiddlewareRouteTemplateGreedy(t *testing.T) {
 		t.Run(pattern, func(t *testing.T) {
 			o := &orders{}
 			var ops []string
-			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-				ops = append(ops, e.Scope.Operation)
+			g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
+				ops = append(ops, e.Operation)
 			})})
 			if err != nil {
 				t.Fatal(err)

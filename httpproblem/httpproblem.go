@@ -19,8 +19,8 @@
 //	key-expired                      400  a UUIDv7 key older than the record retention
 //	body-invalid                     400  the body cannot be fingerprinted (bad JSON, duplicate keys, too deep)
 //	body-too-large                   413  httpmw only: the body is over MaxBodyBytes or an outer http.MaxBytesReader's limit
-//	path-too-long                    414  the path is over idemkit.MaxPathLen (2,048) bytes; nothing ran
-//	query-too-large                  414  the query has more than idemkit.MaxQueryParams (10,000) parameters, as net/url refuses; nothing ran
+//	path-too-long                    414  the path is over httpconfig.MaxPathLen (2,048) bytes; nothing ran
+//	query-too-large                  414  the query has more than httpconfig.MaxQueryParams (10,000) parameters, as net/url refuses; nothing ran
 //	fingerprint-mismatch             422  the key was used with a different request (body, query, resource)
 //	operation-mismatch               422  account-wide keys: the key was used for another operation
 //	in-flight                        409  a request with the key is running; Retry-After says when to retry

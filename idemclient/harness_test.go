@@ -14,18 +14,20 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/idemclient"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
-// serverClock is an idemkit.Clock reading a test clock; its timers are
+// serverClock is an clock.Clock reading a test clock; its timers are
 // real (no test here waits for a lease renewal).
 type serverClock struct{ *testclock.Clock }
 
-func (c serverClock) AfterFunc(d time.Duration, f func()) idemkit.Timer { return time.AfterFunc(d, f) }
+func (c serverClock) AfterFunc(d time.Duration, f func()) clock.Timer { return time.AfterFunc(d, f) }
 
 // api is an idemkit-guarded net/http API over memstore: POST /orders and
 // POST /payments answer 201 with a new id, counting the runs of the
@@ -55,7 +57,7 @@ func (a *api) start(t *testing.T) *httptest.Server {
 	cfg := a.guard
 	cfg.Store, cfg.Clock, cfg.Policy = a.store, serverClock{a.clock}, a.policy
 	if cfg.Observer == nil {
-		cfg.Observer = idemkit.ObserverFunc(func(context.Context, idemkit.Event) {}) // no log lines of store failures
+		cfg.Observer = observe.ObserverFunc(func(context.Context, observe.Event) {}) // no log lines of store failures
 	}
 	g := testguard.New(t, cfg)
 	mwc := a.mw

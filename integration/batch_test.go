@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/batch"
 	lambdaevent "github.com/idemkit/idemkit/lambda/event"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // shipOrder is the body of the messages of the batch tests.
@@ -207,7 +208,7 @@ func TestBatchSQSQueue(t *testing.T) {
 				err := json.Unmarshal([]byte(m.Body), &o)
 				return o.OrderID, err
 			},
-			Tenant:    idemkit.SingleTenant[events.SQSMessage]("acme"),
+			Tenant:    tenant.Single[events.SQSMessage]("acme"),
 			Operation: "orders.ship",
 		},
 		OnFailure: func(_ context.Context, f batch.Failure) {

@@ -9,6 +9,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 )
@@ -71,7 +72,7 @@ func TestDeadlineUsedUpOnArrival(t *testing.T) {
 			if held != (tc.first == "unavailable-held") {
 				t.Fatalf("record after the first answer: %v, %v; told held: %v", rec, err, tc.first == "unavailable-held")
 			}
-			if held && rec.LeaseUntil.After(clk.Now().Add(tc.left+idemkit.DefaultLeaseMargin+time.Millisecond)) {
+			if held && rec.LeaseUntil.After(clk.Now().Add(tc.left+policydefault.LeaseMargin+time.Millisecond)) {
 				t.Errorf("lease until %v: more than the deadline plus the margin", rec.LeaseUntil)
 			}
 
@@ -84,7 +85,7 @@ func TestDeadlineUsedUpOnArrival(t *testing.T) {
 				a := call(clk.Deadline(t, context.Background(), 10*time.Second), h, ev)
 				final = a.kind()
 				if final == "in-flight" || final == "pending" {
-					clk.Advance(pastPending(tc.left + idemkit.DefaultLeaseMargin))
+					clk.Advance(pastPending(tc.left + policydefault.LeaseMargin))
 					continue
 				}
 				if final == "run" {

@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	lambdaevent "github.com/idemkit/idemkit/lambda/event"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // transferEvent is an asynchronous invocation's event: the Lambda service
@@ -82,7 +83,7 @@ func TestEventRedeliveredUnderFaults(t *testing.T) {
 			}
 			h := lambdaevent.Wrap(g, lambdaevent.Config[transferEvent]{
 				Key:       func(in transferEvent) (string, error) { return in.TransferID, nil },
-				Tenant:    idemkit.SingleTenant[transferEvent]("acme"),
+				Tenant:    tenant.Single[transferEvent]("acme"),
 				Operation: "transfers.execute",
 			}, fn)
 			ev := transferEvent{TransferID: key, Amount: 1999}

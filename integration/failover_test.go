@@ -13,8 +13,10 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/internal/uuidv7"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // A tenant's home region is lost with a payment not yet replicated, and an
@@ -61,7 +63,7 @@ func TestRegionsFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+		g, err := idemkit.New(idemkit.Config{Store: s, Clock: clk, Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
 			if e.Err != nil {
 				mu.Lock()
 				errs = append(errs, e.Err)
@@ -112,7 +114,7 @@ func TestRegionsFailover(t *testing.T) {
 	if err := lastErr(); !errors.As(err, &fe) || !errors.Is(err, idemkit.ErrStoreUnavailable) || !strings.Contains(err.Error(), "failed over to west") {
 		t.Fatalf("the refusal's error: %v; want a *FailoverError naming the failover", err)
 	}
-	newKey := uuidv7.At(at.Add(idemkit.DefaultKeyClockSkew + time.Second))
+	newKey := uuidv7.At(at.Add(policydefault.KeyClockSkew + time.Second))
 	evNew := event("acme", "/payments", newKey, `{"amount":500}`)
 	paid := call(ctx, west, evNew)
 	expect("a payment keyed after the failover", paid, "run", newKey, 1)

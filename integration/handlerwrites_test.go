@@ -21,11 +21,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/examples/orders"
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/warmcache"
 )
@@ -63,7 +65,7 @@ type hwInstance struct {
 
 type hwOptions struct {
 	policy   idemkit.Policy
-	clock    idemkit.Clock
+	clock    clock.Clock
 	callTime time.Duration
 	cache    bool // put a warmcache.Store in front of the store
 	// repoGap is the repository's DeadlineGap; zero: its default.
@@ -284,7 +286,7 @@ func TestHandlerWritesUnderFaults(t *testing.T) {
 					policy: idemkit.Policy{OnStaleLease: pol}, clock: clk, callTime: dynalite.Scale(300 * time.Millisecond),
 				})
 				const invocation = 3 * time.Second
-				lease := invocation + idemkit.DefaultLeaseMargin
+				lease := invocation + policydefault.LeaseMargin
 				path, body := "/orders", `{"sku":"hw","quantity":1,"amount_cents":1999,"currency":"EUR"}`
 				if tc.payment {
 					// The order to pay, made without faults under its own key.
@@ -449,7 +451,7 @@ func TestAbandonedInvocation(t *testing.T) {
 				ab := abandon(t, tb, opts, v.rules, fmt.Sprintf("ab%sp%dv%d", run, pi, vi), body)
 				tenant, key, invocation, clkA, ftA, first := ab.tenant, ab.key, ab.invocation, ab.clock, ab.faults, ab.first
 				opts.clock = clkA
-				lease := invocation + idemkit.DefaultLeaseMargin
+				lease := invocation + policydefault.LeaseMargin
 				// Its answer never reaches the client (API Gateway times out).
 				if rec, err := getLive(context.Background(), tb.clean(t), idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: key}.ID(false), clkA.Now()); err != nil || rec.State != idemkit.StateInFlight {
 					t.Fatalf("after the abandoned run: %+v, %v; first answer %v", rec, err, first)
@@ -620,7 +622,7 @@ func TestThawedInvocation(t *testing.T) {
 	tb := newHWTables(t)
 	run := token()
 	const invocation = 800 * time.Millisecond
-	lease := invocation + idemkit.DefaultLeaseMargin
+	lease := invocation + policydefault.LeaseMargin
 	for pi, pol := range []idemkit.StalePolicy{idemkit.FailClosed, idemkit.Takeover} {
 		name := map[idemkit.StalePolicy]string{idemkit.FailClosed: "fail-closed", idemkit.Takeover: "takeover"}[pol]
 		t.Run(name, func(t *testing.T) {

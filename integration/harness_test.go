@@ -25,6 +25,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 
@@ -312,7 +313,7 @@ func (a answer) kind() string {
 // outcome-pending (the run may still complete: LeaseMargin, then
 // WriteAttempts completion writes of WriteTimeout each) before it answers
 // indeterminate-operator-required.
-const pendingWindow = idemkit.DefaultLeaseMargin + 3*5*time.Second
+const pendingWindow = policydefault.LeaseMargin + 3*5*time.Second
 
 // pastPending is how far a test's clock moves past a lease of length lease
 // for a retry to find its run's outcome an operator's case.

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testclock"
 )
 
@@ -114,7 +115,7 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 		return a
 	}
 	clean := tb.clean(t)
-	budget := invocation + idemkit.DefaultLeaseMargin + 3*time.Second
+	budget := invocation + policydefault.LeaseMargin + 3*time.Second
 	var unexpected []string
 	stormKeys(8, keys, len(instances), func(k *wsKey, i int) {
 		if k.doomed && i != owner {
@@ -211,7 +212,7 @@ func warmSkewStorm(t *testing.T, pol idemkit.StalePolicy, rate float64, keysPerT
 
 	ordersOf := scanOrders(t, tb.raw, tb.orders)
 	ctx := context.Background()
-	later := time.Now().Add(2 * idemkit.DefaultLeaseMargin) // past every instance's skew
+	later := time.Now().Add(2 * policydefault.LeaseMargin) // past every instance's skew
 	indeterminate := listAll(t, func(page string) ([]*idemkit.Record, string, error) {
 		return clean.ListIndeterminate(ctx, "", page, 1000, later)
 	})

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/internal/clip"
 )
 
@@ -34,22 +34,22 @@ const (
 	MetricDuration         = "Duration"
 )
 
-var kindMetric = map[idemkit.EventKind]string{
-	idemkit.EventExecuted:         MetricExecuted,
-	idemkit.EventReplayed:         MetricReplayed,
-	idemkit.EventConflict:         MetricConflict,
-	idemkit.EventMismatch:         MetricMismatch,
-	idemkit.EventTakeover:         MetricTakeover,
-	idemkit.EventIndeterminate:    MetricIndeterminate,
-	idemkit.EventReleased:         MetricReleased,
-	idemkit.EventStoreError:       MetricStoreError,
-	idemkit.EventCancelled:        MetricCancelled,
-	idemkit.EventCompletionFailed: MetricCompletionFailed,
-	idemkit.EventRefused:          MetricRefused,
-	idemkit.EventOutcome:          MetricOutcome,
+var kindMetric = map[EventKind]string{
+	EventExecuted:         MetricExecuted,
+	EventReplayed:         MetricReplayed,
+	EventConflict:         MetricConflict,
+	EventMismatch:         MetricMismatch,
+	EventTakeover:         MetricTakeover,
+	EventIndeterminate:    MetricIndeterminate,
+	EventReleased:         MetricReleased,
+	EventStoreError:       MetricStoreError,
+	EventCancelled:        MetricCancelled,
+	EventCompletionFailed: MetricCompletionFailed,
+	EventRefused:          MetricRefused,
+	EventOutcome:          MetricOutcome,
 }
 
-// EMF is an idemkit.Observer printing one CloudWatch Embedded Metric
+// EMF is an Observer printing one CloudWatch Embedded Metric
 // Format line per outcome. Metrics carry only the fixed Dimensions, since
 // an operation, a tenant or a key would make one metric per value. Each line
 // also carries the kind, the operation (bounded to MaxFieldBytes) and the
@@ -65,7 +65,7 @@ type EMF struct {
 	// Dimensions are fixed dimensions of every metric ("Service": "orders").
 	Dimensions map[string]string
 	// Clock is the time of the metric timestamps. Nil: the system clock.
-	Clock idemkit.Clock
+	Clock clock.Clock
 	// Tenant and Key say whether and how the scope's tenant and
 	// Idempotency-Key are written as properties ("tenant", "key"). Zero:
 	// Omitted; Logger lines carry them.
@@ -90,8 +90,8 @@ type emfMeta struct {
 	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
 }
 
-// Observe implements idemkit.Observer.
-func (m *EMF) Observe(_ context.Context, e idemkit.Event) {
+// Observe implements Observer.
+func (m *EMF) Observe(_ context.Context, e Event) {
 	now := time.Now
 	if m.Clock != nil {
 		now = m.Clock.Now
@@ -131,11 +131,11 @@ func (m *EMF) Observe(_ context.Context, e idemkit.Event) {
 	line[MetricWriteUnits] = e.Usage.WriteUnits
 	line[MetricDuration] = ms(e.Duration.Seconds())
 	line["kind"] = string(e.Kind)
-	line["operation"] = clip.String(e.Scope.Operation, MaxFieldBytes)
-	if v, ok := m.Tenant.field(e.Scope.Tenant, Omitted); ok {
+	line["operation"] = clip.String(e.Operation, MaxFieldBytes)
+	if v, ok := m.Tenant.field(e.Tenant, Omitted); ok {
 		line["tenant"] = v
 	}
-	if v, ok := m.Key.field(e.Scope.Key, Omitted); ok {
+	if v, ok := m.Key.field(e.Key, Omitted); ok {
 		line["key"] = v
 	}
 	if e.Status != 0 {

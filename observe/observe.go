@@ -1,4 +1,5 @@
-// Package observe reports every idemkit outcome. [Logger] writes one
+// Package observe reports every idemkit outcome. A Guard passes each one,
+// an [Event], to the [Observer] of its Config. [Logger] writes one
 // structured log/slog line per guarded request. [EMF] prints CloudWatch
 // Embedded Metric Format lines to stdout, which Lambda turns into metrics
 // without an SDK call. Combine them with [Multi]:
@@ -12,8 +13,8 @@
 // operation, key, error) is cut to [MaxFieldBytes]. The Idempotency-Key is
 // written hashed by default ([Hashed]). With the tenant and the operation,
 // the key makes the whole scope. From the scope, anyone who reads the logs
-// could compute a handler's [idemkit.ExecutionID] when no ExecutionSecret
-// is set, and send it downstream as the handler would. The hash still
+// could compute a handler's [github.com/idemkit/idemkit.ExecutionID] when
+// no ExecutionSecret is set, and send it downstream as the handler would. The hash still
 // finds every line of one key, since it is [Hash] of the key.
 package observe
 
@@ -23,14 +24,13 @@ import (
 	"encoding/hex"
 	"log/slog"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/clip"
 )
 
 // MaxFieldBytes bounds every text field an observer writes. A longer one
 // is cut on a UTF-8 boundary and ends in "...", MaxFieldBytes bytes in
 // all. It is above every scope the adapters accept (a path of
-// idemkit.MaxPathLen bytes, a tenant of idemkit.MaxTenantLen). So only
+// httpconfig.MaxPathLen bytes, a tenant of 1024 bytes). So only
 // refused requests and long errors are cut, and a line stays far below
 // the 256 KB CloudWatch Logs keeps of an event.
 const MaxFieldBytes = clip.MaxLogField
@@ -76,7 +76,7 @@ func (r Redaction) field(v string, def Redaction) (string, bool) {
 	return clip.String(v, MaxFieldBytes), true
 }
 
-// Logger is an idemkit.Observer writing one slog line per outcome:
+// Logger is an Observer writing one slog line per outcome:
 // executed and replayed at Info; conflicts, mismatches, refusals, released
 // claims, takeovers and unreplayable outcomes at Warn; store errors,
 // failed completions and indeterminate records at Error. The zero value
@@ -88,8 +88,8 @@ type Logger struct {
 	Tenant, Key Redaction
 }
 
-// Observe implements idemkit.Observer.
-func (l Logger) Observe(ctx context.Context, e idemkit.Event) {
+// Observe implements Observer.
+func (l Logger) Observe(ctx context.Context, e Event) {
 	lg := l.Logger
 	if lg == nil {
 		lg = slog.Default()
@@ -100,11 +100,11 @@ func (l Logger) Observe(ctx context.Context, e idemkit.Event) {
 	}
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs, slog.String("kind", string(e.Kind)))
-	if v, ok := l.Tenant.field(e.Scope.Tenant, InClear); ok {
+	if v, ok := l.Tenant.field(e.Tenant, InClear); ok {
 		attrs = append(attrs, slog.String("tenant", v))
 	}
-	attrs = append(attrs, slog.String("operation", clip.String(e.Scope.Operation, MaxFieldBytes)))
-	if v, ok := l.Key.field(e.Scope.Key, Hashed); ok {
+	attrs = append(attrs, slog.String("operation", clip.String(e.Operation, MaxFieldBytes)))
+	if v, ok := l.Key.field(e.Key, Hashed); ok {
 		attrs = append(attrs, slog.String("key", v))
 	}
 	attrs = append(attrs,
@@ -126,11 +126,11 @@ func (l Logger) Observe(ctx context.Context, e idemkit.Event) {
 }
 
 // Level returns the log level of an outcome kind.
-func Level(k idemkit.EventKind) slog.Level {
+func Level(k EventKind) slog.Level {
 	switch k {
-	case idemkit.EventExecuted, idemkit.EventReplayed, idemkit.EventCancelled:
+	case EventExecuted, EventReplayed, EventCancelled:
 		return slog.LevelInfo
-	case idemkit.EventStoreError, idemkit.EventCompletionFailed, idemkit.EventIndeterminate:
+	case EventStoreError, EventCompletionFailed, EventIndeterminate:
 		return slog.LevelError
 	}
 	return slog.LevelWarn
@@ -140,8 +140,8 @@ func ms(seconds float64) float64 { return float64(int64(seconds*1e6)) / 1e3 }
 
 // Multi returns an Observer passing every event to each of obs in order;
 // nil entries are skipped.
-func Multi(obs ...idemkit.Observer) idemkit.Observer {
-	return idemkit.ObserverFunc(func(ctx context.Context, e idemkit.Event) {
+func Multi(obs ...Observer) Observer {
+	return ObserverFunc(func(ctx context.Context, e Event) {
 		for _, o := range obs {
 			if o != nil {
 				o.Observe(ctx, e)

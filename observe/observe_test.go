@@ -10,33 +10,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/observe"
 )
 
-var sample = idemkit.Event{
-	Kind:     idemkit.EventExecuted,
-	Scope:    idemkit.Scope{Tenant: "tenant-a", Operation: "POST /orders", Key: "k-1"},
+var sample = observe.Event{
+	Kind:   observe.EventExecuted,
+	Tenant: "tenant-a", Operation: "POST /orders", Key: "k-1",
 	Status:   201,
 	Duration: 12500 * time.Microsecond,
 	Handler:  10 * time.Millisecond,
-	Usage:    idemkit.Usage{Calls: 2, ReadUnits: 0.5, WriteUnits: 2},
+	Usage:    observe.Usage{Calls: 2, ReadUnits: 0.5, WriteUnits: 2},
 }
 
 func TestEMFShape(t *testing.T) {
 	for _, tc := range []struct {
-		kind   idemkit.EventKind
+		kind   observe.EventKind
 		metric string
 	}{
-		{idemkit.EventExecuted, "Executed"},
-		{idemkit.EventReplayed, "Replayed"},
-		{idemkit.EventConflict, "Conflict"},
-		{idemkit.EventMismatch, "Mismatch"},
-		{idemkit.EventIndeterminate, "Indeterminate"},
-		{idemkit.EventStoreError, "StoreError"},
-		{idemkit.EventCancelled, "Cancelled"},
-		{idemkit.EventCompletionFailed, "CompletionFailed"},
+		{observe.EventExecuted, "Executed"},
+		{observe.EventReplayed, "Replayed"},
+		{observe.EventConflict, "Conflict"},
+		{observe.EventMismatch, "Mismatch"},
+		{observe.EventIndeterminate, "Indeterminate"},
+		{observe.EventStoreError, "StoreError"},
+		{observe.EventCancelled, "Cancelled"},
+		{observe.EventCompletionFailed, "CompletionFailed"},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			var buf bytes.Buffer
@@ -95,7 +94,7 @@ func TestLogger(t *testing.T) {
 	l := observe.Logger{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
 	e := sample
 	l.Observe(context.Background(), e)
-	e.Kind, e.Err, e.Status = idemkit.EventStoreError, errors.New("throttled"), 0
+	e.Kind, e.Err, e.Status = observe.EventStoreError, errors.New("throttled"), 0
 	l.Observe(context.Background(), e)
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
@@ -114,7 +113,7 @@ func TestLogger(t *testing.T) {
 
 func TestMulti(t *testing.T) {
 	n := 0
-	count := idemkit.ObserverFunc(func(context.Context, idemkit.Event) { n++ })
+	count := observe.ObserverFunc(func(context.Context, observe.Event) { n++ })
 	observe.Multi(count, nil, count).Observe(context.Background(), sample)
 	if n != 2 {
 		t.Errorf("%d calls", n)
@@ -125,14 +124,14 @@ func TestMulti(t *testing.T) {
 // a replay; store failures are errors an alarm should see.
 func TestLevel(t *testing.T) {
 	for _, tc := range []struct {
-		kind idemkit.EventKind
+		kind observe.EventKind
 		want slog.Level
 	}{
-		{idemkit.EventExecuted, slog.LevelInfo},
-		{idemkit.EventCancelled, slog.LevelInfo},
-		{idemkit.EventConflict, slog.LevelWarn},
-		{idemkit.EventStoreError, slog.LevelError},
-		{idemkit.EventIndeterminate, slog.LevelError},
+		{observe.EventExecuted, slog.LevelInfo},
+		{observe.EventCancelled, slog.LevelInfo},
+		{observe.EventConflict, slog.LevelWarn},
+		{observe.EventStoreError, slog.LevelError},
+		{observe.EventIndeterminate, slog.LevelError},
 	} {
 		if got := observe.Level(tc.kind); got != tc.want {
 			t.Errorf("Level(%s) = %v, want %v", tc.kind, got, tc.want)

@@ -9,13 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/observe"
 )
 
 // lines returns what each observer writes for e, one JSON object per
 // observer: a Logger and an EMF with the given redactions.
-func lines(t *testing.T, e idemkit.Event, tenant, key observe.Redaction) (logged, emf map[string]any, size [2]int) {
+func lines(t *testing.T, e observe.Event, tenant, key observe.Redaction) (logged, emf map[string]any, size [2]int) {
 	t.Helper()
 	var lb, eb bytes.Buffer
 	observe.Logger{Logger: slog.New(slog.NewJSONHandler(&lb, nil)), Tenant: tenant, Key: key}.Observe(context.Background(), e)
@@ -46,7 +45,7 @@ func TestRedaction(t *testing.T) {
 		t.Errorf(`Hash("k-1") = %q, want the first 32 hex digits of its SHA-256`, got)
 	}
 	e := sample
-	e.Scope = idemkit.Scope{Tenant: tenant, Operation: "POST /orders", Key: key}
+	e.Tenant, e.Operation, e.Key = tenant, "POST /orders", key
 	absent := "absent"
 	for _, tc := range []struct {
 		name              string
@@ -94,8 +93,8 @@ func TestRedaction(t *testing.T) {
 func TestObserversBounded(t *testing.T) {
 	big := strings.Repeat("x", 900<<10)
 	e := sample
-	e.Kind = idemkit.EventRefused
-	e.Scope = idemkit.Scope{Tenant: "t" + big, Operation: "POST /" + big, Key: "k" + big}
+	e.Kind = observe.EventRefused
+	e.Tenant, e.Operation, e.Key = "t"+big, "POST /"+big, "k"+big
 	e.Err = errors.New("refused: " + big)
 	for _, r := range []observe.Redaction{observe.InClear, observe.Hashed} {
 		logged, emf, size := lines(t, e, r, r)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/testkit/scribble"
 )
 
@@ -151,7 +152,7 @@ func testLongScope(t *testing.T, s idemkit.OperatorStore) {
 	for _, aw := range []bool{false, true} {
 		n := seq.Add(1)
 		tenant := fmt.Sprintf("tenant:%d:", n)
-		tenant += strings.Repeat("t", idemkit.MaxTenantLen-len(tenant))
+		tenant += strings.Repeat("t", recordid.MaxTenantLen-len(tenant))
 		sc := idemkit.Scope{Tenant: tenant, Operation: "POST /" + strings.Repeat("o", 1500), Key: strings.Repeat("k", 255)}
 		rec := func(sc idemkit.Scope) *idemkit.Record {
 			r := newRecord(now, "a")
@@ -159,8 +160,8 @@ func testLongScope(t *testing.T, s idemkit.OperatorStore) {
 			return r
 		}
 		r := rec(sc)
-		if len(r.ID) > idemkit.MaxIDLen {
-			t.Fatalf("ID of %d bytes, over idemkit.MaxIDLen", len(r.ID))
+		if len(r.ID) > recordid.MaxLen {
+			t.Fatalf("ID of %d bytes, over recordid.MaxLen", len(r.ID))
 		}
 		mustCreate(t, s, r)
 		sameRecord(t, mustGet(t, s, r.ID), r)

@@ -67,6 +67,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 )
 
 // Defaults applied to the zero fields of Config.
@@ -93,7 +94,7 @@ type Config struct {
 	// Clock is the time the cache reads to tell whether an entry may
 	// still answer: give it the guard's Config.Clock. Nil: the system
 	// clock.
-	Clock idemkit.Clock
+	Clock clock.Clock
 }
 
 func (c Config) withDefaults() Config {

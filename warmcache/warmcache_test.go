@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testclock"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 	"github.com/idemkit/idemkit/storetest"
 	"github.com/idemkit/idemkit/warmcache"
 )
@@ -131,7 +132,7 @@ func TestWarmReplayNoCalls(t *testing.T) {
 		if err != nil || !replayed || string(snap.Body) != `{"id":1}` || snap.Status != 201 {
 			t.Fatalf("replay: %+v %v %v", snap, replayed, err)
 		}
-		if ev := e.obs.Last(); ev.Kind != idemkit.EventReplayed || ev.Usage.Calls != 0 {
+		if ev := e.obs.Last(); ev.Kind != observe.EventReplayed || ev.Usage.Calls != 0 {
 			t.Fatalf("replay event %s usage %+v, want replayed in 0 calls", ev.Kind, ev.Usage)
 		}
 	}

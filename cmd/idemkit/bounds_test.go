@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // TestResolutionBounds: resolve's flags are checked at their documented
@@ -29,8 +29,8 @@ func TestResolutionBounds(t *testing.T) {
 		{"valid", func(*resolveFlags) {}, true},
 		{"zero timeout", func(rf *resolveFlags) { rf.timeout = 0 }, false},
 		{"negative timeout", func(rf *resolveFlags) { rf.timeout = -time.Second }, false},
-		{"tenant at its limit", func(rf *resolveFlags) { rf.scope.tenant = strings.Repeat("t", idemkit.MaxTenantLen) }, true},
-		{"tenant over its limit", func(rf *resolveFlags) { rf.scope.tenant = strings.Repeat("t", idemkit.MaxTenantLen+1) }, false},
+		{"tenant at its limit", func(rf *resolveFlags) { rf.scope.tenant = strings.Repeat("t", recordid.MaxTenantLen) }, true},
+		{"tenant over its limit", func(rf *resolveFlags) { rf.scope.tenant = strings.Repeat("t", recordid.MaxTenantLen+1) }, false},
 		{"reason at its limit", func(rf *resolveFlags) { rf.reason = strings.Repeat("r", maxReason) }, true},
 		{"reason over its limit", func(rf *resolveFlags) { rf.reason = strings.Repeat("r", maxReason+1) }, false},
 		{"operator at its limit", func(rf *resolveFlags) { rf.operator = strings.Repeat("o", maxOperator) }, true},

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/idemkey"
 )
 
 // TestDisplayText: stored text is printed as it is unless it holds a
@@ -34,7 +34,7 @@ func TestDisplayText(t *testing.T) {
 func TestDisplayKey(t *testing.T) {
 	for _, k := range []string{"order-1", "a b", `a"b`, `a\b`, ` lead`} {
 		shown := displayKey(k)
-		back, err := idemkit.ParseKey([]string{shown}, idemkit.KeyOptions{MaxLen: maxKeyLen})
+		back, err := idemkey.Parse([]string{shown}, idemkey.Options{MaxLen: maxKeyLen})
 		if err != nil || back != k {
 			t.Errorf("displayKey(%q) = %s, read back as %q, %v", k, shown, back, err)
 		}

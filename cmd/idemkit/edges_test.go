@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // lateCompletion returns a store on which the record's own execution
@@ -65,7 +66,7 @@ func TestResolveCompletedMeanwhile(t *testing.T) {
 }
 
 // TestTenantOverMaxLen: with the real environment, a tenant over
-// idemkit.MaxTenantLen, which no record can have (the guard refuses it),
+// recordid.MaxTenantLen, which no record can have (the guard refuses it),
 // is a usage error naming the bound, before any call; not an outage
 // (exit 5) nor an unexplained refusal.
 func TestTenantOverMaxLen(t *testing.T) {
@@ -74,7 +75,7 @@ func TestTenantOverMaxLen(t *testing.T) {
 	awsEnv(t, rec.server(t).URL, fakeSTS(t).URL)
 	env := Env{Getenv: func(string) string { return "" }}
 	for _, op := range []string{"POST /orders", "POST /" + strings.Repeat("o", 1100)} {
-		long := idemkit.Scope{Tenant: strings.Repeat("t", idemkit.MaxTenantLen+1), Operation: op, Key: "k"}
+		long := idemkit.Scope{Tenant: strings.Repeat("t", recordid.MaxTenantLen+1), Operation: op, Key: "k"}
 		for _, args := range [][]string{
 			append([]string{"inspect"}, scopeArgs(long)...),
 			append([]string{"resolve", "--as", "failed", "--reason", "r"}, scopeArgs(long)...),

@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestInspectExecutionID: inspect --path shows the execution ID the
@@ -41,7 +42,7 @@ func TestInspectExecutionID(t *testing.T) {
 				return ""
 			}
 			g, err := idemkit.New(idemkit.Config{Store: f.store, ExecutionSecret: []byte(tc.secret),
-				Observer: idemkit.ObserverFunc(func(context.Context, idemkit.Event) {})})
+				Observer: observe.ObserverFunc(func(context.Context, observe.Event) {})})
 			if err != nil {
 				t.Fatal(err)
 			}

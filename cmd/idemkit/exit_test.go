@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // TestExitCode: each kind of error maps to its documented exit code,
@@ -60,8 +61,8 @@ func TestCheckList(t *testing.T) {
 func TestIsAccountWide(t *testing.T) {
 	scopes := []idemkit.Scope{
 		{Tenant: "acme", Operation: "POST /orders", Key: "k"},
-		{Tenant: "acme", Operation: "POST /orders", Key: strings.Repeat("k", idemkit.MaxIDLen)},
-		{Tenant: strings.Repeat("t", idemkit.MaxTenantLen+1), Operation: "POST /orders", Key: strings.Repeat("k", idemkit.MaxIDLen)},
+		{Tenant: "acme", Operation: "POST /orders", Key: strings.Repeat("k", recordid.MaxLen)},
+		{Tenant: strings.Repeat("t", recordid.MaxTenantLen+1), Operation: "POST /orders", Key: strings.Repeat("k", recordid.MaxLen)},
 	}
 	prefixes := map[string]bool{}
 	for _, s := range scopes {

@@ -10,13 +10,15 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/idemkey"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // EnvTable names the table when --table is not given.
 const EnvTable = "IDEMKIT_TABLE"
 
 // maxKeyLen is the longest key the commands accept. It is far above any
-// service's ParseKey cap: the tool must reach every stored record.
+// service's idemkey.Parse cap: the tool must reach every stored record.
 const maxKeyLen = 64 << 10
 
 // common are the flags every command takes.
@@ -70,9 +72,9 @@ func (s *scopeFlags) scope() (idemkit.Scope, string, error) {
 	if s.tenant == "" {
 		return idemkit.Scope{}, "", usagef("--tenant is required")
 	}
-	if len(s.tenant) > idemkit.MaxTenantLen {
+	if len(s.tenant) > recordid.MaxTenantLen {
 		// The guard refuses such a tenant: no record has it.
-		return idemkit.Scope{}, "", usagef("--tenant is %d bytes, at most %d (a longer tenant is refused, so no record has it)", len(s.tenant), idemkit.MaxTenantLen)
+		return idemkit.Scope{}, "", usagef("--tenant is %d bytes, at most %d (a longer tenant is refused, so no record has it)", len(s.tenant), recordid.MaxTenantLen)
 	}
 	if s.operation == "" && !s.accountWide {
 		return idemkit.Scope{}, "", usagef("--operation is required (unless --account-wide)")
@@ -80,7 +82,7 @@ func (s *scopeFlags) scope() (idemkit.Scope, string, error) {
 	if s.key == "" {
 		return idemkit.Scope{}, "", usagef("--key is required")
 	}
-	k, err := idemkit.ParseKey([]string{s.key}, idemkit.KeyOptions{MaxLen: maxKeyLen})
+	k, err := idemkey.Parse([]string{s.key}, idemkey.Options{MaxLen: maxKeyLen})
 	if err != nil {
 		return idemkit.Scope{}, "", usagef("--key: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 const listHelp = `Usage: idemkit list --table T [--state indeterminate|stale] [--tenant X] [--limit N] [--all | --page TOKEN]
@@ -133,8 +134,8 @@ func checkListTenant(fs *flag.FlagSet, tenant string) error {
 	switch {
 	case given && tenant == "":
 		return usagef("--tenant is empty: no record has an empty tenant; leave --tenant out to list every tenant's records")
-	case len(tenant) > idemkit.MaxTenantLen:
-		return usagef("--tenant is %d bytes, at most %d (a longer tenant is refused, so no record has it)", len(tenant), idemkit.MaxTenantLen)
+	case len(tenant) > recordid.MaxTenantLen:
+		return usagef("--tenant is %d bytes, at most %d (a longer tenant is refused, so no record has it)", len(tenant), recordid.MaxTenantLen)
 	}
 	return nil
 }

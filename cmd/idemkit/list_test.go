@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/recordid"
 )
 
 // seven stores seven indeterminate records of tenant acme, leases ended
@@ -239,7 +240,7 @@ func TestListTenantRefused(t *testing.T) {
 		{"list", "--tenant", ""},
 		{"list", "--tenant="},
 		{"list", "--tenant", "", "--state", "stale"},
-		{"list", "--tenant", strings.Repeat("t", idemkit.MaxTenantLen+1)},
+		{"list", "--tenant", strings.Repeat("t", recordid.MaxTenantLen+1)},
 	} {
 		code, stdout, stderr := f.run(args...)
 		wantCode(t, code, exitUsage, stdout, stderr)

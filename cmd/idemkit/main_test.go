@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/policydefault"
 )
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
@@ -106,8 +107,8 @@ func (f *fixture) seed(s idemkit.Scope, leaseUntil time.Time) *idemkit.Record {
 		Owner:       "owner-" + s.Key,
 		Version:     "claim-" + s.Key,
 		LeaseUntil:  leaseUntil,
-		ReplayUntil: now.Add(idemkit.DefaultReplayWindow),
-		ExpiresAt:   now.Add(idemkit.DefaultRecordRetention),
+		ReplayUntil: now.Add(policydefault.ReplayWindow),
+		ExpiresAt:   now.Add(policydefault.RecordRetention),
 		CreatedAt:   leaseUntil.Add(-30 * time.Second),
 	}
 	if met, err := f.store.Create(f.t.Context(), rec); err != nil || met != nil {

@@ -13,8 +13,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // HandlerFunc is the signature lambda.Start runs for an HTTP API (payload
@@ -46,13 +48,13 @@ type Options struct {
 	// record retention; stale leases fail closed: this API moves money).
 	Policy idemkit.Policy
 	// Observer receives every idempotency outcome. Nil: none.
-	Observer idemkit.Observer
+	Observer observe.Observer
 	// Logger receives one line per request and every failure. Nil:
 	// slog.Default().
 	Logger *slog.Logger
 	// Clock is the time the guard and the handlers read. Nil: the system
 	// clock.
-	Clock idemkit.Clock
+	Clock clock.Clock
 	// Outbox, when set, is sent a ShipRequest for every order created (and
 	// again when a request is run again): the shipping worker's queue.
 	// Nil: none is sent.

@@ -19,8 +19,10 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // EnvShippingQueue is the URL of the shipping queue the orders function
@@ -137,9 +139,9 @@ type WorkerOptions struct {
 	// Policy is the idempotency policy of ShippingOperation. Stale leases
 	// fail closed (the zero value): a shipment is never made twice.
 	Policy   idemkit.Policy
-	Observer idemkit.Observer
-	Logger   *slog.Logger  // nil: slog.Default()
-	Clock    idemkit.Clock // nil: the system clock
+	Observer observe.Observer
+	Logger   *slog.Logger // nil: slog.Default()
+	Clock    clock.Clock  // nil: the system clock
 }
 
 // SQSHandlerFunc is the signature lambda.Start runs for an SQS event

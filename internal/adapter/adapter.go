@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/httpheader"
 )
 
@@ -47,7 +48,7 @@ type Adapter struct {
 	g          *idemkit.Guard
 	methods    []string
 	header     string
-	keyOpts    idemkit.KeyOptions
+	keyOpts    idemkey.Options
 	def        route
 	routes     map[string]route
 	template   bool
@@ -66,7 +67,7 @@ func New(g *idemkit.Guard, o httpconfig.Settings) (*Adapter, error) {
 	if g == nil {
 		return nil, errors.New("nil *idemkit.Guard")
 	}
-	a := &Adapter{g: g, header: o.Header, keyOpts: idemkit.KeyOptions{MaxLen: o.MaxKeyLen},
+	a := &Adapter{g: g, header: o.Header, keyOpts: idemkey.Options{MaxLen: o.MaxKeyLen},
 		template: o.RouteTemplate, storeRetry: o.StoreRetryAfter,
 		problemHook: o.ProblemResponse, replayHook: o.AdjustReplay}
 	if a.header == "" {
@@ -260,7 +261,7 @@ func (a *Adapter) Operation(r *Request) string {
 	if t, ok := a.opTemplate(r); ok {
 		return r.Method + " " + t
 	}
-	if len(r.Path) > idemkit.MaxPathLen {
+	if len(r.Path) > httpconfig.MaxPathLen {
 		// Refused (ErrPathTooLong): the operation is only reported.
 		return r.Method + " " + Echo(r.Path)
 	}
@@ -315,7 +316,7 @@ func (a *Adapter) Refuse(ctx context.Context, r *Request, err error) {
 			scope.Tenant = t
 		}
 	}
-	if k, kerr := idemkit.ParseKey(r.Key, a.keyOpts); kerr == nil {
+	if k, kerr := idemkey.Parse(r.Key, a.keyOpts); kerr == nil {
 		scope.Key = k
 	}
 	a.g.Refuse(ctx, scope, err)
@@ -543,10 +544,10 @@ func (a *Adapter) scope(ctx context.Context, r *Request) (idemkit.Scope, *httppr
 		return scope, ProblemFor(err, a.storeRetry)
 	}
 	if len(r.Key) == 0 {
-		a.g.Refuse(ctx, scope, idemkit.ErrKeyMissing)
+		a.g.Refuse(ctx, scope, idemkey.ErrMissing)
 		return scope, KeyMissing(a.header)
 	}
-	key, err := idemkit.ParseKey(r.Key, a.keyOpts)
+	key, err := idemkey.Parse(r.Key, a.keyOpts)
 	if err != nil {
 		a.g.Refuse(ctx, scope, err)
 		return scope, ProblemFor(err, a.storeRetry)
@@ -556,12 +557,12 @@ func (a *Adapter) scope(ctx context.Context, r *Request) (idemkit.Scope, *httppr
 }
 
 // fingerprintInput returns the fingerprinter of r's route rt and what of
-// r it hashes, or the error refusing r: a path over idemkit.MaxPathLen
+// r it hashes, or the error refusing r: a path over httpconfig.MaxPathLen
 // bytes (ErrPathTooLong), a query it reads of more than
-// idemkit.MaxQueryParams parameters (ErrQueryTooLarge).
+// httpconfig.MaxQueryParams parameters (ErrQueryTooLarge).
 func (a *Adapter) fingerprintInput(rt route, r *Request) (*fingerprint.Fingerprinter, fingerprint.Input, error) {
-	if len(r.Path) > idemkit.MaxPathLen {
-		return nil, fingerprint.Input{}, idemkit.ErrPathTooLong
+	if len(r.Path) > httpconfig.MaxPathLen {
+		return nil, fingerprint.Input{}, httpconfig.ErrPathTooLong
 	}
 	in := fingerprint.Input{Method: r.Method, Path: r.Path, ContentType: r.ContentType,
 		Body: r.Body, BodyString: r.BodyString, IsBase64Encoded: r.Base64}

@@ -12,12 +12,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // sizedFront sends one guarded POST with the given key, path and raw query
@@ -111,37 +113,37 @@ func sizedFronts(g *idemkit.Guard, runs *int) map[string]sizedFront {
 
 // TestFrontsBoundPathAndQuery: every front refuses, with a 414 problem
 // and before the store, a guarded request whose path is over
-// idemkit.MaxPathLen bytes or whose query has more than
-// idemkit.MaxQueryParams parameters, however its front delivers the
+// httpconfig.MaxPathLen bytes or whose query has more than
+// httpconfig.MaxQueryParams parameters, however its front delivers the
 // query; it reports ErrPathTooLong or ErrQueryTooLarge with a bounded
 // operation. A request at either limit runs. (A 900 KB path used to be
 // stored whole in the record and every log line.)
 func TestFrontsBoundPathAndQuery(t *testing.T) {
 	var names strings.Builder
-	for i := range idemkit.MaxQueryParams {
+	for i := range httpconfig.MaxQueryParams {
 		if i > 0 {
 			names.WriteByte('&')
 		}
 		names.WriteString("p" + strconv.Itoa(i) + "=1")
 	}
 	atLimit := names.String()
-	longPath := "/" + strings.Repeat("a", idemkit.MaxPathLen-1)
+	longPath := "/" + strings.Repeat("a", httpconfig.MaxPathLen-1)
 	for _, tc := range []struct {
 		name, path, query string
 		problem           string
 		err               error
 	}{
 		{"path at the limit", longPath, "", "", nil},
-		{"path over the limit", longPath + "b", "", "path-too-long", idemkit.ErrPathTooLong},
-		{"900 KB path", "/" + strings.Repeat("a", 900<<10), "", "path-too-long", idemkit.ErrPathTooLong},
+		{"path over the limit", longPath + "b", "", "path-too-long", httpconfig.ErrPathTooLong},
+		{"900 KB path", "/" + strings.Repeat("a", 900<<10), "", "path-too-long", httpconfig.ErrPathTooLong},
 		{"query at the limit", "/orders", atLimit, "", nil},
-		{"query over the limit", "/orders", atLimit + "&x=1", "query-too-large", idemkit.ErrQueryTooLarge},
+		{"query over the limit", "/orders", atLimit + "&x=1", "query-too-large", httpconfig.ErrQueryTooLarge},
 	} {
 		for _, name := range []string{"v1", "v2", "url", "alb", "httpmw"} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
-				var refused []idemkit.Event
-				g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
-					if e.Kind == idemkit.EventRefused {
+				var refused []observe.Event
+				g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
+					if e.Kind == observe.EventRefused {
 						refused = append(refused, e)
 					}
 				})})
@@ -162,7 +164,7 @@ func TestFrontsBoundPathAndQuery(t *testing.T) {
 				if len(refused) != 1 || !errors.Is(refused[0].Err, tc.err) {
 					t.Fatalf("refusals %v, want one %v", refused, tc.err)
 				}
-				if op := refused[0].Scope.Operation; len(op) > 256 {
+				if op := refused[0].Operation; len(op) > 256 {
 					t.Errorf("reported operation of %d bytes", len(op))
 				}
 			})
@@ -172,15 +174,15 @@ func TestFrontsBoundPathAndQuery(t *testing.T) {
 
 // FuzzFrontQuery sends any raw query twice, with one key, through the
 // fronts that read the query raw: each refuses it with 414 exactly when
-// net/url would count more than idemkit.MaxQueryParams parameters, and
+// net/url would count more than httpconfig.MaxQueryParams parameters, and
 // otherwise runs it once and replays it, never answering anything else.
 func FuzzFrontQuery(f *testing.F) {
 	for _, q := range []string{"", "a=1", "a=1&a=2&b", "a=%zz", "a=1;b", "&&&", "%", "a+b=c%20d",
-		strings.Repeat("&", idemkit.MaxQueryParams-1), strings.Repeat("&", idemkit.MaxQueryParams)} {
+		strings.Repeat("&", httpconfig.MaxQueryParams-1), strings.Repeat("&", httpconfig.MaxQueryParams)} {
 		f.Add(q)
 	}
 	f.Fuzz(func(t *testing.T, query string) {
-		over := strings.Count(query, "&") >= idemkit.MaxQueryParams
+		over := strings.Count(query, "&") >= httpconfig.MaxQueryParams
 		for _, name := range []string{"v2", "url", "httpmw"} {
 			g := testguard.Mem(t)
 			runs := 0

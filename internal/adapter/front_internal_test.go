@@ -17,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit/internal/clip"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // neverReplayed are the response headers that describe one exchange, not
@@ -223,8 +224,8 @@ func TestKeyMissingNamesHeader(t *testing.T) {
 // the scope known so far: its tenant only when Tenant gave one without an
 // error (as a request that reached the guard), its key only when valid.
 func TestRefuseScope(t *testing.T) {
-	var got []idemkit.Event
-	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: idemkit.ObserverFunc(func(_ context.Context, e idemkit.Event) {
+	var got []observe.Event
+	g, err := idemkit.New(idemkit.Config{Store: memstore.New(), Observer: observe.ObserverFunc(func(_ context.Context, e observe.Event) {
 		got = append(got, e)
 	})})
 	if err != nil {
@@ -248,7 +249,7 @@ func TestRefuseScope(t *testing.T) {
 	} {
 		got = nil
 		a.Refuse(context.Background(), &Request{Method: "POST", Path: "/orders", Key: tc.key, Tenant: tc.tenant}, refusal)
-		if len(got) != 1 || got[0].Scope != tc.want || !errors.Is(got[0].Err, refusal) {
+		if len(got) != 1 || (idemkit.Scope{Tenant: got[0].Tenant, Operation: got[0].Operation, Key: got[0].Key}) != tc.want || !errors.Is(got[0].Err, refusal) {
 			t.Errorf("%s: events %+v, want one refusal with scope %+v", tc.name, got, tc.want)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/httpproblem"
@@ -20,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // answer is a response as the client gets it, whatever the front.
@@ -80,10 +80,10 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 			*inner = again(true, body)
 		}
 	}
-	tenant := apigw.SingleTenant("tenant-a")
+	apiTenant := apigw.SingleTenant("tenant-a")
 	created := map[string]string{"Content-Type": "application/json", "Location": "/orders/1"}
 
-	v1 := apigw.WrapV1(testguard.Mem(t), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	v1 := apigw.WrapV1(testguard.Mem(t), apigw.Config{Tenant: apiTenant, Settings: s}, func(_ context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		run(ev.Body)
 		return events.APIGatewayProxyResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -96,7 +96,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 		}
 		return answer{r.StatusCode, merged(r.Headers, r.MultiValueHeaders), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
-	v2 := apigw.WrapV2(testguard.Mem(t), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	v2 := apigw.WrapV2(testguard.Mem(t), apigw.Config{Tenant: apiTenant, Settings: s}, func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		run(ev.Body)
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -105,7 +105,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 		r := testkit.Call(t, v2, ev)
 		return answer{r.StatusCode, merged(r.Headers, nil), lambdaBody(r.Body, r.IsBase64Encoded)}
 	}
-	url := apigw.WrapFunctionURL(testguard.Mem(t), apigw.Config{Tenant: tenant, Settings: s}, func(_ context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	url := apigw.WrapFunctionURL(testguard.Mem(t), apigw.Config{Tenant: apiTenant, Settings: s}, func(_ context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		run(ev.Body)
 		return events.LambdaFunctionURLResponse{StatusCode: 201, Headers: created, Body: `{"id":"ord_1"}`}, nil
 	})
@@ -137,7 +137,7 @@ func hookFronts(t *testing.T, s httpconfig.Settings, inner *answer) map[string]f
 			return answer{r.StatusCode, merged(r.Headers, r.MultiValueHeaders), lambdaBody(r.Body, r.IsBase64Encoded)}
 		}
 	}
-	mw := httpmw.New(testguard.Mem(t), httpmw.Config{Tenant: idemkit.SingleTenant[*http.Request]("tenant-a"), Settings: s})(
+	mw := httpmw.New(testguard.Mem(t), httpmw.Config{Tenant: tenant.Single[*http.Request]("tenant-a"), Settings: s})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			run(string(b))

@@ -27,10 +27,19 @@ func logUnobserved(ctx context.Context, g *idemkit.Guard, scope idemkit.Scope, e
 		msg = "idemkit: misconfiguration, request refused (set an Observer, e.g. from package observe, to log every outcome instead)"
 	case !(errors.Is(err, idemkit.ErrStoreUnavailable) || errors.Is(err, idemkit.ErrCorruptRecord)):
 		return
-	case idemkit.CallerCancelled(ctx, err):
+	case callerCancelled(ctx, err):
 		return
 	}
 	slog.Default().LogAttrs(ctx, slog.LevelError, msg,
 		slog.String("operation", clip.String(scope.Operation, clip.MaxLogField)),
 		slog.String("error", clip.String(err.Error(), clip.MaxLogField)))
+}
+
+// callerCancelled reports whether err, returned by a call made with ctx,
+// is the caller's own cancellation of ctx and leaves nothing held, which
+// the guard reports as observe.EventCancelled: no store failure. A claim
+// that could not be freed (idemkit.ErrClaimUnknown) is a store failure
+// even then.
+func callerCancelled(ctx context.Context, err error) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) && !errors.Is(err, idemkit.ErrClaimUnknown)
 }

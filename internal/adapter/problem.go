@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/clip"
 	"github.com/idemkit/idemkit/internal/retryafter"
 )
@@ -59,17 +61,17 @@ func BodyTooLarge(limit int64) *httpproblem.Details {
 		Detail: "The request body is larger than " + strconv.FormatInt(limit, 10) + " bytes."}
 }
 
-// PathTooLong is the problem for a path over idemkit.MaxPathLen bytes.
+// PathTooLong is the problem for a path over httpconfig.MaxPathLen bytes.
 func PathTooLong() *httpproblem.Details {
 	return &httpproblem.Details{Type: httpproblem.TypePathTooLong, Title: "Request path too long", Status: 414,
-		Detail: "The request path is longer than " + strconv.Itoa(idemkit.MaxPathLen) + " bytes; it was not run."}
+		Detail: "The request path is longer than " + strconv.Itoa(httpconfig.MaxPathLen) + " bytes; it was not run."}
 }
 
 // QueryTooLarge is the problem for a query of more than
-// idemkit.MaxQueryParams parameters.
+// httpconfig.MaxQueryParams parameters.
 func QueryTooLarge() *httpproblem.Details {
 	return &httpproblem.Details{Type: httpproblem.TypeQueryTooLarge, Title: "Query string too large", Status: 414,
-		Detail: "The query string has more than " + strconv.Itoa(idemkit.MaxQueryParams) + " parameters; it was not run."}
+		Detail: "The query string has more than " + strconv.Itoa(httpconfig.MaxQueryParams) + " parameters; it was not run."}
 }
 
 // ProblemFor maps an error returned by idemkit.Guard.Do before the handler
@@ -91,20 +93,24 @@ func ProblemFor(err error, storeRetry time.Duration) *httpproblem.Details {
 // refused (its tenant, path, query, key, or a key reused for another
 // request), nil otherwise: the first half of ProblemFor's order.
 func requestProblem(err error) *httpproblem.Details {
-	var ke *idemkit.KeyError
+	var ke *idemkey.Error
 	switch {
 	case errors.Is(err, idemkit.ErrTenantMissing):
 		return TenantMissing()
-	case errors.Is(err, idemkit.ErrPathTooLong):
+	case errors.Is(err, httpconfig.ErrPathTooLong):
 		return PathTooLong()
-	case errors.Is(err, idemkit.ErrQueryTooLarge):
+	case errors.Is(err, httpconfig.ErrQueryTooLarge):
 		return QueryTooLarge()
 	case errors.Is(err, idemkit.ErrKeyExpired):
 		return &httpproblem.Details{Type: httpproblem.TypeKeyExpired, Title: "Idempotency key expired", Status: 400,
 			Detail: "The key embeds a time older than this operation's record retention: its first request may have been forgotten, so it is not run. Use a new key only if you know the first request did not take effect."}
-	case errors.As(err, &ke):
+	case errors.As(err, &ke) || errors.Is(err, idemkit.ErrKeyEmpty):
+		reason := "empty"
+		if ke != nil {
+			reason = ke.Reason
+		}
 		return &httpproblem.Details{Type: httpproblem.TypeKeyInvalid, Title: "Invalid idempotency key", Status: 400,
-			Detail: "The idempotency key is invalid: " + Echo(ke.Reason) + ".", Reason: Echo(ke.Reason)}
+			Detail: "The idempotency key is invalid: " + Echo(reason) + ".", Reason: Echo(reason)}
 	case errors.Is(err, idemkit.ErrOperationMismatch):
 		return &httpproblem.Details{Type: httpproblem.TypeOperationMismatch, Title: "Idempotency key reused for a different operation", Status: 422,
 			Detail: "This key was first used for a different operation. Use a new key for a new request."}

@@ -10,7 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpproblem"
+	"github.com/idemkit/idemkit/idemkey"
 )
 
 // TestProblemFor pins the guard error -> status and type table.
@@ -24,8 +26,8 @@ func TestProblemFor(t *testing.T) {
 		retryAfter int
 	}{
 		{"missing tenant", idemkit.ErrTenantMissing, 500, httpproblem.TypeTenantMissing, 0},
-		{"key too long", fmt.Errorf("%w: 300 bytes", idemkit.ErrKeyTooLong), 400, httpproblem.TypeKeyInvalid, 0},
-		{"two key values", idemkit.ErrKeyMultiple, 400, httpproblem.TypeKeyInvalid, 0},
+		{"key too long", fmt.Errorf("%w: 300 bytes", idemkey.ErrTooLong), 400, httpproblem.TypeKeyInvalid, 0},
+		{"two key values", idemkey.ErrMultiple, 400, httpproblem.TypeKeyInvalid, 0},
 		{"key expired", fmt.Errorf("%w: key time x", idemkit.ErrKeyExpired), 400, httpproblem.TypeKeyExpired, 0},
 		{"operation mismatch", fmt.Errorf("%w: first used for %q", idemkit.ErrOperationMismatch, "POST /a"), 422, httpproblem.TypeOperationMismatch, 0},
 		{"fingerprint mismatch", idemkit.ErrFingerprintMismatch, 422, httpproblem.TypeFingerprintMismatch, 0},
@@ -39,8 +41,8 @@ func TestProblemFor(t *testing.T) {
 		{"store error", &idemkit.StoreError{Op: "claim", Err: errors.New("throttled")}, 503, httpproblem.TypeStoreUnavailable, 2},
 		{"record refused by the store", fmt.Errorf("idemkit: store claim: %w", idemkit.ErrRecordInvalid), 500, httpproblem.TypeGuardFailure, 0},
 		{"tenant too long", idemkit.ErrTenantTooLong, 500, httpproblem.TypeTenantMissing, 0},
-		{"path too long", idemkit.ErrPathTooLong, 414, httpproblem.TypePathTooLong, 0},
-		{"query too large", idemkit.ErrQueryTooLarge, 414, httpproblem.TypeQueryTooLarge, 0},
+		{"path too long", httpconfig.ErrPathTooLong, 414, httpproblem.TypePathTooLong, 0},
+		{"query too large", httpconfig.ErrQueryTooLarge, 414, httpproblem.TypeQueryTooLarge, 0},
 		{"unknown", errors.New("surprise"), 500, httpproblem.TypeGuardFailure, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

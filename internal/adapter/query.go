@@ -6,20 +6,20 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/httpconfig"
 )
 
 // readQuery sets in's query from r: the parameters r.Query returns, or else
 // r.RawQuery, which the fingerprint reads in place, as url.ParseQuery reads
 // it (see fingerprint.Input.RawQuery). A query of more than
-// idemkit.MaxQueryParams parameters, counted as net/url counts them, is
+// httpconfig.MaxQueryParams parameters, counted as net/url counts them, is
 // ErrQueryTooLarge: net/url refuses it, so the handler reads none of its
 // parameters, and reading it costs memory.
 func readQuery(r *Request, in *fingerprint.Input) error {
 	if r.Query == nil {
-		if strings.Count(r.RawQuery, "&") >= idemkit.MaxQueryParams {
-			return idemkit.ErrQueryTooLarge
+		if strings.Count(r.RawQuery, "&") >= httpconfig.MaxQueryParams {
+			return httpconfig.ErrQueryTooLarge
 		}
 		in.RawQuery = r.RawQuery
 		return nil
@@ -29,8 +29,8 @@ func readQuery(r *Request, in *fingerprint.Input) error {
 	for _, vs := range q {
 		n += len(vs)
 	}
-	if n > idemkit.MaxQueryParams {
-		return idemkit.ErrQueryTooLarge
+	if n > httpconfig.MaxQueryParams {
+		return httpconfig.ErrQueryTooLarge
 	}
 	in.Query = q
 	return nil

@@ -6,10 +6,10 @@ import (
 	"context"
 	"sync"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/observe"
 )
 
-// Log is an [idemkit.Observer] that keeps the events it is given. Its zero
+// Log is an [observe.Observer] that keeps the events it is given. Its zero
 // value keeps every event and is safe for concurrent use.
 type Log struct {
 	// KeepLast keeps only the last event, so that a benchmark's memory
@@ -17,11 +17,11 @@ type Log struct {
 	KeepLast bool
 
 	mu     sync.Mutex
-	events []idemkit.Event // guarded by mu
+	events []observe.Event // guarded by mu
 }
 
 // Observe records e.
-func (l *Log) Observe(_ context.Context, e idemkit.Event) {
+func (l *Log) Observe(_ context.Context, e observe.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.KeepLast && len(l.events) > 0 {
@@ -32,17 +32,17 @@ func (l *Log) Observe(_ context.Context, e idemkit.Event) {
 }
 
 // Events returns the events recorded, oldest first.
-func (l *Log) Events() []idemkit.Event {
+func (l *Log) Events() []observe.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]idemkit.Event(nil), l.events...)
+	return append([]observe.Event(nil), l.events...)
 }
 
 // Kinds returns the kind of each event recorded, oldest first.
-func (l *Log) Kinds() []idemkit.EventKind {
+func (l *Log) Kinds() []observe.EventKind {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var ks []idemkit.EventKind
+	var ks []observe.EventKind
 	for _, e := range l.events {
 		ks = append(ks, e.Kind)
 	}
@@ -51,11 +51,11 @@ func (l *Log) Kinds() []idemkit.EventKind {
 
 // Last returns the last event recorded. It returns the zero Event when
 // none was.
-func (l *Log) Last() idemkit.Event {
+func (l *Log) Last() observe.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.events) == 0 {
-		return idemkit.Event{}
+		return observe.Event{}
 	}
 	return l.events[len(l.events)-1]
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/idemkey"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // Spec says how the guard request of an input of type In is made. Its
@@ -20,7 +22,7 @@ import (
 type Spec[In any] struct {
 	Key       func(In) (string, error)
 	MaxKeyLen int
-	Tenant    idemkit.TenantFunc[In] // nil: no tenant
+	Tenant    tenant.Func[In] // nil: no tenant
 	Operation string
 	Payload   func(In) ([]byte, error) // nil: the JSON encoding of the input
 	Print     *fingerprint.Fingerprinter
@@ -67,17 +69,17 @@ func (s *Spec[In]) print(v string, fin fingerprint.Input) (string, error) {
 }
 
 // Request returns the guard request for in. A nil Key is
-// idemkit.ErrKeyMissing; an error of Tenant is joined with
+// idemkey.ErrMissing; an error of Tenant is joined with
 // idemkit.ErrTenantMissing and reported to g's observer as a refusal.
 func (s *Spec[In]) Request(ctx context.Context, g *idemkit.Guard, in In) (idemkit.Request, error) {
 	if s.Key == nil {
-		return idemkit.Request{}, idemkit.ErrKeyMissing
+		return idemkit.Request{}, idemkey.ErrMissing
 	}
 	raw, err := s.Key(in)
 	if err != nil {
 		return idemkit.Request{}, fmt.Errorf("%s: key: %w", s.Prefix, err)
 	}
-	key, err := CheckKey(raw, s.MaxKeyLen)
+	key, err := idemkey.Check(raw, s.MaxKeyLen)
 	if err != nil {
 		return idemkit.Request{}, err
 	}
@@ -110,19 +112,4 @@ func (s *Spec[In]) Request(ctx context.Context, g *idemkit.Guard, in In) (idemki
 		FingerprintAs: func(v string) (string, error) { return s.print(v, fin) },
 		IgnoreKeyTime: !s.CheckKeyAge,
 	}, nil
-}
-
-// CheckKey applies the header key rules that fit any key: not empty, not
-// longer than max bytes (idemkit.DefaultMaxKeyLen when max is zero).
-func CheckKey(key string, max int) (string, error) {
-	if max <= 0 {
-		max = idemkit.DefaultMaxKeyLen
-	}
-	switch {
-	case key == "":
-		return "", idemkit.ErrKeyEmpty
-	case len(key) > max:
-		return "", fmt.Errorf("%w: %d bytes, at most %d allowed", idemkit.ErrKeyTooLong, len(key), max)
-	}
-	return key, nil
 }

@@ -6,7 +6,7 @@
 // At, but only when nothing real-time is built from it: Deadline refuses a
 // clock that has drifted more than MaxDrift from the wall clock.
 //
-// Every clock here is an [idemkit.Clock] whose timers are the system's: a
+// Every clock here is an [clock.Clock] whose timers are the system's: a
 // timer fires after d of real time, whatever Advance does.
 package testclock
 
@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 )
 
 // MaxDrift is how far a Clock may be from the wall clock when a real deadline
@@ -58,16 +58,16 @@ func (c *Clock) Set(t time.Time) {
 }
 
 // AfterFunc calls f in its own goroutine after d of real time.
-func (c *Clock) AfterFunc(d time.Duration, f func()) idemkit.Timer { return time.AfterFunc(d, f) }
+func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer { return time.AfterFunc(d, f) }
 
 // Ahead returns a clock that reads c's time plus d (minus, when d is
 // negative). It is another instance's clock, skewed from c's, and it
 // follows c's Advance and Set.
-func (c *Clock) Ahead(d time.Duration) idemkit.Clock { return skewed{now: c.Now, skew: d} }
+func (c *Clock) Ahead(d time.Duration) clock.Clock { return skewed{now: c.Now, skew: d} }
 
 // Skewed returns a clock that runs with the wall clock, d ahead of it
 // (behind it when d is negative).
-func Skewed(d time.Duration) idemkit.Clock { return skewed{now: time.Now, skew: d} }
+func Skewed(d time.Duration) clock.Clock { return skewed{now: time.Now, skew: d} }
 
 // skewed is a clock off by skew from the clock now reads.
 type skewed struct {
@@ -77,7 +77,7 @@ type skewed struct {
 
 func (s skewed) Now() time.Time { return s.now().Add(s.skew) }
 
-func (s skewed) AfterFunc(d time.Duration, f func()) idemkit.Timer { return time.AfterFunc(d, f) }
+func (s skewed) AfterFunc(d time.Duration, f func()) clock.Timer { return time.AfterFunc(d, f) }
 
 // Deadline returns a context whose real deadline is the clock's time plus d.
 // It fails the test when the clock is more than MaxDrift from the wall

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 )
 
 func TestNewStartsAtWallClock(t *testing.T) {
@@ -57,7 +57,7 @@ func (f *fakeTB) Fatalf(string, ...any) {
 }
 
 func TestClockIsAnIdemkitClock(t *testing.T) {
-	var _ idemkit.Clock = New()
+	var _ clock.Clock = New()
 	c := New()
 	c.Set(c.Now().Add(time.Hour))
 	if d := time.Until(c.Now()); d < 59*time.Minute || d > time.Hour+time.Second {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
@@ -207,7 +208,7 @@ type skewClock struct{ skew time.Duration }
 
 func (c skewClock) Now() time.Time { return time.Now().Add(c.skew) }
 
-func (c skewClock) AfterFunc(_ time.Duration, f func()) idemkit.Timer {
+func (c skewClock) AfterFunc(_ time.Duration, f func()) clock.Timer {
 	go f()
 	return firedTimer{}
 }

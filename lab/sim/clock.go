@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemkit/idemkit"
+	idemclock "github.com/idemkit/idemkit/clock"
 )
 
 // timeline is the world's one true time and the timers set on it. Every
@@ -52,7 +52,7 @@ func (tl *timeline) set(t time.Time) {
 	tl.mu.Unlock()
 }
 
-// clock is one instance's idemkit.Clock: the true time plus its skew.
+// clock is one instance's idemclock.Clock: the true time plus its skew.
 type clock struct {
 	tl   *timeline
 	skew time.Duration
@@ -60,7 +60,7 @@ type clock struct {
 
 func (c *clock) Now() time.Time { return c.tl.Now().Add(c.skew) }
 
-func (c *clock) AfterFunc(d time.Duration, f func()) idemkit.Timer {
+func (c *clock) AfterFunc(d time.Duration, f func()) idemclock.Timer {
 	tl := c.tl
 	tl.mu.Lock()
 	defer tl.mu.Unlock()

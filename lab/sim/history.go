@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/policydefault"
 )
 
 // Kind is what a step does.
@@ -94,7 +95,7 @@ func Generate(seed uint64, n int) (Params, []Step) {
 			// Dated so that the key's age passes the retention (plus
 			// the 5 min skew allowed) within the first minutes: records
 			// of it may still live then.
-			c.KeyAge = p.Retention + idemkit.DefaultKeyClockSkew - time.Duration(rng.IntN(15))*time.Minute
+			c.KeyAge = p.Retention + policydefault.KeyClockSkew - time.Duration(rng.IntN(15))*time.Minute
 			c.keyBits = rng.Uint64()
 		} else {
 			c.Key = fmt.Sprintf("k%d", rng.IntN(3))

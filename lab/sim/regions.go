@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 )
@@ -72,7 +73,7 @@ func regionStepString(s Step) string {
 type RegionParams struct {
 	Params
 	// KeyClockSkew is the failovers' Failover.KeyClockSkew (zero:
-	// idemkit.DefaultKeyClockSkew); clients mint UUIDv7 keys on clocks
+	// idemkit.Policy.KeyClockSkew's default); clients mint UUIDv7 keys on clocks
 	// within it, ahead or behind.
 	KeyClockSkew time.Duration
 }
@@ -84,7 +85,7 @@ func (p RegionParams) String() string {
 
 func (p RegionParams) skew() time.Duration {
 	if p.KeyClockSkew <= 0 {
-		return idemkit.DefaultKeyClockSkew
+		return policydefault.KeyClockSkew
 	}
 	return p.KeyClockSkew
 }
@@ -340,7 +341,7 @@ func (g *regions) shownNew(f *dynamo.Failover, key string, now time.Time) bool {
 	}
 	skew := f.KeyClockSkew
 	if skew <= 0 {
-		skew = idemkit.DefaultKeyClockSkew
+		skew = policydefault.KeyClockSkew
 	}
 	return t.After(f.At.Add(skew)) && !t.After(now.Add(skew))
 }
@@ -434,7 +435,7 @@ func (w *World) regionStep(s Step) {
 			// The operator's Reconciled is true: replication from the
 			// region the tenant left caught up, or every record written
 			// there before At has expired.
-			bound := w.p.Retention + time.Duration(w.p.MaxRenewals+1)*idemkit.DefaultLease + time.Minute
+			bound := w.p.Retention + time.Duration(w.p.MaxRenewals+1)*policydefault.Lease + time.Minute
 			switch {
 			case !g.unreachable(from, f.Region):
 				w.logf("%s", g.flush(from, f.Region, 0))

@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/internal/adapter"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // Params are a world's fixed settings, drawn from its seed: they do not
@@ -311,7 +312,7 @@ func NewWorld(p Params, inner Store, wait func()) (*World, error) {
 	for i, skew := range p.Skews {
 		c := &clock{tl: w.tl, skew: skew}
 		g, err := idemkit.New(idemkit.Config{Store: w.store, Policy: pol, AccountWide: p.AccountWide, Clock: c,
-			NewToken: w.newToken, Observer: idemkit.ObserverFunc(func(context.Context, idemkit.Event) {}), ExecutionSecret: []byte("simulation secret, 16+ bytes")})
+			NewToken: w.newToken, Observer: observe.ObserverFunc(func(context.Context, observe.Event) {}), ExecutionSecret: []byte("simulation secret, 16+ bytes")})
 		if err != nil {
 			return nil, err
 		}

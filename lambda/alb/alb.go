@@ -43,6 +43,7 @@ import (
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/adapter"
 	"github.com/idemkit/idemkit/lambda/event"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // ErrNoMethod is reported to the Observer for an event without an HTTP
@@ -57,15 +58,15 @@ var ErrNoMethod = adapter.ErrNoMethod
 type Config struct {
 	// Tenant names the authenticated caller: OIDCIdentity, SingleTenant or
 	// your own. Required: Wrap panics without it. An empty result or an
-	// error fails the request closed, as idemkit.TenantFunc says.
+	// error fails the request closed, as tenant.Func says.
 	Tenant Tenant
 
 	httpconfig.Settings
 }
 
 // Tenant returns the tenant of a request from its authenticated caller,
-// as idemkit.TenantFunc says.
-type Tenant = idemkit.TenantFunc[*events.ALBTargetGroupRequest]
+// as tenant.Func says.
+type Tenant = tenant.Func[*events.ALBTargetGroupRequest]
 
 // OIDCIdentity names the tenant by the x-amzn-oidc-identity header, the
 // subject the load balancer's authenticate-oidc or authenticate-cognito
@@ -91,7 +92,7 @@ func InvocationTenant() Tenant { return event.InvocationTenant[*events.ALBTarget
 
 // SingleTenant puts every request in one tenant, for internal services.
 func SingleTenant(name string) Tenant {
-	return idemkit.SingleTenant[*events.ALBTargetGroupRequest](name)
+	return tenant.Single[*events.ALBTargetGroupRequest](name)
 }
 
 // Wrap guards an ALB target handler and returns a handler of the same

@@ -12,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/alb"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestWrongEventShape: an event without an HTTP method (an HTTP API event,
@@ -39,7 +40,7 @@ func TestWrongEventShape(t *testing.T) {
 	if o.runs != 0 {
 		t.Errorf("handler ran %d times", o.runs)
 	}
-	if evs := obs.Events(); len(evs) != 2 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, alb.ErrNoMethod) {
+	if evs := obs.Events(); len(evs) != 2 || evs[0].Kind != observe.EventRefused || !errors.Is(evs[0].Err, alb.ErrNoMethod) {
 		t.Errorf("events %+v, want two refusals with ErrNoMethod", evs)
 	}
 }

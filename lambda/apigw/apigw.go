@@ -66,7 +66,7 @@ type Config struct {
 	// AuthorizerContext, APIKeyID, IAMUserARN, SingleTenant or your own.
 	// Required: the Wrap functions panic without it. An empty result or an
 	// error fails the request closed (500 tenant-missing), as
-	// idemkit.TenantFunc says.
+	// tenant.Func says.
 	Tenant Tenant
 
 	httpconfig.Settings

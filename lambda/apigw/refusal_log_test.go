@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestMisconfigurationIsLoud: a request refused because the function is
@@ -73,7 +74,7 @@ func TestMisconfigurationIsLoud(t *testing.T) {
 					if out != "" {
 						t.Errorf("slog.Default logged with an Observer set:\n%s", out)
 					}
-					if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || evs[0].Err == nil || !strings.Contains(evs[0].Err.Error(), tc.want) {
+					if len(evs) != 1 || evs[0].Kind != observe.EventRefused || evs[0].Err == nil || !strings.Contains(evs[0].Err.Error(), tc.want) {
 						t.Errorf("observer got %+v, want one refusal saying %q", evs, tc.want)
 					}
 					return

@@ -9,6 +9,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // TestWrongEventShape: an event of another shape than the wrapper's (a
@@ -62,7 +63,7 @@ func TestWrongEventShape(t *testing.T) {
 				t.Errorf("handler ran %d times", runs)
 			}
 			evs := e.Events()
-			if len(evs) != 2 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, apigw.ErrNoMethod) {
+			if len(evs) != 2 || evs[0].Kind != observe.EventRefused || !errors.Is(evs[0].Err, apigw.ErrNoMethod) {
 				t.Errorf("events %+v, want two refusals with ErrNoMethod", evs)
 			}
 		})

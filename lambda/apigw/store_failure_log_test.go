@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/observe"
 )
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
@@ -66,8 +67,8 @@ func TestMisconfiguredStoreIsLogged(t *testing.T) {
 				t.Errorf("slog.Default logged with an Observer set:\n%s", out)
 			}
 			evs := seen.Events()
-			if len(evs) != 1 || evs[0].Kind != idemkit.EventStoreError {
-				t.Errorf("observer got %+v, want one %s", evs, idemkit.EventStoreError)
+			if len(evs) != 1 || evs[0].Kind != observe.EventStoreError {
+				t.Errorf("observer got %+v, want one %s", evs, observe.EventStoreError)
 			}
 		})
 	}

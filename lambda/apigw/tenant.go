@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/lambda/event"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // Request is the event a Tenant reads; exactly one field is set.
@@ -22,11 +22,11 @@ type Request struct {
 }
 
 // Tenant returns the tenant of a request from its authenticated caller,
-// as idemkit.TenantFunc says. The built-in extractors take strings byte for
+// as tenant.Func says. The built-in extractors take strings byte for
 // byte. They refuse every value that may not be exact, with an error that
-// names the field and wraps idemkit.ErrTenantInexact. AuthorizerContext
+// names the field and wraps tenant.ErrInexact. AuthorizerContext
 // says which numbers are exact.
-type Tenant = idemkit.TenantFunc[Request]
+type Tenant = tenant.Func[Request]
 
 // JWTClaim names the tenant by a claim of an HTTP API JWT authorizer
 // (requestContext.authorizer.jwt.claims). Empty claim: "sub". API Gateway
@@ -125,7 +125,7 @@ func IAMUserARN() Tenant {
 
 // SingleTenant puts every request in one tenant. Use it only for internal
 // APIs whose callers all share one key space.
-func SingleTenant(name string) Tenant { return idemkit.SingleTenant[Request](name) }
+func SingleTenant(name string) Tenant { return tenant.Single[Request](name) }
 
 // maxExactFloat is the largest integer below which every integer has a
 // float64 of its own: 2^53-1. A float64 past it may be the rounding of
@@ -133,13 +133,13 @@ func SingleTenant(name string) Tenant { return idemkit.SingleTenant[Request](nam
 const maxExactFloat = 1<<53 - 1
 
 // tenantValue returns the tenant an authorizer value v at field names, ""
-// for none, or an error wrapping idemkit.ErrTenantInexact when v cannot
+// for none, or an error wrapping tenant.ErrInexact when v cannot
 // name one exactly. claim says v is a token claim, which API Gateway may
 // render from an array.
 func tenantValue(field string, v any, claim bool) (string, error) {
 	s, why := tenantText(v, claim)
 	if why != "" {
-		return "", fmt.Errorf("apigw: %s: %s: %w", field, why, idemkit.ErrTenantInexact)
+		return "", fmt.Errorf("apigw: %s: %s: %w", field, why, tenant.ErrInexact)
 	}
 	return s, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // TestAuthorizerContextValues: a Lambda authorizer's value names a tenant
@@ -19,7 +20,7 @@ import (
 // decimal when no decoder can have rounded it. A fraction, a float64 past
 // 2^53-1 (two ids that round alike decode alike), a number spelled as
 // text in fraction or exponent form, a boolean or an object is an error
-// naming the field and wrapping idemkit.ErrTenantInexact (the request
+// naming the field and wrapping tenant.ErrInexact (the request
 // fails closed), never rounded or truncated into the tenant of another
 // caller: 1.5 is not tenant "1".
 func TestAuthorizerContextValues(t *testing.T) {
@@ -72,12 +73,12 @@ func TestAuthorizerContextValues(t *testing.T) {
 }
 
 // checkTenantValue checks what an extractor returned: want, or with want
-// "inexact" an error wrapping idemkit.ErrTenantInexact naming field.
+// "inexact" an error wrapping tenant.ErrInexact naming field.
 func checkTenantValue(t *testing.T, name, got string, err error, want, field string) {
 	t.Helper()
 	if want == "inexact" {
-		if got != "" || !errors.Is(err, idemkit.ErrTenantInexact) || !strings.Contains(err.Error(), field) {
-			t.Errorf("%s: %q, %v; want an ErrTenantInexact naming %s", name, got, err, field)
+		if got != "" || !errors.Is(err, tenant.ErrInexact) || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %q, %v; want an tenant.ErrInexact naming %s", name, got, err, field)
 		}
 		return
 	}
@@ -154,9 +155,9 @@ func TestTenantsNeverMerge(t *testing.T) {
 		t.Fatalf("events %+v, want two refusals", evs)
 	}
 	for _, ev := range evs {
-		if !errors.Is(ev.Err, idemkit.ErrTenantMissing) || !errors.Is(ev.Err, idemkit.ErrTenantInexact) ||
+		if !errors.Is(ev.Err, idemkit.ErrTenantMissing) || !errors.Is(ev.Err, tenant.ErrInexact) ||
 			!strings.Contains(ev.Err.Error(), "requestContext.authorizer.lambda.accountId") {
-			t.Errorf("event %s: %v, want ErrTenantMissing and ErrTenantInexact naming the field", ev.Kind, ev.Err)
+			t.Errorf("event %s: %v, want ErrTenantMissing and tenant.ErrInexact naming the field", ev.Kind, ev.Err)
 		}
 	}
 }
@@ -229,7 +230,7 @@ func checkTenants(t *testing.T, cases []tenantCase, send func(t *testing.T, e *e
 			if status, body := send(t, e, tc); status != 201 {
 				t.Fatalf("%d %s", status, body)
 			}
-			if evs := e.Events(); len(evs) != 1 || evs[0].Scope.Tenant != tc.want {
+			if evs := e.Events(); len(evs) != 1 || evs[0].Tenant != tc.want {
 				t.Fatalf("events %+v, want tenant %q", evs, tc.want)
 			}
 		})

@@ -124,7 +124,7 @@ func TestV1RouteTemplate(t *testing.T) {
 		e := newEnv(t, nil)
 		h := apigw.WrapV1(e.g, apigw.Config{Tenant: apigw.AuthorizerContext("accountId"), Settings: httpconfig.Settings{RouteTemplate: tc.template}}, (&restOrders{}).handle)
 		h(context.Background(), testkit.Load[events.APIGatewayProxyRequest](t, "v1-lambda-authorizer.json"))
-		if evs := e.Events(); len(evs) != 1 || evs[0].Scope.Operation != tc.want {
+		if evs := e.Events(); len(evs) != 1 || evs[0].Operation != tc.want {
 			t.Errorf("RouteTemplate=%v: events %+v, want operation %q", tc.template, evs, tc.want)
 		}
 	}
@@ -159,8 +159,8 @@ func TestFunctionURL(t *testing.T) {
 	if runs != 1 || r.StatusCode != 202 || r.Body != fresh.Body || r.Cookies != nil || r.Headers["Idempotent-Replayed"] != "true" || r.Headers["Location"] != "/payouts/po_1" {
 		t.Errorf("replay %+v after %d runs", r, runs)
 	}
-	if evs := e.Events(); evs[0].Scope.Tenant != "arn:aws:sts::123456789012:assumed-role/payout-worker/payout-worker" || evs[0].Scope.Operation != "POST /payouts" {
-		t.Errorf("scope %+v", evs[0].Scope)
+	if evs := e.Events(); evs[0].Tenant != "arn:aws:sts::123456789012:assumed-role/payout-worker/payout-worker" || evs[0].Operation != "POST /payouts" {
+		t.Errorf("event %+v", evs[0])
 	}
 	ev.Body = `{"amount":25001,"currency":"eur"}`
 	r, _ = h(context.Background(), ev)

@@ -17,10 +17,13 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpconfig"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 	"github.com/idemkit/idemkit/lambda/apigw"
+	"github.com/idemkit/idemkit/observe"
 )
 
 type v2Handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
@@ -186,7 +189,7 @@ func TestV2MethodCase(t *testing.T) {
 	}
 	ops := map[string]bool{}
 	for _, ev := range e.Events() {
-		ops[ev.Scope.Operation] = true
+		ops[ev.Operation] = true
 	}
 	if !ops["post /orders"] || !ops["POST /orders"] || len(ops) != 2 {
 		t.Errorf("operations %v, want post /orders and POST /orders", ops)
@@ -374,7 +377,7 @@ func TestV2TenantMissing(t *testing.T) {
 				t.Error("handler ran without a tenant")
 			}
 			evs := e.Events()
-			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrTenantMissing) {
+			if len(evs) != 1 || evs[0].Kind != observe.EventRefused || !errors.Is(evs[0].Err, idemkit.ErrTenantMissing) {
 				t.Fatalf("events %+v, want one refused ErrTenantMissing", evs)
 			}
 			if tc.name == "extractor error" && !errors.Is(evs[0].Err, errDirectoryDown) {
@@ -425,7 +428,7 @@ func TestV2Operations(t *testing.T) {
 		if r := testkit.Call(t, h, capture(t, "2")); replayed(r) || o.runs.Load() != 2 {
 			t.Fatalf("capture of order 2 replayed order 1's")
 		}
-		if op := e.Events()[1].Scope.Operation; op != "POST /orders/2/capture" {
+		if op := e.Events()[1].Operation; op != "POST /orders/2/capture" {
 			t.Errorf("operation %q", op)
 		}
 	})
@@ -442,7 +445,7 @@ func TestV2Operations(t *testing.T) {
 		if r := testkit.Call(t, h, capture(t, "1")); !replayed(r) || o.runs.Load() != 1 {
 			t.Fatalf("retry of order 1's capture: %d replayed=%v", r.StatusCode, replayed(r))
 		}
-		if op := e.Events()[0].Scope.Operation; op != "POST /orders/{id}/capture" {
+		if op := e.Events()[0].Operation; op != "POST /orders/{id}/capture" {
 			t.Errorf("operation %q", op)
 		}
 	})
@@ -460,7 +463,7 @@ func TestV2Operations(t *testing.T) {
 			if r := testkit.Call(t, h, ev); replayed(r) {
 				t.Fatalf("%s replayed the response for /orders/1/capture", tc.path)
 			}
-			if op := e.Events()[len(e.Events())-1].Scope.Operation; op != "POST "+tc.path {
+			if op := e.Events()[len(e.Events())-1].Operation; op != "POST "+tc.path {
 				t.Errorf("operation %q", op)
 			}
 		})
@@ -482,7 +485,7 @@ func TestV2Operations(t *testing.T) {
 		e := newEnv(t, nil)
 		h := apigw.WrapV2(e.g, apigw.Config{Tenant: apigw.IAMUserARN(), Settings: httpconfig.Settings{RouteTemplate: true}}, (&orders{}).handle)
 		testkit.Call(t, h, testkit.Load[events.APIGatewayV2HTTPRequest](t, "v2-iam.json"))
-		if op := e.Events()[0].Scope.Operation; op != "POST /internal/refunds" {
+		if op := e.Events()[0].Operation; op != "POST /internal/refunds" {
 			t.Errorf("operation %q for a $default route", op)
 		}
 	})
@@ -667,7 +670,7 @@ func TestV2NoContentTypeInvalidJSON(t *testing.T) {
 
 // scopeOf returns the scope the v2-jwt.json event is stored under.
 func scopeOf(ev events.APIGatewayV2HTTPRequest) idemkit.Scope {
-	key, _ := idemkit.ParseKey([]string{ev.Headers["idempotency-key"]}, idemkit.KeyOptions{})
+	key, _ := idemkey.Parse([]string{ev.Headers["idempotency-key"]}, idemkey.Options{})
 	return idemkit.Scope{Tenant: ev.RequestContext.Authorizer.JWT.Claims["sub"], Operation: "POST " + ev.RawPath, Key: key}
 }
 
@@ -1029,7 +1032,7 @@ func TestV2LeaseFromDeadline(t *testing.T) {
 	if _, err := h(ctx, ev); err != nil {
 		t.Fatal(err)
 	}
-	if want := deadline.Add(idemkit.DefaultLeaseMargin); !lease.Equal(want) {
+	if want := deadline.Add(policydefault.LeaseMargin); !lease.Equal(want) {
 		t.Errorf("lease until %v, want %v", lease, want)
 	}
 }
@@ -1042,8 +1045,8 @@ func TestV2RefusalsAreObserved(t *testing.T) {
 		ev   func(events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest
 		want error
 	}{
-		{"missing key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, "") }, idemkit.ErrKeyMissing},
-		{"invalid key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, `"abc`) }, idemkit.ErrKeyMalformed},
+		{"missing key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, "") }, idemkey.ErrMissing},
+		{"invalid key", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest { return withKey(ev, `"abc`) }, idemkey.ErrMalformed},
 		{"invalid body", func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
 			ev.Body = `{"sku":`
 			return ev
@@ -1058,7 +1061,7 @@ func TestV2RefusalsAreObserved(t *testing.T) {
 				t.Fatalf("status %d, runs %d; want 400 and no run", r.StatusCode, o.runs.Load())
 			}
 			evs := e.Events()
-			if len(evs) != 1 || evs[0].Kind != idemkit.EventRefused || !errors.Is(evs[0].Err, tc.want) || evs[0].Scope.Tenant == "" {
+			if len(evs) != 1 || evs[0].Kind != observe.EventRefused || !errors.Is(evs[0].Err, tc.want) || evs[0].Tenant == "" {
 				t.Fatalf("events %+v, want one refused %v with the tenant", evs, tc.want)
 			}
 		})

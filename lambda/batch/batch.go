@@ -13,7 +13,7 @@
 //     panic without one, as every idemkit adapter does: name whom a
 //     record belongs to, [TenantFromSource] to scope records by their
 //     event source (the queue, stream or cluster), or
-//     idemkit.SingleTenant.
+//     tenant.Single.
 //   - The consumer. Records are scoped by Config.Operation, which names
 //     the consumer: two functions reading one source and sharing a store
 //     must never share records. Empty, it is the function's name
@@ -69,6 +69,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/internal/eventreq"
 	"github.com/idemkit/idemkit/lambda/event"
@@ -89,7 +90,7 @@ var (
 	ErrDeadline = errors.New("batch: not run: too little time left before the function's deadline")
 	// ErrInvalidRecord is wrapped by the error of a record whose key or
 	// payload cannot be had. Key or Payload failed or panicked, the key is
-	// empty or too long (the error is then also idemkit.ErrInvalidKey), or
+	// empty or too long (the error is then also idemkey.ErrInvalid), or
 	// the payload cannot be fingerprinted (under fingerprint.ModeJSON, a
 	// body that is not JSON).
 	ErrInvalidRecord = errors.New("batch: invalid record")
@@ -166,7 +167,7 @@ type Config[R any] struct {
 	OnFailure func(ctx context.Context, f Failure)
 	// Clock is the time against which the deadline is read. Nil: the
 	// system clock.
-	Clock idemkit.Clock
+	Clock clock.Clock
 }
 
 // Failure is a record reported failed, and why.
@@ -244,7 +245,7 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 func recordSpec[R any](cfg Config[R], src source[R]) *eventreq.Spec[R] {
 	if cfg.Tenant == nil {
 		panic("batch: invalid Config: the Tenant setting is nil: name whom a record belongs to, " +
-			"batch.TenantFromSource for its event source (the queue, stream or cluster), or idemkit.SingleTenant")
+			"batch.TenantFromSource for its event source (the queue, stream or cluster), or tenant.Single")
 	}
 	fp, err := fingerprint.New(cfg.Fingerprint)
 	if err != nil {

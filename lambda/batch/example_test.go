@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // ship ships an order, keying its conditional write on the execution.
@@ -42,7 +43,7 @@ func ExampleSQS() {
 				err := json.Unmarshal([]byte(m.Body), &o)
 				return o.OrderID, err // an error or an empty id fails the message
 			},
-			Tenant:    idemkit.SingleTenant[events.SQSMessage]("shipping"),
+			Tenant:    tenant.Single[events.SQSMessage]("shipping"),
 			Operation: "orders.ship", // names this consumer: another reading the queue needs its own
 		},
 	}, ship)) // ship(ctx, events.SQSMessage) error

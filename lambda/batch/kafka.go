@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/lambda/event"
 )
 
@@ -63,12 +64,12 @@ type kafkaItem struct {
 //
 // Zero fields of cfg take these defaults: the key is
 // "topic-partition@offset" (its SHA-256, "kafka:sha256:…", when longer
-// than idemkit.DefaultMaxKeyLen); the payload is the record's value
+// than idemkey.DefaultMaxLen); the payload is the record's value
 // decoded from base64 (neither its key nor its headers). Tenant is
 // required; [TenantFromSource] names the event source ARN (the MSK
 // cluster), or for a self-managed cluster, which has none, the bootstrap
 // servers as the event lists them (their SHA-256 when longer than
-// idemkit.MaxTenantLen). Kafka panics when g or fn is nil, cfg has no
+// 1024 bytes, the longest tenant a guard accepts). Kafka panics when g or fn is nil, cfg has no
 // Tenant, cfg.Fingerprint cannot be used, or cfg.Operation is empty
 // outside Lambda.
 func Kafka(g *idemkit.Guard, cfg KafkaConfig, fn func(context.Context, events.KafkaRecord) error) func(context.Context, events.KafkaEvent) (KafkaEventResponse, error) {
@@ -100,7 +101,7 @@ func Kafka(g *idemkit.Guard, cfg KafkaConfig, fn func(context.Context, events.Ka
 		},
 		key: func(it kafkaItem) string {
 			k := it.rec.Topic + "-" + strconv.FormatInt(it.rec.Partition, 10) + "@" + strconv.FormatInt(it.rec.Offset, 10)
-			return hashedOver(k, idemkit.DefaultMaxKeyLen)
+			return hashedOver(k, idemkey.DefaultMaxLen)
 		},
 		payload:  func(it kafkaItem) ([]byte, error) { return base64.StdEncoding.DecodeString(it.rec.Value) },
 		group:    func(it kafkaItem) (string, bool) { return it.partition, true },

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/lambda/batch"
 )
@@ -163,7 +164,7 @@ func TestKafkaEdges(t *testing.T) {
 	if f := got.take(); len(f) != 1 || !errors.Is(f[0].Err, batch.ErrInvalidRecord) {
 		t.Errorf("failures %v, want the undecodable value invalid", f)
 	}
-	if len(*seen) != 1 || !strings.HasPrefix((*seen)[0].Key, "kafka:sha256:") || len((*seen)[0].Key) > idemkit.DefaultMaxKeyLen {
+	if len(*seen) != 1 || !strings.HasPrefix((*seen)[0].Key, "kafka:sha256:") || len((*seen)[0].Key) > idemkey.DefaultMaxLen {
 		t.Errorf("scopes %+v, want one keyed by a SHA-256", *seen)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
@@ -156,7 +157,7 @@ func TestSQSStandard(t *testing.T) {
 			name:      "message id over MaxKeyLen",
 			maxKeyLen: 4,
 			deliveries: []delivery{{batch: []events.SQSMessage{m("m1", "o1"), m("m-long", "o2")},
-				want: []failed{{"m-long", idemkit.ErrKeyTooLong}}}},
+				want: []failed{{"m-long", idemkey.ErrTooLong}}}},
 			runs: []string{"o1"}, shipped: map[string]int{"o1": 1},
 		},
 		{

@@ -5,7 +5,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/recordid"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // Record is a record type of the sources this package reads.
@@ -17,7 +18,7 @@ type Record interface {
 // event source: the queue's, stream's or MSK cluster's ARN, or for a
 // self-managed Kafka cluster, which has none, its bootstrap servers as the
 // event lists them (their SHA-256, "kafka:sha256:…", when longer than
-// idemkit.MaxTenantLen). Record ids are unique per source, so records keyed
+// 1024 bytes, the longest tenant a guard accepts). Record ids are unique per source, so records keyed
 // by their id (the default Key) are then never taken for another
 // source's. With a business key that must hold across sources, name the
 // tenant otherwise. A record without a source fails with
@@ -26,7 +27,7 @@ type Record interface {
 //	batch.SQS(g, batch.SQSConfig{Config: event.Config[events.SQSMessage]{
 //		Tenant: batch.TenantFromSource[events.SQSMessage](),
 //	}}, ship)
-func TenantFromSource[R Record]() idemkit.TenantFunc[R] {
+func TenantFromSource[R Record]() tenant.Func[R] {
 	return func(ctx context.Context, r R) (string, error) {
 		switch r := any(r).(type) {
 		case events.SQSMessage:
@@ -38,7 +39,7 @@ func TenantFromSource[R Record]() idemkit.TenantFunc[R] {
 		case events.KafkaRecord:
 			// Kafka passes the event's source in ctx.
 			source, _ := ctx.Value(kafkaSourceKey{}).(string)
-			return hashedOver(source, idemkit.MaxTenantLen), nil
+			return hashedOver(source, recordid.MaxTenantLen), nil
 		}
 		return "", nil
 	}

@@ -10,17 +10,19 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // transferConfig keys a transfer by its id, with no Payload: the whole
 // input is compared.
 var transferConfig = event.Config[transfer]{
 	Key:       func(t transfer) (string, error) { return t.TransferID, nil },
-	Tenant:    idemkit.SingleTenant[transfer]("acme"),
+	Tenant:    tenant.Single[transfer]("acme"),
 	Operation: "transfers.execute",
 }
 
@@ -63,7 +65,7 @@ func TestKeyLength(t *testing.T) {
 		cfg.MaxKeyLen = tc.max
 		runs := 0
 		_, err := event.Wrap(testguard.Mem(t), cfg, runTransfer(&runs))(context.Background(), transfer{TransferID: strings.Repeat("k", tc.n)})
-		if tc.ok != (err == nil) || (!tc.ok && (!errors.Is(err, idemkit.ErrKeyTooLong) || runs != 0)) {
+		if tc.ok != (err == nil) || (!tc.ok && (!errors.Is(err, idemkey.ErrTooLong) || runs != 0)) {
 			t.Errorf("MaxKeyLen %d, %d-byte key: %v after %d runs, want accepted %v", tc.max, tc.n, err, runs, tc.ok)
 		}
 	}

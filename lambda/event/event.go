@@ -29,26 +29,27 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/internal/eventreq"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 // Config configures Wrap for inputs of type In. Tenant has no default:
 // Wrap panics without one, as every idemkit adapter does. A Config without
-// a Key refuses every call (idemkit.ErrKeyMissing).
+// a Key refuses every call (idemkey.ErrMissing).
 type Config[In any] struct {
 	// Key returns the idempotency key of an input: a business identifier
 	// that stays the same on redelivery (an order id, a transfer id, an
 	// SQS message id). An empty key or one longer than MaxKeyLen is
-	// refused with an error that is idemkit.ErrInvalidKey under errors.Is.
+	// refused with an error that is idemkey.ErrInvalid under errors.Is.
 	Key func(In) (string, error)
 	// MaxKeyLen is the longest key accepted, in bytes. Zero: 255.
 	MaxKeyLen int
 	// Tenant returns the tenant of an input (the account the message
-	// belongs to), as idemkit.TenantFunc says. Use idemkit.SingleTenant for
+	// belongs to), as tenant.Func says. Use tenant.Single for
 	// a function that serves one key space. Required: Wrap panics without
 	// it. An empty result or an error refuses the call with an error that
 	// is idemkit.ErrTenantMissing under errors.Is. For an error, it is also
 	// that error.
-	Tenant idemkit.TenantFunc[In]
+	Tenant tenant.Func[In]
 	// Operation names what the function does; two functions sharing a
 	// store need different names. Empty: the Go type of In ("events.SQSMessage").
 	Operation string
@@ -105,7 +106,7 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 	}
 	if cfg.Tenant == nil {
 		panic("event: invalid Config: the Tenant setting is nil: name whom an input belongs to (the account of the message), " +
-			"event.InvocationTenant, or idemkit.SingleTenant for a function that serves one key space")
+			"event.InvocationTenant, or tenant.Single for a function that serves one key space")
 	}
 	fp, err := fingerprint.New(cfg.Fingerprint)
 	if err != nil {

@@ -10,11 +10,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/eventlog"
 	"github.com/idemkit/idemkit/internal/testkit"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 type transfer struct {
@@ -81,12 +84,12 @@ func TestSQSRefusals(t *testing.T) {
 		msg  func(*events.SQSMessage)
 		want error
 	}{
-		{name: "no key", cfg: func(c *event.Config[events.SQSMessage]) { c.Key = nil }, want: idemkit.ErrInvalidKey},
+		{name: "no key", cfg: func(c *event.Config[events.SQSMessage]) { c.Key = nil }, want: idemkey.ErrInvalid},
 		{name: "empty tenant", cfg: func(c *event.Config[events.SQSMessage]) {
 			c.Tenant = func(context.Context, events.SQSMessage) (string, error) { return "", nil }
 		}, want: idemkit.ErrTenantMissing},
-		{name: "empty key", msg: func(m *events.SQSMessage) { m.Body = `{"transferId":"","amount":1}` }, want: idemkit.ErrInvalidKey},
-		{name: "key too long", cfg: func(c *event.Config[events.SQSMessage]) { c.MaxKeyLen = 4 }, want: idemkit.ErrKeyTooLong},
+		{name: "empty key", msg: func(m *events.SQSMessage) { m.Body = `{"transferId":"","amount":1}` }, want: idemkey.ErrInvalid},
+		{name: "key too long", cfg: func(c *event.Config[events.SQSMessage]) { c.MaxKeyLen = 4 }, want: idemkey.ErrTooLong},
 		{name: "same key, different body", msg: func(m *events.SQSMessage) {
 			m.Body = `{"transferId":"tr_1001","account":"acct-acme","amount":9999,"currency":"eur"}`
 		}, want: idemkit.ErrFingerprintMismatch},
@@ -182,7 +185,7 @@ func TestEventBridgeDetail(t *testing.T) {
 	runs := 0
 	h := event.Wrap(testguard.Mem(t), event.Config[events.EventBridgeEvent]{
 		Key:         func(e events.EventBridgeEvent) (string, error) { return e.ID, nil },
-		Tenant:      idemkit.SingleTenant[events.EventBridgeEvent]("orders"),
+		Tenant:      tenant.Single[events.EventBridgeEvent]("orders"),
 		Payload:     func(e events.EventBridgeEvent) ([]byte, error) { return e.Detail, nil },
 		Fingerprint: fingerprintAmountOnly,
 	}, func(_ context.Context, e events.EventBridgeEvent) (map[string]any, error) {
@@ -216,8 +219,8 @@ func TestTenantError(t *testing.T) {
 	if x.runs.Load() != 0 {
 		t.Error("handler ran")
 	}
-	if observed := obs.Events(); len(observed) != 1 || observed[0].Kind != idemkit.EventRefused || !errors.Is(observed[0].Err, errDirectory) ||
-		!errors.Is(observed[0].Err, idemkit.ErrTenantMissing) || observed[0].Scope.Operation != "transfers.execute" {
+	if observed := obs.Events(); len(observed) != 1 || observed[0].Kind != observe.EventRefused || !errors.Is(observed[0].Err, errDirectory) ||
+		!errors.Is(observed[0].Err, idemkit.ErrTenantMissing) || observed[0].Operation != "transfers.execute" {
 		t.Errorf("observed %+v, want one refusal carrying the Tenant error", observed)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 var fingerprintAmountOnly = fingerprint.Options{Include: []string{"/amount"}}
@@ -25,7 +26,7 @@ func ExampleWrap() {
 			err := json.Unmarshal([]byte(m.Body), &t)
 			return t.TransferID, err
 		},
-		Tenant:    idemkit.SingleTenant[events.SQSMessage]("payments"),
+		Tenant:    tenant.Single[events.SQSMessage]("payments"),
 		Operation: "transfers.execute",
 		Payload:   func(m events.SQSMessage) ([]byte, error) { return []byte(m.Body), nil },
 	}, func(ctx context.Context, m events.SQSMessage) (string, error) {
@@ -57,7 +58,7 @@ func ExampleAdjustReplay() {
 	g, _ := idemkit.New(idemkit.Config{Store: memstore.New()})
 	execute := event.Wrap(g, event.Config[Transfer]{
 		Key:       func(t Transfer) (string, error) { return t.TransferID, nil },
-		Tenant:    idemkit.SingleTenant[Transfer]("payments"),
+		Tenant:    tenant.Single[Transfer]("payments"),
 		Operation: "transfers.execute",
 	}, func(ctx context.Context, t Transfer) (Receipt, error) {
 		return Receipt{LedgerEntry: "le_1"}, nil // move the money

@@ -5,10 +5,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/tenant"
 )
 
-// InvocationTenant returns a TenantFunc that names the tenant by the
+// InvocationTenant returns a tenant.Func that names the tenant by the
 // invocation's tenant id (lambdacontext.LambdaContext.TenantID), which
 // Lambda sets for a function in tenant isolation mode from the invoker's
 // tenant-id parameter (X-Amz-Tenant-Id), byte for byte. It works with every
@@ -21,7 +21,7 @@ import (
 // Behind a REST API, map X-Amz-Tenant-Id from the authorizer's result
 // ($context.authorizer.*), not from a header, query or path the client
 // chooses, or one caller could replay another's responses.
-func InvocationTenant[R any]() idemkit.TenantFunc[R] {
+func InvocationTenant[R any]() tenant.Func[R] {
 	return func(ctx context.Context, _ R) (string, error) {
 		lc, ok := lambdacontext.FromContext(ctx)
 		if !ok {

@@ -33,7 +33,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/observe"
 )
 
 // The span attributes an Observer sets.
@@ -84,7 +84,7 @@ type Config struct {
 	RecordTenant bool
 }
 
-// Observer is an idemkit.Observer reporting to OpenTelemetry. It is safe
+// Observer is an observe.Observer reporting to OpenTelemetry. It is safe
 // for concurrent use.
 type Observer struct {
 	cfg      Config
@@ -129,27 +129,27 @@ func New(cfg Config) (*Observer, error) {
 	return o, nil
 }
 
-// Observe implements idemkit.Observer.
-func (o *Observer) Observe(ctx context.Context, e idemkit.Event) {
+// Observe implements observe.Observer.
+func (o *Observer) Observe(ctx context.Context, e observe.Event) {
 	outcome := attribute.String(AttrOutcome, string(e.Kind))
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		attrs := []attribute.KeyValue{
 			outcome,
-			attribute.Bool(AttrReplayed, e.Kind == idemkit.EventReplayed),
-			attribute.String(AttrOperation, e.Scope.Operation),
+			attribute.Bool(AttrReplayed, e.Kind == observe.EventReplayed),
+			attribute.String(AttrOperation, e.Operation),
 			attribute.Int(AttrStoreCalls, e.Usage.Calls),
 		}
-		if e.Scope.Key != "" {
-			attrs = append(attrs, attribute.String(AttrKeyHash, o.KeyHash(e.Scope.Tenant, e.Scope.Key)))
+		if e.Key != "" {
+			attrs = append(attrs, attribute.String(AttrKeyHash, o.KeyHash(e.Tenant, e.Key)))
 		}
 		if e.Status != 0 {
 			attrs = append(attrs, attribute.Int(AttrStatus, e.Status))
 		}
 		if o.cfg.RecordKey {
-			attrs = append(attrs, attribute.String(AttrKey, e.Scope.Key))
+			attrs = append(attrs, attribute.String(AttrKey, e.Key))
 		}
 		if o.cfg.RecordTenant {
-			attrs = append(attrs, attribute.String(AttrTenant, e.Scope.Tenant))
+			attrs = append(attrs, attribute.String(AttrTenant, e.Tenant))
 		}
 		span.SetAttributes(attrs...)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/internal/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
+	"github.com/idemkit/idemkit/observe"
 	"github.com/idemkit/idemkit/observe/otelobserve"
 )
 
@@ -181,7 +182,7 @@ func TestMetricsPerOutcome(t *testing.T) {
 	tr.send("alice", "order-1", `{"sku":"b"}`)
 	tr.send("bob", "order-1", `{"sku":"a"}`)
 	// Outside a span: metrics only.
-	tr.obs.Observe(context.Background(), idemkit.Event{Kind: idemkit.EventConflict, Scope: idemkit.Scope{Tenant: "t", Operation: "POST /x", Key: "k"}})
+	tr.obs.Observe(context.Background(), observe.Event{Kind: observe.EventConflict, Tenant: "t", Operation: "POST /x", Key: "k"})
 
 	var rm metricdata.ResourceMetrics
 	if err := tr.reader.Collect(context.Background(), &rm); err != nil {

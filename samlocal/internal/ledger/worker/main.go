@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/samlocal/internal/ledger/boot"
+	"github.com/idemkit/idemkit/tenant"
 )
 
 type settlement struct {
@@ -43,5 +43,5 @@ func main() {
 		return l.Put(ctx, map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "settled#" + s.TransferID}})
 	}
 	lambda.Start(batch.SQS(l.Guard, batch.SQSConfig{Config: event.Config[events.SQSMessage]{
-		Key: key, Tenant: idemkit.SingleTenant[events.SQSMessage]("ledger"), Operation: "ledger.settle"}}, settle))
+		Key: key, Tenant: tenant.Single[events.SQSMessage]("ledger"), Operation: "ledger.settle"}}, settle))
 }
