@@ -15,11 +15,3 @@ func AddUsage(ctx context.Context, readUnits, writeUnits float64) {
 		a.Add(readUnits, writeUnits)
 	}
 }
-
-// withUsage returns ctx carrying the usage of a new guarded request.
-func withUsage(ctx context.Context) (context.Context, *usage.Acc) { return usage.With(ctx) }
-
-// Observed reports whether g has an Observer. Without one, the adapters log
-// store failures through slog.Default, so that a misconfigured store is
-// visible in the logs of the first request.
-func (g *Guard) Observed() bool { return g.observer != nil }
