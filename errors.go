@@ -18,9 +18,6 @@ var ErrInvalidConfig = errors.New("idemkit: invalid configuration")
 var (
 	// ErrTenantMissing: the request has no tenant. The guard fails closed.
 	ErrTenantMissing = errors.New("idemkit: no tenant for the request (misconfiguration)")
-	// ErrKeyEmpty: the request has no key (an empty Scope.Key). Package
-	// idemkey refuses an empty Idempotency-Key with it too.
-	ErrKeyEmpty = errors.New("idemkit: invalid Idempotency-Key: empty")
 	// ErrFingerprintMismatch: the key was used before with a different request.
 	ErrFingerprintMismatch = errors.New("idemkit: idempotency key reused with a different request")
 	// ErrOperationMismatch: with account-wide keys, the key was used before
@@ -34,7 +31,7 @@ var (
 	ErrIndeterminate = errors.New("idemkit: the outcome of an earlier request with this key is unknown")
 	// ErrOutcomePending: an earlier execution's lease ended without an
 	// outcome a moment ago and its run may still complete: retry later.
-	// The error is a *PendingError that says when. Past that time the
+	// The error is a *ConflictError that says when. Past that time the
 	// record waits for an operator (ErrIndeterminate), unless the run
 	// completed meanwhile and a retry replays its response.
 	ErrOutcomePending = errors.New("idemkit: the outcome of an earlier request with this key is pending")
@@ -108,35 +105,37 @@ var (
 	ErrInvalidPage = errors.New("idemkit: invalid page token")
 )
 
-// ConflictError is returned while another request holds the key.
+// ConflictError is returned while the key is held: by another request
+// (Reason ErrInFlight), or by a record marked indeterminate because its
+// lease ended ([CauseLeaseExpired]) while its run may still complete
+// (Reason ErrOutcomePending, until Until).
 type ConflictError struct {
-	// RetryAfter is the time until the holder's lease ends, at least one second.
-	RetryAfter time.Duration
-}
-
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("%v (retry after %s)", ErrInFlight, e.RetryAfter)
-}
-
-// Is reports whether target is ErrInFlight.
-func (e *ConflictError) Is(target error) bool { return target == ErrInFlight }
-
-// PendingError is returned for a record marked indeterminate because its
-// lease ended ([CauseLeaseExpired]) while its run may still complete.
-type PendingError struct {
+	// Reason is ErrInFlight (nil: ErrInFlight too) or ErrOutcomePending.
+	Reason error
 	// RetryAfter is the time to wait before a retry, at least one second.
 	RetryAfter time.Duration
-	// Until is when the run can no longer be expected to complete: after
-	// it a retry gets ErrIndeterminate, unless the run completed.
+	// Until, with ErrOutcomePending, is when the run can no longer be
+	// expected to complete: after it a retry gets ErrIndeterminate, unless
+	// the run completed.
 	Until time.Time
 }
 
-func (e *PendingError) Error() string {
-	return fmt.Sprintf("%v until %s (retry after %s)", ErrOutcomePending, e.Until.UTC().Format(time.RFC3339), e.RetryAfter)
+func (e *ConflictError) Error() string {
+	if e.reason() == ErrOutcomePending {
+		return fmt.Sprintf("%v until %s (retry after %s)", ErrOutcomePending, e.Until.UTC().Format(time.RFC3339), e.RetryAfter)
+	}
+	return fmt.Sprintf("%v (retry after %s)", ErrInFlight, e.RetryAfter)
 }
 
-// Is reports whether target is ErrOutcomePending.
-func (e *PendingError) Is(target error) bool { return target == ErrOutcomePending }
+// Is reports whether target is the Reason.
+func (e *ConflictError) Is(target error) bool { return target == e.reason() }
+
+func (e *ConflictError) reason() error {
+	if e.Reason == nil {
+		return ErrInFlight
+	}
+	return e.Reason
+}
 
 // OutcomeError names the outcome of a completed request whose response
 // cannot be replayed: its replay window passed ([ErrReplayWindowPassed]) or

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/clock"
+	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/retryafter"
 	"github.com/idemkit/idemkit/internal/usage"
@@ -225,7 +226,7 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 //   - ErrOperationMismatch (account-wide keys), then ErrFingerprintMismatch:
 //     the key was used for another request, even one still in flight.
 //   - *ConflictError (ErrInFlight): another request holds a live lease.
-//   - *PendingError (ErrOutcomePending): a lease ended without an outcome
+//   - *ConflictError (ErrOutcomePending): a lease ended without an outcome
 //     under FailClosed a moment ago, and its run may still complete: its
 //     late completion replaces the record, and a retry replays it. The
 //     request is told to come back, until the lease's end plus
@@ -296,7 +297,7 @@ func (c *call) refused() error {
 	case len(c.req.Scope.Tenant) > recordid.MaxTenantLen:
 		return ErrTenantTooLong
 	case c.req.Scope.Key == "":
-		return ErrKeyEmpty
+		return idemkey.ErrEmpty
 	}
 	return nil
 }
@@ -484,7 +485,7 @@ func (g *Guard) inFlight(ctx context.Context, pol Policy, ex *Record, now time.T
 }
 
 // indeterminate returns the error of the indeterminate record ex at now: a
-// *PendingError while a run whose lease ran out (CauseLeaseExpired) may
+// *ConflictError (ErrOutcomePending) while a run whose lease ran out (CauseLeaseExpired) may
 // still complete, until pendingUntil; ErrIndeterminate, an operator's
 // case, after it and for every other cause.
 func (g *Guard) indeterminate(pol Policy, ex *Record, now time.Time) error {
@@ -496,7 +497,7 @@ func (g *Guard) indeterminate(pol Policy, ex *Record, now time.Time) error {
 	if pol.MaxRetryAfter > 0 {
 		wait = min(wait, max(pol.MaxRetryAfter.Truncate(time.Second), time.Second))
 	}
-	return &PendingError{RetryAfter: wait, Until: until}
+	return &ConflictError{Reason: ErrOutcomePending, RetryAfter: wait, Until: until}
 }
 
 // pendingUntil is when the run of a record whose lease ran out can no

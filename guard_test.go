@@ -216,9 +216,9 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 	f.clock.Advance(5 * time.Second)
 	// The run may still complete a moment after its lease: come back.
 	_, _, err := f.do(t, req("k"), respond(201, "x"))
-	var pe *idemkit.PendingError
-	if !errors.As(err, &pe) || errors.Is(err, idemkit.ErrIndeterminate) || pe.RetryAfter < time.Second {
-		t.Fatalf("first request after the lease: %v, want a *PendingError", err)
+	var pe *idemkit.ConflictError
+	if !errors.As(err, &pe) || pe.Reason != idemkit.ErrOutcomePending || errors.Is(err, idemkit.ErrIndeterminate) || pe.RetryAfter < time.Second {
+		t.Fatalf("first request after the lease: %v, want a *ConflictError of ErrOutcomePending", err)
 	}
 	if k := f.obs.Last().Kind; k != observe.EventConflict {
 		t.Fatalf("event %s, want conflict", k)
@@ -468,8 +468,8 @@ func TestMissingTenant(t *testing.T) {
 func TestEmptyKeyRefused(t *testing.T) {
 	f := newFixture(t, nil)
 	r := req("")
-	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkit.ErrKeyEmpty) || f.runs != 0 {
-		t.Fatalf("err %v runs %d, want ErrKeyEmpty", err, f.runs)
+	if _, _, err := f.do(t, r, respond(201, "x")); !errors.Is(err, idemkey.ErrEmpty) || f.runs != 0 {
+		t.Fatalf("err %v runs %d, want idemkey.ErrEmpty", err, f.runs)
 	}
 	if _, err := getLive(context.Background(), f.store, r.Scope.ID(false), f.clock.Now()); !errors.Is(err, idemkit.ErrNotFound) {
 		t.Fatalf("a record was stored for a request without a key: %v", err)

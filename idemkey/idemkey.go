@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/dunglas/httpsfv"
-	"github.com/idemkit/idemkit"
 )
 
 // DefaultMaxLen is the longest key accepted when [Options.MaxLen] is zero:
@@ -22,31 +21,26 @@ const DefaultMaxLen = 255
 var ErrInvalid = errors.New("idemkit: invalid Idempotency-Key")
 
 // The reasons a key is refused. Each is also [ErrInvalid] under errors.Is.
-// An empty key is refused with an *Error that is [idemkit.ErrKeyEmpty].
+// The guard refuses a request with an empty key (Scope.Key) with ErrEmpty
+// too.
 var (
 	ErrMissing        = &Error{Reason: "missing"}
+	ErrEmpty          = &Error{Reason: "empty"}
 	ErrTooLong        = &Error{Reason: "too long"}
 	ErrCharNotAllowed = &Error{Reason: "character not allowed in a key"}
 	ErrMalformed      = &Error{Reason: "malformed"}
 	ErrMultiple       = &Error{Reason: "two different values in one request"}
 )
 
-// errEmpty refuses an empty key; it is idemkit.ErrKeyEmpty under errors.Is.
-var errEmpty = &Error{Reason: "empty", err: idemkit.ErrKeyEmpty}
-
 // Error says why an Idempotency-Key value was refused.
 type Error struct {
 	Reason string
-	err    error // the engine's error for the same reason, if any
 }
 
 func (e *Error) Error() string { return "idemkit: invalid Idempotency-Key: " + e.Reason }
 
 // Is reports whether target is ErrInvalid.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
-
-// Unwrap returns idemkit.ErrKeyEmpty for an empty key, nil otherwise.
-func (e *Error) Unwrap() error { return e.err }
 
 // Options configures [Parse]. The zero value accepts keys of up to
 // [DefaultMaxLen] bytes.
@@ -71,7 +65,7 @@ type Options struct {
 // (0190a1b2-…, "0190a1b2-…") and several lines read the same joined or
 // apart.
 //
-// Errors wrap [ErrInvalid] and one of [ErrMissing], [idemkit.ErrKeyEmpty],
+// Errors wrap [ErrInvalid] and one of [ErrMissing], [ErrEmpty],
 // [ErrTooLong], [ErrCharNotAllowed], [ErrMalformed] or [ErrMultiple]. Parse
 // returns ErrMissing when values is empty.
 func Parse(values []string, opts Options) (string, error) {
@@ -87,7 +81,7 @@ func Parse(values []string, opts Options) (string, error) {
 		keys = append(keys, ks...)
 	}
 	if len(keys) == 0 {
-		return "", errEmpty
+		return "", ErrEmpty
 	}
 	for _, k := range keys[1:] {
 		if k != keys[0] {
@@ -106,7 +100,7 @@ func Check(key string, max int) (string, error) {
 	}
 	switch {
 	case key == "":
-		return "", errEmpty
+		return "", ErrEmpty
 	case len(key) > max:
 		return "", fmt.Errorf("%w: %d bytes, at most %d allowed", ErrTooLong, len(key), max)
 	}
@@ -119,7 +113,7 @@ func Check(key string, max int) (string, error) {
 // header lines with commas) or on several.
 func splitField(v string) ([]string, error) {
 	if strings.Trim(v, " \t") == "" {
-		return nil, errEmpty
+		return nil, ErrEmpty
 	}
 	// Every comma separates members, inside quotes too: a line that ends
 	// inside a quoted string must not join the next one into a key.
@@ -171,7 +165,7 @@ func parseMember(m string) (string, error) {
 		return "", fmt.Errorf("%w: want a string without parameters", ErrMalformed)
 	}
 	if k == "" {
-		return "", errEmpty
+		return "", ErrEmpty
 	}
 	return k, nil
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/idemkey"
 )
 
@@ -52,9 +51,9 @@ func TestParseKey(t *testing.T) {
 		{"custom max", []string{"abcd"}, 4, "abcd", nil},
 
 		{"missing", nil, 0, "", idemkey.ErrMissing},
-		{"empty", []string{""}, 0, "", idemkit.ErrKeyEmpty},
-		{"blank", []string{"   "}, 0, "", idemkit.ErrKeyEmpty},
-		{"empty quoted", []string{`""`}, 0, "", idemkit.ErrKeyEmpty},
+		{"empty", []string{""}, 0, "", idemkey.ErrEmpty},
+		{"blank", []string{"   "}, 0, "", idemkey.ErrEmpty},
+		{"empty quoted", []string{`""`}, 0, "", idemkey.ErrEmpty},
 		{"256 bytes", []string{long255 + "k"}, 0, "", idemkey.ErrTooLong},
 		{"256 bytes quoted", []string{`"` + long255 + `k"`}, 0, "", idemkey.ErrTooLong},
 		{"over custom max", []string{"abcde"}, 4, "", idemkey.ErrTooLong},

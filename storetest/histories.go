@@ -414,9 +414,9 @@ func testLateCompletionAfterPending(t *testing.T, s idemkit.OperatorStore) {
 	<-running
 	clock.Advance(2 * time.Second)
 	_, _, err = g.Do(ctx, req, mustNotRun(t))
-	var pe *idemkit.PendingError
-	if !errors.As(err, &pe) || errors.Is(err, idemkit.ErrIndeterminate) {
-		t.Fatalf("retry after the lease: %v, want a *PendingError", err)
+	var pe *idemkit.ConflictError
+	if !errors.As(err, &pe) || pe.Reason != idemkit.ErrOutcomePending || errors.Is(err, idemkit.ErrIndeterminate) {
+		t.Fatalf("retry after the lease: %v, want a *ConflictError of ErrOutcomePending", err)
 	}
 	got := mustGet(t, s, req.Scope.ID(false))
 	if got.State != idemkit.StateIndeterminate || got.Cause != idemkit.CauseLeaseExpired {

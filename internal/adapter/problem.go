@@ -104,13 +104,9 @@ func requestProblem(err error) *httpproblem.Details {
 	case errors.Is(err, idemkit.ErrKeyExpired):
 		return &httpproblem.Details{Type: httpproblem.TypeKeyExpired, Title: "Idempotency key expired", Status: 400,
 			Detail: "The key embeds a time older than this operation's record retention: its first request may have been forgotten, so it is not run. Use a new key only if you know the first request did not take effect."}
-	case errors.As(err, &ke) || errors.Is(err, idemkit.ErrKeyEmpty):
-		reason := "empty"
-		if ke != nil {
-			reason = ke.Reason
-		}
+	case errors.As(err, &ke):
 		return &httpproblem.Details{Type: httpproblem.TypeKeyInvalid, Title: "Invalid idempotency key", Status: 400,
-			Detail: "The idempotency key is invalid: " + Echo(reason) + ".", Reason: Echo(reason)}
+			Detail: "The idempotency key is invalid: " + Echo(ke.Reason) + ".", Reason: Echo(ke.Reason)}
 	case errors.Is(err, idemkit.ErrOperationMismatch):
 		return &httpproblem.Details{Type: httpproblem.TypeOperationMismatch, Title: "Idempotency key reused for a different operation", Status: 422,
 			Detail: "This key was first used for a different operation. Use a new key for a new request."}
@@ -127,12 +123,15 @@ func requestProblem(err error) *httpproblem.Details {
 // ProblemFor's order.
 func recordProblem(err error, storeRetry time.Duration) *httpproblem.Details {
 	var (
-		pe *idemkit.PendingError
 		ce *idemkit.ConflictError
 		oe *idemkit.OutcomeError
 		cu *idemkit.ClaimUnknownError
 	)
 	switch {
+	case errors.As(err, &ce) && errors.Is(err, idemkit.ErrOutcomePending):
+		return &httpproblem.Details{Type: httpproblem.TypeOutcomePending, Title: "Outcome pending: the earlier request may still complete", Status: 409,
+			Detail:     "An earlier request with this key outlived its lease before its outcome was recorded, and it may still complete. Retry with the same key after the delay given in Retry-After: until " + ce.Until.UTC().Format(time.RFC3339) + " a retry gets its response once it completes, or this answer again; after that the key waits for an operator (indeterminate-operator-required).",
+			RetryAfter: retryafter.Seconds(ce.RetryAfter)}
 	case errors.As(err, &ce):
 		s := retryafter.Seconds(ce.RetryAfter)
 		return &httpproblem.Details{Type: httpproblem.TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
@@ -140,10 +139,6 @@ func recordProblem(err error, storeRetry time.Duration) *httpproblem.Details {
 	case errors.Is(err, idemkit.ErrInFlight):
 		return &httpproblem.Details{Type: httpproblem.TypeInFlight, Title: "Request with this idempotency key in progress", Status: 409,
 			Detail: "A request with this key is being processed. Retry after the delay given in Retry-After.", RetryAfter: 1}
-	case errors.As(err, &pe):
-		return &httpproblem.Details{Type: httpproblem.TypeOutcomePending, Title: "Outcome pending: the earlier request may still complete", Status: 409,
-			Detail:     "An earlier request with this key outlived its lease before its outcome was recorded, and it may still complete. Retry with the same key after the delay given in Retry-After: until " + pe.Until.UTC().Format(time.RFC3339) + " a retry gets its response once it completes, or this answer again; after that the key waits for an operator (indeterminate-operator-required).",
-			RetryAfter: retryafter.Seconds(pe.RetryAfter)}
 	case errors.Is(err, idemkit.ErrIndeterminate):
 		return &httpproblem.Details{Type: httpproblem.TypeIndeterminate, Title: "Outcome unknown: operator resolution required", Status: 409,
 			Detail: "An earlier request with this key stopped before its outcome was recorded, so it may or may not have taken effect. It will not be run again until an operator resolves the key."}

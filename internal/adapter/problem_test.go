@@ -34,7 +34,7 @@ func TestProblemFor(t *testing.T) {
 		{"in flight, 2.2 s left", &idemkit.ConflictError{RetryAfter: 2200 * time.Millisecond}, 409, httpproblem.TypeInFlight, 3},
 		{"in flight, no time", &idemkit.ConflictError{}, 409, httpproblem.TypeInFlight, 1},
 		{"indeterminate", idemkit.ErrIndeterminate, 409, httpproblem.TypeIndeterminate, 0},
-		{"outcome pending", &idemkit.PendingError{RetryAfter: 4500 * time.Millisecond, Until: done}, 409, httpproblem.TypeOutcomePending, 5},
+		{"outcome pending", &idemkit.ConflictError{Reason: idemkit.ErrOutcomePending, RetryAfter: 4500 * time.Millisecond, Until: done}, 409, httpproblem.TypeOutcomePending, 5},
 		{"replay window passed", &idemkit.OutcomeError{Reason: idemkit.ErrReplayWindowPassed, Status: 201, Location: "/o/1", CompletedAt: done}, 410, httpproblem.TypeReplayWindowPassed, 0},
 		{"snapshot omitted", &idemkit.OutcomeError{Reason: idemkit.ErrSnapshotOmitted, Status: 200, CompletedAt: done}, 410, httpproblem.TypeResponseNotStored, 0},
 		{"corrupt record", fmt.Errorf("idemkit: store get: %w", idemkit.ErrCorruptRecord), 500, httpproblem.TypeCorruptRecord, 0},

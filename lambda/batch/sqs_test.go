@@ -150,7 +150,7 @@ func TestSQSStandard(t *testing.T) {
 				with(m("m1", ""), func(x *events.SQSMessage) { x.Body = "not json" }),
 				m("m2", ""),
 				m("m3", "o3"),
-			}, want: []failed{{"m1", batch.ErrInvalidRecord}, {"m2", idemkit.ErrKeyEmpty}}}},
+			}, want: []failed{{"m1", batch.ErrInvalidRecord}, {"m2", idemkey.ErrEmpty}}}},
 			runs: []string{"o3"}, shipped: map[string]int{"o3": 1},
 		},
 		{
