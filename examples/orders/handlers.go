@@ -107,6 +107,26 @@ func (a *app) getOrder(ctx context.Context, tenant, id string) (events.APIGatewa
 	return jsonResponse(200, body, nil), nil
 }
 
+// paidBefore answers with the payment stored under p.ID by an earlier run
+// of the key (its 201, or key-reused when it is another payment); found is
+// false when o has none.
+func paidBefore(o Order, p Payment) (resp events.APIGatewayV2HTTPResponse, found bool, err error) {
+	for _, old := range o.Payments {
+		if old.ID != p.ID {
+			continue
+		}
+		if !samePayment(old, p) {
+			return keyReused("payment"), true, nil
+		}
+		body, err := json.Marshal(old)
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, true, err
+		}
+		return jsonResponse(201, body, nil), true, nil
+	}
+	return events.APIGatewayV2HTTPResponse{}, false, nil
+}
+
 func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	var req createPaymentRequest
 	if resp, ok := decode(ev, &req); !ok {
@@ -136,18 +156,8 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 	// an earlier run of this key, whose record is gone (expired, or freed
 	// by an operator). Answer it; never capture again, as the processor's
 	// own idempotency window may be over.
-	for _, old := range o.Payments {
-		if old.ID != payID {
-			continue
-		}
-		if !samePayment(old, p) {
-			return keyReused("payment"), nil
-		}
-		body, err := json.Marshal(old)
-		if err != nil {
-			return events.APIGatewayV2HTTPResponse{}, err
-		}
-		return jsonResponse(201, body, nil), nil
+	if resp, found, err := paidBefore(o, p); found {
+		return resp, err
 	}
 	switch err := capture(ctx, payID, *req.Card, delay); {
 	case errors.Is(err, errDeclined):

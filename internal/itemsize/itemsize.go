@@ -70,6 +70,21 @@ func Number(s string) int {
 	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
 		s = s[1:]
 	}
+	mant, point := split(s)
+	first, last, ok := nonZeroPlaces(mant, point)
+	if !ok {
+		return 1
+	}
+	n := 1 + (first>>1 - last>>1 + 1)
+	if neg {
+		n++
+	}
+	return n
+}
+
+// split returns the mantissa of the unsigned number s and the place of its
+// decimal point among the mantissa's digits, moved by the exponent.
+func split(s string) (mant string, point int) {
 	mant, exp := s, 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == 'e' || s[i] == 'E' {
@@ -78,38 +93,34 @@ func Number(s string) int {
 			break
 		}
 	}
-	// point is the place of the decimal point in mant's digits: the digit
-	// just before it has place 0, the one after it place -1.
-	point := len(mant) + exp
+	point = len(mant)
 	for i := 0; i < len(mant); i++ {
 		if mant[i] == '.' {
-			point = i + exp
+			point = i
 		}
 	}
-	digit := 0 // index among mant's digits
-	first, last, found := 0, 0, false
+	return mant, point + exp
+}
+
+// nonZeroPlaces returns the places of the first and the last non-zero
+// digit of mant (the digit just before the point has place 0, the one
+// after it -1), false when there is none.
+func nonZeroPlaces(mant string, point int) (first, last int, ok bool) {
+	digit := 0
 	for i := 0; i < len(mant); i++ {
-		c := mant[i]
-		if c == '.' {
+		switch c := mant[i]; {
+		case c == '.':
 			continue
-		}
-		if c != '0' {
+		case c != '0':
 			place := point - 1 - digit
-			if !found {
-				first, found = place, true
+			if !ok {
+				first, ok = place, true
 			}
 			last = place
 		}
 		digit++
 	}
-	if !found {
-		return 1
-	}
-	n := 1 + (first>>1 - last>>1 + 1)
-	if neg {
-		n++
-	}
-	return n
+	return first, last, ok
 }
 
 // WriteUnits is what a write of an item of size bytes is billed: one
