@@ -14,6 +14,11 @@
 // Globals' key by key, its lists after the Globals' members, its other
 // values (an intrinsic function among them) in place of the Globals'; so
 // an API with Authorizers of its own keeps the Globals' DefaultAuthorizer.
+// A resource's IgnoreGlobals attribute keeps from it every Globals
+// property ('*') or those it lists (an API that lists Auth has neither the
+// Globals' DefaultAuthorizer nor their Authorizers); a list naming a
+// property its Globals section lacks, or a value that is neither '*' nor
+// a list of names, is refused.
 // Any function can also be invoked with an event (Stack.Invoke), as `sam
 // local invoke` does.
 //

@@ -301,8 +301,13 @@ type planner struct {
 }
 
 // functionOf resolves the function id, its properties over the Globals'
-// (globals, overGlobals), its HTTP events into routes.
+// (globals, less those it ignores: overGlobals), its HTTP events into
+// routes.
 func (pl *planner) functionOf(id string, res Resource, globals map[string]any) (*Function, error) {
+	globals, err := res.IgnoreGlobals.of("Function", globals)
+	if err != nil {
+		return nil, err
+	}
 	props := overGlobals(globals, res.Properties)
 	env, err := environment(pl.r, props)
 	if err != nil {
@@ -465,7 +470,8 @@ func strProp(r *resolver, props map[string]any, key, def string) (string, error)
 
 // apiOf is the API of an HttpApi event (an Api event when rest) of
 // properties props, its ApiId's (RestApiId's) or else the implicit one's
-// name, and the API's properties over the Globals' (overGlobals).
+// name, and the API's properties over the Globals' (less those the API
+// ignores: overGlobals).
 func apiOf(t *Template, rest bool, props map[string]any) (string, map[string]any, error) {
 	apiKey, globalKey, api := "ApiId", "HttpApi", "ServerlessHttpApi"
 	if rest {
@@ -480,6 +486,10 @@ func apiOf(t *Template, rest bool, props map[string]any) (string, map[string]any
 	res, found := t.Resources[name]
 	if !found {
 		return "", nil, fmt.Errorf("%w: %s %s: no such resource", ErrTemplate, apiKey, name)
+	}
+	globals, err := res.IgnoreGlobals.of(globalKey, globals)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s %s: %w", apiKey, name, err)
 	}
 	return name, overGlobals(globals, res.Properties), nil
 }

@@ -135,6 +135,21 @@ func TestPlanRefuses(t *testing.T) {
 			"API key", samlocal.PlanConfig{}},
 		{"Timeout not a positive integer", head + "      Timeout: 0\n", "property Timeout", samlocal.PlanConfig{}},
 		{"MemorySize not an integer", head + "      MemorySize: lots\n", "property MemorySize", samlocal.PlanConfig{}},
+		{"IgnoreGlobals a name, not a list", head + "    IgnoreGlobals: Timeout\n", "resource Fn: IgnoreGlobals Timeout: want '*' or a list", samlocal.PlanConfig{}},
+		{"IgnoreGlobals an intrinsic", head + "    IgnoreGlobals: !If [C, '*', [Timeout]]\n", "resource Fn: IgnoreGlobals map[Fn::If:", samlocal.PlanConfig{}},
+		{"IgnoreGlobals a list of more than names", head + "    IgnoreGlobals: [Timeout, [Runtime]]\n", "resource Fn: IgnoreGlobals [Timeout [Runtime]]", samlocal.PlanConfig{}},
+		{"IgnoreGlobals without a value", head + "    IgnoreGlobals:\n", "resource Fn: IgnoreGlobals <nil>", samlocal.PlanConfig{}},
+		{"IgnoreGlobals of an API a name", head + "      Events: {E: {Type: HttpApi, Properties: {ApiId: !Ref A}}}\n  A: {Type: AWS::Serverless::HttpApi, IgnoreGlobals: Auth}\n",
+			"resource A: IgnoreGlobals Auth: want", samlocal.PlanConfig{}},
+		{"an API that ignores the Globals' Auth has not their Authorizers", "Globals: {HttpApi: {Auth: {Authorizers: {J: {JwtConfiguration: {issuer: i}}}}}}\n" + head +
+			"      Events: {E: {Type: HttpApi, Properties: {ApiId: !Ref A, Auth: {Authorizer: J}}}}\n" +
+			"  A: {Type: AWS::Serverless::HttpApi, IgnoreGlobals: [Auth], Properties: {Auth: {Authorizers: {K: {JwtConfiguration: {issuer: k}}}}}}\n",
+			"authorizer J is not among A's Authorizers", samlocal.PlanConfig{}},
+		{"IgnoreGlobals names what Globals.Function lacks", "Globals: {Function: {Timeout: 9}}\n" + head + "    IgnoreGlobals: [Timeout, Tracing]\n",
+			"IgnoreGlobals names Tracing, which Globals.Function does not have", samlocal.PlanConfig{}},
+		{"IgnoreGlobals names what Globals.HttpApi lacks", "Globals: {HttpApi: {FailOnWarnings: true}}\n" + head +
+			"      Events: {E: {Type: HttpApi, Properties: {ApiId: !Ref A}}}\n  A: {Type: AWS::Serverless::HttpApi, IgnoreGlobals: [Cors]}\n",
+			"ApiId A: samlocal: template: IgnoreGlobals names Cors, which Globals.HttpApi does not have", samlocal.PlanConfig{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tpl, err := samlocal.ParseTemplate([]byte(tc.template))
@@ -192,6 +207,16 @@ func TestPlanRoutes(t *testing.T) {
 			"{Type: HttpApi, Properties: " + get + ", ApiId: !Ref A, Auth: {Authorizer: K}}}",
 			"  A: {Type: AWS::Serverless::HttpApi, Properties: {Auth: {Authorizers: {K: {JwtConfiguration: {issuer: i2, audience: x}}}}}}\n",
 			"GET /p 2.0 A/K i2 [x]"},
+		{"an API that ignores the Globals' Auth, open", jwt + "{issuer: i, audience: a}\n",
+			"{Type: HttpApi, Properties: " + get + ", ApiId: !Ref A}}", "  A: {Type: AWS::Serverless::HttpApi, IgnoreGlobals: [Auth]}\n", "GET /p 2.0 "},
+		{"an API that ignores every Globals property, open", jwt + "{issuer: i, audience: a}\n",
+			"{Type: HttpApi, Properties: " + get + ", ApiId: !Ref A}}", "  A: {Type: AWS::Serverless::HttpApi, IgnoreGlobals: '*'}\n", "GET /p 2.0 "},
+		{"an API that ignores another Globals property keeps the Globals' Auth", jwt + "{issuer: i, audience: a}\n    FailOnWarnings: true\n",
+			"{Type: HttpApi, Properties: " + get + ", ApiId: !Ref A}}", "  A: {Type: AWS::Serverless::HttpApi, IgnoreGlobals: [FailOnWarnings]}\n", "GET /p 2.0 A/J i [a]"},
+		{"the implicit API keeps the Globals' Auth", jwt + "{issuer: i, audience: a}\n",
+			"{Type: HttpApi, Properties: " + get + "}}", "  A: {Type: AWS::Serverless::HttpApi, IgnoreGlobals: '*'}\n", "GET /p 2.0 ServerlessHttpApi/J i [a]"},
+		{"a REST API that ignores the Globals' Auth, open", "Globals: {Api: {Auth: {ApiKeyRequired: true}}}\n",
+			"{Type: Api, Properties: " + get + ", RestApiId: !Ref A}}", "  A: {Type: AWS::Serverless::Api, IgnoreGlobals: [Auth]}\n", "GET /p 1.0 "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := newPlan(tc.top+"Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties: {CodeUri: fn/, Runtime: provided.al2023, Events: {E: "+tc.events+"}}\n"+tc.resources, samlocal.PlanConfig{})
@@ -204,6 +229,44 @@ func TestPlanRoutes(t *testing.T) {
 			}
 			if len(got) != 1 || got[0] != tc.want {
 				t.Fatalf("routes %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPlanIgnoreGlobals: a function's IgnoreGlobals keeps from it every
+// property of Globals.Function ('*') or those it lists, and from it only:
+// the function without one still gets them all. A list is checked against
+// Globals.Function only when the template has one, as SAM checks it.
+func TestPlanIgnoreGlobals(t *testing.T) {
+	const globals = "Globals:\n  Function:\n    Runtime: go1.x\n    Timeout: 9\n    MemorySize: 512\n    Environment: {Variables: {A: g, B: g}}\n"
+	const all = "9 512 go1.x map[A:g B:g]"
+	for _, tc := range []struct {
+		name, globals, ignore string
+		want                  string // the function's timeout, memory, runtime and environment
+	}{
+		{"none ignored", globals, "", "9 512 go1.x map[A:g B:own]"},
+		{"every property", globals, "    IgnoreGlobals: '*'\n", "3 128  map[B:own]"},
+		{"every property, long form", globals, "    IgnoreGlobals: \"*\"\n", "3 128  map[B:own]"},
+		{"the properties listed", globals, "    IgnoreGlobals: [Timeout, Environment]\n", "3 512 go1.x map[B:own]"},
+		{"one property, a block list", globals, "    IgnoreGlobals:\n      - Runtime\n", "9 512  map[A:g B:own]"},
+		{"an empty list", globals, "    IgnoreGlobals: []\n", "9 512 go1.x map[A:g B:own]"},
+		{"no Globals.Function: a list not checked", "Globals: {HttpApi: {FailOnWarnings: true}}\n", "    IgnoreGlobals: [Tracing]\n", "3 128  map[B:own]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := newPlan(tc.globals+"Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n"+tc.ignore+
+				"    Properties: {CodeUri: fn/, Environment: {Variables: {B: own}}}\n  Other:\n    Type: AWS::Serverless::Function\n    Properties: {CodeUri: fn/}\n",
+				samlocal.PlanConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn := p.Function("Fn")
+			if got := fmt.Sprintf("%d %d %s %v", fn.Timeout, fn.MemorySize, fn.Runtime, fn.Env); got != tc.want {
+				t.Errorf("function %q, want %q", got, tc.want)
+			}
+			other := p.Function("Other")
+			if got := fmt.Sprintf("%d %d %s %v", other.Timeout, other.MemorySize, other.Runtime, other.Env); tc.globals == globals && got != all {
+				t.Errorf("the other function %q, want %q", got, all)
 			}
 		})
 	}

@@ -32,6 +32,60 @@ type Resource struct {
 	Type       string
 	Properties map[string]any
 	Metadata   map[string]any
+	// IgnoreGlobals is the resource's IgnoreGlobals attribute.
+	IgnoreGlobals IgnoreGlobals
+}
+
+// IgnoreGlobals is what of the template's Globals a resource is not
+// given, as its IgnoreGlobals attribute says: every property ('*': All),
+// or the properties it lists (Names); none when it has no such attribute.
+type IgnoreGlobals struct {
+	All   bool
+	Names []string
+}
+
+// ignoreGlobalsOf reads the IgnoreGlobals attribute of the resource id
+// (m): '*' or a list of property names; any other value is refused.
+func ignoreGlobalsOf(id string, m map[string]any) (IgnoreGlobals, error) {
+	v, ok := m["IgnoreGlobals"]
+	if !ok {
+		return IgnoreGlobals{}, nil
+	}
+	if v == "*" {
+		return IgnoreGlobals{All: true}, nil
+	}
+	l, ok := v.([]any)
+	names := make([]string, len(l))
+	for i, x := range l {
+		if names[i], ok = x.(string); !ok {
+			break
+		}
+	}
+	if !ok {
+		return IgnoreGlobals{}, fmt.Errorf("%w: resource %s: IgnoreGlobals %v: want '*' or a list of Globals property names", ErrTemplate, id, v)
+	}
+	return IgnoreGlobals{Names: names}, nil
+}
+
+// of is globals, the properties a section of the template's Globals gives
+// every resource of its type (Globals.Function, Globals.HttpApi, ...),
+// less those ig ignores. A name of ig that globals lacks is refused, as
+// SAM refuses it, when the template has that section (globals not nil).
+func (ig IgnoreGlobals) of(section string, globals map[string]any) (map[string]any, error) {
+	if ig.All {
+		return nil, nil
+	}
+	if len(ig.Names) == 0 || globals == nil {
+		return globals, nil
+	}
+	out := maps.Clone(globals)
+	for _, name := range ig.Names {
+		if _, ok := globals[name]; !ok {
+			return nil, fmt.Errorf("%w: IgnoreGlobals names %s, which Globals.%s does not have", ErrTemplate, name, section)
+		}
+		delete(out, name)
+	}
+	return out, nil
 }
 
 // ErrTemplate is wrapped by every error about what a template says.
@@ -92,7 +146,11 @@ func ParseTemplate(b []byte) (*Template, error) {
 		typ, _ := m["Type"].(string)
 		props, _ := m["Properties"].(map[string]any)
 		meta, _ := m["Metadata"].(map[string]any)
-		t.Resources[id] = Resource{Type: typ, Properties: props, Metadata: meta}
+		ignore, err := ignoreGlobalsOf(id, m)
+		if err != nil {
+			return nil, err
+		}
+		t.Resources[id] = Resource{Type: typ, Properties: props, Metadata: meta, IgnoreGlobals: ignore}
 	}
 	return t, nil
 }
