@@ -8,7 +8,7 @@ PKGS     := ./...
 # Every module of the repository: the library at the root, and the nested
 # modules that keep test-only dependencies out of a user's module graph
 # (docs/MODULES.md).
-MODULES  := . lab integration examples internal/localstack samlocal observe/otelobserve
+MODULES  := . lab integration examples internal/testing/localstack samlocal observe/otelobserve
 # The newest Go release, tested beside the machine's Go and the oldest that
 # go.mod allows: a new Go release is this one line (docs/MODULES.md).
 NEWEST_GO ?= go1.27.4

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 )
 
 // endFirstRun leaves the key of r, run first by the fixture's guard, as

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/eventlog"
-	"github.com/idemkit/idemkit/internal/faultstore"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/eventlog"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 	"github.com/idemkit/idemkit/memstore"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/recordid"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 	"github.com/idemkit/idemkit/observe"
 )
 

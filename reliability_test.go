@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/policydefault"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 	"github.com/idemkit/idemkit/observe"
 )
 

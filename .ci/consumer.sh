@@ -5,7 +5,7 @@
 # consumer's module graph or go.sum grows past the figures below, e.g.
 # because a test-only dependency moved back into the root go.mod (test-only
 # dependencies live in the nested modules lab/, integration/, examples/,
-# internal/localstack/ and samlocal/). docs/MODULES.md states the measured figures.
+# internal/testing/localstack/ and samlocal/). docs/MODULES.md states the measured figures.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 GO=${GO:-go}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test-moto.sh: the tests that use a DynamoDB-compatible server
-# (internal/dynalite), run against moto_server, module by module.
+# (internal/testing/dynalite), run against moto_server, module by module.
 # Usage: .ci/test-moto.sh MODULE... ; output in bin/test-moto.log.
 set -uo pipefail
 if ! command -v moto_server >/dev/null 2>&1; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test-server.sh: the tests that use a DynamoDB-compatible server
-# (internal/dynalite), run against the server IDEMKIT_TEST_SERVER names,
+# (internal/testing/dynalite), run against the server IDEMKIT_TEST_SERVER names,
 # module by module. Usage: .ci/test-server.sh SERVER MODULE... ; output in
 # bin/test-SERVER.log; prints failures, one line per capability the server
 # lacks and a closing summary (.ci/server-summary.sh).
@@ -18,7 +18,7 @@ status=0
 for m in "$@"; do
 	mod=$(cd "$m" && "$GO" env GOMOD)
 	pkgs=()
-	for d in $(grep -rl --include='*_test.go' 'idemkit/internal/dynalite"' "$m" | xargs -r -n1 dirname | sort -u); do
+	for d in $(grep -rl --include='*_test.go' 'idemkit/internal/testing/dynalite"' "$m" | xargs -r -n1 dirname | sort -u); do
 		# Only the packages of this module, not of a module nested in it.
 		[ "$(cd "$d" && "$GO" env GOMOD)" = "$mod" ] && pkgs+=("./$(realpath --relative-to="$m" "$d")")
 	done

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testing/faults"
 	"github.com/idemkit/idemkit/observe"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 )
 
 // TestLateCompletionEngine: on DynamoDB too, the owner's completion after

@@ -11,9 +11,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/eventlog"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/eventlog"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 	"github.com/idemkit/idemkit/observe"
 )
 

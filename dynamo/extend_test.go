@@ -11,9 +11,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/faults"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/faults"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 )
 
 // TestRenewalCalls: a renewal (a Replace of the run's in_flight record by

@@ -14,8 +14,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/recordid"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 	"github.com/idemkit/idemkit/storetest"
 )
 

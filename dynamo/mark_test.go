@@ -11,9 +11,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/eventlog"
-	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/eventlog"
+	"github.com/idemkit/idemkit/internal/testing/faults"
 )
 
 // markUpdate and resolveUpdate tell a mark's UpdateItem (a record made

@@ -19,8 +19,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/policydefault"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 )
 
 // ledger is a handler's own table: every run adds one to its key's

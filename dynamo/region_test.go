@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/recordid"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 

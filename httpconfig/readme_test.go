@@ -3,7 +3,7 @@ package httpconfig_test
 import (
 	"testing"
 
-	"github.com/idemkit/idemkit/internal/readmetest"
+	"github.com/idemkit/idemkit/internal/testing/readmetest"
 )
 
 // TestReadmeExample: README.md's hooks snippet is ExampleSettings's

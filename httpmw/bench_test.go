@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 )
 
 // BenchmarkMiddleware measures a guarded request over the in-memory store:

@@ -19,9 +19,9 @@ import (
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/internal/eventlog"
-	"github.com/idemkit/idemkit/internal/testkit"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/eventlog"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/observe"
 )

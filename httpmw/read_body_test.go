@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 )
 
 // readBodySlack is what readBody may allocate besides its buffers.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/internal/testkit"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 )
 
 // sink is a client's end of a response: it keeps the status and header

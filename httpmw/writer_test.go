@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpmw"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 )
 
 // TestMiddlewareWriterSemantics: whatever a guarded handler does with its

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idemclient"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 )
 
 // TestLostResponseRetriedWithSameKey: the server runs the request and its

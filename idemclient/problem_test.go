@@ -14,7 +14,7 @@ import (
 	"github.com/idemkit/idemkit/httpmw"
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemclient"
-	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
 

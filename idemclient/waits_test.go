@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemclient"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 )
 
 // answering starts a server that answers every request with status, a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testing/faults"
 )
 
 // comboCase is two faults on two steps of one request's life (the claim

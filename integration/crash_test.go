@@ -8,9 +8,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/testclock"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 )
 
 // TestCrashAfterClaim runs the wrapped handler in a separate process

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/faults"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/faults"
 	"github.com/idemkit/idemkit/internal/policydefault"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/faults"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 	"github.com/idemkit/idemkit/observe"
 )

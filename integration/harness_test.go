@@ -24,8 +24,8 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/policydefault"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/idemkit/idemkit/internal/faults"
-	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/faults"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 )
 
 // The store's calls are told apart by what they write, as

@@ -8,9 +8,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/faults"
-	"github.com/idemkit/idemkit/internal/testclock"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/faults"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 )
 
 // TestRegionsUnderFaults: a tenant homed in the east is served by a

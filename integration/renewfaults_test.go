@@ -10,10 +10,10 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/faults"
-	"github.com/idemkit/idemkit/internal/testclock"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/faults"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 )
 
 // TestRenewalUnderFaults: a handler without a deadline outlives its first

@@ -13,11 +13,11 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/examples/orders"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/faults"
-	"github.com/idemkit/idemkit/internal/faultstore"
 	"github.com/idemkit/idemkit/internal/policydefault"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/faults"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 )
 
 // TestWarmCacheSkewStorm: the example API on three instances over one

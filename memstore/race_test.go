@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/testkit/scribble"
+	"github.com/idemkit/idemkit/internal/testing/testkit/scribble"
 	"github.com/idemkit/idemkit/memstore"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 )
 
 // TestExpiredRecordsAreDropped: a long-running process (make run, a test

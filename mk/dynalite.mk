@@ -1,11 +1,11 @@
 # dynalite.mk: Node dependencies of the tests (dynalite, the in-memory
-# DynamoDB server internal/dynalite runs) and the LocalStack test run.
+# DynamoDB server internal/testing/dynalite runs) and the LocalStack test run.
 # Included by the top-level Makefile; `make test` depends on `deps`.
 #
 #   make deps             npm ci, only when node_modules is missing or older
 #                         than package.json / package-lock.json
 #   make test-localstack  every module's tests against LocalStack in Docker
-#                         instead of dynalite: internal/localstack starts it
+#                         instead of dynalite: internal/testing/localstack starts it
 #                         and runs `make test-go` with IDEMKIT_DYNAMODB_ENDPOINT
 #                         set (LOCALSTACK_AUTH_TOKEN is passed through if set)
 
@@ -35,6 +35,6 @@ $(DYNALITE_STAMP): $(DYNALITE_ROOT)/package.json $(DYNALITE_ROOT)/package-lock.j
 dynalite-force:
 
 test-localstack:
-	cd $(DYNALITE_ROOT)/internal/localstack && $(GO) run . $(MAKE) -C $(DYNALITE_ROOT) test-go
+	cd $(DYNALITE_ROOT)/internal/testing/localstack && $(GO) run . $(MAKE) -C $(DYNALITE_ROOT) test-go
 
 .DEFAULT_GOAL := $(DYNALITE_SAVED_GOAL)

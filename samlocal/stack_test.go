@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/internal/conform"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 	"github.com/idemkit/idemkit/samlocal"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/recordid"
-	"github.com/idemkit/idemkit/internal/testkit/scribble"
+	"github.com/idemkit/idemkit/internal/testing/testkit/scribble"
 )
 
 // testRecordRoundTrip: every field of a record reads back as written,

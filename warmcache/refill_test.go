@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/warmcache"
 )

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/eventlog"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/eventlog"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/observe"
 	"github.com/idemkit/idemkit/storetest"

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 )
 
 // TestStoreErrorsSayWhatIsWrong: with the real environment, against

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/internal/conform"
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 )
 
 // TestConformOnLocalServer: idemkit conform's checks pass on the example

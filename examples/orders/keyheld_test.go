@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/examples/orders"
-	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
 

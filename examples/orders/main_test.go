@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 )
 
 func TestMain(m *testing.M) {

@@ -18,9 +18,9 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/idemkit/idemkit/examples/orders"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/faults"
-	"github.com/idemkit/idemkit/internal/testclock"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/faults"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
 )
 
 // repos returns each Repo implementation, fresh for the test t given; the

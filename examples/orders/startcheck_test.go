@@ -11,7 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/examples/orders"
-	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 )
 
 // The function checks its records table at its start (dynamo.Store.Check):

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 )
 
 // TestWalkthroughIDs: the order and payment IDs docs/WALKTHROUGH.md shows

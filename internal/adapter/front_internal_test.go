@@ -15,7 +15,7 @@ import (
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/internal/clip"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/observe"
 )

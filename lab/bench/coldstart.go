@@ -1,7 +1,7 @@
 package bench
 
 import (
-	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/testing/testpayload"
 
 	"context"
 	"encoding/json"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/compress"
-	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/testing/testpayload"
 	"github.com/idemkit/idemkit/lab/bench"
 )
 

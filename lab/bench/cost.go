@@ -15,7 +15,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/testing/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/idemkit/internal/dynalite"
 	"github.com/idemkit/idemkit/internal/itemsize"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 )
 
 // TestLambdaPrice: the kit's CPU is billed for the time it takes on the

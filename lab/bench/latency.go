@@ -18,8 +18,8 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/compress"
-	"github.com/idemkit/idemkit/internal/eventlog"
-	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/testing/eventlog"
+	"github.com/idemkit/idemkit/internal/testing/testpayload"
 	"github.com/idemkit/idemkit/lambda/apigw"
 	"github.com/idemkit/idemkit/warmcache"
 )

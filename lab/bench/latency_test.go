@@ -17,9 +17,9 @@ import (
 
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/compress"
-	"github.com/idemkit/idemkit/internal/dynalite"
-	"github.com/idemkit/idemkit/internal/eventlog"
-	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/eventlog"
+	"github.com/idemkit/idemkit/internal/testing/testpayload"
 )
 
 // TestSummarisePaired holds the paired estimate: each round's wrapped time

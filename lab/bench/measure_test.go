@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 )
 
 // TestMeasureCost: on the test server, every path, size and codec gets a

@@ -16,7 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/testpayload"
+	"github.com/idemkit/idemkit/internal/testing/testpayload"
 )
 
 // Shapes are the requests the store sends, in the order they are timed:

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 )
 
 // The guarantees (docs/DESIGN.md, section 9), each checked from the data:

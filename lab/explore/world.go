@@ -11,7 +11,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/clock"
-	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/httpproblem"
-	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 )
 
 // The invariants a two-region world adds, from the data: both regions'

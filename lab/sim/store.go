@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 )
 
 // fault is what the fault layer does to one store call.

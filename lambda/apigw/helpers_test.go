@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/eventlog"
-	"github.com/idemkit/idemkit/internal/testclock"
-	"github.com/idemkit/idemkit/internal/testkit"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/eventlog"
+	"github.com/idemkit/idemkit/internal/testing/testclock"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 	"github.com/idemkit/idemkit/memstore"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 )
 
 // TestReadmeQuickstart: the first Go program in README.md is

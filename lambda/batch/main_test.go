@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 	"github.com/idemkit/idemkit/lambda/batch"
 )
 

@@ -3,7 +3,7 @@ package batch_test
 import (
 	"testing"
 
-	"github.com/idemkit/idemkit/internal/readmetest"
+	"github.com/idemkit/idemkit/internal/testing/readmetest"
 )
 
 // TestReadmeExample: README.md's lambda/batch snippet is ExampleSQS's

@@ -15,9 +15,9 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/idemkey"
-	"github.com/idemkit/idemkit/internal/faultstore"
-	"github.com/idemkit/idemkit/internal/testkit"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/batch"
 	"github.com/idemkit/idemkit/lambda/event"
 	"github.com/idemkit/idemkit/memstore"

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/testkit/testguard"
+	"github.com/idemkit/idemkit/internal/testing/testkit/testguard"
 	"github.com/idemkit/idemkit/lambda/event"
 )
 

@@ -36,7 +36,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 	"github.com/idemkit/idemkit/samlocal"
 )
 

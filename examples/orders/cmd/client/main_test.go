@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemkit/idemkit/examples/orders"
 	"github.com/idemkit/idemkit/idemclient"
-	"github.com/idemkit/idemkit/internal/faults"
+	"github.com/idemkit/idemkit/internal/testing/faults"
 	"github.com/idemkit/idemkit/memstore"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/dynamo"
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 	"github.com/idemkit/idemkit/lab/bench"
 )
 

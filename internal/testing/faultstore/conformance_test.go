@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit"
-	"github.com/idemkit/idemkit/internal/faultstore"
+	"github.com/idemkit/idemkit/internal/testing/faultstore"
 	"github.com/idemkit/idemkit/memstore"
 	"github.com/idemkit/idemkit/storetest"
 )

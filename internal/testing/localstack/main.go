@@ -1,10 +1,10 @@
 // Command localstack runs a command against LocalStack: it starts
 // LocalStack (DynamoDB only) in Docker, runs the command with
-// IDEMKIT_DYNAMODB_ENDPOINT set to LocalStack's URL (internal/dynalite's
+// IDEMKIT_DYNAMODB_ENDPOINT set to LocalStack's URL (internal/testing/dynalite's
 // tests then use it instead of starting dynalite), and removes the
 // container when the command ends.
 //
-//	cd internal/localstack && go run . make -C ../.. test-go
+//	cd internal/testing/localstack && go run . make -C ../../.. test-go
 //
 // It is a module of its own so that its Docker client dependencies stay out
 // of the idemkit module's graph. LOCALSTACK_AUTH_TOKEN is passed through
@@ -19,7 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }

@@ -52,7 +52,7 @@ func TestServerSummary(t *testing.T) {
 			if err := os.WriteFile(log, []byte(tc.log+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Command("bash", "../../.ci/server-summary.sh", "moto", log).CombinedOutput()
+			out, err := exec.Command("bash", "../../../.ci/server-summary.sh", "moto", log).CombinedOutput()
 			if (err != nil) != tc.failed {
 				t.Errorf("exit: %v, want failure %v", err, tc.failed)
 			}

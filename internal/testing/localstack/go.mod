@@ -1,4 +1,4 @@
-module github.com/idemkit/idemkit/internal/localstack
+module github.com/idemkit/idemkit/internal/testing/localstack
 
 go 1.26.0
 
@@ -76,4 +76,4 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 )
 
-replace github.com/idemkit/idemkit => ../..
+replace github.com/idemkit/idemkit => ../../..

@@ -19,7 +19,7 @@
 // IDEMKIT_TEST_SERVER=moto (`make test-moto`) starts moto_server
 // (StartMoto; `pip install 'moto[server]'`, optional). `make
 // test-localstack` sets IDEMKIT_DYNAMODB_ENDPOINT to a LocalStack it
-// starts in Docker, from the module internal/localstack.
+// starts in Docker, from the module internal/testing/localstack.
 // NewServer starts a dynalite private to a test, for tests that need two;
 // NewMoto a moto_server, NewDynamoDBLocal a DynamoDB Local.
 //

@@ -4,7 +4,7 @@
 // "listening 127.0.0.1:PORT" on stdout, and exits when its stdin closes
 // (so it never outlives the process that started it) or on SIGTERM/SIGINT.
 //
-// Usage: node internal/dynalite/server.js   (run with node_modules resolvable,
+// Usage: node internal/testing/dynalite/server.js   (run with node_modules resolvable,
 // i.e. from the repository root, or with NODE_PATH pointing at it).
 'use strict'
 

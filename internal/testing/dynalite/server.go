@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemkit/idemkit/internal/testkit"
+	"github.com/idemkit/idemkit/internal/testing/testkit"
 )
 
 // ModulePath is the module whose root holds package.json and node_modules.

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/idemkit/internal/dynalite"
+	"github.com/idemkit/idemkit/internal/testing/dynalite"
 )
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
@@ -218,7 +218,7 @@ func TestDirFindsModuleRoot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 		t.Fatalf("Dir = %s, which holds no go.mod", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "internal", "dynalite", "server.js")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "internal", "testing", "dynalite", "server.js")); err != nil {
 		t.Fatalf("Dir = %s, not the module root: %v", dir, err)
 	}
 }
