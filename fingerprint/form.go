@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+
+	"github.com/idemkit/idemkit/internal/percent"
 )
 
 // Form bodies (application/x-www-form-urlencoded) are read as
@@ -77,7 +79,7 @@ func checkField(f []byte) error {
 	name, value, _ := bytes.Cut(f, []byte{'='})
 	for _, s := range [2][]byte{name, value} {
 		for i := bytes.IndexByte(s, '%'); i >= 0; {
-			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			if !percent.Valid(s, i) {
 				esc := s[i:min(i+3, len(s))]
 				err := url.EscapeError(esc)
 				return &bodyError{kind: ErrInvalidForm, cause: err, msg: err.Error()}
@@ -90,20 +92,6 @@ func checkField(f []byte) error {
 		}
 	}
 	return nil
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c >= 'a':
-		return c - 'a' + 10
-	}
-	return c - 'A' + 10
 }
 
 // formName returns the encoded name of the field at off. It does not
@@ -131,7 +119,8 @@ func formValue(body []byte, off uint32) []byte {
 func nextFormByte(s []byte) (byte, int) {
 	switch s[0] {
 	case '%':
-		return unhex(s[1])<<4 | unhex(s[2]), 3
+		c, _ := percent.Decode(s[1], s[2])
+		return c, 3
 	case '+':
 		return ' ', 1
 	}

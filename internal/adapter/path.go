@@ -1,6 +1,10 @@
 package adapter
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/idemkit/idemkit/internal/percent"
+)
 
 // NormalizePath returns a request path that arrives as sent, still
 // percent-encoded, in the normal form of RFC 3986 section 6.2.2: an escape
@@ -19,12 +23,11 @@ func NormalizePath(p string) string {
 	b.Grow(len(p))
 	b.WriteString(p[:i])
 	for ; i < len(p); i++ {
-		c := p[i]
-		if c != '%' || i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
-			b.WriteByte(c)
+		if !percent.Valid(p, i) {
+			b.WriteByte(p[i])
 			continue
 		}
-		d := unhex(p[i+1])<<4 | unhex(p[i+2])
+		d, _ := percent.Decode(p[i+1], p[i+2])
 		if unreserved(d) {
 			b.WriteByte(d)
 		} else {
@@ -35,20 +38,6 @@ func NormalizePath(p string) string {
 		i += 2
 	}
 	return b.String()
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
 }
 
 func upper(c byte) byte {
