@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -288,12 +289,7 @@ func (pr *proxyResponse) header(version string) map[string][]string {
 
 func (rp reply) write(w http.ResponseWriter) {
 	h := w.Header()
-	names := make([]string, 0, len(rp.headers))
-	for k := range rp.headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(rp.headers)) {
 		for _, v := range rp.headers[k] {
 			h.Add(k, v)
 		}

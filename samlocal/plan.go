@@ -3,6 +3,8 @@ package samlocal
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,7 +116,7 @@ func NewPlan(t *Template, cfg PlanConfig) (*Plan, error) {
 	}
 	p := &Plan{Authorizers: map[string]*JWTConfig{}}
 	// Tables first: their names are what Ref gives the functions.
-	for _, id := range sortedKeys(t.Resources) {
+	for _, id := range slices.Sorted(maps.Keys(t.Resources)) {
 		res := t.Resources[id]
 		var tb *Table
 		switch res.Type {
@@ -133,7 +135,7 @@ func NewPlan(t *Template, cfg PlanConfig) (*Plan, error) {
 	}
 	pl := &planner{r: r, cfg: cfg, plan: p}
 	globalFn, _ := t.Globals["Function"].(map[string]any)
-	for _, id := range sortedKeys(t.Resources) {
+	for _, id := range slices.Sorted(maps.Keys(t.Resources)) {
 		res := t.Resources[id]
 		if res.Type != "AWS::Serverless::Function" {
 			continue
@@ -330,7 +332,7 @@ func environment(r *resolver, props map[string]any) (map[string]string, error) {
 	env, _ := props["Environment"].(map[string]any)
 	vars, _ := env["Variables"].(map[string]any)
 	out := make(map[string]string, len(vars))
-	for _, k := range sortedKeys(vars) {
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		s, err := r.str(vars[k])
 		if err != nil {
 			return nil, fmt.Errorf("environment variable %s: %w", k, err)
@@ -395,7 +397,7 @@ func intOf(r *resolver, v any) (int, error) {
 // its Routes, its other events to its Events by type.
 func (pl *planner) addEvents(fn *Function, props map[string]any) error {
 	events, _ := props["Events"].(map[string]any)
-	for _, name := range sortedKeys(events) {
+	for _, name := range slices.Sorted(maps.Keys(events)) {
 		ev, _ := events[name].(map[string]any)
 		typ, _ := ev["Type"].(string)
 		if typ != "HttpApi" && typ != "Api" {

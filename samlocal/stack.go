@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -65,7 +66,7 @@ func FunctionEnv(fn *Function, endpoint, region string, env map[string]map[strin
 	maps.Copy(vars, env["Parameters"])
 	maps.Copy(vars, env[fn.Name])
 	out := []string{"PATH=" + os.Getenv("PATH")}
-	for _, k := range sortedKeys(vars) {
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		out = append(out, k+"="+vars[k])
 	}
 	return append(out,
@@ -99,7 +100,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	st := &Stack{Plan: cfg.Plan, Issuers: map[string]*Issuer{}, Front: &Front{Pools: map[string]*Pool{},
 		Authorizers: map[string]*Authorizer{}, Logger: slog.New(slog.NewTextHandler(logOut, nil))}}
-	for _, key := range sortedKeys(cfg.Plan.Authorizers) {
+	for _, key := range slices.Sorted(maps.Keys(cfg.Plan.Authorizers)) {
 		jc := cfg.Plan.Authorizers[key]
 		is, err := NewIssuer(jc.Issuer, jc.Audience[0])
 		if err != nil {
@@ -139,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 // JWT authorizer (in name order) accepts; extra claims are added. It is
 // empty when no route has one.
 func (st *Stack) Token(sub string, ttl time.Duration, extra map[string]any) string {
-	for _, key := range sortedKeys(st.Issuers) {
+	for _, key := range slices.Sorted(maps.Keys(st.Issuers)) {
 		return st.Issuers[key].Token(sub, ttl, extra)
 	}
 	return ""

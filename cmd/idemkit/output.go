@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -215,12 +216,7 @@ func writeRecord(w io.Writer, r *idemkit.Record, now time.Time, withBody bool, e
 	var body []byte
 	if s := r.Snapshot; s != nil {
 		row("Status", fmt.Sprint(s.Status))
-		names := make([]string, 0, len(s.Header))
-		for name := range s.Header {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(s.Header)) {
 			for _, v := range s.Header[name] {
 				row("Header", displayText(name)+": "+displayText(v))
 			}

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,12 +368,7 @@ func isText(contentType string) bool {
 // Gateway ignores it. A response without a status is API Gateway's 500.
 func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, logger *slog.Logger) {
 	h := w.Header()
-	names := make([]string, 0, len(resp.Headers))
-	for k := range resp.Headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(resp.Headers)) {
 		h.Set(k, resp.Headers[k])
 	}
 	for _, c := range resp.Cookies {
