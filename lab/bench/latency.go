@@ -233,18 +233,7 @@ func (rg *rig) seed(ctx context.Context, fixed events.APIGatewayV2HTTPRequest, k
 		_, err := rg.wrapped(ctx, fixed)
 		return err
 	case "conflict":
-		now := time.Now()
-		sc := idemkit.Scope{Tenant: "bench", Operation: "POST /orders", Key: key}
-		// Hold the key as another request would, with the same body.
-		fp, err := fingerprintOf(fixed)
-		if err != nil {
-			return err
-		}
-		rec := &idemkit.Record{ID: sc.ID(false), Scope: sc, State: idemkit.StateInFlight, Fingerprint: fp, Owner: "other", Version: "other",
-			LeaseUntil: now.Add(time.Hour), ReplayUntil: now.Add(2 * time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
-		if err := write(ctx, rg.store, rec, nil); err != nil {
-			return fmt.Errorf("hold the key: %w", err)
-		}
+		return holdKey(ctx, rg.store, fixed, key)
 	}
 	return nil
 }
