@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/recordid"
 	"github.com/idemkit/idemkit/internal/retryafter"
+	"github.com/idemkit/idemkit/internal/setting"
 	"github.com/idemkit/idemkit/internal/usage"
 	"github.com/idemkit/idemkit/observe"
 )
@@ -141,8 +142,8 @@ func New(cfg Config) (*Guard, error) {
 		return nil, fmt.Errorf("%w: Config.Store is nil", ErrInvalidConfig)
 	}
 	g := &Guard{cfg: cfg, defaultPolicy: cfg.Policy.withDefaults(), now: time.Now, newToken: cfg.NewToken, observer: cfg.Observer,
-		writeAttempts: orDefault(cfg.WriteAttempts, defaultWriteAttempts), writeTimeout: orDefault(cfg.WriteTimeout, defaultWriteTimeout),
-		claimAttempts: orDefault(cfg.ClaimAttempts, defaultClaimAttempts), claimBackoff: orDefault(cfg.ClaimBackoff, defaultClaimBackoff)}
+		writeAttempts: setting.Or(cfg.WriteAttempts, defaultWriteAttempts), writeTimeout: setting.Or(cfg.WriteTimeout, defaultWriteTimeout),
+		claimAttempts: setting.Or(cfg.ClaimAttempts, defaultClaimAttempts), claimBackoff: setting.Or(cfg.ClaimBackoff, defaultClaimBackoff)}
 	if err := g.defaultPolicy.check(); err != nil {
 		return nil, fmt.Errorf("%w: Config.Policy: %v", ErrInvalidConfig, err)
 	}
@@ -179,14 +180,6 @@ func (g *Guard) Policy(operation string) Policy {
 		return p
 	}
 	return g.defaultPolicy
-}
-
-// orDefault returns v, or def when v is not positive.
-func orDefault[T int | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // Refuse reports to the observer a request refused before Do, for a reason

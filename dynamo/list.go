@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit"
+	"github.com/idemkit/idemkit/internal/setting"
 )
 
 // ListIndeterminate implements idemkit.OperatorStore with one Query of a sparse
@@ -111,10 +112,7 @@ func (s *Store) query(ctx context.Context, q listQuery, tenant, page string, lim
 // (DefaultListLimit when not positive, capped at MaxListLimit), starting
 // after the page token, if any.
 func (s *Store) queryInput(q listQuery, tenant, page string, limit int, now time.Time) (*dynamodb.QueryInput, error) {
-	if limit <= 0 {
-		limit = DefaultListLimit
-	}
-	limit = min(limit, MaxListLimit)
+	limit = min(setting.Or(limit, DefaultListLimit), MaxListLimit)
 	filter := "#exp > :nowS AND #st = :state"
 	names := map[string]string{"#exp": s.lay.ttl, "#st": attrState, "#h": q.hashAttr}
 	values := map[string]types.AttributeValue{":nowS": nowSec(now), ":state": str(string(q.state)), ":h": str(q.hashValue)}

@@ -23,6 +23,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/itemsize"
 	"github.com/idemkit/idemkit/internal/recordid"
+	"github.com/idemkit/idemkit/internal/setting"
 )
 
 // Client is the part of *dynamodb.Client the store uses. Inputs share
@@ -144,27 +145,17 @@ func (o Options) check() error {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxItemSize <= 0 {
-		o.MaxItemSize = DefaultMaxItemSize
-	}
+	o.MaxItemSize = setting.Or(o.MaxItemSize, DefaultMaxItemSize)
 	if o.MaxItemSize > MaxItemSizeLimit {
 		o.MaxItemSize = MaxItemSizeLimit
 	}
 	if o.Codec == "" {
 		o.Codec = CodecZstd
 	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
-	}
-	if o.DeadlineGap <= 0 {
-		o.DeadlineGap = DefaultDeadlineGap
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
+	o.CallTimeout = setting.Or(o.CallTimeout, DefaultCallTimeout)
+	o.DeadlineGap = setting.Or(o.DeadlineGap, DefaultDeadlineGap)
+	o.MaxAttempts = setting.Or(o.MaxAttempts, DefaultMaxAttempts)
+	o.MaxBackoff = setting.Or(o.MaxBackoff, DefaultMaxBackoff)
 	return o
 }
 

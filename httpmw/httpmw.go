@@ -71,6 +71,7 @@ import (
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/httpconfig"
 	"github.com/idemkit/idemkit/internal/adapter"
+	"github.com/idemkit/idemkit/internal/setting"
 	"github.com/idemkit/idemkit/tenant"
 )
 
@@ -119,13 +120,7 @@ type Config struct {
 // cannot be used.
 func New(g *idemkit.Guard, cfg Config) func(http.Handler) http.Handler {
 	m := &middleware{a: adapter.MustNew("httpmw", g, cfg.Settings, cfg.Tenant != nil), tenant: cfg.Tenant,
-		limit: cfg.MaxBodyBytes, respLimit: cfg.MaxResponseBytes}
-	if m.limit <= 0 {
-		m.limit = DefaultMaxBodyBytes
-	}
-	if m.respLimit <= 0 {
-		m.respLimit = DefaultMaxResponseBytes
-	}
+		limit: setting.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes), respLimit: setting.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)}
 	m.responder = newResponder(m.a)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { m.serve(next, w, req) })

@@ -68,6 +68,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/clock"
+	"github.com/idemkit/idemkit/internal/setting"
 )
 
 // Defaults applied to the zero fields of Config.
@@ -98,15 +99,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.MaxEntries <= 0 {
-		c.MaxEntries = DefaultMaxEntries
-	}
-	if c.MaxBytes <= 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
-	if c.MaxEntryBytes <= 0 {
-		c.MaxEntryBytes = DefaultMaxEntryBytes
-	}
+	c.MaxEntries = setting.Or(c.MaxEntries, DefaultMaxEntries)
+	c.MaxBytes = setting.Or(c.MaxBytes, DefaultMaxBytes)
+	c.MaxEntryBytes = setting.Or(c.MaxEntryBytes, DefaultMaxEntryBytes)
 	if c.MaxEntryBytes > c.MaxBytes {
 		c.MaxEntryBytes = c.MaxBytes
 	}

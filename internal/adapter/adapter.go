@@ -18,6 +18,7 @@ import (
 	"github.com/idemkit/idemkit/httpproblem"
 	"github.com/idemkit/idemkit/idemkey"
 	"github.com/idemkit/idemkit/internal/httpheader"
+	"github.com/idemkit/idemkit/internal/setting"
 )
 
 // DefaultHeader is the request header carrying the key.
@@ -73,9 +74,7 @@ func New(g *idemkit.Guard, o httpconfig.Settings) (*Adapter, error) {
 	if a.header == "" {
 		a.header = DefaultHeader
 	}
-	if a.storeRetry <= 0 {
-		a.storeRetry = DefaultStoreRetryAfter
-	}
+	a.storeRetry = setting.Or(a.storeRetry, DefaultStoreRetryAfter)
 	if o.MaxKeyLen < 0 {
 		return nil, fmt.Errorf("negative MaxKeyLen %d", o.MaxKeyLen)
 	}

@@ -72,6 +72,7 @@ import (
 	"github.com/idemkit/idemkit/clock"
 	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/internal/eventreq"
+	"github.com/idemkit/idemkit/internal/setting"
 	"github.com/idemkit/idemkit/lambda/event"
 )
 
@@ -225,10 +226,7 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 		panic("batch: nil function")
 	}
 	b := &batcher[R]{g: g, spec: recordSpec(cfg, src), src: src, fn: fn, byGroup: cfg.ByGroup,
-		margin: cfg.Margin, now: time.Now, report: cfg.OnFailure}
-	if b.margin <= 0 {
-		b.margin = DefaultMargin
-	}
+		margin: setting.Or(cfg.Margin, DefaultMargin), now: time.Now, report: cfg.OnFailure}
 	if cfg.Clock != nil {
 		b.now = cfg.Clock.Now
 	}
