@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"slices"
 
-	"github.com/idemkit/idemkit/internal/percent"
+	"github.com/idemkit/idemkit/internal/hexdigit"
 )
 
 // Form bodies (application/x-www-form-urlencoded) are read as
@@ -79,7 +79,7 @@ func checkField(f []byte) error {
 	name, value, _ := bytes.Cut(f, []byte{'='})
 	for _, s := range [2][]byte{name, value} {
 		for i := bytes.IndexByte(s, '%'); i >= 0; {
-			if !percent.Valid(s, i) {
+			if _, ok := hexdigit.Escape(s, i); !ok {
 				esc := s[i:min(i+3, len(s))]
 				err := url.EscapeError(esc)
 				return &bodyError{kind: ErrInvalidForm, cause: err, msg: err.Error()}
@@ -119,7 +119,7 @@ func formValue(body []byte, off uint32) []byte {
 func nextFormByte(s []byte) (byte, int) {
 	switch s[0] {
 	case '%':
-		c, _ := percent.Decode(s[1], s[2])
+		c, _ := hexdigit.Escape(s, 0)
 		return c, 3
 	case '+':
 		return ' ', 1

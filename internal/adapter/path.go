@@ -3,7 +3,7 @@ package adapter
 import (
 	"strings"
 
-	"github.com/idemkit/idemkit/internal/percent"
+	"github.com/idemkit/idemkit/internal/hexdigit"
 )
 
 // NormalizePath returns a request path that arrives as sent, still
@@ -23,11 +23,11 @@ func NormalizePath(p string) string {
 	b.Grow(len(p))
 	b.WriteString(p[:i])
 	for ; i < len(p); i++ {
-		if !percent.Valid(p, i) {
+		d, ok := hexdigit.Escape(p, i)
+		if !ok {
 			b.WriteByte(p[i])
 			continue
 		}
-		d, _ := percent.Decode(p[i+1], p[i+2])
 		if unreserved(d) {
 			b.WriteByte(d)
 		} else {

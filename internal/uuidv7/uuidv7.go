@@ -1,7 +1,7 @@
 // Package uuidv7 mints UUIDv7 keys (RFC 9562) and reads the time they
 // hold, the one reading of a key's time that the server's key-age check
 // and the client's retention check share. It imports only the standard
-// library, so that the client links nothing more for it.
+// library and hexdigit, so that the client links nothing more for it.
 package uuidv7
 
 import (
@@ -9,6 +9,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"time"
+
+	"github.com/idemkit/idemkit/internal/hexdigit"
 )
 
 // At returns a new UUIDv7 in its canonical form (lower case, 36 bytes)
@@ -48,7 +50,7 @@ func Time(key string) (time.Time, bool) {
 		if i == 8 || i == 13 || i == 18 || i == 23 {
 			continue
 		}
-		v, ok := hexValue(key[i])
+		v, ok := hexdigit.Value(key[i])
 		if !ok {
 			return time.Time{}, false
 		}
@@ -58,16 +60,4 @@ func Time(key string) (time.Time, bool) {
 		digits++
 	}
 	return time.UnixMilli(ms), true
-}
-
-func hexValue(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }
