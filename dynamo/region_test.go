@@ -91,8 +91,14 @@ func TestTwoRegions(t *testing.T) {
 	t.Run("unpinned stores both execute", func(t *testing.T) {
 		// The hazard pinning exists for: each region claims in its own
 		// replica, and both win.
-		inEU, _ := dynamo.New(eu, table, testOptions())
-		inUS, _ := dynamo.New(us, table, testOptions())
+		inEU, err := dynamo.New(eu, table, testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		inUS, err := dynamo.New(us, table, testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
 		req := idemkit.Request{Scope: idemkit.Scope{Tenant: "acme", Operation: "POST /charges", Key: "unpinned"}, Fingerprint: "v1:sha256:r"}
 		if n := raceRegions(t, []*idemkit.Guard{guard(t, inEU), guard(t, inUS)}, req, 5); n != 2 {
 			t.Fatalf("the handler ran %d times; this test documents that without pinning it runs once per region", n)
@@ -149,7 +155,10 @@ func TestTwoRegions(t *testing.T) {
 		}
 		// An unknown home region fails closed too.
 		r.Home = func(string) string { return "ap-south-1" }
-		lost, _ := dynamo.NewRegional(r, table, dynamo.Options{})
+		lost, err := dynamo.NewRegional(r, table, dynamo.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, _, err := guard(t, lost).Do(ctx, req, okHandler(&execs, "paid")); !errors.Is(err, idemkit.ErrStoreUnavailable) || execs.Load() != 0 {
 			t.Fatalf("Do with an unknown home region: %v", err)
 		}
@@ -161,7 +170,10 @@ func TestTwoRegions(t *testing.T) {
 		r.Override = func(tenant string) (dynamo.Failover, bool) {
 			return dynamo.Failover{Region: "us-east-1", At: at}, tenant == "acme"
 		}
-		moved, _ := dynamo.NewRegional(r, table, dynamo.Options{})
+		moved, err := dynamo.NewRegional(r, table, dynamo.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		var fe *dynamo.FailoverError
 		if _, _, err := guard(t, moved).Do(ctx, req, okHandler(&execs, "paid")); !errors.As(err, &fe) || execs.Load() != 0 {
 			t.Fatalf("Do after re-homing, a key used before: %v, ran %d times; want a *FailoverError", err, execs.Load())
@@ -342,3 +354,4 @@ func TestRegionalUnroutableID(t *testing.T) {
 		t.Errorf("%d calls, want the routable record's Create and Get alone", n)
 	}
 }
+
