@@ -42,14 +42,20 @@ func (f *Fingerprinter) v1(in *Input) (string, error) {
 	if !f.noQuery && len(f.query) == 0 && hasQuery(in) {
 		return "", fmt.Errorf("%w: v1 does not hash the query string", ErrNotComparable)
 	}
+	return f.sum(in, v1Magic, false, f.v1JSON, "v1:sha256:")
+}
+
+// sum returns the fingerprint of in under one version, given its magic,
+// whether it hashes the whole query, its JSON rule and its prefix.
+func (f *Fingerprinter) sum(in *Input, magic string, wholeQuery bool, json func(st *state, body []byte, sniffed bool) error, prefix string) (string, error) {
 	st := getState()
 	defer putState(st)
-	st.e.out = append(st.e.out, v1Magic...)
-	f.writeRequest(st, in, false)
-	if err := f.writeBody(st, in, f.v1JSON); err != nil {
+	st.e.out = append(st.e.out, magic...)
+	f.writeRequest(st, in, wholeQuery)
+	if err := f.writeBody(st, in, json); err != nil {
 		return "", err
 	}
-	return st.finish("v1:sha256:"), nil
+	return st.finish(prefix), nil
 }
 
 // writeRequest writes the optional parts of the input before the body:

@@ -22,14 +22,7 @@ package fingerprint
 const v2Magic = "idemkit.fingerprint.v2\x00"
 
 func (f *Fingerprinter) v2(in *Input) (string, error) {
-	st := getState()
-	defer putState(st)
-	st.e.out = append(st.e.out, v2Magic...)
-	f.writeRequest(st, in, true)
-	if err := f.writeBody(st, in, f.v2JSON); err != nil {
-		return "", err
-	}
-	return st.finish("v2:sha256:"), nil
+	return f.sum(in, v2Magic, true, f.v2JSON, "v2:sha256:")
 }
 
 // v2JSON writes a JSON body, validated, whole or as Include selects.
