@@ -43,6 +43,21 @@ type Spec[In any] struct {
 	Prefix string
 }
 
+// MustPrint panics, naming the wrapper pkg, when tenantSet is false
+// (hint says what to set instead) or opts cannot be used; it returns
+// opts' fingerprinter. Both wrappers call it when they are built, so a bad
+// setup stops the function at init, and fails there the same way.
+func MustPrint(pkg string, tenantSet bool, hint string, opts fingerprint.Options) *fingerprint.Fingerprinter {
+	if !tenantSet {
+		panic(pkg + ": invalid Config: the Tenant setting is nil: " + hint)
+	}
+	fp, err := fingerprint.New(opts)
+	if err != nil {
+		panic(pkg + ": invalid Config: " + err.Error())
+	}
+	return fp
+}
+
 // RawFallback returns the Fingerprinter of Spec.Raw for opts: nil unless
 // opts.Mode is fingerprint.ModeAuto, where the mode is guessed from the
 // payload. A payload that ModeJSON was asked for must be JSON.

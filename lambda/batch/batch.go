@@ -70,7 +70,6 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/clock"
-	"github.com/idemkit/idemkit/fingerprint"
 	"github.com/idemkit/idemkit/internal/eventreq"
 	"github.com/idemkit/idemkit/internal/setting"
 	"github.com/idemkit/idemkit/lambda/event"
@@ -241,14 +240,8 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 // it panics, or else the source's default key and payload. It panics when
 // cfg has no Tenant, or its Fingerprint or consumer is invalid.
 func recordSpec[R any](cfg Config[R], src source[R]) *eventreq.Spec[R] {
-	if cfg.Tenant == nil {
-		panic("batch: invalid Config: the Tenant setting is nil: name whom a record belongs to, " +
-			"batch.TenantFromSource for its event source (the queue, stream or cluster), or tenant.Single")
-	}
-	fp, err := fingerprint.New(cfg.Fingerprint)
-	if err != nil {
-		panic("batch: invalid Config: " + err.Error())
-	}
+	fp := eventreq.MustPrint("batch", cfg.Tenant != nil, "name whom a record belongs to, "+
+		"batch.TenantFromSource for its event source (the queue, stream or cluster), or tenant.Single", cfg.Fingerprint)
 	typeName := src.typeName
 	if typeName == "" {
 		typeName = reflect.TypeFor[R]().String()

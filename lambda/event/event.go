@@ -104,14 +104,8 @@ func Wrap[In, Out any](g *idemkit.Guard, cfg Config[In], fn func(context.Context
 	if g == nil {
 		panic("event: nil *idemkit.Guard")
 	}
-	if cfg.Tenant == nil {
-		panic("event: invalid Config: the Tenant setting is nil: name whom an input belongs to (the account of the message), " +
-			"event.InvocationTenant, or tenant.Single for a function that serves one key space")
-	}
-	fp, err := fingerprint.New(cfg.Fingerprint)
-	if err != nil {
-		panic("event: invalid Config: " + err.Error())
-	}
+	fp := eventreq.MustPrint("event", cfg.Tenant != nil, "name whom an input belongs to (the account of the message), "+
+		"event.InvocationTenant, or tenant.Single for a function that serves one key space", cfg.Fingerprint)
 	op := cfg.Operation
 	if op == "" {
 		op = reflect.TypeFor[In]().String()
