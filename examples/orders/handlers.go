@@ -41,20 +41,10 @@ func (a *app) createOrder(ctx context.Context, tenant string, ev events.APIGatew
 		return resp, nil
 	}
 	var bad []InvalidParam
-	switch {
-	case req.SKU == nil:
-		bad = append(bad, InvalidParam{"sku", "is required"})
-	case !validSKU(*req.SKU):
-		bad = append(bad, InvalidParam{"sku", "must be 1 to 64 printable characters"})
-	}
+	bad = text(bad, "sku", req.SKU, validSKU, "must be 1 to 64 printable characters")
 	bad = positive(bad, "quantity", req.Quantity)
 	bad = positive(bad, "amount_cents", req.AmountCents)
-	switch {
-	case req.Currency == nil:
-		bad = append(bad, InvalidParam{"currency", "is required"})
-	case !validCurrency(*req.Currency):
-		bad = append(bad, InvalidParam{"currency", "must be a 3-letter ISO 4217 code in upper case, such as EUR"})
-	}
+	bad = text(bad, "currency", req.Currency, validCurrency, "must be a 3-letter ISO 4217 code in upper case, such as EUR")
 	if len(bad) > 0 {
 		return invalid(bad), nil
 	}
@@ -192,19 +182,9 @@ func (a *app) createPayment(ctx context.Context, tenant string, ev events.APIGat
 // its fields; none when it is valid.
 func (req *createPaymentRequest) check() []InvalidParam {
 	var bad []InvalidParam
-	switch {
-	case req.OrderID == nil:
-		bad = append(bad, InvalidParam{"order_id", "is required"})
-	case !validUUID(*req.OrderID):
-		bad = append(bad, InvalidParam{"order_id", "must be an order id (a UUID in lower case)"})
-	}
+	bad = text(bad, "order_id", req.OrderID, validUUID, "must be an order id (a UUID in lower case)")
 	bad = positive(bad, "amount_cents", req.AmountCents)
-	switch {
-	case req.Card == nil:
-		bad = append(bad, InvalidParam{"card", "is required"})
-	case !validCard(*req.Card):
-		bad = append(bad, InvalidParam{"card", "must be a card number: 12 to 19 digits with a valid check digit"})
-	}
+	bad = text(bad, "card", req.Card, validCard, "must be a card number: 12 to 19 digits with a valid check digit")
 	if req.DelayMS != nil && (*req.DelayMS < 0 || time.Duration(*req.DelayMS)*time.Millisecond > MaxDelay) {
 		bad = append(bad, InvalidParam{"delay_ms", fmt.Sprintf("must be between 0 and %d", MaxDelay.Milliseconds())})
 	}
@@ -296,6 +276,20 @@ func header(h map[string]string, name string) string {
 	return ""
 }
 
+// text appends to bad the problem of the string member name: absent, or
+// not valid (must says what it must be).
+func text(bad []InvalidParam, name string, v *string, valid func(string) bool, must string) []InvalidParam {
+	switch {
+	case v == nil:
+		return append(bad, InvalidParam{name, "is required"})
+	case !valid(*v):
+		return append(bad, InvalidParam{name, must})
+	}
+	return bad
+}
+
+// positive appends to bad the problem of the integer member name: absent,
+// or not greater than 0.
 func positive(bad []InvalidParam, name string, v *int64) []InvalidParam {
 	switch {
 	case v == nil:
