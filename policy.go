@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/internal/policydefault"
+	"github.com/idemkit/idemkit/internal/setting"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
@@ -124,24 +125,14 @@ func (p Policy) expiryMargin() time.Duration { return max(p.LeaseMargin, hostSke
 
 // withDefaults returns p with its zero fields filled in.
 func (p Policy) withDefaults() Policy {
-	if p.LeaseMargin <= 0 {
-		p.LeaseMargin = policydefault.LeaseMargin
-	}
-	if p.ReplayWindow <= 0 {
-		p.ReplayWindow = policydefault.ReplayWindow
-	}
-	if p.RecordRetention <= 0 {
-		p.RecordRetention = max(policydefault.RecordRetention, p.ReplayWindow)
-	}
-	if p.MaxRenewals <= 0 {
-		p.MaxRenewals = policydefault.MaxRenewals
-	}
+	p.LeaseMargin = setting.Or(p.LeaseMargin, policydefault.LeaseMargin)
+	p.ReplayWindow = setting.Or(p.ReplayWindow, policydefault.ReplayWindow)
+	p.RecordRetention = setting.Or(p.RecordRetention, max(policydefault.RecordRetention, p.ReplayWindow))
+	p.MaxRenewals = setting.Or(p.MaxRenewals, policydefault.MaxRenewals)
 	if p.Cacheable == nil {
 		p.Cacheable = DefaultCacheable
 	}
-	if p.KeyClockSkew <= 0 {
-		p.KeyClockSkew = policydefault.KeyClockSkew
-	}
+	p.KeyClockSkew = setting.Or(p.KeyClockSkew, policydefault.KeyClockSkew)
 	return p
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemkit/idemkit/internal/httpheader"
 	"github.com/idemkit/idemkit/internal/policydefault"
+	"github.com/idemkit/idemkit/internal/setting"
 )
 
 // ErrMayBeRunning: [Resolve] refused a decision because the record's
@@ -184,10 +185,7 @@ func (res Resolution) check() error {
 // now: the record's own replay window and retention, counted again from
 // now. Times already later are kept (zero).
 func replayAgain(rec *Record, now time.Time) (replayUntil, expiresAt time.Time) {
-	window := rec.ReplayUntil.Sub(rec.CreatedAt)
-	if window <= 0 {
-		window = policydefault.ReplayWindow
-	}
+	window := setting.Or(rec.ReplayUntil.Sub(rec.CreatedAt), policydefault.ReplayWindow)
 	keep := max(rec.ExpiresAt.Sub(rec.ReplayUntil), 0)
 	if ru := now.Add(window); ru.After(rec.ReplayUntil) {
 		replayUntil = ru

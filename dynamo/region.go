@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/internal/policydefault"
+	"github.com/idemkit/idemkit/internal/setting"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
@@ -106,10 +107,7 @@ func (f *Failover) fences(key string, now time.Time) bool {
 	if !ok || f.At.IsZero() {
 		return true
 	}
-	skew := f.KeyClockSkew
-	if skew <= 0 {
-		skew = policydefault.KeyClockSkew
-	}
+	skew := setting.Or(f.KeyClockSkew, policydefault.KeyClockSkew)
 	return !t.After(f.At.Add(skew)) || t.After(now.Add(skew))
 }
 

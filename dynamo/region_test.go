@@ -354,4 +354,3 @@ func TestRegionalUnroutableID(t *testing.T) {
 		t.Errorf("%d calls, want the routable record's Create and Get alone", n)
 	}
 }
-

@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/dynamo"
 	"github.com/idemkit/idemkit/internal/policydefault"
 	"github.com/idemkit/idemkit/internal/recordid"
+	"github.com/idemkit/idemkit/internal/setting"
 	"github.com/idemkit/idemkit/internal/uuidv7"
 )
 
@@ -84,10 +85,7 @@ func (p RegionParams) String() string {
 }
 
 func (p RegionParams) skew() time.Duration {
-	if p.KeyClockSkew <= 0 {
-		return policydefault.KeyClockSkew
-	}
-	return p.KeyClockSkew
+	return setting.Or(p.KeyClockSkew, policydefault.KeyClockSkew)
 }
 
 // GenerateRegions returns the two-region world and the history of n
@@ -339,10 +337,7 @@ func (g *regions) shownNew(f *dynamo.Failover, key string, now time.Time) bool {
 	if !ok || f.At.IsZero() {
 		return false
 	}
-	skew := f.KeyClockSkew
-	if skew <= 0 {
-		skew = policydefault.KeyClockSkew
-	}
+	skew := setting.Or(f.KeyClockSkew, policydefault.KeyClockSkew)
 	return t.After(f.At.Add(skew)) && !t.After(now.Add(skew))
 }
 
