@@ -235,6 +235,26 @@ func wrap[R any](g *idemkit.Guard, cfg Config[R], src source[R], fn func(context
 	return b.handle
 }
 
+// respond returns the handler of an event whose records run returns the
+// failures of: its response (made by resp) lists one failure (made by
+// failure) per record reported failed, in batch order, and is an empty
+// list, not null, when none failed.
+func respond[E, R, Resp, F any](run func(context.Context, []R) ([]int, error), records func(E) []R, resp func([]F) Resp, failure func(R) F) func(context.Context, E) (Resp, error) {
+	return func(ctx context.Context, e E) (Resp, error) {
+		rs := records(e)
+		failed, err := run(ctx, rs)
+		if err != nil {
+			var none Resp
+			return none, err
+		}
+		out := make([]F, 0, len(failed))
+		for _, i := range failed {
+			out = append(out, failure(rs[i]))
+		}
+		return resp(out), nil
+	}
+}
+
 // recordSpec returns how each record of cfg and src becomes a request:
 // the user's Key, Tenant and Payload, each failing its record alone when
 // it panics, or else the source's default key and payload. It panics when

@@ -27,15 +27,11 @@ func DynamoDB(g *idemkit.Guard, cfg DynamoDBConfig, fn func(context.Context, eve
 		payload: func(r events.DynamoDBEventRecord) ([]byte, error) { return json.Marshal(r.Change) },
 		group:   func(events.DynamoDBEventRecord) (string, bool) { return "", true },
 	}, fn)
-	return func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		failed, err := run(ctx, e.Records)
-		if err != nil {
-			return events.DynamoDBEventResponse{}, err
-		}
-		resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
-		for _, i := range failed {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: e.Records[i].Change.SequenceNumber})
-		}
-		return resp, nil
-	}
+	return respond(run, func(e events.DynamoDBEvent) []events.DynamoDBEventRecord { return e.Records },
+		func(f []events.DynamoDBBatchItemFailure) events.DynamoDBEventResponse {
+			return events.DynamoDBEventResponse{BatchItemFailures: f}
+		},
+		func(r events.DynamoDBEventRecord) events.DynamoDBBatchItemFailure {
+			return events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber}
+		})
 }

@@ -26,15 +26,11 @@ func Kinesis(g *idemkit.Guard, cfg KinesisConfig, fn func(context.Context, event
 		payload: func(r events.KinesisEventRecord) ([]byte, error) { return r.Kinesis.Data, nil },
 		group:   func(events.KinesisEventRecord) (string, bool) { return "", true },
 	}, fn)
-	return func(ctx context.Context, e events.KinesisEvent) (events.KinesisEventResponse, error) {
-		failed, err := run(ctx, e.Records)
-		if err != nil {
-			return events.KinesisEventResponse{}, err
-		}
-		resp := events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}
-		for _, i := range failed {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: e.Records[i].Kinesis.SequenceNumber})
-		}
-		return resp, nil
-	}
+	return respond(run, func(e events.KinesisEvent) []events.KinesisEventRecord { return e.Records },
+		func(f []events.KinesisBatchItemFailure) events.KinesisEventResponse {
+			return events.KinesisEventResponse{BatchItemFailures: f}
+		},
+		func(r events.KinesisEventRecord) events.KinesisBatchItemFailure {
+			return events.KinesisBatchItemFailure{ItemIdentifier: r.Kinesis.SequenceNumber}
+		})
 }

@@ -31,15 +31,11 @@ func SQS(g *idemkit.Guard, cfg SQSConfig, fn func(context.Context, events.SQSMes
 			return group, ok || strings.HasSuffix(m.EventSourceARN, ".fifo")
 		},
 	}, fn)
-	return func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
-		failed, err := run(ctx, e.Records)
-		if err != nil {
-			return events.SQSEventResponse{}, err
-		}
-		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-		for _, i := range failed {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: e.Records[i].MessageId})
-		}
-		return resp, nil
-	}
+	return respond(run, func(e events.SQSEvent) []events.SQSMessage { return e.Records },
+		func(f []events.SQSBatchItemFailure) events.SQSEventResponse {
+			return events.SQSEventResponse{BatchItemFailures: f}
+		},
+		func(m events.SQSMessage) events.SQSBatchItemFailure {
+			return events.SQSBatchItemFailure{ItemIdentifier: m.MessageId}
+		})
 }
