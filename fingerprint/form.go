@@ -2,11 +2,10 @@ package fingerprint
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"net/url"
 	"slices"
-
-	"github.com/idemkit/idemkit/internal/hexdigit"
 )
 
 // Form bodies (application/x-www-form-urlencoded) are read as
@@ -79,7 +78,7 @@ func checkField(f []byte) error {
 	name, value, _ := bytes.Cut(f, []byte{'='})
 	for _, s := range [2][]byte{name, value} {
 		for i := bytes.IndexByte(s, '%'); i >= 0; {
-			if _, ok := hexdigit.Escape(s, i); !ok {
+			if _, ok := unescape(s, i); !ok {
 				esc := s[i:min(i+3, len(s))]
 				err := url.EscapeError(esc)
 				return &bodyError{kind: ErrInvalidForm, cause: err, msg: err.Error()}
@@ -114,12 +113,23 @@ func formValue(body []byte, off uint32) []byte {
 	return nil
 }
 
+// unescape returns the byte of the percent escape at s[i] ("%" and two
+// hex digits), and false when s holds none there.
+func unescape(s []byte, i int) (byte, bool) {
+	var b [1]byte
+	if i+2 >= len(s) {
+		return 0, false
+	}
+	_, err := hex.Decode(b[:], s[i+1:i+3])
+	return b[0], err == nil
+}
+
 // nextFormByte decodes the byte at s[0] of a validated name or value and
 // returns it with the number of encoded bytes it takes.
 func nextFormByte(s []byte) (byte, int) {
 	switch s[0] {
 	case '%':
-		c, _ := hexdigit.Escape(s, 0)
+		c, _ := unescape(s, 0)
 		return c, 3
 	case '+':
 		return ' ', 1

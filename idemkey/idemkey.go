@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/dunglas/httpsfv"
-
-	"github.com/idemkit/idemkit/internal/setting"
 )
 
 // DefaultMaxLen is the longest key accepted when [Options.MaxLen] is zero:
@@ -97,7 +95,9 @@ func Parse(values []string, opts Options) (string, error) {
 // attribute: not empty, and not longer than max bytes ([DefaultMaxLen]
 // when max is zero). It returns the key, or an error as [Parse] does.
 func Check(key string, max int) (string, error) {
-	max = setting.Or(max, DefaultMaxLen)
+	if max <= 0 {
+		max = DefaultMaxLen
+	}
 	switch {
 	case key == "":
 		return "", ErrEmpty
