@@ -18,10 +18,8 @@ import (
 func TestRenewalStartsLazily(t *testing.T) {
 	ctx, acc := withUsage(context.Background())
 	stop := renewClaim(ctx, &Guard{}, Policy{MaxRenewals: 3})
-	buf := make([]byte, 1<<20)
-	n := runtime.Stack(buf, true)
-	if bytes.Contains(buf[:n], []byte("idemkit.(*Guard).renew")) || bytes.Contains(buf[:n], []byte("idemkit.(*renewal).run")) {
-		t.Errorf("a goroutine of the renewal runs before its first interval:\n%s", buf[:n])
+	if renewalRuns() {
+		t.Error("a goroutine of the renewal runs before its first interval")
 	}
 	stop()
 	if u := acc.Load(); u != (observe.Usage{}) {
@@ -143,14 +141,17 @@ func TestHeartbeatInterval(t *testing.T) {
 }
 
 // refusingExtend is a Store whose Replace (a renewal) finds the claim
-// taken over: the claim is no longer ours. Each call is sent on calls.
+// taken over: the claim is no longer ours. It counts its calls.
 type refusingExtend struct {
 	Store
-	calls chan struct{}
+	n     atomic.Int64
+	first chan struct{} // closed by the first call
 }
 
 func (s *refusingExtend) Replace(_ context.Context, rec, _ *Record) (*Record, error) {
-	s.calls <- struct{}{}
+	if s.n.Add(1) == 1 {
+		close(s.first)
+	}
 	taken := rec.Clone()
 	taken.Owner, taken.Version = "another", "another's"
 	return taken, nil
@@ -160,21 +161,31 @@ func (s *refusingExtend) Replace(_ context.Context, rec, _ *Record) (*Record, er
 // was taken over, completed or marked), no further renewal is sent while
 // the handler runs.
 func TestRenewalStopsWhenRefused(t *testing.T) {
-	s := &refusingExtend{calls: make(chan struct{}, 100)}
+	s := &refusingExtend{first: make(chan struct{})}
 	stop := renewClaim(context.Background(), renewingGuard(s, time.Second), Policy{Heartbeat: time.Millisecond, MaxRenewals: 1000})
 	defer stop()
 	select {
-	case <-s.calls:
+	case <-s.first:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no renewal within 10 s of a 1 ms heartbeat")
 	}
-	// A bounded wait for a second renewal, which must not come: at a 1 ms
-	// heartbeat, 50 ms would see dozens.
-	select {
-	case <-s.calls:
-		t.Fatal("a renewal after the store refused one")
-	case <-time.After(50 * time.Millisecond):
+	// The renewal ends on its own, before stop, having sent no other
+	// renewal: its goroutine is gone.
+	for deadline := time.Now().Add(10 * time.Second); renewalRuns(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the renewal still runs 10 s after the store refused it")
+		}
 	}
+	if n := s.n.Load() - 1; n != 0 {
+		t.Fatalf("%d renewals after the store refused one, want none", n)
+	}
+}
+
+// renewalRuns reports whether a lease renewal's goroutine runs.
+func renewalRuns() bool {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	return bytes.Contains(buf[:n], []byte("idemkit.(*Guard).renew")) || bytes.Contains(buf[:n], []byte("idemkit.(*renewal).run"))
 }
 
 // hangingExtend is a Store whose Replace (a renewal) never answers on its own: it
