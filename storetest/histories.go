@@ -382,6 +382,58 @@ func testLostAnswers(t *testing.T, s idemkit.OperatorStore) {
 	}
 }
 
+// testLostClaimMarkedEarly: a claim lands with its answer lost; before
+// its retry, a request from a host whose clock runs ahead (past the lease)
+// marks the lease ended, under FailClosed. The retry meets its own claim,
+// marked: it runs the handler once, and its completion lands over the
+// mark. It is not refused by its own record (the key would be kept for an
+// operator, on which nothing ran).
+func testLostClaimMarkedEarly(t *testing.T, s idemkit.OperatorStore) {
+	clock := testclock.New()
+	ahead := testclock.New()
+	ahead.Advance(45 * time.Second)
+	other, err := idemkit.New(idemkit.Config{Store: s, Clock: ahead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := historyRequest()
+	var marked error
+	fs := &hooked{OperatorStore: s}
+	fs.setCreate(func(ctx context.Context, n int, _, _ *idemkit.Record) fault {
+		switch n {
+		case 1:
+			return fault{err: errReset, applied: true}
+		case 2:
+			// Before the claim's retry: the request from the host ahead.
+			_, _, marked = other.Do(ctx, req, mustNotRun(t))
+		}
+		return fault{}
+	})
+	g, err := idemkit.New(idemkit.Config{Store: fs, Clock: clock, ClaimBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	snap, replayed, err := g.Do(context.Background(), req, func(context.Context) (*idemkit.Snapshot, error) {
+		runs.Add(1)
+		return &idemkit.Snapshot{Status: 201, Body: []byte("charged")}, nil
+	})
+	if !errors.Is(marked, idemkit.ErrOutcomePending) && !errors.Is(marked, idemkit.ErrIndeterminate) {
+		t.Fatalf("the request from the host ahead: %v, want the lease marked (pending or indeterminate)", marked)
+	}
+	if err != nil || replayed || snap == nil || string(snap.Body) != "charged" || runs.Load() != 1 {
+		t.Fatalf("the claim's retry: %+v %v %v, %d runs; want its own claim run once", snap, replayed, err, runs.Load())
+	}
+	got := mustGet(t, s, req.Scope.ID(false))
+	if got.State != idemkit.StateCompleted || got.Owner != fs.created()[0].Owner {
+		t.Fatalf("the record: %+v, want the claim's, completed", got)
+	}
+	snap, replayed, err = other.Do(context.Background(), req, mustNotRun(t))
+	if err != nil || !replayed || string(snap.Body) != "charged" {
+		t.Fatalf("the host ahead again: %+v %v %v, want the replay", snap, replayed, err)
+	}
+}
+
 // testLateCompletionAfterPending: a retry that meets a run whose lease ran
 // out marks it and is told to come back (ErrOutcomePending, not
 // ErrIndeterminate); the run's late completion lands over the mark, and

@@ -126,6 +126,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) idemkit.OperatorStore, op
 		{name: "HistoryTakeoverDecidedOnAChangedRecord", fn: testTakeoverOnAChangedRecord},
 		{name: "HistoryDecisionOnTheRunChecked", fn: testDecisionOnTheRunChecked},
 		{name: "HistoryLostAnswersRecognised", fn: testLostAnswers},
+		{name: "HistoryLostClaimMarkedEarly", fn: testLostClaimMarkedEarly},
 		{name: "HistoryLateCompletionAfterPending", fn: testLateCompletionAfterPending},
 		{name: "HistoryOldKeyFreedAgain", fn: testOldKeyFreedAgain},
 	}
