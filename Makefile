@@ -29,10 +29,11 @@ test: deps lint compat newest-go consumer test-go test-dynamodb-local-if-java te
 ## test-go: every test of every module with the race detector, on dynalite
 ## (or the server IDEMKIT_DYNAMODB_ENDPOINT names)
 test-go:
-	@set -e; for m in $(MODULES); do \
+	@set -e; mkdir -p bin; rm -f bin/explore.txt; for m in $(MODULES); do \
 		echo "go test ($$m) on $${IDEMKIT_DYNAMODB_ENDPOINT:-dynalite}"; \
-		(cd $$m && $(GO) test -race -count=1 -timeout 15m $(PKGS)); \
-	done
+		(cd $$m && IDEMKIT_EXPLORE_SUMMARY=$(CURDIR)/bin/explore.txt $(GO) test -race -count=1 -timeout 15m $(PKGS)); \
+	done; \
+	if [ -f bin/explore.txt ]; then echo "the explorer (lab/explore), every history within make test's bounds:"; sort bin/explore.txt | sed 's/^/  /'; fi
 
 ## compat: the library builds with the oldest Go its go.mod allows
 compat:

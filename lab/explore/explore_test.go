@@ -3,6 +3,8 @@ package explore
 import (
 	"flag"
 	"fmt"
+	"os"
+	"sync"
 	"testing"
 	"testing/synctest"
 )
@@ -31,7 +33,7 @@ func TestExplore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Log(res.Summary())
+			summarize(t, res.Summary())
 			if *deepFlag || *listFlag {
 				fmt.Println(res.Summary())
 				fmt.Print(res.Report())
@@ -40,5 +42,30 @@ func TestExplore(t *testing.T) {
 				t.Fatalf("%s", res.Report())
 			}
 		})
+	}
+}
+
+// summaryMu serializes the appends of the configurations, which explore
+// in parallel.
+var summaryMu sync.Mutex
+
+// summarize logs line, and appends it to the file IDEMKIT_EXPLORE_SUMMARY
+// names, if any: make test prints that file, since go test shows a
+// passing test's log only with -v.
+func summarize(t *testing.T, line string) {
+	t.Log(line)
+	p := os.Getenv("IDEMKIT_EXPLORE_SUMMARY")
+	if p == "" {
+		return
+	}
+	summaryMu.Lock()
+	defer summaryMu.Unlock()
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
 	}
 }
