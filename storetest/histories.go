@@ -399,16 +399,7 @@ func testLostClaimMarkedEarly(t *testing.T, s idemkit.OperatorStore) {
 	req := historyRequest()
 	var marked error
 	fs := &hooked{OperatorStore: s}
-	fs.setCreate(func(ctx context.Context, n int, _, _ *idemkit.Record) fault {
-		switch n {
-		case 1:
-			return fault{err: errReset, applied: true}
-		case 2:
-			// Before the claim's retry: the request from the host ahead.
-			_, _, marked = other.Do(ctx, req, mustNotRun(t))
-		}
-		return fault{}
-	})
+	fs.setCreate(lostThenBefore(2, func(ctx context.Context) { _, _, marked = other.Do(ctx, req, mustNotRun(t)) }))
 	g, err := idemkit.New(idemkit.Config{Store: fs, Clock: clock, ClaimBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -431,6 +422,20 @@ func testLostClaimMarkedEarly(t *testing.T, s idemkit.OperatorStore) {
 	snap, replayed, err = other.Do(context.Background(), req, mustNotRun(t))
 	if err != nil || !replayed || string(snap.Body) != "charged" {
 		t.Fatalf("the host ahead again: %+v %v %v, want the replay", snap, replayed, err)
+	}
+}
+
+// lostThenBefore is a hook that lands the first write and loses its
+// answer, and calls f before the write numbered n.
+func lostThenBefore(n int, f func(context.Context)) hook {
+	return func(ctx context.Context, m int, _, _ *idemkit.Record) fault {
+		switch m {
+		case 1:
+			return fault{err: errReset, applied: true}
+		case n:
+			f(ctx)
+		}
+		return fault{}
 	}
 }
 
