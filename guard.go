@@ -361,13 +361,6 @@ func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, er
 		if !errors.Is(err, errHeld) || free(cur, c.start) {
 			return nil, false, c.unclaimed(rec, ch, cur, expired, err)
 		}
-		if markedEarly(cur, rec, c.g.now()) {
-			// Our claim landed with its answer lost, and a request whose
-			// clock runs ahead of ours marked its lease ended before we
-			// knew: the run is ours, as a run's late completion over
-			// such a mark is.
-			return c.won(cur, nil, version, h)
-		}
 		snap, again, rerr := c.g.classify(c.ctx, c.req, c.policy, cur, c.start, version)
 		if again != nil && attempt >= reclaims {
 			// The record keeps changing under us: let the client come back.
@@ -388,14 +381,6 @@ func (c *call) claim(rec *Record, expired error, h Handler) (*Snapshot, bool, er
 		}
 		cur, replaced, err = c.g.claims.apply(c.ctx, cur, ch)
 	}
-}
-
-// markedEarly reports whether cur is the claim rec, stored and then
-// marked indeterminate by a request that judged its lease ended while, by
-// now, our clock, it has not; no operator decided it.
-func markedEarly(cur, rec *Record, now time.Time) bool {
-	return cur.Owner == rec.Owner && cur.State == StateIndeterminate && cur.Cause == CauseLeaseExpired &&
-		cur.Resolution == nil && !cur.LeaseExpired(now)
 }
 
 // won runs h holding the claim cur, reporting first the takeover of the

@@ -148,17 +148,34 @@ func nextRunWrite(prev *Record, c change, now time.Time) (*Record, error) {
 // nextClaim stores c.rec where the key is free, and in place of the
 // record c.replace names where it may be replaced: a failed one, or a
 // stale lease under takeover; the key then keeps its first fingerprint.
+// A claim that meets itself marked early takes itself back in flight.
 func nextClaim(prev *Record, c change, now time.Time) (*Record, error) {
 	out := c.rec.Clone()
 	switch {
 	case free(prev, now) && !c.judged:
 		return out, nil
+	case !free(prev, now) && markedEarly(prev, c.rec.Owner, now):
+		// Our own claim, landed with its answer lost and marked by a
+		// request whose clock runs ahead before we knew it was stored:
+		// taken back in flight as it was, as the run's late completion
+		// would take the record over the mark.
+		back := prev.Clone()
+		back.State, back.Cause = StateInFlight, ""
+		return back, nil
 	case free(prev, now), prev.Version != c.replace:
 	case prev.State == StateFailed, prev.State == StateInFlight && c.takeover && prev.LeaseExpired(now):
 		out.Fingerprint = prev.Fingerprint
 		return out, nil
 	}
 	return nil, errHeld
+}
+
+// markedEarly reports whether r is the claim of owner, marked
+// indeterminate by a request that judged its lease ended while, by now
+// (the owner's clock), it has not; no operator decided it.
+func markedEarly(r *Record, owner string, now time.Time) bool {
+	return r.Owner == owner && r.State == StateIndeterminate && r.Cause == CauseLeaseExpired &&
+		r.Resolution == nil && !r.LeaseExpired(now)
 }
 
 // nextRelease leaves a tombstone in place of the run's live in_flight

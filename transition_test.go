@@ -23,6 +23,7 @@ func TestTransitions(t *testing.T) {
 	}
 	stale := func(r *Record) { r.LeaseUntil = now }                         // the lease ends at now
 	expired := func(r *Record) { r.ExpiresAt = now }                        // the record expires at now
+	leaseEnded := func(r *Record) { r.Cause = CauseLeaseExpired }           // marked by a request that judged its lease ended
 	resolved := func(r *Record) { r.Resolution = &Resolution{As: r.State} } // an operator decided
 	claim := &Record{ID: "t/op/k", Scope: scope, State: StateInFlight, Fingerprint: "v2:second", Owner: "new",
 		LeaseUntil: now.Add(time.Minute), ReplayUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour), CreatedAt: now}
@@ -74,6 +75,12 @@ func TestTransitions(t *testing.T) {
 		{"claim, stale lease, takeover", rec(StateInFlight, "a", stale), change{op: opClaim, rec: claim, takeover: true, replace: "a-in_flight"}, claimed("v2:first")},
 		{"claim, stale lease, FailClosed", rec(StateInFlight, "a", stale), change{op: opClaim, rec: claim, replace: "a-in_flight"}, refused(errHeld)},
 		{"claim, stale lease, not judged", rec(StateInFlight, "a", stale), change{op: opClaim, rec: claim, takeover: true}, refused(errHeld)},
+		{"claim, itself marked early", rec(StateIndeterminate, "new", leaseEnded), change{op: opClaim, rec: claim},
+			is(StateInFlight, "", func(out *Record) bool { return out.Owner == "new" && out.LeaseUntil.Equal(t0.Add(time.Minute)) })},
+		{"claim, itself marked, lease ended", rec(StateIndeterminate, "new", leaseEnded, stale), change{op: opClaim, rec: claim}, refused(errHeld)},
+		{"claim, itself marked, resolved", rec(StateIndeterminate, "new", leaseEnded, resolved), change{op: opClaim, rec: claim}, refused(errHeld)},
+		{"claim, itself marked unknown", rec(StateIndeterminate, "new", func(r *Record) { r.Cause = CauseOutcomeUnknown }), change{op: opClaim, rec: claim}, refused(errHeld)},
+		{"claim, another's claim marked early", rec(StateIndeterminate, "a", leaseEnded), change{op: opClaim, rec: claim}, refused(errHeld)},
 		{"old key claim, none", nil, change{op: opClaim, rec: claim, judged: true}, refused(errHeld)},
 		{"old key claim, tombstone", rec(StateReleased, "a"), change{op: opClaim, rec: claim, judged: true, replace: "a-released"}, refused(errHeld)},
 		{"old key claim, failed", rec(StateFailed, "a"), change{op: opClaim, rec: claim, judged: true, replace: "a-failed"}, claimed("v2:first")},

@@ -121,6 +121,10 @@ func (w *world) claimed(m *msg, pre *idemkit.Record, late bool) {
 		// No live record: none, a tombstone or an expired one.
 	case pre.State == idemkit.StateInFlight && pre.Owner == m.owner:
 		// Its own claim, again.
+	case pre.State == idemkit.StateIndeterminate && pre.Owner == m.owner && pre.Cause == idemkit.CauseLeaseExpired &&
+		pre.Resolution == nil && !pre.LeaseExpired(m.now):
+		// Its own claim, marked by a host whose clock runs ahead before the
+		// claim's answer came back, taken back within its lease.
 	case pre.State == idemkit.StateFailed && pre.Owner != m.owner,
 		pre.State == idemkit.StateInFlight && w.cfg.Policy == idemkit.Takeover && pre.LeaseExpired(m.now):
 		if pre.Fingerprint != fp {
