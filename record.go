@@ -18,6 +18,7 @@ import (
 //	in_flight --handler: ErrOutcomeUnknown--> indeterminate (CauseOutcomeUnknown)
 //	in_flight --renewal--> in_flight (a later LeaseUntil)
 //	indeterminate --owner's late completion--> completed
+//	indeterminate (CauseLeaseExpired) --owner's claim retry, its lease not ended by its clock--> in_flight (same owner)
 //	indeterminate --resolve as completed--> completed
 //	indeterminate --resolve as failed-----> failed (claimable again)
 //
