@@ -170,22 +170,10 @@ func (r *DynamoRepo) CreateOrder(ctx context.Context, tenant string, o Order) (O
 		"currency":     s(o.Currency),
 		"created_at":   ts(o.CreatedAt),
 	})
-	var stored Order
-	found, err := r.put(ctx, "order "+o.ID, in, func(ctx context.Context) error {
-		var err error
-		stored, err = r.GetOrder(ctx, tenant, o.ID)
-		return err
-	})
-	switch {
-	case err != nil:
-		return Order{}, err
-	case !found:
-		o.Payments, o.PaidCents = []Payment{}, 0
-		return o, nil
-	case !sameOrder(stored, o):
-		return Order{}, fmt.Errorf("%w: order %s", ErrIDConflict, o.ID)
-	}
-	return stored, nil
+	o.Payments, o.PaidCents = []Payment{}, 0
+	return create(ctx, r, "order "+o.ID, in, o, func(ctx context.Context) (Order, error) {
+		return r.GetOrder(ctx, tenant, o.ID)
+	}, sameOrder)
 }
 
 // AddPayment implements Repo, conditional on the payment's ID as
@@ -201,8 +189,7 @@ func (r *DynamoRepo) AddPayment(ctx context.Context, tenant string, p Payment) (
 		"status":       s(p.Status),
 		"created_at":   ts(p.CreatedAt),
 	})
-	var stored Payment
-	found, err := r.put(ctx, "payment "+p.ID, in, func(ctx context.Context) error {
+	return create(ctx, r, "payment "+p.ID, in, p, func(ctx context.Context) (Payment, error) {
 		cctx, cancel := r.call(ctx)
 		defer cancel()
 		out, err := r.Client.Query(cctx, &dynamodb.QueryInput{
@@ -215,21 +202,33 @@ func (r *DynamoRepo) AddPayment(ctx context.Context, tenant string, p Payment) (
 			ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
-			return fmt.Errorf("orders: query payment %s: %w", p.ID, err)
+			return Payment{}, fmt.Errorf("orders: query payment %s: %w", p.ID, err)
 		}
 		if len(out.Items) == 0 {
-			return ErrNotFound
+			return Payment{}, ErrNotFound
 		}
-		stored = paymentOf(out.Items[0])
-		return nil
+		return paymentOf(out.Items[0]), nil
+	}, samePayment)
+}
+
+// create stores v's item (in) where its key is free, and returns v. Where
+// the key is taken, it returns the stored value find reads when same says
+// it is v, and ErrIDConflict when it is not. It fails as put does.
+func create[T any](ctx context.Context, r *DynamoRepo, what string, in *dynamodb.PutItemInput, v T, find func(context.Context) (T, error), same func(a, b T) bool) (T, error) {
+	var stored T
+	found, err := r.put(ctx, what, in, func(ctx context.Context) error {
+		var err error
+		stored, err = find(ctx)
+		return err
 	})
+	var zero T
 	switch {
 	case err != nil:
-		return Payment{}, err
+		return zero, err
 	case !found:
-		return p, nil
-	case !samePayment(stored, p):
-		return Payment{}, fmt.Errorf("%w: payment %s", ErrIDConflict, p.ID)
+		return v, nil
+	case !same(stored, v):
+		return zero, fmt.Errorf("%w: %s", ErrIDConflict, what)
 	}
 	return stored, nil
 }

@@ -270,27 +270,18 @@ func (r *DynamoRepo) CreateShipment(ctx context.Context, tenant string, sh Shipm
 		"quantity":   n(sh.Quantity),
 		"created_at": ts(sh.CreatedAt),
 	})
-	var stored []Shipment
-	found, err := r.put(ctx, "shipment "+sh.ID, in, func(ctx context.Context) error {
-		var err error
-		stored, err = r.Shipments(ctx, tenant, sh.OrderID)
-		return err
-	})
-	switch {
-	case err != nil:
-		return Shipment{}, err
-	case !found:
-		return sh, nil
-	}
-	for _, old := range stored {
-		if old.ID == sh.ID {
-			if !sameShipment(old, sh) {
-				return Shipment{}, fmt.Errorf("%w: shipment %s", ErrIDConflict, sh.ID)
-			}
-			return old, nil
+	return create(ctx, r, "shipment "+sh.ID, in, sh, func(ctx context.Context) (Shipment, error) {
+		stored, err := r.Shipments(ctx, tenant, sh.OrderID)
+		if err != nil {
+			return Shipment{}, err
 		}
-	}
-	return Shipment{}, fmt.Errorf("orders: shipment %s refused as stored but not found", sh.ID)
+		for _, old := range stored {
+			if old.ID == sh.ID {
+				return old, nil
+			}
+		}
+		return Shipment{}, ErrNotFound
+	}, sameShipment)
 }
 
 // Shipments implements ShipmentRepo, with one consistent Query.
