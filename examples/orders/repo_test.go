@@ -102,6 +102,24 @@ func TestRepoWritesAreIdempotent(t *testing.T) {
 			if _, err := r.AddPayment(ctx, "alice", otherPay); !errors.Is(err, orders.ErrIDConflict) {
 				t.Fatalf("another payment under a stored id: %v, want ErrIDConflict", err)
 			}
+			sr := r.(orders.ShipmentRepo)
+			sh := orders.Shipment{ID: "0194a1b2-0000-7000-8000-0000000000s1", OrderID: testOrder.ID, SKU: testOrder.SKU, Quantity: testOrder.Quantity, CreatedAt: fixedNow}
+			if got, err := sr.CreateShipment(ctx, "alice", sh); err != nil || got != sh {
+				t.Fatalf("ship: %+v %v", got, err)
+			}
+			retryShip := sh
+			retryShip.CreatedAt = fixedNow.Add(time.Minute)
+			if got, err := sr.CreateShipment(ctx, "alice", retryShip); err != nil || !got.CreatedAt.Equal(fixedNow) {
+				t.Fatalf("retried shipment: %+v %v, want the stored shipment", got, err)
+			}
+			otherShip := sh
+			otherShip.Quantity++
+			if _, err := sr.CreateShipment(ctx, "alice", otherShip); !errors.Is(err, orders.ErrIDConflict) {
+				t.Fatalf("another shipment under a stored id: %v, want ErrIDConflict", err)
+			}
+			if all, err := sr.Shipments(ctx, "alice", testOrder.ID); err != nil || len(all) != 1 {
+				t.Fatalf("shipments: %+v %v, want one", all, err)
+			}
 			got, err := r.GetOrder(ctx, "alice", testOrder.ID)
 			if err != nil || len(got.Payments) != 1 || got.PaidCents != testPayment.AmountCents || got.AmountCents != testOrder.AmountCents {
 				t.Fatalf("stored: %+v %v, want the order once with one payment", got, err)
