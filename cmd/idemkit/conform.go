@@ -72,7 +72,7 @@ func (h requestHeaders) Set(s string) error {
 	return nil
 }
 
-func runConform(ctx context.Context, c *cli, args []string) int {
+func runConform(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("conform", flag.ContinueOnError)
 	header := requestHeaders{}
 	var (
@@ -107,49 +107,38 @@ func runConform(ctx context.Context, c *cli, args []string) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cfg.URL, args = args[0], args[1:]
 	}
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			help(c.stdout)
-			return exitOK
-		}
-		c.errorf("idemkit conform: %v; run 'idemkit conform --help'", err)
-		return exitUsage
+	if err := c.parseFlags(fs, args, help); err != nil {
+		return err
 	}
 	rest := fs.Args()
 	if cfg.URL == "" && len(rest) > 0 {
 		cfg.URL, rest = rest[0], rest[1:]
 	}
 	if len(rest) > 0 {
-		c.errorf("idemkit conform: unexpected argument %q; run 'idemkit conform --help'", rest[0])
-		return exitUsage
+		return usagef("unexpected argument %q; run 'idemkit conform --help'", rest[0])
 	}
 	if err := conformArgs(c, &cfg, body, bodyFile, changedBody, raceBody, raceBodyFile, output, timeout); err != nil {
-		return c.fail("conform", err)
+		return err
 	}
 	cfg.Header = http.Header(header)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := conform.Run(ctx, cfg)
 	if errors.Is(err, conform.ErrConfig) {
-		return c.fail("conform", usagef("%v", err))
+		return usagef("%v", err)
 	}
 	if err != nil {
-		return c.fail("conform", err)
+		return err
 	}
 	if output == "json" {
 		err = writeJSON(c.stdout, res)
 	} else {
 		err = writeConform(c.stdout, res)
 	}
-	if err != nil {
-		return c.fail("conform", err)
+	if err == nil && !res.OK {
+		err = quietExit(exitError)
 	}
-	if !res.OK {
-		return exitError
-	}
-	return exitOK
+	return err
 }
 
 // conformArgs checks the conform command's flags and sets cfg's bodies

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/idemkit/idemkit"
@@ -90,24 +91,33 @@ func (s *scopeFlags) scope() (idemkit.Scope, string, error) {
 	return sc, sc.ID(s.accountWide), nil
 }
 
-// parse parses args with fs. It returns done with the exit code when the
-// command must stop: help was asked for (0) or the flags are wrong (1).
-func (c *cli) parse(fs *flag.FlagSet, args []string, help func(io.Writer)) (code int, done bool) {
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			help(c.stdout)
-			return exitOK, true
-		}
-		c.errorf("idemkit %s: %v; run 'idemkit %s --help'", fs.Name(), err, fs.Name())
-		return exitUsage, true
+// parse parses args with fs. Its error ends the command: quietExit(exitOK)
+// when help was asked for (and printed), a usage error when the flags are
+// wrong.
+func (c *cli) parse(fs *flag.FlagSet, args []string, help func(io.Writer)) error {
+	if err := c.parseFlags(fs, args, help); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		c.errorf("idemkit %s: unexpected argument %q; run 'idemkit %s --help'", fs.Name(), fs.Arg(0), fs.Name())
-		return exitUsage, true
+		return usagef("unexpected argument %q; run 'idemkit %s --help'", fs.Arg(0), fs.Name())
 	}
-	return 0, false
+	return nil
+}
+
+// parseFlags parses args with fs as parse does, leaving the arguments
+// after the flags to the caller.
+func (c *cli) parseFlags(fs *flag.FlagSet, args []string, help func(io.Writer)) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		help(c.stdout)
+		return quietExit(exitOK)
+	case err != nil:
+		return usagef("%v; run 'idemkit %s --help'", err, fs.Name())
+	}
+	return nil
 }
 
 // helpFor returns a help printer: the text, the flags, the exit codes.
@@ -122,13 +132,16 @@ func helpFor(fs *flag.FlagSet, text string) func(io.Writer) {
 	}
 }
 
-// open opens the store named by o.
-func (c *cli) open(ctx context.Context, o *common) (idemkit.OperatorStore, error) {
+// withStore runs f with the store o names, under a context that ends
+// after o's --timeout.
+func (c *cli) withStore(ctx context.Context, o *common, f func(context.Context, idemkit.OperatorStore) error) error {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	s, err := c.env.OpenStore(ctx, o.store)
 	if err != nil {
-		return nil, fmt.Errorf("open table %s: %w", o.store.Table, err)
+		return fmt.Errorf("open table %s: %w", o.store.Table, err)
 	}
-	return s, nil
+	return f(ctx, s)
 }
 
 // usageError is an error in the command line.
@@ -149,15 +162,24 @@ func conflictf(format string, args ...any) error {
 	return &conflictError{msg: fmt.Sprintf(format, args...)}
 }
 
+// quietExit ends a command with its exit code when what it has to say is
+// written already.
+type quietExit int
+
+func (q quietExit) Error() string { return "exit status " + strconv.Itoa(int(q)) }
+
 // exitCode classifies err into the documented exit codes.
 func exitCode(err error) int {
 	var (
 		ue *usageError
 		ce *conflictError
+		qe quietExit
 	)
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &qe):
+		return int(qe)
 	case errors.As(err, &ue), errors.Is(err, idemkit.ErrInvalidPage):
 		return exitUsage
 	case errors.Is(err, idemkit.ErrNotFound):
@@ -171,9 +193,13 @@ func exitCode(err error) int {
 	return exitError
 }
 
-// fail reports err on stderr and returns its exit code.
+// fail reports err on stderr, unless it is a quietExit, and returns its
+// exit code.
 func (c *cli) fail(cmd string, err error) int {
-	c.errorf("idemkit %s: %v", cmd, err)
+	var qe quietExit
+	if err != nil && !errors.As(err, &qe) {
+		c.errorf("idemkit %s: %v", cmd, err)
+	}
 	return exitCode(err)
 }
 

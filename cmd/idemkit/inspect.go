@@ -40,7 +40,7 @@ the service sets Config.ExecutionSecret, put it in an environment variable
 and name that variable with --execution-secret-env.
 `
 
-func runInspect(ctx context.Context, c *cli, args []string) int {
+func runInspect(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	var (
 		o        common
@@ -52,47 +52,38 @@ func runInspect(ctx context.Context, c *cli, args []string) int {
 	sf.register(fs)
 	fs.BoolVar(&withBody, "body", false, "print the stored response body")
 	ef.register(fs)
-	if code, done := c.parse(fs, args, helpFor(fs, inspectHelp)); done {
-		return code
+	if err := c.parse(fs, args, helpFor(fs, inspectHelp)); err != nil {
+		return err
 	}
 	if err := o.check(); err != nil {
-		return c.fail("inspect", err)
+		return err
 	}
 	_, id, err := sf.scope()
 	if err == nil {
 		err = ef.check(c.env.Getenv)
 	}
 	if err != nil {
-		return c.fail("inspect", err)
+		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	store, err := c.open(ctx, &o)
-	if err != nil {
-		return c.fail("inspect", err)
-	}
-	now := c.env.Now()
-	rec, err := store.Get(ctx, id)
-	if err == nil && (!rec.Live(now) || rec.State == idemkit.StateReleased) {
-		// Kept for late writes to find, but no record to an operator:
-		// the key is free.
-		err = idemkit.ErrNotFound
-	}
-	if err != nil {
-		return c.fail("inspect", notFound(explainStoreError(store, o.store.Table, err), id))
-	}
-	x := ef.executionID(rec.Scope)
-	if o.output == "json" {
-		j := toJSON(rec, now, withBody)
-		j.ExecutionID = x
-		err = writeJSON(c.stdout, j)
-	} else {
-		err = writeRecord(c.stdout, rec, now, withBody, executionRow(x))
-	}
-	if err != nil {
-		return c.fail("inspect", err)
-	}
-	return exitOK
+	return c.withStore(ctx, &o, func(ctx context.Context, store idemkit.OperatorStore) error {
+		now := c.env.Now()
+		rec, err := store.Get(ctx, id)
+		if err == nil && (!rec.Live(now) || rec.State == idemkit.StateReleased) {
+			// Kept for late writes to find, but no record to an operator:
+			// the key is free.
+			err = idemkit.ErrNotFound
+		}
+		if err != nil {
+			return notFound(explainStoreError(store, o.store.Table, err), id)
+		}
+		x := ef.executionID(rec.Scope)
+		if o.output == "json" {
+			j := toJSON(rec, now, withBody)
+			j.ExecutionID = x
+			return writeJSON(c.stdout, j)
+		}
+		return writeRecord(c.stdout, rec, now, withBody, executionRow(x))
+	})
 }
 
 // execFlags are inspect's flags that compute a record's execution ID: the

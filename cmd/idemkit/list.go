@@ -55,7 +55,7 @@ type listJSON struct {
 	NextPage string `json:"next_page"`
 }
 
-func runList(ctx context.Context, c *cli, args []string) int {
+func runList(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
 	var (
 		o            common
@@ -70,43 +70,34 @@ func runList(ctx context.Context, c *cli, args []string) int {
 	fs.IntVar(&limit, "limit", 50, "at most `N` records per page (1-1000)")
 	fs.BoolVar(&all, "all", false, "print every page")
 	fs.StringVar(&page, "page", "", "print the page with this `token` (from a previous listing)")
-	if code, done := c.parse(fs, args, helpFor(fs, listHelp)); done {
-		return code
+	if err := c.parse(fs, args, helpFor(fs, listHelp)); err != nil {
+		return err
 	}
 	if err := checkList(&o, state, limit, all, page); err != nil {
-		return c.fail("list", err)
+		return err
 	}
 	if err := checkListTenant(fs, tenant); err != nil {
-		return c.fail("list", err)
+		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	store, err := c.open(ctx, &o)
-	if err != nil {
-		return c.fail("list", err)
-	}
-	now := c.env.Now()
-	list := store.ListIndeterminate
-	if state == stateStale {
-		sl, ok := store.(idemkit.StaleLister)
-		if !ok || !sl.ListsStale() {
-			return c.fail("list", errStaleUnlisted)
+	return c.withStore(ctx, &o, func(ctx context.Context, store idemkit.OperatorStore) error {
+		now := c.env.Now()
+		list := store.ListIndeterminate
+		if state == stateStale {
+			sl, ok := store.(idemkit.StaleLister)
+			if !ok || !sl.ListsStale() {
+				return errStaleUnlisted
+			}
+			list = sl.ListStale
 		}
-		list = sl.ListStale
-	}
-	recs, page, err := listPages(ctx, list, tenant, page, limit, all, now)
-	if err != nil {
-		return c.fail("list", explainListError(ctx, store, o.store.Table, err))
-	}
-	if o.output == "json" {
-		err = writeListJSON(c, recs, page, now)
-	} else {
-		err = writeList(c, recs, page, now, state)
-	}
-	if err != nil {
-		return c.fail("list", err)
-	}
-	return exitOK
+		recs, next, err := listPages(ctx, list, tenant, page, limit, all, now)
+		if err != nil {
+			return explainListError(ctx, store, o.store.Table, err)
+		}
+		if o.output == "json" {
+			return writeListJSON(c, recs, next, now)
+		}
+		return writeList(c, recs, next, now, state)
+	})
 }
 
 // checkList checks the flags of list.

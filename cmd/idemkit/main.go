@@ -112,7 +112,7 @@ func (e Env) withDefaults() Env {
 type command struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, c *cli, args []string) int
+	run     func(ctx context.Context, c *cli, args []string) error
 }
 
 var commands = []command{
@@ -150,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env Env) 
 	}
 	for _, cmd := range commands {
 		if cmd.name == name {
-			return cmd.run(ctx, c, args[1:])
+			return c.fail(cmd.name, cmd.run(ctx, c, args[1:]))
 		}
 	}
 	c.errorf("idemkit: unknown command %q; run 'idemkit --help'", name)

@@ -118,7 +118,7 @@ type resolveFlags struct {
 	header     headerFlags
 }
 
-func runResolve(ctx context.Context, c *cli, args []string) int {
+func runResolve(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
 	var rf resolveFlags
 	o := &rf.common
@@ -131,27 +131,30 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&rf.bodyFile, "body-file", "", "with --as completed: the response body, read from `file` (- for stdin)")
 	fs.BoolVar(&rf.bodyBase64, "body-base64", false, "with --as completed: the body file holds the base64 text of a binary body,\nreplayed with IsBase64Encoded (Lambda proxy responses)")
 	fs.Var(&rf.header, "header", "with --as completed: a response header to replay, 'Name: value' (repeatable)")
-	if code, done := c.parse(fs, args, helpFor(fs, resolveHelp)); done {
-		return code
+	if err := c.parse(fs, args, helpFor(fs, resolveHelp)); err != nil {
+		return err
 	}
 	res, id, err := c.resolution(&rf)
 	if err != nil {
-		return c.fail("resolve", err)
+		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
+	return c.withStore(ctx, o, func(ctx context.Context, store idemkit.OperatorStore) error {
+		return c.resolve(ctx, store, &rf, id, res)
+	})
+}
+
+// resolve records res on the record id in store, and prints the record.
+func (c *cli) resolve(ctx context.Context, store idemkit.OperatorStore, rf *resolveFlags, id string, res idemkit.Resolution) error {
+	o := &rf.common
 	if res.Operator == "" {
+		var err error
 		if res.Operator, err = c.operator(ctx, o.store); err != nil {
-			return c.fail("resolve", err)
+			return err
 		}
-	}
-	store, err := c.open(ctx, o)
-	if err != nil {
-		return c.fail("resolve", err)
 	}
 	rec, prev, err := idemkit.Resolve(ctx, store, id, res, c.env.Now())
 	if err != nil {
-		return c.fail("resolve", resolveErr(explainStoreError(store, o.store.Table, err), id, res.As, c.env.Now()))
+		return resolveErr(explainStoreError(store, o.store.Table, err), id, res.As, c.env.Now())
 	}
 	// Resolve returns the record as written; the store may have kept less
 	// of the answer (a body over its item cap): read what it kept.
@@ -168,10 +171,7 @@ func runResolve(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, "Resolved as %s (was %s).\n\n", rec.State, prev)
 		err = writeRecord(c.stdout, rec, now, false, "")
 	}
-	if err != nil {
-		return c.fail("resolve", err)
-	}
-	return exitOK
+	return err
 }
 
 // resolution checks the flags and returns the resolution they ask for
