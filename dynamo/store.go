@@ -482,10 +482,13 @@ func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Recor
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}
 	for attempt := 1; ; attempt++ {
-		cctx, cancel := s.ctxFor(ctx)
-		out, err := client.PutItem(cctx, in, s.optFns...)
-		cancel()
-		landed, met, err := s.answer(ctx, client, op, rec, item, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })
+		landed, met, err := s.write(ctx, client, op, rec, item, func(ctx context.Context) (*types.ConsumedCapacity, error) {
+			out, err := client.PutItem(ctx, in, s.optFns...)
+			if err != nil {
+				return nil, err
+			}
+			return out.ConsumedCapacity, nil
+		})
 		switch {
 		case landed || err != nil:
 			return nil, err
@@ -497,10 +500,6 @@ func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Recor
 	}
 }
 
-// met handles the failure err of a conditional write of the record id:
-// when err is a refusal it returns the record stored (nil: none), the
-// item returned with the failure or else read with one consistent
-// GetItem. Any other failure, and a failed read, is a StoreError.
 // prepare returns the item rec is stored as, and the client and failover
 // of its tenant's home.
 func (s *Store) prepare(ctx context.Context, op string, rec *idemkit.Record) (map[string]types.AttributeValue, Client, *Failover, error) {
@@ -512,13 +511,17 @@ func (s *Store) prepare(ctx context.Context, op string, rec *idemkit.Record) (ma
 	return item, client, fo, err
 }
 
-// answer reads the answer to a conditional write of rec's item: landed
-// (its usage, cc, counted and the item kept as rec's), or the record the
-// condition met (nil: none is stored), or the error.
-func (s *Store) answer(ctx context.Context, client Client, op string, rec *idemkit.Record, item map[string]types.AttributeValue,
-	err error, cc func() *types.ConsumedCapacity) (landed bool, met *idemkit.Record, _ error) {
+// write makes one conditional write of rec's item with send, under the
+// context each call gets, and reads its answer: landed (its usage counted
+// and the item kept as rec's), or the record the condition met (nil: none
+// is stored), or the error.
+func (s *Store) write(ctx context.Context, client Client, op string, rec *idemkit.Record, item map[string]types.AttributeValue,
+	send func(context.Context) (*types.ConsumedCapacity, error)) (landed bool, met *idemkit.Record, _ error) {
+	cctx, cancel := s.ctxFor(ctx)
+	cc, err := send(cctx)
+	cancel()
 	if err == nil {
-		usage(ctx, cc(), true)
+		usage(ctx, cc, true)
 		s.written.put(rec, item)
 		return true, nil, nil
 	}
@@ -526,6 +529,10 @@ func (s *Store) answer(ctx context.Context, client Client, op string, rec *idemk
 	return false, met, err
 }
 
+// met handles the failure err of a conditional write of the record id:
+// when err is a refusal it returns the record stored (nil: none), the
+// item returned with the failure or else read with one consistent
+// GetItem. Any other failure, and a failed read, is a StoreError.
 func (s *Store) met(ctx context.Context, client Client, op, id string, err error) (*idemkit.Record, error) {
 	cf, ok := conditionFailed(err)
 	if !ok {
@@ -576,10 +583,13 @@ func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemki
 		}
 	}
 	in := s.replaceInput(rec.ID, item, old, prev.Version)
-	cctx, cancel := s.ctxFor(ctx)
-	out, err := client.UpdateItem(cctx, in, s.optFns...)
-	cancel()
-	landed, met, err := s.answer(ctx, client, op, rec, item, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })
+	landed, met, err := s.write(ctx, client, op, rec, item, func(ctx context.Context) (*types.ConsumedCapacity, error) {
+		out, err := client.UpdateItem(ctx, in, s.optFns...)
+		if err != nil {
+			return nil, err
+		}
+		return out.ConsumedCapacity, nil
+	})
 	switch {
 	case landed || err != nil:
 		return nil, err
