@@ -16,23 +16,24 @@ import (
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	opts, store, err := orders.FromEnv(context.Background(), os.Getenv, logger)
-	if err != nil {
+	fail := func(err error) {
 		logger.Error("orders: init", "error", err.Error())
 		os.Exit(1)
+	}
+	opts, store, err := orders.FromEnv(context.Background(), os.Getenv, logger)
+	if err != nil {
+		fail(err)
 	}
 	// One log line and one metric line per guarded request.
 	opts.Observer = observe.Multi(opts.Observer, &observe.EMF{Dimensions: map[string]string{"Service": "orders"}})
 	h, err := orders.Handler(opts)
 	if err != nil {
-		logger.Error("orders: init", "error", err.Error())
-		os.Exit(1)
+		fail(err)
 	}
 	// sam local start-api does not run JWT authorizers: there the
 	// development authorizer stands in (never in a deployed function).
 	if h, err = orders.LambdaHandler(h, os.Getenv); err != nil {
-		logger.Error("orders: init", "error", err.Error())
-		os.Exit(1)
+		fail(err)
 	}
 	logger.Info("orders: ready", "store", store)
 	lambda.Start(h)

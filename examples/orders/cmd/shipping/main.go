@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -17,15 +18,17 @@ import (
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	opts, store, err := orders.FromEnv(context.Background(), os.Getenv, logger)
-	if err != nil {
+	fail := func(err error) {
 		logger.Error("shipping: init", "error", err.Error())
 		os.Exit(1)
 	}
+	opts, store, err := orders.FromEnv(context.Background(), os.Getenv, logger)
+	if err != nil {
+		fail(err)
+	}
 	shipments, ok := opts.Repo.(orders.ShipmentRepo)
 	if !ok {
-		logger.Error("shipping: init", "error", "the orders repository keeps no shipments")
-		os.Exit(1)
+		fail(errors.New("the orders repository keeps no shipments"))
 	}
 	h, err := orders.ShippingHandler(orders.WorkerOptions{
 		Store: opts.Store, Shipments: shipments, Policy: opts.Policy, Logger: logger,
@@ -33,8 +36,7 @@ func main() {
 		Observer: observe.Multi(opts.Observer, &observe.EMF{Dimensions: map[string]string{"Service": "shipping"}}),
 	})
 	if err != nil {
-		logger.Error("shipping: init", "error", err.Error())
-		os.Exit(1)
+		fail(err)
 	}
 	logger.Info("shipping: ready", "store", store)
 	lambda.Start(h)
