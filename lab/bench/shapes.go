@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idemkit/idemkit"
 	"github.com/idemkit/idemkit/dynamo"
@@ -103,48 +105,34 @@ func MeasureShapes(ctx context.Context, client *dynamodb.Client, table string, n
 	return rows, nil
 }
 
-// recorder keeps the last request of each kind sent through it.
-type recorder struct {
-	*dynamodb.Client
-	last sentCall
-}
-
-// sentCall is one captured request.
+// sentCall is one request sent: its operation's name and its input (a
+// *dynamodb.PutItemInput, UpdateItemInput, GetItemInput or QueryInput).
 type sentCall struct {
-	op    string
-	put   *dynamodb.PutItemInput
-	upd   *dynamodb.UpdateItemInput
-	get   *dynamodb.GetItemInput
-	query *dynamodb.QueryInput
+	op string
+	in any
 }
 
-func (r *recorder) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	r.last = sentCall{op: "PutItem", put: in}
-	return r.Client.PutItem(ctx, in, optFns...)
-}
-
-func (r *recorder) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	r.last = sentCall{op: "UpdateItem", upd: in}
-	return r.Client.UpdateItem(ctx, in, optFns...)
-}
-
-func (r *recorder) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	r.last = sentCall{op: "GetItem", get: in}
-	return r.Client.GetItem(ctx, in, optFns...)
-}
-
-func (r *recorder) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	r.last = sentCall{op: "Query", query: in}
-	return r.Client.Query(ctx, in, optFns...)
+// recording returns a client of client's options that keeps in *last
+// each request sent through it.
+func recording(client *dynamodb.Client, last *sentCall) *dynamodb.Client {
+	return dynamodb.New(client.Options(), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("idembenchRecord",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					*last = sentCall{op: awsmiddleware.GetOperationName(ctx), in: in.Parameters}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.After)
+		})
+	})
 }
 
 // cond returns the call's condition expression, "" for none.
 func (c sentCall) cond() string {
-	switch {
-	case c.put != nil:
-		return aws.ToString(c.put.ConditionExpression)
-	case c.upd != nil:
-		return aws.ToString(c.upd.ConditionExpression)
+	switch in := c.in.(type) {
+	case *dynamodb.PutItemInput:
+		return aws.ToString(in.ConditionExpression)
+	case *dynamodb.UpdateItemInput:
+		return aws.ToString(in.ConditionExpression)
 	}
 	return ""
 }
@@ -236,9 +224,9 @@ func (c sentCall) resend(ctx context.Context, client *dynamodb.Client, pk string
 	}
 	var err error
 	var took time.Duration
-	switch {
-	case c.put != nil:
-		in := *c.put
+	switch sent := c.in.(type) {
+	case *dynamodb.PutItemInput:
+		in := *sent
 		in.Item = key(in.Item)
 		if cond != nil {
 			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = withCond(in.ExpressionAttributeNames, in.ExpressionAttributeValues, extra, extraNames, cond)
@@ -246,8 +234,8 @@ func (c sentCall) resend(ctx context.Context, client *dynamodb.Client, pk string
 		start := time.Now()
 		_, err = client.PutItem(ctx, &in)
 		took = time.Since(start)
-	case c.upd != nil:
-		in := *c.upd
+	case *dynamodb.UpdateItemInput:
+		in := *sent
 		in.Key = key(in.Key)
 		if cond != nil {
 			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = withCond(in.ExpressionAttributeNames, in.ExpressionAttributeValues, extra, extraNames, cond, in.UpdateExpression)
@@ -255,15 +243,15 @@ func (c sentCall) resend(ctx context.Context, client *dynamodb.Client, pk string
 		start := time.Now()
 		_, err = client.UpdateItem(ctx, &in)
 		took = time.Since(start)
-	case c.get != nil:
-		in := *c.get
+	case *dynamodb.GetItemInput:
+		in := *sent
 		in.Key = key(in.Key)
 		start := time.Now()
 		_, err = client.GetItem(ctx, &in)
 		took = time.Since(start)
-	case c.query != nil:
+	case *dynamodb.QueryInput:
 		start := time.Now()
-		_, err = client.Query(ctx, c.query)
+		_, err = client.Query(ctx, sent)
 		took = time.Since(start)
 	}
 	var cf *types.ConditionalCheckFailedException
@@ -388,8 +376,8 @@ func measureShape(ctx context.Context, client *dynamodb.Client, table, shape str
 	if err != nil {
 		return row, err
 	}
-	rec := &recorder{Client: client}
-	store, err := dynamo.New(rec, table, dynamo.Options{})
+	var last sentCall
+	store, err := dynamo.New(recording(client, &last), table, dynamo.Options{})
 	if err != nil {
 		return row, err
 	}
@@ -441,7 +429,7 @@ func measureShape(ctx context.Context, client *dynamodb.Client, table, shape str
 		if err := send(ctx, store, shape, recs[m], at(now)); err != nil {
 			return row, fmt.Errorf("the store's request: %w", err)
 		}
-		c := rec.last
+		c := last
 		row.Call, row.Cond = c.op, c.cond()
 		for j := 0; j < m; j++ {
 			k := (i + warm + j) % m
