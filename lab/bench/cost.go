@@ -187,7 +187,7 @@ func measureCost(ctx context.Context, client *dynamodb.Client, table, path strin
 	prefix := fmt.Sprintf("cost-%s-%d-%d-", path, size, time.Now().UnixNano())
 	rigs := make([]*costRig, len(CostCodecs))
 	for i, cc := range CostCodecs {
-		m := &Meter{Client: client, Table: table}
+		m := NewMeter(client, table)
 		s, err := dynamo.New(m, table, cc.Opts)
 		if err != nil {
 			return nil, err

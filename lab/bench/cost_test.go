@@ -155,7 +155,7 @@ func TestMeterRefused(t *testing.T) {
 	dynalite.Require(t, dynalite.FaithfulCapacity)
 	client, table := serverTable(t)
 	ctx := context.Background()
-	m := &Meter{Client: client, Table: table}
+	m := NewMeter(client, table)
 	big := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "meter"}, "b": &types.AttributeValueMemberB{Value: make([]byte, 5000)}}
 	put := func(cond string) error {
 		in := &dynamodb.PutItemInput{TableName: aws.String(table), Item: big, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,

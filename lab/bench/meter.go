@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
@@ -21,15 +22,28 @@ import (
 // of the item that refused it, which is how DynamoDB bills a refusal
 // (its size in KB, at least one unit). The item comes with the refusal
 // where the server returns it; elsewhere Settle reads it afterwards.
+// The item operations (PutItem, UpdateItem, DeleteItem, GetItem, Query)
+// are counted; others (a DescribeTable) are not.
 type Meter struct {
-	*dynamodb.Client
-	Table string // the table the refused items are read from
+	*dynamodb.Client // the metered client
+	table            string
+	raw              *dynamodb.Client // reads the refused items, uncounted
 
 	mu    sync.Mutex
 	units Units
 	// refused are the keys of refused writes whose item did not come
 	// with the refusal, to be read by Settle.
 	refused []map[string]types.AttributeValue
+}
+
+// NewMeter returns a Meter of client's options, whose refused writes are
+// of items of table.
+func NewMeter(client *dynamodb.Client, table string) *Meter {
+	m := &Meter{table: table, raw: client}
+	m.Client = dynamodb.New(client.Options(), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, m.count)
+	})
+	return m
 }
 
 // Units are request units and calls.
@@ -67,7 +81,7 @@ func (m *Meter) Settle(ctx context.Context) error {
 	m.refused = nil
 	m.mu.Unlock()
 	for _, k := range keys {
-		out, err := m.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(m.Table), Key: k, ConsistentRead: aws.Bool(true)})
+		out, err := m.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(m.table), Key: k, ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return err
 		}
@@ -92,24 +106,71 @@ func (m *Meter) call() {
 	m.mu.Unlock()
 }
 
-// counted returns optFns with an option that counts the call's request
-// body: its length once the SDK has serialized and signed it.
-func (m *Meter) counted(optFns []func(*dynamodb.Options)) []func(*dynamodb.Options) {
-	return append(optFns, func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("idembenchRequestBytes",
-				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-					if r, ok := in.Request.(*smithyhttp.Request); ok {
-						if n, ok, err := r.StreamLength(); err == nil && ok {
-							m.mu.Lock()
-							m.units.Bytes += int(n)
-							m.mu.Unlock()
-						}
-					}
-					return next.HandleFinalize(ctx, in)
-				}), middleware.After)
-		})
-	})
+// count adds to a client's stack the middleware that counts each call:
+// its capacity from the answer (or a refused write's item), and its
+// request body, once the SDK has serialized and signed it, on each send.
+func (m *Meter) count(stack *middleware.Stack) error {
+	err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("idembenchUnits",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if !itemOps[awsmiddleware.GetOperationName(ctx)] {
+				return next.HandleInitialize(ctx, in)
+			}
+			var key map[string]types.AttributeValue // set for a write
+			switch p := in.Parameters.(type) {
+			case *dynamodb.PutItemInput:
+				key = keyOf(p.Item)
+			case *dynamodb.UpdateItemInput:
+				key = p.Key
+			case *dynamodb.DeleteItemInput:
+				key = p.Key
+			}
+			m.call()
+			out, md, err := next.HandleInitialize(ctx, in)
+			switch {
+			case err != nil && key != nil:
+				m.refusedWrite(err, key)
+			case err == nil:
+				m.consumed(capacityOf(out.Result), key != nil)
+			}
+			return out, md, err
+		}), middleware.After)
+	if err != nil {
+		return err
+	}
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("idembenchRequestBytes",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			if !itemOps[awsmiddleware.GetOperationName(ctx)] {
+				return next.HandleFinalize(ctx, in)
+			}
+			if r, ok := in.Request.(*smithyhttp.Request); ok {
+				if n, ok, err := r.StreamLength(); err == nil && ok {
+					m.mu.Lock()
+					m.units.Bytes += int(n)
+					m.mu.Unlock()
+				}
+			}
+			return next.HandleFinalize(ctx, in)
+		}), middleware.After)
+}
+
+// itemOps are the operations a Meter counts.
+var itemOps = map[string]bool{"PutItem": true, "UpdateItem": true, "DeleteItem": true, "GetItem": true, "Query": true}
+
+// capacityOf returns the consumed capacity an operation's output reports.
+func capacityOf(out any) *types.ConsumedCapacity {
+	switch o := out.(type) {
+	case *dynamodb.PutItemOutput:
+		return o.ConsumedCapacity
+	case *dynamodb.UpdateItemOutput:
+		return o.ConsumedCapacity
+	case *dynamodb.GetItemOutput:
+		return o.ConsumedCapacity
+	case *dynamodb.QueryOutput:
+		return o.ConsumedCapacity
+	case *dynamodb.DeleteItemOutput:
+		return o.ConsumedCapacity
+	}
+	return nil
 }
 
 // consumed counts an answer's capacity, as read or write units.
@@ -151,44 +212,4 @@ func (m *Meter) refusedWrite(err error, key map[string]types.AttributeValue) {
 // tables use).
 func keyOf(item map[string]types.AttributeValue) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": item["pk"]}
-}
-
-func (m *Meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	m.call()
-	out, err := m.Client.PutItem(ctx, in, m.counted(optFns)...)
-	if err != nil {
-		m.refusedWrite(err, keyOf(in.Item))
-		return out, err
-	}
-	m.consumed(out.ConsumedCapacity, true)
-	return out, nil
-}
-
-func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	m.call()
-	out, err := m.Client.UpdateItem(ctx, in, m.counted(optFns)...)
-	if err != nil {
-		m.refusedWrite(err, in.Key)
-		return out, err
-	}
-	m.consumed(out.ConsumedCapacity, true)
-	return out, nil
-}
-
-func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	m.call()
-	out, err := m.Client.GetItem(ctx, in, m.counted(optFns)...)
-	if err == nil {
-		m.consumed(out.ConsumedCapacity, false)
-	}
-	return out, err
-}
-
-func (m *Meter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	m.call()
-	out, err := m.Client.Query(ctx, in, m.counted(optFns)...)
-	if err == nil {
-		m.consumed(out.ConsumedCapacity, false)
-	}
-	return out, err
 }
