@@ -222,38 +222,32 @@ func (c sentCall) resend(ctx context.Context, client *dynamodb.Client, pk string
 		m["pk"] = &types.AttributeValueMemberS{Value: pk}
 		return m
 	}
-	var err error
-	var took time.Duration
+	var send func() error
 	switch sent := c.in.(type) {
 	case *dynamodb.PutItemInput:
 		in := *sent
-		in.Item = key(in.Item)
-		if cond != nil {
+		if in.Item = key(in.Item); cond != nil {
 			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = withCond(in.ExpressionAttributeNames, in.ExpressionAttributeValues, extra, extraNames, cond)
 		}
-		start := time.Now()
-		_, err = client.PutItem(ctx, &in)
-		took = time.Since(start)
+		send = func() error { _, err := client.PutItem(ctx, &in); return err }
 	case *dynamodb.UpdateItemInput:
 		in := *sent
-		in.Key = key(in.Key)
-		if cond != nil {
+		if in.Key = key(in.Key); cond != nil {
 			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = withCond(in.ExpressionAttributeNames, in.ExpressionAttributeValues, extra, extraNames, cond, in.UpdateExpression)
 		}
-		start := time.Now()
-		_, err = client.UpdateItem(ctx, &in)
-		took = time.Since(start)
+		send = func() error { _, err := client.UpdateItem(ctx, &in); return err }
 	case *dynamodb.GetItemInput:
 		in := *sent
 		in.Key = key(in.Key)
-		start := time.Now()
-		_, err = client.GetItem(ctx, &in)
-		took = time.Since(start)
+		send = func() error { _, err := client.GetItem(ctx, &in); return err }
 	case *dynamodb.QueryInput:
-		start := time.Now()
-		_, err = client.Query(ctx, sent)
-		took = time.Since(start)
+		send = func() error { _, err := client.Query(ctx, sent); return err }
+	default:
+		return 0, fmt.Errorf("%s: not a request the bench sends again", c.op)
 	}
+	start := time.Now()
+	err := send()
+	took := time.Since(start)
 	var cf *types.ConditionalCheckFailedException
 	if errors.As(err, &cf) {
 		return took, fmt.Errorf("%s refused under %s: the state made for it does not pass its condition", c.op, pk)
