@@ -482,12 +482,8 @@ func (s *Store) Create(ctx context.Context, rec *idemkit.Record) (*idemkit.Recor
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}
 	for attempt := 1; ; attempt++ {
-		landed, met, err := s.write(ctx, client, op, rec, item, func(ctx context.Context) (*types.ConsumedCapacity, error) {
-			out, err := client.PutItem(ctx, in, s.optFns...)
-			if err != nil {
-				return nil, err
-			}
-			return out.ConsumedCapacity, nil
+		landed, met, err := s.write(ctx, client, op, rec, item, func(ctx context.Context) (any, error) {
+			return client.PutItem(ctx, in, s.optFns...)
 		})
 		switch {
 		case landed || err != nil:
@@ -511,16 +507,23 @@ func (s *Store) prepare(ctx context.Context, op string, rec *idemkit.Record) (ma
 	return item, client, fo, err
 }
 
-// write makes one conditional write of rec's item with send, under the
-// context each call gets, and reads its answer: landed (its usage counted
-// and the item kept as rec's), or the record the condition met (nil: none
-// is stored), or the error.
+// write makes one conditional write of rec's item with send (a PutItem or
+// an UpdateItem), under the context each call gets, and reads its answer:
+// landed (its usage counted and the item kept as rec's), or the record the
+// condition met (nil: none is stored), or the error.
 func (s *Store) write(ctx context.Context, client Client, op string, rec *idemkit.Record, item map[string]types.AttributeValue,
-	send func(context.Context) (*types.ConsumedCapacity, error)) (landed bool, met *idemkit.Record, _ error) {
+	send func(context.Context) (any, error)) (landed bool, met *idemkit.Record, _ error) {
 	cctx, cancel := s.ctxFor(ctx)
-	cc, err := send(cctx)
+	out, err := send(cctx)
 	cancel()
 	if err == nil {
+		var cc *types.ConsumedCapacity
+		switch o := out.(type) {
+		case *dynamodb.PutItemOutput:
+			cc = o.ConsumedCapacity
+		case *dynamodb.UpdateItemOutput:
+			cc = o.ConsumedCapacity
+		}
 		usage(ctx, cc, true)
 		s.written.put(rec, item)
 		return true, nil, nil
@@ -583,12 +586,8 @@ func (s *Store) Replace(ctx context.Context, rec, prev *idemkit.Record) (*idemki
 		}
 	}
 	in := s.replaceInput(rec.ID, item, old, prev.Version)
-	landed, met, err := s.write(ctx, client, op, rec, item, func(ctx context.Context) (*types.ConsumedCapacity, error) {
-		out, err := client.UpdateItem(ctx, in, s.optFns...)
-		if err != nil {
-			return nil, err
-		}
-		return out.ConsumedCapacity, nil
+	landed, met, err := s.write(ctx, client, op, rec, item, func(ctx context.Context) (any, error) {
+		return client.UpdateItem(ctx, in, s.optFns...)
 	})
 	switch {
 	case landed || err != nil:
