@@ -48,9 +48,9 @@ type Config struct {
 	// handler ran: storing its outcome, freeing the key or keeping it
 	// (ErrOutcomeUnknown). Zero: 3.
 	WriteAttempts int
-	// WriteTimeout bounds each store write made after the handler ran
-	// (completion, release), which run even when the request's context is
-	// done. Zero: 5 s.
+	// WriteTimeout bounds each attempt of a store write made after the
+	// handler ran (completion, release), which run even when the request's
+	// context is done. Zero: 5 s.
 	WriteTimeout time.Duration
 	// ClaimAttempts bounds the attempts of a claim that fails, within the
 	// request's deadline. A failed attempt's answer may have been lost.
@@ -170,7 +170,7 @@ func New(cfg Config) (*Guard, error) {
 func (g *Guard) setWriters() {
 	now := func() time.Time { return g.now() }
 	g.claims = writer{store: g.cfg.Store, now: now, attempts: max(g.claimAttempts, 1), backoff: g.claimBackoff, sleep: g.sleep}
-	g.writes = writer{store: g.cfg.Store, now: now, attempts: max(g.writeAttempts, 1), backoff: writeBackoff, sleep: g.sleep}
+	g.writes = writer{store: g.cfg.Store, now: now, attempts: max(g.writeAttempts, 1), backoff: writeBackoff, timeout: g.writeTimeout, sleep: g.sleep}
 	g.renewals = writer{store: g.cfg.Store, now: now, attempts: 1, sleep: g.sleep}
 }
 
@@ -224,7 +224,8 @@ func (g *Guard) Refuse(ctx context.Context, scope Scope, err error) {
 //     late completion replaces the record, and a retry replays it. The
 //     request is told to come back, until the lease's end plus
 //     LeaseMargin and the time the run's completion writes may take
-//     (WriteAttempts × WriteTimeout, 17 s by default).
+//     (WriteAttempts × WriteTimeout and the pauses between them, 17.15 s
+//     by default).
 //   - ErrIndeterminate: a lease ended without an outcome under FailClosed
 //     longer ago than that, or the handler reported ErrOutcomeUnknown: an
 //     operator resolves the key.
@@ -496,12 +497,19 @@ func (g *Guard) indeterminate(pol Policy, ex *Record, now time.Time) error {
 // pendingUntil is when the run of a record whose lease ran out can no
 // longer be expected to complete: a run stops by its lease's end (its
 // deadline's, or told ErrLeaseLost, with renewals), then stores its
-// outcome within WriteAttempts writes of WriteTimeout each; LeaseMargin is
-// the clock skew a lease tolerates. A run that outlives its lease longer
-// (a Policy.Lease shorter than the handler) still completes the record,
-// but requests meanwhile wait for an operator.
+// outcome within writeSpan; LeaseMargin is the clock skew a lease
+// tolerates. A run that outlives its lease longer (a Policy.Lease shorter
+// than the handler) still completes the record, but requests meanwhile
+// wait for an operator.
 func (g *Guard) pendingUntil(pol Policy, ex *Record) time.Time {
-	return ex.LeaseUntil.Add(pol.LeaseMargin + time.Duration(g.writeAttempts)*g.writeTimeout)
+	return ex.LeaseUntil.Add(pol.LeaseMargin + g.writeSpan())
+}
+
+// writeSpan bounds the writes of a run after its handler: WriteAttempts
+// of WriteTimeout each, and the pauses between them.
+func (g *Guard) writeSpan() time.Duration {
+	n := time.Duration(max(g.writeAttempts, 1))
+	return n*g.writeTimeout + n*(n-1)/2*writeBackoff
 }
 
 // completed returns the snapshot of a completed record to replay, or the
@@ -758,11 +766,12 @@ func (g *Guard) release(ctx context.Context, r *run) error {
 }
 
 // runWrite makes r's change c after its handler ran (complete, release,
-// mark unknown): each is tried up to WriteAttempts times, with a context
-// that survives the request's cancellation, bounded by the write timeout.
-// A refusal (the claim is no longer r's) is an error that is ErrNotOwner.
+// mark unknown): it is tried up to WriteAttempts times, each bounded by
+// WriteTimeout, all within writeSpan, with a context that survives the
+// request's cancellation. A refusal (the claim is no longer r's) is an
+// error that is ErrNotOwner.
 func (g *Guard) runWrite(ctx context.Context, r *run, c change) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.writeTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.writeSpan())
 	defer cancel()
 	c.rec, c.version = r.claim, r.version
 	cur, _, err := g.writes.apply(wctx, r.get(), c)

@@ -436,6 +436,40 @@ func TestCompletionFailure(t *testing.T) {
 	}
 }
 
+// TestCompletionAttemptsEachGetWriteTimeout: each attempt of a completion
+// has a WriteTimeout of its own, so two that hang until theirs ends leave
+// the third to store the outcome, and a retry replays it.
+func TestCompletionAttemptsEachGetWriteTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	f, fs := faultFixture(t, func(c *idemkit.Config) { c.WriteTimeout = timeout })
+	var hung []time.Duration
+	fs.OnOp(faultstore.OpComplete, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
+		if c.N > 2 {
+			return faultstore.Fault{}
+		}
+		start := time.Now()
+		<-ctx.Done()
+		hung = append(hung, time.Since(start))
+		return faultstore.Fault{Err: ctx.Err()}
+	})
+	snap, replayed, err := f.do(t, req("k"), respond(201, "real"))
+	if err != nil || replayed || string(snap.Body) != "real" {
+		t.Fatalf("the caller must get the real response: %+v %v %v", snap, replayed, err)
+	}
+	if n := fs.CountOp(faultstore.OpComplete); n != 3 || len(hung) != 2 {
+		t.Fatalf("completion attempted %d times, %d hung; want 3, 2 of them hung", n, len(hung))
+	}
+	for i, d := range hung {
+		if d < timeout {
+			t.Errorf("hung attempt %d ended after %v, before its WriteTimeout %v", i+1, d, timeout)
+		}
+	}
+	if e := f.obs.Last(); e.Kind != observe.EventExecuted {
+		t.Fatalf("event %+v, want executed", e)
+	}
+	f.mustReplay(t, req("k"), "real", "a retry")
+}
+
 func TestReleaseFailureKeepsHandlerError(t *testing.T) {
 	f, fs := faultFixture(t, nil)
 	fs.OnOp(faultstore.OpRelease, faultstore.Fail(errors.New("unreachable")))

@@ -14,6 +14,7 @@ type writer struct {
 	now      func() time.Time
 	attempts int           // attempts of a write that fails (at least 1)
 	backoff  time.Duration // the pause before the second attempt; the n-th waits n times as long
+	timeout  time.Duration // bounds each attempt (0: only ctx does)
 	// sleep waits d, or reports false when ctx is done or its deadline
 	// comes first.
 	sleep func(ctx context.Context, d time.Duration) bool
@@ -33,7 +34,7 @@ var errChanging = errors.New("idemkit: the record keeps changing")
 // that refused it, as cur.
 //
 // A write that fails is sent again, the same record with the same
-// Version, up to w.attempts times: one that landed with its answer lost is
+// Version, up to w.attempts times, each bounded by w.timeout: one that landed with its answer lost is
 // then met, and recognised as ours. A write that finds the record changed
 // decides again from the record met, at most conflicts times.
 func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replaced *Record, err error) {
@@ -72,6 +73,11 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 
 // write stores out in place of prev, or where none is when prev is nil.
 func (w writer) write(ctx context.Context, out, prev *Record) (met *Record, err error) {
+	if w.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.timeout)
+		defer cancel()
+	}
 	if prev == nil {
 		return w.store.Create(ctx, out)
 	}
