@@ -309,16 +309,32 @@ func TestStormThrottled(t *testing.T) {
 		throttled += len(ft.Events())
 		ft.Clear()
 	}
-	// The throttling stops: a retry converges.
-	final := call(ctx, f.handlers[0], ev)
+	// The throttling stops. A retry gets what the storm stored, read from
+	// the table: the one run's outcome, replayed; or, where every attempt
+	// of its completion was throttled, its claim, kept in flight until the
+	// lease ends (409), never run again.
 	sc := idemkit.Scope{Tenant: "acme", Operation: "POST /payments", Key: "storm-throttled"}
+	stored, err := f.stores[0].Get(ctx, sc.ID(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := call(ctx, f.handlers[0], ev)
 	effects := f.fx.counts(t)[sc.ID(false)]
-	summary(t, "requests=%d clients=%d throttled_calls=%d executions=%d fresh=%d replays=%d conflicts409=%d unavailable503=%d other=%d; after: %d replay=%v",
-		n, clients, throttled, effects, ty.fresh, ty.replays, ty.conflicts, ty.unavail, ty.other, final.Status, final.Replay)
-	if effects > 1 || ty.fresh > 1 || ty.other != 0 {
+	summary(t, "requests=%d clients=%d throttled_calls=%d executions=%d fresh=%d replays=%d conflicts409=%d unavailable503=%d other=%d; stored %s; after: %d replay=%v",
+		n, clients, throttled, effects, ty.fresh, ty.replays, ty.conflicts, ty.unavail, ty.other, stored.State, final.Status, final.Replay)
+	if effects != 1 || ty.fresh > 1 || ty.other != 0 {
 		t.Fatalf("executions %d, fresh %d, other %d %v", effects, ty.fresh, ty.other, ty.bad)
 	}
-	if final.Status != 201 || effects != 1 || (ty.fresh == 1 && (!final.Replay || final.Body != ty.first)) {
-		t.Fatalf("after the throttling: %v, executions %d; want the one stored result", final, effects)
+	switch stored.State {
+	case idemkit.StateCompleted:
+		if final.Status != 201 || (ty.fresh == 1 && (!final.Replay || final.Body != ty.first)) {
+			t.Fatalf("after the throttling: %v; want the one stored result", final)
+		}
+	case idemkit.StateInFlight:
+		if ty.fresh != 1 || final.Status != 409 || final.Problem != "in-flight" {
+			t.Fatalf("after the throttling, its completion not stored: %v (fresh %d); want 409 in-flight until the lease ends", final, ty.fresh)
+		}
+	default:
+		t.Fatalf("stored %s after the storm; want the run's outcome or its claim", stored.State)
 	}
 }
