@@ -170,7 +170,8 @@ func New(cfg Config) (*Guard, error) {
 func (g *Guard) setWriters() {
 	now := func() time.Time { return g.now() }
 	g.claims = writer{store: g.cfg.Store, now: now, attempts: max(g.claimAttempts, 1), backoff: g.claimBackoff, sleep: g.sleep}
-	g.writes = writer{store: g.cfg.Store, now: now, attempts: max(g.writeAttempts, 1), backoff: writeBackoff, timeout: g.writeTimeout, sleep: g.sleep}
+	g.writes = writer{store: g.cfg.Store, now: now, attempts: max(g.writeAttempts, 1), backoff: writeBackoff,
+		timeout: g.writeTimeout, span: g.writeSpan(), sleep: g.sleep}
 	g.renewals = writer{store: g.cfg.Store, now: now, attempts: 1, sleep: g.sleep}
 }
 
@@ -771,10 +772,8 @@ func (g *Guard) release(ctx context.Context, r *run) error {
 // request's cancellation. A refusal (the claim is no longer r's) is an
 // error that is ErrNotOwner.
 func (g *Guard) runWrite(ctx context.Context, r *run, c change) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.writeSpan())
-	defer cancel()
 	c.rec, c.version = r.claim, r.version
-	cur, _, err := g.writes.apply(wctx, r.get(), c)
+	cur, _, err := g.writes.apply(context.WithoutCancel(ctx), r.get(), c)
 	switch {
 	case err == nil:
 		r.set(cur)

@@ -14,7 +14,9 @@ type writer struct {
 	now      func() time.Time
 	attempts int           // attempts of a write that fails (at least 1)
 	backoff  time.Duration // the pause before the second attempt; the n-th waits n times as long
-	timeout  time.Duration // bounds each attempt (0: only ctx does)
+	// timeout bounds each attempt, and span all of them with the pauses
+	// between them (0: only ctx does).
+	timeout, span time.Duration
 	// sleep waits d, or reports false when ctx is done or its deadline
 	// comes first.
 	sleep func(ctx context.Context, d time.Duration) bool
@@ -34,12 +36,17 @@ var errChanging = errors.New("idemkit: the record keeps changing")
 // that refused it, as cur.
 //
 // A write that fails is sent again, the same record with the same
-// Version, up to w.attempts times, each bounded by w.timeout: one that landed with its answer lost is
-// then met, and recognised as ours. A write that finds the record changed
-// decides again from the record met, at most conflicts times.
+// Version, up to w.attempts times, within w.timeout each and w.span in
+// all: one that landed with its answer lost is then met, and recognised
+// as ours. A write that finds the record changed decides again from the
+// record met, at most conflicts times.
 func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replaced *Record, err error) {
 	var out *Record
 	failures, changed := 0, 0
+	var end time.Time // when the span ends, on the system's clock as a context's deadline is
+	if w.span > 0 {
+		end = time.Now().Add(w.span)
+	}
 	for {
 		if out == nil {
 			if out, err = next(prev, c, w.now()); err != nil {
@@ -47,7 +54,7 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 			}
 			out.Version = c.version.next()
 		}
-		met, err := w.write(ctx, out, prev)
+		met, err := w.write(ctx, end, out, prev)
 		switch {
 		case err == nil && met == nil:
 			return out, prev, nil
@@ -63,7 +70,8 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 			// Nothing was written, and trying again gives the same answer.
 			return prev, nil, fmt.Errorf("idemkit: store %s: %w", c.op, err)
 		default:
-			if failures++; failures >= w.attempts || ctx.Err() != nil || !w.sleep(ctx, time.Duration(failures)*w.backoff) {
+			pause := time.Duration(failures+1) * w.backoff
+			if failures++; failures >= w.attempts || ctx.Err() != nil || (!end.IsZero() && time.Until(end) < pause) || !w.sleep(ctx, pause) {
 				// Named by the change, whatever call of the store failed.
 				return prev, nil, &StoreError{Op: c.op.String(), Err: err}
 			}
@@ -71,11 +79,16 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 	}
 }
 
-// write stores out in place of prev, or where none is when prev is nil.
-func (w writer) write(ctx context.Context, out, prev *Record) (met *Record, err error) {
+// write stores out in place of prev, or where none is when prev is nil,
+// within w.timeout, and before end when it is set.
+func (w writer) write(ctx context.Context, end time.Time, out, prev *Record) (met *Record, err error) {
 	if w.timeout > 0 {
+		dl := time.Now().Add(w.timeout)
+		if !end.IsZero() && end.Before(dl) {
+			dl = end
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.timeout)
+		ctx, cancel = context.WithDeadline(ctx, dl)
 		defer cancel()
 	}
 	if prev == nil {

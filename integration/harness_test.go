@@ -311,9 +311,10 @@ func (a answer) kind() string {
 // pendingWindow is how long past a lease's end the guard, by its defaults,
 // answers a request that meets the lease's run marked indeterminate with
 // outcome-pending (the run may still complete: LeaseMargin, then
-// WriteAttempts completion writes of WriteTimeout each) before it answers
+// WriteAttempts completion writes of WriteTimeout each and the pauses
+// between them, 50 ms then 100 ms) before it answers
 // indeterminate-operator-required.
-const pendingWindow = policydefault.LeaseMargin + 3*5*time.Second
+const pendingWindow = policydefault.LeaseMargin + 3*5*time.Second + 150*time.Millisecond
 
 // pastPending is how far a test's clock moves past a lease of length lease
 // for a retry to find its run's outcome an operator's case.
