@@ -464,10 +464,44 @@ func TestCompletionAttemptsEachGetWriteTimeout(t *testing.T) {
 			t.Errorf("hung attempt %d ended after %v, before its WriteTimeout %v", i+1, d, timeout)
 		}
 	}
+
 	if e := f.obs.Last(); e.Kind != observe.EventExecuted {
 		t.Fatalf("event %+v, want executed", e)
 	}
 	f.mustReplay(t, req("k"), "real", "a retry")
+}
+
+// TestCompletionAttemptsEndWithinTheSpan: a store that overruns each
+// attempt's WriteTimeout does not stretch a completion past the span of
+// its attempts, 3 × WriteTimeout and the pauses between them (50 ms, then
+// 100 ms): the last attempt's deadline is the span's end.
+func TestCompletionAttemptsEndWithinTheSpan(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	const span = 3*timeout + 150*time.Millisecond
+	f, fs := faultFixture(t, func(c *idemkit.Config) { c.WriteTimeout = timeout })
+	var deadlines []time.Time
+	fs.OnOp(faultstore.OpComplete, func(ctx context.Context, c faultstore.Call) faultstore.Fault {
+		dl, _ := ctx.Deadline()
+		deadlines = append(deadlines, dl)
+		time.Sleep(timeout + 100*time.Millisecond) // deaf to ctx
+		return faultstore.Fault{Err: errors.New("slow store")}
+	})
+	if _, _, err := f.do(t, req("k"), respond(201, "real")); err != nil {
+		t.Fatal(err)
+	}
+	// How many attempts fit depends on how late the machine wakes the
+	// store; without the span, three are made, the last past its end.
+	if e := f.obs.Last(); e.Kind != observe.EventCompletionFailed || len(deadlines) == 0 {
+		t.Fatalf("event %+v after %d attempts, want completion_failed", e, len(deadlines))
+	}
+	// The first attempt's deadline is its WriteTimeout, begun no earlier
+	// than the span.
+	end := deadlines[0].Add(span - timeout)
+	for i, dl := range deadlines {
+		if dl.IsZero() || dl.After(end) {
+			t.Errorf("attempt %d's deadline %v, past the span's end %v", i+1, dl, end)
+		}
+	}
 }
 
 func TestReleaseFailureKeepsHandlerError(t *testing.T) {
