@@ -298,8 +298,10 @@ func change(shape string, rec *idemkit.Record, now time.Time, version string) *i
 	return out
 }
 
-// write stores rec in place of prev (nil: a Create) through s; a record
-// met is an error: the state was made for the write to land.
+// write stores rec in place of prev (nil: a Create) through s. A record
+// met is an error, the state was made for the write to land, unless it is
+// rec itself (its version and owner): rec landed with its answer lost and
+// was met when the SDK sent it again, which the engine takes as its own.
 func write(ctx context.Context, s *dynamo.Store, rec, prev *idemkit.Record) error {
 	var met *idemkit.Record
 	var err error
@@ -308,7 +310,7 @@ func write(ctx context.Context, s *dynamo.Store, rec, prev *idemkit.Record) erro
 	} else {
 		met, err = s.Replace(ctx, rec, prev)
 	}
-	if err == nil && met != nil {
+	if err == nil && met != nil && (met.Version != rec.Version || met.Owner != rec.Owner) {
 		err = fmt.Errorf("%s: met a %s record of %s", rec.ID, met.State, met.Owner)
 	}
 	return err
