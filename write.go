@@ -43,10 +43,7 @@ var errChanging = errors.New("idemkit: the record keeps changing")
 func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replaced *Record, err error) {
 	var out *Record
 	failures, changed := 0, 0
-	var end time.Time // when the span ends, on the system's clock as a context's deadline is
-	if w.span > 0 {
-		end = time.Now().Add(w.span)
-	}
+	end := w.spanEnd()
 	for {
 		if out == nil {
 			if out, err = next(prev, c, w.now()); err != nil {
@@ -70,13 +67,32 @@ func (w writer) apply(ctx context.Context, prev *Record, c change) (cur, replace
 			// Nothing was written, and trying again gives the same answer.
 			return prev, nil, fmt.Errorf("idemkit: store %s: %w", c.op, err)
 		default:
-			pause := time.Duration(failures+1) * w.backoff
-			if failures++; failures >= w.attempts || ctx.Err() != nil || (!end.IsZero() && time.Until(end) < pause) || !w.sleep(ctx, pause) {
+			if failures++; !w.again(ctx, end, failures) {
 				// Named by the change, whatever call of the store failed.
 				return prev, nil, &StoreError{Op: c.op.String(), Err: err}
 			}
 		}
 	}
+}
+
+// spanEnd returns when a span begun now ends, on the system's clock as a
+// context's deadline is; the zero time when w has no span.
+func (w writer) spanEnd() time.Time {
+	if w.span <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(w.span)
+}
+
+// again reports whether a write that failed for the failures-th time is
+// sent again, and waits its pause first: attempts are left, ctx is not
+// done, and the pause ends before the span does (at end, when set).
+func (w writer) again(ctx context.Context, end time.Time, failures int) bool {
+	pause := time.Duration(failures) * w.backoff
+	if failures >= w.attempts || ctx.Err() != nil || (!end.IsZero() && time.Until(end) < pause) {
+		return false
+	}
+	return w.sleep(ctx, pause)
 }
 
 // write stores out in place of prev, or where none is when prev is nil,
