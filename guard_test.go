@@ -208,7 +208,7 @@ func crash(t *testing.T, f *fixture, r idemkit.Request, lease time.Duration) *id
 
 func TestStaleLeaseFailClosed(t *testing.T) {
 	f := newFixture(t, nil)
-	crash(t, f, req("k"), 10*time.Second)
+	rec := crash(t, f, req("k"), 10*time.Second)
 	f.clock.Advance(5 * time.Second)
 	if _, _, err := f.do(t, req("k"), respond(201, "x")); !errors.Is(err, idemkit.ErrInFlight) {
 		t.Fatalf("while the lease lives: %v, want ErrInFlight", err)
@@ -222,6 +222,12 @@ func TestStaleLeaseFailClosed(t *testing.T) {
 	}
 	if k := f.obs.Last().Kind; k != observe.EventConflict {
 		t.Fatalf("event %s, want conflict", k)
+	}
+	// The run's writes after its handler may land until LeaseMargin past
+	// the lease, then 3 attempts of WriteTimeout (5 s) each and the pauses
+	// between them (50 ms, then 100 ms): 17.15 s.
+	if want := rec.LeaseUntil.Add(policydefault.LeaseMargin + 15*time.Second + 150*time.Millisecond); !pe.Until.Equal(want) {
+		t.Fatalf("pending until %v, want %v (the lease's end + 17.15 s)", pe.Until, want)
 	}
 	// Past it, nobody but an operator can tell.
 	f.clock.Set(pe.Until)
