@@ -31,10 +31,26 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("get: %w", context.DeadlineExceeded), exitUnavailable},
 		{fmt.Errorf("get: %w", idemkit.ErrCorruptRecord), exitError},
 		{errors.New("operator identity unavailable"), exitError},
+		{quietExit(exitOK), exitOK},
+		{quietExit(exitError), exitError},
 	} {
 		if got := exitCode(tc.err); got != tc.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestFailQuiet: a command ended by a quietExit (help printed, conform's
+// checks failed and reported) gets its code and no line on stderr; any
+// other error gets one line naming the command.
+func TestFailQuiet(t *testing.T) {
+	var stderr strings.Builder
+	c := &cli{stderr: &stderr}
+	if code := c.fail("conform", quietExit(exitError)); code != exitError || stderr.Len() != 0 {
+		t.Fatalf("quietExit: code %d, stderr %q; want %d and nothing", code, stderr.String(), exitError)
+	}
+	if code := c.fail("list", usagef("--limit 0")); code != exitUsage || stderr.String() != "idemkit list: --limit 0\n" {
+		t.Fatalf("usage error: code %d, stderr %q", code, stderr.String())
 	}
 }
 
