@@ -189,4 +189,18 @@ func TestMeterRefused(t *testing.T) {
 	if want := itemsize.WriteUnits(itemsize.Of(big)); u.Write != want || u.Read != 0 || u.Calls != 1 {
 		t.Errorf("refused write of a 5 KB item: %+v, want %g write units, no read, 1 call", u, want)
 	}
+	// A DeleteItem is a write; a DescribeTable is no item operation.
+	if _, err := m.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": big["pk"]},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err = m.Take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := itemsize.WriteUnits(itemsize.Of(big)); u.Write != want || u.Read != 0 || u.Calls != 1 {
+		t.Errorf("delete of a 5 KB item, then DescribeTable: %+v, want %g write units, no read, 1 call", u, want)
+	}
 }
